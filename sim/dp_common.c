@@ -1,0 +1,104 @@
+/* dp_common.c: allocation hook with a live-block counter and failure
+ * injection, and the error helper.  The counter is atomic because sweeps
+ * run simulations in worker processes, but tests may also use threads. */
+#include "dp_common.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_long live_blocks;
+static atomic_long fail_countdown; /* 0 = off */
+
+static int should_fail(void)
+{
+    long k = atomic_load(&fail_countdown);
+    if (k == 0)
+        return 0;
+    if (k == 1)
+        return 1; /* stays at 1: every later allocation fails too */
+    atomic_fetch_sub(&fail_countdown, 1);
+    return 0;
+}
+
+void *dp_malloc(size_t n)
+{
+    if (should_fail())
+        return NULL;
+    void *p = malloc(n ? n : 1);
+    if (p)
+        atomic_fetch_add(&live_blocks, 1);
+    return p;
+}
+
+void *dp_calloc(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    if (should_fail())
+        return NULL;
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (p)
+        atomic_fetch_add(&live_blocks, 1);
+    return p;
+}
+
+void *dp_realloc(void *p, size_t n)
+{
+    if (!p)
+        return dp_malloc(n);
+    if (should_fail())
+        return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+void dp_free(void *p)
+{
+    if (!p)
+        return;
+    atomic_fetch_sub(&live_blocks, 1);
+    free(p);
+}
+
+char *dp_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = dp_malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+long dp_alloc_live(void) { return atomic_load(&live_blocks); }
+
+void dp_alloc_fail_after(long k) { atomic_store(&fail_countdown, k); }
+
+int dp_err_set(dp_err *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int dp_err_prefix(dp_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return DP_ERUN;
+    char pre[512], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    return err->code;
+}

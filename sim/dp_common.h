@@ -1,0 +1,53 @@
+/* dp_common.h: the two things every dpsim module shares.
+ *
+ *  - One allocation hook (dp_malloc & co.).  All library allocations go
+ *    through it so tests can count live blocks (a leak is a non-zero count
+ *    after a _free) and inject out-of-memory (dp_alloc_fail_after).
+ *  - One error type (dp_err).  Fallible functions return an int status
+ *    (0 ok, negative error) or NULL, and fill an optional dp_err with one
+ *    human message that names the object, the value and, for input files,
+ *    FILE:LINE:COLUMN.  A NULL dp_err* is allowed everywhere.
+ */
+#ifndef DP_COMMON_H
+#define DP_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define DP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DP_PRINTF(a, b)
+#endif
+
+/* ---- allocation ------------------------------------------------------- */
+void *dp_malloc(size_t n);
+void *dp_calloc(size_t count, size_t size); /* overflow-checked */
+void *dp_realloc(void *p, size_t n);
+void dp_free(void *p);
+char *dp_strdup(const char *s);
+/* Number of blocks handed out and not yet freed (library-wide). */
+long dp_alloc_live(void);
+/* Make the k-th allocation from now (k >= 1) and every later one fail;
+ * k = 0 turns failure injection off.  Test-only. */
+void dp_alloc_fail_after(long k);
+
+/* ---- errors ----------------------------------------------------------- */
+enum {
+    DP_OK = 0,
+    DP_EINPUT = -2, /* bad input: exit code 2 */
+    DP_ERUN = -1,   /* the run failed (I/O, database, stall): exit code 1 */
+    DP_ENOMEM = -3,
+};
+
+typedef struct dp_err {
+    int code;       /* one of the DP_E* values */
+    char msg[1024]; /* one line, no trailing newline */
+} dp_err;
+
+/* Fill err (if not NULL) with code and a printf-style message; returns code. */
+int dp_err_set(dp_err *err, int code, const char *fmt, ...) DP_PRINTF(3, 4);
+/* Prefix an existing message: "PREFIX: old message". */
+int dp_err_prefix(dp_err *err, const char *fmt, ...) DP_PRINTF(2, 3);
+
+#endif

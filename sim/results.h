@@ -1,0 +1,93 @@
+/* results.h: what one simulated run produces (MODEL.md section 6).
+ *
+ * Filled by a policy (sim/policy/), then printed by the CLI, written by the
+ * store (sim/store/) and read back by it for `show`, `export` and plots.
+ * All times in simulated seconds, sizes in bytes.
+ *
+ * Ownership: res_run_free frees the run and every array it holds;
+ * res_run_free(NULL) is a no-op.
+ */
+#ifndef DP_RESULTS_H
+#define DP_RESULTS_H
+
+#include "dp_common.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a device is doing during a timeline segment (the Gantt chart). */
+typedef enum {
+    RES_ACT_RECV_DATA = 0,  /* receiving its data share */
+    RES_ACT_RECV_MODEL = 1, /* receiving the (initial or averaged) model */
+    RES_ACT_COMPUTE = 2,    /* forward/backward */
+    RES_ACT_SEND = 3,       /* uploading its model / gradients in a collective */
+    RES_ACT_WAIT = 4,       /* idle, waiting for others */
+    RES_ACT_COUNT
+} res_activity;
+
+const char *res_activity_name(res_activity a); /* "recv_data", ... */
+
+typedef struct res_device {
+    char name[96];
+    char group[64];
+    char kind[8];           /* "gpu" / "cpu" */
+    int64_t samples;        /* samples it trains on per epoch */
+    int64_t batches;        /* batches it computed over the whole run */
+    double compute_s;       /* busy computing */
+    double send_s;          /* time with at least one outgoing flow active */
+    double recv_s;          /* time with at least one incoming flow active */
+    double wait_s;          /* Ttotal - compute - (communication not overlapped) */
+    double bytes_sent;
+    double bytes_recv;
+    double data_ready_s;    /* when it held its full data share (and the model) */
+} res_device;
+
+typedef struct res_epoch {
+    int epoch;              /* 1-based */
+    double end_s;
+} res_epoch;
+
+typedef struct res_segment {
+    int device;             /* 0-based index into devices */
+    res_activity act;
+    double t0_s, t1_s;
+} res_segment;
+
+typedef struct res_run {
+    char policy[32];        /* "ddp", "deepspeed", "cadp" */
+    char *options_json;     /* the policy options used, as a JSON object */
+    uint64_t seed;
+
+    double tsend_s, ttraining_s, ttotal_s;
+    double tflops;          /* paper's count: flops_per_sample * samples processed / Ttraining / 1e12 */
+    double utilization;     /* busy compute seconds / (N * Ttraining) */
+    double samples_processed; /* over all epochs and devices */
+    double bytes_total;     /* bytes moved over the network */
+    uint64_t events;        /* engine events processed */
+    double wall_s;          /* host seconds the simulation took (not deterministic; not in --json determinism) */
+
+    size_t n_devices;
+    res_device *devices;
+
+    size_t n_epochs;
+    res_epoch *epochs;
+
+    /* Cluster FLOPS over time (paper's Figure 6): flops_bins[k] is the mean
+     * FLOP/s (paper's count) over [k*bin_s, (k+1)*bin_s). */
+    double bin_s;
+    size_t n_bins;
+    double *flops_bins;
+
+    /* Timeline: segments per device, adjacent equal activities merged. */
+    size_t n_segments, cap_segments;
+    res_segment *segments;
+} res_run;
+
+res_run *res_run_new(size_t n_devices, dp_err *err);
+void res_run_free(res_run *r);
+/* Append a timeline segment, merging with the device's previous one when
+ * contiguous and of the same activity.  0 or DP_ENOMEM. */
+int res_add_segment(res_run *r, int device, res_activity act, double t0_s, double t1_s);
+/* Append an epoch end. */
+int res_add_epoch(res_run *r, int epoch, double end_s);
+
+#endif

@@ -1,0 +1,214 @@
+/* scenario.h: a scenario file, loaded and validated.
+ *
+ * The loader (scenario.c, on libyaml) reads YAML into a node tree that keeps
+ * each node's line and column, applies overrides (`KEY=VALUE`, used by
+ * `dpsim run -o` and by sweeps), then converts the tree into the structs
+ * below.  After scn_load_* returns, every value is validated: finite,
+ * positive where it must be, units converted to base units (seconds, bytes,
+ * bytes/s, FLOP), names unique, sites known, traces read.
+ *
+ * Units inside: seconds, bytes, bytes/s, FLOP, FLOP/s.  In files,
+ * bandwidths are bits/s (`100Mbps`; a bare number is bits/s), sizes bytes
+ * (`25MiB`), rates of bytes `4GB/s`, times `20ms`, compute `35.6TFLOPS`.
+ *
+ * Error messages (DP_EINPUT) have the form
+ *     FILE:LINE:COLUMN: key.path: what is wrong (got VALUE)
+ *
+ * Ownership: scn_free frees the scenario and everything it points to.
+ */
+#ifndef DP_SCENARIO_H
+#define DP_SCENARIO_H
+
+#include "dp_common.h"
+#include "trace.h"
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { SCN_GPU = 0, SCN_CPU = 1 } scn_kind;
+
+typedef enum {
+    SCN_COMPUTE_MEASURED = 0, /* batch_time: seconds for one batch of `batch` */
+    SCN_COMPUTE_TABLE,        /* batch_table: [[n, seconds], ...] interpolated */
+    SCN_COMPUTE_DERIVED,      /* peak_flops * efficiency (+ overhead) */
+} scn_compute_kind;
+
+typedef struct scn_link {
+    double up_Bps;      /* device -> network, bytes/s, > 0 (INFINITY allowed only for server NIC) */
+    double down_Bps;    /* network -> device */
+    double latency_s;   /* one way, >= 0 */
+    trace *up_trace;    /* optional capacity over time (bytes/s); NULL = constant */
+    trace *down_trace;
+} scn_link;
+
+typedef struct scn_group {
+    char *name;         /* unique */
+    int count;          /* >= 1 (0 allowed only through overrides/sweeps: group skipped) */
+    scn_kind kind;
+    int site;           /* index into scn_scenario.sites, -1 = none */
+    double memory_bytes;
+    int batch;          /* >= 1 */
+    scn_compute_kind compute;
+    double batch_time_s;          /* MEASURED */
+    size_t table_n;               /* TABLE: points sorted by batch */
+    double *table_batch, *table_s;
+    double peak_flops;            /* DERIVED: FLOP/s */
+    double efficiency;            /* DERIVED: (0, 1] */
+    double overhead_s;            /* DERIVED: fixed per-batch cost, default 0 */
+    double noise_cv;              /* multiplicative noise, lognormal with this CV; 0 = none */
+    trace *speed_trace;           /* optional availability: speed factor over time */
+    scn_link link;
+    int line, column;             /* where the group starts, for messages */
+} scn_group;
+
+/* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
+typedef struct scn_device {
+    int group;
+    int index;
+    char name[96];      /* "rtx3090" when count == 1, else "rtx3090[2]" (0-based) */
+} scn_device;
+
+typedef struct scn_wan {
+    int site_a, site_b; /* indices, a != b; the pair is unordered and unique */
+    double bandwidth_Bps; /* each direction */
+    double latency_s;
+    trace *trace;       /* optional, both directions */
+} scn_wan;
+
+typedef enum { SCN_DATA_REPLICATE = 0, SCN_DATA_SHARD = 1 } scn_data_mode;
+typedef enum { SCN_COLL_FLOWS = 0, SCN_COLL_ANALYTIC = 1 } scn_collective_mode;
+
+typedef struct scn_ddp_opts {
+    double bucket_bytes;          /* default 25 MiB */
+    scn_data_mode data;           /* default replicate */
+    int overlap;                  /* default 1: bucket all-reduce overlaps backward */
+    double backward_fraction;     /* default 2/3 of batch time */
+    scn_collective_mode collective; /* default flows */
+} scn_ddp_opts;
+
+typedef struct scn_deepspeed_opts {
+    int stage;                    /* 1, 2 or 3; default 2 */
+    int grad_accum;               /* >= 1; default 1 */
+    int overlap_comm;             /* default: 0 for stages 1-2, 1 for stage 3 (-1 = use default) */
+    scn_data_mode data;
+    scn_collective_mode collective;
+} scn_deepspeed_opts;
+
+typedef enum { SCN_SOLVER_EXACT = 0, SCN_SOLVER_ALM = 1 } scn_solver;
+typedef enum { SCN_ROUND_BATCH = 0, SCN_ROUND_LARGEST_REMAINDER = 1 } scn_rounding;
+
+typedef struct scn_cadp_opts {
+    scn_solver solver;            /* default exact */
+    scn_rounding rounding;        /* default batch */
+    int exclude_slow;             /* default 1: may leave slow-link devices out (MODEL.md 5) */
+} scn_cadp_opts;
+
+typedef struct scn_scenario {
+    char *name;
+    char *path;         /* file name used in messages ("<builtin:paper-testbed>" for embedded) */
+    char *text;         /* the source text, as read (stored with results) */
+    uint64_t text_hash; /* FNV-1a 64 of text */
+
+    struct {
+        char *name;
+        double params;
+        double bytes_per_param;      /* default 4 */
+        double flops_per_sample;     /* as the paper counts it */
+        double train_flops_per_sample; /* default 6 * flops_per_sample (MAC -> FLOP, x3 for training) */
+        double state_factor;         /* model-state bytes = state_factor * model bytes; default 4 (weights, grads, 2 Adam moments) */
+        double activation_bytes_per_sample; /* default 0 */
+        double model_bytes;          /* = params * bytes_per_param */
+    } model;
+
+    struct {
+        char *name;
+        int64_t samples;             /* >= 1 */
+        double sample_bytes;         /* > 0 */
+    } dataset;
+
+    struct {
+        int epochs;                  /* >= 1 */
+        uint64_t seed;               /* default 1 */
+    } training;
+
+    struct {
+        double nic_up_Bps, nic_down_Bps; /* INFINITY = unlimited (default) */
+        double aggregate_Bps;        /* model bytes averaged per second; default INFINITY */
+        int site;                    /* -1 = none; default: first site if sites exist */
+    } server;
+
+    struct {
+        double tcp_window_bytes;     /* 0 = no window cap (default) */
+    } network;
+
+    /* Optional device-to-device interconnect for collectives (all-reduce,
+     * reduce-scatter, all-gather).  When bandwidth_Bps > 0 every device has
+     * a dedicated up and down link of this capacity (and this one-way
+     * latency) used for peer traffic instead of its access link; sites and
+     * WAN links are still crossed between sites.  0 = collectives use the
+     * access links (default).  YAML: `interconnect: { bandwidth: 10Gbps, latency: 50us }` */
+    struct {
+        double bandwidth_Bps;
+        double latency_s;
+    } interconnect;
+
+    size_t n_sites;
+    char **sites;
+
+    size_t n_wan;
+    scn_wan *wan;
+
+    size_t n_groups;
+    scn_group *groups;
+
+    size_t n_devices;   /* sum of counts */
+    scn_device *devices;
+
+    scn_ddp_opts ddp;
+    scn_deepspeed_opts deepspeed;
+    scn_cadp_opts cadp;
+} scn_scenario;
+
+/* An override KEY=VALUE applied to the YAML tree before conversion.
+ * KEY is a dotted path; list elements of `devices` are addressed by name
+ * (`devices.rtx3090.link.down`), those of `wan` by `A-B` site names
+ * (`wan.hz-remote.bandwidth`), others by index.  VALUE is parsed as a YAML
+ * scalar (so units work: `50Mbps`).  An unknown KEY is an error naming it. */
+typedef struct scn_override {
+    const char *key;
+    const char *value;
+} scn_override;
+
+/* Load a file.  `ov` may be NULL when n_ov == 0.  NULL on error. */
+scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_ov, dp_err *err);
+/* Load from text; `name` is the file name used in messages and `path`.
+ * Relative trace paths are resolved against `base_dir` (NULL = cwd). */
+scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
+                              const scn_override *ov, size_t n_ov, dp_err *err);
+void scn_free(scn_scenario *s);
+
+/* Seconds for device group g to process one batch of n samples (n >= 1),
+ * without noise.  MEASURED: n <= batch costs a full batch (the paper's
+ * ceil model), larger n scales by ceil(n / batch).  TABLE: piecewise linear
+ * in n, extrapolated linearly past the ends.  DERIVED:
+ * overhead + n * train_flops_per_sample / (peak * efficiency). */
+double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
+
+/* Print the `dpsim check` summary. */
+void scn_print_summary(const scn_scenario *s, FILE *out);
+
+/* Unit parsing (exposed for tests and for sweep specs).  Each returns 0 and
+ * the value in base units, or DP_EINPUT with a message naming the text.
+ * A bare number is base units (bits/s for bandwidth). */
+typedef enum {
+    SCN_UNIT_BANDWIDTH, /* bps Kbps Mbps Gbps Tbps -> bytes/s */
+    SCN_UNIT_BYTES,     /* B KB MB GB TB KiB MiB GiB TiB */
+    SCN_UNIT_RATE,      /* B/s KB/s MB/s GB/s KiB/s MiB/s GiB/s */
+    SCN_UNIT_TIME,      /* s ms us ns min h */
+    SCN_UNIT_FLOPS,     /* FLOPS KFLOPS MFLOPS GFLOPS TFLOPS PFLOPS */
+    SCN_UNIT_NUMBER,    /* plain number, no unit */
+} scn_unit;
+int scn_parse_quantity(const char *text, scn_unit unit, double *out, dp_err *err);
+/* Format a value in base units with a human unit ("100 Mbps", "25 MiB"). */
+void scn_format_quantity(double value, scn_unit unit, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,66 @@
+/* trace.h: time series the simulator reads (link capacity, device speed).
+ *
+ * A trace is a piecewise-constant series: value v[k] holds on
+ * [t[k], t[k+1]); t[0] == 0; t strictly increasing; consecutive equal
+ * values are merged at load so every breakpoint is a real change.  After
+ * the last point the trace either holds its last value forever (loop == 0)
+ * or repeats with period `period_s` (loop == 1; period_s > t[n-1]).
+ *
+ * Readers:
+ *  - CSV, two columns `time_s,value` (header line optional, '#' comments),
+ *    times non-decreasing from 0; for links the value is bits/s and is stored
+ *    as bytes/s.
+ *  - mahimahi: one integer millisecond timestamp per line, each a delivery
+ *    opportunity for one 1500-byte packet (see ../shared/traces-real/README.md);
+ *    binned into `bin_s` buckets (default 1 s) -> bytes/s; the period of a
+ *    looping mahimahi trace is the last timestamp rounded up to a whole bin
+ *    (mahimahi loops at the last timestamp).
+ *
+ * Ownership: trace_free frees everything; trace_free(NULL) is a no-op.
+ */
+#ifndef DP_TRACE_H
+#define DP_TRACE_H
+
+#include "dp_common.h"
+#include <stddef.h>
+
+typedef enum { TRACE_FMT_AUTO = 0, TRACE_FMT_CSV, TRACE_FMT_MAHIMAHI } trace_format;
+
+typedef struct trace {
+    size_t n;        /* >= 1 */
+    double *t_s;     /* breakpoints, t_s[0] == 0 */
+    double *value;   /* bytes/s for links, a speed factor for devices; >= 0, finite */
+    int loop;        /* 1: repeat with period_s */
+    double period_s; /* > t_s[n-1] when loop */
+} trace;
+
+typedef struct trace_opts {
+    trace_format format; /* AUTO: .csv -> CSV, otherwise mahimahi if every line is one integer */
+    double bin_s;        /* mahimahi bin width, default 1.0 when 0 */
+    double scale_to_mean;/* > 0: rescale so the time-weighted mean over one period equals it */
+    int loop;            /* repeat the trace (default: 1 for mahimahi, 0 for CSV: caller sets) */
+    int value_is_bits;   /* CSV values are bits/s -> divide by 8 */
+} trace_opts;
+
+/* Read a trace file.  Errors (DP_EINPUT) name FILE:LINE:COLUMN and the bad
+ * text: missing file, directory, empty file, non-numeric, negative, NaN/inf,
+ * decreasing times, a file over the size limit.  Returns NULL on error. */
+trace *trace_read_file(const char *path, const trace_opts *opts, dp_err *err);
+/* The same from an in-memory buffer; `name` is used in messages. */
+trace *trace_read_buffer(const char *name, const char *buf, size_t len,
+                         const trace_opts *opts, dp_err *err);
+/* A constant trace (n == 1). */
+trace *trace_constant(double value);
+trace *trace_copy(const trace *t);
+void trace_free(trace *t);
+
+/* Value at time t_s (>= 0). */
+double trace_value_at(const trace *t, double t_s);
+/* The first breakpoint strictly after t_s, or INFINITY if the value never
+ * changes again.  Sets *value_out to the value from that breakpoint on. */
+double trace_next_change(const trace *t, double t_s, double *value_out);
+/* Time-weighted mean over one period (or over [0, t_s[n-1]] without loop;
+ * the value itself when n == 1). */
+double trace_mean(const trace *t);
+
+#endif
