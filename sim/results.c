@@ -1,0 +1,132 @@
+/* results.c: the run record a policy fills (results.h).
+ *
+ * Invariants kept here:
+ *  - every array in a res_run is either NULL (count 0) or a dp_malloc block
+ *    owned by the run, so res_run_free can release all of it;
+ *  - the timeline holds, per device, segments in the order they were added,
+ *    with no zero-length segment and no two contiguous segments of the same
+ *    activity (they are merged on insertion), so the Gantt chart and the
+ *    stored row count stay proportional to real activity changes.
+ *
+ * The epoch array has no capacity field in the contract, so it grows to the
+ * next power of two when its count reaches one: amortised O(1) appends
+ * without changing the struct.
+ */
+#include "results.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const activity_names[RES_ACT_COUNT] = {
+    [RES_ACT_RECV_DATA] = "recv_data", [RES_ACT_RECV_MODEL] = "recv_model",
+    [RES_ACT_COMPUTE] = "compute",     [RES_ACT_SEND] = "send",
+    [RES_ACT_WAIT] = "wait",
+};
+
+const char *res_activity_name(res_activity a)
+{
+    if ((int)a < 0 || a >= RES_ACT_COUNT)
+        return "unknown";
+    return activity_names[a];
+}
+
+res_run *res_run_new(size_t n_devices, dp_err *err)
+{
+    res_run *r = dp_calloc(1, sizeof *r);
+    if (!r) {
+        dp_err_set(err, DP_ENOMEM, "results: out of memory allocating a run");
+        return NULL;
+    }
+    if (n_devices > 0) {
+        r->devices = dp_calloc(n_devices, sizeof *r->devices);
+        if (!r->devices) {
+            dp_free(r);
+            dp_err_set(err, DP_ENOMEM, "results: out of memory allocating %zu devices", n_devices);
+            return NULL;
+        }
+    }
+    r->n_devices = n_devices;
+    return r;
+}
+
+void res_run_free(res_run *r)
+{
+    if (!r)
+        return;
+    dp_free(r->options_json);
+    dp_free(r->devices);
+    dp_free(r->epochs);
+    dp_free(r->flops_bins);
+    dp_free(r->segments);
+    dp_free(r);
+}
+
+/* Two instants are the same event time when equal up to rounding in the
+ * last few bits; exact equality would leave a seam wherever a policy
+ * computes the same instant along two different arithmetic paths. */
+static int same_instant(double a, double b)
+{
+    double scale = fabs(a) > 1.0 ? fabs(a) : 1.0;
+    return fabs(a - b) <= 1e-12 * scale;
+}
+
+int res_add_segment(res_run *r, int device, res_activity act, double t0_s, double t1_s)
+{
+    if (!r || device < 0 || (size_t)device >= r->n_devices || (int)act < 0 || act >= RES_ACT_COUNT ||
+        !isfinite(t0_s) || !isfinite(t1_s) || t1_s < t0_s)
+        return DP_EINPUT;
+    if (t1_s == t0_s)
+        return 0; /* draws nothing; dropping it lets its neighbours merge */
+
+    /* The device's previous segment: scan back over other devices' entries.
+     * Policies add segments roughly in time order across devices, so the
+     * scan is usually a few entries (about n_devices). */
+    for (size_t i = r->n_segments; i-- > 0;) {
+        res_segment *p = &r->segments[i];
+        if (p->device != device)
+            continue;
+        if (p->act == act && same_instant(p->t1_s, t0_s)) {
+            p->t1_s = t1_s;
+            return 0;
+        }
+        break;
+    }
+
+    if (r->n_segments == r->cap_segments) {
+        size_t cap = r->cap_segments ? 2 * r->cap_segments : 64;
+        if (cap > SIZE_MAX / sizeof *r->segments)
+            return DP_ENOMEM;
+        res_segment *s = dp_realloc(r->segments, cap * sizeof *s);
+        if (!s)
+            return DP_ENOMEM;
+        r->segments = s;
+        r->cap_segments = cap;
+    }
+    r->segments[r->n_segments++] = (res_segment){.device = device, .act = act, .t0_s = t0_s, .t1_s = t1_s};
+    return 0;
+}
+
+static int is_pow2(size_t n)
+{
+    return n && !(n & (n - 1));
+}
+
+int res_add_epoch(res_run *r, int epoch, double end_s)
+{
+    if (!r)
+        return DP_EINPUT;
+    /* Capacity is implicit: the smallest power of two >= n (see file
+     * comment), so the array is full exactly when n is 0 or a power of two.
+     * Whoever fills `epochs` must therefore go through this function. */
+    if (r->n_epochs == 0 || is_pow2(r->n_epochs)) {
+        size_t cap = r->n_epochs ? 2 * r->n_epochs : 1;
+        if (cap > SIZE_MAX / sizeof *r->epochs)
+            return DP_ENOMEM;
+        res_epoch *e = dp_realloc(r->epochs, cap * sizeof *e);
+        if (!e)
+            return DP_ENOMEM;
+        r->epochs = e;
+    }
+    r->epochs[r->n_epochs++] = (res_epoch){.epoch = epoch, .end_s = end_s};
+    return 0;
+}
