@@ -1,0 +1,52 @@
+/* engine.h: the discrete-event core (after Redis ae.h, for simulated time).
+ *
+ * Events are (time, sequence) ordered: two events at the same simulated
+ * time fire in the order they were scheduled, so runs are deterministic.
+ * An event is named by an id; sim_cancel marks it and the heap drops it
+ * lazily when it surfaces, so a handler may cancel any pending event,
+ * including ones at the current time.  The engine owns no RNG and reads no
+ * clock.
+ *
+ * Ownership: sim_engine_new / sim_engine_free.  ctx pointers are borrowed;
+ * the engine never frees them.
+ */
+#ifndef DP_ENGINE_H
+#define DP_ENGINE_H
+
+#include "dp_common.h"
+#include <stdint.h>
+
+typedef struct sim_engine sim_engine;
+
+/* id 0 is never a valid event id. */
+typedef void (*sim_handler)(sim_engine *e, void *ctx, uint64_t id);
+
+sim_engine *sim_engine_new(dp_err *err);
+void sim_engine_free(sim_engine *e);
+
+/* Schedule h(ctx) at absolute time t_s (>= now; earlier times are clamped to
+ * now, NaN is refused).  Returns the event id, or 0 on allocation failure
+ * or a NaN time. */
+uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx);
+/* Schedule after a delay (>= 0). */
+uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx);
+/* Cancel a pending event.  Returns 1 if it was pending, 0 otherwise (already
+ * fired, already cancelled, unknown). */
+int sim_cancel(sim_engine *e, uint64_t id);
+
+double sim_now(const sim_engine *e);
+/* Run the earliest pending event.  Returns 1 if one ran, 0 if none is left. */
+int sim_step(sim_engine *e);
+/* Run until no event is left, or the next is later than until_s, or
+ * sim_stop was called.  Returns the number of events run. */
+uint64_t sim_run(sim_engine *e, double until_s);
+/* Ask sim_run to return after the current handler. */
+void sim_stop(sim_engine *e);
+/* Pending (not cancelled) events. */
+size_t sim_pending(const sim_engine *e);
+/* Events run so far. */
+uint64_t sim_events_run(const sim_engine *e);
+/* Time of the earliest pending event (INFINITY when none). */
+double sim_next_time(sim_engine *e);
+
+#endif

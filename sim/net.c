@@ -1,0 +1,614 @@
+/* net.c: max-min fair flows by progressive filling.
+ *
+ * Invariants:
+ *  - Every ACTIVE flow has a rate set by the last reshare and a predicted
+ *    finish time; `t_last` is when all remaining byte counts were brought up
+ *    to date.  Rates are constant between reshares, so advancing is exact
+ *    up to rounding.
+ *  - At most one completion event (the earliest finish) and at most one
+ *    deferred reshare event are pending.
+ *
+ * Progressive filling: every bottleneck candidate (a finite link with
+ * unfrozen flows, level = remaining capacity / unfrozen flows; or a flow's
+ * own rate cap) sits in a min-heap.  The smallest level is popped and its
+ * flows frozen at that level, which lowers the capacity and the count of the
+ * other links they cross.  A link's level can only rise when a flow is frozen
+ * at a level not above it, so entries pushed earlier are stale exactly when
+ * their level differs from the link's current one, and are skipped.  Cost of
+ * one reshare: O((F * path + L) log(F + L)) for F active flows over L links,
+ * instead of the O(L * F) of the textbook loop (tests/bench_net.c).
+ */
+#include "net.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FLOW_FREE = 0, FLOW_PENDING, FLOW_ACTIVE };
+
+typedef struct link {
+    double cap;
+    double bytes;   /* delivered by finished flows */
+    double busy_s;  /* closed busy intervals */
+    double busy_since;
+    int n_active;
+    char *name;
+    trace *tr;
+    struct trace_ctx *tctx;
+    /* reshare scratch */
+    unsigned stamp;
+    double R;
+    int nu, off, cnt;
+} link;
+
+typedef struct trace_ctx {
+    net *n;
+    int link;
+} trace_ctx;
+
+/* Flows live in fixed chunks so a flow's address is stable: the engine
+ * event that ends its latency phase carries the flow pointer as ctx, with no
+ * allocation per flow. */
+#define CHUNK_BITS 10
+#define CHUNK (1u << CHUNK_BITS)
+
+typedef struct flow {
+    net *n;
+    uint32_t index;
+    uint32_t gen;
+    int state;
+    int np;
+    int path[NET_MAX_PATH];
+    double bytes, remaining, rate, cap, finish_t;
+    net_done_fn done;
+    void *ctx;
+    uint64_t seq;
+    uint32_t next_free;
+    int frozen;
+} flow;
+
+typedef struct lvl {
+    double level;
+    int32_t who; /* >= 0: link index; < 0: -(active position) - 1 (a rate cap) */
+} lvl;
+
+struct net {
+    sim_engine *e;
+    link *links;
+    size_t n_links, cap_links;
+    flow **chunks;
+    size_t n_chunks, cap_chunks;
+    uint32_t n_flows; /* slots ever used */
+    uint32_t free_head;
+    uint32_t *active; /* flow indices */
+    size_t n_active, cap_active;
+    size_t n_pending;
+    uint64_t seq;
+    double t_last;
+    uint64_t reshare_ev, done_ev;
+    uint64_t reshares;
+    unsigned stamp;
+    /* reshare scratch, kept between calls */
+    int *touched;
+    size_t cap_touched;
+    uint32_t *csr;
+    size_t cap_csr;
+    lvl *heap;
+    size_t n_heap, cap_heap;
+    flow **finished;
+    size_t cap_finished;
+};
+
+#define NO_FLOW UINT32_MAX
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    void *np = dp_realloc(*p, nc * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static inline flow *F(const net *n, uint32_t i) { return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]; }
+
+net *net_new(sim_engine *e, dp_err *err)
+{
+    net *n = dp_calloc(1, sizeof *n);
+    if (!n) {
+        dp_err_set(err, DP_ENOMEM, "net: out of memory");
+        return NULL;
+    }
+    n->e = e;
+    n->free_head = NO_FLOW;
+    return n;
+}
+
+void net_free(net *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->n_links; i++) {
+        dp_free(n->links[i].name);
+        trace_free(n->links[i].tr);
+        dp_free(n->links[i].tctx);
+    }
+    for (size_t c = 0; c < n->n_chunks; c++)
+        dp_free(n->chunks[c]);
+    dp_free(n->chunks);
+    dp_free(n->links);
+    dp_free(n->active);
+    dp_free(n->touched);
+    dp_free(n->csr);
+    dp_free(n->heap);
+    dp_free(n->finished);
+    dp_free(n);
+}
+
+static void mark_dirty(net *n);
+
+/* ---- links ---------------------------------------------------------------- */
+
+static void link_busy_inc(net *n, link *l)
+{
+    if (l->n_active++ == 0)
+        l->busy_since = sim_now(n->e);
+}
+
+static void link_busy_dec(net *n, link *l)
+{
+    if (--l->n_active == 0)
+        l->busy_s += sim_now(n->e) - l->busy_since;
+}
+
+static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    trace_ctx *tc = ctx;
+    net *n = tc->n;
+    link *l = &n->links[tc->link];
+    double t = sim_now(e), v;
+    l->cap = trace_value_at(l->tr, t);
+    mark_dirty(n);
+    double next = trace_next_change(l->tr, t, &v);
+    if (isfinite(next))
+        sim_at(e, next, on_trace_change, tc);
+}
+
+int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
+{
+    if (isnan(cap_Bps) || cap_Bps < 0)
+        return DP_EINPUT;
+    if (n->n_links >= INT32_MAX || grow((void **)&n->links, &n->cap_links, n->n_links + 1, sizeof(link)))
+        return DP_ENOMEM;
+    link *l = &n->links[n->n_links];
+    memset(l, 0, sizeof *l);
+    l->cap = cap_Bps;
+    int idx = (int)n->n_links++;
+    if (name && !(l->name = dp_strdup(name)))
+        return DP_ENOMEM;
+    if (tr) {
+        l->tr = trace_copy(tr);
+        l->tctx = dp_malloc(sizeof *l->tctx);
+        if (!l->tr || !l->tctx)
+            return DP_ENOMEM;
+        l->tctx->n = n;
+        l->tctx->link = idx;
+        double t = sim_now(n->e), v;
+        l->cap = trace_value_at(l->tr, t);
+        double next = trace_next_change(l->tr, t, &v);
+        if (isfinite(next) && !sim_at(n->e, next, on_trace_change, l->tctx))
+            return DP_ENOMEM;
+    }
+    return idx;
+}
+
+int net_link_set_capacity(net *n, int link_i, double cap_Bps)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
+        return DP_EINPUT;
+    n->links[link_i].cap = cap_Bps;
+    mark_dirty(n);
+    return 0;
+}
+
+double net_link_capacity(const net *n, int l) { return n->links[l].cap; }
+const char *net_link_name(const net *n, int l) { return n->links[l].name ? n->links[l].name : "link"; }
+size_t net_link_count(const net *n) { return n->n_links; }
+double net_link_bytes(const net *n, int l) { return n->links[l].bytes; }
+
+double net_link_busy_s(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+}
+
+/* ---- flows ------------------------------------------------------------------ */
+
+static flow *flow_of(const net *n, uint64_t id)
+{
+    uint32_t i = (uint32_t)(id & 0xffffffffu);
+    if (id == 0 || i >= n->n_flows)
+        return NULL;
+    flow *f = F(n, i);
+    return (f->gen == (uint32_t)(id >> 32) && f->state != FLOW_FREE) ? f : NULL;
+}
+
+static uint64_t flow_id(const flow *f) { return ((uint64_t)f->gen << 32) | f->index; }
+
+static flow *flow_alloc(net *n)
+{
+    if (n->free_head != NO_FLOW) {
+        flow *f = F(n, n->free_head);
+        n->free_head = f->next_free;
+        return f;
+    }
+    if (n->n_flows >= NO_FLOW - CHUNK)
+        return NULL;
+    if ((n->n_flows & (CHUNK - 1)) == 0) {
+        if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
+            return NULL;
+        flow *c = dp_calloc(CHUNK, sizeof(flow));
+        if (!c)
+            return NULL;
+        n->chunks[n->n_chunks++] = c;
+    }
+    flow *f = F(n, n->n_flows);
+    f->index = n->n_flows++;
+    f->gen = 1;
+    f->n = n;
+    return f;
+}
+
+static void flow_release(net *n, flow *f)
+{
+    f->state = FLOW_FREE;
+    if (++f->gen == 0)
+        f->gen = 1;
+    f->next_free = n->free_head;
+    n->free_head = f->index;
+}
+
+static void on_reshare(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    net *n = ctx;
+    n->reshare_ev = 0;
+    net_reshare_now(n);
+}
+
+/* Batch every change at this instant into one reshare, run as an event at
+ * the current time. */
+static void mark_dirty(net *n)
+{
+    if (!n->reshare_ev)
+        n->reshare_ev = sim_at(n->e, sim_now(n->e), on_reshare, n);
+}
+
+/* Bring every active flow's remaining bytes up to now. */
+static void advance(net *n)
+{
+    double now = sim_now(n->e), dt = now - n->t_last;
+    if (dt > 0) {
+        for (size_t k = 0; k < n->n_active; k++) {
+            flow *f = F(n, n->active[k]);
+            if (f->rate > 0) {
+                f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
+                if (f->remaining < 0)
+                    f->remaining = 0;
+            }
+        }
+    }
+    n->t_last = now;
+}
+
+static int activate(net *n, flow *f)
+{
+    if (grow((void **)&n->active, &n->cap_active, n->n_active + 1, sizeof(uint32_t)))
+        return -1;
+    advance(n); /* t_last must not predate a flow that joins the set */
+    f->state = FLOW_ACTIVE;
+    f->rate = 0;
+    f->finish_t = INFINITY;
+    n->active[n->n_active++] = f->index;
+    for (int k = 0; k < f->np; k++)
+        link_busy_inc(n, &n->links[f->path[k]]);
+    mark_dirty(n);
+    return 0;
+}
+
+static void on_activate(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    flow *f = ctx;
+    net *n = f->n;
+    n->n_pending--;
+    if (activate(n, f)) { /* out of memory: the flow can never progress */
+        flow_release(n, f);
+    }
+}
+
+uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, double latency_s,
+                        double rate_cap_Bps, net_done_fn done, void *ctx)
+{
+    if (n_links > NET_MAX_PATH || !(bytes >= 0) || !isfinite(bytes) || !(latency_s >= 0) ||
+        !isfinite(latency_s) || !(rate_cap_Bps > 0))
+        return 0;
+    for (size_t k = 0; k < n_links; k++)
+        if (links[k] < 0 || (size_t)links[k] >= n->n_links)
+            return 0;
+    flow *f = flow_alloc(n);
+    if (!f)
+        return 0;
+    f->np = 0;
+    for (size_t k = 0; k < n_links; k++) { /* a link listed twice counts once */
+        int dup = 0;
+        for (int j = 0; j < f->np; j++)
+            dup |= f->path[j] == links[k];
+        if (!dup)
+            f->path[f->np++] = links[k];
+    }
+    f->bytes = f->remaining = bytes;
+    f->cap = rate_cap_Bps;
+    f->rate = 0;
+    f->finish_t = INFINITY;
+    f->done = done;
+    f->ctx = ctx;
+    f->seq = ++n->seq;
+    f->frozen = 0;
+    uint64_t id = flow_id(f);
+    if (latency_s > 0) {
+        f->state = FLOW_PENDING;
+        if (!sim_at(n->e, sim_now(n->e) + latency_s, on_activate, f)) {
+            flow_release(n, f);
+            return 0;
+        }
+        n->n_pending++;
+    } else if (activate(n, f)) {
+        flow_release(n, f);
+        return 0;
+    }
+    return id;
+}
+
+double net_flow_rate(const net *n, uint64_t id)
+{
+    flow *f = flow_of(n, id);
+    return (f && f->state == FLOW_ACTIVE) ? f->rate : 0;
+}
+
+size_t net_flows_active(const net *n) { return n->n_active; }
+size_t net_flows_pending(const net *n) { return n->n_pending; }
+uint64_t net_reshares(const net *n) { return n->reshares; }
+
+/* ---- progressive filling -------------------------------------------------- */
+
+static inline int lvl_less(const lvl *a, const lvl *b)
+{
+    /* ties broken by `who` so the freezing order is deterministic */
+    return a->level < b->level || (a->level == b->level && a->who < b->who);
+}
+
+static int heap_push(net *n, double level, int32_t who)
+{
+    if (grow((void **)&n->heap, &n->cap_heap, n->n_heap + 1, sizeof(lvl)))
+        return -1;
+    size_t i = n->n_heap++;
+    lvl x = {level, who};
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!lvl_less(&x, &n->heap[p]))
+            break;
+        n->heap[i] = n->heap[p];
+        i = p;
+    }
+    n->heap[i] = x;
+    return 0;
+}
+
+static lvl heap_pop(net *n)
+{
+    lvl top = n->heap[0], x = n->heap[--n->n_heap];
+    size_t i = 0, m = n->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m)
+            break;
+        if (c + 1 < m && lvl_less(&n->heap[c + 1], &n->heap[c]))
+            c++;
+        if (!lvl_less(&n->heap[c], &x))
+            break;
+        n->heap[i] = n->heap[c];
+        i = c;
+    }
+    if (m)
+        n->heap[i] = x;
+    return top;
+}
+
+static inline double link_level(const link *l) { return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY; }
+
+/* Freeze flow f at `rate`; take it out of every finite link it crosses. */
+static int freeze(net *n, flow *f, double rate)
+{
+    f->frozen = 1;
+    f->rate = rate;
+    for (int k = 0; k < f->np; k++) {
+        link *l = &n->links[f->path[k]];
+        if (!isfinite(l->cap))
+            continue;
+        l->R -= rate;
+        if (l->R < 0)
+            l->R = 0;
+        if (--l->nu > 0 && heap_push(n, link_level(l), f->path[k]))
+            return -1;
+    }
+    return 0;
+}
+
+static void on_done(sim_engine *e, void *ctx, uint64_t id);
+
+void net_reshare_now(net *n)
+{
+    if (n->reshare_ev) {
+        sim_cancel(n->e, n->reshare_ev);
+        n->reshare_ev = 0;
+    }
+    advance(n);
+    n->reshares++;
+    double now = sim_now(n->e);
+    unsigned stamp = ++n->stamp;
+    size_t n_touched = 0, n_entries = 0;
+
+    /* 1. links crossed by active flows, and how many flows each carries */
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        f->frozen = 0;
+        f->rate = 0;
+        for (int j = 0; j < f->np; j++) {
+            link *l = &n->links[f->path[j]];
+            if (!isfinite(l->cap))
+                continue;
+            if (l->stamp != stamp) {
+                if (grow((void **)&n->touched, &n->cap_touched, n_touched + 1, sizeof(int)))
+                    goto oom;
+                l->stamp = stamp;
+                l->cnt = 0;
+                n->touched[n_touched++] = f->path[j];
+            }
+            l->cnt++;
+            n_entries++;
+        }
+    }
+    /* 2. link -> flows adjacency (CSR) */
+    if (grow((void **)&n->csr, &n->cap_csr, n_entries + 1, sizeof(uint32_t)))
+        goto oom;
+    size_t off = 0;
+    for (size_t t = 0; t < n_touched; t++) {
+        link *l = &n->links[n->touched[t]];
+        l->off = (int)off;
+        off += (size_t)l->cnt;
+        l->nu = 0;
+        l->R = l->cap;
+    }
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        for (int j = 0; j < f->np; j++) {
+            link *l = &n->links[f->path[j]];
+            if (isfinite(l->cap))
+                n->csr[l->off + l->nu++] = (uint32_t)k;
+        }
+    }
+    /* 3. candidates: every link's level, every flow's own cap */
+    n->n_heap = 0;
+    for (size_t t = 0; t < n_touched; t++)
+        if (heap_push(n, link_level(&n->links[n->touched[t]]), n->touched[t]))
+            goto oom;
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        if (isfinite(f->cap) && heap_push(n, f->cap, -(int32_t)k - 1))
+            goto oom;
+    }
+    /* 4. fill */
+    while (n->n_heap) {
+        lvl top = heap_pop(n);
+        if (top.who < 0) {
+            flow *f = F(n, n->active[-(top.who + 1)]);
+            if (!f->frozen && freeze(n, f, top.level))
+                goto oom;
+            continue;
+        }
+        link *l = &n->links[top.who];
+        if (l->nu <= 0 || link_level(l) != top.level)
+            continue; /* stale */
+        double level = top.level;
+        for (int j = 0; j < l->cnt; j++) {
+            flow *f = F(n, n->active[n->csr[l->off + j]]);
+            if (!f->frozen && freeze(n, f, level))
+                goto oom;
+        }
+    }
+    /* 5. flows crossing no finite link and without a cap are unconstrained */
+    double first = INFINITY;
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        if (!f->frozen)
+            f->rate = INFINITY;
+        if (f->remaining <= 0)
+            f->finish_t = now;
+        else if (f->rate > 0)
+            f->finish_t = isinf(f->rate) ? now : now + f->remaining / f->rate;
+        else
+            f->finish_t = INFINITY; /* stalled on a zero-capacity link */
+        if (f->finish_t < first)
+            first = f->finish_t;
+    }
+    if (n->done_ev)
+        sim_cancel(n->e, n->done_ev);
+    n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
+    return;
+oom:
+    /* Out of memory mid-reshare: leave every flow stalled; the caller's
+     * run ends with a stall error rather than wrong numbers. */
+    for (size_t k = 0; k < n->n_active; k++)
+        F(n, n->active[k])->rate = 0;
+    if (n->done_ev)
+        sim_cancel(n->e, n->done_ev);
+    n->done_ev = 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const flow *x = *(flow *const *)a, *y = *(flow *const *)b;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void on_done(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    net *n = ctx;
+    n->done_ev = 0;
+    advance(n);
+    double now = sim_now(e);
+    size_t nf = 0;
+    /* Finished: predicted to end by now, or with nothing left (rounding). */
+    for (size_t k = 0; k < n->n_active;) {
+        flow *f = F(n, n->active[k]);
+        if (f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) {
+            if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(flow *))) {
+                k++;
+                continue;
+            }
+            n->finished[nf++] = f;
+            n->active[k] = n->active[--n->n_active]; /* swap-remove */
+            for (int j = 0; j < f->np; j++) {
+                link *l = &n->links[f->path[j]];
+                l->bytes += f->bytes;
+                link_busy_dec(n, l);
+            }
+            continue;
+        }
+        k++;
+    }
+    /* Callbacks in start order, so simultaneous completions are reported
+     * deterministically whatever the active list's order. */
+    qsort(n->finished, nf, sizeof(flow *), by_seq);
+    for (size_t k = 0; k < nf; k++) {
+        flow *f = n->finished[k];
+        net_done_fn cb = f->done;
+        void *cctx = f->ctx;
+        uint64_t fid = flow_id(f);
+        flow_release(n, f);
+        if (cb)
+            cb(cctx, fid);
+    }
+    net_reshare_now(n);
+}

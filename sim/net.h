@@ -1,0 +1,72 @@
+/* net.h: links and flows with max-min fair sharing (MODEL.md section 2).
+ *
+ * A link is one direction of a physical link with a capacity in bytes/s
+ * (INFINITY = unconstrained, never a bottleneck; 0 = stalled).  A flow
+ * carries `bytes` along a path of links.  Its first byte leaves after the
+ * path latency; then, while active, its rate is its max-min fair share over
+ * all active flows (progressive filling), further capped at `rate_cap_Bps`
+ * (e.g. a TCP window / RTT).  Shares are recomputed only when a flow becomes
+ * active or ends, or a capacity changes; changes at one instant are batched
+ * into one recomputation at that instant (rates are piecewise constant
+ * between events, so this is exact).
+ *
+ * A capacity of 0 stalls the flows on the link until capacity returns; the
+ * net schedules no completion for a flow of rate 0, so nothing divides by
+ * zero or spins.  If nothing else is pending the engine's queue empties and
+ * the caller sees the stall.
+ *
+ * Ownership: net_new/net_free.  Traces given to net_link_add are copied.
+ * Callbacks run inside engine handlers at the completion time; they may
+ * start new flows.
+ */
+#ifndef DP_NET_H
+#define DP_NET_H
+
+#include "dp_common.h"
+#include "engine.h"
+#include "trace.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define NET_MAX_PATH 8
+
+typedef struct net net;
+
+/* Called when flow `id` has delivered its last byte (sim_now() is that time). */
+typedef void (*net_done_fn)(void *ctx, uint64_t id);
+
+net *net_new(sim_engine *e, dp_err *err);
+void net_free(net *n);
+
+/* Add a link of constant capacity (or, when tr != NULL, capacity following
+ * the trace from t = 0, scaled by 1).  Returns the link index (>= 0) or a
+ * negative status.  name is copied (for messages; may be NULL). */
+int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name);
+/* Set a link's capacity now (>= 0 or INFINITY). */
+int net_link_set_capacity(net *n, int link, double cap_Bps);
+double net_link_capacity(const net *n, int link);
+const char *net_link_name(const net *n, int link);
+size_t net_link_count(const net *n);
+/* Bytes delivered by finished flows that crossed the link. */
+double net_link_bytes(const net *n, int link);
+/* Seconds during which the link carried at least one active flow (flows in
+ * their latency phase do not count), up to now. */
+double net_link_busy_s(const net *n, int link);
+
+/* Start a flow now.  links: path (duplicates and infinite-capacity links
+ * are allowed; at most NET_MAX_PATH).  bytes >= 0, latency_s >= 0,
+ * rate_cap_Bps > 0 or INFINITY.  Returns a flow id (never 0), or 0 on bad
+ * arguments or out of memory. */
+uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, double latency_s,
+                        double rate_cap_Bps, net_done_fn done, void *ctx);
+/* Current rate of an active flow (0 while in its latency phase or unknown). */
+double net_flow_rate(const net *n, uint64_t id);
+size_t net_flows_active(const net *n);  /* past latency, not finished */
+size_t net_flows_pending(const net *n); /* still in their latency phase */
+uint64_t net_reshares(const net *n);    /* recomputations so far */
+
+/* Recompute shares now if anything changed (normally done by an engine
+ * event at the current instant; exposed for benchmarks and tests). */
+void net_reshare_now(net *n);
+
+#endif
