@@ -184,6 +184,10 @@ scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_o
  * Relative trace paths are resolved against `base_dir` (NULL = cwd). */
 scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
                               const scn_override *ov, size_t n_ov, dp_err *err);
+/* Load a scenario compiled into the binary: `which` = "paper-testbed"
+ * (scenarios/paper-testbed.yaml at build time).  Messages and `path` say
+ * "<builtin:paper-testbed>"; relative trace paths resolve against the cwd. */
+scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err);
 void scn_free(scn_scenario *s);
 
 /* Seconds for device group g to process one batch of n samples (n >= 1),

@@ -13,8 +13,11 @@
  *  - mahimahi: one integer millisecond timestamp per line, each a delivery
  *    opportunity for one 1500-byte packet (see ../shared/traces-real/README.md);
  *    binned into `bin_s` buckets (default 1 s) -> bytes/s; the period of a
- *    looping mahimahi trace is the last timestamp rounded up to a whole bin
- *    (mahimahi loops at the last timestamp).
+ *    looping mahimahi trace is the last timestamp (where mahimahi loops)
+ *    rounded to the nearest whole number of bins (at least one), with rates
+ *    scaled so one period still carries exactly the file's bytes.
+ *  - CSV with loop: the last row lasts as long as the interval before it,
+ *    so period_s = t_last + (t_last - t_before_last).
  *
  * Ownership: trace_free frees everything; trace_free(NULL) is a no-op.
  */
@@ -31,7 +34,8 @@ typedef struct trace {
     double *t_s;     /* breakpoints, t_s[0] == 0 */
     double *value;   /* bytes/s for links, a speed factor for devices; >= 0, finite */
     int loop;        /* 1: repeat with period_s */
-    double period_s; /* > t_s[n-1] when loop */
+    double period_s; /* > t_s[n-1] when loop; mahimahi traces keep their
+                        length here even without loop (0 = unknown) */
 } trace;
 
 typedef struct trace_opts {
@@ -49,6 +53,10 @@ trace *trace_read_file(const char *path, const trace_opts *opts, dp_err *err);
 /* The same from an in-memory buffer; `name` is used in messages. */
 trace *trace_read_buffer(const char *name, const char *buf, size_t len,
                          const trace_opts *opts, dp_err *err);
+/* The format AUTO resolves to for this file name and content: CSV for a
+ * `.csv` name, else mahimahi if every non-blank line is one whole number,
+ * else CSV.  Lets a caller pick format-dependent defaults (loop). */
+trace_format trace_detect_format(const char *name, const char *buf, size_t len);
 /* A constant trace (n == 1). */
 trace *trace_constant(double value);
 trace *trace_copy(const trace *t);

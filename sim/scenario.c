@@ -1,0 +1,1240 @@
+/* scenario.c: scenario files -> scn_scenario, validated.
+ *
+ * Pipeline: text -> yt_parse (libyaml, positions kept) -> overrides edit the
+ * tree -> one pass over the tree that checks every key against the schema
+ * and converts units -> cross checks (names, sites, memory, limits) ->
+ * devices expanded.  The first problem found is the one message returned,
+ * as "FILE:LINE:COLUMN: key.path: what is wrong (got VALUE)", or with
+ * "override KEY=VALUE" in place of the position when an override made the
+ * node.  Key paths name list items the way overrides address them
+ * (`devices.rtx3090.link.up`, `wan.hz-remote.latency`), falling back to an
+ * index (`devices[2]`) before the item's name is known.
+ *
+ * Limits (documented in scenarios/README.md) keep absurd values from
+ * overflowing ints or allocating gigabytes: see the SCN_MAX_* below.
+ */
+#include "scenario.h"
+#include "yamltree.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SCN_MAX_FILE_BYTES   (64L * 1024 * 1024)
+#define SCN_MAX_DEVICES      1000000 /* total over all groups */
+#define SCN_MAX_SAMPLES      1e15
+#define SCN_MAX_EPOCHS       1000000
+#define SCN_MAX_BATCH        10000000
+#define SCN_MAX_PARAMS       1e13
+#define SCN_MAX_SAMPLE_BYTES 1e12
+#define SCN_MAX_SITES        1000
+#define SCN_MAX_TABLE        10000
+#define SCN_MAX_GRAD_ACCUM   1000000
+#define SCN_MAX_NOISE        10.0
+#define SCN_NAME_MAX         80
+
+/* The embedded copy of scenarios/paper-testbed.yaml (scenarios/meson.build). */
+extern const char dpsim_builtin_paper_testbed[];
+extern const size_t dpsim_builtin_paper_testbed_len;
+
+typedef struct cv {
+    const char *file;
+    const char *base_dir;
+    dp_err *err;
+    scn_scenario *s;
+} cv;
+
+/* ---- messages ---------------------------------------------------------- */
+
+static void where(const cv *c, const yt_node *n, char *buf, size_t len)
+{
+    if (n && n->origin)
+        snprintf(buf, len, "%s", n->origin);
+    else if (n)
+        snprintf(buf, len, "%s:%d:%d", c->file, n->line, n->column);
+    else
+        snprintf(buf, len, "%s", c->file);
+}
+
+static int fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...) DP_PRINTF(4, 5);
+static int fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...)
+{
+    char w[400], msg[700];
+    where(c, n, w, sizeof w);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return dp_err_set(c->err, DP_EINPUT, "%s: %s: %s", w, path[0] ? path : "(top level)", msg);
+}
+
+static int oom(cv *c)
+{
+    return dp_err_set(c->err, DP_ENOMEM, "%s: out of memory", c->file);
+}
+
+/* The "got" text of a node: its scalar, cut to 60 bytes, or its shape. */
+static const char *got(const yt_node *n, char *buf, size_t len)
+{
+    if (!n)
+        return "nothing";
+    if (n->kind == YT_MAP)
+        return "a mapping";
+    if (n->kind == YT_SEQ)
+        return "a list";
+    if (strlen(n->text) > 60)
+        snprintf(buf, len, "%.57s...", n->text);
+    else
+        snprintf(buf, len, "%s", n->text);
+    return buf;
+}
+
+static void join(char *buf, size_t len, const char *a, const char *b)
+{
+    if (a[0])
+        snprintf(buf, len, "%s.%s", a, b);
+    else
+        snprintf(buf, len, "%s", b);
+}
+
+/* ---- schema checks ----------------------------------------------------- */
+
+static size_t count_of(const char *const *list)
+{
+    size_t n = 0;
+    while (list[n])
+        n++;
+    return n;
+}
+
+/* n must be a mapping whose keys are all in `keys` (NULL-terminated), with
+ * no key twice and every key of `required` present with a value. */
+static int check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
+                     const char *const *required)
+{
+    char g[80];
+    if (!n || n->kind != YT_MAP)
+        return fail(c, n, path, "expected a mapping of keys (got %s)", got(n, g, sizeof g));
+    size_t nk = count_of(keys);
+    for (size_t i = 0; i < n->n; i++) {
+        const yt_node *k = n->keys[i];
+        char kp[300];
+        join(kp, sizeof kp, path, k->text);
+        size_t j;
+        for (j = 0; j < nk; j++)
+            if (strcmp(k->text, keys[j]) == 0)
+                break;
+        if (j == nk) {
+            const char *near = yt_nearest(k->text, keys, nk);
+            char known[400] = "";
+            for (j = 0; j < nk && strlen(known) + strlen(keys[j]) + 3 < sizeof known; j++) {
+                if (j)
+                    strcat(known, ", ");
+                strcat(known, keys[j]);
+            }
+            if (near)
+                return fail(c, k, kp, "unknown key, did you mean '%s'? (got '%s')", near,
+                            got(k, g, sizeof g));
+            return fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known, got(k, g, sizeof g));
+        }
+        for (size_t m = 0; m < i; m++)
+            if (strcmp(n->keys[m]->text, k->text) == 0) {
+                if (n->keys[m]->origin)
+                    return fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
+                return fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)", n->keys[m]->line,
+                            k->text);
+            }
+    }
+    for (size_t r = 0; required && required[r]; r++)
+        if (yt_is_null(yt_get(n, required[r]))) {
+            const yt_node *at = yt_get_key(n, required[r]);
+            return fail(c, at ? at : n, path, "missing required key '%s'", required[r]);
+        }
+    return 0;
+}
+
+/* Scalar at m[key]: 1 and *out set, 0 if absent or null, < 0 on error. */
+static int get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
+                      const yt_node **out)
+{
+    const yt_node *n = yt_get(m, key);
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, key);
+    if (yt_is_null(n)) {
+        if (required)
+            return fail(c, n ? n : m, path, "missing required key '%s'", key);
+        return 0;
+    }
+    if (n->kind != YT_SCALAR)
+        return fail(c, n, kp, "expected a single value (got %s)", got(n, g, sizeof g));
+    *out = n;
+    return 1;
+}
+
+/* A quantity.  Returns 1 (set), 0 (absent: *out = def), < 0 error. */
+static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+                 double def, double *out, const yt_node **node)
+{
+    const yt_node *n = NULL;
+    int r = get_scalar(c, m, path, key, required, &n);
+    if (node)
+        *node = n;
+    if (r <= 0) {
+        *out = def;
+        return r;
+    }
+    char kp[300];
+    join(kp, sizeof kp, path, key);
+    dp_err e;
+    if (scn_parse_quantity(n->text, u, out, &e))
+        return fail(c, n, kp, "%s", e.msg);
+    return 1;
+}
+
+/* Positive (or >= 0 with nonneg) and at most `max`. */
+static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+                   double def, int nonneg, double max, double *out)
+{
+    const yt_node *n;
+    int r = get_q(c, m, path, key, u, required, def, out, &n);
+    if (r <= 0)
+        return r;
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, key);
+    if (nonneg ? *out < 0 : !(*out > 0))
+        return fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", got(n, g, sizeof g));
+    if (*out > max)
+        return fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
+                    got(n, g, sizeof g));
+    return 1;
+}
+
+/* A whole number in [lo, hi]; `what` names the limit in messages. */
+static int get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
+                   double lo, double hi, const char *what, int64_t *out)
+{
+    const yt_node *n;
+    double v;
+    int r = get_q(c, m, path, key, SCN_UNIT_NUMBER, required, (double)def, &v, &n);
+    if (r <= 0) {
+        *out = def;
+        return r;
+    }
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, key);
+    if (v != floor(v))
+        return fail(c, n, kp, "must be a whole number (got %s)", got(n, g, sizeof g));
+    if (v < lo)
+        return fail(c, n, kp, "must be >= %.0f (got %s)", lo, got(n, g, sizeof g));
+    if (v > hi)
+        return fail(c, n, kp, "must be at most %.0f (the limit on %s) (got %s)", hi, what,
+                    got(n, g, sizeof g));
+    *out = (int64_t)v;
+    return 1;
+}
+
+static int get_bool(cv *c, const yt_node *m, const char *path, const char *key, int def, int *out)
+{
+    const yt_node *n;
+    *out = def;
+    int r = get_scalar(c, m, path, key, 0, &n);
+    if (r <= 0)
+        return r;
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "on", NULL};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "off", NULL};
+    for (size_t i = 0; yes[i]; i++)
+        if (strcmp(n->text, yes[i]) == 0)
+            return *out = 1, 1;
+    for (size_t i = 0; no[i]; i++)
+        if (strcmp(n->text, no[i]) == 0)
+            return *out = 0, 1;
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, key);
+    return fail(c, n, kp, "expected true or false (got %s)", got(n, g, sizeof g));
+}
+
+/* One of `names` (NULL-terminated); *out = its index. */
+static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, const char *const *names,
+                    int def, int *out)
+{
+    const yt_node *n;
+    *out = def;
+    int r = get_scalar(c, m, path, key, 0, &n);
+    if (r <= 0)
+        return r;
+    size_t k = count_of(names);
+    for (size_t i = 0; i < k; i++)
+        if (strcmp(n->text, names[i]) == 0)
+            return *out = (int)i, 1;
+    char kp[300], g[80], list[200] = "";
+    join(kp, sizeof kp, path, key);
+    for (size_t i = 0; i < k && strlen(list) + strlen(names[i]) + 3 < sizeof list; i++) {
+        if (i)
+            strcat(list, ", ");
+        strcat(list, names[i]);
+    }
+    const char *near = yt_nearest(n->text, names, k);
+    if (near)
+        return fail(c, n, kp, "expected one of %s, did you mean '%s'? (got %s)", list, near,
+                    got(n, g, sizeof g));
+    return fail(c, n, kp, "expected one of %s (got %s)", list, got(n, g, sizeof g));
+}
+
+/* Names used as addresses (devices, sites): 1-80 of [A-Za-z0-9_+-]. */
+static int check_name(cv *c, const yt_node *n, const char *kp)
+{
+    char g[80];
+    size_t len = strlen(n->text);
+    if (len == 0 || len > SCN_NAME_MAX)
+        return fail(c, n, kp, "a name must be 1 to %d characters (got '%s')", SCN_NAME_MAX,
+                    got(n, g, sizeof g));
+    for (size_t i = 0; i < len; i++) {
+        char ch = n->text[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-' || ch == '+'))
+            return fail(c, n, kp, "a name may hold only letters, digits, '_', '-' and '+' (got '%s')",
+                        got(n, g, sizeof g));
+    }
+    return 0;
+}
+
+static int dup_str(cv *c, char **dst, const char *src)
+{
+    if (!(*dst = dp_strdup(src)))
+        return oom(c);
+    return 0;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/* Read a whole regular file of at most `max` bytes. */
+static char *read_file(const char *path, const char *what, long max, size_t *len, dp_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        dp_err_set(err, DP_EINPUT, "%s: is a directory, not a %s", path, what);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        dp_err_set(err, DP_EINPUT, "%s: not a regular file", path);
+        return NULL;
+    }
+    if (st.st_size > max) {
+        dp_err_set(err, DP_EINPUT, "%s: %s is larger than the %ld MiB limit (got %lld bytes)", path, what,
+                   max >> 20, (long long)st.st_size);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = dp_malloc(cap);
+    if (!buf) {
+        fclose(f);
+        dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    /* At most cap - 1 bytes: a file that grew since stat is cut, not overrun. */
+    size_t n = fread(buf, 1, cap - 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        dp_free(buf);
+        dp_err_set(err, DP_EINPUT, "%s: read error", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
+ * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
+ * factor trace (CSV factor, mean a plain number). */
+static int get_trace(cv *c, const yt_node *m, const char *path, const char *key, int bits, trace **out)
+{
+    static const char *const keys[] = {"file", "format", "mean", "loop", "bin", NULL};
+    static const char *const req[] = {"file", NULL};
+    static const char *const fmts[] = {"auto", "csv", "mahimahi", NULL};
+    const yt_node *n = yt_get(m, key);
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, key);
+    *out = NULL;
+    if (yt_is_null(n))
+        return 0;
+    const yt_node *fnode = n;
+    int fmt = 0, loop = -1, r;
+    double mean = 0, bin = 0;
+    if (n->kind == YT_MAP) {
+        if ((r = check_map(c, n, kp, keys, req)) < 0)
+            return r;
+        if ((r = get_scalar(c, n, kp, "file", 1, &fnode)) < 0)
+            return r;
+        if ((r = get_enum(c, n, kp, "format", fmts, 0, &fmt)) < 0)
+            return r;
+        if ((r = get_pos(c, n, kp, "mean", bits ? SCN_UNIT_BANDWIDTH : SCN_UNIT_NUMBER, 0, 0, 0, 1e300,
+                         &mean)) < 0)
+            return r;
+        if ((r = get_bool(c, n, kp, "loop", -1, &loop)) < 0)
+            return r;
+        if ((r = get_pos(c, n, kp, "bin", SCN_UNIT_TIME, 0, 0, 0, 86400, &bin)) < 0)
+            return r;
+        if (r > 0 && bin < 0.001)
+            return fail(c, yt_get(n, "bin"), kp, "bin must be at least 1 ms (got %s)",
+                        got(yt_get(n, "bin"), g, sizeof g));
+    } else if (n->kind != YT_SCALAR) {
+        return fail(c, n, kp, "expected a file name or a mapping {file, format, mean, loop, bin} (got %s)",
+                    got(n, g, sizeof g));
+    }
+    const char *file = fnode->text;
+    if (strlen(file) > 3000)
+        return fail(c, fnode, kp, "file name too long (got %s)", got(fnode, g, sizeof g));
+    /* Relative names: next to the scenario first, then the current directory. */
+    char full[4200];
+    const char *use = NULL;
+    if (file[0] == '/') {
+        use = file;
+    } else {
+        if (c->base_dir && c->base_dir[0]) {
+            snprintf(full, sizeof full, "%s/%s", c->base_dir, file);
+            if (file_exists(full))
+                use = full;
+        }
+        if (!use && file_exists(file))
+            use = file;
+    }
+    if (!use) {
+        if (file[0] != '/' && c->base_dir && c->base_dir[0])
+            return fail(c, fnode, kp,
+                        "trace file not found (looked in '%s' and the current directory) (got %s)",
+                        c->base_dir, got(fnode, g, sizeof g));
+        return fail(c, fnode, kp, "trace file not found (got %s)", got(fnode, g, sizeof g));
+    }
+    dp_err e;
+    size_t len = 0;
+    char *buf = read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
+    if (!buf)
+        return fail(c, fnode, kp, "%s", e.msg);
+    trace_opts o = {0};
+    o.format = fmt == 0 ? trace_detect_format(use, buf, len) : fmt == 1 ? TRACE_FMT_CSV : TRACE_FMT_MAHIMAHI;
+    o.bin_s = bin;
+    o.scale_to_mean = mean;
+    o.loop = loop >= 0 ? loop : o.format == TRACE_FMT_MAHIMAHI;
+    o.value_is_bits = bits;
+    *out = trace_read_buffer(use, buf, len, &o, &e);
+    dp_free(buf);
+    if (!*out)
+        return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
+                                   : fail(c, fnode, kp, "%s", e.msg);
+    return 1;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static int conv_model(cv *c, const yt_node *root)
+{
+    static const char *const keys[] = {"name",
+                                       "params",
+                                       "bytes_per_param",
+                                       "flops_per_sample",
+                                       "train_flops_per_sample",
+                                       "state_factor",
+                                       "activation_bytes_per_sample",
+                                       NULL};
+    static const char *const req[] = {"params", "flops_per_sample", NULL};
+    scn_scenario *s = c->s;
+    const yt_node *m = yt_get(root, "model"), *n;
+    int r;
+    if ((r = check_map(c, m, "model", keys, req)) < 0)
+        return r;
+    if ((r = get_scalar(c, m, "model", "name", 0, &n)) < 0)
+        return r;
+    if (dup_str(c, &s->model.name, r ? n->text : "model"))
+        return DP_ENOMEM;
+    if ((r = get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS, &s->model.params)) <
+        0)
+        return r;
+    if ((r = get_pos(c, m, "model", "bytes_per_param", SCN_UNIT_BYTES, 0, 4, 0, 64,
+                     &s->model.bytes_per_param)) < 0)
+        return r;
+    if ((r = get_pos(c, m, "model", "flops_per_sample", SCN_UNIT_FLOPS, 1, 0, 0, 1e21,
+                     &s->model.flops_per_sample)) < 0)
+        return r;
+    if ((r = get_pos(c, m, "model", "train_flops_per_sample", SCN_UNIT_FLOPS, 0,
+                     6 * s->model.flops_per_sample, 0, 1e22, &s->model.train_flops_per_sample)) < 0)
+        return r;
+    if ((r = get_pos(c, m, "model", "state_factor", SCN_UNIT_NUMBER, 0, 4, 0, 1000, &s->model.state_factor)) <
+        0)
+        return r;
+    if ((r = get_pos(c, m, "model", "activation_bytes_per_sample", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
+                     &s->model.activation_bytes_per_sample)) < 0)
+        return r;
+    s->model.model_bytes = s->model.params * s->model.bytes_per_param;
+    return 0;
+}
+
+static int conv_dataset_training(cv *c, const yt_node *root)
+{
+    static const char *const dkeys[] = {"name", "samples", "sample_bytes", NULL};
+    static const char *const dreq[] = {"samples", "sample_bytes", NULL};
+    static const char *const tkeys[] = {"epochs", "seed", NULL};
+    static const char *const treq[] = {"epochs", NULL};
+    scn_scenario *s = c->s;
+    const yt_node *d = yt_get(root, "dataset"), *n;
+    int r;
+    if ((r = check_map(c, d, "dataset", dkeys, dreq)) < 0)
+        return r;
+    if ((r = get_scalar(c, d, "dataset", "name", 0, &n)) < 0)
+        return r;
+    if (dup_str(c, &s->dataset.name, r ? n->text : "dataset"))
+        return DP_ENOMEM;
+    if ((r = get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
+                     &s->dataset.samples)) < 0)
+        return r;
+    if ((r = get_pos(c, d, "dataset", "sample_bytes", SCN_UNIT_BYTES, 1, 0, 0, SCN_MAX_SAMPLE_BYTES,
+                     &s->dataset.sample_bytes)) < 0)
+        return r;
+
+    const yt_node *t = yt_get(root, "training");
+    if ((r = check_map(c, t, "training", tkeys, treq)) < 0)
+        return r;
+    int64_t v;
+    if ((r = get_int(c, t, "training", "epochs", 1, 0, 1, SCN_MAX_EPOCHS, "epochs", &v)) < 0)
+        return r;
+    s->training.epochs = (int)v;
+    s->training.seed = 1;
+    if ((r = get_scalar(c, t, "training", "seed", 0, &n)) < 0)
+        return r;
+    if (r) {
+        /* All 64 bits: parsed as an integer, not through a double. */
+        const char *p = n->text;
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(p, &end, 10);
+        char g[80];
+        if (!(*p >= '0' && *p <= '9') || *end || errno == ERANGE)
+            return fail(c, n, "training.seed", "must be a whole number from 0 to 2^64-1 (got %s)",
+                        got(n, g, sizeof g));
+        s->training.seed = (uint64_t)u;
+    }
+    return 0;
+}
+
+static int site_index(const scn_scenario *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_sites; i++)
+        if (strcmp(s->sites[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int unknown_site(cv *c, const yt_node *n, const char *kp)
+{
+    scn_scenario *s = c->s;
+    char have[300] = "", g[80];
+    for (size_t i = 0; i < s->n_sites && strlen(have) + strlen(s->sites[i]) + 3 < sizeof have; i++) {
+        if (i)
+            strcat(have, ", ");
+        strcat(have, s->sites[i]);
+    }
+    if (s->n_sites == 0)
+        return fail(c, n, kp, "unknown site: the scenario has no `sites` list (got %s)", got(n, g, sizeof g));
+    const char *near = yt_nearest(n->text, (const char *const *)s->sites, s->n_sites);
+    if (near)
+        return fail(c, n, kp, "unknown site, did you mean '%s'? (have: %s) (got %s)", near, have,
+                    got(n, g, sizeof g));
+    return fail(c, n, kp, "unknown site (have: %s) (got %s)", have, got(n, g, sizeof g));
+}
+
+static int conv_sites(cv *c, const yt_node *root)
+{
+    scn_scenario *s = c->s;
+    const yt_node *l = yt_get(root, "sites");
+    char g[80];
+    if (yt_is_null(l))
+        return 0;
+    if (l->kind != YT_SEQ)
+        return fail(c, l, "sites", "expected a list of sites (got %s)", got(l, g, sizeof g));
+    if (l->n > SCN_MAX_SITES)
+        return fail(c, l, "sites", "at most %d sites (got %zu)", SCN_MAX_SITES, l->n);
+    if (!(s->sites = dp_calloc(l->n ? l->n : 1, sizeof *s->sites)))
+        return oom(c);
+    for (size_t i = 0; i < l->n; i++) {
+        const yt_node *it = l->items[i], *nm = it;
+        char kp[300];
+        snprintf(kp, sizeof kp, "sites[%zu]", i);
+        if (it->kind == YT_MAP) {
+            static const char *const keys[] = {"name", NULL};
+            int r;
+            if ((r = check_map(c, it, kp, keys, keys)) < 0)
+                return r;
+            if ((r = get_scalar(c, it, kp, "name", 1, &nm)) < 0)
+                return r;
+            size_t kl = strlen(kp);
+            snprintf(kp + kl, sizeof kp - kl, ".name");
+        } else if (it->kind != YT_SCALAR) {
+            return fail(c, it, kp, "expected a site name or {name: ...} (got %s)", got(it, g, sizeof g));
+        }
+        if (check_name(c, nm, kp))
+            return DP_EINPUT;
+        if (site_index(s, nm->text) >= 0)
+            return fail(c, nm, kp, "duplicate site name (got %s)", got(nm, g, sizeof g));
+        if (dup_str(c, &s->sites[i], nm->text))
+            return DP_ENOMEM;
+        s->n_sites = i + 1;
+    }
+    return 0;
+}
+
+static int conv_server_network(cv *c, const yt_node *root)
+{
+    static const char *const skeys[] = {"nic", "aggregate_rate", "site", NULL};
+    static const char *const nickeys[] = {"up", "down", NULL};
+    static const char *const nkeys[] = {"tcp_window", NULL};
+    static const char *const ikeys[] = {"bandwidth", "latency", NULL};
+    scn_scenario *s = c->s;
+    int r;
+    s->server.nic_up_Bps = s->server.nic_down_Bps = INFINITY;
+    s->server.aggregate_Bps = INFINITY;
+    s->server.site = s->n_sites ? 0 : -1;
+    const yt_node *sv = yt_get(root, "server"), *n;
+    if (!yt_is_null(sv)) {
+        if ((r = check_map(c, sv, "server", skeys, NULL)) < 0)
+            return r;
+        const yt_node *nic = yt_get(sv, "nic");
+        if (!yt_is_null(nic)) {
+            if ((r = check_map(c, nic, "server.nic", nickeys, NULL)) < 0)
+                return r;
+            if ((r = get_pos(c, nic, "server.nic", "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                             &s->server.nic_up_Bps)) < 0)
+                return r;
+            if ((r = get_pos(c, nic, "server.nic", "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                             &s->server.nic_down_Bps)) < 0)
+                return r;
+        }
+        if ((r = get_pos(c, sv, "server", "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300,
+                         &s->server.aggregate_Bps)) < 0)
+            return r;
+        if ((r = get_scalar(c, sv, "server", "site", 0, &n)) < 0)
+            return r;
+        if (r && (s->server.site = site_index(s, n->text)) < 0)
+            return unknown_site(c, n, "server.site");
+    }
+    const yt_node *nw = yt_get(root, "network");
+    if (!yt_is_null(nw)) {
+        if ((r = check_map(c, nw, "network", nkeys, NULL)) < 0)
+            return r;
+        if ((r = get_pos(c, nw, "network", "tcp_window", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
+                         &s->network.tcp_window_bytes)) < 0)
+            return r;
+    }
+    const yt_node *ic = yt_get(root, "interconnect");
+    if (!yt_is_null(ic)) {
+        if ((r = check_map(c, ic, "interconnect", ikeys, NULL)) < 0)
+            return r;
+        if ((r = get_pos(c, ic, "interconnect", "bandwidth", SCN_UNIT_BANDWIDTH, 0, 0, 1, 1e300,
+                         &s->interconnect.bandwidth_Bps)) < 0)
+            return r;
+        if ((r = get_pos(c, ic, "interconnect", "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6,
+                         &s->interconnect.latency_s)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int conv_wan(cv *c, const yt_node *root)
+{
+    static const char *const keys[] = {"between", "bandwidth", "latency", "trace", NULL};
+    static const char *const req[] = {"between", NULL};
+    scn_scenario *s = c->s;
+    const yt_node *l = yt_get(root, "wan");
+    char g[80];
+    int r;
+    if (yt_is_null(l))
+        return 0;
+    if (l->kind != YT_SEQ)
+        return fail(c, l, "wan", "expected a list of WAN links (got %s)", got(l, g, sizeof g));
+    if (l->n && s->n_sites < 2)
+        return fail(c, l, "wan", "WAN links need a `sites` list with at least two sites (got %zu sites)",
+                    s->n_sites);
+    if (l->n > (size_t)SCN_MAX_SITES * SCN_MAX_SITES)
+        return fail(c, l, "wan", "too many WAN links (got %zu)", l->n);
+    if (!(s->wan = dp_calloc(l->n ? l->n : 1, sizeof *s->wan)))
+        return oom(c);
+    for (size_t i = 0; i < l->n; i++) {
+        const yt_node *it = l->items[i];
+        char kp[300];
+        snprintf(kp, sizeof kp, "wan[%zu]", i);
+        if ((r = check_map(c, it, kp, keys, req)) < 0)
+            return r;
+        const yt_node *bw = yt_get(it, "between");
+        char bkp[320];
+        join(bkp, sizeof bkp, kp, "between");
+        if (bw->kind != YT_SEQ || bw->n != 2 || bw->items[0]->kind != YT_SCALAR ||
+            bw->items[1]->kind != YT_SCALAR)
+            return fail(c, bw, bkp, "expected two site names [A, B] (got %s)", got(bw, g, sizeof g));
+        scn_wan *w = &s->wan[i];
+        s->n_wan = i + 1;
+        if ((w->site_a = site_index(s, bw->items[0]->text)) < 0)
+            return unknown_site(c, bw->items[0], bkp);
+        if ((w->site_b = site_index(s, bw->items[1]->text)) < 0)
+            return unknown_site(c, bw->items[1], bkp);
+        if (w->site_a == w->site_b)
+            return fail(c, bw, bkp, "a WAN link joins two different sites (got %s twice)",
+                        bw->items[0]->text);
+        snprintf(kp, sizeof kp, "wan.%s-%s", s->sites[w->site_a], s->sites[w->site_b]);
+        for (size_t j = 0; j < i; j++) {
+            const scn_wan *o = &s->wan[j];
+            if ((o->site_a == w->site_a && o->site_b == w->site_b) ||
+                (o->site_a == w->site_b && o->site_b == w->site_a))
+                return fail(c, bw, kp, "duplicate WAN link between these sites (also wan[%zu])", j);
+        }
+        if ((r = get_trace(c, it, kp, "trace", 1, &w->trace)) < 0)
+            return r;
+        if ((r = get_pos(c, it, kp, "bandwidth", SCN_UNIT_BANDWIDTH, w->trace == NULL,
+                         w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
+            return r;
+        if ((r = get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
+{
+    static const char *const keys[] = {"up", "down", "latency", "up_trace", "down_trace", NULL};
+    char kp[300];
+    int r;
+    join(kp, sizeof kp, path, "link");
+    const yt_node *l = yt_get(dev, "link");
+    if ((r = check_map(c, l, kp, keys, NULL)) < 0)
+        return r;
+    if ((r = get_trace(c, l, kp, "up_trace", 1, &L->up_trace)) < 0)
+        return r;
+    if ((r = get_trace(c, l, kp, "down_trace", 1, &L->down_trace)) < 0)
+        return r;
+    /* With a trace the constant is optional: it defaults to the trace's mean. */
+    if ((r = get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
+                     L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
+        return r;
+    if ((r = get_pos(c, l, kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
+                     L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
+        return r;
+    if ((r = get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
+        return r;
+    if (!(L->up_Bps > 0) || !(L->down_Bps > 0))
+        return fail(c, l, kp, "link capacity must be > 0 (a trace with mean 0 needs an explicit up/down)");
+    return 0;
+}
+
+static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
+{
+    char gt[80];
+    if (tb->kind != YT_SEQ)
+        return fail(c, tb, kp, "expected a list of [batch, seconds] points (got %s)", got(tb, gt, sizeof gt));
+    if (tb->n < 2 || tb->n > SCN_MAX_TABLE)
+        return fail(c, tb, kp, "needs 2 to %d [batch, seconds] points (got %zu)", SCN_MAX_TABLE, tb->n);
+    g->table_batch = dp_calloc(tb->n, sizeof *g->table_batch);
+    g->table_s = dp_calloc(tb->n, sizeof *g->table_s);
+    if (!g->table_batch || !g->table_s)
+        return oom(c);
+    for (size_t i = 0; i < tb->n; i++) {
+        const yt_node *p = tb->items[i];
+        char pk[330];
+        snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
+        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
+            p->items[1]->kind != YT_SCALAR)
+            return fail(c, p, pk, "expected a point [batch, seconds] (got %s)", got(p, gt, sizeof gt));
+        double b, t;
+        dp_err e;
+        if (scn_parse_quantity(p->items[0]->text, SCN_UNIT_NUMBER, &b, &e))
+            return fail(c, p->items[0], pk, "%s", e.msg);
+        if (b != floor(b) || b < 1 || b > SCN_MAX_BATCH)
+            return fail(c, p->items[0], pk, "batch must be a whole number from 1 to %d (got %s)",
+                        SCN_MAX_BATCH, p->items[0]->text);
+        if (scn_parse_quantity(p->items[1]->text, SCN_UNIT_TIME, &t, &e))
+            return fail(c, p->items[1], pk, "%s", e.msg);
+        if (!(t > 0) || t > 1e9)
+            return fail(c, p->items[1], pk, "seconds must be > 0 and at most 1e9 (got %s)",
+                        p->items[1]->text);
+        /* Insertion sort by batch: tables are short. */
+        size_t j = i;
+        while (j > 0 && g->table_batch[j - 1] > b) {
+            g->table_batch[j] = g->table_batch[j - 1];
+            g->table_s[j] = g->table_s[j - 1];
+            j--;
+        }
+        if (j > 0 && g->table_batch[j - 1] == b)
+            return fail(c, p->items[0], pk, "batch %g appears twice", b);
+        g->table_batch[j] = b;
+        g->table_s[j] = t;
+        g->table_n = i + 1;
+    }
+    return 0;
+}
+
+static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t *total)
+{
+    static const char *const keys[] = {"name",     "count",      "kind",        "site",       "memory",
+                                       "batch",    "batch_time", "batch_table", "peak_flops", "efficiency",
+                                       "overhead", "noise",      "speed_trace", "link",       NULL};
+    static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
+    static const char *const kinds[] = {"gpu", "cpu", NULL};
+    scn_scenario *s = c->s;
+    char path[300], gt[80];
+    int r;
+    /* Name the group in key paths from the start when it has a usable name. */
+    const yt_node *nm0 = yt_get(it, "name");
+    if (nm0 && nm0->kind == YT_SCALAR && nm0->text[0] && strlen(nm0->text) <= SCN_NAME_MAX &&
+        !strpbrk(nm0->text, ". []"))
+        snprintf(path, sizeof path, "devices.%s", nm0->text);
+    else
+        snprintf(path, sizeof path, "devices[%zu]", gi);
+    if ((r = check_map(c, it, path, keys, req)) < 0)
+        return r;
+    g->line = it->line;
+    g->column = it->column;
+    g->site = -1;
+    const yt_node *n;
+    if ((r = get_scalar(c, it, path, "name", 1, &n)) < 0)
+        return r;
+    char nkp[320];
+    snprintf(nkp, sizeof nkp, "devices[%zu].name", gi);
+    if (check_name(c, n, nkp))
+        return DP_EINPUT;
+    for (size_t j = 0; j < gi; j++)
+        if (strcmp(s->groups[j].name, n->text) == 0)
+            return fail(c, n, nkp, "duplicate device name, also devices[%zu] at line %d (got %s)", j,
+                        s->groups[j].line, got(n, gt, sizeof gt));
+    if (dup_str(c, &g->name, n->text))
+        return DP_ENOMEM;
+    snprintf(path, sizeof path, "devices.%s", g->name);
+
+    int64_t v;
+    char kp[340];
+    const yt_node *cn = NULL;
+    if ((r = get_int(c, it, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &v)) < 0)
+        return r;
+    cn = yt_get(it, "count");
+    join(kp, sizeof kp, path, "count");
+    if (v == 0 && !(cn && cn->origin))
+        return fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
+    g->count = (int)v;
+    *total += v;
+    if (*total > SCN_MAX_DEVICES)
+        return fail(c, cn, kp, "more than %d devices in total (the limit on devices) (got %lld so far)",
+                    SCN_MAX_DEVICES, (long long)*total);
+    int kind;
+    if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
+        return r;
+    g->kind = (scn_kind)kind;
+    if ((r = get_scalar(c, it, path, "site", 0, &n)) < 0)
+        return r;
+    if (r) {
+        join(kp, sizeof kp, path, "site");
+        if ((g->site = site_index(s, n->text)) < 0)
+            return unknown_site(c, n, kp);
+    } else {
+        g->site = s->n_sites ? 0 : -1;
+    }
+    if ((r = get_pos(c, it, path, "memory", SCN_UNIT_BYTES, 1, 0, 0, 1e18, &g->memory_bytes)) < 0)
+        return r;
+    const yt_node *bn;
+    if ((r = get_int(c, it, path, "batch", 1, 0, 1, SCN_MAX_BATCH, "batch size", &v)) < 0)
+        return r;
+    bn = yt_get(it, "batch");
+    g->batch = (int)v;
+
+    /* Compute model: exactly one of the three. */
+    const yt_node *bt = yt_get(it, "batch_time"), *tb = yt_get(it, "batch_table"),
+                  *pf = yt_get(it, "peak_flops");
+    int have = !yt_is_null(bt) + !yt_is_null(tb) + !yt_is_null(pf);
+    if (have != 1)
+        return fail(c, have ? (!yt_is_null(tb) ? tb : pf) : it, path,
+                    "give exactly one compute model: batch_time, batch_table or peak_flops (got %d)", have);
+    if (!yt_is_null(bt)) {
+        g->compute = SCN_COMPUTE_MEASURED;
+        if ((r = get_pos(c, it, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) < 0)
+            return r;
+    } else if (!yt_is_null(tb)) {
+        g->compute = SCN_COMPUTE_TABLE;
+        join(kp, sizeof kp, path, "batch_table");
+        if ((r = conv_table(c, tb, kp, g)) < 0)
+            return r;
+    } else {
+        g->compute = SCN_COMPUTE_DERIVED;
+        if ((r = get_pos(c, it, path, "peak_flops", SCN_UNIT_FLOPS, 1, 0, 0, 1e21, &g->peak_flops)) < 0)
+            return r;
+        if ((r = get_pos(c, it, path, "efficiency", SCN_UNIT_NUMBER, 1, 0, 0, 1, &g->efficiency)) < 0)
+            return r;
+        if ((r = get_pos(c, it, path, "overhead", SCN_UNIT_TIME, 0, 0, 1, 1e9, &g->overhead_s)) < 0)
+            return r;
+    }
+    if (g->compute != SCN_COMPUTE_DERIVED) {
+        const char *only[] = {"efficiency", "overhead"};
+        for (int k = 0; k < 2; k++)
+            if (!yt_is_null(yt_get(it, only[k]))) {
+                join(kp, sizeof kp, path, only[k]);
+                return fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
+                            got(yt_get(it, only[k]), gt, sizeof gt));
+            }
+    }
+    if ((r = get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
+        return r;
+    if ((r = get_trace(c, it, path, "speed_trace", 0, &g->speed_trace)) < 0)
+        return r;
+    if ((r = conv_link(c, it, path, &g->link)) < 0)
+        return r;
+
+    /* Cross checks that need the model and dataset. */
+    join(kp, sizeof kp, path, "batch");
+    if ((int64_t)g->batch > s->dataset.samples)
+        return fail(c, bn, kp, "batch is larger than the dataset (%lld samples) (got %d)",
+                    (long long)s->dataset.samples, g->batch);
+    double state = s->model.state_factor * s->model.model_bytes;
+    double need = state + g->batch * s->model.activation_bytes_per_sample;
+    if (need > g->memory_bytes) {
+        char a[40], b[40], m[40], act[40];
+        scn_format_quantity(state, SCN_UNIT_BYTES, a, sizeof a);
+        scn_format_quantity(need, SCN_UNIT_BYTES, b, sizeof b);
+        scn_format_quantity(g->memory_bytes, SCN_UNIT_BYTES, m, sizeof m);
+        scn_format_quantity(s->model.activation_bytes_per_sample, SCN_UNIT_BYTES, act, sizeof act);
+        return fail(c, bn, kp,
+                    "device '%s' cannot hold batch %d: model state %s + %d x %s activations = %s > memory %s "
+                    "(got %d)",
+                    g->name, g->batch, a, g->batch, act, b, m, g->batch);
+    }
+    return 0;
+}
+
+static int conv_devices(cv *c, const yt_node *root)
+{
+    scn_scenario *s = c->s;
+    const yt_node *l = yt_get(root, "devices");
+    char g[80];
+    int r;
+    if (l->kind != YT_SEQ)
+        return fail(c, l, "devices", "expected a list of device groups (got %s)", got(l, g, sizeof g));
+    if (l->n == 0)
+        return fail(c, l, "devices", "no device groups (got an empty list)");
+    if (l->n > SCN_MAX_DEVICES)
+        return fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
+    if (!(s->groups = dp_calloc(l->n, sizeof *s->groups)))
+        return oom(c);
+    int64_t total = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        s->n_groups = i + 1; /* so scn_free sees what is half built */
+        if ((r = conv_group(c, l->items[i], i, &s->groups[i], &total)) < 0)
+            return r;
+    }
+    if (total == 0)
+        return fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)", l->n);
+    if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
+        return oom(c);
+    size_t k = 0;
+    for (size_t gi = 0; gi < s->n_groups; gi++) {
+        const scn_group *gr = &s->groups[gi];
+        for (int j = 0; j < gr->count; j++, k++) {
+            s->devices[k].group = (int)gi;
+            s->devices[k].index = j;
+            if (gr->count == 1)
+                snprintf(s->devices[k].name, sizeof s->devices[k].name, "%s", gr->name);
+            else
+                snprintf(s->devices[k].name, sizeof s->devices[k].name, "%s[%d]", gr->name, j);
+        }
+    }
+    s->n_devices = k;
+    return 0;
+}
+
+static int conv_policies(cv *c, const yt_node *root)
+{
+    static const char *const pkeys[] = {"ddp", "deepspeed", "cadp", NULL};
+    static const char *const ddpk[] = {"bucket", "data", "overlap", "backward_fraction", "collective", NULL};
+    static const char *const dsk[] = {"stage", "grad_accum", "overlap_comm", "data", "collective", NULL};
+    static const char *const cadpk[] = {"solver", "rounding", "exclude_slow", NULL};
+    static const char *const datas[] = {"replicate", "shard", NULL};
+    static const char *const colls[] = {"flows", "analytic", NULL};
+    static const char *const solvers[] = {"exact", "alm", NULL};
+    static const char *const rounds[] = {"batch", "largest_remainder", NULL};
+    scn_scenario *s = c->s;
+    int r, e;
+    s->ddp = (scn_ddp_opts){25.0 * 1048576, SCN_DATA_REPLICATE, 1, 2.0 / 3.0, SCN_COLL_FLOWS};
+    s->deepspeed = (scn_deepspeed_opts){2, 1, -1, SCN_DATA_REPLICATE, SCN_COLL_FLOWS};
+    s->cadp = (scn_cadp_opts){SCN_SOLVER_EXACT, SCN_ROUND_BATCH, 1};
+    const yt_node *p = yt_get(root, "policies");
+    if (yt_is_null(p))
+        return 0;
+    if ((r = check_map(c, p, "policies", pkeys, NULL)) < 0)
+        return r;
+    const yt_node *d = yt_get(p, "ddp");
+    if (!yt_is_null(d)) {
+        const char *P = "policies.ddp";
+        if ((r = check_map(c, d, P, ddpk, NULL)) < 0 ||
+            (r = get_pos(c, d, P, "bucket", SCN_UNIT_BYTES, 0, s->ddp.bucket_bytes, 0, 1e15,
+                         &s->ddp.bucket_bytes)) < 0)
+            return r;
+        if ((r = get_enum(c, d, P, "data", datas, 0, &e)) < 0)
+            return r;
+        s->ddp.data = (scn_data_mode)e;
+        if ((r = get_bool(c, d, P, "overlap", 1, &s->ddp.overlap)) < 0)
+            return r;
+        if ((r = get_pos(c, d, P, "backward_fraction", SCN_UNIT_NUMBER, 0, 2.0 / 3.0, 0, 1,
+                         &s->ddp.backward_fraction)) < 0)
+            return r;
+        if ((r = get_enum(c, d, P, "collective", colls, 0, &e)) < 0)
+            return r;
+        s->ddp.collective = (scn_collective_mode)e;
+    }
+    d = yt_get(p, "deepspeed");
+    if (!yt_is_null(d)) {
+        const char *P = "policies.deepspeed";
+        int64_t v;
+        if ((r = check_map(c, d, P, dsk, NULL)) < 0)
+            return r;
+        if ((r = get_int(c, d, P, "stage", 0, 2, 1, 3, "ZeRO stages", &v)) < 0)
+            return r;
+        s->deepspeed.stage = (int)v;
+        if ((r = get_int(c, d, P, "grad_accum", 0, 1, 1, SCN_MAX_GRAD_ACCUM, "grad_accum", &v)) < 0)
+            return r;
+        s->deepspeed.grad_accum = (int)v;
+        if ((r = get_bool(c, d, P, "overlap_comm", -1, &s->deepspeed.overlap_comm)) < 0)
+            return r;
+        if ((r = get_enum(c, d, P, "data", datas, 0, &e)) < 0)
+            return r;
+        s->deepspeed.data = (scn_data_mode)e;
+        if ((r = get_enum(c, d, P, "collective", colls, 0, &e)) < 0)
+            return r;
+        s->deepspeed.collective = (scn_collective_mode)e;
+    }
+    d = yt_get(p, "cadp");
+    if (!yt_is_null(d)) {
+        const char *P = "policies.cadp";
+        if ((r = check_map(c, d, P, cadpk, NULL)) < 0)
+            return r;
+        if ((r = get_enum(c, d, P, "solver", solvers, 0, &e)) < 0)
+            return r;
+        s->cadp.solver = (scn_solver)e;
+        if ((r = get_enum(c, d, P, "rounding", rounds, 0, &e)) < 0)
+            return r;
+        s->cadp.rounding = (scn_rounding)e;
+        if ((r = get_bool(c, d, P, "exclude_slow", 1, &s->cadp.exclude_slow)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int convert(cv *c, const yt_node *root)
+{
+    static const char *const keys[] = {"name",    "description",  "model", "dataset", "training", "server",
+                                       "network", "interconnect", "sites", "wan",     "devices",  "policies",
+                                       NULL};
+    static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
+    int r;
+    if ((r = check_map(c, root, "", keys, req)) < 0)
+        return r;
+    const yt_node *n;
+    if ((r = get_scalar(c, root, "", "name", 0, &n)) < 0)
+        return r;
+    if (dup_str(c, &c->s->name, r ? n->text : "unnamed"))
+        return DP_ENOMEM;
+    if ((r = get_scalar(c, root, "", "description", 0, &n)) < 0)
+        return r;
+    if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
+        (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
+        (r = conv_wan(c, root)) < 0 || (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
+        return r;
+    return 0;
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
+                              const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    if (!name)
+        name = "<string>";
+    if (!text)
+        len = 0;
+    if (len > (size_t)SCN_MAX_FILE_BYTES) {
+        dp_err_set(err, DP_EINPUT, "%s: scenario is larger than the 64 MiB limit (got %zu bytes)", name, len);
+        return NULL;
+    }
+    if (n_ov && !ov) {
+        dp_err_set(err, DP_EINPUT, "%s: %zu overrides but no override list", name, n_ov);
+        return NULL;
+    }
+    yt_doc *doc = yt_parse(name, text, len, err);
+    if (!doc)
+        return NULL;
+    const yt_node *root = yt_root(doc);
+    char g[80];
+    if (!root) {
+        dp_err_set(err, DP_EINPUT, "%s:1:1: empty scenario file (no YAML document)", name);
+        yt_free(doc);
+        return NULL;
+    }
+    if (root->kind != YT_MAP) {
+        dp_err_set(err, DP_EINPUT, "%s:%d:%d: the top level must be a mapping of keys (got %s)", name,
+                   root->line, root->column, got(root, g, sizeof g));
+        yt_free(doc);
+        return NULL;
+    }
+    for (size_t i = 0; i < n_ov; i++) {
+        if (yt_override(doc, ov[i].key, ov[i].value, err)) {
+            yt_free(doc);
+            return NULL;
+        }
+    }
+    scn_scenario *s = dp_calloc(1, sizeof *s);
+    cv c = {name, base_dir, err, s};
+    if (!s) {
+        yt_free(doc);
+        oom(&c);
+        return NULL;
+    }
+    int r = 0;
+    if (!(s->path = dp_strdup(name)) || !(s->text = dp_malloc(len + 1)))
+        r = oom(&c);
+    if (r == 0) {
+        if (len)
+            memcpy(s->text, text, len);
+        s->text[len] = '\0';
+        s->text_hash = fnv1a(text, len);
+        r = convert(&c, yt_root(doc));
+    }
+    yt_free(doc);
+    if (r < 0) {
+        scn_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    if (!path || !*path) {
+        dp_err_set(err, DP_EINPUT, "scenario file name is empty");
+        return NULL;
+    }
+    size_t len = 0;
+    char *text = read_file(path, "scenario file", SCN_MAX_FILE_BYTES, &len, err);
+    if (!text)
+        return NULL;
+    /* Traces resolve against the scenario's directory. */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    scn_scenario *s = scn_load_string(path, text, len, dir, ov, n_ov, err);
+    dp_free(text);
+    return s;
+}
+
+scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    if (!which || strcmp(which, "paper-testbed") != 0) {
+        dp_err_set(err, DP_EINPUT, "no built-in scenario named '%s' (have: paper-testbed)",
+                   which ? which : "");
+        return NULL;
+    }
+    return scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
+                           dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
+}
+
+static void link_free(scn_link *l)
+{
+    trace_free(l->up_trace);
+    trace_free(l->down_trace);
+}
+
+void scn_free(scn_scenario *s)
+{
+    if (!s)
+        return;
+    dp_free(s->name);
+    dp_free(s->path);
+    dp_free(s->text);
+    dp_free(s->model.name);
+    dp_free(s->dataset.name);
+    for (size_t i = 0; i < s->n_sites; i++)
+        dp_free(s->sites[i]);
+    dp_free(s->sites);
+    for (size_t i = 0; i < s->n_wan; i++)
+        trace_free(s->wan[i].trace);
+    dp_free(s->wan);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        scn_group *g = &s->groups[i];
+        dp_free(g->name);
+        dp_free(g->table_batch);
+        dp_free(g->table_s);
+        trace_free(g->speed_trace);
+        link_free(&g->link);
+    }
+    dp_free(s->groups);
+    dp_free(s->devices);
+    dp_free(s);
+}
+
+double scn_batch_time(const scn_scenario *s, const scn_group *g, int n)
+{
+    if (!s || !g || n < 1)
+        return 0;
+    switch (g->compute) {
+    case SCN_COMPUTE_MEASURED: {
+        /* The paper's ceil model: a short batch costs a full one. */
+        double batches = ceil((double)n / (double)g->batch);
+        return batches * g->batch_time_s;
+    }
+    case SCN_COMPUTE_TABLE: {
+        const double *b = g->table_batch, *t = g->table_s;
+        size_t m = g->table_n;
+        if (m == 0)
+            return 0;
+        if (m == 1)
+            return t[0] * n / b[0];
+        size_t k = 0; /* segment [k, k+1] used, clamped to the ends for extrapolation */
+        while (k + 2 < m && b[k + 1] < n)
+            k++;
+        double v = t[k] + (t[k + 1] - t[k]) * ((double)n - b[k]) / (b[k + 1] - b[k]);
+        /* Extrapolating below the first point can reach 0 or less; fall
+         * back to proportional scaling of the first point there. */
+        if (!(v > 0))
+            v = t[0] * n / b[0];
+        return v;
+    }
+    case SCN_COMPUTE_DERIVED:
+    default:
+        return g->overhead_s + (double)n * s->model.train_flops_per_sample / (g->peak_flops * g->efficiency);
+    }
+}

@@ -1,0 +1,124 @@
+/* scenario_summary.c: the human summary `dpsim check FILE` prints.
+ *
+ * Only reads a validated scenario; every number is shown with its unit so
+ * a wrong unit in the file (100MB where 100Mbps was meant) is visible at a
+ * glance.  Compute speed is samples/s at the group's own batch size, noise
+ * and speed traces excluded (they are the run's business).
+ */
+#include "scenario.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Four significant digits: scn_format_quantity is exact (it must round
+ * trip), which makes 90.45765686035156 MiB; a summary wants 90.46 MiB. */
+static void q(double v, scn_unit u, char *buf, size_t len)
+{
+    scn_format_quantity(v, u, buf, len);
+    char *sp = strchr(buf, ' ');
+    if (!isfinite(v) || !sp)
+        return;
+    char unit[24];
+    snprintf(unit, sizeof unit, "%s", sp + 1);
+    *sp = '\0';
+    double num = strtod(buf, NULL);
+    snprintf(buf, len, "%.4g %s", num, unit);
+}
+
+static const char *trace_desc(const trace *t, char *buf, size_t len)
+{
+    if (!t)
+        return "";
+    char m[48];
+    q(trace_mean(t), SCN_UNIT_BANDWIDTH, m, sizeof m);
+    snprintf(buf, len, " [trace: %zu points, mean %s%s]", t->n, m, t->loop ? ", looping" : "");
+    return buf;
+}
+
+void scn_print_summary(const scn_scenario *s, FILE *out)
+{
+    if (!s || !out)
+        return;
+    char a[64], b[64], c[64], d[64], e[160], f[160];
+    fprintf(out, "scenario %s (%s)\n", s->name, s->path);
+    q(s->model.model_bytes, SCN_UNIT_BYTES, a, sizeof a);
+    fprintf(out, "model    %s: %.0f params x %g B = %.0f bytes (%s); %.4g FLOP/sample (training %.4g)\n",
+            s->model.name, s->model.params, s->model.bytes_per_param, s->model.model_bytes, a,
+            s->model.flops_per_sample, s->model.train_flops_per_sample);
+    q(s->dataset.sample_bytes * (double)s->dataset.samples, SCN_UNIT_BYTES, a, sizeof a);
+    fprintf(out, "dataset  %s: %lld samples x %.0f B = %.0f bytes (%s)\n", s->dataset.name,
+            (long long)s->dataset.samples, s->dataset.sample_bytes,
+            s->dataset.sample_bytes * (double)s->dataset.samples, a);
+    fprintf(out, "training %d epochs, seed %llu\n", s->training.epochs, (unsigned long long)s->training.seed);
+    q(s->server.nic_up_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+    q(s->server.nic_down_Bps, SCN_UNIT_BANDWIDTH, b, sizeof b);
+    q(s->server.aggregate_Bps, SCN_UNIT_RATE, c, sizeof c);
+    fprintf(out, "server   nic up %s, down %s; aggregation %s%s%s\n", a, b, c,
+            s->server.site >= 0 ? "; site " : "", s->server.site >= 0 ? s->sites[s->server.site] : "");
+    if (s->network.tcp_window_bytes > 0) {
+        q(s->network.tcp_window_bytes, SCN_UNIT_BYTES, a, sizeof a);
+        fprintf(out, "network  tcp window %s\n", a);
+    }
+    if (s->interconnect.bandwidth_Bps > 0) {
+        q(s->interconnect.bandwidth_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+        q(s->interconnect.latency_s, SCN_UNIT_TIME, b, sizeof b);
+        fprintf(out, "interconnect %s, latency %s\n", a, b);
+    }
+    if (s->n_sites) {
+        fprintf(out, "sites    %zu:", s->n_sites);
+        for (size_t i = 0; i < s->n_sites; i++)
+            fprintf(out, " %s", s->sites[i]);
+        fprintf(out, "\n");
+    }
+    for (size_t i = 0; i < s->n_wan; i++) {
+        const scn_wan *w = &s->wan[i];
+        q(w->bandwidth_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+        q(w->latency_s, SCN_UNIT_TIME, b, sizeof b);
+        fprintf(out, "wan      %s-%s: %s, latency %s%s\n", s->sites[w->site_a], s->sites[w->site_b], a, b,
+                trace_desc(w->trace, e, sizeof e));
+    }
+    fprintf(out, "devices  %zu in %zu groups\n", s->n_devices, s->n_groups);
+    static const char *const compute_names[] = {"batch_time", "batch_table", "peak_flops"};
+    for (size_t i = 0; i < s->n_groups; i++) {
+        const scn_group *g = &s->groups[i];
+        double t = scn_batch_time(s, g, g->batch);
+        q(g->memory_bytes, SCN_UNIT_BYTES, a, sizeof a);
+        q(t, SCN_UNIT_TIME, b, sizeof b);
+        fprintf(out, "  %-12s x%d %s%s%s, memory %s, batch %d, %s %s/batch = %.4g samples/s per device%s\n",
+                g->name, g->count, g->kind == SCN_GPU ? "gpu" : "cpu", g->site >= 0 ? " @" : "",
+                g->site >= 0 ? s->sites[g->site] : "", a, g->batch, compute_names[g->compute], b,
+                t > 0 ? g->batch / t : 0.0, g->count == 0 ? " (skipped: count 0)" : "");
+        q(g->link.up_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+        q(g->link.down_Bps, SCN_UNIT_BANDWIDTH, c, sizeof c);
+        q(g->link.latency_s, SCN_UNIT_TIME, d, sizeof d);
+        fprintf(out, "               link up %s%s, down %s%s, latency %s\n", a,
+                trace_desc(g->link.up_trace, e, sizeof e), c, trace_desc(g->link.down_trace, f, sizeof f), d);
+        if (g->noise_cv > 0 || g->speed_trace)
+            fprintf(out, "               noise cv %g%s\n", g->noise_cv,
+                    g->speed_trace ? ", speed trace" : "");
+    }
+    double total_rate = 0;
+    for (size_t i = 0; i < s->n_groups; i++) {
+        double t = scn_batch_time(s, &s->groups[i], s->groups[i].batch);
+        if (t > 0)
+            total_rate += s->groups[i].count * s->groups[i].batch / t;
+    }
+    fprintf(out, "total    %zu devices, %.4g samples/s combined\n", s->n_devices, total_rate);
+    q(s->ddp.bucket_bytes, SCN_UNIT_BYTES, a, sizeof a);
+    fprintf(out, "policies ddp: bucket %s, data %s, overlap %s, backward %.3g, collective %s\n", a,
+            s->ddp.data == SCN_DATA_SHARD ? "shard" : "replicate", s->ddp.overlap ? "on" : "off",
+            s->ddp.backward_fraction, s->ddp.collective == SCN_COLL_ANALYTIC ? "analytic" : "flows");
+    fprintf(out, "         deepspeed: stage %d, grad_accum %d, overlap_comm %s, data %s, collective %s\n",
+            s->deepspeed.stage, s->deepspeed.grad_accum,
+            s->deepspeed.overlap_comm < 0 ? "default"
+            : s->deepspeed.overlap_comm   ? "on"
+                                          : "off",
+            s->deepspeed.data == SCN_DATA_SHARD ? "shard" : "replicate",
+            s->deepspeed.collective == SCN_COLL_ANALYTIC ? "analytic" : "flows");
+    fprintf(out, "         cadp: solver %s, rounding %s, exclude_slow %s\n",
+            s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact",
+            s->cadp.rounding == SCN_ROUND_LARGEST_REMAINDER ? "largest_remainder" : "batch",
+            s->cadp.exclude_slow ? "on" : "off");
+}

@@ -1,0 +1,66 @@
+/* yamltree.h: a YAML document as a tree of nodes that remember where they
+ * came from (line and column in the file, or the override that set them),
+ * built from libyaml's event parser.  Used only by the scenario loader.
+ *
+ * Limits (so hostile input cannot blow up memory or the stack): at most
+ * YT_MAX_NODES nodes in a document, counting every copy an alias makes (this
+ * is what stops "billion laughs"), and nesting at most YT_MAX_DEPTH deep.
+ * One document per stream; map keys must be scalars.
+ *
+ * Ownership: yt_parse returns a document owned by the caller (yt_free);
+ * every node and string in it belongs to the document.
+ */
+#ifndef DP_YAMLTREE_H
+#define DP_YAMLTREE_H
+
+#include "dp_common.h"
+#include <stddef.h>
+
+#define YT_MAX_NODES 1000000
+#define YT_MAX_DEPTH 64
+
+typedef enum { YT_SCALAR = 0, YT_MAP, YT_SEQ } yt_kind;
+
+typedef struct yt_node yt_node;
+struct yt_node {
+    yt_kind kind;
+    int line, column;   /* 1-based; 0 for nodes an override created */
+    const char *origin; /* NULL: from the file; else "override KEY=VALUE" */
+    char *text;         /* SCALAR: the text ("" for an empty value) */
+    int plain;          /* SCALAR: unquoted (so `~`, `null` and "" mean no value) */
+    size_t n;           /* MAP: pairs; SEQ: items */
+    yt_node **keys;     /* MAP: key scalars */
+    yt_node **items;    /* MAP: values; SEQ: items */
+};
+
+typedef struct yt_doc yt_doc;
+
+/* Parse text (need not be NUL-terminated).  `name` prefixes messages:
+ * "NAME:LINE:COLUMN: YAML syntax error: ...".  An empty document (nothing
+ * but comments or blanks) gives a document whose root is NULL. */
+yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err);
+void yt_free(yt_doc *d);
+yt_node *yt_root(const yt_doc *d);
+
+/* The value of `key` in a map, or NULL (also NULL if m is not a map). */
+yt_node *yt_get(const yt_node *m, const char *key);
+/* The key node of `key` in a map, or NULL. */
+yt_node *yt_get_key(const yt_node *m, const char *key);
+/* 1 if n is absent or a plain empty / `~` / `null` scalar. */
+int yt_is_null(const yt_node *n);
+
+/* Apply KEY=VALUE to the tree.  KEY is dotted; sequence items are found by
+ * index, by their `name` (devices, sites) or, for items with a two-element
+ * `between`, by `A-B` in either order.  Missing map keys along the way are
+ * created.  VALUE is parsed as YAML (a scalar, or a flow list or map) and
+ * every node it makes records the origin "override KEY=VALUE".  Errors
+ * (DP_EINPUT) name the override. */
+int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err);
+
+/* Levenshtein distance (bounded work: strings are cut at 64 bytes). */
+size_t yt_edit_distance(const char *a, const char *b);
+/* The candidate nearest to `word` if it is close (distance <= max(1,
+ * len/3)), else NULL. */
+const char *yt_nearest(const char *word, const char *const *cands, size_t n);
+
+#endif

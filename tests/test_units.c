@@ -1,0 +1,140 @@
+/* test_units.c: quantities with units (scn_parse_quantity /
+ * scn_format_quantity): every unit family, rejection of bad text, and exact
+ * round trips parse(format(x)) == x. */
+#include "scenario.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+static double parse_ok(const char *text, scn_unit u)
+{
+    double v = -1;
+    dp_err e = {0};
+    int rc = scn_parse_quantity(text, u, &v, &e);
+    cr_assert_eq(rc, 0, "'%s' should parse: %s", text, e.msg);
+    return v;
+}
+
+static void parse_bad(const char *text, scn_unit u, const char *needle)
+{
+    double v = 12345;
+    dp_err e = {0};
+    int rc = scn_parse_quantity(text, u, &v, &e);
+    cr_assert_eq(rc, DP_EINPUT, "'%s' should be rejected", text);
+    cr_assert_eq(e.code, DP_EINPUT);
+    cr_assert(strstr(e.msg, needle), "message for '%s' lacks '%s': %s", text, needle, e.msg);
+    cr_assert_eq(v, 12345, "output must be untouched on error");
+}
+
+Test(units, bandwidth_is_bits_per_second_in_text_bytes_inside)
+{
+    cr_assert_float_eq(parse_ok("100Mbps", SCN_UNIT_BANDWIDTH), 12.5e6, 1e-6);
+    cr_assert_float_eq(parse_ok("10Gbps", SCN_UNIT_BANDWIDTH), 1.25e9, 1e-3);
+    cr_assert_float_eq(parse_ok("8", SCN_UNIT_BANDWIDTH), 1.0, 1e-12);
+    cr_assert_float_eq(parse_ok("1 Kbps", SCN_UNIT_BANDWIDTH), 125.0, 1e-12);
+    cr_assert_float_eq(parse_ok("800bps", SCN_UNIT_BANDWIDTH), 100.0, 1e-12);
+    cr_assert_float_eq(parse_ok("1Tbps", SCN_UNIT_BANDWIDTH), 1.25e11, 1);
+    cr_assert_float_eq(parse_ok("12.5MB/s", SCN_UNIT_BANDWIDTH), 12.5e6, 1e-6);
+}
+
+Test(units, sizes_decimal_and_binary)
+{
+    cr_assert_float_eq(parse_ok("25MiB", SCN_UNIT_BYTES), 25.0 * 1048576, 1e-6);
+    cr_assert_float_eq(parse_ok("24GiB", SCN_UNIT_BYTES), 24.0 * 1073741824, 1e-3);
+    cr_assert_float_eq(parse_ok("150MB", SCN_UNIT_BYTES), 150e6, 1e-6);
+    cr_assert_float_eq(parse_ok("3KB", SCN_UNIT_BYTES), 3000, 1e-9);
+    cr_assert_float_eq(parse_ok("2KiB", SCN_UNIT_BYTES), 2048, 1e-9);
+    cr_assert_float_eq(parse_ok("115000", SCN_UNIT_BYTES), 115000, 1e-9);
+    cr_assert_float_eq(parse_ok("1B", SCN_UNIT_BYTES), 1, 1e-12);
+}
+
+Test(units, rates_times_flops_numbers)
+{
+    cr_assert_float_eq(parse_ok("4GB/s", SCN_UNIT_RATE), 4e9, 1e-3);
+    cr_assert_float_eq(parse_ok("1MiB/s", SCN_UNIT_RATE), 1048576, 1e-6);
+    cr_assert_float_eq(parse_ok("8Mbps", SCN_UNIT_RATE), 1e6, 1e-6);
+    cr_assert_float_eq(parse_ok("20ms", SCN_UNIT_TIME), 0.02, 1e-15);
+    cr_assert_float_eq(parse_ok("0.43s", SCN_UNIT_TIME), 0.43, 1e-15);
+    cr_assert_float_eq(parse_ok("50us", SCN_UNIT_TIME), 50e-6, 1e-18);
+    cr_assert_float_eq(parse_ok("2min", SCN_UNIT_TIME), 120, 1e-12);
+    cr_assert_float_eq(parse_ok("1h", SCN_UNIT_TIME), 3600, 1e-12);
+    cr_assert_float_eq(parse_ok("35.6TFLOPS", SCN_UNIT_FLOPS), 35.6e12, 1);
+    cr_assert_float_eq(parse_ok("0.2TFLOPS", SCN_UNIT_FLOPS), 0.2e12, 1);
+    cr_assert_float_eq(parse_ok("22.8e9", SCN_UNIT_FLOPS), 22.8e9, 1);
+    cr_assert_float_eq(parse_ok("-3.5", SCN_UNIT_NUMBER), -3.5, 1e-15);
+    cr_assert_float_eq(parse_ok("1e3", SCN_UNIT_NUMBER), 1000, 1e-12);
+}
+
+Test(units, rejects_unknown_units_with_a_suggestion)
+{
+    parse_bad("100Mbs", SCN_UNIT_BANDWIDTH, "did you mean 'Mbps'?");
+    parse_bad("100Mbs", SCN_UNIT_BANDWIDTH, "(got '100Mbs')");
+    parse_bad("25MiBs", SCN_UNIT_BYTES, "unknown size unit");
+    parse_bad("3 parsecs", SCN_UNIT_TIME, "unknown time unit 'parsecs'");
+    parse_bad("5GB", SCN_UNIT_BANDWIDTH, "unknown bandwidth unit");
+    parse_bad("5ms", SCN_UNIT_NUMBER, "without a unit");
+}
+
+Test(units, rejects_non_numbers_nan_inf_and_overflow)
+{
+    parse_bad("fast", SCN_UNIT_BANDWIDTH, "expected a number");
+    parse_bad("", SCN_UNIT_TIME, "expected a number");
+    parse_bad("nan", SCN_UNIT_NUMBER, "expected a number");
+    parse_bad("inf", SCN_UNIT_NUMBER, "expected a number");
+    parse_bad("-inf", SCN_UNIT_NUMBER, "expected a number");
+    parse_bad("0x10", SCN_UNIT_NUMBER, "without a unit");
+    parse_bad("1e999", SCN_UNIT_NUMBER, "out of range");
+    parse_bad("1e307TFLOPS", SCN_UNIT_FLOPS, "out of range");
+    parse_bad(" 5", SCN_UNIT_NUMBER, "expected a number");
+    parse_bad(NULL, SCN_UNIT_NUMBER, "missing");
+}
+
+static void roundtrip(double x, scn_unit u)
+{
+    char buf[64];
+    scn_format_quantity(x, u, buf, sizeof buf);
+    double y = -1;
+    dp_err e = {0};
+    cr_assert_eq(scn_parse_quantity(buf, u, &y, &e), 0, "format gave unparsable '%s': %s", buf, e.msg);
+    cr_assert(x == y, "round trip of %.17g (unit %d) via '%s' gave %.17g", x, (int)u, buf, y);
+}
+
+Test(units, format_round_trips_exactly)
+{
+    const double vals[] = {0,      1,       0.125,  12.5e6,  1.25e9,  25.0 * 1048576, 0.43,
+                           0.02,   1e-9,    3600,   35.6e12, 1.0 / 3, 2.0 / 3 * 1e7,  123456789.123,
+                           1e-300, 1.7e300, 5e-324, 115000,  0.1,     7.77e-5};
+    const scn_unit units[] = {SCN_UNIT_BANDWIDTH, SCN_UNIT_BYTES, SCN_UNIT_RATE,
+                              SCN_UNIT_TIME,      SCN_UNIT_FLOPS, SCN_UNIT_NUMBER};
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+        for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+            roundtrip(vals[i], units[u]);
+    /* A pseudo-random sweep over many magnitudes (fixed seed: deterministic). */
+    unsigned long long st = 88172645463325252ULL;
+    for (int i = 0; i < 2000; i++) {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        double mant = (double)(st >> 11) / 9007199254740992.0;
+        double x = mant * pow(10, (int)(st % 40) - 20);
+        roundtrip(x, units[i % 6]);
+    }
+}
+
+Test(units, format_is_human)
+{
+    char buf[64];
+    scn_format_quantity(12.5e6, SCN_UNIT_BANDWIDTH, buf, sizeof buf);
+    cr_assert_str_eq(buf, "100 Mbps");
+    scn_format_quantity(25.0 * 1048576, SCN_UNIT_BYTES, buf, sizeof buf);
+    cr_assert_str_eq(buf, "25 MiB");
+    scn_format_quantity(0.02, SCN_UNIT_TIME, buf, sizeof buf);
+    cr_assert_str_eq(buf, "20 ms");
+    scn_format_quantity(4e9, SCN_UNIT_RATE, buf, sizeof buf);
+    cr_assert_str_eq(buf, "4 GB/s");
+    scn_format_quantity(INFINITY, SCN_UNIT_BANDWIDTH, buf, sizeof buf);
+    cr_assert_str_eq(buf, "unlimited");
+    scn_format_quantity(1.0, SCN_UNIT_BYTES, buf, 3); /* truncates, never overruns */
+    cr_assert_eq(strlen(buf), 2);
+}
