@@ -1,0 +1,142 @@
+/* store.h: the results database (SQLite).
+ *
+ * One file (default results.db) holds the scenarios that were run (their
+ * text, so any run can be repeated from the database alone), every run with
+ * its policy, options, overrides, seed, dpsim version, metrics, per-device,
+ * per-epoch, FLOPS-bin and timeline rows, and the sweeps.  The schema is
+ * documented in sim/store/SCHEMA.md ("Results database"); its version is
+ * PRAGMA user_version and store_open migrates older files forward.
+ *
+ * Guarantees:
+ *  - each store_put_* is one transaction (BEGIN IMMEDIATE): a run that fails
+ *    or is interrupted, even by a crash, leaves no row at all;
+ *  - several processes may write one file at once (WAL journal, a 10 s busy
+ *    timeout, writers take the write lock up front so they queue instead of
+ *    deadlocking);
+ *  - every value goes through a bound parameter of a prepared statement;
+ *  - doubles are stored as IEEE REALs and read back bit-exact (a NaN is
+ *    stored as NULL, SQLite's only way, and read back as NaN);
+ *  - seeds and event counts (uint64) are stored as INTEGER (int64) with the
+ *    same bits: values above INT64_MAX show as negative in SQL but read back
+ *    exactly.
+ *
+ * Errors: every fallible function returns 0 or a negative DP_E* code and
+ * fills err.  Database and file problems (read-only file, database locked
+ * beyond the busy timeout, a file that is not a database, a schema newer
+ * than this binary, disk full, I/O errors) are DP_ERUN with a message that
+ * names the database file; none of them alters rows already stored.  A run
+ * id that does not exist is DP_EINPUT.  Out of memory is DP_ENOMEM.
+ *
+ * Ownership: store_open returns a handle the caller closes with store_close
+ * (store_close(NULL) is a no-op).  A handle is used by one thread at a time
+ * and must not cross fork(): a child process opens its own.
+ */
+#ifndef DP_STORE_H
+#define DP_STORE_H
+
+#include "dp_common.h"
+#include "results.h"
+#include "scenario.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The schema version this binary writes (PRAGMA user_version). */
+#define STORE_SCHEMA_VERSION 1
+/* How long a writer waits for another process's write lock. */
+#define STORE_BUSY_TIMEOUT_MS 10000
+
+typedef struct store store;
+
+/* Open the database at path.
+ * readonly = 0: create the file if absent, switch it to WAL, migrate its
+ *   schema to STORE_SCHEMA_VERSION (each step in its own transaction), turn
+ *   foreign keys on.  Fails when the file is not writable.
+ * readonly = 1: the file must exist and hold exactly the current schema
+ *   version (an older file is refused: open it read-write once to migrate);
+ *   nothing is ever written.
+ * Both refuse, without touching the file, a file that is not an SQLite
+ * database, a database of another application, and one whose schema
+ * version is newer than STORE_SCHEMA_VERSION.  NULL on error. */
+store *store_open(const char *path, int readonly, dp_err *err);
+void store_close(store *st);
+
+/* Store a finished run: the scenario (deduplicated by its text hash; s->name,
+ * s->text, s->text_hash are read), the run row and all its children, in one
+ * transaction.  overrides: n_overrides "KEY=VALUE" strings applied to the
+ * scenario (may be NULL when n_overrides is 0).  r->options_json NULL is
+ * stored as "{}".  version: the dpsim version string.  started_at: an
+ * ISO-8601 UTC time from the caller (the library never reads the clock for
+ * run data).  sweep_id 0 = not part of a sweep; point_json NULL outside
+ * sweeps.  Within a sweep, a run replaces a *failed* row for the same
+ * (sweep, point, policy, seed, version) so failed points can be retried; a
+ * second successful row for the same point is refused (DP_ERUN).
+ * Returns 0 and sets *run_id (may be NULL).  Nothing is borrowed after the
+ * call returns. */
+int store_put_run(store *st, const scn_scenario *s, const char *const *overrides, size_t n_overrides,
+                  const res_run *r, const char *version, const char *started_at, int64_t sweep_id,
+                  const char *point_json, int64_t *run_id, dp_err *err);
+
+/* Store a run that failed (status 'failed', the error message, no metrics
+ * and no child rows, options_json "{}", wall_s 0).  scenario_text may be
+ * NULL when the scenario file could not even be read; "" is stored then.
+ * Same transaction and sweep rules as store_put_run. */
+int store_put_failed(store *st, const char *scenario_name, const char *scenario_text, uint64_t text_hash,
+                     const char *const *overrides, size_t n_overrides, const char *policy, uint64_t seed,
+                     const char *version, const char *started_at, int64_t sweep_id, const char *point_json,
+                     const char *error, int64_t *run_id, dp_err *err);
+
+/* Read run run_id back: metrics, options_json, devices, epochs, FLOPS bins
+ * (flops_bins[k] from bin k) and segments in insertion order.  Metrics that
+ * are NULL (failed runs) read as NaN, counts as 0.  *out is a new run the
+ * caller frees with res_run_free.  DP_EINPUT when no such run. */
+int store_get_run(store *st, int64_t run_id, res_run **out, dp_err *err);
+
+/* What is needed to re-run run_id: the scenario text and name, the override
+ * strings, the policy and the seed.  Every output string is a dp_malloc
+ * block the caller frees with dp_free; *overrides is freed with
+ * store_strings_free(*overrides, *n_overrides) (NULL when there are none).
+ * On error every output is left NULL/0.  DP_EINPUT when no such run. */
+int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,
+                         char ***overrides, size_t *n_overrides, char **policy, uint64_t *seed, dp_err *err);
+/* Free an array of n dp_malloc'd strings and the array; (NULL, 0) is a no-op. */
+void store_strings_free(char **v, size_t n);
+
+/* Print a table of runs (id, started_at, scenario, policy, seed, status,
+ * Tsend, Ttraining, Ttotal, TFLOPS; times in seconds) to out, oldest first.
+ * scenario / policy filter on exact names; NULL = all. */
+int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err);
+
+/* Write every table as DIR/TABLE.csv (scenarios, sweeps, runs, run_devices,
+ * run_epochs, run_flops, run_segments).  dir and its missing parents are
+ * created.  RFC 4180: a header row of column names, CRLF line ends, a field
+ * holding a comma, quote, CR or LF is quoted with inner quotes doubled;
+ * NULL is an empty field; REALs print as %.17g (exact).  Each file is
+ * written to TABLE.csv.tmp and renamed, so an existing export is never left
+ * half-written. */
+int store_export_csv(store *st, const char *dir, dp_err *err);
+
+/* Get the id of the sweep whose canonical spec JSON is spec_json, creating
+ * the sweep row (and the scenario row of s) when absent. */
+int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec_json, int64_t *sweep_id,
+                              dp_err *err);
+/* Whether a point of a sweep is stored already: *done = 0 not stored,
+ * 1 stored as ok, 2 stored as failed (retry it with store_put_run, which
+ * replaces the failed row).  point_json must be byte-equal to the stored
+ * text (use the json writer with keys in a fixed order). */
+int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
+                     const char *version, int *done, dp_err *err);
+
+/* The SQLite connection, borrowed for read-only queries (plots) and tests;
+ * valid until store_close.  Do not close it or leave a transaction open. */
+sqlite3 *store_db(store *st);
+/* The file name given to store_open (borrowed, lives as long as st). */
+const char *store_path(const store *st);
+
+/* Test hook: make the k-th child row insert (device, epoch, FLOPS bin or
+ * segment row) of the next store_put_run fail as if the database had
+ * failed (0 = off).  The hook disarms itself after that call. */
+void store_test_fail_after_rows(store *st, long k);
+
+#endif
