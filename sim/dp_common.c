@@ -99,6 +99,17 @@ int dp_err_prefix(dp_err *err, const char *fmt, ...)
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    /* Truncation is fine here: the message is for people. */
+    size_t np = strlen(pre);
+    if (np > sizeof err->msg - 3)
+        np = sizeof err->msg - 3;
+    memcpy(err->msg, pre, np);
+    err->msg[np] = ':';
+    err->msg[np + 1] = ' ';
+    size_t room = sizeof err->msg - np - 3, no = strlen(old);
+    if (no > room)
+        no = room;
+    memcpy(err->msg + np + 2, old, no);
+    err->msg[np + 2 + no] = '\0';
     return err->code;
 }

@@ -1,0 +1,134 @@
+/* cli.c: command dispatch, top-level help, and helpers the commands share. */
+#include "cli/cli.h"
+#include "dpsim_config.h"
+
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"check", cmd_check, "load and validate a scenario, print a summary"},
+    {"solve", cmd_solve, "solve the C-ADP data allocation for a scenario (no simulation)"},
+    {"run", cmd_run, "simulate policies on a scenario and store the results"},
+    {"reproduce", cmd_reproduce, "reproduce the paper's Table 3 (dpsim reproduce table3)"},
+    {"runs", cmd_runs, "list the runs stored in a results database"},
+    {"show", cmd_show, "print a stored run again"},
+    {"export", cmd_export, "write the results database as CSV files"},
+    {"plot", cmd_plot, "draw plots from a results database with gnuplot"},
+    {"sweep", cmd_sweep, "run a grid of scenario variations in parallel"},
+    {"merge", cmd_merge, "merge results databases (e.g. the shards of a sweep)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "dpsim %s: discrete-event simulator of data-parallel training on\n"
+                 "heterogeneous, geo-distributed devices (DDP, DeepSpeed ZeRO, C-ADP).\n\n"
+                 "usage: dpsim COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
+            DPSIM_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options.\n"
+                 "Exit codes: 0 success, 1 the run failed, 2 bad usage or bad input.\n"
+                 "Start here: dpsim reproduce table3 --out table3/\n");
+}
+
+int dpsim_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            char *hv[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+                if (strcmp(argv[2], commands[i].name) == 0)
+                    return commands[i].fn(2, hv);
+        }
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("dpsim %s\n", DPSIM_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    /* suggest the closest command by common prefix */
+    const char *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        size_t k = 0;
+        while (argv[1][k] && argv[1][k] == commands[i].name[k])
+            k++;
+        if (k > best_len) {
+            best_len = k;
+            best = commands[i].name;
+        }
+    }
+    fprintf(stderr, "dpsim: unknown command '%s'%s%s%s\nTry 'dpsim --help'.\n", argv[1],
+            best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+    return EXIT_USAGE;
+}
+
+int cli_exit_for(const dp_err *err) { return err && err->code == DP_EINPUT ? EXIT_USAGE : EXIT_RUN; }
+
+int cli_fail(const dp_err *err)
+{
+    fprintf(stderr, "dpsim: %s\n", err && err->msg[0] ? err->msg : "failed");
+    return cli_exit_for(err);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dpsim %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'dpsim %s --help'.\n", cmd);
+    return EXIT_USAGE;
+}
+
+int cli_is_help(const char *arg) { return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0); }
+
+void cli_now_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+double cli_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    if (strcmp(arg, "builtin:paper-testbed") == 0)
+        return scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
+                               dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
+    return scn_load_file(arg, ov, n_ov, err);
+}
+
+int cli_parse_override(char *arg, scn_override *ov)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return -1;
+    *eq = '\0';
+    ov->key = arg;
+    ov->value = eq + 1;
+    return 0;
+}

@@ -1,0 +1,155 @@
+/* cmd_db.c: dpsim runs | show | export: reading the results database. */
+#include "cli/cli.h"
+#include "cli/report.h"
+#include "store/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int need_arg(int *i, int argc, char **argv, const char *cmd, const char **out)
+{
+    if (++*i >= argc)
+        return cli_usage_error(cmd, "%s needs a value", argv[*i - 1]);
+    *out = argv[*i];
+    return 0;
+}
+
+int cmd_runs(int argc, char **argv)
+{
+    const char *db = "results.db", *scen = NULL, *pol = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
+                   "List the runs stored in a results database, oldest first: id, start time,\n"
+                   "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
+                   "  -d, --db FILE        results database (default results.db)\n"
+                   "      --scenario NAME  only runs of this scenario\n"
+                   "  -p, --policy NAME    only runs of this policy\n");
+            return EXIT_OK;
+        }
+        int rc = 0;
+        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
+            rc = need_arg(&i, argc, argv, "runs", &db);
+        else if (!strcmp(argv[i], "--scenario"))
+            rc = need_arg(&i, argc, argv, "runs", &scen);
+        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--policy"))
+            rc = need_arg(&i, argc, argv, "runs", &pol);
+        else
+            return cli_usage_error("runs", "unexpected argument '%s'", argv[i]);
+        if (rc)
+            return rc;
+    }
+    dp_err err = {0};
+    store *st = store_open(db, 1, &err);
+    if (!st)
+        return cli_fail(&err);
+    int rc = store_list_runs(st, stdout, scen, pol, &err);
+    store_close(st);
+    return rc ? cli_fail(&err) : EXIT_OK;
+}
+
+int cmd_show(int argc, char **argv)
+{
+    const char *db = "results.db", *id_s = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: dpsim show RUN [--db FILE] [--json]\n\n"
+                   "Print a stored run again: its summary row and per-device breakdown\n"
+                   "(or, with --json, the same object `dpsim run --json` prints).\n\n"
+                   "  -d, --db FILE   results database (default results.db)\n"
+                   "      --json      JSON output\n");
+            return EXIT_OK;
+        }
+        int rc = 0;
+        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
+            rc = need_arg(&i, argc, argv, "show", &db);
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (argv[i][0] == '-' || id_s)
+            return cli_usage_error("show", "unexpected argument '%s'", argv[i]);
+        else
+            id_s = argv[i];
+        if (rc)
+            return rc;
+    }
+    uint64_t id;
+    if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
+        return cli_usage_error("show", "RUN must be a run id as listed by 'dpsim runs' (got '%s')", id_s ? id_s : "");
+    dp_err err = {0};
+    store *st = store_open(db, 1, &err);
+    if (!st)
+        return cli_fail(&err);
+    res_run *r = NULL;
+    char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
+    size_t n_ovs = 0;
+    uint64_t seed = 0;
+    int rc = store_get_run(st, (int64_t)id, &r, &err);
+    if (!rc)
+        rc = store_get_run_source(st, (int64_t)id, &text, &name, &ovs, &n_ovs, &policy, &seed, &err);
+    if (!rc) {
+        if (json) {
+            json_buf *j = json_new();
+            report_json_run(j, r);
+            printf("%s\n", json_text(j));
+            json_free(j);
+        } else {
+            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, name, policy,
+                   (unsigned long long)seed);
+            for (size_t k = 0; k < n_ovs; k++)
+                printf("%s%s", k ? ", " : ", overrides: ", ovs[k]);
+            printf("\noptions: %s\n\n", r->options_json ? r->options_json : "{}");
+            report_table_header(stdout);
+            report_table_row(stdout, r, (long long)id);
+            printf("\n");
+            report_devices(stdout, r);
+        }
+    }
+    res_run_free(r);
+    dp_free(text);
+    dp_free(name);
+    dp_free(policy);
+    store_strings_free(ovs, n_ovs);
+    store_close(st);
+    return rc ? cli_fail(&err) : EXIT_OK;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    const char *db = "results.db", *dir = "export";
+    int csv = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n\n"
+                   "Write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
+                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments.\n\n"
+                   "  -d, --db FILE   results database (default results.db)\n"
+                   "  -o, --out DIR   output directory (default export/)\n"
+                   "      --csv       CSV format (the only one)\n");
+            return EXIT_OK;
+        }
+        int rc = 0;
+        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
+            rc = need_arg(&i, argc, argv, "export", &db);
+        else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out"))
+            rc = need_arg(&i, argc, argv, "export", &dir);
+        else if (!strcmp(argv[i], "--csv"))
+            csv = 1;
+        else
+            return cli_usage_error("export", "unexpected argument '%s'", argv[i]);
+        if (rc)
+            return rc;
+    }
+    if (!csv)
+        return cli_usage_error("export", "say the format: --csv");
+    dp_err err = {0};
+    store *st = store_open(db, 1, &err);
+    if (!st)
+        return cli_fail(&err);
+    int rc = store_export_csv(st, dir, &err);
+    store_close(st);
+    if (rc)
+        return cli_fail(&err);
+    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments}.csv\n", dir);
+    return EXIT_OK;
+}

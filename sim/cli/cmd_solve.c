@@ -1,0 +1,165 @@
+/* cmd_solve.c: dpsim solve SCENARIO: the C-ADP allocation alone. */
+#include "cli/cli.h"
+#include "json.h"
+#include "policy/policy.h"
+#include "slv.h"
+
+#include <math.h>
+#include <string.h>
+
+static void help(void)
+{
+    printf("usage: dpsim solve SCENARIO [--method exact|alm] [--rounding batch|largest-remainder] [--json]\n\n"
+           "Solve C-ADP's data allocation (MODEL.md section 5) for the scenario without\n"
+           "simulating: how many samples each device gets so that sending the data once\n"
+           "plus every epoch's slowest device is as short as possible.  Inputs come from\n"
+           "the scenario: a_i = sample_bytes / server-to-device bandwidth, c_i =\n"
+           "batch_time_i / batch_i, comm_i = per-epoch model exchange.\n\n"
+           "Prints per device its samples, batches, send time and per-epoch compute\n"
+           "time, then the objective (send + epochs x slowest epoch + aggregation), the\n"
+           "relaxed lower bound, the gap, the solver's status, time and iterations.\n\n"
+           "  -m, --method M       exact (default; relaxed optimum + integer search) or\n"
+           "                       alm (the paper's augmented Lagrangian, Algorithm 1)\n"
+           "  -r, --rounding R     alm's rounding: batch (default) or largest-remainder\n"
+           "      --paper-model    comm counted for every device (the paper's constant);\n"
+           "                       default: a device given 0 samples skips the exchange\n"
+           "  -s, --set KEY=VALUE  override a scenario value\n"
+           "      --json           one JSON object: method, allocation, objective_s,\n"
+           "                       lower_bound_s, iterations, status, ...\n");
+}
+
+int cmd_solve(int argc, char **argv)
+{
+    const char *file = NULL, *method = NULL, *rounding = NULL;
+    int json = 0, paper = 0;
+    scn_override ov[64];
+    size_t n_ov = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            help();
+            return EXIT_OK;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--method")) {
+            if (++i >= argc)
+                return cli_usage_error("solve", "%s needs exact or alm", a);
+            method = argv[i];
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--rounding")) {
+            if (++i >= argc)
+                return cli_usage_error("solve", "%s needs batch or largest-remainder", a);
+            rounding = argv[i];
+        } else if (!strcmp(a, "--paper-model")) {
+            paper = 1;
+        } else if (!strcmp(a, "-s") || !strcmp(a, "--set")) {
+            if (++i >= argc || n_ov == 64 || cli_parse_override(argv[i], &ov[n_ov]))
+                return cli_usage_error("solve", "%s needs KEY=VALUE", a);
+            n_ov++;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("solve", "unknown option '%s'", a);
+        } else if (file) {
+            return cli_usage_error("solve", "one scenario at a time");
+        } else {
+            file = a;
+        }
+    }
+    if (!file)
+        return cli_usage_error("solve", "missing SCENARIO");
+    dp_err err = {0};
+    scn_scenario *s = cli_load_scenario(file, ov, n_ov, &err);
+    if (!s)
+        return cli_fail(&err);
+    if (!method)
+        method = s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact";
+    if (!slv_method_by_name(method)) {
+        scn_free(s);
+        return cli_usage_error("solve", "unknown method '%s' (have: exact, alm)", method);
+    }
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = s->cadp.rounding == SCN_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
+    if (rounding) {
+        if (!strcmp(rounding, "batch"))
+            prm.rounding = SLV_ROUND_BATCH;
+        else if (!strcmp(rounding, "largest-remainder") || !strcmp(rounding, "largest_remainder"))
+            prm.rounding = SLV_ROUND_LARGEST_REMAINDER;
+        else {
+            scn_free(s);
+            return cli_usage_error("solve", "unknown rounding '%s' (have: batch, largest-remainder)", rounding);
+        }
+    }
+    cadp_inputs in;
+    if (cadp_inputs_build(s, &in, &err)) {
+        scn_free(s);
+        return cli_fail(&err);
+    }
+    slv_problem p;
+    cadp_problem(s, &in, &p);
+    if (paper)
+        p.allow_exclude = 0;
+    slv_result *r = NULL;
+    int rc = slv_solve_problem(method, &p, &prm, &r, &err);
+    if (rc) {
+        cadp_inputs_free(&in);
+        scn_free(s);
+        return cli_fail(&err);
+    }
+    double gap = r->objective_s - r->lower_bound_s;
+    if (json) {
+        json_buf *j = json_new();
+        json_obj_begin(j);
+        json_key(j, "scenario");
+        json_str(j, s->name);
+        json_key(j, "method");
+        json_str(j, method);
+        json_key(j, "rounding");
+        json_str(j, slv_rounding_name(r->rounding));
+        json_key(j, "status");
+        json_str(j, slv_status_name(r->status));
+        json_key(j, "allocation");
+        json_arr_begin(j);
+        for (size_t d = 0; d < r->n; d++)
+            json_int(j, r->alloc[d]);
+        json_arr_end(j);
+        json_key(j, "objective_s");
+        json_num(j, r->objective_s);
+        json_key(j, "lower_bound_s");
+        json_num(j, r->lower_bound_s);
+        json_key(j, "gap_s");
+        json_num(j, gap);
+        json_key(j, "send_s");
+        json_num(j, r->send_s);
+        json_key(j, "epoch_s");
+        json_num(j, r->epoch_s);
+        json_key(j, "iterations");
+        json_int(j, r->iterations);
+        json_key(j, "outer_iterations");
+        json_int(j, r->outer_iterations);
+        json_key(j, "solve_seconds");
+        json_num(j, r->solve_seconds);
+        json_obj_end(j);
+        fputs(json_text(j), stdout);
+        fputc('\n', stdout);
+        json_free(j);
+    } else {
+        printf("%s: C-ADP allocation by %s (%s rounding), %d epochs, %lld samples\n\n", s->name, method,
+               slv_rounding_name(r->rounding), s->training.epochs, (long long)s->dataset.samples);
+        printf("  %-16s %10s %9s %11s %16s %14s\n", "device", "samples", "batches", "send (s)",
+               "epoch compute (s)", "exchange (s)");
+        for (size_t d = 0; d < r->n; d++) {
+            long long b = (long long)((r->alloc[d] + in.batch[d] - 1) / in.batch[d]);
+            printf("  %-16s %10lld %9lld %11.2f %16.2f %14.2f\n", s->devices[d].name, (long long)r->alloc[d], b,
+                   in.send_s[d] * (double)r->alloc[d], in.batch_s[d] * (double)b, r->alloc[d] ? in.comm_s[d] : 0.0);
+        }
+        printf("\n  objective     %12.3f s  (send %.3f + %d x epoch %.3f + aggregation %.3f)\n", r->objective_s,
+               r->send_s, s->training.epochs, r->epoch_s, p.const_s);
+        printf("  lower bound   %12.3f s  (relaxed optimum)\n", r->lower_bound_s);
+        printf("  gap           %12.3f s  (%.4f%%)\n", gap, r->lower_bound_s > 0 ? 100 * gap / r->lower_bound_s : 0);
+        printf("  status        %s, %ld iterations (%ld outer), %.3f ms\n", slv_status_name(r->status), r->iterations,
+               r->outer_iterations, 1e3 * r->solve_seconds);
+    }
+    slv_result_free(r);
+    cadp_inputs_free(&in);
+    scn_free(s);
+    return EXIT_OK;
+}

@@ -1,0 +1,99 @@
+/* report.c: results as text tables and JSON. */
+#include "cli/report.h"
+
+#include <math.h>
+
+void report_table_header(FILE *out)
+{
+    fprintf(out, "%-10s %12s %14s %12s %9s %7s %8s %11s %7s\n", "policy", "Tsend (s)", "Ttraining (s)",
+            "Ttotal (s)", "TFLOPS", "util", "epochs", "events", "run");
+}
+
+void report_table_row(FILE *out, const res_run *r, long long run_id)
+{
+    char id[24] = "-";
+    if (run_id > 0)
+        snprintf(id, sizeof id, "#%lld", run_id);
+    fprintf(out, "%-10s %12.2f %14.2f %12.2f %9.4f %6.1f%% %8zu %11llu %7s\n", r->policy, r->tsend_s,
+            r->ttraining_s, r->ttotal_s, r->tflops, 100 * r->utilization, r->n_epochs,
+            (unsigned long long)r->events, id);
+}
+
+void report_devices(FILE *out, const res_run *r)
+{
+    fprintf(out, "%s per device:\n", r->policy);
+    fprintf(out, "  %-16s %-4s %9s %9s %12s %10s %10s %10s %11s %11s %10s\n", "device", "kind", "samples",
+            "batches", "compute (s)", "send (s)", "recv (s)", "wait (s)", "sent (MB)", "recv (MB)",
+            "ready (s)");
+    for (size_t d = 0; d < r->n_devices; d++) {
+        const res_device *v = &r->devices[d];
+        fprintf(out, "  %-16s %-4s %9lld %9lld %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n", v->name,
+                v->kind, (long long)v->samples, (long long)v->batches, v->compute_s, v->send_s, v->recv_s,
+                v->wait_s, v->bytes_sent / 1e6, v->bytes_recv / 1e6, v->data_ready_s);
+    }
+}
+
+void report_json_run(json_buf *j, const res_run *r)
+{
+    json_obj_begin(j);
+    json_key(j, "policy");
+    json_str(j, r->policy);
+    json_key(j, "seed");
+    json_int(j, (int64_t)r->seed);
+    json_key(j, "tsend_s");
+    json_num(j, r->tsend_s);
+    json_key(j, "ttraining_s");
+    json_num(j, r->ttraining_s);
+    json_key(j, "ttotal_s");
+    json_num(j, r->ttotal_s);
+    json_key(j, "tflops");
+    json_num(j, r->tflops);
+    json_key(j, "utilization");
+    json_num(j, r->utilization);
+    json_key(j, "samples_processed");
+    json_num(j, r->samples_processed);
+    json_key(j, "bytes_total");
+    json_num(j, r->bytes_total);
+    json_key(j, "events");
+    json_int(j, (int64_t)r->events);
+    json_key(j, "options");
+    json_str(j, r->options_json ? r->options_json : "{}");
+    json_key(j, "devices");
+    json_arr_begin(j);
+    for (size_t d = 0; d < r->n_devices; d++) {
+        const res_device *v = &r->devices[d];
+        json_obj_begin(j);
+        json_key(j, "name");
+        json_str(j, v->name);
+        json_key(j, "group");
+        json_str(j, v->group);
+        json_key(j, "kind");
+        json_str(j, v->kind);
+        json_key(j, "samples");
+        json_int(j, v->samples);
+        json_key(j, "batches");
+        json_int(j, v->batches);
+        json_key(j, "compute_s");
+        json_num(j, v->compute_s);
+        json_key(j, "send_s");
+        json_num(j, v->send_s);
+        json_key(j, "recv_s");
+        json_num(j, v->recv_s);
+        json_key(j, "wait_s");
+        json_num(j, v->wait_s);
+        json_key(j, "bytes_sent");
+        json_num(j, v->bytes_sent);
+        json_key(j, "bytes_recv");
+        json_num(j, v->bytes_recv);
+        json_key(j, "data_ready_s");
+        json_num(j, v->data_ready_s);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_key(j, "epochs");
+    json_arr_begin(j);
+    for (size_t e = 0; e < r->n_epochs; e++)
+        json_num(j, r->epochs[e].end_s);
+    json_arr_end(j);
+    json_obj_end(j);
+}

@@ -1,0 +1,19 @@
+/* report.h: printing results (text tables and JSON), shared by run, show,
+ * reproduce and sweep. */
+#ifndef DP_REPORT_H
+#define DP_REPORT_H
+
+#include "json.h"
+#include "results.h"
+#include "scenario.h"
+#include <stdio.h>
+
+/* The summary table: header, then one row per run. */
+void report_table_header(FILE *out);
+void report_table_row(FILE *out, const res_run *r, long long run_id);
+/* Per-device breakdown of one run. */
+void report_devices(FILE *out, const res_run *r);
+/* One run as a JSON object (deterministic: no wall time, no run id). */
+void report_json_run(json_buf *j, const res_run *r);
+
+#endif

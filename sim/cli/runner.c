@@ -1,0 +1,76 @@
+/* runner.c: policies -> results -> store. */
+#include "cli/runner.h"
+#include "cli/cli.h"
+#include "dpsim_config.h"
+
+#include <string.h>
+
+int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err *err)
+{
+    if (!list || strcmp(list, "all") == 0) {
+        for (size_t k = 0; k < POLICY_COUNT && k < cap; k++)
+            out[k] = (policy_kind)k;
+        return POLICY_COUNT;
+    }
+    size_t n = 0;
+    const char *p = list;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        char name[32];
+        if (len == 0 || len >= sizeof name) {
+            dp_err_set(err, DP_EINPUT, "--policy: bad list '%s' (want e.g. ddp,deepspeed,cadp)", list);
+            return -1;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        int k = policy_by_name(name);
+        if (k < 0) {
+            dp_err_set(err, DP_EINPUT, "--policy: unknown policy '%s' (have: ddp, deepspeed, cadp)", name);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (out[i] == (policy_kind)k) {
+                dp_err_set(err, DP_EINPUT, "--policy: '%s' listed twice", name);
+                return -1;
+            }
+        if (n == cap) {
+            dp_err_set(err, DP_EINPUT, "--policy: too many policies");
+            return -1;
+        }
+        out[n++] = (policy_kind)k;
+        p = q ? q + 1 : p + len;
+    }
+    if (n == 0) {
+        dp_err_set(err, DP_EINPUT, "--policy: empty list");
+        return -1;
+    }
+    return (int)n;
+}
+
+int runner_run(const scn_scenario *s, const policy_kind *pk, size_t n, uint64_t seed, store *st,
+               const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        out[k] = NULL;
+        ids[k] = 0;
+    }
+    for (size_t k = 0; k < n; k++) {
+        char started[32];
+        cli_now_iso(started, sizeof started);
+        double w0 = cli_wall_s();
+        res_run *r = policy_run(pk[k], s, seed, err);
+        if (!r) {
+            dp_err_prefix(err, "%s on %s", policy_name(pk[k]), s->name);
+            return err ? err->code : DP_ERUN;
+        }
+        r->wall_s = cli_wall_s() - w0;
+        out[k] = r;
+        if (st) {
+            int rc = store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, &ids[k], err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,20 @@
+/* runner.h: run policies on a loaded scenario and store each result.
+ * Shared by `run`, `reproduce` and `sweep`. */
+#ifndef DP_RUNNER_H
+#define DP_RUNNER_H
+
+#include "policy/policy.h"
+#include "store/store.h"
+
+/* Run policies pk[0..n) on s with seed; store each finished run in st (may
+ * be NULL) as one transaction with the given override strings.  out[k]
+ * receives each result (caller frees), ids[k] its run id (0 when not
+ * stored).  Stops at the first failure: earlier runs stay stored, the
+ * failed one leaves nothing.  0 or the failure's code. */
+int runner_run(const scn_scenario *s, const policy_kind *pk, size_t n, uint64_t seed, store *st,
+               const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err);
+/* Parse "ddp,deepspeed,cadp" (or "all") into kinds; returns the count or -1
+ * with a message naming the unknown policy. */
+int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err *err);
+
+#endif

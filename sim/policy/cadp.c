@@ -1,0 +1,269 @@
+/* cadp.c: C-ADP, co-adaptive data parallelism (MODEL.md sections 4-5).
+ *
+ * 1. Solve for the allocation x_i (solver/: exact by default, alm on
+ *    request).  A device with x_i = 0 takes no part at all.
+ * 2. The server sends each participant its x_i samples and the model.
+ * 3. Each epoch a participant trains ceil(x_i / bs_i) local batches (a short
+ *    last batch costs what the compute model says: a full one when
+ *    measured), uploads its model (M bytes), the server waits for every
+ *    upload, averages (participants x M / aggregate rate), and sends the new
+ *    model down; the last epoch ends with the average.  A device starts
+ *    epoch 1 as soon as its own data and model have arrived.
+ */
+#include "policy.h"
+#include "slv.h"
+
+#include <math.h>
+#include <stdio.h>
+
+typedef struct cadp_dev {
+    prt *rt;
+    size_t d;
+    int64_t left; /* samples left in this epoch */
+} cadp_dev;
+
+typedef struct cadp_state {
+    cadp_dev *dev;
+    int epoch;       /* current epoch, 1-based */
+    size_t parts;    /* participants */
+    size_t uploaded; /* uploads done this epoch */
+    size_t downloaded;
+} cadp_state;
+
+static double path_bottleneck(const scn_scenario *s, size_t d, int down)
+{
+    const scn_group *g = &s->groups[s->devices[d].group];
+    double acc = down ? g->link.down_Bps : g->link.up_Bps;
+    const trace *tr = down ? g->link.down_trace : g->link.up_trace;
+    if (tr)
+        acc = trace_mean(tr); /* the solver plans with the mean of a varying link */
+    double bw = fmin(acc, down ? s->server.nic_up_Bps : s->server.nic_down_Bps);
+    int a = s->server.site, b = g->site;
+    if (a >= 0 && b >= 0 && a != b)
+        for (size_t k = 0; k < s->n_wan; k++) {
+            const scn_wan *w = &s->wan[k];
+            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
+                bw = fmin(bw, w->trace ? trace_mean(w->trace) : w->bandwidth_Bps);
+        }
+    return bw;
+}
+
+static double path_latency(const scn_scenario *s, size_t d)
+{
+    const scn_group *g = &s->groups[s->devices[d].group];
+    double lat = g->link.latency_s;
+    int a = s->server.site, b = g->site;
+    if (a >= 0 && b >= 0 && a != b)
+        for (size_t k = 0; k < s->n_wan; k++) {
+            const scn_wan *w = &s->wan[k];
+            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
+                lat += w->latency_s;
+        }
+    return lat;
+}
+
+void cadp_inputs_free(cadp_inputs *in)
+{
+    if (!in)
+        return;
+    dp_free(in->send_s);
+    dp_free(in->batch_s);
+    dp_free(in->comm_s);
+    dp_free(in->batch);
+    dp_free((void *)in->names);
+    in->send_s = in->batch_s = in->comm_s = NULL;
+    in->batch = NULL;
+    in->names = NULL;
+}
+
+int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
+{
+    size_t n = s->n_devices;
+    in->n = n;
+    in->send_s = dp_calloc(n, sizeof(double));
+    in->batch_s = dp_calloc(n, sizeof(double));
+    in->comm_s = dp_calloc(n, sizeof(double));
+    in->batch = dp_calloc(n, sizeof(int));
+    in->names = dp_calloc(n, sizeof(char *));
+    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names) {
+        cadp_inputs_free(in);
+        return dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+    }
+    double M = s->model.model_bytes;
+    for (size_t d = 0; d < n; d++) {
+        const scn_group *g = &s->groups[s->devices[d].group];
+        double down = path_bottleneck(s, d, 1), up = path_bottleneck(s, d, 0), lat = path_latency(s, d);
+        in->names[d] = s->devices[d].name;
+        if (!(down > 0) || !(up > 0)) {
+            const char *nm = s->devices[d].name;
+            cadp_inputs_free(in);
+            return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth", nm);
+        }
+        in->send_s[d] = s->dataset.sample_bytes / down;
+        in->batch[d] = g->batch;
+        in->batch_s[d] = scn_batch_time(s, g, g->batch);
+        in->comm_s[d] = M / down + M / up + 2 * lat;
+    }
+    in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
+    return 0;
+}
+
+void cadp_problem(const scn_scenario *s, const cadp_inputs *in, slv_problem *p)
+{
+    *p = (slv_problem){
+        .n = in->n,
+        .send_s = in->send_s,
+        .batch = in->batch,
+        .batch_s = in->batch_s,
+        .comm_s = in->comm_s,
+        .names = in->names,
+        .epochs = s->training.epochs,
+        .samples = s->dataset.samples,
+        .const_s = s->training.epochs * in->agg_s,
+        .allow_exclude = s->cadp.exclude_slow,
+    };
+}
+
+/* ---- the event flow ------------------------------------------------------------ */
+
+static void local_batch(prt *rt, void *ctx);
+
+static void start_epoch_on(prt *rt, cadp_dev *cd)
+{
+    cd->left = rt->share[cd->d];
+    local_batch(rt, cd);
+}
+
+static void on_download(void *ctx, uint64_t id)
+{
+    (void)id;
+    cadp_dev *cd = ctx;
+    prt *rt = cd->rt;
+    prt_set_act(rt, cd->d, RES_ACT_WAIT);
+    start_epoch_on(rt, cd);
+}
+
+static void aggregated(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cadp_state *st = rt->policy_state;
+    if (res_add_epoch(rt->r, st->epoch, sim_now(rt->e))) {
+        rt->failed = 1;
+        dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+        return;
+    }
+    if (st->epoch >= rt->s->training.epochs) {
+        rt->finished = 1;
+        return;
+    }
+    st->epoch++;
+    st->uploaded = 0;
+    double M = rt->s->model.model_bytes;
+    for (size_t d = 0; d < rt->n; d++) {
+        if (rt->share[d] == 0)
+            continue;
+        prt_set_act(rt, d, RES_ACT_RECV_MODEL);
+        rt->server_bytes[d] += M;
+        if (!world_transfer(rt->w, 0, (int)d + 1, M, on_download, &st->dev[d])) {
+            rt->failed = 1;
+            dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+            return;
+        }
+    }
+}
+
+static void on_upload(void *ctx, uint64_t id)
+{
+    (void)id;
+    cadp_dev *cd = ctx;
+    prt *rt = cd->rt;
+    cadp_state *st = rt->policy_state;
+    prt_set_act(rt, cd->d, RES_ACT_WAIT);
+    if (++st->uploaded < st->parts)
+        return;
+    /* weighted averaging at the server: participants x M bytes */
+    double agg = isfinite(rt->s->server.aggregate_Bps)
+                     ? (double)st->parts * rt->s->model.model_bytes / rt->s->server.aggregate_Bps
+                     : 0;
+    if (prt_at(rt, sim_now(rt->e) + agg, aggregated, NULL)) {
+        rt->failed = 1;
+        dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+    }
+}
+
+static void local_batch(prt *rt, void *ctx)
+{
+    cadp_dev *cd = ctx;
+    if (cd->left <= 0) { /* local epoch done: upload the model */
+        prt_set_act(rt, cd->d, RES_ACT_SEND);
+        rt->server_bytes[cd->d] += rt->s->model.model_bytes;
+        if (!world_transfer(rt->w, (int)cd->d + 1, 0, rt->s->model.model_bytes, on_upload, cd)) {
+            rt->failed = 1;
+            dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+        }
+        return;
+    }
+    int bs = rt->s->groups[rt->s->devices[cd->d].group].batch;
+    int n = cd->left < bs ? (int)cd->left : bs;
+    cd->left -= n;
+    prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
+}
+
+static void on_ready(prt *rt, void *ctx) { start_epoch_on(rt, ctx); }
+
+int policy_cadp_start(prt *rt)
+{
+    const scn_scenario *s = rt->s;
+    cadp_inputs in;
+    int rc = cadp_inputs_build(s, &in, rt->err);
+    if (rc)
+        return rc;
+    slv_problem p;
+    cadp_problem(s, &in, &p);
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = s->cadp.rounding == SCN_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
+    slv_result *res = NULL;
+    rc = slv_solve_problem(s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact", &p, &prm, &res, rt->err);
+    cadp_inputs_free(&in);
+    if (rc)
+        return rc;
+    cadp_state *st = dp_calloc(1, sizeof *st);
+    double *bytes = dp_calloc(rt->n, sizeof *bytes);
+    int *skip = dp_calloc(rt->n, sizeof *skip);
+    void **ctx = dp_calloc(rt->n, sizeof *ctx);
+    if (st)
+        st->dev = dp_calloc(rt->n, sizeof *st->dev);
+    rt->policy_state = st;
+    if (!st || !st->dev || !bytes || !skip || !ctx) {
+        slv_result_free(res);
+        dp_free(bytes);
+        dp_free(skip);
+        dp_free(ctx);
+        return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+    }
+    st->epoch = 1;
+    for (size_t d = 0; d < rt->n; d++) {
+        rt->share[d] = res->alloc[d];
+        st->dev[d] = (cadp_dev){rt, d, 0};
+        ctx[d] = &st->dev[d];
+        skip[d] = res->alloc[d] == 0;
+        bytes[d] = (double)res->alloc[d] * s->dataset.sample_bytes;
+        st->parts += !skip[d];
+    }
+    slv_result_free(res);
+    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+    return rc;
+}
+
+void policy_cadp_free(prt *rt)
+{
+    cadp_state *st = rt->policy_state;
+    if (st)
+        dp_free(st->dev);
+    dp_free(st);
+    rt->policy_state = NULL;
+}

@@ -1,0 +1,133 @@
+/* collective.c: ring collectives over all devices (MODEL.md section 4).
+ *
+ * Ring order is scenario order: device d sends to d+1, the last to the
+ * first.  A round starts N flows of bytes/N at once and ends when the last
+ * of them ends, so a slow or shared link holds the whole ring back, as in
+ * NCCL's ring.  The analytic mode gives the same time without flows when no
+ * link is shared: each round lasts max over ring edges of
+ * (path latency + (bytes/N) / path bottleneck), taken at the collective's
+ * start; it cannot see sharing or capacity changes during the collective,
+ * and counts the bytes but not the link busy time.
+ */
+#include "policy.h"
+
+#include <math.h>
+
+typedef struct coll {
+    prt *rt;
+    double chunk;
+    int rounds, round, pending;
+    prt_fn fn;
+    void *ctx;
+} coll;
+
+static int rounds_of(coll_kind k, size_t n)
+{
+    if (n < 2)
+        return 0;
+    return k == COLL_ALLREDUCE ? 2 * (int)(n - 1) : (int)(n - 1);
+}
+
+static void coll_begin_acts(prt *rt)
+{
+    if (rt->coll_active++ == 0)
+        for (size_t d = 0; d < rt->n; d++)
+            if (rt->act[d] == RES_ACT_WAIT)
+                prt_set_act(rt, d, RES_ACT_SEND);
+}
+
+static void coll_end_acts(prt *rt)
+{
+    if (--rt->coll_active == 0)
+        for (size_t d = 0; d < rt->n; d++)
+            if (rt->act[d] == RES_ACT_SEND)
+                prt_set_act(rt, d, RES_ACT_WAIT);
+}
+
+static void finish(prt *rt, void *ctx)
+{
+    coll *c = ctx;
+    prt_fn fn = c->fn;
+    void *fctx = c->ctx;
+    dp_free(c);
+    coll_end_acts(rt);
+    fn(rt, fctx);
+}
+
+static void start_round(coll *c);
+
+static void on_flow(void *ctx, uint64_t id)
+{
+    (void)id;
+    coll *c = ctx;
+    if (--c->pending > 0)
+        return;
+    if (++c->round < c->rounds)
+        start_round(c);
+    else
+        finish(c->rt, c);
+}
+
+static void start_round(coll *c)
+{
+    prt *rt = c->rt;
+    c->pending = (int)rt->n;
+    for (size_t d = 0; d < rt->n; d++) {
+        int to = (int)((d + 1) % rt->n) + 1;
+        if (!world_transfer(rt->w, (int)d + 1, to, c->chunk, on_flow, c)) {
+            rt->failed = 1;
+            dp_err_set(rt->err, DP_ENOMEM, "out of memory starting a collective");
+            sim_stop(rt->e);
+            return;
+        }
+    }
+}
+
+double coll_analytic_s(prt *rt, coll_kind k, double bytes)
+{
+    int rounds = rounds_of(k, rt->n);
+    if (!rounds)
+        return 0;
+    double chunk = bytes / (double)rt->n, worst = 0;
+    net *n = world_net(rt->w);
+    for (size_t d = 0; d < rt->n; d++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat, cap = INFINITY;
+        world_path(rt->w, (int)d + 1, (int)((d + 1) % rt->n) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            cap = fmin(cap, net_link_capacity(n, links[j]));
+        if (rt->s->network.tcp_window_bytes > 0 && lat > 0)
+            cap = fmin(cap, rt->s->network.tcp_window_bytes / (2 * lat));
+        double t = lat + (chunk > 0 ? chunk / cap : 0);
+        if (t > worst)
+            worst = t;
+    }
+    return rounds * worst;
+}
+
+int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt_fn fn, void *ctx)
+{
+    coll *c = dp_malloc(sizeof *c);
+    if (!c) {
+        rt->failed = 1;
+        return dp_err_set(rt->err, DP_ENOMEM, "out of memory starting a collective");
+    }
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx};
+    coll_begin_acts(rt);
+    if (c->rounds == 0)
+        return prt_at(rt, sim_now(rt->e), finish, c);
+    if (mode == SCN_COLL_ANALYTIC) {
+        double t = coll_analytic_s(rt, k, bytes);
+        if (!isfinite(t)) {
+            dp_free(c);
+            rt->failed = 1;
+            return dp_err_set(rt->err, DP_ERUN, "a ring link has zero capacity: the collective never ends");
+        }
+        for (size_t d = 0; d < rt->n; d++)
+            rt->coll_bytes[d] += c->chunk * c->rounds;
+        return prt_at(rt, sim_now(rt->e) + t, finish, c);
+    }
+    start_round(c);
+    return rt->failed ? DP_ENOMEM : 0;
+}

@@ -1,0 +1,55 @@
+/* world.h: the platform a policy runs on (MODEL.md section 1), built from a
+ * scenario: the engine, the network links, the compute model.  Kept apart
+ * from what runs on it (policies), as SimGrid keeps platform and deployment
+ * apart.
+ *
+ * Nodes: 0 is the server (rank 0), 1..N the devices in scenario order.
+ * Links: each device's access link (up: device -> network, down), the
+ * server NIC (when finite), a WAN link per direction for each site pair,
+ * and, when the scenario has an interconnect, each device's peer link pair.
+ *
+ * Paths:
+ *   server -> device i : server NIC up, WAN(site(server) -> site(i)), i down
+ *   device i -> server : i up, WAN, server NIC down
+ *   device i -> device j (peer traffic, collectives): i up, WAN, j down; or
+ *     with an interconnect: i peer-up, WAN, j peer-down.
+ * Path latency is the sum of the one-way latencies of the access links on
+ * it (the server's access is its NIC, latency 0) and the WAN link.
+ *
+ * Ownership: world_new/world_free; the scenario is borrowed and must
+ * outlive the world.
+ */
+#ifndef DP_WORLD_H
+#define DP_WORLD_H
+
+#include "compute.h"
+#include "engine.h"
+#include "net.h"
+#include "scenario.h"
+
+typedef struct world world;
+
+world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err);
+void world_free(world *w);
+
+sim_engine *world_engine(world *w);
+net *world_net(world *w);
+cmp_model *world_compute(world *w);
+const scn_scenario *world_scenario(const world *w);
+size_t world_n_devices(const world *w);
+
+/* Links and latency of the path from node `from` to node `to` (from != to).
+ * links must hold NET_MAX_PATH entries.  0 or DP_EINPUT. */
+int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s);
+/* Start a transfer of `bytes` from node to node along world_path, with the
+ * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
+ * Returns the flow id or 0 on failure. */
+uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx);
+
+/* Link indices of device d (0-based) for statistics. */
+int world_dev_up(const world *w, size_t d);
+int world_dev_down(const world *w, size_t d);
+int world_dev_peer_up(const world *w, size_t d);   /* -1 without interconnect */
+int world_dev_peer_down(const world *w, size_t d); /* -1 without interconnect */
+
+#endif

@@ -1,0 +1,191 @@
+/* Engine: (time, seq) ordering, cancellation from inside handlers, stale
+ * ids, determinism, and no leaks. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "engine.h"
+
+#define LOGN 64
+typedef struct logger {
+    int log[LOGN];
+    int n;
+    sim_engine *e;
+    uint64_t victim;
+} logger;
+
+typedef struct tagged {
+    logger *lg;
+    int tag;
+} tagged;
+
+static void rec(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    tagged *t = ctx;
+    if (t->lg->n < LOGN)
+        t->lg->log[t->lg->n++] = t->tag;
+}
+
+static long live0;
+static void setup(void) { live0 = dp_alloc_live(); }
+static void teardown(void) { cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0); }
+
+TestSuite(engine, .init = setup, .fini = teardown);
+
+Test(engine, orders_by_time_then_schedule_order)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged t[6];
+    double times[6] = {3.0, 1.0, 2.0, 1.0, 1.0, 0.5};
+    for (int i = 0; i < 6; i++) {
+        t[i] = (tagged){&lg, i};
+        cr_assert(sim_at(e, times[i], rec, &t[i]) != 0);
+    }
+    cr_expect_eq(sim_pending(e), 6);
+    cr_expect_eq(sim_run(e, INFINITY), 6);
+    int want[6] = {5, 1, 3, 4, 2, 0};
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(lg.log[i], want[i], "position %d: got %d want %d", i, lg.log[i], want[i]);
+    cr_expect_eq(sim_now(e), 3.0);
+    cr_expect_eq(sim_events_run(e), 6);
+    sim_engine_free(e);
+}
+
+static void cancel_victim(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    tagged *t = ctx;
+    cr_expect_eq(sim_cancel(e, t->lg->victim), 1);
+    cr_expect_eq(sim_cancel(e, t->lg->victim), 0, "second cancel is a no-op");
+    rec(e, ctx, id);
+}
+
+Test(engine, cancel_inside_handler_at_same_time)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged a = {&lg, 1}, b = {&lg, 2}, c = {&lg, 3};
+    sim_at(e, 1.0, cancel_victim, &a);
+    lg.victim = sim_at(e, 1.0, rec, &b); /* same time, later in order: cancelled before it runs */
+    sim_at(e, 1.0, rec, &c);
+    cr_expect_eq(sim_pending(e), 3);
+    sim_run(e, INFINITY);
+    cr_expect_eq(lg.n, 2);
+    cr_expect_eq(lg.log[0], 1);
+    cr_expect_eq(lg.log[1], 3);
+    cr_expect_eq(sim_pending(e), 0);
+    sim_engine_free(e);
+}
+
+Test(engine, stale_ids_are_harmless)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged a = {&lg, 1}, b = {&lg, 2};
+    uint64_t id = sim_at(e, 1.0, rec, &a);
+    sim_run(e, INFINITY);
+    uint64_t id2 = sim_at(e, 2.0, rec, &b); /* reuses the slot */
+    cr_expect_neq(id, id2);
+    cr_expect_eq(sim_cancel(e, id), 0, "a fired id cannot cancel the slot's new event");
+    cr_expect_eq(sim_cancel(e, 0), 0);
+    cr_expect_eq(sim_cancel(e, 12345678901ull), 0);
+    sim_run(e, INFINITY);
+    cr_expect_eq(lg.n, 2);
+    sim_engine_free(e);
+}
+
+Test(engine, past_times_clamp_and_nan_refused)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged a = {&lg, 1}, b = {&lg, 2};
+    sim_at(e, 5.0, rec, &a);
+    sim_run(e, INFINITY);
+    cr_expect_eq(sim_at(e, NAN, rec, &b), 0);
+    cr_expect_neq(sim_at(e, 1.0, rec, &b), 0);
+    sim_run(e, INFINITY);
+    cr_expect_eq(sim_now(e), 5.0, "time never goes backwards");
+    cr_expect_eq(lg.n, 2);
+    sim_engine_free(e);
+}
+
+Test(engine, run_until_stops_before_later_events)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged t[3] = {{&lg, 0}, {&lg, 1}, {&lg, 2}};
+    for (int i = 0; i < 3; i++)
+        sim_at(e, i + 1.0, rec, &t[i]);
+    cr_expect_eq(sim_run(e, 2.0), 2);
+    cr_expect_eq(sim_next_time(e), 3.0);
+    cr_expect_eq(sim_run(e, INFINITY), 1);
+    cr_expect_eq(sim_next_time(e), INFINITY);
+    sim_engine_free(e);
+}
+
+/* A pseudo-random workload whose handlers schedule and cancel more events:
+ * two runs must produce the same log. */
+typedef struct chaos {
+    sim_engine *e;
+    uint64_t x;
+    uint64_t ids[32];
+    double log[2000];
+    int n;
+} chaos;
+
+static uint64_t next_rand(chaos *c)
+{
+    c->x ^= c->x << 13;
+    c->x ^= c->x >> 7;
+    c->x ^= c->x << 17;
+    return c->x;
+}
+
+static void chaos_ev(sim_engine *e, void *ctx, uint64_t id)
+{
+    chaos *c = ctx;
+    if (c->n >= 2000)
+        return;
+    c->log[c->n++] = sim_now(e) * 1e6 + (double)(id & 0xffff);
+    uint64_t r = next_rand(c);
+    if (r % 3 == 0)
+        sim_cancel(e, c->ids[r % 32]);
+    for (int k = 0; k < 2; k++)
+        c->ids[(r >> (8 * k)) % 32] = sim_after(e, (double)((r >> (16 + 8 * k)) % 5), chaos_ev, c);
+}
+
+static void chaos_run(chaos *c)
+{
+    c->e = sim_engine_new(NULL);
+    c->x = 88172645463325252ull;
+    c->n = 0;
+    sim_at(c->e, 0, chaos_ev, c);
+    sim_run(c->e, INFINITY);
+    sim_engine_free(c->e);
+}
+
+Test(engine, deterministic_event_log)
+{
+    static chaos a, b;
+    chaos_run(&a);
+    chaos_run(&b);
+    cr_assert_eq(a.n, b.n);
+    cr_expect_gt(a.n, 100);
+    for (int i = 0; i < a.n; i++)
+        cr_assert_eq(a.log[i], b.log[i], "event %d differs", i);
+}
+
+Test(engine, out_of_memory_is_reported)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged a = {&lg, 1};
+    dp_alloc_fail_after(1);
+    uint64_t id = sim_at(e, 1.0, rec, &a);
+    dp_alloc_fail_after(0);
+    cr_expect_eq(id, 0);
+    cr_expect_eq(sim_pending(e), 0);
+    sim_engine_free(e);
+}

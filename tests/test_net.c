@@ -1,0 +1,287 @@
+/* Network: closed forms of MODEL.md section 2, matched to 1e-9 relative. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "net.h"
+
+#define REL 1e-9
+#define expect_close(got, want)                                                                              \
+    do {                                                                                                     \
+        double g_ = (double)(got), w_ = (double)(want);                                                      \
+        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);      \
+    } while (0)
+
+typedef struct done_log {
+    double t[64];
+    int who[64];
+    int n;
+    sim_engine *e;
+} done_log;
+
+typedef struct tagctx {
+    done_log *lg;
+    int tag;
+} tagctx;
+
+static void on_done(void *ctx, uint64_t id)
+{
+    (void)id;
+    tagctx *t = ctx;
+    t->lg->t[t->tag] = sim_now(t->lg->e);
+    t->lg->who[t->lg->n++] = t->tag;
+}
+
+static long live0;
+static void setup(void) { live0 = dp_alloc_live(); }
+static void teardown(void) { cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0); }
+TestSuite(net, .init = setup, .fini = teardown);
+
+typedef struct fixture {
+    sim_engine *e;
+    net *n;
+    done_log lg;
+    tagctx tags[64];
+} fixture;
+
+static void fx_init(fixture *fx)
+{
+    fx->e = sim_engine_new(NULL);
+    fx->n = net_new(fx->e, NULL);
+    fx->lg.n = 0;
+    fx->lg.e = fx->e;
+    for (int i = 0; i < 64; i++)
+        fx->tags[i] = (tagctx){&fx->lg, i};
+}
+
+static void fx_free(fixture *fx)
+{
+    net_free(fx->n);
+    sim_engine_free(fx->e);
+}
+
+Test(net, one_flow_one_link)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 12.5e6, NULL, "l"); /* 100 Mbit/s */
+    double S = 500170384.0, lat = 0.020;
+    cr_assert(net_flow_start(fx.n, &l, 1, S, lat, INFINITY, on_done, &fx.tags[0]));
+    sim_run(fx.e, INFINITY);
+    cr_assert_eq(fx.lg.n, 1);
+    expect_close(fx.lg.t[0], lat + S / 12.5e6);
+    expect_close(net_link_bytes(fx.n, l), S);
+    expect_close(net_link_busy_s(fx.n, l), S / 12.5e6);
+    fx_free(&fx);
+}
+
+Test(net, path_bottleneck_is_min_capacity)
+{
+    fixture fx;
+    fx_init(&fx);
+    int p[3] = {net_link_add(fx.n, 1e9, NULL, "a"), net_link_add(fx.n, 3e6, NULL, "b"),
+                net_link_add(fx.n, INFINITY, NULL, "c")};
+    net_flow_start(fx.n, p, 3, 7e6, 0.1, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 0.1 + 7e6 / 3e6);
+    fx_free(&fx);
+}
+
+Test(net, k_equal_flows_share_a_bottleneck)
+{
+    for (int k = 1; k <= 16; k *= 2) {
+        fixture fx;
+        fx_init(&fx);
+        int nic = net_link_add(fx.n, 1.25e9, NULL, "nic");
+        double S = 3e8, lat = 0.03;
+        for (int i = 0; i < k; i++) {
+            int acc = net_link_add(fx.n, 1e12, NULL, "access");
+            int path[2] = {nic, acc};
+            net_flow_start(fx.n, path, 2, S, lat, INFINITY, on_done, &fx.tags[i]);
+        }
+        sim_run(fx.e, INFINITY);
+        cr_assert_eq(fx.lg.n, k);
+        for (int i = 0; i < k; i++)
+            expect_close(fx.lg.t[i], lat + k * S / 1.25e9);
+        expect_close(net_link_bytes(fx.n, nic), k * S);
+        fx_free(&fx);
+    }
+}
+
+/* Three flows, two links: A on L1, B on L1+L2, C on L2; L1 = 10, L2 = 4.
+ * Max-min: L2 is the bottleneck at 2 each, A takes the rest of L1 (8).
+ * Sizes A=40, B=20, C=40: A ends at 5 (B has 10 left, C 30); B stays at 2
+ * (L2 still shared) and ends at 10; C has 20 left and runs alone at 4: 15. */
+Test(net, max_min_with_different_bottlenecks)
+{
+    fixture fx;
+    fx_init(&fx);
+    int L1 = net_link_add(fx.n, 10, NULL, "L1"), L2 = net_link_add(fx.n, 4, NULL, "L2");
+    int pa[1] = {L1}, pb[2] = {L1, L2}, pc[1] = {L2};
+    uint64_t a = net_flow_start(fx.n, pa, 1, 40, 0, INFINITY, on_done, &fx.tags[0]);
+    uint64_t b = net_flow_start(fx.n, pb, 2, 20, 0, INFINITY, on_done, &fx.tags[1]);
+    uint64_t c = net_flow_start(fx.n, pc, 1, 40, 0, INFINITY, on_done, &fx.tags[2]);
+    net_reshare_now(fx.n);
+    expect_close(net_flow_rate(fx.n, a), 8);
+    expect_close(net_flow_rate(fx.n, b), 2);
+    expect_close(net_flow_rate(fx.n, c), 2);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 5);
+    expect_close(fx.lg.t[1], 10);
+    expect_close(fx.lg.t[2], 15);
+    cr_expect_eq(fx.lg.who[0], 0);
+    cr_expect_eq(fx.lg.who[1], 1);
+    cr_expect_eq(fx.lg.who[2], 2);
+    fx_free(&fx);
+}
+
+/* The classic parking-lot: a long flow over n links, one short flow per
+ * link; every link capacity 1 -> every flow gets 1/2. */
+Test(net, parking_lot_fair_shares)
+{
+    fixture fx;
+    fx_init(&fx);
+    int L[4];
+    for (int i = 0; i < 4; i++)
+        L[i] = net_link_add(fx.n, 1, NULL, "l");
+    uint64_t longf = net_flow_start(fx.n, L, 4, 100, 0, INFINITY, NULL, NULL);
+    uint64_t s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = net_flow_start(fx.n, &L[i], 1, 100, 0, INFINITY, NULL, NULL);
+    net_reshare_now(fx.n);
+    expect_close(net_flow_rate(fx.n, longf), 0.5);
+    for (int i = 0; i < 4; i++)
+        expect_close(net_flow_rate(fx.n, s[i]), 0.5);
+    fx_free(&fx);
+}
+
+/* Latency is paid before the data: a second flow that becomes active later
+ * takes half the link from then on. */
+Test(net, latency_then_sharing)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    net_flow_start(fx.n, &l, 1, 300, 1.0, INFINITY, on_done, &fx.tags[0]); /* active at 1 */
+    net_flow_start(fx.n, &l, 1, 100, 2.0, INFINITY, on_done, &fx.tags[1]); /* active at 2 */
+    sim_run(fx.e, INFINITY);
+    /* 1..2: A alone 100 -> 200 left; 2..4: 50 each, B done at 4, A 100 left; A alone: 5 */
+    expect_close(fx.lg.t[1], 4);
+    expect_close(fx.lg.t[0], 5);
+    fx_free(&fx);
+}
+
+typedef struct capset {
+    net *n;
+    int link;
+    double cap;
+} capset;
+
+static void set_cap(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    capset *c = ctx;
+    net_link_set_capacity(c->n, c->link, c->cap);
+}
+
+Test(net, capacity_step_mid_transfer)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    capset cs = {fx.n, l, 50};
+    sim_at(fx.e, 2.0, set_cap, &cs);
+    net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 4.0); /* 200 by t=2, 100 more at 50 */
+    fx_free(&fx);
+}
+
+Test(net, zero_capacity_outage_stalls_then_resumes)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    capset off = {fx.n, l, 0}, on = {fx.n, l, 100};
+    sim_at(fx.e, 1.0, set_cap, &off);
+    sim_at(fx.e, 3.0, set_cap, &on);
+    net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[0]);
+    uint64_t ran = sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 5.0);
+    cr_expect_lt(ran, 20, "an outage must not spin (%llu events)", (unsigned long long)ran);
+    fx_free(&fx);
+}
+
+Test(net, permanent_outage_empties_the_queue)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 0, NULL, "dead");
+    net_flow_start(fx.n, &l, 1, 10, 0, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    cr_expect_eq(fx.lg.n, 0);
+    cr_expect_eq(net_flows_active(fx.n), 1);
+    cr_expect_eq(sim_pending(fx.e), 0);
+    fx_free(&fx);
+}
+
+Test(net, tcp_window_cap)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    /* window 3 bytes, RTT 0.1 s -> 30 B/s; the other flow takes the rest */
+    uint64_t a = net_flow_start(fx.n, &l, 1, 60, 0, 3 / 0.1, on_done, &fx.tags[0]);
+    uint64_t b = net_flow_start(fx.n, &l, 1, 140, 0, INFINITY, on_done, &fx.tags[1]);
+    net_reshare_now(fx.n);
+    expect_close(net_flow_rate(fx.n, a), 30);
+    expect_close(net_flow_rate(fx.n, b), 70);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 2.0);
+    expect_close(fx.lg.t[1], 2.0);
+    fx_free(&fx);
+}
+
+Test(net, trace_driven_capacity)
+{
+    fixture fx;
+    fx_init(&fx);
+    /* 100 B/s on [0,2), 0 on [2,3), 50 on [3,...) */
+    trace tr = {.n = 3,
+                .t_s = (double[]){0, 2, 3},
+                .value = (double[]){100, 0, 50},
+                .loop = 0,
+                .period_s = 0};
+    int l = net_link_add(fx.n, 0, &tr, "traced");
+    net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 5.0); /* 200 by 2, stall, 100 at 50 from 3 */
+    fx_free(&fx);
+}
+
+Test(net, zero_byte_flow_costs_latency_only)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    net_flow_start(fx.n, &l, 1, 0, 0.25, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 0.25);
+    fx_free(&fx);
+}
+
+Test(net, bad_arguments_refused)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    int bad = 99;
+    cr_expect_eq(net_flow_start(fx.n, &bad, 1, 1, 0, INFINITY, NULL, NULL), 0);
+    cr_expect_eq(net_flow_start(fx.n, &l, 1, NAN, 0, INFINITY, NULL, NULL), 0);
+    cr_expect_eq(net_flow_start(fx.n, &l, 1, -1, 0, INFINITY, NULL, NULL), 0);
+    cr_expect_eq(net_flow_start(fx.n, &l, 1, 1, -1, INFINITY, NULL, NULL), 0);
+    cr_expect_eq(net_flow_start(fx.n, &l, 1, 1, 0, 0, NULL, NULL), 0);
+    cr_expect_lt(net_link_add(fx.n, NAN, NULL, "x"), 0);
+    cr_expect_lt(net_link_add(fx.n, -5, NULL, "x"), 0);
+    fx_free(&fx);
+}
