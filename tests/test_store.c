@@ -1248,3 +1248,41 @@ Test(store, export_csv_quotes_per_rfc4180_and_keeps_doubles_exact)
     close_checked(st);
     res_run_free(r);
 }
+
+Test(store, database_in_read_only_directory_can_still_be_read)
+{
+    res_run *r = make_run(1, 5);
+    store *st = open_rw();
+    int64_t first = put(st, r, NULL, 0);
+    close_checked(st); /* last connection: the -wal and -shm files go away */
+    cr_assert_eq(chmod(dbpath, 0444), 0);
+    cr_assert_eq(chmod(dir, 0555), 0); /* no -shm file can be created */
+
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(77);
+        dp_err err = {0};
+        store *c = store_open(dbpath, 1, &err);
+        if (!c) {
+            fprintf(stderr, "%s\n", err.msg);
+            _exit(1);
+        }
+        res_run *got = NULL;
+        int rc = store_get_run(c, first, &got, &err);
+        int ok = rc == 0 && got->n_segments == r->n_segments && same_bits(got->ttraining_s, r->ttraining_s);
+        if (rc)
+            fprintf(stderr, "%s\n", err.msg);
+        res_run_free(got);
+        store_close(c);
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    chmod(dir, 0700);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        cr_skip_test("cannot drop root privileges here");
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only open failed (status %d)", status);
+    res_run_free(r);
+}

@@ -21,10 +21,12 @@
 
 #include "json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* 'dpsm': marks the file as a dpsim results database (PRAGMA application_id),
@@ -343,6 +345,56 @@ static int open_checks(store *st, int readonly, dp_err *err)
     return 0;
 }
 
+/* A WAL database needs its -shm file even to be read; in a directory the
+ * user cannot write (a results file shipped read-only) it cannot be
+ * created and every read fails.  When no -wal file exists no writer has
+ * uncommitted-to-main data, so the main file alone is the whole database
+ * and it can be opened as immutable (no locks, no -shm). */
+static int reopen_immutable_if_needed(store *st, dp_err *err)
+{
+    int64_t v;
+    int rc = pragma_int(st, "PRAGMA user_version", &v);
+    if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN)
+        return 0; /* fine, or an error open_checks reports better */
+    size_t n = strlen(st->path);
+    char *wal = dp_malloc(n + 5), *uri = dp_malloc(3 * n + 32);
+    int e = 0;
+    if (!wal || !uri)
+        e = dp_err_set(err, DP_ENOMEM, "%s: out of memory opening the results database", st->path);
+    if (!e) {
+        snprintf(wal, n + 5, "%s-wal", st->path);
+        struct stat sb;
+        if (stat(wal, &sb) == 0 && sb.st_size > 0)
+            e = db_fail(st, rc,
+                        "reading the database header (its -wal file holds data and no -shm file can be "
+                        "created beside it)",
+                        err);
+    }
+    if (!e) {
+        /* URI: percent-encode every byte but unreserved ones and '/'. */
+        static const char hex[] = "0123456789ABCDEF";
+        char *u = uri + sprintf(uri, "file:");
+        for (const unsigned char *c = (const unsigned char *)st->path; *c; c++) {
+            if (isalnum(*c) || strchr("-._~/", *c))
+                *u++ = (char)*c;
+            else {
+                *u++ = '%';
+                *u++ = hex[*c >> 4];
+                *u++ = hex[*c & 15];
+            }
+        }
+        strcpy(u, "?immutable=1");
+        sqlite3_close_v2(st->db);
+        st->db = NULL;
+        rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        if (rc != SQLITE_OK)
+            e = db_fail(st, rc, "opening", err);
+    }
+    dp_free(wal);
+    dp_free(uri);
+    return e;
+}
+
 store *store_open(const char *path, int readonly, dp_err *err)
 {
     if (!path || !*path) {
@@ -367,6 +419,10 @@ store *store_open(const char *path, int readonly, dp_err *err)
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
         db_fail(st, rc, "opening", err);
+        store_close(st);
+        return NULL;
+    }
+    if (readonly && reopen_immutable_if_needed(st, err) != 0) {
         store_close(st);
         return NULL;
     }
