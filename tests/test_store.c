@@ -755,11 +755,17 @@ Test(store, two_processes_write_one_new_database_at_once)
 {
     res_run *r = make_run(9, 200);
     pid_t pids[WRITERS];
+    int gate[2]; /* closing the write end releases all writers at once */
+    cr_assert_eq(pipe(gate), 0);
     for (int w = 0; w < WRITERS; w++) {
         pids[w] = fork();
         cr_assert_neq(pids[w], -1);
         if (pids[w] == 0) {
-            /* Both create and migrate the same new file, then interleave. */
+            /* All create and migrate the same new file, then interleave. */
+            char c0;
+            close(gate[1]);
+            if (read(gate[0], &c0, 1) != 0)
+                _exit(1);
             dp_err err = {0};
             store *c = store_open(dbpath, 0, &err);
             if (!c) {
@@ -778,6 +784,8 @@ Test(store, two_processes_write_one_new_database_at_once)
             _exit(0);
         }
     }
+    close(gate[0]);
+    close(gate[1]);
     for (int w = 0; w < WRITERS; w++) {
         int status;
         cr_assert_eq(waitpid(pids[w], &status, 0), pids[w]);

@@ -294,15 +294,24 @@ static int open_checks(store *st, int readonly, dp_err *err)
                           "directory); cannot store results",
                           st->path);
     /* Header first, writing nothing: this is where a non-database file or
-     * a newer schema is caught. */
+     * a newer schema is caught.  One read transaction, so the three values
+     * are one snapshot: read apart, a process migrating the new file in
+     * between makes it look like "tables but no version". */
     int64_t version = 0, app = 0, tables = 0;
-    int rc = pragma_int(st, "PRAGMA user_version", &version);
+    int rc = exec(st, "BEGIN");
+    if (rc == SQLITE_OK)
+        rc = pragma_int(st, "PRAGMA user_version", &version);
     if (rc == SQLITE_OK)
         rc = pragma_int(st, "PRAGMA application_id", &app);
     if (rc == SQLITE_OK)
         rc = count_tables(st, &tables);
-    if (rc != SQLITE_OK)
-        return db_fail(st, rc, "reading the database header", err);
+    if (rc == SQLITE_OK)
+        rc = exec(st, "COMMIT");
+    if (rc != SQLITE_OK) {
+        int e = db_fail(st, rc, "reading the database header", err);
+        rollback(st);
+        return e;
+    }
 
     if (app != 0 && app != STORE_APP_ID)
         return dp_err_set(err, DP_ERUN,
