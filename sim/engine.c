@@ -184,10 +184,22 @@ int sim_cancel(sim_engine *e, uint64_t id)
     return 1;
 }
 
-double sim_now(const sim_engine *e) { return e->now; }
-size_t sim_pending(const sim_engine *e) { return e->live; }
-uint64_t sim_events_run(const sim_engine *e) { return e->ran; }
-void sim_stop(sim_engine *e) { e->stop = 1; }
+double sim_now(const sim_engine *e)
+{
+    return e->now;
+}
+size_t sim_pending(const sim_engine *e)
+{
+    return e->live;
+}
+uint64_t sim_events_run(const sim_engine *e)
+{
+    return e->ran;
+}
+void sim_stop(sim_engine *e)
+{
+    e->stop = 1;
+}
 
 /* Drop cancelled entries from the top so heap[0] (if any) is live. */
 static void drop_cancelled(sim_engine *e)

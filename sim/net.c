@@ -28,8 +28,8 @@ enum { FLOW_FREE = 0, FLOW_PENDING, FLOW_ACTIVE };
 
 typedef struct link {
     double cap;
-    double bytes;   /* delivered by finished flows */
-    double busy_s;  /* closed busy intervals */
+    double bytes;  /* delivered by finished flows */
+    double busy_s; /* closed busy intervals */
     double busy_since;
     int n_active;
     char *name;
@@ -50,7 +50,7 @@ typedef struct trace_ctx {
  * event that ends its latency phase carries the flow pointer as ctx, with no
  * allocation per flow. */
 #define CHUNK_BITS 10
-#define CHUNK (1u << CHUNK_BITS)
+#define CHUNK      (1u << CHUNK_BITS)
 
 typedef struct flow {
     net *n;
@@ -116,7 +116,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static inline flow *F(const net *n, uint32_t i) { return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]; }
+static inline flow *F(const net *n, uint32_t i)
+{
+    return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
 
 net *net_new(sim_engine *e, dp_err *err)
 {
@@ -218,10 +221,22 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
     return 0;
 }
 
-double net_link_capacity(const net *n, int l) { return n->links[l].cap; }
-const char *net_link_name(const net *n, int l) { return n->links[l].name ? n->links[l].name : "link"; }
-size_t net_link_count(const net *n) { return n->n_links; }
-double net_link_bytes(const net *n, int l) { return n->links[l].bytes; }
+double net_link_capacity(const net *n, int l)
+{
+    return n->links[l].cap;
+}
+const char *net_link_name(const net *n, int l)
+{
+    return n->links[l].name ? n->links[l].name : "link";
+}
+size_t net_link_count(const net *n)
+{
+    return n->n_links;
+}
+double net_link_bytes(const net *n, int l)
+{
+    return n->links[l].bytes;
+}
 
 double net_link_busy_s(const net *n, int l)
 {
@@ -240,7 +255,10 @@ static flow *flow_of(const net *n, uint64_t id)
     return (f->gen == (uint32_t)(id >> 32) && f->state != FLOW_FREE) ? f : NULL;
 }
 
-static uint64_t flow_id(const flow *f) { return ((uint64_t)f->gen << 32) | f->index; }
+static uint64_t flow_id(const flow *f)
+{
+    return ((uint64_t)f->gen << 32) | f->index;
+}
 
 static flow *flow_alloc(net *n)
 {
@@ -385,9 +403,18 @@ double net_flow_rate(const net *n, uint64_t id)
     return (f && f->state == FLOW_ACTIVE) ? f->rate : 0;
 }
 
-size_t net_flows_active(const net *n) { return n->n_active; }
-size_t net_flows_pending(const net *n) { return n->n_pending; }
-uint64_t net_reshares(const net *n) { return n->reshares; }
+size_t net_flows_active(const net *n)
+{
+    return n->n_active;
+}
+size_t net_flows_pending(const net *n)
+{
+    return n->n_pending;
+}
+uint64_t net_reshares(const net *n)
+{
+    return n->reshares;
+}
 
 /* ---- progressive filling -------------------------------------------------- */
 
@@ -434,7 +461,10 @@ static lvl heap_pop(net *n)
     return top;
 }
 
-static inline double link_level(const link *l) { return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY; }
+static inline double link_level(const link *l)
+{
+    return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY;
+}
 
 /* Freeze flow f at `rate`; take it out of every finite link it crosses. */
 static int freeze(net *n, flow *f, double rate)

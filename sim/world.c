@@ -49,7 +49,8 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         goto fail;
     }
     w->nic_up = w->nic_down = -1;
-    if (isfinite(s->server.nic_up_Bps) && (w->nic_up = add(w, s->server.nic_up_Bps, NULL, "server.nic.up%s", "", err)) < 0)
+    if (isfinite(s->server.nic_up_Bps) &&
+        (w->nic_up = add(w, s->server.nic_up_Bps, NULL, "server.nic.up%s", "", err)) < 0)
         goto fail;
     if (isfinite(s->server.nic_down_Bps) &&
         (w->nic_down = add(w, s->server.nic_down_Bps, NULL, "server.nic.down%s", "", err)) < 0)
@@ -103,15 +104,42 @@ void world_free(world *w)
     dp_free(w);
 }
 
-sim_engine *world_engine(world *w) { return w->e; }
-net *world_net(world *w) { return w->n; }
-cmp_model *world_compute(world *w) { return w->c; }
-const scn_scenario *world_scenario(const world *w) { return w->s; }
-size_t world_n_devices(const world *w) { return w->nd; }
-int world_dev_up(const world *w, size_t d) { return w->up[d]; }
-int world_dev_down(const world *w, size_t d) { return w->down[d]; }
-int world_dev_peer_up(const world *w, size_t d) { return w->pup[d]; }
-int world_dev_peer_down(const world *w, size_t d) { return w->pdown[d]; }
+sim_engine *world_engine(world *w)
+{
+    return w->e;
+}
+net *world_net(world *w)
+{
+    return w->n;
+}
+cmp_model *world_compute(world *w)
+{
+    return w->c;
+}
+const scn_scenario *world_scenario(const world *w)
+{
+    return w->s;
+}
+size_t world_n_devices(const world *w)
+{
+    return w->nd;
+}
+int world_dev_up(const world *w, size_t d)
+{
+    return w->up[d];
+}
+int world_dev_down(const world *w, size_t d)
+{
+    return w->down[d];
+}
+int world_dev_peer_up(const world *w, size_t d)
+{
+    return w->pup[d];
+}
+int world_dev_peer_down(const world *w, size_t d)
+{
+    return w->pdown[d];
+}
 
 static int site_of(const world *w, int node)
 {
@@ -132,7 +160,8 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
             links[k++] = w->nic_up;
     } else {
         links[k++] = peer ? w->pup[from - 1] : w->up[from - 1];
-        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->s->devices[from - 1].group].link.latency_s;
+        lat +=
+            peer ? w->s->interconnect.latency_s : w->s->groups[w->s->devices[from - 1].group].link.latency_s;
     }
     /* WAN between sites; a pair with no WAN entry is a direct (unconstrained) path */
     int sa = site_of(w, from), sb = site_of(w, to);

@@ -28,8 +28,14 @@ static void rec(sim_engine *e, void *ctx, uint64_t id)
 }
 
 static long live0;
-static void setup(void) { live0 = dp_alloc_live(); }
-static void teardown(void) { cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0); }
+static void setup(void)
+{
+    live0 = dp_alloc_live();
+}
+static void teardown(void)
+{
+    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+}
 
 TestSuite(engine, .init = setup, .fini = teardown);
 

@@ -8,7 +8,7 @@
 #define expect_close(got, want)                                                                              \
     do {                                                                                                     \
         double g_ = (double)(got), w_ = (double)(want);                                                      \
-        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);      \
+        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);       \
     } while (0)
 
 typedef struct done_log {
@@ -32,8 +32,14 @@ static void on_done(void *ctx, uint64_t id)
 }
 
 static long live0;
-static void setup(void) { live0 = dp_alloc_live(); }
-static void teardown(void) { cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0); }
+static void setup(void)
+{
+    live0 = dp_alloc_live();
+}
+static void teardown(void)
+{
+    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+}
 TestSuite(net, .init = setup, .fini = teardown);
 
 typedef struct fixture {
@@ -247,11 +253,8 @@ Test(net, trace_driven_capacity)
     fixture fx;
     fx_init(&fx);
     /* 100 B/s on [0,2), 0 on [2,3), 50 on [3,...) */
-    trace tr = {.n = 3,
-                .t_s = (double[]){0, 2, 3},
-                .value = (double[]){100, 0, 50},
-                .loop = 0,
-                .period_s = 0};
+    trace tr = {
+        .n = 3, .t_s = (double[]){0, 2, 3}, .value = (double[]){100, 0, 50}, .loop = 0, .period_s = 0};
     int l = net_link_add(fx.n, 0, &tr, "traced");
     net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[0]);
     sim_run(fx.e, INFINITY);

@@ -27,9 +27,10 @@ static const command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "dpsim %s: discrete-event simulator of data-parallel training on\n"
-                 "heterogeneous, geo-distributed devices (DDP, DeepSpeed ZeRO, C-ADP).\n\n"
-                 "usage: dpsim COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
+    fprintf(out,
+            "dpsim %s: discrete-event simulator of data-parallel training on\n"
+            "heterogeneous, geo-distributed devices (DDP, DeepSpeed ZeRO, C-ADP).\n\n"
+            "usage: dpsim COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
             DPSIM_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
@@ -78,7 +79,10 @@ int dpsim_main(int argc, char **argv)
     return EXIT_USAGE;
 }
 
-int cli_exit_for(const dp_err *err) { return err && err->code == DP_EINPUT ? EXIT_USAGE : EXIT_RUN; }
+int cli_exit_for(const dp_err *err)
+{
+    return err && err->code == DP_EINPUT ? EXIT_USAGE : EXIT_RUN;
+}
 
 int cli_fail(const dp_err *err)
 {
@@ -97,7 +101,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-int cli_is_help(const char *arg) { return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0); }
+int cli_is_help(const char *arg)
+{
+    return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0);
+}
 
 void cli_now_iso(char *buf, size_t len)
 {

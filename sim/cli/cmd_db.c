@@ -75,7 +75,8 @@ int cmd_show(int argc, char **argv)
     }
     uint64_t id;
     if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
-        return cli_usage_error("show", "RUN must be a run id as listed by 'dpsim runs' (got '%s')", id_s ? id_s : "");
+        return cli_usage_error("show", "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
+                               id_s ? id_s : "");
     dp_err err = {0};
     store *st = store_open(db, 1, &err);
     if (!st)

@@ -1,10 +1,274 @@
-/* cmd_reproduce.c: placeholder until Table 3 calibration lands. */
+/* cmd_reproduce.c: dpsim reproduce table3: the paper's Table 3 comparison on
+ * the calibrated testbed compiled into the binary (scenarios/paper-testbed.yaml).
+ *
+ * Every figure the paper reports (MODEL.md section 7) is printed next to the
+ * simulated one with their ratio, marked as a calibration target or a
+ * prediction; then the paper's headline ratios; then the places where the
+ * paper's figures cannot all hold at once, with the arithmetic. */
 #include "cli/cli.h"
+#include "cli/report.h"
+#include "cli/runner.h"
+#include "dpsim_config.h"
+#include "plots.h"
+#pragma weak plots_table3 /* TEMPORARY until plots/plot.c lands */
+
+#include <math.h>
+#include <string.h>
+
+/* The paper's Table 3 and text (MODEL.md section 7). */
+#define P_TSEND_DDP   1411.68
+#define P_TSEND_DS    1398.46
+#define P_TSEND_CADP  431.82
+#define P_TTOTAL_CADP 12915.28
+#define P_TFLOPS_CADP 8.95
+#define P_FLOPS_X_DDP 21.6
+#define P_FLOPS_X_DS  26.3
+#define P_LESS_DDP    0.72
+#define P_LESS_DS     0.47
+#define P_ACCURACY    74.36
+
+static void help(void)
+{
+    printf("usage: dpsim reproduce table3 [--db FILE] [--no-db] [--out DIR] [--scenario FILE] [--json]\n\n"
+           "Run DDP, DeepSpeed (ZeRO-2) and C-ADP on the paper's testbed, with the link\n"
+           "speeds calibrated on three of its figures (compiled into the binary from\n"
+           "scenarios/paper-testbed.yaml, where the calibration is explained), and print\n"
+           "every figure the paper reports next to the simulated one: Tsend, time to\n"
+           "finish, FLOPS, the headline ratios (FLOPS 21.6x and 26.3x, training time 72%%\n"
+           "and 47%% less), which figures were calibration targets and which are\n"
+           "predictions, and where the paper's figures cannot all hold at once.  Also\n"
+           "runs DDP with a 10 Gbit/s device interconnect, to show what the paper's\n"
+           "unstated interconnect implies.  Results are stored in the database.\n\n"
+           "  -d, --db FILE      results database (default results.db)\n"
+           "      --no-db        do not store the runs\n"
+           "  -o, --out DIR      also draw the compare, flops and timeline plots there\n"
+           "      --scenario F   use another testbed file instead of the built-in one\n"
+           "      --json         print the comparison as JSON\n");
+}
+
+typedef struct row {
+    const char *figure;
+    double paper, sim;
+    const char *role;
+} row;
+
+static void print_row(const row *r)
+{
+    if (isfinite(r->paper))
+        printf("  %-34s %14.2f %14.2f %9.3f   %s\n", r->figure, r->paper, r->sim, r->sim / r->paper, r->role);
+    else
+        printf("  %-34s %14s %14.2f %9s   %s\n", r->figure, "-", r->sim, "-", r->role);
+}
 
 int cmd_reproduce(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "dpsim reproduce: not available in this build\n");
-    return EXIT_RUN;
+    const char *what = NULL, *db = "results.db", *out = NULL, *file = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            help();
+            return EXIT_OK;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
+            if (++i >= argc)
+                return cli_usage_error("reproduce", "%s needs a file", a);
+            db = argv[i];
+        } else if (!strcmp(a, "--no-db")) {
+            db = NULL;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
+            if (++i >= argc)
+                return cli_usage_error("reproduce", "%s needs a directory", a);
+            out = argv[i];
+        } else if (!strcmp(a, "--scenario")) {
+            if (++i >= argc)
+                return cli_usage_error("reproduce", "%s needs a file", a);
+            file = argv[i];
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("reproduce", "unknown option '%s'", a);
+        } else if (what) {
+            return cli_usage_error("reproduce", "unexpected argument '%s'", a);
+        } else {
+            what = a;
+        }
+    }
+    if (!what || strcmp(what, "table3") != 0)
+        return cli_usage_error("reproduce", "say what to reproduce: table3%s%s", what ? " (got " : "",
+                               what ? what : "");
+    if (out && !db)
+        return cli_usage_error("reproduce", "--out draws from the database: drop --no-db");
+    dp_err err = {0};
+    scn_scenario *s = cli_load_scenario(file ? file : "builtin:paper-testbed", NULL, 0, &err);
+    if (!s)
+        return cli_fail(&err);
+    store *st = NULL;
+    if (db && !(st = store_open(db, 0, &err))) {
+        scn_free(s);
+        return cli_fail(&err);
+    }
+    policy_kind pk[3] = {POLICY_DDP, POLICY_DEEPSPEED, POLICY_CADP};
+    res_run *runs[4] = {0};
+    int64_t ids[4] = {0};
+    double w0 = cli_wall_s();
+    int rc = runner_run(s, pk, 3, s->training.seed, st, NULL, 0, runs, ids, &err);
+    /* What-if: DDP with a 10 Gbit/s interconnect between devices. */
+    scn_scenario *s10 = NULL;
+    static const char *ic_text[] = {"interconnect.bandwidth=10Gbps", "interconnect.latency=50us"};
+    if (!rc) {
+        scn_override ov[2] = {{"interconnect.bandwidth", "10Gbps"}, {"interconnect.latency", "50us"}};
+        s10 = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, 2, &err);
+        rc = s10 ? runner_run(s10, pk, 1, s->training.seed, st, ic_text, 2, &runs[3], &ids[3], &err)
+                 : err.code;
+    }
+    double wall = cli_wall_s() - w0;
+    if (rc) {
+        for (int k = 0; k < 4; k++)
+            res_run_free(runs[k]);
+        scn_free(s10);
+        scn_free(s);
+        store_close(st);
+        return cli_fail(&err);
+    }
+    res_run *ddp = runs[0], *ds = runs[1], *cadp = runs[2], *ddp10 = runs[3];
+    uint64_t events = 0;
+    for (int k = 0; k < 4; k++)
+        events += runs[k]->events;
+    /* Headline ratios as the paper states them. */
+    double less_ddp = 1 - cadp->ttotal_s / ddp->ttotal_s, less_ds = 1 - cadp->ttotal_s / ds->ttotal_s;
+    double fx_ddp = cadp->tflops / ddp->tflops, fx_ds = cadp->tflops / ds->tflops;
+    row rows[] = {
+        {"Tsend DDP (s)", P_TSEND_DDP, ddp->tsend_s, "calibration target"},
+        {"Tsend DeepSpeed (s)", P_TSEND_DS, ds->tsend_s, "calibration target"},
+        {"Tsend C-ADP (s)", P_TSEND_CADP, cadp->tsend_s, "prediction (see note 2)"},
+        {"time to finish C-ADP (s)", P_TTOTAL_CADP, cadp->ttotal_s, "calibration target"},
+        {"time to finish DDP (s)", P_TTOTAL_CADP / (1 - P_LESS_DDP), ddp->ttotal_s, "prediction (note 3)"},
+        {"time to finish DeepSpeed (s)", P_TTOTAL_CADP / (1 - P_LESS_DS), ds->ttotal_s,
+         "prediction (note 3)"},
+        {"TFLOPS C-ADP", P_TFLOPS_CADP, cadp->tflops, "prediction"},
+        {"TFLOPS DDP", P_TFLOPS_CADP / P_FLOPS_X_DDP, ddp->tflops, "prediction (note 1)"},
+        {"TFLOPS DeepSpeed", P_TFLOPS_CADP / P_FLOPS_X_DS, ds->tflops, "prediction (note 1)"},
+        {"Ttraining C-ADP (s)", NAN, cadp->ttraining_s, "not in the paper"},
+    };
+    row heads[] = {
+        {"C-ADP time less than DDP", P_LESS_DDP, less_ddp, "paper: \"about 72%\""},
+        {"C-ADP time less than DeepSpeed", P_LESS_DS, less_ds, "paper: \"about 47%\""},
+        {"FLOPS C-ADP / DDP (x)", P_FLOPS_X_DDP, fx_ddp, ""},
+        {"FLOPS C-ADP / DeepSpeed (x)", P_FLOPS_X_DS, fx_ds, ""},
+    };
+    if (json) {
+        json_buf *j = json_new();
+        json_obj_begin(j);
+        json_key(j, "figures");
+        json_arr_begin(j);
+        for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+            json_obj_begin(j);
+            json_key(j, "figure");
+            json_str(j, rows[k].figure);
+            json_key(j, "paper");
+            if (isfinite(rows[k].paper))
+                json_num(j, rows[k].paper);
+            else
+                json_null(j);
+            json_key(j, "simulated");
+            json_num(j, rows[k].sim);
+            json_key(j, "role");
+            json_str(j, rows[k].role);
+            json_obj_end(j);
+        }
+        json_arr_end(j);
+        json_key(j, "headlines");
+        json_arr_begin(j);
+        for (size_t k = 0; k < sizeof heads / sizeof *heads; k++) {
+            json_obj_begin(j);
+            json_key(j, "figure");
+            json_str(j, heads[k].figure);
+            json_key(j, "paper");
+            json_num(j, heads[k].paper);
+            json_key(j, "simulated");
+            json_num(j, heads[k].sim);
+            json_obj_end(j);
+        }
+        json_arr_end(j);
+        json_key(j, "runs");
+        json_arr_begin(j);
+        for (int k = 0; k < 4; k++)
+            report_json_run(j, runs[k]);
+        json_arr_end(j);
+        json_obj_end(j);
+        printf("%s\n", json_text(j));
+        json_free(j);
+    } else {
+        printf("Table 3 of the C-ADP paper (IJCAI 2025), reproduced by dpsim %s\n", DPSIM_VERSION);
+        printf("testbed: %s (%s); %zu devices, %lld samples, %d epochs\n\n", s->name, s->path, s->n_devices,
+               (long long)s->dataset.samples, s->training.epochs);
+        report_table_header(stdout);
+        for (int k = 0; k < 3; k++)
+            report_table_row(stdout, runs[k], ids[k]);
+        printf("(what-if) DDP with a 10 Gbit/s device interconnect:\n");
+        report_table_row(stdout, ddp10, ids[3]);
+        printf("\n  %-34s %14s %14s %9s   %s\n", "figure", "paper", "simulated", "ratio", "role");
+        for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+            print_row(&rows[k]);
+        printf("  %-34s %14s %14s %9s   %s\n", "accuracy C-ADP", "74.36%", "-", "-",
+               "not modelled: dpsim simulates time, not learning");
+        printf("\n  %-34s %14s %14s\n", "headline", "paper", "simulated");
+        printf("  %-34s %13.0f%% %13.1f%%\n", heads[0].figure, 100 * heads[0].paper, 100 * heads[0].sim);
+        printf("  %-34s %13.0f%% %13.1f%%\n", heads[1].figure, 100 * heads[1].paper, 100 * heads[1].sim);
+        printf("  %-34s %13.1fx %13.1fx\n", heads[2].figure, heads[2].paper, heads[2].sim);
+        printf("  %-34s %13.1fx %13.1fx\n", heads[3].figure, heads[3].paper, heads[3].sim);
+        /* The baselines' "paper" times and FLOPS are derived from the ratios. */
+        double m = s->model.flops_per_sample, work = m * (double)s->dataset.samples * s->training.epochs;
+        int64_t cpu_share = s->dataset.samples / (int64_t)s->n_devices;
+        printf("\nNotes\n"
+               "  1. The paper's baseline figures contradict each other.  All three policies do\n"
+               "     the same work (%.3g FLOP as the paper counts it), so FLOPS rank them as\n"
+               "     training time does.  Its FLOPS ratios (21.6x, 26.3x) make DDP faster than\n"
+               "     DeepSpeed; its time reductions (72%%, 47%%) make DeepSpeed faster than DDP.\n"
+               "     The baseline rows above take the paper's times from the reductions and its\n"
+               "     FLOPS from the ratios, so at most one of each pair can match.  Simulated,\n"
+               "     DeepSpeed is faster: one reduce-scatter + all-gather per step pays the ring\n"
+               "     latency 2(N-1) times, DDP's 25 MiB buckets pay it once per bucket.\n"
+               "  2. C-ADP's Tsend cannot reach 431.82 s together with the baselines' ~1400 s:\n"
+               "     the baselines send every device the whole dataset (%.3g B + model), C-ADP a\n"
+               "     GPU at most a quarter of it (its compute share), so on any star network\n"
+               "     Tsend(C-ADP) / Tsend(DDP) <= (25,000 x %.0f B + model) / (dataset + model)\n"
+               "     = %.3f, while the paper's ratio is %.3f.  Simulated: %.3f.\n"
+               "  3. The baselines' times follow from the paper's hardware, not from its\n"
+               "     percentages: the equal split gives each 4-core CPU %lld samples per epoch at\n"
+               "     4.4 s per batch of 4, %.0f s of compute per epoch, %.3g s over 50 epochs,\n"
+               "     %.0fx the ~%.0f s the paper's 72%% implies, before any communication.\n"
+               "     Their all-reduce over the throttled links (the paper's interconnect is not\n"
+               "     described) adds the rest; with a 10 Gbit/s interconnect DDP takes %.3g s.\n",
+               work, (double)s->dataset.samples * s->dataset.sample_bytes, s->dataset.sample_bytes,
+               (25000 * s->dataset.sample_bytes + s->model.model_bytes) /
+                   ((double)s->dataset.samples * s->dataset.sample_bytes + s->model.model_bytes),
+               P_TSEND_CADP / P_TSEND_DDP, cadp->tsend_s / ddp->tsend_s, (long long)cpu_share,
+               (double)cpu_share / 4 * 4.4, (double)cpu_share / 4 * 4.4 * 50,
+               (double)cpu_share / 4 * 4.4 * 50 / (P_TTOTAL_CADP / (1 - P_LESS_DDP)),
+               P_TTOTAL_CADP / (1 - P_LESS_DDP), ddp10->ttotal_s);
+        printf("\nC-ADP is ahead of both baselines on Tsend, Ttraining and FLOPS: %s.\n",
+               (cadp->tsend_s < ddp->tsend_s && cadp->tsend_s < ds->tsend_s &&
+                cadp->ttraining_s < ddp->ttraining_s && cadp->ttraining_s < ds->ttraining_s &&
+                cadp->tflops > ddp->tflops && cadp->tflops > ds->tflops)
+                   ? "yes, as in the paper"
+                   : "NO");
+        printf("simulated %llu events in %.2f s of host time (%.3g events/s)\n", (unsigned long long)events,
+               wall, (double)events / wall);
+        if (st)
+            printf("stored as runs #%lld-#%lld in %s\n", (long long)ids[0], (long long)ids[3], db);
+    }
+    if (out && st) {
+        int64_t pid[3] = {ids[0], ids[1], ids[2]};
+        rc = plots_table3(store_db(st), pid, 3, out, &err);
+        if (!rc && !json)
+            printf("plots: %s/table3-compare.png, %s/table3-flops.png, %s/table3-timeline-*.png\n", out, out,
+                   out);
+    }
+    for (int k = 0; k < 4; k++)
+        res_run_free(runs[k]);
+    scn_free(s10);
+    scn_free(s);
+    store_close(st);
+    return rc ? cli_fail(&err) : EXIT_OK;
 }

@@ -74,7 +74,8 @@ int cmd_run(int argc, char **argv)
             db = NULL;
         } else if (!strcmp(a, "--seed")) {
             if (++i >= argc || cli_parse_u64(argv[i], &seed)) {
-                rc = cli_usage_error("run", "--seed needs a non-negative integer (got '%s')", i < argc ? argv[i] : "");
+                rc = cli_usage_error("run", "--seed needs a non-negative integer (got '%s')",
+                                     i < argc ? argv[i] : "");
                 goto out;
             }
             have_seed = 1;

@@ -9,23 +9,24 @@
 
 static void help(void)
 {
-    printf("usage: dpsim solve SCENARIO [--method exact|alm] [--rounding batch|largest-remainder] [--json]\n\n"
-           "Solve C-ADP's data allocation (MODEL.md section 5) for the scenario without\n"
-           "simulating: how many samples each device gets so that sending the data once\n"
-           "plus every epoch's slowest device is as short as possible.  Inputs come from\n"
-           "the scenario: a_i = sample_bytes / server-to-device bandwidth, c_i =\n"
-           "batch_time_i / batch_i, comm_i = per-epoch model exchange.\n\n"
-           "Prints per device its samples, batches, send time and per-epoch compute\n"
-           "time, then the objective (send + epochs x slowest epoch + aggregation), the\n"
-           "relaxed lower bound, the gap, the solver's status, time and iterations.\n\n"
-           "  -m, --method M       exact (default; relaxed optimum + integer search) or\n"
-           "                       alm (the paper's augmented Lagrangian, Algorithm 1)\n"
-           "  -r, --rounding R     alm's rounding: batch (default) or largest-remainder\n"
-           "      --paper-model    comm counted for every device (the paper's constant);\n"
-           "                       default: a device given 0 samples skips the exchange\n"
-           "  -s, --set KEY=VALUE  override a scenario value\n"
-           "      --json           one JSON object: method, allocation, objective_s,\n"
-           "                       lower_bound_s, iterations, status, ...\n");
+    printf(
+        "usage: dpsim solve SCENARIO [--method exact|alm] [--rounding batch|largest-remainder] [--json]\n\n"
+        "Solve C-ADP's data allocation (MODEL.md section 5) for the scenario without\n"
+        "simulating: how many samples each device gets so that sending the data once\n"
+        "plus every epoch's slowest device is as short as possible.  Inputs come from\n"
+        "the scenario: a_i = sample_bytes / server-to-device bandwidth, c_i =\n"
+        "batch_time_i / batch_i, comm_i = per-epoch model exchange.\n\n"
+        "Prints per device its samples, batches, send time and per-epoch compute\n"
+        "time, then the objective (send + epochs x slowest epoch + aggregation), the\n"
+        "relaxed lower bound, the gap, the solver's status, time and iterations.\n\n"
+        "  -m, --method M       exact (default; relaxed optimum + integer search) or\n"
+        "                       alm (the paper's augmented Lagrangian, Algorithm 1)\n"
+        "  -r, --rounding R     alm's rounding: batch (default) or largest-remainder\n"
+        "      --paper-model    comm counted for every device (the paper's constant);\n"
+        "                       default: a device given 0 samples skips the exchange\n"
+        "  -s, --set KEY=VALUE  override a scenario value\n"
+        "      --json           one JSON object: method, allocation, objective_s,\n"
+        "                       lower_bound_s, iterations, status, ...\n");
 }
 
 int cmd_solve(int argc, char **argv)
@@ -85,7 +86,8 @@ int cmd_solve(int argc, char **argv)
             prm.rounding = SLV_ROUND_LARGEST_REMAINDER;
         else {
             scn_free(s);
-            return cli_usage_error("solve", "unknown rounding '%s' (have: batch, largest-remainder)", rounding);
+            return cli_usage_error("solve", "unknown rounding '%s' (have: batch, largest-remainder)",
+                                   rounding);
         }
     }
     cadp_inputs in;
@@ -148,15 +150,17 @@ int cmd_solve(int argc, char **argv)
                "epoch compute (s)", "exchange (s)");
         for (size_t d = 0; d < r->n; d++) {
             long long b = (long long)((r->alloc[d] + in.batch[d] - 1) / in.batch[d]);
-            printf("  %-16s %10lld %9lld %11.2f %16.2f %14.2f\n", s->devices[d].name, (long long)r->alloc[d], b,
-                   in.send_s[d] * (double)r->alloc[d], in.batch_s[d] * (double)b, r->alloc[d] ? in.comm_s[d] : 0.0);
+            printf("  %-16s %10lld %9lld %11.2f %16.2f %14.2f\n", s->devices[d].name, (long long)r->alloc[d],
+                   b, in.send_s[d] * (double)r->alloc[d], in.batch_s[d] * (double)b,
+                   r->alloc[d] ? in.comm_s[d] : 0.0);
         }
-        printf("\n  objective     %12.3f s  (send %.3f + %d x epoch %.3f + aggregation %.3f)\n", r->objective_s,
-               r->send_s, s->training.epochs, r->epoch_s, p.const_s);
+        printf("\n  objective     %12.3f s  (send %.3f + %d x epoch %.3f + aggregation %.3f)\n",
+               r->objective_s, r->send_s, s->training.epochs, r->epoch_s, p.const_s);
         printf("  lower bound   %12.3f s  (relaxed optimum)\n", r->lower_bound_s);
-        printf("  gap           %12.3f s  (%.4f%%)\n", gap, r->lower_bound_s > 0 ? 100 * gap / r->lower_bound_s : 0);
-        printf("  status        %s, %ld iterations (%ld outer), %.3f ms\n", slv_status_name(r->status), r->iterations,
-               r->outer_iterations, 1e3 * r->solve_seconds);
+        printf("  gap           %12.3f s  (%.4f%%)\n", gap,
+               r->lower_bound_s > 0 ? 100 * gap / r->lower_bound_s : 0);
+        printf("  status        %s, %ld iterations (%ld outer), %.3f ms\n", slv_status_name(r->status),
+               r->iterations, r->outer_iterations, 1e3 * r->solve_seconds);
     }
     slv_result_free(r);
     cadp_inputs_free(&in);

@@ -67,7 +67,8 @@ int runner_run(const scn_scenario *s, const policy_kind *pk, size_t n, uint64_t 
         r->wall_s = cli_wall_s() - w0;
         out[k] = r;
         if (st) {
-            int rc = store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, &ids[k], err);
+            int rc = store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, &ids[k],
+                                   err);
             if (rc)
                 return rc;
         }

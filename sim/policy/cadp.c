@@ -97,7 +97,8 @@ int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
         if (!(down > 0) || !(up > 0)) {
             const char *nm = s->devices[d].name;
             cadp_inputs_free(in);
-            return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth", nm);
+            return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
+                              nm);
         }
         in->send_s[d] = s->dataset.sample_bytes / down;
         in->batch[d] = g->batch;
@@ -209,7 +210,10 @@ static void local_batch(prt *rt, void *ctx)
     prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
 }
 
-static void on_ready(prt *rt, void *ctx) { start_epoch_on(rt, ctx); }
+static void on_ready(prt *rt, void *ctx)
+{
+    start_epoch_on(rt, ctx);
+}
 
 int policy_cadp_start(prt *rt)
 {

@@ -19,4 +19,7 @@ int policy_ddp_start(prt *rt)
     return sync_start(rt, &cfg);
 }
 
-void policy_ddp_free(prt *rt) { sync_free(rt); }
+void policy_ddp_free(prt *rt)
+{
+    sync_free(rt);
+}

@@ -28,9 +28,9 @@ typedef struct z3dev {
 typedef struct z3_state {
     z3dev *dev;
     int overlap;
-    int phase;          /* 0 forward, 1 backward (no overlap); 2 whole step (overlap) */
-    size_t computing;   /* devices still computing this phase */
-    int gathers_left;   /* overlap: all-gathers still running */
+    int phase;        /* 0 forward, 1 backward (no overlap); 2 whole step (overlap) */
+    size_t computing; /* devices still computing this phase */
+    int gathers_left; /* overlap: all-gathers still running */
     int epoch;
     size_t ready_devs;
     scn_collective_mode mode;

@@ -4,8 +4,14 @@
 
 #include <string.h>
 
-static const char *data_name(scn_data_mode m) { return m == SCN_DATA_SHARD ? "shard" : "replicate"; }
-static const char *coll_name(scn_collective_mode m) { return m == SCN_COLL_ANALYTIC ? "analytic" : "flows"; }
+static const char *data_name(scn_data_mode m)
+{
+    return m == SCN_DATA_SHARD ? "shard" : "replicate";
+}
+static const char *coll_name(scn_collective_mode m)
+{
+    return m == SCN_COLL_ANALYTIC ? "analytic" : "flows";
+}
 
 char *policy_options_json(policy_kind k, const scn_scenario *s)
 {

@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_BINS 4096
-#define SEG_EXACT 20000
-#define TL_BINS 2048
+#define MAX_BINS   4096
+#define SEG_EXACT  20000
+#define TL_BINS    2048
 #define TL_DEVICES 64
 
 const char *policy_name(policy_kind k)
@@ -66,11 +66,11 @@ typedef struct xfer_ctx {
 /* Timeline state, private to this file. */
 typedef struct timeline {
     int coarse;
-    double res_s;          /* bin width when coarse */
+    double res_s; /* bin width when coarse */
     size_t ndev;
-    double *hist;          /* ndev * TL_BINS * RES_ACT_COUNT seconds */
+    double *hist; /* ndev * TL_BINS * RES_ACT_COUNT seconds */
     compute_slot *cslots;
-    xfer_ctx *xctx;        /* 2 per device */
+    xfer_ctx *xctx; /* 2 per device */
     prt_fn *dev_fn;
     void **dev_ctx;
     prt_ev *free_ev;
@@ -78,7 +78,10 @@ typedef struct timeline {
     size_t n_blocks;
 } timeline;
 
-static timeline *TL(prt *rt) { return (timeline *)((char *)rt + sizeof(prt)); }
+static timeline *TL(prt *rt)
+{
+    return (timeline *)((char *)rt + sizeof(prt));
+}
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
@@ -118,8 +121,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     if (!rt->share || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since || !rt->act_time ||
-        !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes || !rt->part_done || !rt->server_bytes || !tl->cslots || !tl->xctx || !tl->dev_fn ||
-        !tl->dev_ctx) {
+        !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes || !rt->part_done ||
+        !rt->server_bytes || !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -263,7 +266,8 @@ static void hist_fit(timeline *tl, double t)
             double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
             for (size_t k = 0; k < TL_BINS / 2; k++)
                 for (int a = 0; a < RES_ACT_COUNT; a++)
-                    h[k * RES_ACT_COUNT + a] = h[2 * k * RES_ACT_COUNT + a] + h[(2 * k + 1) * RES_ACT_COUNT + a];
+                    h[k * RES_ACT_COUNT + a] =
+                        h[2 * k * RES_ACT_COUNT + a] + h[(2 * k + 1) * RES_ACT_COUNT + a];
             memset(h + (TL_BINS / 2) * RES_ACT_COUNT, 0, (TL_BINS / 2) * RES_ACT_COUNT * sizeof *h);
         }
         tl->res_s *= 2;
@@ -471,8 +475,7 @@ int prt_run(prt *rt)
         return dp_err_set(rt->err, DP_ERUN,
                           "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: %s%s",
                           sim_now(rt->e), net_flows_active(n) + net_flows_pending(n),
-                          len ? "zero capacity with no recovery on " : "nothing left to happen",
-                          stuck);
+                          len ? "zero capacity with no recovery on " : "nothing left to happen", stuck);
     }
     return 0;
 }
@@ -519,9 +522,8 @@ res_run *prt_results(prt *rt)
         r->bytes_total = (dev + server) / 2;
     }
     r->utilization = (r->ttraining_s > 0 && rt->n) ? busy / ((double)rt->n * r->ttraining_s) : 0;
-    r->tflops = r->ttraining_s > 0
-                    ? rt->s->model.flops_per_sample * rt->samples_done / r->ttraining_s / 1e12
-                    : 0;
+    r->tflops =
+        r->ttraining_s > 0 ? rt->s->model.flops_per_sample * rt->samples_done / r->ttraining_s / 1e12 : 0;
     /* FLOPS bins: trim to the run, store FLOP/s */
     size_t nb = (size_t)ceil(T / rt->bin_s);
     if (nb > MAX_BINS)
@@ -556,9 +558,15 @@ res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err 
         return NULL;
     int rc;
     switch (k) {
-    case POLICY_DDP: rc = policy_ddp_start(rt); break;
-    case POLICY_DEEPSPEED: rc = policy_deepspeed_start(rt); break;
-    default: rc = policy_cadp_start(rt); break;
+    case POLICY_DDP:
+        rc = policy_ddp_start(rt);
+        break;
+    case POLICY_DEEPSPEED:
+        rc = policy_deepspeed_start(rt);
+        break;
+    default:
+        rc = policy_cadp_start(rt);
+        break;
     }
     if (rc == 0)
         rc = prt_run(rt);
@@ -568,9 +576,15 @@ res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err 
         r->options_json = policy_options_json(k, s);
     }
     switch (k) {
-    case POLICY_DDP: policy_ddp_free(rt); break;
-    case POLICY_DEEPSPEED: policy_deepspeed_free(rt); break;
-    default: policy_cadp_free(rt); break;
+    case POLICY_DDP:
+        policy_ddp_free(rt);
+        break;
+    case POLICY_DEEPSPEED:
+        policy_deepspeed_free(rt);
+        break;
+    default:
+        policy_cadp_free(rt);
+        break;
     }
     prt_free(rt);
     return r;

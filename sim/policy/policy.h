@@ -40,18 +40,18 @@ struct prt {
     sim_engine *e;
     const scn_scenario *s;
     res_run *r;
-    size_t n;            /* devices */
-    int64_t *share;      /* samples per epoch, per device */
-    double *ready_s;     /* when data and model had arrived */
-    int *pending;        /* outstanding initial transfers per device */
-    double tsend_s;      /* when the last device held its data */
-    int finished;        /* the policy declared the end */
+    size_t n;        /* devices */
+    int64_t *share;  /* samples per epoch, per device */
+    double *ready_s; /* when data and model had arrived */
+    int *pending;    /* outstanding initial transfers per device */
+    double tsend_s;  /* when the last device held its data */
+    int finished;    /* the policy declared the end */
     int failed;
     dp_err *err;
     /* activity tracking */
     res_activity *act;
     double *act_since;
-    double *act_time;    /* n * RES_ACT_COUNT seconds */
+    double *act_time; /* n * RES_ACT_COUNT seconds */
     double *busy_compute;
     int64_t *batches;
     double samples_done;
@@ -59,11 +59,11 @@ struct prt {
     /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
     double bin_s;
     size_t n_bins;
-    double *bins;        /* FLOP (paper's count) per bin */
-    double *coll_bytes;  /* per device: bytes sent (= received) by analytic collectives */
-    double *server_bytes;/* per device: bytes exchanged with the server (to avoid double counting) */
-    int coll_active;     /* collectives in flight */
-    double *part_done;   /* per device: fraction of a batch done in pieces */
+    double *bins;         /* FLOP (paper's count) per bin */
+    double *coll_bytes;   /* per device: bytes sent (= received) by analytic collectives */
+    double *server_bytes; /* per device: bytes exchanged with the server (to avoid double counting) */
+    int coll_active;      /* collectives in flight */
+    double *part_done;    /* per device: fraction of a batch done in pieces */
     void *policy_state;
 };
 
@@ -136,10 +136,10 @@ void cadp_problem(const scn_scenario *s, const cadp_inputs *in, struct slv_probl
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
  * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
 typedef struct sync_cfg {
-    int micro_per_sync;        /* >= 1 */
+    int micro_per_sync; /* >= 1 */
     int overlap;
-    double bucket_bytes;       /* > 0 */
-    double backward_fraction;  /* (0, 1] */
+    double bucket_bytes;      /* > 0 */
+    double backward_fraction; /* (0, 1] */
     coll_kind op;
     int allgather_after;
     scn_data_mode data;

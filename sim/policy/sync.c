@@ -18,19 +18,19 @@
 typedef struct sdev {
     prt *rt;
     size_t d;
-    int64_t left;   /* samples left this epoch */
-    int in_group;   /* micro-steps left in this group */
+    int64_t left; /* samples left this epoch */
+    int in_group; /* micro-steps left in this group */
 } sdev;
 
 typedef struct sync_state {
     sync_cfg cfg;
     sdev *dev;
-    int K;            /* buckets */
-    double *bsize;    /* bytes per bucket */
-    double *ready_t;  /* per bucket */
-    char *ready;      /* per bucket: ready event fired */
-    int next;         /* next bucket to reduce */
-    int busy;         /* a bucket's collective is in flight */
+    int K;           /* buckets */
+    double *bsize;   /* bytes per bucket */
+    double *ready_t; /* per bucket */
+    char *ready;     /* per bucket: ready event fired */
+    int next;        /* next bucket to reduce */
+    int busy;        /* a bucket's collective is in flight */
     size_t started_last;
     double group_t0;
     int epoch;
@@ -51,7 +51,8 @@ int equal_split(prt *rt, scn_data_mode data, double *bytes)
     int64_t D = rt->s->dataset.samples, N = (int64_t)rt->n;
     for (size_t d = 0; d < rt->n; d++) {
         rt->share[d] = D / N + ((int64_t)d < D % N ? 1 : 0);
-        bytes[d] = (data == SCN_DATA_REPLICATE ? (double)D : (double)rt->share[d]) * rt->s->dataset.sample_bytes;
+        bytes[d] =
+            (data == SCN_DATA_REPLICATE ? (double)D : (double)rt->share[d]) * rt->s->dataset.sample_bytes;
     }
     return 0;
 }
@@ -210,7 +211,8 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     if (cfg->overlap && cfg->bucket_bytes > 0 && cfg->bucket_bytes < M) {
         double k = ceil(M / cfg->bucket_bytes);
         if (k > 1e6)
-            return dp_err_set(rt->err, DP_EINPUT, "bucket of %g bytes splits the %g-byte model into over a million buckets",
+            return dp_err_set(rt->err, DP_EINPUT,
+                              "bucket of %g bytes splits the %g-byte model into over a million buckets",
                               cfg->bucket_bytes, M);
         st->K = (int)k;
     }

@@ -1,0 +1,404 @@
+/* Policies against timelines computed by hand (MODEL.md section 4).
+ *
+ * World for the hand timelines: two devices, star network, server NIC
+ * unlimited, every access link 1e6 B/s each way with 10 ms latency, model
+ * M = 1e6 bytes, samples of 1e4 bytes.  Device a: batch 10 in 1 s; device b:
+ * batch 10 in 2 s.  D = 40 samples (20 each under an equal split).
+ *
+ * Distribution (shard): data 2e5 B and model 1e6 B leave at once on one
+ * link, sharing it: the data ends at 0.01 + 2 * 2e5 / 1e6 = 0.41 (Tsend),
+ * the model at 0.01 + 1.2e6 / 1e6 = 1.21, when training starts.
+ * A ring round between the two moves M/2 = 5e5 B over a's up and b's down
+ * link (and the reverse) at once: 0.02 + 0.5 = 0.52 s.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+
+#define REL 1e-9
+#define expect_close(got, want)                                                                              \
+    do {                                                                                                     \
+        double g_ = (double)(got), w_ = (double)(want);                                                      \
+        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);       \
+    } while (0)
+
+static const char *TWO = "name: two\n"
+                         "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
+                         "dataset: { name: d, samples: 40, sample_bytes: 10000 }\n"
+                         "training: { epochs: 2 }\n"
+                         "server: { aggregate_rate: 10MB/s }\n"
+                         "devices:\n"
+                         "  - { name: a, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                         "      link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"
+                         "  - { name: b, kind: cpu, memory: 1GiB, batch: 10, batch_time: 2s,\n"
+                         "      link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"
+                         "policies:\n"
+                         "  ddp: { bucket: 4MiB, data: shard }\n"
+                         "  deepspeed: { data: shard }\n";
+
+static long live0;
+static void setup(void)
+{
+    live0 = dp_alloc_live();
+}
+static void teardown(void)
+{
+    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+}
+TestSuite(policy, .init = setup, .fini = teardown);
+
+static scn_scenario *load(const char *text, const scn_override *ov, size_t n)
+{
+    dp_err err = {0};
+    scn_scenario *s = scn_load_string("test.yaml", text, strlen(text), NULL, ov, n, &err);
+    cr_assert(s, "scenario: %s", err.msg);
+    return s;
+}
+
+static res_run *run(policy_kind k, const scn_scenario *s)
+{
+    dp_err err = {0};
+    res_run *r = policy_run(k, s, 1, &err);
+    cr_assert(r, "%s: %s", policy_name(k), err.msg);
+    return r;
+}
+
+static void expect_epochs(const res_run *r, const double *ends, size_t n)
+{
+    cr_assert_eq(r->n_epochs, n);
+    for (size_t e = 0; e < n; e++)
+        expect_close(r->epochs[e].end_s, ends[e]);
+}
+
+/* DDP: one bucket (4 MiB > M), overlap: the bucket is ready when the slower
+ * device's backward ends (t0 + 2).  Step = 2 + 2 rounds x 0.52 = 3.04. */
+Test(policy, ddp_hand_timeline)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    res_run *r = run(POLICY_DDP, s);
+    expect_close(r->tsend_s, 0.41);
+    double ends[2] = {1.21 + 2 * 3.04, 1.21 + 4 * 3.04};
+    expect_epochs(r, ends, 2);
+    expect_close(r->ttotal_s, 1.21 + 4 * 3.04);
+    expect_close(r->ttraining_s, r->ttotal_s - 0.41);
+    /* bytes: up = 4 steps x 2 rounds x 5e5; down = data + model + the same */
+    for (int d = 0; d < 2; d++) {
+        expect_close(r->devices[d].bytes_sent, 4e6);
+        expect_close(r->devices[d].bytes_recv, 2e5 + 1e6 + 4e6);
+        cr_expect_eq(r->devices[d].samples, 20);
+        cr_expect_eq(r->devices[d].batches, 4);
+    }
+    expect_close(r->devices[0].compute_s, 4.0);
+    expect_close(r->devices[1].compute_s, 8.0);
+    expect_close(r->samples_processed, 80);
+    expect_close(r->tflops, 1e6 * 80 / r->ttraining_s / 1e12);
+    expect_close(r->utilization, 12.0 / (2 * r->ttraining_s));
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* Two buckets of 5e5 B, overlap on: backward is 2/3 of the batch, so for
+ * device b (2 s) bucket 0 is ready at t0 + 2/3 + 2/3 = t0 + 4/3, bucket 1 at
+ * t0 + 2.  Each bucket's all-reduce: 2 rounds of 0.02 + 0.25 = 0.54.
+ * Bucket 0 runs t0+4/3 .. t0+4/3+0.54 (= t0+1.8733), bucket 1 from t0+2:
+ * the step ends at t0 + 2.54. */
+Test(policy, ddp_buckets_overlap_backward)
+{
+    scn_override ov[1] = {{"policies.ddp.bucket", "500000"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(POLICY_DDP, s);
+    expect_close(r->ttotal_s, 1.21 + 4 * 2.54);
+    res_run_free(r);
+    scn_free(s);
+    scn_override ov2[2] = {{"policies.ddp.bucket", "500000"}, {"policies.ddp.overlap", "false"}};
+    s = load(TWO, ov2, 2);
+    r = run(POLICY_DDP, s);
+    /* no overlap: one bucket of M after compute, 2 rounds of 0.52 */
+    expect_close(r->ttotal_s, 1.21 + 4 * 3.04);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* Join: 30 samples, a's batch 10 (15 samples: batches of 10 and 5), b's
+ * batch 5 (15 samples: 3 batches of 5, each a full 2 s as measured).  Steps
+ * per epoch: 3 (b's); in the third a joins with zero gradients. */
+Test(policy, ddp_uneven_steps_join)
+{
+    scn_override ov[3] = {{"dataset.samples", "30"}, {"devices.b.batch", "5"}, {"training.epochs", "1"}};
+    scn_scenario *s = load(TWO, ov, 3);
+    res_run *r = run(POLICY_DDP, s);
+    /* data: 15 x 1e4 = 1.5e5: Tsend = 0.01 + 0.3; model at 0.01 + 1.15 */
+    expect_close(r->tsend_s, 0.31);
+    expect_close(r->ttotal_s, 1.16 + 3 * 3.04);
+    cr_expect_eq(r->devices[0].batches, 2);
+    cr_expect_eq(r->devices[1].batches, 3);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* Replicated data: each device receives all 40 samples (4e5 B). */
+Test(policy, ddp_replicate_sends_whole_dataset)
+{
+    scn_override ov[1] = {{"policies.ddp.data", "replicate"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(POLICY_DDP, s);
+    expect_close(r->tsend_s, 0.01 + 2 * 4e5 / 1e6);
+    expect_close(r->ttotal_s, 0.01 + 1.4 + 4 * 3.04);
+    expect_close(r->devices[0].bytes_recv, 4e5 + 1e6 + 4e6);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-2, no overlap: reduce-scatter (1 round) + all-gather (1 round) per
+ * step: the same 3.04 s step as DDP's one bucket.  grad_accum 2: one
+ * optimizer step per epoch after 2 micro-steps (b: 4 s). */
+Test(policy, deepspeed_stage2_hand_timeline)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    res_run *r = run(POLICY_DEEPSPEED, s);
+    expect_close(r->ttotal_s, 1.21 + 4 * 3.04);
+    res_run_free(r);
+    scn_free(s);
+    scn_override ov[1] = {{"policies.deepspeed.grad_accum", "2"}};
+    s = load(TWO, ov, 1);
+    r = run(POLICY_DEEPSPEED, s);
+    double ends[2] = {1.21 + 5.04, 1.21 + 2 * 5.04};
+    expect_epochs(r, ends, 2);
+    for (int d = 0; d < 2; d++)
+        expect_close(r->devices[d].bytes_sent, 2 * 2 * 5e5);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-3 without overlap: all-gather 0.52, forward (b: 2/3 s), all-gather
+ * 0.52, backward (4/3 s), reduce-scatter 0.52: 3.56 s a step.  With
+ * overlap (default) the two gathers (1.04 s) hide under the 2 s of compute
+ * and the reduce-scatter follows: 2.52 s. */
+Test(policy, deepspeed_stage3_hand_timeline)
+{
+    scn_override ov[2] = {{"policies.deepspeed.stage", "3"}, {"policies.deepspeed.overlap_comm", "false"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    res_run *r = run(POLICY_DEEPSPEED, s);
+    expect_close(r->ttotal_s, 1.21 + 4 * 3.56);
+    cr_expect_eq(r->devices[1].batches, 4);
+    expect_close(r->devices[1].compute_s, 8.0);
+    res_run_free(r);
+    scn_free(s);
+    s = load(TWO, ov, 1);
+    r = run(POLICY_DEEPSPEED, s);
+    expect_close(r->ttotal_s, 1.21 + 4 * 2.52);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-3 moves 1.5x the collective bytes of ZeRO-2 (3 vs 2 passes of
+ * (N-1)/N M per device per step), here on four devices. */
+Test(policy, zero3_moves_one_and_a_half_times_zero2)
+{
+    static const char *FOUR =
+        "name: four\n"
+        "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+        "dataset: { name: d, samples: 64, sample_bytes: 1000 }\n"
+        "training: { epochs: 1 }\n"
+        "devices:\n"
+        "  - { name: g, count: 4, kind: gpu, memory: 1GiB, batch: 8, batch_time: 0.1s,\n"
+        "      link: { up: 1Gbps, down: 1Gbps, latency: 1ms } }\n"
+        "policies: { deepspeed: { data: shard } }\n";
+    double up[2];
+    for (int k = 0; k < 2; k++) {
+        scn_override ov[1] = {{"policies.deepspeed.stage", k ? "3" : "2"}};
+        scn_scenario *s = load(FOUR, ov, 1);
+        res_run *r = run(POLICY_DEEPSPEED, s);
+        up[k] = 0;
+        for (int d = 0; d < 4; d++)
+            up[k] += r->devices[d].bytes_sent; /* up links carry only collective traffic */
+        res_run_free(r);
+        scn_free(s);
+    }
+    /* 2 steps x 4 devices x 2 x 3/4 x 4e6 */
+    expect_close(up[0], 2 * 4 * 2 * 0.75 * 4e6);
+    expect_close(up[1] / up[0], 1.5);
+}
+
+/* Ring all-reduce: 2(N-1) rounds, each as long as the slowest ring edge
+ * (latency + (M/N) / bottleneck).  Three devices, links 1, 2 and 4 MB/s. */
+Test(policy, ring_allreduce_closed_form)
+{
+    static const char *RING = "name: ring\n"
+                              "model: { name: m, params: 750000, flops_per_sample: 1.0e6 }\n"
+                              "dataset: { name: d, samples: 3, sample_bytes: 1 }\n"
+                              "training: { epochs: 1 }\n"
+                              "devices:\n"
+                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: "
+                              "8Mbps, down: 8Mbps, latency: 5ms } }\n"
+                              "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: "
+                              "16Mbps, down: 16Mbps, latency: 5ms } }\n"
+                              "  - { name: c, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: "
+                              "32Mbps, down: 32Mbps, latency: 5ms } }\n"
+                              "policies: { ddp: { data: shard, overlap: false } }\n";
+    for (int mode = 0; mode < 2; mode++) {
+        scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
+        scn_scenario *s = load(RING, ov, 1);
+        res_run *r = run(POLICY_DDP, s);
+        /* model 3e6 B; chunk 1e6; edges a->b: min(1,2) MB/s, b->c: 2, c->a: 1 -> 1 s + 10 ms */
+        double start = 0;
+        for (int d = 0; d < 3; d++)
+            start = fmax(start, 0.005 + (1 + 3e6) / (double[]){1e6, 2e6, 4e6}[d]);
+        expect_close(r->ttotal_s, start + 1 + 4 * (0.01 + 1.0));
+        res_run_free(r);
+        scn_free(s);
+    }
+}
+
+/* C-ADP against its closed form when nothing is shared: with the solver's
+ * allocation x, device i is ready at lat + (x_i s + M)/C (data and model
+ * share its link), trains ceil(x_i / bs_i) batches, uploads M (lat + M/C);
+ * the server aggregates (parts x M / rate); later epochs download M first. */
+Test(policy, cadp_closed_form)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    res_run *r = run(POLICY_CADP, s);
+    int64_t x[2] = {r->devices[0].samples, r->devices[1].samples};
+    cr_assert_eq(x[0] + x[1], 40);
+    double t[2] = {1, 2}, lat = 0.01, C = 1e6, M = 1e6;
+    int parts = (x[0] > 0) + (x[1] > 0);
+    double agg = parts * M / 1e7, e1 = 0, ep = 0, tsend = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!x[i])
+            continue;
+        double data = (double)x[i] * 1e4;
+        double ready = lat + (data + M) / C;
+        double data_at = lat + (data < M ? 2 * data : data + M) / C;
+        tsend = fmax(tsend, data_at);
+        double comp = (double)((x[i] + 9) / 10) * t[i];
+        e1 = fmax(e1, ready + comp + lat + M / C);
+        ep = fmax(ep, lat + M / C + comp + lat + M / C);
+    }
+    e1 += agg;
+    double ends[2] = {e1, e1 + ep + agg};
+    expect_close(r->tsend_s, tsend);
+    expect_epochs(r, ends, 2);
+    expect_close(r->ttotal_s, ends[1]);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* A device given nothing takes no part: no data, no model, no bytes. */
+Test(policy, cadp_excluded_device_moves_nothing)
+{
+    scn_override ov[2] = {{"devices.b.link.down", "8Kbps"}, {"devices.b.link.up", "8Kbps"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    res_run *r = run(POLICY_CADP, s);
+    cr_expect_eq(r->devices[1].samples, 0);
+    cr_expect_eq(r->devices[1].bytes_recv, 0);
+    cr_expect_eq(r->devices[1].bytes_sent, 0);
+    cr_expect_eq(r->devices[0].samples, 40);
+    res_run_free(r);
+    scn_free(s);
+}
+
+static void expect_same_run(const res_run *a, const res_run *b)
+{
+    cr_expect(memcmp(&a->tsend_s, &b->tsend_s, sizeof(double)) == 0);
+    cr_expect(memcmp(&a->ttotal_s, &b->ttotal_s, sizeof(double)) == 0);
+    cr_expect(memcmp(&a->tflops, &b->tflops, sizeof(double)) == 0);
+    cr_expect_eq(a->events, b->events);
+    cr_assert_eq(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        cr_expect(memcmp(&a->devices[d].compute_s, &b->devices[d].compute_s, sizeof(double)) == 0);
+        cr_expect(memcmp(&a->devices[d].wait_s, &b->devices[d].wait_s, sizeof(double)) == 0);
+    }
+    cr_assert_eq(a->n_bins, b->n_bins);
+    cr_expect(memcmp(a->flops_bins, b->flops_bins, a->n_bins * sizeof(double)) == 0);
+}
+
+/* Same scenario, same seed: identical numbers, bit for bit, with noise. */
+Test(policy, deterministic_with_noise)
+{
+    scn_override ov[2] = {{"devices.a.noise", "0.2"}, {"devices.b.noise", "0.1"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    for (int k = 0; k < POLICY_COUNT; k++) {
+        res_run *a = run((policy_kind)k, s), *b = run((policy_kind)k, s);
+        expect_same_run(a, b);
+        res_run_free(a);
+        res_run_free(b);
+    }
+    /* another seed gives other numbers */
+    dp_err err = {0};
+    res_run *a = policy_run(POLICY_DDP, s, 1, &err), *b = policy_run(POLICY_DDP, s, 2, &err);
+    cr_expect_neq(a->ttotal_s, b->ttotal_s);
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+}
+
+/* Analytic collectives equal flow-level ones when no link is shared: the
+ * paper testbed, shortened. */
+Test(policy, analytic_equals_flows_without_sharing)
+{
+    char path[4096];
+    const char *src = getenv("DPSIM_SRC");
+    cr_assert(src);
+    snprintf(path, sizeof path, "%s/scenarios/paper-testbed.yaml", src);
+    double t[2][2];
+    for (int mode = 0; mode < 2; mode++) {
+        const char *m = mode ? "analytic" : "flows";
+        scn_override ov[4] = {{"dataset.samples", "800"},
+                              {"training.epochs", "1"},
+                              {"policies.ddp.collective", m},
+                              {"policies.deepspeed.collective", m}};
+        dp_err err = {0};
+        scn_scenario *s = scn_load_file(path, ov, 4, &err);
+        cr_assert(s, "%s", err.msg);
+        res_run *r = run(POLICY_DDP, s);
+        t[mode][0] = r->ttotal_s;
+        res_run_free(r);
+        r = run(POLICY_DEEPSPEED, s);
+        t[mode][1] = r->ttotal_s;
+        res_run_free(r);
+        scn_free(s);
+    }
+    expect_close(t[1][0], t[0][0]);
+    expect_close(t[1][1], t[0][1]);
+}
+
+/* A link dead forever stalls the run: an error, not a hang or a crash. */
+Test(policy, permanent_outage_is_a_run_error)
+{
+    static const char *DEAD =
+        "name: dead\n"
+        "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+        "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+        "training: { epochs: 1 }\n"
+        "devices:\n"
+        "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+        "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n";
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/dead.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,bandwidth_bps\n0,1000\n0.5,0\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    fputs(DEAD, f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = policy_run(POLICY_CADP, s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_ERUN);
+    cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
+    res_run_free(r);
+    scn_free(s);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}
