@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# run-all.sh: the whole test suite, as the README's second command runs it.
+#   1. the normal build (debugoptimized, warnings as errors): every unit test
+#      and end-to-end test;
+#   2. the sanitizer build (-Db_sanitize=address,undefined): the same suite.
+# Prints one closing line "tests: N passed, M failed" over both builds and
+# exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+status=0
+
+suite() { # suite BUILD_DIR [meson setup options...]
+    local dir=$1
+    shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@" || return 1
+    fi
+    meson compile -C "$dir" || return 1
+    local log
+    log=$(mktemp)
+    meson test -C "$dir" --print-errorlogs --num-processes 2 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local ok fail to
+    ok=$(awk '/^Ok:/ {print $2}' "$log" | tail -n1)
+    fail=$(awk '/^Fail:/ {print $2}' "$log" | tail -n1)
+    to=$(awk '/^Timeout:/ {print $2}' "$log" | tail -n1)
+    rm -f "$log"
+    passed=$((passed + ${ok:-0}))
+    failed=$((failed + ${fail:-0} + ${to:-0}))
+    return "$rc"
+}
+
+suite build || status=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+suite build-asan -Db_sanitize=address,undefined -Db_lundef=false || status=1
+
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    failed=1 # a build or setup step failed before any test could
+fi
+echo "tests: $passed passed, $failed failed"
+exit "$status"
