@@ -93,12 +93,13 @@ static const char *got(const yt_node *n, char *buf, size_t len)
     return buf;
 }
 
+/* "a.b" (or "b" at the top); a path too long for buf is cut, which only
+ * shortens a message. */
 static void join(char *buf, size_t len, const char *a, const char *b)
 {
-    if (a[0])
-        snprintf(buf, len, "%s.%s", a, b);
-    else
-        snprintf(buf, len, "%s", b);
+    int w = a[0] ? snprintf(buf, len, "%s.%s", a, b) : snprintf(buf, len, "%s", b);
+    if (w < 0 && len)
+        buf[0] = '\0';
 }
 
 /* ---- schema checks ----------------------------------------------------- */
@@ -756,7 +757,7 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
         return oom(c);
     for (size_t i = 0; i < tb->n; i++) {
         const yt_node *p = tb->items[i];
-        char pk[330];
+        char pk[400];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
         if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
             p->items[1]->kind != YT_SCALAR)

@@ -577,7 +577,7 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
     dp_err perr;
     yt_doc *vd = yt_parse(origin, value, strlen(value), &perr);
     if (!vd)
-        return dp_err_set(err, DP_EINPUT, "%s", perr.msg);
+        return dp_err_set(err, perr.code, "%s", perr.msg);
     yt_node *val = vd->root;
     vd->root = NULL;
     yt_free(vd);
@@ -620,6 +620,16 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
             for (i = cur->n; i-- > 0;)
                 if (strcmp(cur->keys[i]->text, seg) == 0)
                     break;
+            if (i == (size_t)-1 && !last && cur == d->root &&
+                (strcmp(seg, "devices") == 0 || strcmp(seg, "wan") == 0 || strcmp(seg, "sites") == 0)) {
+                /* A list addressed by item name: an absent list has no items. */
+                yt_node empty = {YT_SEQ, 0, 0, NULL, NULL, 0, 0, NULL, NULL};
+                char *nx = dot + 1, *nd = strchr(nx, '.');
+                if (nd)
+                    *nd = '\0';
+                rc = seq_missing(err, key, seg, &empty, nx);
+                break;
+            }
             if (i == (size_t)-1) {
                 /* Absent: create it (the loader checks it is a known key). */
                 yt_node *k = scalar_key(d, seg, origin);
@@ -697,6 +707,8 @@ size_t yt_edit_distance(const char *a, const char *b)
 
 const char *yt_nearest(const char *word, const char *const *cands, size_t n)
 {
+    /* Close means at most a third of the word changed (at least one edit
+     * allowed), and not every character: 'c' is not a typo of 'a'. */
     size_t lw = strlen(word);
     size_t limit = lw / 3 > 1 ? lw / 3 : 1;
     const char *best = NULL;
@@ -708,5 +720,5 @@ const char *yt_nearest(const char *word, const char *const *cands, size_t n)
             best = cands[i];
         }
     }
-    return bestd <= limit ? best : NULL;
+    return bestd <= limit && bestd < lw ? best : NULL;
 }
