@@ -1,28 +1,35 @@
-/* engine.c: event queue as a 4-ary min-heap of (time, seq) keys.
+/* engine.c: event queue as a 4-ary min-heap of 16-byte (time, key) entries.
  *
  * Invariants:
- *  - heap[] holds keys ordered by (t, seq); seq is unique and increases with
- *    every schedule, so the order is total and deterministic.
- *  - Each heap entry points to a slot in slots[]; a slot carries the handler,
- *    ctx and the event id.  Ids are (generation << 32 | slot index): a slot
- *    is reused after its event fires or is reclaimed, and the generation
- *    makes stale ids harmless (sim_cancel on a fired id is a no-op).
+ *  - heap[] holds entries ordered by (t, key); key = seq << SLOT_BITS | slot,
+ *    where seq increases with every schedule, so the order is total and
+ *    deterministic (same time: scheduling order) and comparing keys compares
+ *    sequence numbers.
+ *  - Each entry names a slot holding the handler, ctx and generation.  Ids
+ *    are (generation << 32 | slot): a slot is reused after its event fires or
+ *    is reclaimed, and the generation makes stale ids harmless.
  *  - Cancelling marks the slot (handler = NULL); the heap entry is dropped
  *    when it reaches the top.  `live` counts scheduled, not cancelled events.
  *
- * Why 4-ary: fewer levels than a binary heap and the four children of a
- * node share a cache line or two; measured faster for the hold model with
- * 10^6 pending events (tests/bench_engine.c).
+ * Why this shape: 16-byte entries put a node's four children in one 64-byte
+ * cache line (the array is offset so that every group of siblings is
+ * line-aligned), which halves the cache misses of a binary heap; the hold
+ * benchmark (tests/bench_engine.c) measures it.  Limits: 2^24 - 1 pending
+ * events and 2^40 scheduled events per engine (sim_at returns 0 past them).
  */
 #include "engine.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define SLOT_BITS 24
+#define MAX_SLOTS ((1u << SLOT_BITS) - 1)
+#define MAX_SEQ (((uint64_t)1 << (64 - SLOT_BITS)) - 1)
 
 typedef struct hent {
     double t;
-    uint64_t seq;
-    uint32_t slot;
+    uint64_t key;
 } hent;
 
 typedef struct slot {
@@ -30,15 +37,15 @@ typedef struct slot {
     void *ctx;
     uint32_t gen;
     uint32_t next_free; /* free-list link, valid while free */
-    int in_heap;
 } slot;
 
 struct sim_engine {
-    hent *heap;
+    void *block; /* allocation holding the heap, aligned */
+    hent *heap;  /* heap[1..4] start a cache line */
     size_t n, cap;
     slot *slots;
     size_t n_slots, cap_slots;
-    uint32_t free_head; /* UINT32_MAX = empty */
+    uint32_t free_head; /* MAX_SLOTS+1 = empty */
     uint64_t seq;
     double now;
     size_t live;
@@ -46,12 +53,9 @@ struct sim_engine {
     int stop;
 };
 
-#define NO_SLOT UINT32_MAX
+#define NO_SLOT (MAX_SLOTS + 1)
 
-static inline int before(const hent *a, const hent *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
+static inline int before(const hent *a, const hent *b) { return a->t < b->t || (a->t == b->t && a->key < b->key); }
 
 sim_engine *sim_engine_new(dp_err *err)
 {
@@ -68,16 +72,33 @@ void sim_engine_free(sim_engine *e)
 {
     if (!e)
         return;
-    dp_free(e->heap);
+    dp_free(e->block);
     dp_free(e->slots);
     dp_free(e);
 }
 
-static void sift_up(hent *h, size_t i)
+static int heap_grow(sim_engine *e)
 {
-    hent x = h[i];
+    size_t nc = e->cap ? e->cap * 2 : 256;
+    /* 64 bytes of slack to align, plus 3 entries so heap[1] is aligned */
+    void *blk = dp_malloc(nc * sizeof(hent) + 64 + 3 * sizeof(hent));
+    if (!blk)
+        return -1;
+    uintptr_t p = ((uintptr_t)blk + 63) & ~(uintptr_t)63;
+    hent *h = (hent *)(p + 3 * sizeof(hent)); /* &h[1] = p + 64 */
+    if (e->n)
+        memcpy(h, e->heap, e->n * sizeof(hent));
+    dp_free(e->block);
+    e->block = blk;
+    e->heap = h;
+    e->cap = nc;
+    return 0;
+}
+
+static void sift_up(hent *h, size_t i, hent x)
+{
     while (i > 0) {
-        size_t p = (i - 1) / 4;
+        size_t p = (i - 1) >> 2;
         if (!before(&x, &h[p]))
             break;
         h[i] = h[p];
@@ -86,21 +107,35 @@ static void sift_up(hent *h, size_t i)
     h[i] = x;
 }
 
-static void sift_down(hent *h, size_t n, size_t i)
+static void sift_down(hent *h, size_t n, hent x)
 {
-    hent x = h[i];
+    size_t i = 0;
     for (;;) {
         size_t c = 4 * i + 1;
+        if (c + 3 < n) { /* all four children: the common case, no bounds checks */
+            size_t b = c;
+            if (before(&h[c + 1], &h[b]))
+                b = c + 1;
+            if (before(&h[c + 2], &h[b]))
+                b = c + 2;
+            if (before(&h[c + 3], &h[b]))
+                b = c + 3;
+            if (!before(&h[b], &x))
+                break;
+            h[i] = h[b];
+            i = b;
+            continue;
+        }
         if (c >= n)
             break;
-        size_t best = c, end = c + 4 < n ? c + 4 : n;
-        for (size_t k = c + 1; k < end; k++)
-            if (before(&h[k], &h[best]))
-                best = k;
-        if (!before(&h[best], &x))
+        size_t b = c;
+        for (size_t k = c + 1; k < n; k++)
+            if (before(&h[k], &h[b]))
+                b = k;
+        if (!before(&h[b], &x))
             break;
-        h[i] = h[best];
-        i = best;
+        h[i] = h[b];
+        i = b;
     }
     h[i] = x;
 }
@@ -113,8 +148,10 @@ static uint32_t slot_get(sim_engine *e)
         return s;
     }
     if (e->n_slots == e->cap_slots) {
-        size_t nc = e->cap_slots ? e->cap_slots * 2 : 64;
-        if (nc >= NO_SLOT)
+        size_t nc = e->cap_slots ? e->cap_slots * 2 : 256;
+        if (nc > MAX_SLOTS)
+            nc = MAX_SLOTS;
+        if (nc <= e->n_slots)
             return NO_SLOT;
         slot *ns = dp_realloc(e->slots, nc * sizeof *ns);
         if (!ns)
@@ -126,14 +163,11 @@ static uint32_t slot_get(sim_engine *e)
     return (uint32_t)e->n_slots++;
 }
 
-static void slot_put(sim_engine *e, uint32_t s)
+static inline void slot_put(sim_engine *e, uint32_t s)
 {
     slot *sl = &e->slots[s];
     sl->h = NULL;
-    sl->ctx = NULL;
-    sl->in_heap = 0;
-    sl->gen++;
-    if (sl->gen == 0) /* keep ids non-zero after wrap-around */
+    if (++sl->gen == 0) /* keep ids non-zero after wrap-around */
         sl->gen = 1;
     sl->next_free = e->free_head;
     e->free_head = s;
@@ -141,27 +175,20 @@ static void slot_put(sim_engine *e, uint32_t s)
 
 uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
-    if (!h || isnan(t_s))
+    if (!h || isnan(t_s) || e->seq >= MAX_SEQ)
         return 0;
     if (t_s < e->now)
         t_s = e->now;
-    if (e->n == e->cap) {
-        size_t nc = e->cap ? e->cap * 2 : 256;
-        hent *nh = dp_realloc(e->heap, nc * sizeof *nh);
-        if (!nh)
-            return 0;
-        e->heap = nh;
-        e->cap = nc;
-    }
+    if (e->n == e->cap && heap_grow(e))
+        return 0;
     uint32_t s = slot_get(e);
     if (s == NO_SLOT)
         return 0;
     slot *sl = &e->slots[s];
     sl->h = h;
     sl->ctx = ctx;
-    sl->in_heap = 1;
-    e->heap[e->n] = (hent){.t = t_s, .seq = ++e->seq, .slot = s};
-    sift_up(e->heap, e->n++);
+    hent x = {.t = t_s, .key = (++e->seq << SLOT_BITS) | s};
+    sift_up(e->heap, e->n++, x);
     e->live++;
     return ((uint64_t)sl->gen << 32) | s;
 }
@@ -184,31 +211,26 @@ int sim_cancel(sim_engine *e, uint64_t id)
     return 1;
 }
 
-double sim_now(const sim_engine *e)
+double sim_now(const sim_engine *e) { return e->now; }
+size_t sim_pending(const sim_engine *e) { return e->live; }
+uint64_t sim_events_run(const sim_engine *e) { return e->ran; }
+void sim_stop(sim_engine *e) { e->stop = 1; }
+
+static inline uint32_t slot_of(const hent *x) { return (uint32_t)(x->key & MAX_SLOTS); }
+
+static inline void pop_top(sim_engine *e)
 {
-    return e->now;
-}
-size_t sim_pending(const sim_engine *e)
-{
-    return e->live;
-}
-uint64_t sim_events_run(const sim_engine *e)
-{
-    return e->ran;
-}
-void sim_stop(sim_engine *e)
-{
-    e->stop = 1;
+    hent last = e->heap[--e->n];
+    if (e->n)
+        sift_down(e->heap, e->n, last);
 }
 
 /* Drop cancelled entries from the top so heap[0] (if any) is live. */
 static void drop_cancelled(sim_engine *e)
 {
-    while (e->n && !e->slots[e->heap[0].slot].h) {
-        uint32_t s = e->heap[0].slot;
-        e->heap[0] = e->heap[--e->n];
-        if (e->n)
-            sift_down(e->heap, e->n, 0);
+    while (e->n && !e->slots[slot_of(&e->heap[0])].h) {
+        uint32_t s = slot_of(&e->heap[0]);
+        pop_top(e);
         slot_put(e, s);
     }
 }
@@ -225,14 +247,13 @@ int sim_step(sim_engine *e)
     if (!e->n)
         return 0;
     hent top = e->heap[0];
-    e->heap[0] = e->heap[--e->n];
-    if (e->n)
-        sift_down(e->heap, e->n, 0);
-    slot *sl = &e->slots[top.slot];
+    pop_top(e);
+    uint32_t s = slot_of(&top);
+    slot *sl = &e->slots[s];
     sim_handler h = sl->h;
     void *ctx = sl->ctx;
-    uint64_t id = ((uint64_t)sl->gen << 32) | top.slot;
-    slot_put(e, top.slot); /* before the call: the handler may schedule */
+    uint64_t id = ((uint64_t)sl->gen << 32) | s;
+    slot_put(e, s); /* before the call: the handler may schedule */
     e->live--;
     e->now = top.t;
     e->ran++;
