@@ -87,7 +87,7 @@ void slv_params_default(slv_params *out)
         return;
     out->p = 100.0;
     out->rho = 10.0;
-    out->mu0 = 1e-4;
+    out->mu0 = 1e-5;
     out->mu_decay = 0.1;
     out->eta = 1.0;
     out->eps = 1e-6;

@@ -183,11 +183,14 @@ int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value
 int slv_round_largest_remainder(const slv_problem *p, const double *x, int64_t *out);
 int slv_round_batch(const slv_problem *p, const double *x, int64_t *out);
 
-/* Branch and bound over epoch levels for the integer optimum.  Starts from the
- * incumbent `alloc` (valid, overwritten by the best found), uses at most
- * max_evals level evaluations.  *proven = 1 when the result is optimal;
+/* Branch and bound over epoch levels for the integer optimum.  alloc (n
+ * entries) receives the best allocation found; if have_incumbent it must hold
+ * a valid allocation on entry, which is kept unless beaten.  hint_s is a level
+ * (seconds) to split at first (e.g. the relaxed optimum's, rounded up to whole
+ * batches; -inf = none).  At most max_evals levels are evaluated (0 =
+ * automatic: max(24, 4e7 / N)).  *proven = 1 when alloc is optimal;
  * *int_lb_s = proven lower bound on the integer optimum.  0, DP_ENOMEM. */
-int slv_int_search(const slv_problem *p, int64_t *alloc, long max_evals, long *evals, int *proven,
-                   double *int_lb_s);
+int slv_int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, double hint_s, long max_evals,
+                   long *evals, int *proven, double *int_lb_s);
 
 #endif

@@ -29,7 +29,7 @@
 
 typedef struct alm_state {
     size_t n;
-    gsl_vector *z, *g, *trial, *A, *C, *C0, *capz, *minz;
+    gsl_vector *z, *g, *trial, *A, *C, *C0, *capz, *minz, *scratch, *zprev, *gprev;
     double f0, lambda, mu, step, L;
     long inner, outer;
     int inner_ok;  /* last inner loop met the gradient tolerance */
@@ -41,7 +41,8 @@ typedef struct alm_state {
 static void alm_free(void *vs)
 {
     alm_state *s = vs;
-    gsl_vector **v[] = {&s->z, &s->g, &s->trial, &s->A, &s->C, &s->C0, &s->capz, &s->minz};
+    gsl_vector **v[] = {&s->z,    &s->g,    &s->trial,   &s->A,     &s->C,    &s->C0,
+                        &s->capz, &s->minz, &s->scratch, &s->zprev, &s->gprev};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         if (*v[k]) {
             dp_free((*v[k])->data);
@@ -74,7 +75,8 @@ static int alm_alloc(void *vs, size_t n)
 {
     alm_state *s = vs;
     s->n = n;
-    gsl_vector **v[] = {&s->z, &s->g, &s->trial, &s->A, &s->C, &s->C0, &s->capz, &s->minz};
+    gsl_vector **v[] = {&s->z,    &s->g,    &s->trial,   &s->A,     &s->C,    &s->C0,
+                        &s->capz, &s->minz, &s->scratch, &s->zprev, &s->gprev};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
         if (!(*v[k] = vec_new(n)))
             return DP_ENOMEM;
@@ -84,7 +86,7 @@ static int alm_alloc(void *vs, size_t n)
 /* ||y||_p for y_i = off_i + scale_i z_i (off may be NULL); if grad is given,
  * adds w * d||y||_p / dz_i to it. */
 static double pnorm(const gsl_vector *scale, const gsl_vector *off, const gsl_vector *z, double p,
-                    gsl_vector *grad, double w)
+                    gsl_vector *grad, double w, double *scratch)
 {
     size_t n = z->size;
     double m = 0;
@@ -95,17 +97,21 @@ static double pnorm(const gsl_vector *scale, const gsl_vector *off, const gsl_ve
     }
     if (!(m > 0))
         return m == 0 ? 0 : NAN;
+    /* one pow per entry: r_i = (y_i/m)^(p-1), then (y_i/m)^p = r_i * y_i/m
+     * and the gradient (y_i/||y||)^(p-1) = r_i * (m/||y||)^(p-1) */
     double acc = 0;
     for (size_t i = 0; i < n; i++) {
-        double y = (off ? off->data[i] : 0) + scale->data[i] * z->data[i];
-        acc += pow(y / m, p);
+        double u = ((off ? off->data[i] : 0) + scale->data[i] * z->data[i]) / m;
+        double r = u > 0 ? pow(u, p - 1) : 0;
+        scratch[i] = r;
+        acc += r * u;
     }
     double nrm = m * pow(acc, 1.0 / p);
-    if (grad)
-        for (size_t i = 0; i < n; i++) {
-            double y = (off ? off->data[i] : 0) + scale->data[i] * z->data[i];
-            grad->data[i] += w * scale->data[i] * pow(y / nrm, p - 1);
-        }
+    if (grad) {
+        double f = w * pow(m / nrm, p - 1);
+        for (size_t i = 0; i < n; i++)
+            grad->data[i] += f * scale->data[i] * scratch[i];
+    }
     return nrm;
 }
 
@@ -132,8 +138,8 @@ static double lagr(alm_state *s, const gsl_vector *z, double E, double rho, doub
     double h = sum - 1;
     if (grad)
         gsl_vector_set_zero(s->g);
-    double fs = pnorm(s->A, NULL, z, p, grad ? s->g : NULL, 1.0 / s->f0);
-    double ft = pnorm(s->C, s->C0, z, p, grad ? s->g : NULL, E / s->f0);
+    double fs = pnorm(s->A, NULL, z, p, grad ? s->g : NULL, 1.0 / s->f0, s->scratch->data);
+    double ft = pnorm(s->C, s->C0, z, p, grad ? s->g : NULL, E / s->f0, s->scratch->data);
     double L = (fs + E * ft) / s->f0 + s->lambda * h + 0.5 * rho * h * h - s->mu * barrier + 0.5 * rho * pen;
     if (grad)
         for (size_t i = 0; i < n; i++) {
@@ -164,8 +170,8 @@ static int alm_set(void *vs, const slv_problem *p, const slv_params *prm)
         s->z->data[i] = 1.0 / (double)n; /* the paper's uniform start */
     }
     s->f0 = 1;
-    double f0 =
-        pnorm(s->A, NULL, s->z, prm->p, NULL, 0) + p->epochs * pnorm(s->C, s->C0, s->z, prm->p, NULL, 0);
+    double f0 = pnorm(s->A, NULL, s->z, prm->p, NULL, 0, s->scratch->data) +
+                p->epochs * pnorm(s->C, s->C0, s->z, prm->p, NULL, 0, s->scratch->data);
     s->f0 = (isfinite(f0) && f0 > 0) ? f0 : 1;
     s->lambda = 0;
     s->mu = prm->mu0;
@@ -182,6 +188,8 @@ static int alm_iterate(void *vs, const slv_problem *p, const slv_params *prm)
         return 0;
     double E = p->epochs, rho = prm->rho, pp = prm->p;
     double L = lagr(s, s->z, E, rho, pp, 1);
+    enum { NM = 10 };
+    double hist[NM] = {0};
     s->inner_ok = 0;
     for (int k = 0; k < prm->zeta; k++) {
         double gn = gsl_blas_dnrm2(s->g);
@@ -194,13 +202,31 @@ static int alm_iterate(void *vs, const slv_problem *p, const slv_params *prm)
             break;
         }
         s->inner++;
+        /* Barzilai-Borwein step (s's / s'y from the last move) as the first
+         * trial: plain gradient steps crawl on the p = 100 surrogate */
         double t = s->step, Lt = HUGE_VAL;
+        /* non-monotone Armijo (Grippo et al.; Raydan's global BB): compare
+         * with the worst of the last NM values so BB steps are not cut */
+        double Lref = L;
+        for (int j = 0; j < NM && j < k; j++)
+            Lref = hist[j] > Lref ? hist[j] : Lref;
+        if (k > 0) {
+            double ss, sy;
+            gsl_vector_memcpy(s->trial, s->z);
+            gsl_vector_sub(s->trial, s->zprev);
+            gsl_vector_memcpy(s->scratch, s->g);
+            gsl_vector_sub(s->scratch, s->gprev);
+            gsl_blas_ddot(s->trial, s->trial, &ss);
+            gsl_blas_ddot(s->trial, s->scratch, &sy);
+            if (sy > 0 && ss > 0)
+                t = ss / sy < prm->eta ? ss / sy : prm->eta;
+        }
         int ok = 0;
         for (int half = 0; half < 80; half++) {
             gsl_vector_memcpy(s->trial, s->z);
             gsl_blas_daxpy(-t, s->g, s->trial);
             Lt = lagr(s, s->trial, E, rho, pp, 0);
-            if (Lt <= L - 1e-4 * t * gn * gn) {
+            if (Lt <= Lref - 1e-4 * t * gn * gn) {
                 ok = 1;
                 break;
             }
@@ -212,9 +238,12 @@ static int alm_iterate(void *vs, const slv_problem *p, const slv_params *prm)
             s->inner_ok = gn < 1e3 * prm->eps;
             break;
         }
+        gsl_vector_memcpy(s->zprev, s->z);
+        gsl_vector_memcpy(s->gprev, s->g);
         gsl_vector_memcpy(s->z, s->trial);
         /* remember the step; try a larger one next time (up to eta) */
         s->step = 2 * t < prm->eta ? 2 * t : prm->eta;
+        hist[k % NM] = L;
         L = lagr(s, s->z, E, rho, pp, 1);
     }
     double sum = 0;

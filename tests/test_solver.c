@@ -207,6 +207,38 @@ Test(solver, excluding_a_slow_link_device_pays_off)
     slv_result_free(r);
 }
 
+Test(solver, relaxed_with_exclusion_is_min_over_comm_prefixes)
+{
+    /* MODEL.md: with allow_exclude the relaxed optimum is the minimum over
+     * prefixes of the devices sorted by comm_i of the plain LP */
+    rng_state = 2718;
+    for (int trial = 0; trial < 40; trial++) {
+        prob q;
+        size_t n = 2 + (size_t)(urand() * 6);
+        prob_init(&q, n, 1 + (int)(urand() * 30), 1000 + (int64_t)(urand() * 9000));
+        q.p.comm_s = q.comm;
+        q.p.allow_exclude = 1;
+        for (size_t i = 0; i < n; i++) {
+            q.a[i] = 0.001 + urand() * 0.02;
+            q.b[i] = 1 + (int)(urand() * 16);
+            q.t[i] = (0.001 + urand() * 0.05) * q.b[i];
+            q.comm[i] = i * 2.0 + urand(); /* index order = comm order */
+        }
+        double v, best = HUGE_VAL;
+        cr_assert_eq(slv_relaxed_solve(&q.p, NULL, &v, NULL), 0);
+        for (size_t k = 1; k <= n; k++) {
+            slv_problem sub = q.p;
+            sub.n = k;
+            sub.allow_exclude = 0;
+            double vk;
+            cr_assert_eq(slv_relaxed_solve(&sub, NULL, &vk, NULL), 0);
+            if (vk < best)
+                best = vk;
+        }
+        cr_expect_float_eq(v, best, 1e-9 * best, "trial %d: %.12g vs prefixes %.12g", trial, v, best);
+    }
+}
+
 /* ---- brute force ------------------------------------------------------------ */
 
 static void random_small(prob *q, int variant)
