@@ -1,18 +1,300 @@
-/* cmd_sweep.c: placeholder until sweeps land (issue 6). */
+/* cmd_sweep.c: dpsim sweep (a grid of scenario variations) and dpsim merge
+ * (results databases, e.g. the shards of a sweep).  The work is in
+ * sim/sweep/sweep.c; this file parses options, reads the scenario text
+ * once and turns SIGINT/SIGTERM into a stop request. */
 #include "cli/cli.h"
+#include "cli/runner.h"
+#include "sweep/sweep.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void sweep_help(void)
+{
+    printf("usage: dpsim sweep SCENARIO --vary KEY=SPEC [--vary ...] [options]\n\n"
+           "Run policies over a grid of scenario variations in parallel worker\n"
+           "processes; every run is stored in the results database the moment it\n"
+           "ends, so an interrupted sweep resumes where it stopped when the same\n"
+           "command runs again.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
+           "  -V, --vary KEY=SPEC   vary a scenario value (several: the cartesian product)\n"
+           "                          KEY   an override path: devices.rtx3090.link.down,\n"
+           "                                devices.cpu4.count, training.epochs,\n"
+           "                                wan.hz-remote.bandwidth, policies.ddp.bucket\n"
+           "                          SPEC  a list         10Mbps,100Mbps,1Gbps\n"
+           "                                a range        1..8  0..4:step=2  10ms..50ms:step=10ms\n"
+           "                                               0.1..1:lin:10 (10 evenly spaced values)\n"
+           "                                a log range    10Mbps..10Gbps:log:7\n"
+           "  -p, --policy LIST     ddp,deepspeed,cadp or all (default all)\n"
+           "      --seeds N         seeds 1..N per point when the scenario has randomness\n"
+           "                        (compute noise); without it seed 1 only (default 1)\n"
+           "  -j, --jobs J          worker processes (default: the number of cores)\n"
+           "  -d, --db FILE         results database (default results.db)\n"
+           "      --shard K/N       run only the K-th of N disjoint slices of the grid\n"
+           "                        (points p with p %% N == K-1), e.g. in a Slurm job array:\n"
+           "                        --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT;\n"
+           "                        then: dpsim merge all.db shard-*.db\n"
+           "      --retry-failed    run again the points stored as failed\n"
+           "  -q, --quiet           no progress, no summary\n"
+           "  -h, --help            this help\n\n"
+           "A point where every device group has count 0 is skipped with a note; a\n"
+           "point that cannot run is stored as failed with its error.  Ctrl-C (or\n"
+           "SIGTERM) stops cleanly: runs in flight finish, a second one abandons them.\n"
+           "Exit codes: 0 every run stored (some may have failed: see the summary),\n"
+           "1 interrupted or a database error, 2 bad usage (bad SPEC, unknown KEY).\n");
+}
+
+static void merge_help(void)
+{
+    printf("usage: dpsim merge OUT.db IN.db [IN.db ...]\n\n"
+           "Copy the scenarios, sweeps and runs (with their device, epoch, FLOPS and\n"
+           "timeline rows) of each IN database into OUT (created if absent), in one\n"
+           "transaction.  Runs already in OUT are skipped: a sweep run when OUT has the\n"
+           "same sweep spec, point, policy, seed and version (a failed one is replaced\n"
+           "by an ok one); another run when OUT has one with the same scenario, policy,\n"
+           "seed, version, start time and overrides.  So merging the shards of a sweep\n"
+           "gives the sweep, and merging twice changes nothing.\n\n"
+           "Exit codes: 0 ok, 1 database error (OUT unchanged), 2 bad usage.\n");
+}
+
+static volatile sig_atomic_t stop_requests;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (stop_requests < 100)
+        stop_requests++;
+}
+
+/* The scenario text, read once so every point runs the same text. */
+static char *read_text(const char *path, size_t *len, dp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        dp_err_set(err, DP_EINPUT, "%s: cannot read the scenario: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    const size_t limit = 64u << 20; /* the loader's limit; it reports a larger file */
+    char *buf = dp_malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap || n > limit)
+            break;
+        char *nb = dp_realloc(buf, 2 * cap + 1);
+        if (!nb) {
+            dp_free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) {
+        dp_err_set(err, DP_ENOMEM, "%s: out of memory reading the scenario", path);
+        return NULL;
+    }
+    if (bad) {
+        dp_free(buf);
+        dp_err_set(err, DP_EINPUT, "%s: error reading the scenario", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int need(int *i, int argc, char **argv, const char *what)
+{
+    if (*i + 1 >= argc)
+        return cli_usage_error("sweep", "%s needs %s", argv[*i], what);
+    ++*i;
+    return 0;
+}
 
 int cmd_sweep(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "dpsim sweep: not available in this build\n");
-    return EXIT_RUN;
+    const char *file = NULL, *plist = NULL, *shard = NULL;
+    sweep_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.db_path = "results.db";
+    cfg.seeds = 1;
+    cfg.shard_k = cfg.shard_n = 1;
+    cfg.progress = 1;
+    cfg.summary_out = stdout;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg.jobs = ncpu > 0 ? (unsigned)(ncpu > 1024 ? 1024 : ncpu) : 1;
+    dp_err err = {0};
+    sweep_grid *g = sweep_grid_new(&err);
+    if (!g)
+        return cli_fail(&err);
+    int rc = EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        uint64_t v;
+        if (cli_is_help(a)) {
+            sweep_help();
+            goto out;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--vary")) {
+            if ((rc = need(&i, argc, argv, "KEY=SPEC")))
+                goto out;
+            if (sweep_grid_add(g, argv[i], &err)) {
+                rc = err.code == DP_EINPUT ? cli_usage_error("sweep", "%s", err.msg) : cli_fail(&err);
+                goto out;
+            }
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--policy")) {
+            if ((rc = need(&i, argc, argv, "a list")))
+                goto out;
+            plist = argv[i];
+        } else if (!strcmp(a, "--seeds")) {
+            if ((rc = need(&i, argc, argv, "a number")))
+                goto out;
+            if (cli_parse_u64(argv[i], &v) || v < 1 || v > SWEEP_MAX_SEEDS) {
+                rc = cli_usage_error("sweep", "--seeds %s: want 1 to %d", argv[i], SWEEP_MAX_SEEDS);
+                goto out;
+            }
+            cfg.seeds = (unsigned)v;
+        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
+            if ((rc = need(&i, argc, argv, "a number")))
+                goto out;
+            if (cli_parse_u64(argv[i], &v) || v < 1 || v > 1024) {
+                rc = cli_usage_error("sweep", "--jobs %s: want 1 to 1024", argv[i]);
+                goto out;
+            }
+            cfg.jobs = (unsigned)v;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
+            if ((rc = need(&i, argc, argv, "a file")))
+                goto out;
+            cfg.db_path = argv[i];
+        } else if (!strcmp(a, "--shard")) {
+            if ((rc = need(&i, argc, argv, "K/N")))
+                goto out;
+            shard = argv[i];
+        } else if (!strcmp(a, "--retry-failed")) {
+            cfg.retry_failed = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            cfg.progress = 0;
+            cfg.summary_out = NULL;
+        } else if (a[0] == '-' && a[1]) {
+            rc = cli_usage_error("sweep", "unknown option '%s'", a);
+            goto out;
+        } else if (file) {
+            rc = cli_usage_error("sweep", "one scenario at a time (got '%s' and '%s')", file, a);
+            goto out;
+        } else {
+            file = a;
+        }
+    }
+    if (!file) {
+        rc = cli_usage_error("sweep", "missing SCENARIO");
+        goto out;
+    }
+    if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
+        rc = cli_usage_error("sweep", "%s", err.msg);
+        goto out;
+    }
+    int np = runner_parse_policies(plist, cfg.policies, POLICY_COUNT, &err);
+    if (np < 0) {
+        rc = cli_usage_error("sweep", "%s", err.msg);
+        goto out;
+    }
+    cfg.n_policies = (size_t)np;
+    cfg.grid = g;
+
+    char *text = NULL;
+    char dir[4096];
+    if (strcmp(file, "builtin:paper-testbed") == 0) {
+        cfg.src = (sweep_source){"<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
+                                 dpsim_builtin_paper_testbed_len, NULL};
+    } else {
+        size_t len = 0;
+        if (!(text = read_text(file, &len, &err))) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+        /* Traces resolve against the scenario's directory, as in `run`. */
+        const char *slash = strrchr(file, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == file)
+            snprintf(dir, sizeof dir, "/");
+        else
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - file), file);
+        cfg.src = (sweep_source){file, text, len, dir};
+    }
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: poll() returns so the stop is seen at once */
+    stop_requests = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    cfg.stop = &stop_requests;
+
+    sweep_stats st;
+    int e = sweep_run(&cfg, &st, &err);
+
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    fflush(stdout);
+    if (e == DP_EINPUT)
+        rc = cli_usage_error("sweep", "%s", err.msg);
+    else if (e)
+        rc = cli_fail(&err);
+    dp_free(text);
+out:
+    sweep_grid_free(g);
+    return rc;
 }
 
 int cmd_merge(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "dpsim merge: not available in this build\n");
-    return EXIT_RUN;
+    const char *out = NULL;
+    const char **in = dp_calloc(argc > 1 ? (size_t)argc : 1, sizeof *in);
+    size_t n_in = 0;
+    int rc = EXIT_OK;
+    if (!in) {
+        fprintf(stderr, "dpsim merge: out of memory\n");
+        return EXIT_RUN;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            merge_help();
+            goto done;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            rc = cli_usage_error("merge", "unknown option '%s'", argv[i]);
+            goto done;
+        }
+        if (!out)
+            out = argv[i];
+        else
+            in[n_in++] = argv[i];
+    }
+    if (!out || n_in == 0) {
+        rc = cli_usage_error("merge", "want OUT.db and at least one IN.db");
+        goto done;
+    }
+    dp_err err = {0};
+    sweep_merge_stats ms;
+    int e = sweep_merge(out, in, n_in, &ms, &err);
+    if (e == DP_EINPUT)
+        rc = cli_usage_error("merge", "%s", err.msg);
+    else if (e)
+        rc = cli_fail(&err);
+    else
+        printf("merged %zu database%s into %s: %zu runs added, %zu already there, %zu failed runs replaced; "
+               "%zu scenarios and %zu sweeps added\n",
+               n_in, n_in == 1 ? "" : "s", out, ms.runs_added, ms.runs_skipped, ms.runs_replaced,
+               ms.scenarios_added, ms.sweeps_added);
+done:
+    dp_free((void *)in);
+    return rc;
 }

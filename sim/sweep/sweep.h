@@ -1,0 +1,170 @@
+/* sweep.h: many runs over a grid of scenario variations (`dpsim sweep`),
+ * run by worker processes, stored in the results database, resumable, and
+ * the merge of several results databases (`dpsim merge`).
+ *
+ * A grid is a list of axes.  Each axis is `KEY=SPEC`: KEY a scenario
+ * override path (scenario.h, e.g. `devices.rtx3090.link.down`), SPEC
+ *     a list           10Mbps,100Mbps,1Gbps     (values passed as written)
+ *     a linear range   1..8  1..8:step=2  10ms..50ms:step=10ms  0..1:lin:5
+ *     a log range      10Mbps..10Gbps:log:7
+ * Range values are printed with 10 significant digits in the unit of the
+ * start ("31.6227766Mbps"), so the text of every value, hence of every
+ * point, is the same each time the spec is expanded.  Range endpoints and
+ * steps carry a unit on both ends or on none.
+ *
+ * The grid is the cartesian product of the axes in the order given, the
+ * first axis outermost; point p (0-based) has axis a at value
+ * (p / product of the later axes' lengths) % length(a).  A point's identity
+ * in the database is its point_json: {"KEY":"VALUE",...} with the keys in
+ * axis order and each VALUE exactly the override text.
+ *
+ * Sharding: shard K of N (1 <= K <= N) holds the points p with
+ * p % N == K - 1; the N shards are disjoint and cover the grid, and
+ * round-robin keeps slow corners of the grid spread over the shards.
+ *
+ * Ownership: sweep_grid_new / sweep_grid_free; strings returned by getters
+ * are borrowed and live as long as the grid; functions returning char * give
+ * a dp_malloc'd string the caller dp_frees.
+ */
+#ifndef DP_SWEEP_H
+#define DP_SWEEP_H
+
+#include "dp_common.h"
+#include "policy/policy.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SWEEP_MAX_AXES   16
+#define SWEEP_MAX_VALUES 100000  /* values on one axis */
+#define SWEEP_MAX_RUNS   1000000 /* points x policies x seeds in one sweep */
+#define SWEEP_MAX_SEEDS  10000
+
+typedef struct sweep_grid sweep_grid;
+
+sweep_grid *sweep_grid_new(dp_err *err);
+void sweep_grid_free(sweep_grid *g);
+/* Add an axis from "KEY=SPEC" (the text of one --vary).  DP_EINPUT, with a
+ * message starting "--vary ARG:", for a bad SPEC, a key given twice, more
+ * than SWEEP_MAX_AXES axes, a value listed twice or a grid of more than
+ * SWEEP_MAX_RUNS points.  The key is not checked against a scenario here
+ * (see sweep_grid_check). */
+int sweep_grid_add(sweep_grid *g, const char *arg, dp_err *err);
+
+size_t sweep_grid_n_axes(const sweep_grid *g);
+size_t sweep_grid_n_points(const sweep_grid *g); /* product of the axis lengths; 1 with no axis */
+const char *sweep_grid_key(const sweep_grid *g, size_t axis);
+const char *sweep_grid_spec(const sweep_grid *g, size_t axis);
+size_t sweep_grid_n_values(const sweep_grid *g, size_t axis);
+const char *sweep_grid_value(const sweep_grid *g, size_t axis, size_t i);
+/* Value of `axis` at point `point` (< sweep_grid_n_points). */
+const char *sweep_point_value(const sweep_grid *g, size_t point, size_t axis);
+/* {"KEY":"VALUE",...}; NULL when out of memory. */
+char *sweep_point_json(const sweep_grid *g, size_t point);
+/* "KEY=VALUE, KEY=VALUE" for messages and tables; NULL when out of memory. */
+char *sweep_point_label(const sweep_grid *g, size_t point);
+
+/* Parse "K/N" (1 <= K <= N <= 1000000).  DP_EINPUT naming the text. */
+int sweep_shard_parse(const char *text, unsigned *k, unsigned *n, dp_err *err);
+/* 1 if point belongs to shard k of n. */
+int sweep_in_shard(size_t point, unsigned k, unsigned n);
+
+/* The canonical sweep definition stored in sweeps.spec_json:
+ * {"scenario_hash":"16 hex","vary":[["KEY","SPEC"],...],"policies":[...],
+ *  "seeds":N}, policies in policy_kind order whatever order they were given
+ * in.  Jobs and shard are left out: the shards of one sweep share its
+ * identity, which is what lets `dpsim merge` put them back together. */
+char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_kind *pk, size_t n_pk,
+                      unsigned seeds);
+
+/* The scenario a sweep varies: its text read once, so that every point
+ * runs the same text even if the file is edited meanwhile. */
+typedef struct sweep_source {
+    const char *name; /* file name for messages and scenario.path */
+    const char *text;
+    size_t len;
+    const char *base_dir; /* traces resolve against it; NULL = cwd */
+} sweep_source;
+
+/* Total device count at a point computed from the base scenario and the
+ * point's `devices.NAME.count` values, or -1 when a count value is not a
+ * whole number (the loader then reports it). */
+long sweep_point_devices(const sweep_grid *g, const scn_scenario *base, size_t point);
+
+/* Check every axis against the scenario: each value, applied alone, must
+ * load (unless it leaves no device at all).  So an unknown key or a value
+ * the loader rejects in itself is bad usage (DP_EINPUT "--vary KEY=SPEC:
+ * value 'V': loader message"), while a combination of good values that
+ * does not load or run is stored as a failed point. */
+int sweep_grid_check(const sweep_grid *g, const sweep_source *src, const scn_scenario *base, dp_err *err);
+
+typedef struct sweep_cfg {
+    sweep_source src;
+    const sweep_grid *grid;
+    policy_kind policies[POLICY_COUNT];
+    size_t n_policies;
+    unsigned seeds;            /* asked for (>= 1); see sweep_stats.seeds */
+    unsigned jobs;             /* worker processes (>= 1) */
+    unsigned shard_k, shard_n; /* 1, 1 = the whole grid */
+    const char *db_path;
+    int retry_failed;   /* re-run points stored as failed */
+    int progress;       /* 0 none; 1 a bar on a terminal, else a line every 5 s */
+    FILE *progress_out; /* NULL = stderr */
+    FILE *summary_out;  /* NULL = no summary table */
+    /* Set (incremented) by the caller's SIGINT/SIGTERM handler; NULL =
+     * never.  1: no new runs start, runs in flight finish and are stored.
+     * 2 or more: runs in flight are abandoned (workers killed; nothing
+     * partial is stored since each run is one transaction). */
+    volatile sig_atomic_t *stop;
+} sweep_cfg;
+
+typedef struct sweep_stats {
+    int64_t sweep_id;
+    size_t points;               /* points in this shard */
+    size_t points_nodev;         /* skipped: no device at all */
+    size_t runs;                 /* runs in this shard: points with devices x policies x seeds */
+    size_t runs_before;          /* stored by an earlier invocation, skipped */
+    size_t runs_ok, runs_failed; /* run now */
+    size_t runs_left;            /* not run (interrupted or a worker died) */
+    unsigned seeds;              /* seeds run per point: cfg.seeds, or 1 without randomness */
+    int stochastic;              /* the scenario (or an axis) has compute noise */
+    int interrupted;
+    unsigned jobs;    /* workers actually started */
+    double elapsed_s; /* host seconds */
+} sweep_stats;
+
+/* Run the sweep: load and check the scenario and grid, register the sweep
+ * (store_sweep_get_or_create), skip runs stored already, run the rest in
+ * cfg->jobs forked workers that each open their own connection and commit
+ * every run (ok or failed) as it completes, report progress, and print the
+ * summary per policy to cfg->summary_out.
+ * Seeds: the seed only feeds compute noise (MODEL.md section 3; traces are
+ * deterministic), so without noise in the scenario or on an axis one seed
+ * suffices and only seed 1 runs; otherwise seeds 1..cfg->seeds.
+ * Returns 0 when every run of the shard is stored (some may be stored as
+ * failed: stats says how many); DP_EINPUT for bad input (nothing run);
+ * DP_ERUN when interrupted, when the database fails or a worker dies
+ * (runs stored so far stay; running the same sweep again resumes). */
+int sweep_run(const sweep_cfg *cfg, sweep_stats *stats, dp_err *err);
+
+typedef struct sweep_merge_stats {
+    size_t scenarios_added, sweeps_added;
+    size_t runs_added;    /* copied with their child rows */
+    size_t runs_skipped;  /* present in OUT already */
+    size_t runs_replaced; /* a failed sweep run in OUT replaced by an ok one */
+} sweep_merge_stats;
+
+/* Merge results databases in_paths[0..n_in) into out_path (created when
+ * absent) in one transaction: scenarios matched by hash, sweeps by
+ * spec_json, runs with their device, epoch, FLOPS and segment rows, ids
+ * remapped.  A sweep run whose (sweep spec, point, policy, seed, version)
+ * is in OUT already is skipped (or, if OUT's is failed and this one ok,
+ * replaces it); a run outside sweeps is skipped when OUT has one with the
+ * same (scenario hash, policy, seed, version, started_at, overrides).
+ * DP_EINPUT for a missing input or an input that is OUT itself; DP_ERUN for
+ * database errors, after which OUT is unchanged. */
+int sweep_merge(const char *out_path, const char *const *in_paths, size_t n_in, sweep_merge_stats *ms,
+                dp_err *err);
+
+#endif
