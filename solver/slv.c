@@ -99,12 +99,15 @@ void slv_params_default(slv_params *out)
 
 /* ---- validation ---------------------------------------------------------- */
 
-static void devname(const slv_problem *p, size_t i, char *buf, size_t len)
+/* "device i (name)": formatted only when a message needs it (an snprintf
+ * per device would be a tenth of the solve time at N = 10^6). */
+static const char *devname(const slv_problem *p, size_t i, char *buf, size_t len)
 {
     if (p->names && p->names[i])
         snprintf(buf, len, "device %zu (%s)", i, p->names[i]);
     else
         snprintf(buf, len, "device %zu", i);
+    return buf;
 }
 
 int slv_problem_check(const slv_problem *p, dp_err *err)
@@ -129,45 +132,46 @@ int slv_problem_check(const slv_problem *p, dp_err *err)
     int64_t min_sum = 0, cap_sum = 0;
     int uncapped = 0;
     for (size_t i = 0; i < p->n; i++) {
-        devname(p, i, dn, sizeof dn);
         double a = p->send_s[i];
         if (!isfinite(a) || a <= 0)
             return dp_err_set(err, DP_EINPUT,
                               "solver: %s: send time per sample %g s is not finite and > 0 "
                               "(zero or infinite bandwidth?)",
-                              dn, a);
+                              devname(p, i, dn, sizeof dn), a);
         if (p->batch[i] < 1)
-            return dp_err_set(err, DP_EINPUT, "solver: %s: batch size %d, need >= 1", dn, p->batch[i]);
+            return dp_err_set(err, DP_EINPUT, "solver: %s: batch size %d, need >= 1",
+                              devname(p, i, dn, sizeof dn), p->batch[i]);
         double t = p->batch_s[i];
         if (!isfinite(t) || t <= 0)
-            return dp_err_set(err, DP_EINPUT, "solver: %s: seconds per batch %g is not finite and > 0", dn,
-                              t);
+            return dp_err_set(err, DP_EINPUT, "solver: %s: seconds per batch %g is not finite and > 0",
+                              devname(p, i, dn, sizeof dn), t);
         if (p->comm_s) {
             double c = p->comm_s[i];
             if (!isfinite(c) || c < 0)
                 return dp_err_set(err, DP_EINPUT,
-                                  "solver: %s: model exchange time %g s is not finite and >= 0", dn, c);
+                                  "solver: %s: model exchange time %g s is not finite and >= 0",
+                                  devname(p, i, dn, sizeof dn), c);
         }
         int64_t cap = p->cap ? p->cap[i] : -1;
         int64_t mn = p->min_share ? p->min_share[i] : 0;
         if (cap >= 0 && cap < p->batch[i])
             return dp_err_set(err, DP_EINPUT,
-                              "solver: %s: cannot hold one batch (cap %lld samples < batch size %d)", dn,
-                              (long long)cap, p->batch[i]);
+                              "solver: %s: cannot hold one batch (cap %lld samples < batch size %d)",
+                              devname(p, i, dn, sizeof dn), (long long)cap, p->batch[i]);
         if (mn < 0)
-            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld is negative", dn,
-                              (long long)mn);
+            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld is negative",
+                              devname(p, i, dn, sizeof dn), (long long)mn);
         if (mn > p->samples)
-            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld exceeds the dataset (%lld)", dn,
-                              (long long)mn, (long long)p->samples);
+            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld exceeds the dataset (%lld)",
+                              devname(p, i, dn, sizeof dn), (long long)mn, (long long)p->samples);
         if (cap >= 0 && mn > cap)
-            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld exceeds its cap %lld", dn,
-                              (long long)mn, (long long)cap);
+            return dp_err_set(err, DP_EINPUT, "solver: %s: minimum share %lld exceeds its cap %lld",
+                              devname(p, i, dn, sizeof dn), (long long)mn, (long long)cap);
         min_sum += mn;
         if (min_sum > p->samples)
             return dp_err_set(err, DP_EINPUT,
-                              "solver: infeasible: minimum shares up to %s sum to %lld > dataset %lld", dn,
-                              (long long)min_sum, (long long)p->samples);
+                              "solver: infeasible: minimum shares up to %s sum to %lld > dataset %lld",
+                              devname(p, i, dn, sizeof dn), (long long)min_sum, (long long)p->samples);
         if (cap < 0)
             uncapped = 1;
         else if (cap_sum < p->samples)
