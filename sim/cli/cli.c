@@ -19,6 +19,7 @@ static const command commands[] = {
     {"reproduce", cmd_reproduce, "reproduce the paper's Table 3 (dpsim reproduce table3)"},
     {"runs", cmd_runs, "list the runs stored in a results database"},
     {"show", cmd_show, "print a stored run again"},
+    {"rerun", cmd_rerun, "simulate a stored run again and compare, bit for bit"},
     {"export", cmd_export, "write the results database as CSV files"},
     {"plot", cmd_plot, "draw plots from a results database with gnuplot"},
     {"sweep", cmd_sweep, "run a grid of scenario variations in parallel"},

@@ -17,6 +17,7 @@ int cmd_solve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_rerun(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* cmd_db.c: dpsim runs | show | export: reading the results database. */
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "policy/policy.h"
 #include "store/store.h"
 
 #include <stdlib.h>
@@ -153,4 +154,99 @@ int cmd_export(int argc, char **argv)
         return cli_fail(&err);
     printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments}.csv\n", dir);
     return EXIT_OK;
+}
+
+/* dpsim rerun RUN: simulate a stored run again from what the database holds
+ * (scenario text, overrides, policy, seed) and compare every stored figure
+ * bit for bit.  Exit 0 when identical, 1 when anything differs. */
+int cmd_rerun(int argc, char **argv)
+{
+    const char *db = "results.db", *id_s = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: dpsim rerun RUN [--db FILE]\n\n"
+                   "Simulate a stored run again from what the database holds (the scenario\n"
+                   "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
+                   "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
+                   "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
+                   "scenario are resolved against the current directory.\n\n"
+                   "Exit 0 when identical, 1 when anything differs or the run fails.\n");
+            return EXIT_OK;
+        }
+        int rc = 0;
+        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
+            rc = need_arg(&i, argc, argv, "rerun", &db);
+        else if (argv[i][0] == '-' || id_s)
+            return cli_usage_error("rerun", "unexpected argument '%s'", argv[i]);
+        else
+            id_s = argv[i];
+        if (rc)
+            return rc;
+    }
+    uint64_t id;
+    if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
+        return cli_usage_error("rerun", "RUN must be a run id as listed by 'dpsim runs' (got '%s')", id_s ? id_s : "");
+    dp_err err = {0};
+    store *st = store_open(db, 1, &err);
+    if (!st)
+        return cli_fail(&err);
+    res_run *old = NULL, *now = NULL;
+    char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
+    size_t n_ovs = 0;
+    uint64_t seed = 0;
+    scn_scenario *s = NULL;
+    scn_override *ov = NULL;
+    int rc = store_get_run(st, (int64_t)id, &old, &err);
+    if (!rc)
+        rc = store_get_run_source(st, (int64_t)id, &text, &name, &ovs, &n_ovs, &policy, &seed, &err);
+    if (!rc && n_ovs && !(ov = dp_calloc(n_ovs, sizeof *ov)))
+        rc = dp_err_set(&err, DP_ENOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < n_ovs; k++)
+        if (cli_parse_override(ovs[k], &ov[k]))
+            rc = dp_err_set(&err, DP_ERUN, "run #%llu: stored override '%s' is not KEY=VALUE", (unsigned long long)id,
+                            ovs[k]);
+    if (!rc) {
+        char label[160];
+        snprintf(label, sizeof label, "<run #%llu: %s>", (unsigned long long)id, name);
+        s = scn_load_string(label, text, strlen(text), NULL, ov, n_ovs, &err);
+        if (!s)
+            rc = err.code ? err.code : DP_ERUN;
+    }
+    int k = policy ? policy_by_name(policy) : -1;
+    if (!rc && k < 0)
+        rc = dp_err_set(&err, DP_ERUN, "run #%llu: unknown policy '%s'", (unsigned long long)id, policy);
+    if (!rc && !(now = policy_run((policy_kind)k, s, seed, &err)))
+        rc = err.code;
+    int same = 0;
+    if (!rc) {
+#define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0)
+        same = SAME(old->tsend_s, now->tsend_s) && SAME(old->ttraining_s, now->ttraining_s) &&
+               SAME(old->ttotal_s, now->ttotal_s) && SAME(old->tflops, now->tflops) &&
+               SAME(old->utilization, now->utilization) && old->events == now->events &&
+               old->n_devices == now->n_devices && old->n_epochs == now->n_epochs;
+        for (size_t d = 0; same && d < old->n_devices; d++) {
+            const res_device *a = &old->devices[d], *b = &now->devices[d];
+            same = a->samples == b->samples && a->batches == b->batches && SAME(a->compute_s, b->compute_s) &&
+                   SAME(a->send_s, b->send_s) && SAME(a->recv_s, b->recv_s) && SAME(a->wait_s, b->wait_s) &&
+                   SAME(a->bytes_sent, b->bytes_sent) && SAME(a->bytes_recv, b->bytes_recv);
+        }
+        for (size_t e = 0; same && e < old->n_epochs; e++)
+            same = SAME(old->epochs[e].end_s, now->epochs[e].end_s);
+#undef SAME
+        printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n", (unsigned long long)id,
+               name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
+               same ? "identical" : "DIFFERENT");
+    }
+    res_run_free(old);
+    res_run_free(now);
+    scn_free(s);
+    dp_free(ov);
+    dp_free(text);
+    dp_free(name);
+    dp_free(policy);
+    store_strings_free(ovs, n_ovs);
+    store_close(st);
+    if (rc)
+        return cli_fail(&err);
+    return same ? EXIT_OK : EXIT_RUN;
 }
