@@ -152,6 +152,15 @@ int slv_problem_check(const slv_problem *p, dp_err *err)
                                   "solver: %s: model exchange time %g s is not finite and >= 0",
                                   devname(p, i, dn, sizeof dn), c);
         }
+        /* the whole dataset on one device must still be a finite time, or
+         * products in the search would overflow to inf */
+        double comm0 = p->comm_s ? p->comm_s[i] : 0.0;
+        double worst = a * (double)p->samples +
+                       (double)p->epochs * (comm0 + t * ceil((double)p->samples / p->batch[i])) + p->const_s;
+        if (!isfinite(worst))
+            return dp_err_set(err, DP_EINPUT,
+                              "solver: %s: times overflow (send %g s/sample, %g s/batch over %lld samples)",
+                              devname(p, i, dn, sizeof dn), a, t, (long long)p->samples);
         int64_t cap = p->cap ? p->cap[i] : -1;
         int64_t mn = p->min_share ? p->min_share[i] : 0;
         if (cap >= 0 && cap < p->batch[i])

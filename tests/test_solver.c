@@ -621,6 +621,47 @@ Test(solver, bad_input_names_the_device_and_reason)
     slv_result_free(r);
 }
 
+Test(solver, edge_cases_stay_valid)
+{
+    prob q;
+    /* one device, one sample */
+    prob_init(&q, 1, 1, 1);
+    for (int m = 0; m < 2; m++) {
+        slv_result *r = solve(m ? "alm" : "exact", &q.p, NULL);
+        cr_expect_eq(r->alloc[0], 1);
+        slv_result_free(r);
+    }
+    /* caps summing exactly to D, and a minimum share forcing a device */
+    prob_init(&q, 3, 7, 90);
+    q.p.cap = q.cap;
+    q.p.min_share = q.mn;
+    q.b[0] = q.b[1] = q.b[2] = 10;
+    q.cap[0] = 30;
+    q.cap[1] = 30;
+    q.cap[2] = 30;
+    q.mn[2] = 30;
+    q.a[2] = 100; /* very slow link, but it must take 30 */
+    for (int m = 0; m < 2; m++) {
+        slv_result *r = solve(m ? "alm" : "exact", &q.p, NULL);
+        cr_expect_eq(r->alloc[0], 30);
+        cr_expect_eq(r->alloc[2], 30);
+        slv_result_free(r);
+    }
+    /* extreme but finite magnitudes */
+    prob_init(&q, 3, 1000, 1000000);
+    q.a[0] = 1e-12;
+    q.a[1] = 1e3;
+    q.t[2] = 1e-12;
+    q.t[0] = 1e6;
+    for (int m = 0; m < 2; m++) {
+        slv_result *r = solve(m ? "alm" : "exact", &q.p, NULL);
+        slv_result_free(r);
+    }
+    /* overflow is refused, not answered with inf */
+    q.a[1] = 1e305;
+    expect_einput(&q.p, "device 1", "overflow");
+}
+
 Test(solver, alm_reports_non_convergence)
 {
     prob q;
