@@ -49,4 +49,90 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
  * DIR/table3-timeline-POLICY.png per run (DIR is created if absent). */
 int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err);
 
+/* ---- shared by the plots sources and tests (not for other modules) --------------- */
+
+/* Write s into buf (capacity cap >= 3) as a gnuplot string expression
+ * whose value is s: single-quoted chunks (gnuplot does no processing of
+ * single-quoted strings: no backslash escapes, no `command` substitution),
+ * each apostrophe written as a concatenated "'" (gnuplot 5.4 mis-scans
+ * some doubled quotes, e.g. 'a''''').  Control characters (newline, CR,
+ * tab, ...) become a space and invalid UTF-8 bytes '?', so the expression
+ * stays on one line.  Text that does not fit is cut at a character
+ * boundary and the expression stays well formed.  Valid wherever gnuplot
+ * takes a string: titles, labels, tic labels, key titles, set output.
+ * Returns buf. */
+char *plot_quote(const char *s, char *buf, size_t cap);
+
+/* The gnuplot process of one plot.  plot_gp_open starts gnuplot ($DPSIM_GNUPLOT
+ * if set and non-empty, else `gnuplot` on PATH) with its stdin on a pipe and
+ * its stdout+stderr in an anonymous temporary file (unlinked at once, so a
+ * chatty gnuplot can never block us and nothing is left behind), and writes
+ * the terminal set-up for out_path's extension with canvas width x height
+ * pixels (pdf: 100 px per inch).  gnuplot draws into "OUT_PATH.part",
+ * renamed to out_path only when gnuplot succeeds, so a failure never
+ * leaves a half-written plot in place of a good one.
+ * Writes are buffered; a write error (gnuplot exited early: EPIPE, with
+ * SIGPIPE ignored around each write) is latched and reported by
+ * plot_gp_close, which closes the pipe, waits for gnuplot and returns 0
+ * only when gnuplot exited 0 and the file exists and is non-empty.  Either
+ * plot_gp_close or plot_gp_abort (kill, wait, remove the partial file)
+ * frees the handle; both accept NULL. */
+typedef struct plot_gp plot_gp;
+/* ".png" -> "png", ".svg" -> "svg", ".pdf" -> "pdf" (case-insensitive);
+ * DP_EINPUT for anything else. */
+int plot_format_for(const char *out_path, const char **format, dp_err *err);
+plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err *err);
+void plot_gp_printf(plot_gp *gp, const char *fmt, ...) DP_PRINTF(2, 3);
+/* Write s as a string expression (plot_quote, at most 400 bytes of text). */
+void plot_gp_str(plot_gp *gp, const char *s);
+int plot_gp_close(plot_gp *gp, dp_err *err);
+void plot_gp_abort(plot_gp *gp);
+
+/* One selected run (plot.c), what compare, flops and timeline need. */
+typedef struct plot_run {
+    int64_t id;
+    char policy[32];
+    char label[48];     /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy */
+    char scenario[128]; /* the scenario's name (user text: quote it) */
+    double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
+} plot_run;
+/* The runs sel asks for (see plot_sel), in the order ddp, deepspeed, cadp,
+ * others by name, then by id.  one = 1: exactly one run (timeline).
+ * DP_EINPUT when there is none, a run id does not exist or did not
+ * succeed.  *runs is a dp_malloc array the caller frees with dp_free. */
+int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err);
+
+/* A flat JSON object of strings or numbers (a sweep point), parsed:
+ * keys[i] -> vals[i] (numbers keep their text).  Free with
+ * plot_json_free.  DP_EINPUT on anything else, with the text quoted. */
+int plot_json_object(const char *json, char ***keys, char ***vals, size_t *n, dp_err *err);
+void plot_json_free(char **keys, char **vals, size_t n);
+
+/* Numbers for the values of one swept key ("10Mbps", "1Gbps", "4"):
+ * out[i] in the unit of the first value that has one (so an axis reads in
+ * the unit the user wrote), unit = that unit's text ("" for plain numbers),
+ * found by trying the scenario unit kinds (scn_parse_quantity); values that
+ * no kind accepts fall back to their leading number. */
+void plot_axis_values(const char *const *vals, size_t n, double *out, char *unit, size_t unit_cap);
+
+/* Policy display name ("C-ADP") and colour ("#2ca02c"). */
+const char *plot_policy_label(const char *policy);
+const char *plot_policy_color(const char *policy, size_t k);
+/* The metric columns sweep and mix may plot: column name, axis label, and
+ * the factor from the stored value to the plotted one.  -1 if unknown. */
+int plot_metric(const char *name, const char **column, const char **label, double *scale);
+/* Whether to use a log axis: opt 0/1 is the user's choice; -1 = auto, log
+ * when max / min (positive values only) >= ratio. */
+int plot_want_log(int opt, double min_pos, double max, double ratio);
+/* A time unit for an axis reaching max_s: s, min, h or days; *div is its
+ * length in seconds. */
+const char *plot_time_unit(double max_s, double *div);
+
+/* The drawers of plot_kinds.c (arguments checked by plots_draw). */
+int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+
 #endif

@@ -1,0 +1,706 @@
+/* plot.c: entry points of the plots module and what the plot kinds share:
+ * choosing runs from the results database, sweep points (flat JSON objects
+ * of quantities with units), policy names and colours, metric columns.
+ *
+ * The database is only read, with prepared statements; a metric name that
+ * becomes a column name in SQL comes from the fixed table below, never from
+ * the user's text.  The drawing itself is in plot_kinds.c, the gnuplot
+ * process in gnuplot.c.
+ */
+#include "plots.h"
+#include "scenario.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline", "sweep", "mix"};
+
+int plot_kind_by_name(const char *name)
+{
+    for (int k = 0; name && k < PLOT_KIND_COUNT; k++)
+        if (!strcmp(name, kind_names[k]))
+            return k;
+    return -1;
+}
+
+const char *plot_policy_label(const char *policy)
+{
+    if (!strcmp(policy, "ddp"))
+        return "DDP";
+    if (!strcmp(policy, "deepspeed"))
+        return "DeepSpeed";
+    if (!strcmp(policy, "cadp"))
+        return "C-ADP";
+    return policy;
+}
+
+/* Known policies keep their colour in every plot, so a reader learns it
+ * once; others take the next colour of a colour-blind-safe cycle. */
+const char *plot_policy_color(const char *policy, size_t k)
+{
+    static const char *const cycle[] = {"#cc79a7", "#56b4e9", "#e69f00", "#000000", "#f0e442", "#999999"};
+    if (!strcmp(policy, "ddp"))
+        return "#0072b2";
+    if (!strcmp(policy, "deepspeed"))
+        return "#d55e00";
+    if (!strcmp(policy, "cadp"))
+        return "#009e73";
+    return cycle[k % (sizeof cycle / sizeof *cycle)];
+}
+
+static int policy_rank(const char *p)
+{
+    return !strcmp(p, "ddp") ? 0 : !strcmp(p, "deepspeed") ? 1 : !strcmp(p, "cadp") ? 2 : 3;
+}
+
+int plot_metric(const char *name, const char **column, const char **label, double *scale)
+{
+    static const struct {
+        const char *name, *label;
+        double scale;
+    } m[] = {
+        {"ttotal_s", "Ttotal (s)", 1},
+        {"tsend_s", "Tsend (s)", 1},
+        {"ttraining_s", "Ttraining (s)", 1},
+        {"tflops", "TFLOPS (paper's count)", 1},
+        {"utilization", "cluster utilization (%)", 100},
+    };
+    for (int k = 0; k < (int)(sizeof m / sizeof *m); k++)
+        if (name && !strcmp(name, m[k].name)) {
+            *column = m[k].name;
+            *label = m[k].label;
+            *scale = m[k].scale;
+            return k;
+        }
+    return -1;
+}
+
+int plot_want_log(int opt, double min_pos, double max, double ratio)
+{
+    if (opt == 0 || opt == 1)
+        return opt;
+    return isfinite(min_pos) && min_pos > 0 && isfinite(max) && max / min_pos >= ratio;
+}
+
+const char *plot_time_unit(double max_s, double *div)
+{
+    if (!(max_s >= 1000)) {
+        *div = 1;
+        return "s";
+    }
+    if (max_s < 7200) {
+        *div = 60;
+        return "min";
+    }
+    if (max_s < 172800) {
+        *div = 3600;
+        return "h";
+    }
+    *div = 86400;
+    return "days";
+}
+
+/* ---- choosing runs ------------------------------------------------------ */
+
+static int db_fail(sqlite3 *db, dp_err *err, const char *what)
+{
+    const char *file = sqlite3_db_filename(db, "main");
+    return dp_err_set(err, DP_ERUN, "results database %s: %s: %s", file && *file ? file : "(memory)", what,
+                      sqlite3_errmsg(db));
+}
+
+static const char *db_name(sqlite3 *db)
+{
+    const char *file = sqlite3_db_filename(db, "main");
+    return file && *file ? file : "the database";
+}
+
+static void copy_text(char *dst, size_t cap, const unsigned char *src)
+{
+    snprintf(dst, cap, "%s", src ? (const char *)src : "");
+}
+
+static double col_double(sqlite3_stmt *q, int c)
+{
+    return sqlite3_column_type(q, c) == SQLITE_NULL ? NAN : sqlite3_column_double(q, c);
+}
+
+/* Load run id into *r; DP_EINPUT when absent or not ok. */
+static int load_run(sqlite3 *db, int64_t id, plot_run *r, dp_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT r.policy, s.name, r.status, r.error, r.tsend_s, r.ttraining_s, r.ttotal_s,"
+                           " r.tflops, r.bin_s FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
+                           " WHERE r.id = ?1",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_fail(db, err, "reading a run");
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        sqlite3_finalize(q);
+        return dp_err_set(err, DP_EINPUT, "no run %lld in %s ('dpsim runs --db %s' lists them)",
+                          (long long)id, db_name(db), db_name(db));
+    }
+    if (rc != SQLITE_ROW) {
+        rc = db_fail(db, err, "reading a run");
+        sqlite3_finalize(q);
+        return rc;
+    }
+    const char *status = (const char *)sqlite3_column_text(q, 2);
+    if (!status || strcmp(status, "ok") != 0) {
+        const char *e = (const char *)sqlite3_column_text(q, 3);
+        rc = dp_err_set(err, DP_EINPUT, "run %lld failed (%.300s): it has nothing to plot", (long long)id,
+                        e ? e : "no message");
+        sqlite3_finalize(q);
+        return rc;
+    }
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    copy_text(r->policy, sizeof r->policy, sqlite3_column_text(q, 0));
+    copy_text(r->scenario, sizeof r->scenario, sqlite3_column_text(q, 1));
+    r->tsend_s = col_double(q, 4);
+    r->ttraining_s = col_double(q, 5);
+    r->ttotal_s = col_double(q, 6);
+    r->tflops = col_double(q, 7);
+    r->bin_s = col_double(q, 8);
+    sqlite3_finalize(q);
+    return 0;
+}
+
+static int cmp_runs(const void *a, const void *b)
+{
+    const plot_run *x = a, *y = b;
+    int rx = policy_rank(x->policy), ry = policy_rank(y->policy);
+    if (rx != ry)
+        return rx - ry;
+    int c = strcmp(x->policy, y->policy);
+    if (c)
+        return c;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Ids of the default selection.  The anchor is the latest successful run
+ * outside sweeps (of sel->scenario if given), preferring runs without
+ * overrides: `reproduce table3` stores a what-if DDP run with a faster
+ * interconnect after the three plain ones, and it must not replace the
+ * plain DDP bar.  Then the latest run of each policy with the anchor's
+ * scenario text and overrides, so the bars compare like with like. */
+static int default_ids(sqlite3 *db, const plot_sel *sel, int one, int64_t **ids, size_t *n, dp_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc;
+    const char *anchor_sql =
+        "SELECT r.id, r.scenario_id, r.overrides_json FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
+        " WHERE r.status = 'ok' AND (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2)"
+        " ORDER BY (r.sweep_id IS NULL) DESC, (r.overrides_json = '[]') DESC, r.id DESC LIMIT 1";
+    if (sqlite3_prepare_v2(db, anchor_sql, -1, &q, NULL) != SQLITE_OK)
+        return db_fail(db, err, "choosing runs");
+    if (sel->scenario)
+        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
+    if (one && sel->policy)
+        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        if (rc == SQLITE_DONE)
+            rc = dp_err_set(err, DP_EINPUT,
+                            "no successful run%s%s%s%s%s in %s ('dpsim runs --db %s' lists them)",
+                            sel->scenario ? " of scenario '" : "", sel->scenario ? sel->scenario : "",
+                            sel->scenario ? "'" : "", one && sel->policy ? " with policy " : "",
+                            one && sel->policy ? sel->policy : "", db_name(db), db_name(db));
+        else
+            rc = db_fail(db, err, "choosing runs");
+        sqlite3_finalize(q);
+        return rc;
+    }
+    int64_t anchor = sqlite3_column_int64(q, 0);
+    int64_t scn = sqlite3_column_int64(q, 1);
+    char *ov = dp_strdup(sqlite3_column_text(q, 2) ? (const char *)sqlite3_column_text(q, 2) : "[]");
+    sqlite3_finalize(q);
+    if (!ov)
+        return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+    if (one) {
+        dp_free(ov);
+        *ids = dp_malloc(sizeof **ids);
+        if (!*ids)
+            return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+        (*ids)[0] = anchor;
+        *n = 1;
+        return 0;
+    }
+    if (sqlite3_prepare_v2(db,
+                           "SELECT max(id) FROM runs WHERE status = 'ok' AND scenario_id = ?1"
+                           " AND overrides_json = ?2 AND sweep_id IS ?3 GROUP BY policy",
+                           -1, &q, NULL) != SQLITE_OK) {
+        dp_free(ov);
+        return db_fail(db, err, "choosing runs");
+    }
+    sqlite3_bind_int64(q, 1, scn);
+    sqlite3_bind_text(q, 2, ov, -1, SQLITE_STATIC);
+    /* the anchor's sweep: NULL, unless the database holds only sweep runs */
+    sqlite3_stmt *qs = NULL;
+    int64_t sweep = 0;
+    if (sqlite3_prepare_v2(db, "SELECT sweep_id FROM runs WHERE id = ?1", -1, &qs, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(qs, 1, anchor);
+        if (sqlite3_step(qs) == SQLITE_ROW && sqlite3_column_type(qs, 0) != SQLITE_NULL)
+            sweep = sqlite3_column_int64(qs, 0);
+    }
+    sqlite3_finalize(qs);
+    if (sweep)
+        sqlite3_bind_int64(q, 3, sweep);
+    size_t cap = 8, k = 0;
+    int64_t *v = dp_malloc(cap * sizeof *v);
+    rc = v ? 0 : dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+    while (!rc && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        rc = 0;
+        if (k == cap) {
+            int64_t *nv = dp_realloc(v, 2 * cap * sizeof *v);
+            if (!nv) {
+                rc = dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+                break;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        v[k++] = sqlite3_column_int64(q, 0);
+    }
+    if (rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc > 0)
+        rc = db_fail(db, err, "choosing runs");
+    sqlite3_finalize(q);
+    dp_free(ov);
+    if (rc) {
+        dp_free(v);
+        return rc;
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}
+
+int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)
+{
+    *runs = NULL;
+    *n = 0;
+    int64_t *own = NULL;
+    const int64_t *ids = sel->run_ids;
+    size_t m = sel->n_runs;
+    if (m == 0) {
+        int rc = default_ids(db, sel, one, &own, &m, err);
+        if (rc)
+            return rc;
+        ids = own;
+    } else if (one && m != 1) {
+        return dp_err_set(err, DP_EINPUT, "a timeline shows one run (got %zu run ids)", m);
+    }
+    plot_run *r = dp_calloc(m ? m : 1, sizeof *r);
+    if (!r) {
+        dp_free(own);
+        return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+    }
+    for (size_t k = 0; k < m; k++) {
+        int rc = load_run(db, ids[k], &r[k], err);
+        if (rc) {
+            dp_free(own);
+            dp_free(r);
+            return rc;
+        }
+    }
+    dp_free(own);
+    qsort(r, m, sizeof *r, cmp_runs);
+    for (size_t k = 0; k < m; k++) {
+        int shared = (k > 0 && !strcmp(r[k - 1].policy, r[k].policy)) ||
+                     (k + 1 < m && !strcmp(r[k + 1].policy, r[k].policy));
+        if (shared)
+            snprintf(r[k].label, sizeof r[k].label, "%.30s #%lld", plot_policy_label(r[k].policy),
+                     (long long)r[k].id);
+        else
+            snprintf(r[k].label, sizeof r[k].label, "%.30s", plot_policy_label(r[k].policy));
+    }
+    *runs = r;
+    *n = m;
+    return 0;
+}
+
+/* ---- sweep points ------------------------------------------------------- */
+
+typedef struct jp {
+    const char *s;
+    size_t i;
+} jp;
+
+static void skip_ws(jp *p)
+{
+    while (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')
+        p->i++;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* A JSON string at p (opening quote included) into a new block. */
+static char *json_string(jp *p)
+{
+    if (p->s[p->i] != '"')
+        return NULL;
+    p->i++;
+    size_t start = p->i, len = 0;
+    /* first pass: bound the length (escapes never grow the text beyond 3
+     * bytes per \uXXXX, which is shorter than its 6 characters) */
+    while (p->s[p->i] && p->s[p->i] != '"') {
+        if (p->s[p->i] == '\\' && p->s[p->i + 1])
+            p->i++;
+        p->i++;
+        len++;
+    }
+    if (p->s[p->i] != '"')
+        return NULL;
+    char *out = dp_malloc(p->i - start + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = start; i < p->i; i++) {
+        char c = p->s[i];
+        if (c != '\\') {
+            out[o++] = c;
+            continue;
+        }
+        c = p->s[++i];
+        switch (c) {
+        case 'n':
+            out[o++] = '\n';
+            break;
+        case 't':
+            out[o++] = '\t';
+            break;
+        case 'r':
+            out[o++] = '\r';
+            break;
+        case 'b':
+            out[o++] = '\b';
+            break;
+        case 'f':
+            out[o++] = '\f';
+            break;
+        case 'u': {
+            unsigned cp = 0;
+            int ok = 1;
+            for (int k = 1; k <= 4; k++) {
+                int h = i + (size_t)k < p->i ? hexval(p->s[i + (size_t)k]) : -1;
+                if (h < 0)
+                    ok = 0;
+                else
+                    cp = cp * 16 + (unsigned)h;
+            }
+            if (!ok) {
+                dp_free(out);
+                return NULL;
+            }
+            i += 4;
+            /* surrogates stand for characters outside the BMP: shown as '?' */
+            if (cp >= 0xd800 && cp <= 0xdfff)
+                out[o++] = '?';
+            else if (cp < 0x80)
+                out[o++] = (char)cp;
+            else if (cp < 0x800)
+                out[o++] = (char)(0xc0 | (cp >> 6)), out[o++] = (char)(0x80 | (cp & 0x3f));
+            else
+                out[o++] = (char)(0xe0 | (cp >> 12)), out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f)),
+                out[o++] = (char)(0x80 | (cp & 0x3f));
+            break;
+        }
+        default:
+            out[o++] = c;
+            break; /* \" \\ \/ */
+        }
+    }
+    out[o] = '\0';
+    (void)len;
+    p->i++;
+    return out;
+}
+
+void plot_json_free(char **keys, char **vals, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (keys)
+            dp_free(keys[k]);
+        if (vals)
+            dp_free(vals[k]);
+    }
+    dp_free(keys);
+    dp_free(vals);
+}
+
+int plot_json_object(const char *json, char ***keys, char ***vals, size_t *n, dp_err *err)
+{
+    *keys = NULL;
+    *vals = NULL;
+    *n = 0;
+    if (!json)
+        return dp_err_set(err, DP_EINPUT, "sweep point: missing (NULL point_json)");
+    jp p = {json, 0};
+    size_t cap = 0, m = 0;
+    char **k = NULL, **v = NULL;
+    skip_ws(&p);
+    if (json[p.i] != '{')
+        goto bad;
+    p.i++;
+    skip_ws(&p);
+    if (json[p.i] == '}') {
+        p.i++;
+        goto done;
+    }
+    for (;;) {
+        if (m == cap) {
+            size_t nc = cap ? 2 * cap : 4;
+            char **nk = dp_realloc(k, nc * sizeof *nk);
+            if (!nk)
+                goto oom;
+            k = nk;
+            char **nv = dp_realloc(v, nc * sizeof *nv);
+            if (!nv)
+                goto oom;
+            v = nv;
+            cap = nc;
+        }
+        skip_ws(&p);
+        k[m] = json_string(&p);
+        if (!k[m])
+            goto bad;
+        v[m] = NULL;
+        m++;
+        skip_ws(&p);
+        if (json[p.i] != ':')
+            goto bad;
+        p.i++;
+        skip_ws(&p);
+        if (json[p.i] == '"') {
+            v[m - 1] = json_string(&p);
+        } else {
+            /* a number or a literal: keep its text */
+            size_t s = p.i;
+            while (json[p.i] && (isalnum((unsigned char)json[p.i]) || strchr("+-.", json[p.i])))
+                p.i++;
+            if (p.i == s)
+                goto bad;
+            v[m - 1] = dp_malloc(p.i - s + 1);
+            if (v[m - 1]) {
+                memcpy(v[m - 1], json + s, p.i - s);
+                v[m - 1][p.i - s] = '\0';
+            }
+        }
+        if (!v[m - 1])
+            goto bad;
+        skip_ws(&p);
+        if (json[p.i] == ',') {
+            p.i++;
+            continue;
+        }
+        if (json[p.i] == '}') {
+            p.i++;
+            break;
+        }
+        goto bad;
+    }
+done:
+    skip_ws(&p);
+    if (json[p.i])
+        goto bad;
+    *keys = k;
+    *vals = v;
+    *n = m;
+    return 0;
+bad:
+    plot_json_free(k, v, m);
+    return dp_err_set(err, DP_EINPUT, "sweep point: not a flat JSON object of strings (got '%.200s')", json);
+oom:
+    plot_json_free(k, v, m);
+    return dp_err_set(err, DP_ENOMEM, "out of memory reading a sweep point");
+}
+
+/* The unit suffix of a quantity ("10 Mbps" -> "Mbps"), "" if none. */
+static const char *unit_suffix(const char *v)
+{
+    char *end;
+    errno = 0;
+    strtod(v, &end);
+    if (end == v)
+        return "";
+    while (*end == ' ')
+        end++;
+    return end;
+}
+
+/* The scenario unit kind that accepts text, or -1.  Plain numbers are
+ * SCN_UNIT_NUMBER.  Bandwidths (bits/s) are tried before byte rates: both
+ * parsers accept both spellings, and "Mbps" should read as a bandwidth. */
+static int unit_kind(const char *text)
+{
+    double v;
+    if (!*unit_suffix(text))
+        return scn_parse_quantity(text, SCN_UNIT_NUMBER, &v, NULL) ? -1 : (int)SCN_UNIT_NUMBER;
+    const int bits = strstr(text, "bps") != NULL;
+    const scn_unit order[] = {SCN_UNIT_BYTES, SCN_UNIT_TIME, SCN_UNIT_FLOPS,
+                              bits ? SCN_UNIT_BANDWIDTH : SCN_UNIT_RATE};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+        if (!scn_parse_quantity(text, order[k], &v, NULL))
+            return (int)order[k];
+    return -1;
+}
+
+void plot_axis_values(const char *const *vals, size_t n, double *out, char *unit, size_t unit_cap)
+{
+    /* The display unit: that of the first value with one. */
+    int kind = SCN_UNIT_NUMBER;
+    const char *suffix = "";
+    for (size_t k = 0; k < n; k++) {
+        int uk = unit_kind(vals[k]);
+        if (uk >= 0 && uk != SCN_UNIT_NUMBER) {
+            kind = uk;
+            suffix = unit_suffix(vals[k]);
+            break;
+        }
+    }
+    double factor = 1;
+    if (kind != SCN_UNIT_NUMBER) {
+        char one[80];
+        snprintf(one, sizeof one, "1%s", suffix);
+        if (scn_parse_quantity(one, (scn_unit)kind, &factor, NULL) || !(factor > 0))
+            factor = 1;
+    }
+    int mixed = 0;
+    for (size_t k = 0; k < n; k++) {
+        double v;
+        /* A plain number next to units is taken in the display unit. */
+        if (kind != SCN_UNIT_NUMBER && !*unit_suffix(vals[k]) &&
+            !scn_parse_quantity(vals[k], SCN_UNIT_NUMBER, &v, NULL))
+            out[k] = v;
+        else if (!scn_parse_quantity(vals[k], (scn_unit)kind, &v, NULL))
+            out[k] = v / factor;
+        else {
+            out[k] = strtod(vals[k], NULL);
+            mixed = 1;
+        }
+    }
+    snprintf(unit, unit_cap, "%s%s", suffix, mixed && *suffix ? ", some values in other units" : "");
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    plot_sel dflt = {0};
+    dflt.log_x = dflt.log_y = -1;
+    if (!sel)
+        sel = &dflt;
+    const char *format;
+    if (!db)
+        return dp_err_set(err, DP_EINPUT, "plot: no database");
+    if (!out_path || !*out_path)
+        return dp_err_set(err, DP_EINPUT, "plot: no output file (want FILE.png, .svg or .pdf)");
+    if (plot_format_for(out_path, &format, err))
+        return DP_EINPUT;
+    switch (k) {
+    case PLOT_COMPARE:
+        return plot_draw_compare(db, sel, out_path, err);
+    case PLOT_FLOPS:
+        return plot_draw_flops(db, sel, out_path, err);
+    case PLOT_TIMELINE:
+        return plot_draw_timeline(db, sel, out_path, err);
+    case PLOT_SWEEP:
+        return plot_draw_sweep(db, sel, out_path, err);
+    case PLOT_MIX:
+        return plot_draw_mix(db, sel, out_path, err);
+    default:
+        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (compare, flops, timeline, sweep, mix)",
+                          (int)k);
+    }
+}
+
+/* mkdir -p */
+static int make_dir(const char *dir, dp_err *err)
+{
+    size_t len = strlen(dir);
+    char *p = dp_malloc(len + 1);
+    if (!p)
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    memcpy(p, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) && errno != EEXIST) {
+            int e = errno;
+            int rc = dp_err_set(err, DP_ERUN, "cannot create directory %s: %s", p, strerror(e));
+            dp_free(p);
+            return rc;
+        }
+        p[i] = c;
+    }
+    dp_free(p);
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+        return dp_err_set(err, DP_ERUN, "%s is not a directory", dir);
+    return 0;
+}
+
+int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err)
+{
+    if (!db || !out_dir || !*out_dir || (n && !run_ids))
+        return dp_err_set(err, DP_EINPUT, "plots_table3: missing database, runs or directory");
+    int rc = make_dir(out_dir, err);
+    if (rc)
+        return rc;
+    size_t len = strlen(out_dir) + 64;
+    char *path = dp_malloc(len);
+    if (!path)
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    plot_sel sel = {0};
+    sel.run_ids = run_ids;
+    sel.n_runs = n;
+    sel.log_x = sel.log_y = -1;
+    snprintf(path, len, "%s/table3-compare.png", out_dir);
+    rc = plots_draw(db, PLOT_COMPARE, &sel, path, err);
+    if (!rc) {
+        snprintf(path, len, "%s/table3-flops.png", out_dir);
+        rc = plots_draw(db, PLOT_FLOPS, &sel, path, err);
+    }
+    plot_run *runs = NULL;
+    size_t m = 0;
+    if (!rc)
+        rc = plot_runs_select(db, &sel, 0, &runs, &m, err);
+    for (size_t k = 0; !rc && k < m; k++) {
+        /* the policy name comes from the database: keep file-name-safe characters only */
+        char safe[32];
+        size_t o = 0;
+        for (const char *c = runs[k].policy; *c && o + 1 < sizeof safe; c++)
+            safe[o++] = isalnum((unsigned char)*c) || *c == '-' || *c == '_' ? *c : '_';
+        safe[o] = '\0';
+        int dup = (k > 0 && !strcmp(runs[k - 1].policy, runs[k].policy)) ||
+                  (k + 1 < m && !strcmp(runs[k + 1].policy, runs[k].policy));
+        if (dup)
+            snprintf(path, len, "%s/table3-timeline-%s-%lld.png", out_dir, safe, (long long)runs[k].id);
+        else
+            snprintf(path, len, "%s/table3-timeline-%s.png", out_dir, safe);
+        plot_sel one = sel;
+        one.run_ids = &runs[k].id;
+        one.n_runs = 1;
+        rc = plots_draw(db, PLOT_TIMELINE, &one, path, err);
+    }
+    dp_free(runs);
+    dp_free(path);
+    return rc;
+}

@@ -1,0 +1,1090 @@
+/* plot_kinds.c: the five plots, each a gnuplot program written down the pipe
+ * of gnuplot.c with its data inline ($name << EOD blocks of numbers only).
+ *
+ * Text a user or a scenario chose (scenario and device names, titles, sweep
+ * keys and values) is only ever written through plot_gp_str; everything
+ * else written here is numbers and fixed text.  Numbers are written with
+ * %.10g: more digits than a plot can show, fewer bytes down the pipe for the
+ * 100k-segment timelines.
+ *
+ *  compare   grouped bars: a group per metric (Tsend, Ttraining, Ttotal), a bar
+ *            per run, the value above each bar; log y when asked or when the
+ *            values span more than two decades (Table 3 spans 300 s to 1.8e7 s).
+ *  flops     cluster FLOP/s per bin as steps (a bin's value holds over the
+ *            bin), a line per run.
+ *  timeline  a row per device, one boxxyerror per segment, a colour per
+ *            activity, dotted lines at epoch ends.
+ *  sweep     metric vs a swept key: mean over seeds with a 95% t-interval.
+ *  mix       heat map of a metric over two swept keys (categorical axes, so
+ *            uneven grids such as counts 0, 1, 2, 4, 8 get equal cells).
+ */
+#include "plots.h"
+
+#include <gsl/gsl_cdf.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TITLE_MAX 600
+
+/* set title 'line1' [. "\n" . 'line2'] */
+static void set_title(plot_gp *gp, const char *user, const char *line1, const char *line2)
+{
+    plot_gp_printf(gp, "set title ");
+    if (user) {
+        plot_gp_str(gp, user);
+    } else {
+        plot_gp_str(gp, line1);
+        if (line2 && *line2) {
+            plot_gp_printf(gp, " . \"\\n\" . ");
+            plot_gp_str(gp, line2);
+        }
+    }
+    plot_gp_printf(gp, " font ',14'\n");
+}
+
+/* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
+static void fmt_seconds(double v, char *buf, size_t len)
+{
+    if (v == 0)
+        snprintf(buf, len, "0 s");
+    else if (fabs(v) < 10)
+        snprintf(buf, len, "%.2f s", v);
+    else if (fabs(v) < 100)
+        snprintf(buf, len, "%.1f s", v);
+    else if (fabs(v) < 1e5)
+        snprintf(buf, len, "%.0f s", v);
+    else {
+        int e = (int)floor(log10(fabs(v)));
+        double m = v / pow(10, e);
+        if (fabs(m) >= 9.995) /* rounding carried into the next decade */
+            m /= 10, e++;
+        snprintf(buf, len, "%.2fe%d s", m, e);
+    }
+}
+
+/* The scenario named in a title: one name, or "several scenarios". */
+static void scenario_phrase(const plot_run *r, size_t n, char *buf, size_t len)
+{
+    for (size_t k = 1; k < n; k++)
+        if (strcmp(r[k].scenario, r[0].scenario) != 0) {
+            snprintf(buf, len, "several scenarios");
+            return;
+        }
+    snprintf(buf, len, "scenario '%s'", n ? r[0].scenario : "");
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **q, dp_err *err)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, q, NULL) == SQLITE_OK)
+        return 0;
+    const char *file = sqlite3_db_filename(db, "main");
+    return dp_err_set(err, DP_ERUN, "results database %s: %s", file && *file ? file : "(memory)",
+                      sqlite3_errmsg(db));
+}
+
+static int step_fail(sqlite3 *db, sqlite3_stmt *q, dp_err *err)
+{
+    const char *file = sqlite3_db_filename(db, "main");
+    int rc = dp_err_set(err, DP_ERUN, "results database %s: %s", file && *file ? file : "(memory)",
+                        sqlite3_errmsg(db));
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* ---- compare ------------------------------------------------------------ */
+
+int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    plot_run *r;
+    size_t n;
+    int rc = plot_runs_select(db, sel, 0, &r, &n, err);
+    if (rc)
+        return rc;
+    double minpos = INFINITY, max = 0;
+    for (size_t k = 0; k < n; k++) {
+        double v[3] = {r[k].tsend_s, r[k].ttraining_s, r[k].ttotal_s};
+        for (int j = 0; j < 3; j++)
+            if (isfinite(v[j])) {
+                if (v[j] > 0 && v[j] < minpos)
+                    minpos = v[j];
+                if (v[j] > max)
+                    max = v[j];
+            }
+    }
+    if (!(max > 0)) {
+        dp_free(r);
+        return dp_err_set(err, DP_EINPUT, "compare: the selected runs have no positive times to draw");
+    }
+    int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
+    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    if (!gp) {
+        dp_free(r);
+        return err ? err->code : DP_ERUN;
+    }
+    char scn[200], t1[TITLE_MAX];
+    scenario_phrase(r, n, scn, sizeof scn);
+    snprintf(t1, sizeof t1, "Tsend, Ttraining and Ttotal per policy, %s", scn);
+    set_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
+    plot_gp_printf(gp, "set ylabel 'simulated time (s%s)'\n", logy ? ", log scale" : "");
+    plot_gp_printf(gp, "set xtics ('Tsend' 0, 'Ttraining' 1, 'Ttotal' 2) scale 0 font ',13'\n"
+                       "set xrange [-0.5:2.5]\nset grid ytics lc rgb '#d0d0d0'\n"
+                       "set key outside right top box opaque\n"
+                       "set style fill solid 0.9 border lc rgb '#333333'\n");
+    double ylo;
+    if (logy) {
+        ylo = pow(10, floor(log10(minpos)));
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\nset yrange [%.10g:%.10g]\n", ylo,
+                       max * pow(10, 0.35 + 0.08 * (double)n));
+    } else {
+        ylo = 0;
+        plot_gp_printf(gp, "set yrange [0:%.10g]\n", max * (n > 4 ? 1.3 : 1.15));
+    }
+    const double group = 0.8, w = group / (double)(n ? n : 1);
+    for (size_t k = 0; k < n; k++) {
+        double v[3] = {r[k].tsend_s, r[k].ttraining_s, r[k].ttotal_s};
+        plot_gp_printf(gp, "$r%zu << EOD\n", k);
+        int rows = 0;
+        for (int j = 0; j < 3; j++) {
+            if (!isfinite(v[j]) || (logy && v[j] <= 0))
+                continue;
+            double x = j - group / 2 + w * ((double)k + 0.5);
+            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g %.10g\n", x, v[j], x - 0.45 * w, x + 0.45 * w,
+                           ylo, v[j]);
+            rows++;
+        }
+        if (!rows) /* keep the legend entry of a run with nothing drawable */
+            plot_gp_printf(gp, "NaN NaN NaN NaN NaN NaN\n");
+        plot_gp_printf(gp, "EOD\n");
+    }
+    /* the values above the bars (numbers we format: nothing to quote) */
+    for (size_t k = 0; k < n; k++) {
+        double v[3] = {r[k].tsend_s, r[k].ttraining_s, r[k].ttotal_s};
+        for (int j = 0; j < 3; j++) {
+            if (!isfinite(v[j]) || (logy && v[j] <= 0))
+                continue;
+            double x = j - group / 2 + w * ((double)k + 0.5);
+            char lab[32];
+            fmt_seconds(v[j], lab, sizeof lab);
+            if (n > 4)
+                plot_gp_printf(
+                    gp, "set label '%s' at %.10g,%.10g left rotate by 90 offset 0,0.4 font ',10' front\n",
+                    lab, x, v[j]);
+            else
+                plot_gp_printf(gp, "set label '%s' at %.10g,%.10g center offset 0,0.7 font ',11' front\n",
+                               lab, x, v[j]);
+        }
+    }
+    plot_gp_printf(gp, "plot ");
+    for (size_t k = 0; k < n; k++) {
+        plot_gp_printf(gp, "%s$r%zu using 1:2:3:4:5:6 with boxxyerror fc rgb '%s' title ",
+                       k ? ", \\\n  " : "", k, plot_policy_color(r[k].policy, k));
+        plot_gp_str(gp, r[k].label);
+    }
+    plot_gp_printf(gp, "\n");
+    dp_free(r);
+    return plot_gp_close(gp, err);
+}
+
+/* ---- flops -------------------------------------------------------------- */
+
+static const char *flops_unit(double max, double *div)
+{
+    static const struct {
+        double f;
+        const char *name;
+    } u[] = {{1e15, "PFLOP/s"}, {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1e3, "KFLOP/s"}};
+    for (size_t k = 0; k < sizeof u / sizeof *u; k++)
+        if (max >= u[k].f) {
+            *div = u[k].f;
+            return u[k].name;
+        }
+    *div = 1;
+    return "FLOP/s";
+}
+
+int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    plot_run *r;
+    size_t n;
+    int rc = plot_runs_select(db, sel, 0, &r, &n, err);
+    if (rc)
+        return rc;
+    /* First pass: extents, to pick units and log axes before writing. */
+    sqlite3_stmt *q = NULL;
+    if ((rc = prepare(db, "SELECT count(*), max(flops), max(bin) FROM run_flops WHERE run_id = ?1", &q,
+                      err))) {
+        dp_free(r);
+        return rc;
+    }
+    double fmax = 0, tmax = 0, tend_min = INFINITY, tend_max = 0, peak_min = INFINITY, bin_min = INFINITY;
+    size_t with_bins = 0;
+    for (size_t k = 0; k < n; k++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, r[k].id);
+        if (sqlite3_step(q) != SQLITE_ROW) {
+            rc = step_fail(db, q, err);
+            dp_free(r);
+            return rc;
+        }
+        if (sqlite3_column_int64(q, 0) == 0 || !(r[k].bin_s > 0))
+            continue;
+        with_bins++;
+        double peak = sqlite3_column_double(q, 1);
+        double tend = (double)(sqlite3_column_int64(q, 2) + 1) * r[k].bin_s;
+        fmax = peak > fmax ? peak : fmax;
+        if (peak > 0 && peak < peak_min)
+            peak_min = peak;
+        tmax = tend > tmax ? tend : tmax;
+        tend_min = tend < tend_min ? tend : tend_min;
+        tend_max = tend > tend_max ? tend : tend_max;
+        bin_min = r[k].bin_s < bin_min ? r[k].bin_s : bin_min;
+    }
+    sqlite3_finalize(q);
+    if (!with_bins) {
+        dp_free(r);
+        return dp_err_set(err, DP_EINPUT, "flops: the selected runs have no FLOPS-over-time bins");
+    }
+    int logx = plot_want_log(sel->log_x, tend_min, tend_max, 20);
+    int logy = plot_want_log(sel->log_y, peak_min, fmax, 100.0000001);
+    double tdiv, fdiv;
+    const char *tu = plot_time_unit(tmax, &tdiv);
+    const char *fu = flops_unit(fmax, &fdiv);
+    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    if (!gp) {
+        dp_free(r);
+        return err ? err->code : DP_ERUN;
+    }
+    char scn[200], t1[TITLE_MAX];
+    scenario_phrase(r, n, scn, sizeof scn);
+    snprintf(t1, sizeof t1, "Cluster FLOPS over simulated time, %s", scn);
+    set_title(gp, sel->title, t1,
+              logx
+                  ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
+                  : NULL);
+    plot_gp_printf(gp, "set xlabel 'simulated time (%s%s)'\n", tu, logx ? ", log scale" : "");
+    char yl[160];
+    snprintf(yl, sizeof yl, "cluster FLOPS (%s, paper's count%s)", fu, logy ? ", log scale" : "");
+    plot_gp_printf(gp, "set ylabel ");
+    plot_gp_str(gp, yl);
+    plot_gp_printf(gp, "\n");
+    plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
+    if (logx)
+        plot_gp_printf(gp, "set logscale x 10\nset format x '%%g'\nset xrange [%.10g:%.10g]\n",
+                       bin_min / 2 / tdiv, tmax / tdiv);
+    else
+        plot_gp_printf(gp, "set xrange [0:%.10g]\n", tmax / tdiv);
+    if (logy)
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\n");
+    else
+        plot_gp_printf(gp, "set yrange [0:%.10g]\n", fmax / fdiv * 1.1);
+    if ((rc = prepare(db, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", &q, err))) {
+        plot_gp_abort(gp);
+        dp_free(r);
+        return rc;
+    }
+    for (size_t k = 0; k < n; k++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, r[k].id);
+        plot_gp_printf(gp, "$f%zu << EOD\n", k);
+        double last = NAN, bin = r[k].bin_s;
+        int64_t b = -1;
+        int rows = 0;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            b = sqlite3_column_int64(q, 0);
+            last = sqlite3_column_type(q, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 1);
+            double t0 = (double)b * bin;
+            if (logx && b == 0)
+                t0 = bin / 2;
+            if (isfinite(last))
+                plot_gp_printf(gp, "%.10g %.10g\n", t0 / tdiv, last / fdiv);
+            else
+                plot_gp_printf(gp, "%.10g NaN\n", t0 / tdiv);
+            rows++;
+        }
+        if (rc != SQLITE_DONE) {
+            rc = step_fail(db, q, err);
+            plot_gp_abort(gp);
+            dp_free(r);
+            return rc;
+        }
+        if (rows && bin > 0) /* close the last bin: steps hold a value until the next point */
+            plot_gp_printf(gp, "%.10g %.10g\n", (double)(b + 1) * bin / tdiv,
+                           isfinite(last) ? last / fdiv : NAN);
+        else
+            plot_gp_printf(gp, "NaN NaN\n");
+        plot_gp_printf(gp, "EOD\n");
+    }
+    sqlite3_finalize(q);
+    plot_gp_printf(gp, "plot ");
+    for (size_t k = 0; k < n; k++) {
+        /* later lines thinner, so a line drawn over an equal one still shows */
+        double lw = 4.0 - 0.9 * (double)k < 1.3 ? 1.3 : 4.0 - 0.9 * (double)k;
+        plot_gp_printf(gp, "%s$f%zu using 1:2 with steps lw %.1f lc rgb '%s' title ", k ? ", \\\n  " : "", k,
+                       lw, plot_policy_color(r[k].policy, k));
+        plot_gp_str(gp, r[k].label);
+    }
+    plot_gp_printf(gp, "\n");
+    dp_free(r);
+    return plot_gp_close(gp, err);
+}
+
+/* ---- timeline ----------------------------------------------------------- */
+
+/* Drawn in this order, so the legend reads as a step goes. */
+static const struct {
+    const char *act, *label, *color;
+} acts[] = {
+    {"recv_data", "receiving data", "#56b4e9"},
+    {"recv_model", "receiving the model", "#cc79a7"},
+    {"compute", "computing", "#009e73"},
+    {"send", "sending", "#e69f00"},
+    {"wait", "waiting", "#c8c8c8"},
+};
+#define N_ACTS (sizeof acts / sizeof *acts)
+
+int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    plot_run *r;
+    size_t n;
+    int rc = plot_runs_select(db, sel, 1, &r, &n, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *q = NULL;
+    int64_t n_dev = 0;
+    double tmax = 0;
+    if ((rc = prepare(db,
+                      "SELECT (SELECT count(*) FROM run_devices WHERE run_id = ?1),"
+                      " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1)",
+                      &q, err))) {
+        dp_free(r);
+        return rc;
+    }
+    sqlite3_bind_int64(q, 1, r->id);
+    if (sqlite3_step(q) != SQLITE_ROW) {
+        rc = step_fail(db, q, err);
+        dp_free(r);
+        return rc;
+    }
+    n_dev = sqlite3_column_int64(q, 0);
+    int have_segments = sqlite3_column_type(q, 1) != SQLITE_NULL;
+    tmax = sqlite3_column_double(q, 1);
+    sqlite3_finalize(q);
+    if (n_dev == 0 || !have_segments || !(tmax > 0)) {
+        rc = dp_err_set(err, DP_EINPUT, "timeline: run %lld has no %s to draw", (long long)r->id,
+                        n_dev == 0 ? "devices" : "timeline segments");
+        dp_free(r);
+        return rc;
+    }
+    double tdiv;
+    const char *tu = plot_time_unit(tmax, &tdiv);
+    int height = 170 + 26 * (int)(n_dev < 80 ? n_dev : 80);
+    height = height < 520 ? 520 : height;
+    plot_gp *gp = plot_gp_open(out_path, 1400, height, err);
+    if (!gp) {
+        dp_free(r);
+        return err ? err->code : DP_ERUN;
+    }
+    char t1[TITLE_MAX];
+    snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
+             plot_policy_label(r->policy), r->scenario);
+    set_title(gp, sel->title, t1,
+              "a row per device; white: no activity recorded; steps shorter than a pixel drawn 1 px wide");
+    plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
+    plot_gp_printf(gp, "set ylabel 'device'\nset xrange [0:%.10g]\nset yrange [%.10g:-0.5]\n", tmax / tdiv,
+                   (double)n_dev - 0.5);
+    plot_gp_printf(gp, "set bmargin 5.5\nset key at screen 0.5, screen 0.012 center bottom horizontal\nset "
+                       "grid xtics lc rgb '#e0e0e0'\n"
+                       "set style fill solid 1.0 noborder\nset tics front\n");
+    /* ytics: one per device, its name (user text) quoted. */
+    if ((rc = prepare(db, "SELECT idx, name FROM run_devices WHERE run_id = ?1 ORDER BY idx", &q, err)))
+        goto fail;
+    sqlite3_bind_int64(q, 1, r->id);
+    plot_gp_printf(gp, "set ytics (");
+    int first = 1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        plot_gp_printf(gp, "%s", first ? "" : ", ");
+        plot_gp_str(gp, (const char *)sqlite3_column_text(q, 1));
+        plot_gp_printf(gp, " %lld", (long long)sqlite3_column_int64(q, 0));
+        first = 0;
+    }
+    if (rc != SQLITE_DONE) {
+        rc = step_fail(db, q, err);
+        goto fail;
+    }
+    sqlite3_finalize(q);
+    plot_gp_printf(gp, ") scale 0%s\n", n_dev > 40 ? " font ',8'" : "");
+    /* epoch ends */
+    if ((rc =
+             prepare(db, "SELECT end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch LIMIT 201", &q, err)))
+        goto fail;
+    sqlite3_bind_int64(q, 1, r->id);
+    double ends[201];
+    int n_ends = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_ends < 201)
+        ends[n_ends++] = sqlite3_column_double(q, 0);
+    sqlite3_finalize(q);
+    if (n_ends <= 200) /* more would hide the segments */
+        for (int e = 0; e < n_ends; e++)
+            plot_gp_printf(
+                gp, "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead lc rgb '#333333' dt 3 front\n",
+                ends[e] / tdiv, ends[e] / tdiv);
+    /* one data block per activity */
+    if ((rc = prepare(db, "SELECT device, t0_s, t1_s FROM run_segments WHERE run_id = ?1 AND act = ?2", &q,
+                      err)))
+        goto fail;
+    int drawn[N_ACTS] = {0};
+    const double min_w = tmax / tdiv / 1150; /* ~1 px of the ~1150 px wide plot area */
+    for (size_t a = 0; a < N_ACTS; a++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, r->id);
+        sqlite3_bind_text(q, 2, acts[a].act, -1, SQLITE_STATIC);
+        int rows = 0;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            int64_t d = sqlite3_column_int64(q, 0);
+            double t0 = sqlite3_column_double(q, 1) / tdiv, t1s = sqlite3_column_double(q, 2) / tdiv;
+            if (d < 0 || d >= n_dev || !isfinite(t0) || !isfinite(t1s) || t1s < t0)
+                continue;
+            /* Shorter than a pixel would vanish: draw it a pixel wide (the
+             * short compute steps between long transfers are the point). */
+            if ((t1s - t0) < min_w) {
+                double mid = (t0 + t1s) / 2;
+                t0 = mid - min_w / 2, t1s = mid + min_w / 2;
+            }
+            if (!rows)
+                plot_gp_printf(gp, "$a%zu << EOD\n", a);
+            plot_gp_printf(gp, "%.10g %lld %.10g %.10g %.10g %.10g\n", (t0 + t1s) / 2, (long long)d, t0, t1s,
+                           (double)d - 0.38, (double)d + 0.38);
+            rows++;
+        }
+        if (rc != SQLITE_DONE) {
+            rc = step_fail(db, q, err);
+            goto fail;
+        }
+        if (rows)
+            plot_gp_printf(gp, "EOD\n");
+        drawn[a] = rows > 0;
+    }
+    sqlite3_finalize(q);
+    plot_gp_printf(gp, "plot ");
+    first = 1;
+    for (size_t a = 0; a < N_ACTS; a++) {
+        if (!drawn[a])
+            continue;
+        plot_gp_printf(gp, "%s$a%zu using 1:2:3:4:5:6 with boxxyerror fc rgb '%s' title '%s'",
+                       first ? "" : ", \\\n  ", a, acts[a].color, acts[a].label);
+        first = 0;
+    }
+    plot_gp_printf(gp, "\n");
+    dp_free(r);
+    return plot_gp_close(gp, err);
+fail:
+    plot_gp_abort(gp);
+    dp_free(r);
+    return rc;
+}
+
+/* ---- sweeps ------------------------------------------------------------- */
+
+typedef struct srow {
+    char policy[32];
+    char **keys, **vals;
+    size_t nk;
+    double value;
+} srow;
+
+typedef struct sdata {
+    int64_t sweep_id;
+    char scenario[128];
+    srow *rows;
+    size_t n;
+    char **keys; /* union of the points' keys, in order of first appearance (borrowed from rows) */
+    size_t nk;
+    const char *metric_label;
+} sdata;
+
+static void sdata_free(sdata *d)
+{
+    for (size_t k = 0; k < d->n; k++)
+        plot_json_free(d->rows[k].keys, d->rows[k].vals, d->rows[k].nk);
+    dp_free(d->rows);
+    dp_free(d->keys);
+    memset(d, 0, sizeof *d);
+}
+
+static const char *row_val(const srow *r, const char *key)
+{
+    for (size_t k = 0; k < r->nk; k++)
+        if (!strcmp(r->keys[k], key))
+            return r->vals[k];
+    return NULL;
+}
+
+/* The successful runs of the selected sweep with their points and metric. */
+static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
+{
+    memset(d, 0, sizeof *d);
+    const char *col, *label;
+    double scale;
+    const char *metric = sel->metric ? sel->metric : "ttotal_s";
+    if (plot_metric(metric, &col, &label, &scale) < 0)
+        return dp_err_set(
+            err, DP_EINPUT,
+            "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization)", metric);
+    d->metric_label = label;
+    sqlite3_stmt *q = NULL;
+    int rc;
+    const char *file = sqlite3_db_filename(db, "main");
+    file = file && *file ? file : "the database";
+    d->sweep_id = sel->sweep_id;
+    if (d->sweep_id == 0) {
+        if ((rc = prepare(db, "SELECT max(sweep_id) FROM runs WHERE sweep_id IS NOT NULL AND status = 'ok'",
+                          &q, err)))
+            return rc;
+        if (sqlite3_step(q) != SQLITE_ROW)
+            return step_fail(db, q, err);
+        if (sqlite3_column_type(q, 0) == SQLITE_NULL) {
+            sqlite3_finalize(q);
+            return dp_err_set(err, DP_EINPUT,
+                              "no sweep with successful runs in %s (make one with 'dpsim sweep')", file);
+        }
+        d->sweep_id = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+    }
+    if (!(rc = prepare(db,
+                       "SELECT s.name FROM sweeps w JOIN scenarios s ON s.id = w.scenario_id WHERE w.id = ?1",
+                       &q, err))) {
+        sqlite3_bind_int64(q, 1, d->sweep_id);
+        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+            snprintf(d->scenario, sizeof d->scenario, "%s", (const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"
+             " AND %s IS NOT NULL ORDER BY id",
+             col, col);
+    if ((rc = prepare(db, sql, &q, err)))
+        return rc;
+    sqlite3_bind_int64(q, 1, d->sweep_id);
+    size_t cap = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (d->n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            srow *nr = dp_realloc(d->rows, nc * sizeof *nr);
+            if (!nr) {
+                rc = dp_err_set(err, DP_ENOMEM, "out of memory reading sweep %lld", (long long)d->sweep_id);
+                goto fail;
+            }
+            d->rows = nr;
+            cap = nc;
+        }
+        srow *row = &d->rows[d->n];
+        memset(row, 0, sizeof *row);
+        snprintf(row->policy, sizeof row->policy, "%s",
+                 sqlite3_column_text(q, 0) ? (const char *)sqlite3_column_text(q, 0) : "");
+        if ((rc = plot_json_object((const char *)sqlite3_column_text(q, 1), &row->keys, &row->vals, &row->nk,
+                                   err))) {
+            dp_err_prefix(err, "sweep %lld", (long long)d->sweep_id);
+            goto fail;
+        }
+        row->value = sqlite3_column_double(q, 2) * scale;
+        d->n++;
+    }
+    if (rc != SQLITE_DONE) {
+        rc = step_fail(db, q, err);
+        q = NULL;
+        goto fail;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (d->n == 0) {
+        rc = dp_err_set(err, DP_EINPUT, "sweep %lld has no successful runs in %s", (long long)d->sweep_id,
+                        file);
+        goto fail;
+    }
+    /* union of keys */
+    size_t kcap = 0;
+    for (size_t i = 0; i < d->n; i++)
+        for (size_t k = 0; k < d->rows[i].nk; k++) {
+            size_t j;
+            for (j = 0; j < d->nk; j++)
+                if (!strcmp(d->keys[j], d->rows[i].keys[k]))
+                    break;
+            if (j < d->nk)
+                continue;
+            if (d->nk == kcap) {
+                size_t nc = kcap ? 2 * kcap : 8;
+                char **nk = dp_realloc(d->keys, nc * sizeof *nk);
+                if (!nk) {
+                    rc = dp_err_set(err, DP_ENOMEM, "out of memory reading sweep %lld",
+                                    (long long)d->sweep_id);
+                    goto fail;
+                }
+                d->keys = nk;
+                kcap = nc;
+            }
+            d->keys[d->nk++] = d->rows[i].keys[k];
+        }
+    if (d->nk == 0) {
+        rc = dp_err_set(err, DP_EINPUT, "sweep %lld: its points name no swept key", (long long)d->sweep_id);
+        goto fail;
+    }
+    return 0;
+fail:
+    sqlite3_finalize(q);
+    sdata_free(d);
+    return rc;
+}
+
+/* Resolve key (NULL = the idx-th key that is not `other`). */
+static int pick_key(const sdata *d, const char *want, const char *other, const char **out, dp_err *err)
+{
+    if (want) {
+        for (size_t k = 0; k < d->nk; k++)
+            if (!strcmp(d->keys[k], want)) {
+                *out = d->keys[k];
+                return 0;
+            }
+        char known[400] = "";
+        for (size_t k = 0; k < d->nk && strlen(known) < 300; k++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%.80s", k ? ", " : "",
+                     d->keys[k]);
+        return dp_err_set(err, DP_EINPUT, "sweep %lld has no key '%.100s' (its keys: %s)",
+                          (long long)d->sweep_id, want, known);
+    }
+    for (size_t k = 0; k < d->nk; k++)
+        if (!other || strcmp(d->keys[k], other) != 0) {
+            *out = d->keys[k];
+            return 0;
+        }
+    return dp_err_set(err, DP_EINPUT, "sweep %lld varies only '%.100s': a heat map needs two swept keys",
+                      (long long)d->sweep_id, other ? other : "");
+}
+
+/* Distinct values of key over rows (borrowed strings), with numbers for an
+ * axis; *idx[i] is row i's position in the list (-1 if it lacks the key). */
+typedef struct axis {
+    const char **text;
+    double *num;
+    size_t n;
+    int *order; /* positions sorted by num */
+    char unit[80];
+} axis;
+
+static const axis *sort_ctx;
+static int cmp_axis(const void *a, const void *b)
+{
+    double x = sort_ctx->num[*(const int *)a], y = sort_ctx->num[*(const int *)b];
+    return x < y ? -1 : x > y;
+}
+
+static void axis_free(axis *a)
+{
+    dp_free(a->text);
+    dp_free(a->num);
+    dp_free(a->order);
+}
+
+static int axis_build(const sdata *d, const char *key, const char *policy, axis *a, int *idx, dp_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->text = dp_calloc(d->n, sizeof *a->text);
+    a->num = dp_calloc(d->n, sizeof *a->num);
+    a->order = dp_calloc(d->n, sizeof *a->order);
+    if (!a->text || !a->num || !a->order) {
+        axis_free(a);
+        return dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d->sweep_id);
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        const char *v = row_val(&d->rows[i], key);
+        idx[i] = -1;
+        if (!v || (policy && strcmp(d->rows[i].policy, policy) != 0))
+            continue;
+        size_t j;
+        for (j = 0; j < a->n; j++)
+            if (!strcmp(a->text[j], v))
+                break;
+        if (j == a->n)
+            a->text[a->n++] = v;
+        idx[i] = (int)j;
+    }
+    plot_axis_values(a->text, a->n, a->num, a->unit, sizeof a->unit);
+    for (size_t j = 0; j < a->n; j++)
+        a->order[j] = (int)j;
+    sort_ctx = a;
+    qsort(a->order, a->n, sizeof *a->order, cmp_axis);
+    sort_ctx = NULL;
+    return 0;
+}
+
+/* Welford's running mean and variance: stable for large times with small
+ * spread across seeds, where sum-of-squares would cancel. */
+typedef struct cell {
+    size_t n;
+    double mean, m2;
+} cell;
+
+static void cell_add(cell *c, double x)
+{
+    c->n++;
+    double dlt = x - c->mean;
+    c->mean += dlt / (double)c->n;
+    c->m2 += dlt * (x - c->mean);
+}
+
+/* Half-width of the 95% t-interval of the mean, 0 for one sample. */
+static double cell_ci95(const cell *c)
+{
+    if (c->n < 2)
+        return 0;
+    double sd = sqrt(c->m2 / (double)(c->n - 1));
+    return gsl_cdf_tdist_Pinv(0.975, (double)(c->n - 1)) * sd / sqrt((double)c->n);
+}
+
+static void axis_label(char *buf, size_t len, const char *key, const char *unit)
+{
+    if (*unit)
+        snprintf(buf, len, "%.200s (%s)", key, unit);
+    else
+        snprintf(buf, len, "%.200s", key);
+}
+
+/* Explicit tics at the values when there are few of them: a sweep's values
+ * are the points that exist, and a log axis would label only decades. */
+static void value_tics(plot_gp *gp, const char *axname, const axis *a, int categorical)
+{
+    if (!categorical && a->n > 12)
+        return;
+    plot_gp_printf(gp, "set %stics (", axname);
+    for (size_t j = 0; j < a->n; j++) {
+        int p = a->order[j];
+        plot_gp_printf(gp, "%s'%.6g' %.10g", j ? ", " : "", a->num[p], categorical ? (double)j : a->num[p]);
+    }
+    plot_gp_printf(gp, ")\n");
+}
+
+int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    sdata d;
+    int rc = sweep_load(db, sel, &d, err);
+    if (rc)
+        return rc;
+    const char *xk;
+    axis ax = {0};
+    int *xi = NULL, *gi = NULL;
+    char **gname = NULL; /* group label per group */
+    char **gpol = NULL;  /* group policy (borrowed) */
+    cell *cells = NULL;
+    size_t ng = 0;
+    plot_gp *gp = NULL;
+    if ((rc = pick_key(&d, sel->x_key, NULL, &xk, err)))
+        goto out;
+    xi = dp_calloc(d.n, sizeof *xi);
+    gi = dp_calloc(d.n, sizeof *gi);
+    gname = dp_calloc(d.n, sizeof *gname);
+    gpol = dp_calloc(d.n, sizeof *gpol);
+    if (!xi || !gi || !gname || !gpol) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    if ((rc = axis_build(&d, xk, NULL, &ax, xi, err)))
+        goto out;
+    /* groups: policy + the values of the other keys */
+    for (size_t i = 0; i < d.n; i++) {
+        gi[i] = -1;
+        if (xi[i] < 0)
+            continue;
+        char g[512];
+        snprintf(g, sizeof g, "%s", plot_policy_label(d.rows[i].policy));
+        for (size_t k = 0; k < d.nk; k++) {
+            const char *v = row_val(&d.rows[i], d.keys[k]);
+            if (d.keys[k] != xk && v && strlen(g) < sizeof g - 2)
+                snprintf(g + strlen(g), sizeof g - strlen(g), ", %s=%s", d.keys[k], v);
+        }
+        size_t j;
+        for (j = 0; j < ng; j++)
+            if (!strcmp(gname[j], g) && !strcmp(gpol[j], d.rows[i].policy))
+                break;
+        if (j == ng) {
+            if (!(gname[ng] = dp_strdup(g))) {
+                rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+                goto out;
+            }
+            gpol[ng++] = d.rows[i].policy;
+        }
+        gi[i] = (int)j;
+    }
+    cells = dp_calloc(ng * ax.n > 0 ? ng * ax.n : 1, sizeof *cells);
+    if (!cells) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    double minpos = INFINITY, max = -INFINITY;
+    size_t max_n = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (gi[i] >= 0 && isfinite(d.rows[i].value))
+            cell_add(&cells[(size_t)gi[i] * ax.n + (size_t)xi[i]], d.rows[i].value);
+    for (size_t c = 0; c < ng * ax.n; c++)
+        if (cells[c].n) {
+            max_n = cells[c].n > max_n ? cells[c].n : max_n;
+            double h = cell_ci95(&cells[c]), lo = cells[c].mean - h, hi = cells[c].mean + h;
+            max = hi > max ? hi : max;
+            /* the lowest point drawn: the bar's end if positive, else the mean */
+            double low = lo > 0 ? lo : cells[c].mean;
+            if (low > 0 && low < minpos)
+                minpos = low;
+        }
+    double xmin = INFINITY, xmax = -INFINITY;
+    int xpos = 1;
+    for (size_t j = 0; j < ax.n; j++) {
+        xpos &= ax.num[j] > 0;
+        xmin = ax.num[j] < xmin ? ax.num[j] : xmin;
+        xmax = ax.num[j] > xmax ? ax.num[j] : xmax;
+    }
+    if (!isfinite(max)) {
+        rc = dp_err_set(err, DP_EINPUT, "sweep %lld: no finite %s values to draw", (long long)d.sweep_id,
+                        d.metric_label);
+        goto out;
+    }
+    int logx = xpos && plot_want_log(sel->log_x, xmin, xmax, 100);
+    int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
+    size_t longest = 0; /* widen the canvas for long legend entries, not squeeze the plot */
+    for (size_t g = 0; g < ng; g++)
+        longest = strlen(gname[g]) > longest ? strlen(gname[g]) : longest;
+    int width = 1200 + (longest > 25 ? (int)(longest - 25 < 60 ? longest - 25 : 60) * 8 : 0);
+    gp = plot_gp_open(out_path, width, 750, err);
+    if (!gp) {
+        rc = err ? err->code : DP_ERUN;
+        goto out;
+    }
+    char t1[TITLE_MAX], t2[TITLE_MAX], xl[400];
+    snprintf(t1, sizeof t1, "%s vs %.200s, sweep #%lld of scenario '%s'", d.metric_label, xk,
+             (long long)d.sweep_id, d.scenario);
+    if (max_n >= 2)
+        snprintf(t2, sizeof t2, "mean over up to %zu seeds; error bars: 95%% t-interval of the mean", max_n);
+    else
+        snprintf(t2, sizeof t2, "one seed per point");
+    set_title(gp, sel->title, t1, t2);
+    axis_label(xl, sizeof xl, xk, ax.unit);
+    if (logx)
+        snprintf(xl + strlen(xl), sizeof xl - strlen(xl), ", log scale");
+    plot_gp_printf(gp, "set xlabel ");
+    plot_gp_str(gp, xl);
+    snprintf(xl, sizeof xl, "%s%s", d.metric_label, logy ? ", log scale" : "");
+    plot_gp_printf(gp, "\nset ylabel ");
+    plot_gp_str(gp, xl);
+    plot_gp_printf(gp, "\n");
+    plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
+    if (logx)
+        plot_gp_printf(gp, "set logscale x 10\n");
+    if (logy)
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\n");
+    else if (minpos > 0 && max > 0)
+        plot_gp_printf(gp, "set yrange [0:*]\n");
+    if (xmax > xmin) {
+        double pad = logx ? 0 : 0.04 * (xmax - xmin);
+        plot_gp_printf(gp, "set xrange [%.10g:%.10g]\n", logx ? xmin / 1.2 : xmin - pad,
+                       logx ? xmax * 1.2 : xmax + pad);
+    }
+    value_tics(gp, "x", &ax, 0);
+    for (size_t g = 0; g < ng; g++) {
+        plot_gp_printf(gp, "$g%zu << EOD\n", g);
+        int rows = 0;
+        for (size_t j = 0; j < ax.n; j++) {
+            const cell *c = &cells[g * ax.n + (size_t)ax.order[j]];
+            if (!c->n)
+                continue;
+            double h = cell_ci95(c);
+            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g\n", ax.num[ax.order[j]], c->mean, c->mean - h,
+                           c->mean + h);
+            rows++;
+        }
+        if (!rows)
+            plot_gp_printf(gp, "NaN NaN NaN NaN\n");
+        plot_gp_printf(gp, "EOD\n");
+    }
+    plot_gp_printf(gp, "plot ");
+    for (size_t g = 0; g < ng; g++) {
+        /* same policy, same colour; other keys' values change the dash and point */
+        size_t same = 0;
+        for (size_t h = 0; h < g; h++)
+            same += !strcmp(gpol[h], gpol[g]);
+        plot_gp_printf(gp, "%s$g%zu using 1:2:3:4 with %s lw 2 ps 1.2 pt %zu dt %zu lc rgb '%s' title ",
+                       g ? ", \\\n  " : "", g, max_n >= 2 ? "yerrorlines" : "linespoints", 7 + 2 * (same % 4),
+                       1 + same % 5, plot_policy_color(gpol[g], g));
+        plot_gp_str(gp, gname[g]);
+    }
+    plot_gp_printf(gp, "\n");
+    rc = plot_gp_close(gp, err);
+    gp = NULL;
+out:
+    plot_gp_abort(gp);
+    for (size_t g = 0; gname && g < ng; g++)
+        dp_free(gname[g]);
+    dp_free(gname);
+    dp_free(gpol);
+    dp_free(cells);
+    dp_free(xi);
+    dp_free(gi);
+    axis_free(&ax);
+    sdata_free(&d);
+    return rc;
+}
+
+int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    sdata d;
+    int rc = sweep_load(db, sel, &d, err);
+    if (rc)
+        return rc;
+    const char *policy = sel->policy ? sel->policy : "cadp";
+    const char *xk = NULL, *yk = NULL;
+    axis ax = {0}, ay = {0};
+    int *xi = NULL, *yi = NULL;
+    cell *cells = NULL;
+    plot_gp *gp = NULL;
+    size_t have = 0;
+    for (size_t i = 0; i < d.n; i++)
+        have += !strcmp(d.rows[i].policy, policy);
+    if (!have) {
+        rc = dp_err_set(err, DP_EINPUT,
+                        "sweep %lld has no successful runs of policy '%.40s' (choose with --policy)",
+                        (long long)d.sweep_id, policy);
+        goto out;
+    }
+    if ((rc = pick_key(&d, sel->x_key, NULL, &xk, err)) || (rc = pick_key(&d, sel->y_key, xk, &yk, err)))
+        goto out;
+    if (!strcmp(xk, yk)) {
+        rc = dp_err_set(err, DP_EINPUT, "mix: the two keys must differ (got '%.100s' twice)", xk);
+        goto out;
+    }
+    xi = dp_calloc(d.n, sizeof *xi);
+    yi = dp_calloc(d.n, sizeof *yi);
+    if (!xi || !yi) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    if ((rc = axis_build(&d, xk, policy, &ax, xi, err)) || (rc = axis_build(&d, yk, policy, &ay, yi, err)))
+        goto out;
+    if (ax.n == 0 || ay.n == 0) {
+        rc = dp_err_set(err, DP_EINPUT, "sweep %lld: no %s run has both '%.100s' and '%.100s'",
+                        (long long)d.sweep_id, policy, xk, yk);
+        goto out;
+    }
+    cells = dp_calloc(ax.n * ay.n, sizeof *cells);
+    if (!cells) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    /* rank of each value on its axis */
+    int *xr = dp_calloc(ax.n, sizeof *xr), *yr = dp_calloc(ay.n, sizeof *yr);
+    if (!xr || !yr) {
+        dp_free(xr);
+        dp_free(yr);
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    for (size_t j = 0; j < ax.n; j++)
+        xr[ax.order[j]] = (int)j;
+    for (size_t j = 0; j < ay.n; j++)
+        yr[ay.order[j]] = (int)j;
+    int others = 0; /* whether other keys vary: then a cell averages over them too */
+    for (size_t i = 0; i < d.n; i++) {
+        if (xi[i] < 0 || yi[i] < 0 || !isfinite(d.rows[i].value))
+            continue;
+        cell_add(&cells[(size_t)yr[yi[i]] * ax.n + (size_t)xr[xi[i]]], d.rows[i].value);
+        for (size_t k = 0; k < d.nk && !others; k++) {
+            if (d.keys[k] == xk || d.keys[k] == yk)
+                continue;
+            const char *v0 = row_val(&d.rows[i], d.keys[k]);
+            for (size_t i2 = 0; i2 < i && !others; i2++) {
+                const char *v1 = row_val(&d.rows[i2], d.keys[k]);
+                others = (v0 == NULL) != (v1 == NULL) || (v0 && v1 && strcmp(v0, v1));
+            }
+        }
+    }
+    dp_free(xr);
+    dp_free(yr);
+    double minpos = INFINITY, max = -INFINITY, min = INFINITY;
+    size_t max_n = 0;
+    for (size_t c = 0; c < ax.n * ay.n; c++)
+        if (cells[c].n) {
+            max_n = cells[c].n > max_n ? cells[c].n : max_n;
+            max = cells[c].mean > max ? cells[c].mean : max;
+            min = cells[c].mean < min ? cells[c].mean : min;
+            if (cells[c].mean > 0 && cells[c].mean < minpos)
+                minpos = cells[c].mean;
+        }
+    if (!isfinite(max)) {
+        rc = dp_err_set(err, DP_EINPUT, "sweep %lld: no finite %s values to draw", (long long)d.sweep_id,
+                        d.metric_label);
+        goto out;
+    }
+    int logc = min > 0 && plot_want_log(sel->log_y, minpos, max, 100.0000001);
+    int w = 360 + 70 * (int)(ax.n < 20 ? ax.n : 20), h = 260 + 50 * (int)(ay.n < 20 ? ay.n : 20);
+    gp = plot_gp_open(out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
+    if (!gp) {
+        rc = err ? err->code : DP_ERUN;
+        goto out;
+    }
+    char t1[TITLE_MAX], t2[TITLE_MAX], lab[400];
+    snprintf(t1, sizeof t1, "%s of %s, sweep #%lld of scenario '%s'", d.metric_label,
+             plot_policy_label(policy), (long long)d.sweep_id, d.scenario);
+    snprintf(t2, sizeof t2, "cell: mean over %s%s; blank: not in the sweep",
+             max_n >= 2 ? "seeds" : "one seed", others ? " and the other swept keys" : "");
+    set_title(gp, sel->title, t1, t2);
+    axis_label(lab, sizeof lab, xk, ax.unit);
+    plot_gp_printf(gp, "set xlabel ");
+    plot_gp_str(gp, lab);
+    axis_label(lab, sizeof lab, yk, ay.unit);
+    plot_gp_printf(gp, "\nset ylabel ");
+    plot_gp_str(gp, lab);
+    snprintf(lab, sizeof lab, "%s%s", d.metric_label, logc ? ", log scale" : "");
+    plot_gp_printf(gp, "\nset cblabel ");
+    plot_gp_str(gp, lab);
+    plot_gp_printf(gp, "\n");
+    plot_gp_printf(gp, "set xrange [-0.5:%.10g]\nset yrange [-0.5:%.10g]\nset tics scale 0\nunset key\n",
+                   (double)ax.n - 0.5, (double)ay.n - 0.5);
+    plot_gp_printf(gp, "set palette defined (0 '#ffffe5', 0.4 '#fec44f', 0.75 '#ec7014', 1 '#993404')\n");
+    if (logc)
+        plot_gp_printf(gp, "set logscale cb 10\nset format cb '%%g'\n");
+    if (max > min)
+        plot_gp_printf(gp, "set cbrange [%.10g:%.10g]\n", min, max);
+    else
+        plot_gp_printf(gp, "set cbrange [%.10g:%.10g]\n", min - fabs(min) * 0.5 - 1,
+                       max + fabs(max) * 0.5 + 1);
+    value_tics(gp, "x", &ax, 1);
+    value_tics(gp, "y", &ay, 1);
+    plot_gp_printf(gp, "$m << EOD\n");
+    for (size_t yj = 0; yj < ay.n; yj++)
+        for (size_t xj = 0; xj < ax.n; xj++) {
+            const cell *c = &cells[yj * ax.n + xj];
+            if (c->n && (!logc || c->mean > 0))
+                plot_gp_printf(gp, "%zu %zu %.10g %.10g %.10g %.10g %.10g\n", xj, yj, xj - 0.5, xj + 0.5,
+                               yj - 0.5, yj + 0.5, c->mean);
+        }
+    plot_gp_printf(gp, "EOD\n");
+    /* white text on the dark end of the palette, black elsewhere */
+    double thr = logc ? exp(log(min) + 0.6 * (log(max) - log(min))) : min + 0.6 * (max - min);
+    int fs = ax.n > 12 ? 8 : 11;
+    plot_gp_printf(
+        gp,
+        "plot $m using 1:2:3:4:5:6:7 with boxxyerror fc palette z fs solid 1.0 border lc rgb '#ffffff', \\\n"
+        "  $m using 1:2:($7 < %.10g ? sprintf('%%.3g', $7) : '') with labels font ',%d' tc rgb '#000000', "
+        "\\\n"
+        "  $m using 1:2:($7 >= %.10g ? sprintf('%%.3g', $7) : '') with labels font ',%d' tc rgb '#ffffff'\n",
+        thr, fs, thr, fs);
+    rc = plot_gp_close(gp, err);
+    gp = NULL;
+out:
+    plot_gp_abort(gp);
+    dp_free(cells);
+    dp_free(xi);
+    dp_free(yi);
+    axis_free(&ax);
+    axis_free(&ay);
+    sdata_free(&d);
+    return rc;
+}
