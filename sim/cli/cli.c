@@ -2,6 +2,9 @@
 #include "cli/cli.h"
 #include "dpsim_config.h"
 
+#include "policy/policy.h"
+
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -139,4 +142,27 @@ int cli_parse_override(char *arg, scn_override *ov)
     ov->key = arg;
     ov->value = eq + 1;
     return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    if (interrupted) { /* second time: the user means it */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    interrupted = sig;
+}
+
+void cli_catch_interrupts(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    policy_set_interrupt(&interrupted);
 }

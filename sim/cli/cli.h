@@ -39,6 +39,10 @@ void cli_now_iso(char *buf, size_t len);
 double cli_wall_s(void);
 /* Load a scenario file or a built-in one ("builtin:paper-testbed"). */
 scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err);
+/* Catch SIGINT and SIGTERM: the running simulation stops at its next
+ * poll and fails with "interrupted" (runs already stored stay stored; the
+ * one in flight leaves nothing).  A second signal kills at once. */
+void cli_catch_interrupts(void);
 /* Parse a non-negative decimal integer; 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);
 /* Parse "KEY=VALUE" into an override (pointers into arg, which is modified). */

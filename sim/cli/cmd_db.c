@@ -185,7 +185,8 @@ int cmd_rerun(int argc, char **argv)
     }
     uint64_t id;
     if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
-        return cli_usage_error("rerun", "RUN must be a run id as listed by 'dpsim runs' (got '%s')", id_s ? id_s : "");
+        return cli_usage_error("rerun", "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
+                               id_s ? id_s : "");
     dp_err err = {0};
     store *st = store_open(db, 1, &err);
     if (!st)
@@ -203,8 +204,8 @@ int cmd_rerun(int argc, char **argv)
         rc = dp_err_set(&err, DP_ENOMEM, "out of memory");
     for (size_t k = 0; !rc && k < n_ovs; k++)
         if (cli_parse_override(ovs[k], &ov[k]))
-            rc = dp_err_set(&err, DP_ERUN, "run #%llu: stored override '%s' is not KEY=VALUE", (unsigned long long)id,
-                            ovs[k]);
+            rc = dp_err_set(&err, DP_ERUN, "run #%llu: stored override '%s' is not KEY=VALUE",
+                            (unsigned long long)id, ovs[k]);
     if (!rc) {
         char label[160];
         snprintf(label, sizeof label, "<run #%llu: %s>", (unsigned long long)id, name);
@@ -233,8 +234,8 @@ int cmd_rerun(int argc, char **argv)
         for (size_t e = 0; same && e < old->n_epochs; e++)
             same = SAME(old->epochs[e].end_s, now->epochs[e].end_s);
 #undef SAME
-        printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n", (unsigned long long)id,
-               name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
+        printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n",
+               (unsigned long long)id, name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
                same ? "identical" : "DIFFERENT");
     }
     res_run_free(old);

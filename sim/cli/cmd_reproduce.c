@@ -102,6 +102,7 @@ int cmd_reproduce(int argc, char **argv)
     scn_scenario *s = cli_load_scenario(file ? file : "builtin:paper-testbed", NULL, 0, &err);
     if (!s)
         return cli_fail(&err);
+    cli_catch_interrupts();
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

@@ -124,6 +124,7 @@ int cmd_run(int argc, char **argv)
     }
     if (!have_seed)
         seed = s->training.seed;
+    cli_catch_interrupts();
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

@@ -458,10 +458,22 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
 
 /* ---- run and results ---------------------------------------------------------- */
 
+static volatile sig_atomic_t *interrupt_flag;
+
+void policy_set_interrupt(volatile sig_atomic_t *flag)
+{
+    interrupt_flag = flag;
+}
+
 int prt_run(prt *rt)
 {
+    /* Polling the flag every 4096 events keeps the check off the hot path
+     * and still stops within microseconds of host time. */
+    uint64_t k = 0;
     while (!rt->finished && !rt->failed && sim_step(rt->e))
-        ;
+        if ((++k & 4095) == 0 && interrupt_flag && *interrupt_flag)
+            return dp_err_set(rt->err, DP_ERUN,
+                              "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;
     if (!rt->finished) {

@@ -30,6 +30,13 @@ int policy_by_name(const char *name);
  * DP_ERUN when the simulation stalls (a link at zero capacity forever). */
 res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err *err);
 
+/* An interrupt flag (e.g. set by a SIGINT handler) that running simulations
+ * poll between events: when it becomes non-zero, policy_run stops and fails
+ * with DP_ERUN "interrupted".  NULL (the default) = never.  The pointer is
+ * borrowed for the life of the process. */
+#include <signal.h>
+void policy_set_interrupt(volatile sig_atomic_t *flag);
+
 /* ---- runtime shared by the policies (internal to sim/policy) ---------- */
 
 typedef struct prt prt;
