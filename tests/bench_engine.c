@@ -12,6 +12,13 @@
 
 #include "engine.h"
 
+#ifndef STEPS
+#define STEPS 5000000
+#endif
+#ifndef REPS
+#define REPS 5
+#endif
+
 static uint64_t rng = 88172645463325252ull;
 static double next_exp(void)
 {
@@ -53,9 +60,9 @@ int main(void)
         inc[i] = next_exp();
     for (int k = 0; k < 2; k++) {
         size_t P = sizes[k];
-        uint64_t steps = 5000000;
-        double rate[5];
-        for (int rep = 0; rep < 5; rep++) {
+        uint64_t steps = STEPS;
+        double rate[REPS];
+        for (int rep = 0; rep < REPS; rep++) {
             sim_engine *e = sim_engine_new(NULL);
             for (size_t i = 0; i < P; i++)
                 sim_at(e, next_exp(), hold, NULL);
@@ -65,11 +72,11 @@ int main(void)
             rate[rep] = (double)steps / (now_s() - t0);
             sim_engine_free(e);
         }
-        qsort(rate, 5, sizeof *rate, cmp);
+        qsort(rate, REPS, sizeof *rate, cmp);
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         printf("hold model, %7zu pending: median %.2f M events/s (min %.2f, max %.2f); peak RSS %.1f MB\n", P,
-               rate[2] / 1e6, rate[0] / 1e6, rate[4] / 1e6, (double)ru.ru_maxrss / 1024.0);
+               rate[REPS / 2] / 1e6, rate[0] / 1e6, rate[REPS - 1] / 1e6, (double)ru.ru_maxrss / 1024.0);
     }
     return 0;
 }

@@ -345,23 +345,32 @@ Test(policy, analytic_equals_flows_without_sharing)
     const char *src = getenv("DPSIM_SRC");
     cr_assert(src);
     snprintf(path, sizeof path, "%s/scenarios/paper-testbed.yaml", src);
-    double t[2][2];
+    double t[2][2], sent[2][8], busy[2][8], recv[2][8];
     for (int mode = 0; mode < 2; mode++) {
         const char *m = mode ? "analytic" : "flows";
-        scn_override ov[4] = {{"dataset.samples", "800"},
-                              {"training.epochs", "1"},
-                              {"policies.ddp.collective", m},
+        scn_override ov[4] = {{"dataset.samples", "800"}, {"training.epochs", "1"}, {"policies.ddp.collective", m},
                               {"policies.deepspeed.collective", m}};
         dp_err err = {0};
         scn_scenario *s = scn_load_file(path, ov, 4, &err);
         cr_assert(s, "%s", err.msg);
         res_run *r = run(POLICY_DDP, s);
         t[mode][0] = r->ttotal_s;
+        cr_assert_eq(r->n_devices, 8);
+        for (int d = 0; d < 8; d++) {
+            sent[mode][d] = r->devices[d].bytes_sent;
+            busy[mode][d] = r->devices[d].send_s;
+            recv[mode][d] = r->devices[d].recv_s;
+        }
         res_run_free(r);
         r = run(POLICY_DEEPSPEED, s);
         t[mode][1] = r->ttotal_s;
         res_run_free(r);
         scn_free(s);
+    }
+    for (int d = 0; d < 8; d++) { /* the analytic mode accounts bytes and link time too */
+        expect_close(sent[1][d], sent[0][d]);
+        cr_expect(fabs(busy[1][d] - busy[0][d]) <= 1e-6 * busy[0][d], "send_s %g vs %g", busy[1][d], busy[0][d]);
+        cr_expect(fabs(recv[1][d] - recv[0][d]) <= 1e-6 * recv[0][d], "recv_s %g vs %g", recv[1][d], recv[0][d]);
     }
     expect_close(t[1][0], t[0][0]);
     expect_close(t[1][1], t[0][1]);

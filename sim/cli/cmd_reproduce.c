@@ -10,7 +10,6 @@
 #include "cli/runner.h"
 #include "dpsim_config.h"
 #include "plots.h"
-#pragma weak plots_table3 /* TEMPORARY until plots/plot.c lands */
 
 #include <math.h>
 #include <string.h>

@@ -83,22 +83,37 @@ static void start_round(coll *c)
     }
 }
 
+/* Latency and bottleneck capacity of ring edge d -> d+1 now. */
+static void edge(prt *rt, size_t d, double *lat, double *cap)
+{
+    int links[NET_MAX_PATH];
+    size_t nl;
+    net *n = world_net(rt->w);
+    *cap = INFINITY;
+    world_path(rt->w, (int)d + 1, (int)((d + 1) % rt->n) + 1, links, &nl, lat);
+    for (size_t j = 0; j < nl; j++)
+        *cap = fmin(*cap, net_link_capacity(n, links[j]));
+    if (rt->s->network.tcp_window_bytes > 0 && *lat > 0)
+        *cap = fmin(*cap, rt->s->network.tcp_window_bytes / (2 * *lat));
+}
+
+/* Seconds edge d's flow of `chunk` bytes transfers (latency excluded). */
+static double edge_transfer_s(prt *rt, size_t d, double chunk)
+{
+    double lat, cap;
+    edge(rt, d, &lat, &cap);
+    return chunk > 0 ? chunk / cap : 0;
+}
+
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
     int rounds = rounds_of(k, rt->n);
     if (!rounds)
         return 0;
     double chunk = bytes / (double)rt->n, worst = 0;
-    net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {
-        int links[NET_MAX_PATH];
-        size_t nl;
-        double lat, cap = INFINITY;
-        world_path(rt->w, (int)d + 1, (int)((d + 1) % rt->n) + 1, links, &nl, &lat);
-        for (size_t j = 0; j < nl; j++)
-            cap = fmin(cap, net_link_capacity(n, links[j]));
-        if (rt->s->network.tcp_window_bytes > 0 && lat > 0)
-            cap = fmin(cap, rt->s->network.tcp_window_bytes / (2 * lat));
+        double lat, cap;
+        edge(rt, d, &lat, &cap);
         double t = lat + (chunk > 0 ? chunk / cap : 0);
         if (t > worst)
             worst = t;
@@ -124,8 +139,14 @@ int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt
             rt->failed = 1;
             return dp_err_set(rt->err, DP_ERUN, "a ring link has zero capacity: the collective never ends");
         }
-        for (size_t d = 0; d < rt->n; d++)
+        /* every device sends and receives in every round; its links are
+         * busy for the round's transfer time, not the slowest edge's */
+        for (size_t d = 0; d < rt->n; d++) {
             rt->coll_bytes[d] += c->chunk * c->rounds;
+            double busy = c->rounds * edge_transfer_s(rt, d, c->chunk);
+            rt->coll_busy_s[d] += busy;               /* d's up link: edge d */
+            rt->coll_recv_s[(d + 1) % rt->n] += busy; /* its successor's down link */
+        }
         return prt_at(rt, sim_now(rt->e) + t, finish, c);
     }
     start_round(c);

@@ -114,6 +114,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->batches = dp_calloc(n, sizeof *rt->batches);
     rt->bins = dp_calloc(MAX_BINS, sizeof *rt->bins);
     rt->coll_bytes = dp_calloc(n, sizeof *rt->coll_bytes);
+    rt->coll_busy_s = dp_calloc(n, sizeof *rt->coll_busy_s);
+    rt->coll_recv_s = dp_calloc(n, sizeof *rt->coll_recv_s);
     rt->part_done = dp_calloc(n, sizeof *rt->part_done);
     rt->server_bytes = dp_calloc(n, sizeof *rt->server_bytes);
     tl->cslots = dp_calloc(n, sizeof *tl->cslots);
@@ -121,8 +123,9 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     if (!rt->share || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since || !rt->act_time ||
-        !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes || !rt->part_done ||
-        !rt->server_bytes || !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
+        !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes || !rt->coll_busy_s ||
+        !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !tl->cslots || !tl->xctx || !tl->dev_fn ||
+        !tl->dev_ctx) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -158,6 +161,8 @@ void prt_free(prt *rt)
     dp_free(rt->batches);
     dp_free(rt->bins);
     dp_free(rt->coll_bytes);
+    dp_free(rt->coll_busy_s);
+    dp_free(rt->coll_recv_s);
     dp_free(rt->part_done);
     dp_free(rt->server_bytes);
     dp_free(tl->hist);
@@ -517,8 +522,8 @@ res_run *prt_results(prt *rt)
         busy += rd->compute_s;
         int up = world_dev_up(rt->w, d), down = world_dev_down(rt->w, d);
         int pu = world_dev_peer_up(rt->w, d), pd = world_dev_peer_down(rt->w, d);
-        rd->send_s = net_link_busy_s(n, up) + (pu >= 0 ? net_link_busy_s(n, pu) : 0);
-        rd->recv_s = net_link_busy_s(n, down) + (pd >= 0 ? net_link_busy_s(n, pd) : 0);
+        rd->send_s = net_link_busy_s(n, up) + (pu >= 0 ? net_link_busy_s(n, pu) : 0) + rt->coll_busy_s[d];
+        rd->recv_s = net_link_busy_s(n, down) + (pd >= 0 ? net_link_busy_s(n, pd) : 0) + rt->coll_recv_s[d];
         rd->bytes_sent = net_link_bytes(n, up) + (pu >= 0 ? net_link_bytes(n, pu) : 0) + rt->coll_bytes[d];
         rd->bytes_recv = net_link_bytes(n, down) + (pd >= 0 ? net_link_bytes(n, pd) : 0) + rt->coll_bytes[d];
         rd->wait_s = rt->act_time[d * RES_ACT_COUNT + RES_ACT_WAIT];

@@ -68,6 +68,8 @@ struct prt {
     size_t n_bins;
     double *bins;         /* FLOP (paper's count) per bin */
     double *coll_bytes;   /* per device: bytes sent (= received) by analytic collectives */
+    double *coll_busy_s;  /* per device: seconds its up (send) / down (recv) link was busy */
+    double *coll_recv_s;  /* in analytic collectives */
     double *server_bytes; /* per device: bytes exchanged with the server (to avoid double counting) */
     int coll_active;      /* collectives in flight */
     double *part_done;    /* per device: fraction of a batch done in pieces */
