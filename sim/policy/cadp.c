@@ -19,12 +19,10 @@
 typedef struct cadp_dev {
     prt *rt;
     size_t d;
-    int64_t left; /* samples left in this epoch */
 } cadp_dev;
 
 typedef struct cadp_state {
     cadp_dev *dev;
-    int epoch;       /* current epoch, 1-based */
     size_t parts;    /* participants */
     size_t uploaded; /* uploads done this epoch */
     size_t downloaded;
@@ -131,7 +129,7 @@ static void local_batch(prt *rt, void *ctx);
 
 static void start_epoch_on(prt *rt, cadp_dev *cd)
 {
-    cd->left = rt->share[cd->d];
+    rt->left[cd->d] = rt->share[cd->d];
     local_batch(rt, cd);
 }
 
@@ -148,16 +146,8 @@ static void aggregated(prt *rt, void *ctx)
 {
     (void)ctx;
     cadp_state *st = rt->policy_state;
-    if (res_add_epoch(rt->r, st->epoch, sim_now(rt->e))) {
-        rt->failed = 1;
-        dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+    if (prt_end_epoch(rt) <= 0)
         return;
-    }
-    if (st->epoch >= rt->s->training.epochs) {
-        rt->finished = 1;
-        return;
-    }
-    st->epoch++;
     st->uploaded = 0;
     double M = rt->s->model.model_bytes;
     for (size_t d = 0; d < rt->n; d++) {
@@ -195,7 +185,7 @@ static void on_upload(void *ctx, uint64_t id)
 static void local_batch(prt *rt, void *ctx)
 {
     cadp_dev *cd = ctx;
-    if (cd->left <= 0) { /* local epoch done: upload the model */
+    if (rt->left[cd->d] <= 0) { /* local epoch done: upload the model */
         prt_set_act(rt, cd->d, RES_ACT_SEND);
         rt->server_bytes[cd->d] += rt->s->model.model_bytes;
         if (!world_transfer(rt->w, (int)cd->d + 1, 0, rt->s->model.model_bytes, on_upload, cd)) {
@@ -205,8 +195,8 @@ static void local_batch(prt *rt, void *ctx)
         return;
     }
     int bs = rt->s->groups[rt->s->devices[cd->d].group].batch;
-    int n = cd->left < bs ? (int)cd->left : bs;
-    cd->left -= n;
+    int n = rt->left[cd->d] < bs ? (int)rt->left[cd->d] : bs;
+    rt->left[cd->d] -= n;
     prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
 }
 
@@ -246,10 +236,9 @@ int policy_cadp_start(prt *rt)
         dp_free(ctx);
         return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
     }
-    st->epoch = 1;
     for (size_t d = 0; d < rt->n; d++) {
         rt->share[d] = res->alloc[d];
-        st->dev[d] = (cadp_dev){rt, d, 0};
+        st->dev[d] = (cadp_dev){rt, d};
         ctx[d] = &st->dev[d];
         skip[d] = res->alloc[d] == 0;
         bytes[d] = (double)res->alloc[d] * s->dataset.sample_bytes;

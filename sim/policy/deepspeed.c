@@ -21,7 +21,6 @@
 typedef struct z3dev {
     prt *rt;
     size_t d;
-    int64_t left;
     int n_now; /* samples of the current micro-step (0: joined) */
 } z3dev;
 
@@ -31,7 +30,6 @@ typedef struct z3_state {
     int phase;        /* 0 forward, 1 backward (no overlap); 2 whole step (overlap) */
     size_t computing; /* devices still computing this phase */
     int gathers_left; /* overlap: all-gathers still running */
-    int epoch;
     size_t ready_devs;
     scn_collective_mode mode;
 } z3_state;
@@ -50,26 +48,8 @@ static void z3_step_start(prt *rt, void *ctx);
 static void z3_step_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
-    int more = 0;
-    for (size_t d = 0; d < rt->n; d++)
-        more |= st->dev[d].left > 0;
-    if (more) {
+    if (prt_work_left(rt) || prt_end_epoch(rt) > 0)
         z3_step_start(rt, NULL);
-        return;
-    }
-    if (res_add_epoch(rt->r, st->epoch, sim_now(rt->e))) {
-        z3_fail(rt);
-        return;
-    }
-    if (st->epoch >= rt->s->training.epochs) {
-        rt->finished = 1;
-        return;
-    }
-    st->epoch++;
-    for (size_t d = 0; d < rt->n; d++)
-        st->dev[d].left = rt->share[d];
-    z3_step_start(rt, NULL);
 }
 
 static void z3_reduce(prt *rt)
@@ -137,8 +117,8 @@ static void z3_step_start(prt *rt, void *ctx)
     for (size_t d = 0; d < rt->n; d++) {
         z3dev *zd = &st->dev[d];
         int bs = rt->s->groups[rt->s->devices[d].group].batch;
-        zd->n_now = zd->left < bs ? (int)zd->left : bs;
-        zd->left -= zd->n_now;
+        zd->n_now = rt->left[d] < bs ? (int)rt->left[d] : bs;
+        rt->left[d] -= zd->n_now;
     }
     if (st->overlap) {
         st->phase = 2;
@@ -176,10 +156,11 @@ static int stage3_start(prt *rt, const scn_deepspeed_opts *o, int overlap)
     }
     st->overlap = overlap;
     st->mode = o->collective;
-    st->epoch = 1;
     equal_split(rt, o->data, bytes);
-    for (size_t d = 0; d < rt->n; d++)
-        st->dev[d] = (z3dev){rt, d, rt->share[d], 0};
+    for (size_t d = 0; d < rt->n; d++) {
+        st->dev[d] = (z3dev){rt, d, 0};
+        rt->left[d] = rt->share[d];
+    }
     int rc = prt_distribute(rt, bytes, NULL, z3_dev_ready, NULL);
     dp_free(bytes);
     return rc;

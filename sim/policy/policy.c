@@ -105,6 +105,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     snprintf(rt->r->policy, sizeof rt->r->policy, "%s", policy);
     rt->r->seed = seed;
     rt->share = dp_calloc(n, sizeof *rt->share);
+    rt->left = dp_calloc(n, sizeof *rt->left);
+    rt->epoch = 1;
     rt->ready_s = dp_calloc(n, sizeof *rt->ready_s);
     rt->pending = dp_calloc(n, sizeof *rt->pending);
     rt->act = dp_calloc(n, sizeof *rt->act);
@@ -122,10 +124,10 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     tl->xctx = dp_calloc(2 * n, sizeof *tl->xctx);
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
-    if (!rt->share || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since || !rt->act_time ||
-        !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes || !rt->coll_busy_s ||
-        !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !tl->cslots || !tl->xctx || !tl->dev_fn ||
-        !tl->dev_ctx) {
+    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
+        !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
+        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !tl->cslots ||
+        !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -152,6 +154,7 @@ void prt_free(prt *rt)
     world_free(rt->w);
     res_run_free(rt->r);
     dp_free(rt->share);
+    dp_free(rt->left);
     dp_free(rt->ready_s);
     dp_free(rt->pending);
     dp_free(rt->act);
@@ -227,6 +230,32 @@ int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
         return DP_ENOMEM;
     }
     return 0;
+}
+
+/* ---- epochs ------------------------------------------------------------------ */
+
+int prt_work_left(const prt *rt)
+{
+    for (size_t d = 0; d < rt->n; d++)
+        if (rt->left[d] > 0)
+            return 1;
+    return 0;
+}
+
+int prt_end_epoch(prt *rt)
+{
+    if (res_add_epoch(rt->r, rt->epoch, sim_now(rt->e))) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    if (rt->epoch >= rt->s->training.epochs) {
+        rt->finished = 1;
+        return 0;
+    }
+    rt->epoch++;
+    for (size_t d = 0; d < rt->n; d++)
+        rt->left[d] = rt->share[d];
+    return 1;
 }
 
 /* ---- FLOPS bins -------------------------------------------------------------- */

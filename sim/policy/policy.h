@@ -49,6 +49,8 @@ struct prt {
     res_run *r;
     size_t n;        /* devices */
     int64_t *share;  /* samples per epoch, per device */
+    int64_t *left;   /* samples left in the current epoch, per device */
+    int epoch;       /* current epoch, 1-based */
     double *ready_s; /* when data and model had arrived */
     int *pending;    /* outstanding initial transfers per device */
     double tsend_s;  /* when the last device held its data */
@@ -96,6 +98,12 @@ int prt_run(prt *rt);
 /* Fill the results (Tsend, Ttraining, ...).  Ownership of rt->r moves to
  * the caller. */
 res_run *prt_results(prt *rt);
+/* 1 if some device has samples left in the current epoch. */
+int prt_work_left(const prt *rt);
+/* The current epoch ends now: record it; then either start the next (epoch
+ * + 1, `left` reloaded from `share`; returns 1) or, after the last, set
+ * `finished` (returns 0).  Negative (run failed) when out of memory. */
+int prt_end_epoch(prt *rt);
 /* Schedule fn(rt, ctx) at absolute time t. */
 int prt_at(prt *rt, double t, prt_fn fn, void *ctx);
 /* Record `flops` (paper's count) spread uniformly over [t0, t1). */

@@ -18,7 +18,6 @@
 typedef struct sdev {
     prt *rt;
     size_t d;
-    int64_t left; /* samples left this epoch */
     int in_group; /* micro-steps left in this group */
 } sdev;
 
@@ -33,7 +32,6 @@ typedef struct sync_state {
     int busy;        /* a bucket's collective is in flight */
     size_t started_last;
     double group_t0;
-    int epoch;
     size_t ready_devs; /* devices holding data + model */
 } sync_state;
 
@@ -97,26 +95,8 @@ static void last_started(prt *rt, double t0, double dt)
 static void epoch_or_group_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    sync_state *st = rt->policy_state;
-    int more = 0;
-    for (size_t d = 0; d < rt->n; d++)
-        more |= st->dev[d].left > 0;
-    if (more) {
+    if (prt_work_left(rt) || prt_end_epoch(rt) > 0)
         group_start(rt, NULL);
-        return;
-    }
-    if (res_add_epoch(rt->r, st->epoch, sim_now(rt->e))) {
-        fail(rt, DP_ENOMEM, "out of memory");
-        return;
-    }
-    if (st->epoch >= rt->s->training.epochs) {
-        rt->finished = 1;
-        return;
-    }
-    st->epoch++;
-    for (size_t d = 0; d < rt->n; d++)
-        st->dev[d].left = rt->share[d];
-    group_start(rt, NULL);
 }
 
 static void on_bucket_done(prt *rt, void *ctx)
@@ -153,8 +133,9 @@ static void micro_step(prt *rt, void *ctx)
     if (sd->in_group <= 0)
         return; /* its group's work is done; it waits for the buckets */
     int bs = rt->s->groups[rt->s->devices[sd->d].group].batch;
-    int n = sd->left < bs ? (int)sd->left : bs;
-    sd->left -= n;
+    int64_t *left = &rt->left[sd->d];
+    int n = *left < bs ? (int)*left : bs;
+    *left -= n;
     sd->in_group--;
     double dt = 0;
     if (prt_compute(rt, sd->d, n, 1.0, micro_step, sd, &dt))
@@ -178,7 +159,7 @@ static void group_start(prt *rt, void *ctx)
     for (size_t d = 0; d < rt->n; d++) {
         sdev *sd = &st->dev[d];
         int bs = rt->s->groups[rt->s->devices[d].group].batch;
-        int64_t steps = (sd->left + bs - 1) / bs;
+        int64_t steps = (rt->left[d] + bs - 1) / bs;
         sd->in_group = steps < st->cfg.micro_per_sync ? (int)steps : st->cfg.micro_per_sync;
     }
     for (size_t d = 0; d < rt->n && !rt->failed; d++) {
@@ -228,9 +209,10 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     for (int k = 0; k < st->K; k++)
         st->bsize[k] = k + 1 < st->K ? cfg->bucket_bytes : M - (st->K - 1) * cfg->bucket_bytes;
     equal_split(rt, cfg->data, bytes);
-    st->epoch = 1;
-    for (size_t d = 0; d < rt->n; d++)
-        st->dev[d] = (sdev){rt, d, rt->share[d], 0};
+    for (size_t d = 0; d < rt->n; d++) {
+        st->dev[d] = (sdev){rt, d, 0};
+        rt->left[d] = rt->share[d];
+    }
     int rc = prt_distribute(rt, bytes, NULL, on_dev_ready, NULL);
     dp_free(bytes);
     return rc;
