@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_BINS   4096
+#define MAX_BINS   1024
 #define SEG_EXACT  20000
 #define TL_BINS    2048
 #define TL_DEVICES 64
