@@ -494,6 +494,14 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
 
 static volatile sig_atomic_t *interrupt_flag;
 
+/* The event budget of one run.  Without it a large enough scenario (10^6
+ * epochs under DDP, thousands of devices in a flows-mode ring) runs for
+ * hours or days, which nobody can tell from a hang.  2e9 events is about 4x
+ * the heaviest documented run (the paper testbed's DDP with flow
+ * collectives, 4.9e8 events) and 10-15 minutes of host time at 1-3 million
+ * events per second. */
+#define PRT_MAX_EVENTS 2000000000ull
+
 void policy_set_interrupt(volatile sig_atomic_t *flag)
 {
     interrupt_flag = flag;
@@ -504,10 +512,19 @@ int prt_run(prt *rt)
     /* Polling the flag every 4096 events keeps the check off the hot path
      * and still stops within microseconds of host time. */
     uint64_t k = 0;
-    while (!rt->finished && !rt->failed && sim_step(rt->e))
-        if ((++k & 4095) == 0 && interrupt_flag && *interrupt_flag)
+    while (!rt->finished && !rt->failed && sim_step(rt->e)) {
+        if ((++k & 4095) != 0)
+            continue;
+        if (interrupt_flag && *interrupt_flag)
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));
+        if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
+            return dp_err_set(rt->err, DP_ERUN,
+                              "stopped after %llu events (the limit on events per run) at simulated "
+                              "t = %.6g s of a run this large; use fewer epochs or devices, or analytic "
+                              "collectives",
+                              (unsigned long long)sim_events_run(rt->e), sim_now(rt->e));
+    }
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;
     if (!rt->finished) {
@@ -597,6 +614,18 @@ res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err 
     }
     if (s->n_devices == 0) {
         dp_err_set(err, DP_EINPUT, "%s: scenario has no devices", s->path ? s->path : "scenario");
+        return NULL;
+    }
+    /* A ring collective as flows is 2(N-1) rounds of N flows, two events
+     * each: past the event budget one collective alone would take hours (10^6
+     * devices: 4e12 events), so refuse it up front. */
+    scn_collective_mode mode = k == POLICY_DDP ? s->ddp.collective : s->deepspeed.collective;
+    double ring_events = 4.0 * (double)(s->n_devices - 1) * (double)s->n_devices;
+    if (k != POLICY_CADP && mode == SCN_COLL_FLOWS && ring_events > (double)PRT_MAX_EVENTS) {
+        dp_err_set(err, DP_EINPUT,
+                   "one ring all-reduce over %zu devices as flows takes %.3g events, over the limit of "
+                   "%.3g events per run; set policies.%s.collective=analytic",
+                   s->n_devices, ring_events, (double)PRT_MAX_EVENTS, policy_name(k));
         return NULL;
     }
     prt *rt = prt_new(s, policy_name(k), seed, err);
