@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# e2e_hardening.sh: the dpsim binary against hostile conditions, end to end.
+#  - the database: read-only, locked past the busy timeout, not a database,
+#    a newer schema, a full disk (ulimit -f; a tiny tmpfs when mount works):
+#    exit 1, a message naming the problem, and the rows already stored are
+#    intact (PRAGMA integrity_check ok, row counts unchanged);
+#  - SIGINT / SIGTERM during `dpsim run`: exit 1, the finished run stored,
+#    nothing of the interrupted one;
+#  - the gnuplot pipe: gnuplot missing, exiting early, failing: exit 1 with a
+#    message, never a SIGPIPE death or a hang;
+#  - determinism: byte-identical --json across runs, and across the builds
+#    named in $DPSIM_OTHER_BINS (run-all.sh sets it to build/ and build-asan/);
+#  - absurd sizes through the binary: clear errors, fast;
+#  - every input in tests/regress/ (crashes and hangs found by fuzzing).
+# Needs $DPSIM_BIN, $DPSIM_SRC and the sqlite3 CLI.
+set -uo pipefail
+BIN=${DPSIM_BIN:?}
+SRC=${DPSIM_SRC:?}
+TINY=$SRC/scenarios/tiny.yaml
+T=$(mktemp -d)
+chmod 755 "$T"
+BG=
+cleanup() {
+    [ -n "$BG" ] && kill "$BG" 2>/dev/null
+    mountpoint -q "$T/small" 2>/dev/null && umount "$T/small"
+    chattr -R -i "$T" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    echo "FAIL: $*" >&2
+    fail=$((fail + 1))
+}
+# expect CODE CMD...: run CMD (at most 120 s), check its exit code; output in $T/out, $T/err
+expect() {
+    local want=$1
+    shift
+    local got=0
+    timeout 120 "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
+}
+has() { # has FILE TEXT
+    if grep -qiF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
+}
+same() { # same A B WHAT
+    if [ "$1" = "$2" ]; then ok; else bad "$3: '$1' != '$2'"; fi
+}
+# state DB: integrity, user_version and the row count of every table
+state() {
+    sqlite3 "$1" "PRAGMA integrity_check; PRAGMA user_version;
+        SELECT (SELECT count(*) FROM scenarios) || ' ' || (SELECT count(*) FROM runs) || ' ' ||
+               (SELECT count(*) FROM run_devices) || ' ' || (SELECT count(*) FROM run_epochs) || ' ' ||
+               (SELECT count(*) FROM run_flops) || ' ' || (SELECT count(*) FROM run_segments);" 2>&1 | tr '\n' ' '
+}
+command -v sqlite3 >/dev/null || { echo "e2e_hardening: needs the sqlite3 CLI" >&2; exit 1; }
+
+# A database with the three policies of tiny stored.
+"$BIN" run "$TINY" -q --db "$T/base.db" >/dev/null 2>&1 || bad "setup run"
+BASE=$(state "$T/base.db")
+case "$BASE" in "ok 1 1 3 "*) ok ;; *) bad "base state: $BASE" ;; esac
+
+# --- read-only database: as an unprivileged user (root ignores modes)
+mkdir "$T/ro" && cp "$T/base.db" "$T/ro/r.db" && chmod 444 "$T/ro/r.db" && chmod 555 "$T/ro"
+if [ "$(id -u)" -eq 0 ]; then
+    AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+else
+    AS=()
+fi
+expect 1 "${AS[@]}" "$BIN" run "$TINY" -q --policy cadp --db "$T/ro/r.db"
+has "$T/err" "read-only"
+has "$T/err" "r.db"
+same "$(state "$T/ro/r.db")" "$BASE" "read-only db rows"
+# reading it still works
+expect 0 "${AS[@]}" "$BIN" runs --db "$T/ro/r.db"
+has "$T/out" "cadp"
+
+# --- locked: another process holds a write transaction beyond the busy timeout (10 s)
+cp "$T/base.db" "$T/lk.db"
+mkfifo "$T/lk.fifo"
+sqlite3 "$T/lk.db" <"$T/lk.fifo" >/dev/null 2>&1 &
+BG=$!
+exec 7>"$T/lk.fifo"
+echo "BEGIN IMMEDIATE; INSERT INTO scenarios(name, hash, text) VALUES ('x', 'x', 'x');" >&7 2>/dev/null ||
+    echo "BEGIN IMMEDIATE;" >&7
+for _ in $(seq 50); do # until the holder has the write lock
+    sqlite3 "$T/lk.db" "PRAGMA busy_timeout=0; BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1 || break
+    sleep 0.1
+done
+start=$SECONDS
+expect 1 "$BIN" run "$TINY" -q --policy cadp --db "$T/lk.db"
+has "$T/err" "lk.db"
+has "$T/err" "locked"
+[ $((SECONDS - start)) -lt 60 ] && ok || bad "locked db waited $((SECONDS - start)) s"
+echo "ROLLBACK;" >&7
+exec 7>&-
+wait "$BG"
+BG=
+same "$(state "$T/lk.db")" "$BASE" "locked db rows"
+# once the lock is gone the same command stores its run
+expect 0 "$BIN" run "$TINY" -q --policy cadp --db "$T/lk.db"
+
+# --- not a database
+printf 'name,value\nthis,is a csv file\n' >"$T/junk.db"
+cp "$T/junk.db" "$T/junk.orig"
+for c in "run $TINY -q --policy cadp" "runs" "show 1" "export --csv --out $T/exp"; do
+    # shellcheck disable=SC2086
+    expect 1 "$BIN" $c --db "$T/junk.db"
+    has "$T/err" "not an SQLite database"
+done
+cmp -s "$T/junk.db" "$T/junk.orig" && ok || bad "junk.db was modified"
+[ ! -e "$T/junk.db-wal" ] && ok || bad "junk.db got a WAL file"
+
+# --- a newer schema version
+cp "$T/base.db" "$T/new.db"
+sqlite3 "$T/new.db" "PRAGMA user_version = 99"
+NEW=$(state "$T/new.db")
+expect 1 "$BIN" run "$TINY" -q --policy cadp --db "$T/new.db"
+has "$T/err" "newer"
+has "$T/err" "99"
+expect 1 "$BIN" runs --db "$T/new.db"
+has "$T/err" "newer"
+same "$(state "$T/new.db")" "$NEW" "newer-schema db rows"
+
+# --- full disk, 1: a file size limit (writes fail with EFBIG; dpsim ignores
+# SIGXFSZ so it reports it instead of dying).  1 KiB fails at open (the WAL
+# index), 40 KiB when the run is committed.
+size_kb=$(($(stat -c %s "$T/base.db") / 1024))
+for lim in 1 40; do
+    cp "$T/base.db" "$T/full.db"
+    expect 1 bash -c "ulimit -f $lim; exec \"\$0\" run \"\$1\" -q --policy ddp --db \"\$2\"" "$BIN" "$TINY" "$T/full.db"
+    has "$T/err" "full.db"
+    has "$T/err" "disk full or the file size limited"
+    same "$(state "$T/full.db")" "$BASE" "size-limited ($lim KiB) db rows"
+done
+# --- full disk, 2: a real ENOSPC on a tiny filesystem, where mounting is allowed
+mkdir "$T/small"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=$((size_kb + 48))k tmpfs "$T/small" 2>/dev/null; then
+    cp "$T/base.db" "$T/small/full.db"
+    head -c $((40 * 1024)) /dev/zero >"$T/small/fill" 2>/dev/null
+    expect 1 "$BIN" run "$TINY" -q --db "$T/small/full.db" --set training.epochs=50
+    has "$T/err" "full.db"
+    has "$T/err" "disk full"
+    rm -f "$T/small/fill" # room for sqlite3 to open it again
+    same "$(state "$T/small/full.db")" "$BASE" "full-disk db rows"
+    umount "$T/small"
+else
+    echo "e2e_hardening: cannot mount a tmpfs here; full disk checked by ulimit -f only" >&2
+fi
+
+# --- SIGINT / SIGTERM during a run: C-ADP finishes and is stored, the DDP
+# with flow collectives (minutes) is interrupted and leaves nothing.
+for sig in INT TERM; do
+    db=$T/sig-$sig.db
+    "$BIN" run builtin:paper-testbed --policy cadp,ddp --set policies.ddp.collective=flows \
+        --db "$db" -q >"$T/sig.out" 2>"$T/sig.err" &
+    pid=$!
+    n=0
+    for _ in $(seq 600); do # until the C-ADP run is committed (at most 60 s)
+        n=$(sqlite3 "$db" "PRAGMA busy_timeout=2000; SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+        [ "$n" = 1 ] && break
+        sleep 0.1
+    done
+    sleep 0.5
+    kill -"$sig" "$pid"
+    t0=$SECONDS
+    rc=0
+    wait "$pid" || rc=$?
+    same "$rc" 1 "exit code after SIG$sig"
+    [ $((SECONDS - t0)) -lt 10 ] && ok || bad "SIG$sig took $((SECONDS - t0)) s to stop"
+    has "$T/sig.err" "interrupted"
+    same "$(sqlite3 "$db" "PRAGMA integrity_check; SELECT group_concat(policy) FROM runs;" | tr '\n' ' ')" \
+        "ok cadp " "rows after SIG$sig"
+done
+
+# --- the gnuplot pipe (DPSIM_GNUPLOT names the program)
+mkdir "$T/gp"
+printf '#!/bin/sh\nexit 0\n' >"$T/gp/quits"                                # exits at once, reads nothing
+printf '#!/bin/sh\necho "line 0: invalid command" >&2\nexit 1\n' >"$T/gp/fails" # complains and fails
+printf '#!/bin/sh\nhead -n 1 >/dev/null\nexit 0\n' >"$T/gp/oneline"           # one line, then gone
+printf '#!/bin/sh\ncat >/dev/null\necho "warning: something odd" >&2\nexit 3\n' >"$T/gp/reads"
+chmod +x "$T"/gp/*
+for g in quits fails oneline reads; do
+    expect 1 env DPSIM_GNUPLOT="$T/gp/$g" "$BIN" plot compare --db "$T/base.db" --out "$T/gp/$g.png"
+    has "$T/err" "gnuplot"
+done
+has "$T/err" "something odd"
+expect 1 env DPSIM_GNUPLOT="$T/gp/nonexistent" "$BIN" plot compare --db "$T/base.db" --out "$T/gp/x.png"
+has "$T/err" "nonexistent"
+
+# --- determinism: --json byte-identical across runs and builds
+GEO=$SRC/scenarios/geo-3sites.yaml
+(cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1) >"$T/j1" 2>"$T/err" || bad "geo run"
+(cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1) >"$T/j2" 2>&1
+[ -s "$T/j1" ] && cmp -s "$T/j1" "$T/j2" && ok || bad "geo --json differs between runs"
+(cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1 --seed 12345) >"$T/j3" 2>&1
+cmp -s "$T/j1" "$T/j3" && bad "a different seed gave the same --json (is the noise used?)" || ok
+for other in ${DPSIM_OTHER_BINS:-}; do
+    [ -x "$other" ] || continue
+    (cd "$SRC/scenarios" && "$other" run "$GEO" --no-db --json --set training.epochs=1) >"$T/jo" 2>/dev/null
+    cmp -s "$T/j1" "$T/jo" && ok || bad "--json of $BIN and $other differ"
+done
+
+# --- absurd sizes through the binary: refused at once, exit 2
+for o in devices.gpu.count=1000000000000 dataset.samples=1000000000000000000 training.epochs=1000000000; do
+    expect 2 "$BIN" run "$TINY" --no-db --set "$o"
+    has "$T/err" "limit"
+done
+truncate -s 1G "$T/huge.csv"
+sed "s|latency: 5ms }|latency: 5ms, down_trace: $T/huge.csv }|" "$TINY" >"$T/huge.yaml"
+expect 2 "$BIN" check "$T/huge.yaml"
+has "$T/err" "64 MiB"
+expect 2 "$BIN" run "$TINY" --no-db --policy ddp --set devices.gpu.count=999999 --set dataset.samples=100000000
+has "$T/err" "collective=analytic"
+
+# --- inputs found by fuzzing (tests/regress/): each is an ordinary error or
+# an ordinary run, within the time limit, never a crash (exit > 2)
+for f in "$SRC"/tests/regress/*; do
+    [ -f "$f" ] || continue
+    case "$f" in *.md) continue ;; esac
+    got=0
+    (cd "$SRC/scenarios" && timeout 60 "$BIN" check "$f") >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" -le 2 ]; then ok; else bad "regress $(basename "$f"): exit $got: $(head -c 300 "$T/err")"; fi
+done
+
+echo "e2e_hardening: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
