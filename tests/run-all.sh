@@ -2,8 +2,10 @@
 # run-all.sh: the whole test suite, as the README's second command runs it.
 #   1. the normal build (debugoptimized, warnings as errors): every unit test
 #      and end-to-end test;
-#   2. the sanitizer build (-Db_sanitize=address,undefined): the same suite.
-# Prints one closing line "tests: N passed, M failed" over both builds and
+#   2. the sanitizer build (-Db_sanitize=address,undefined): the same suite;
+#   3. valgrind over the end-to-end commands with the normal build's binary
+#      (tests/valgrind.sh).
+# Prints one closing line "tests: N passed, M failed" over all three and
 # exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,9 +36,21 @@ suite() { # suite BUILD_DIR [meson setup options...]
 }
 
 suite build || status=1
+# In the sanitizer suite e2e_hardening.sh also compares its --json byte for
+# byte with the normal build's (both binaries are fresh by then).
+export DPSIM_OTHER_BINS="$PWD/build/dpsim"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 suite build-asan -Db_sanitize=address,undefined -Db_lundef=false || status=1
+
+vlog=$(mktemp)
+tests/valgrind.sh "$PWD/build/dpsim" 2>&1 | tee "$vlog"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+vok=$(awk '/^valgrind:/ {print $2}' "$vlog" | tail -n1)
+vfail=$(awk '/^valgrind:/ {print $4}' "$vlog" | tail -n1)
+rm -f "$vlog"
+passed=$((passed + ${vok:-0}))
+failed=$((failed + ${vfail:-0}))
 
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1 # a build or setup step failed before any test could

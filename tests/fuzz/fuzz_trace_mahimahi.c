@@ -1,0 +1,10 @@
+/* fuzz_trace_mahimahi.c: libFuzzer target for the mahimahi trace reader (body and
+ * option byte in fuzz_trace.h). */
+#include "fuzz_trace.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return fuzz_trace_one(TRACE_FMT_MAHIMAHI, data, size);
+}
