@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "slv.h"
 
 #define REL 1e-9
 #define expect_close(got, want)                                                                              \
@@ -348,7 +349,9 @@ Test(policy, analytic_equals_flows_without_sharing)
     double t[2][2], sent[2][8], busy[2][8], recv[2][8];
     for (int mode = 0; mode < 2; mode++) {
         const char *m = mode ? "analytic" : "flows";
-        scn_override ov[4] = {{"dataset.samples", "800"}, {"training.epochs", "1"}, {"policies.ddp.collective", m},
+        scn_override ov[4] = {{"dataset.samples", "800"},
+                              {"training.epochs", "1"},
+                              {"policies.ddp.collective", m},
                               {"policies.deepspeed.collective", m}};
         dp_err err = {0};
         scn_scenario *s = scn_load_file(path, ov, 4, &err);
@@ -369,8 +372,10 @@ Test(policy, analytic_equals_flows_without_sharing)
     }
     for (int d = 0; d < 8; d++) { /* the analytic mode accounts bytes and link time too */
         expect_close(sent[1][d], sent[0][d]);
-        cr_expect(fabs(busy[1][d] - busy[0][d]) <= 1e-6 * busy[0][d], "send_s %g vs %g", busy[1][d], busy[0][d]);
-        cr_expect(fabs(recv[1][d] - recv[0][d]) <= 1e-6 * recv[0][d], "recv_s %g vs %g", recv[1][d], recv[0][d]);
+        cr_expect(fabs(busy[1][d] - busy[0][d]) <= 1e-6 * busy[0][d], "send_s %g vs %g", busy[1][d],
+                  busy[0][d]);
+        cr_expect(fabs(recv[1][d] - recv[0][d]) <= 1e-6 * recv[0][d], "recv_s %g vs %g", recv[1][d],
+                  recv[0][d]);
     }
     expect_close(t[1][0], t[0][0]);
     expect_close(t[1][1], t[0][1]);
@@ -410,4 +415,49 @@ Test(policy, permanent_outage_is_a_run_error)
     remove(csv);
     remove(yaml);
     rmdir(dir);
+}
+
+/* Large scenarios are solved per device group (cadp_solve): the same
+ * relaxed optimum as the per-device problem, an objective within one
+ * sample's send time of the per-device solver's, and an even split inside
+ * each group. */
+Test(policy, cadp_solve_by_groups_matches_per_device)
+{
+    static const char *BIG =
+        "name: big\n"
+        "model: { name: m, params: 1000000, flops_per_sample: 1.0e9 }\n"
+        "dataset: { name: d, samples: 2000000, sample_bytes: 100000 }\n"
+        "training: { epochs: 20 }\n"
+        "devices:\n"
+        "  - { name: g, count: 3000, kind: gpu, memory: 64GiB, batch: 32, batch_time: 0.2s,\n"
+        "      link: { up: 100Mbps, down: 100Mbps, latency: 10ms } }\n"
+        "  - { name: c, count: 2000, kind: cpu, memory: 64GiB, batch: 4, batch_time: 1.5s,\n"
+        "      link: { up: 20Mbps, down: 20Mbps, latency: 30ms } }\n";
+    scn_scenario *s = load(BIG, NULL, 0);
+    dp_err err = {0};
+    cadp_inputs in;
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    slv_result *byg = NULL, *byd = NULL;
+    size_t classes = 0;
+    cr_assert_eq(cadp_solve(s, &in, "exact", NULL, 0, &byg, &classes, &err), 0, "%s", err.msg);
+    cr_expect_eq(classes, 2);
+    slv_problem p;
+    cadp_problem(s, &in, &p);
+    cr_assert_eq(slv_solve_problem("exact", &p, NULL, &byd, &err), 0, "%s", err.msg);
+    int64_t sum = 0;
+    for (size_t d = 0; d < s->n_devices; d++)
+        sum += byg->alloc[d];
+    cr_expect_eq(sum, 2000000);
+    for (size_t d = 1; d < 3000; d++) /* even inside a group */
+        cr_expect(llabs(byg->alloc[d] - byg->alloc[0]) <= 1);
+    cr_expect(fabs(byg->lower_bound_s - byd->lower_bound_s) <= 1e-6 * byd->lower_bound_s, "LB %.9g vs %.9g",
+              byg->lower_bound_s, byd->lower_bound_s);
+    expect_close(byg->objective_s, slv_objective(&p, byg->alloc));
+    cr_expect(byg->objective_s >= byg->lower_bound_s);
+    cr_expect(byg->objective_s <= byd->objective_s + in.send_s[3000] * 1.0001, "groups %.9g vs devices %.9g",
+              byg->objective_s, byd->objective_s);
+    slv_result_free(byg);
+    slv_result_free(byd);
+    cadp_inputs_free(&in);
+    scn_free(s);
 }

@@ -97,10 +97,11 @@ int cmd_solve(int argc, char **argv)
     }
     slv_problem p;
     cadp_problem(s, &in, &p);
-    if (paper)
-        p.allow_exclude = 0;
     slv_result *r = NULL;
-    int rc = slv_solve_problem(method, &p, &prm, &r, &err);
+    size_t classes = 0;
+    double t0 = cli_wall_s();
+    int rc = cadp_solve(s, &in, method, &prm, paper, &r, &classes, &err);
+    double wall = cli_wall_s() - t0;
     if (rc) {
         cadp_inputs_free(&in);
         scn_free(s);
@@ -138,7 +139,9 @@ int cmd_solve(int argc, char **argv)
         json_key(j, "outer_iterations");
         json_int(j, r->outer_iterations);
         json_key(j, "solve_seconds");
-        json_num(j, r->solve_seconds);
+        json_num(j, wall);
+        json_key(j, "classes");
+        json_int(j, (int64_t)classes);
         json_obj_end(j);
         fputs(json_text(j), stdout);
         fputc('\n', stdout);

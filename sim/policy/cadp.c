@@ -123,6 +123,128 @@ void cadp_problem(const scn_scenario *s, const cadp_inputs *in, slv_problem *p)
     };
 }
 
+/* Per-device objective terms of an allocation (send, epoch) for a result. */
+static void fill_terms(const slv_problem *p, slv_result *r)
+{
+    double send = 0, epoch = 0;
+    for (size_t d = 0; d < p->n; d++) {
+        send = fmax(send, p->send_s[d] * (double)r->alloc[d]);
+        if (r->alloc[d] > 0 || !p->allow_exclude)
+            epoch = fmax(epoch, p->comm_s[d] +
+                                    p->batch_s[d] * (double)((r->alloc[d] + p->batch[d] - 1) / p->batch[d]));
+    }
+    r->send_s = send;
+    r->epoch_s = epoch;
+}
+
+static int solve_classes(const scn_scenario *s, const slv_problem *full, const char *method,
+                         const slv_params *prm, slv_result **out, dp_err *err)
+{
+    size_t K = 0, n = full->n;
+    for (size_t g = 0; g < s->n_groups; g++)
+        K += s->groups[g].count > 0;
+    double *send = dp_calloc(K, sizeof *send), *bt = dp_calloc(K, sizeof *bt),
+           *comm = dp_calloc(K, sizeof *comm);
+    int *batch = dp_calloc(K, sizeof *batch);
+    const char **names = dp_calloc(K, sizeof *names);
+    size_t *first = dp_calloc(K, sizeof *first), *count = dp_calloc(K, sizeof *count);
+    slv_result *cr = NULL, *r = NULL;
+    int rc = 0;
+    if (!send || !bt || !comm || !batch || !names || !first || !count) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t k = 0, d = 0;
+    for (size_t g = 0; g < s->n_groups; g++) {
+        size_t m = (size_t)(s->groups[g].count > 0 ? s->groups[g].count : 0);
+        if (!m)
+            continue;
+        first[k] = d;
+        count[k] = m;
+        send[k] = full->send_s[d] / (double)m;
+        batch[k] = (int)((size_t)full->batch[d] * m); /* the caller checked it fits */
+        bt[k] = full->batch_s[d];
+        comm[k] = full->comm_s[d];
+        names[k] = s->groups[g].name;
+        d += m;
+        k++;
+    }
+    slv_problem cp = *full;
+    cp.n = K;
+    cp.send_s = send;
+    cp.batch = batch;
+    cp.batch_s = bt;
+    cp.comm_s = comm;
+    cp.names = names;
+    if ((rc = slv_solve_problem(method, &cp, prm, &cr, err)))
+        goto done;
+    r = dp_malloc(sizeof *r);
+    if (r) {
+        *r = *cr;
+        r->n = n;
+        r->alloc = dp_calloc(n, sizeof *r->alloc);
+        r->relaxed = dp_calloc(n, sizeof *r->relaxed);
+    }
+    if (!r || !r->alloc || !r->relaxed) {
+        if (r) {
+            dp_free(r->alloc);
+            dp_free(r->relaxed);
+            dp_free(r);
+            r = NULL;
+        }
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (k = 0; k < K; k++) { /* as evenly as possible within the group */
+        int64_t X = cr->alloc[k], m = (int64_t)count[k], q = X / m, rem = X % m;
+        for (size_t j = 0; j < count[k]; j++) {
+            r->alloc[first[k] + j] = q + ((int64_t)j < rem ? 1 : 0);
+            r->relaxed[first[k] + j] = cr->relaxed[k] / (double)m;
+        }
+    }
+    r->objective_s = slv_objective(full, r->alloc);
+    fill_terms(full, r);
+    if (r->status == SLV_STATUS_OPTIMAL && r->objective_s > r->int_lower_bound_s * (1 + 1e-12))
+        r->status = SLV_STATUS_NEAR_OPTIMAL;
+done:
+    slv_result_free(cr);
+    dp_free(send);
+    dp_free(bt);
+    dp_free(comm);
+    dp_free(batch);
+    dp_free((void *)names);
+    dp_free(first);
+    dp_free(count);
+    *out = r;
+    return rc;
+}
+
+int cadp_solve(const scn_scenario *s, const cadp_inputs *in, const char *method, const slv_params *prm,
+               int paper_model, slv_result **out, size_t *classes, dp_err *err)
+{
+    slv_problem p;
+    cadp_problem(s, in, &p);
+    if (paper_model)
+        p.allow_exclude = 0;
+    *out = NULL;
+    int collapse = in->n > CADP_CLASS_MIN;
+    size_t K = 0;
+    for (size_t g = 0; collapse && g < s->n_groups; g++) {
+        K += s->groups[g].count > 0;
+        if ((int64_t)s->groups[g].batch * s->groups[g].count > INT32_MAX)
+            collapse = 0; /* the class's batch would not fit the solver's int */
+    }
+    if (collapse && K * 2 > in->n)
+        collapse = 0; /* mostly distinct devices: nothing to gain */
+    if (classes)
+        *classes = collapse ? K : in->n;
+    if (!collapse)
+        return slv_solve_problem(method, &p, prm, out, err);
+    /* validate per device first, so messages name devices as usual */
+    int rc = slv_problem_check(&p, err);
+    return rc ? rc : solve_classes(s, &p, method, prm, out, err);
+}
+
 /* ---- the event flow ------------------------------------------------------------ */
 
 static void local_batch(prt *rt, void *ctx);
@@ -212,13 +334,11 @@ int policy_cadp_start(prt *rt)
     int rc = cadp_inputs_build(s, &in, rt->err);
     if (rc)
         return rc;
-    slv_problem p;
-    cadp_problem(s, &in, &p);
     slv_params prm;
     slv_params_default(&prm);
     prm.rounding = s->cadp.rounding == SCN_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
     slv_result *res = NULL;
-    rc = slv_solve_problem(s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact", &p, &prm, &res, rt->err);
+    rc = cadp_solve(s, &in, s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact", &prm, 0, &res, NULL, rt->err);
     cadp_inputs_free(&in);
     if (rc)
         return rc;

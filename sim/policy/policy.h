@@ -167,6 +167,25 @@ void sync_free(prt *rt);
 /* Equal split into rt->share and the bytes each device receives. */
 int equal_split(prt *rt, scn_data_mode data, double *bytes);
 
+/* Solve C-ADP's allocation for scenario s with per-device inputs `in`:
+ * method "exact" or "alm", params (NULL = defaults), paper_model 1 = the
+ * exchange counted for every device (the paper's constant).  *out gets a
+ * per-device result in scenario order (free with slv_result_free).
+ *
+ * Scenarios of more than CADP_CLASS_MIN devices are solved per device group:
+ * the m identical devices of a group act as one device of batch m x bs and
+ * send time a/m, whose total is then split as evenly as possible (which is
+ * optimal within a group: ceil(ceil(X/m)/bs) = ceil(X/(m bs))).  The relaxed
+ * optimum is the same; the class problem's integer optimum is a valid lower
+ * bound on the per-device one; the objective is evaluated per device, and
+ * is within one sample's send time of the class optimum.  *classes gets the
+ * number of units solved (devices or groups). */
+#define CADP_CLASS_MIN 4096
+struct slv_params;
+struct slv_result;
+int cadp_solve(const scn_scenario *s, const cadp_inputs *in, const char *method, const struct slv_params *prm,
+               int paper_model, struct slv_result **out, size_t *classes, dp_err *err);
+
 /* ---- policies ---------------------------------------------------------- */
 int policy_ddp_start(prt *rt);
 int policy_deepspeed_start(prt *rt);
