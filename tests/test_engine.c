@@ -2,6 +2,7 @@
  * ids, determinism, and no leaks. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "engine.h"
 
@@ -194,4 +195,93 @@ Test(engine, out_of_memory_is_reported)
     cr_expect_eq(id, 0);
     cr_expect_eq(sim_pending(e), 0);
     sim_engine_free(e);
+}
+
+/* The queue against a reference: many events, many of them at equal times,
+ * some cancelled, some scheduled from handlers; they must fire in (time,
+ * scheduling order), exactly.  Large enough to exercise the buckets and
+ * their rebuilds. */
+#define REF_N 200000
+typedef struct ref_ev {
+    double t;
+    uint64_t order;
+    int cancelled, fired;
+} ref_ev;
+
+typedef struct ref_run {
+    sim_engine *e;
+    ref_ev *ev;
+    uint64_t *ids;
+    size_t n;
+    uint64_t next_order;
+    uint64_t x;
+    double last_t;
+    uint64_t last_order;
+    size_t fired;
+    int bad;
+} ref_run;
+
+static ref_run *RR;
+
+static uint64_t rr_rand(void)
+{
+    RR->x ^= RR->x << 13;
+    RR->x ^= RR->x >> 7;
+    RR->x ^= RR->x << 17;
+    return RR->x;
+}
+
+static void ref_fire(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    ref_ev *v = ctx;
+    v->fired = 1;
+    RR->fired++;
+    double t = sim_now(e);
+    if (t != v->t || v->cancelled || t < RR->last_t || (t == RR->last_t && v->order < RR->last_order))
+        RR->bad++;
+    RR->last_t = t;
+    RR->last_order = v->order;
+    /* schedule one more now and then, at a coarse time (many ties) */
+    if (RR->n < REF_N && (rr_rand() & 3) == 0) {
+        ref_ev *w = &RR->ev[RR->n];
+        w->t = t + (double)(rr_rand() % 64) * 0.25;
+        w->order = RR->next_order++;
+        RR->ids[RR->n++] = sim_at(e, w->t, ref_fire, w);
+    }
+}
+
+Test(engine, matches_reference_order)
+{
+    static ref_run r;
+    r = (ref_run){.x = 0x9e3779b97f4a7c15ull, .last_t = -1};
+    RR = &r;
+    r.ev = calloc(REF_N, sizeof *r.ev);
+    r.ids = calloc(REF_N, sizeof *r.ids);
+    r.e = sim_engine_new(NULL);
+    size_t initial = REF_N / 2;
+    for (size_t i = 0; i < initial; i++) {
+        ref_ev *v = &r.ev[r.n];
+        /* a mix: coarse times (ties), fine random times, a far tail */
+        uint64_t k = rr_rand();
+        v->t = (k & 1) ? (double)(k % 1000) : (double)(k % 1000000) * 1e-3 + ((k >> 40) % 7 == 0 ? 1e6 : 0);
+        v->order = r.next_order++;
+        r.ids[r.n++] = sim_at(r.e, v->t, ref_fire, v);
+    }
+    for (size_t i = 0; i < initial; i += 7) { /* cancel every seventh */
+        cr_assert_eq(sim_cancel(r.e, r.ids[i]), 1);
+        r.ev[i].cancelled = 1;
+    }
+    sim_run(r.e, INFINITY);
+    size_t want = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        want += !r.ev[i].cancelled;
+        cr_expect_eq(r.ev[i].fired, !r.ev[i].cancelled, "event %zu", i);
+    }
+    cr_expect_eq(r.bad, 0, "%d events out of order", r.bad);
+    cr_expect_eq(r.fired, want);
+    cr_expect_eq(sim_pending(r.e), 0);
+    sim_engine_free(r.e);
+    free(r.ev);
+    free(r.ids);
 }
