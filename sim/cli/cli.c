@@ -45,6 +45,10 @@ static void usage(FILE *out)
 
 int dpsim_main(int argc, char **argv)
 {
+    /* Past a file size limit (ulimit -f) a write must fail with EFBIG, which
+     * the store and the exports report as a full disk, rather than SIGXFSZ
+     * killing the process mid-write (run, reproduce, sweep, merge, export). */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

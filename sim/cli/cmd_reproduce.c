@@ -12,7 +12,6 @@
 #include "plots.h"
 
 #include <math.h>
-#include <signal.h>
 #include <string.h>
 
 /* The paper's Table 3 and text (MODEL.md section 7). */
@@ -103,9 +102,6 @@ int cmd_reproduce(int argc, char **argv)
     if (!s)
         return cli_fail(&err);
     cli_catch_interrupts();
-    /* Past a file size limit (ulimit -f) a write must fail with EFBIG, which
-     * the store reports as a full disk, instead of SIGXFSZ killing us. */
-    signal(SIGXFSZ, SIG_IGN);
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

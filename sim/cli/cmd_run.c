@@ -4,7 +4,6 @@
 #include "cli/runner.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,9 +125,6 @@ int cmd_run(int argc, char **argv)
     if (!have_seed)
         seed = s->training.seed;
     cli_catch_interrupts();
-    /* Past a file size limit (ulimit -f) a write must fail with EFBIG, which
-     * the store reports as a full disk, instead of SIGXFSZ killing us. */
-    signal(SIGXFSZ, SIG_IGN);
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

@@ -1157,6 +1157,8 @@ static int run_workers(plan *p, sweep_stats *stats, dp_err *err)
         pid_t pid = fork();
         if (pid == 0) {
             close(fds[0]);
+            dp_free(left); /* the parent's bookkeeping: a worker never uses it */
+            dp_free(pids);
             worker_main(p, sh, fds[1], self);
         }
         if (pid < 0) {
