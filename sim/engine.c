@@ -84,6 +84,9 @@ struct sim_engine {
 };
 
 #define NO_SLOT (MAX_SLOTS + 1)
+/* Below this many events in top a rebuild takes them all into the heap:
+ * small heaps stay in cache and beat the buckets (tests/bench_engine.c). */
+#define LADDER_MIN 8192
 
 static inline int before(const hent *a, const hent *b)
 {
@@ -354,7 +357,7 @@ static int rebuild(sim_engine *e)
         if (e->top[i].t < lo)
             lo = e->top[i].t;
     double end = INFINITY;
-    if (n > 512) {
+    if (n > LADDER_MIN) {
         double smp[64];
         for (int i = 0; i < 64; i++)
             smp[i] = e->top[(size_t)i * (n / 64)].t;
