@@ -796,11 +796,8 @@ static double int_send_level(int_ws *w)
      * continuous solutions for D and D + N.  Their width is about one send
      * time per device, so few devices have a jump inside and the passes
      * below start from a small active set instead of all N. */
-    size_t np = 0;
-    for (size_t i = 0; i < p->n; i++) {
+    for (size_t i = 0; i < p->n; i++)
         w->vd[i] = (double)w->nmax[i];
-        np += w->nmax[i] > 0;
-    }
     double lo = w->S0, top = hi, slope = 0;
     size_t nlin = 0;
     double clo = cont_send_level(p->n, a, w->vd, (double)D, w->S0, w->idx, &slope, &nlin);
