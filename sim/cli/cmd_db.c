@@ -49,35 +49,55 @@ int cmd_runs(int argc, char **argv)
     return rc ? cli_fail(&err) : EXIT_OK;
 }
 
-int cmd_show(int argc, char **argv)
+/* Arguments of a command on one stored run: RUN [--db FILE] [--json].
+ * json may be NULL when the command has no --json.  Returns -1 when the
+ * arguments are fine (id and db set), else the exit code (help printed: 0;
+ * bad usage: 2). */
+static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
+                    int *json)
 {
-    const char *db = "results.db", *id_s = NULL;
-    int json = 0;
+    const char *id_s = NULL;
+    *db = "results.db";
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            printf("usage: dpsim show RUN [--db FILE] [--json]\n\n"
-                   "Print a stored run again: its summary row and per-device breakdown\n"
-                   "(or, with --json, the same object `dpsim run --json` prints).\n\n"
-                   "  -d, --db FILE   results database (default results.db)\n"
-                   "      --json      JSON output\n");
+            fputs(help, stdout);
             return EXIT_OK;
         }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "show", &db);
-        else if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (argv[i][0] == '-' || id_s)
-            return cli_usage_error("show", "unexpected argument '%s'", argv[i]);
-        else
+        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db")) {
+            int rc = need_arg(&i, argc, argv, cmd, db);
+            if (rc)
+                return rc;
+        } else if (json && !strcmp(argv[i], "--json")) {
+            *json = 1;
+        } else if (argv[i][0] == '-' || id_s) {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+        } else {
             id_s = argv[i];
-        if (rc)
-            return rc;
+        }
     }
-    uint64_t id;
-    if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
-        return cli_usage_error("show", "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
+    uint64_t v;
+    if (!id_s || cli_parse_u64(id_s, &v) || v == 0 || v > INT64_MAX)
+        return cli_usage_error(cmd, "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
                                id_s ? id_s : "");
+    *id = (int64_t)v;
+    return -1;
+}
+
+int cmd_show(int argc, char **argv)
+{
+    const char *db;
+    int64_t rid;
+    int json = 0;
+    int ra = run_args(argc, argv, "show",
+                      "usage: dpsim show RUN [--db FILE] [--json]\n\n"
+                      "Print a stored run again: its summary row and per-device breakdown\n"
+                      "(or, with --json, the same object `dpsim run --json` prints).\n\n"
+                      "  -d, --db FILE   results database (default results.db)\n"
+                      "      --json      JSON output\n",
+                      &db, &rid, &json);
+    if (ra >= 0)
+        return ra;
+    uint64_t id = (uint64_t)rid;
     dp_err err = {0};
     store *st = store_open(db, 1, &err);
     if (!st)
@@ -161,32 +181,20 @@ int cmd_export(int argc, char **argv)
  * bit for bit.  Exit 0 when identical, 1 when anything differs. */
 int cmd_rerun(int argc, char **argv)
 {
-    const char *db = "results.db", *id_s = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: dpsim rerun RUN [--db FILE]\n\n"
-                   "Simulate a stored run again from what the database holds (the scenario\n"
-                   "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
-                   "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
-                   "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
-                   "scenario are resolved against the current directory.\n\n"
-                   "Exit 0 when identical, 1 when anything differs or the run fails.\n");
-            return EXIT_OK;
-        }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "rerun", &db);
-        else if (argv[i][0] == '-' || id_s)
-            return cli_usage_error("rerun", "unexpected argument '%s'", argv[i]);
-        else
-            id_s = argv[i];
-        if (rc)
-            return rc;
-    }
-    uint64_t id;
-    if (!id_s || cli_parse_u64(id_s, &id) || id == 0 || id > INT64_MAX)
-        return cli_usage_error("rerun", "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
-                               id_s ? id_s : "");
+    const char *db;
+    int64_t rid;
+    int ra = run_args(argc, argv, "rerun",
+                      "usage: dpsim rerun RUN [--db FILE]\n\n"
+                      "Simulate a stored run again from what the database holds (the scenario\n"
+                      "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
+                      "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
+                      "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
+                      "scenario are resolved against the current directory.\n\n"
+                      "Exit 0 when identical, 1 when anything differs or the run fails.\n",
+                      &db, &rid, NULL);
+    if (ra >= 0)
+        return ra;
+    uint64_t id = (uint64_t)rid;
     dp_err err = {0};
     store *st = store_open(db, 1, &err);
     if (!st)
