@@ -37,6 +37,8 @@ static void sweep_help(void)
            "                        --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT;\n"
            "                        then: dpsim merge all.db shard-*.db\n"
            "      --retry-failed    run again the points stored as failed\n"
+           "      --detail          also store every run's timeline and FLOPS-over-time rows\n"
+           "                        (for 'dpsim plot timeline/flops --run ID'; slower)\n"
            "  -q, --quiet           no progress, no summary\n"
            "  -h, --help            this help\n\n"
            "A point where every device group has count 0 is skipped with a note; a\n"
@@ -177,6 +179,8 @@ int cmd_sweep(int argc, char **argv)
             shard = argv[i];
         } else if (!strcmp(a, "--retry-failed")) {
             cfg.retry_failed = 1;
+        } else if (!strcmp(a, "--detail")) {
+            cfg.detail = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             cfg.progress = 0;
             cfg.summary_out = NULL;

@@ -966,6 +966,10 @@ static int worker_run_one(store *st, shared *sh, const plan *p, const wpoint *w,
             r->wall_s = wall_s() - w0;
     }
     int rc, ok = r != NULL;
+    if (r && !p->cfg->detail) { /* metrics only (sweep_cfg.detail) */
+        r->n_segments = 0;
+        r->n_bins = 0;
+    }
     if (r) {
         wlock(sh);
         rc = store_put_run(st, w->s, ovs, g->n_axes, r, DPSIM_VERSION, started, p->sweep_id, w->json, NULL,

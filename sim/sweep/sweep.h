@@ -109,6 +109,9 @@ typedef struct sweep_cfg {
     unsigned shard_k, shard_n; /* 1, 1 = the whole grid */
     const char *db_path;
     int retry_failed;   /* re-run points stored as failed */
+    int detail;         /* also store each run's timeline and FLOPS bins (default: metrics,
+                           devices and epochs only: a sweep is plotted by its metrics, and
+                           the detail rows cost as much to write as a small run to simulate) */
     int progress;       /* 0 none; 1 a bar on a terminal, else a line every 5 s */
     FILE *progress_out; /* NULL = stderr */
     FILE *summary_out;  /* NULL = no summary table */
