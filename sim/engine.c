@@ -411,8 +411,12 @@ static int refill(sim_engine *e)
             while (e->cap < b->n)
                 if (heap_grow(e))
                     return 0; /* out of memory: report empty rather than lose order */
-            for (uint32_t i = 0; i < b->n; i++)
+            for (uint32_t i = 0; i < b->n; i++) {
+                /* their slots are read when they fire: fetch them now,
+                 * while the heap is built, instead of one miss per event */
+                __builtin_prefetch(&e->slots[slot_of(&b->v[i])]);
                 sift_up(e->heap, e->n++, b->v[i]);
+            }
             e->stored -= b->n;
             b->n = 0;
             continue;
