@@ -536,6 +536,17 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     return 0;
 }
 
+/* Bind ?1..?5 to a sweep point's identity (the runs_point index's columns). */
+static void bind_point_key(sqlite3_stmt *s, int64_t sweep_id, const char *point_json, const char *policy,
+                           uint64_t seed, const char *version)
+{
+    sqlite3_bind_int64(s, 1, sweep_id);
+    bind_opt_text(s, 2, point_json);
+    sqlite3_bind_text(s, 3, policy, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, (int64_t)seed);
+    sqlite3_bind_text(s, 5, version, -1, SQLITE_TRANSIENT);
+}
+
 /* A sweep point that failed before may be retried: drop its failed row so
  * the unique index on points admits the new one. */
 static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json, const char *policy,
@@ -550,11 +561,7 @@ static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json
                     &s, "replacing a failed sweep point", err);
     if (e)
         return e;
-    sqlite3_bind_int64(s, 1, sweep_id);
-    bind_opt_text(s, 2, point_json);
-    sqlite3_bind_text(s, 3, policy, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, (int64_t)seed);
-    sqlite3_bind_text(s, 5, version, -1, SQLITE_TRANSIENT);
+    bind_point_key(s, sweep_id, point_json, policy, seed, version);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     return rc == SQLITE_DONE ? 0 : db_fail(st, rc, "replacing a failed sweep point", err);
@@ -1341,11 +1348,7 @@ int store_point_done(store *st, int64_t sweep_id, const char *point_json, const 
                     &s, "checking a sweep point", err);
     if (e)
         return e;
-    sqlite3_bind_int64(s, 1, sweep_id);
-    bind_opt_text(s, 2, point_json);
-    sqlite3_bind_text(s, 3, policy, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, (int64_t)seed);
-    sqlite3_bind_text(s, 5, version, -1, SQLITE_TRANSIENT);
+    bind_point_key(s, sweep_id, point_json, policy, seed, version);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
         *done = strcmp(col_text(s, 0), "ok") == 0 ? 1 : 2;
