@@ -356,7 +356,8 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
     double tmax = 0;
     if ((rc = prepare(db,
                       "SELECT (SELECT count(*) FROM run_devices WHERE run_id = ?1),"
-                      " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1)",
+                      " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1),"
+                      " (SELECT timeline_res_s FROM runs WHERE id = ?1)",
                       &q, err))) {
         dp_free(r);
         return rc;
@@ -370,6 +371,7 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
     n_dev = sqlite3_column_int64(q, 0);
     int have_segments = sqlite3_column_type(q, 1) != SQLITE_NULL;
     tmax = sqlite3_column_double(q, 1);
+    double res_s = sqlite3_column_type(q, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(q, 2);
     sqlite3_finalize(q);
     if (n_dev == 0 || !have_segments || !(tmax > 0)) {
         rc = dp_err_set(err, DP_EINPUT, "timeline: run %lld has no %s to draw", (long long)r->id,
@@ -389,8 +391,16 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
     char t1[TITLE_MAX];
     snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
              plot_policy_label(r->policy), r->scenario);
-    set_title(gp, sel->title, t1,
-              "a row per device; white: no activity recorded; steps shorter than a pixel drawn 1 px wide");
+    char sub[TITLE_MAX];
+    if (res_s > 0) /* a long run: the simulator kept bins, not every step (results.h) */
+        snprintf(sub, sizeof sub,
+                 "a row per device; each bar: the dominant activity of %.3g-s bins (per-device totals: "
+                 "dpsim show %lld)",
+                 res_s, (long long)r->id);
+    else
+        snprintf(sub, sizeof sub, "%s",
+                 "a row per device; white: no activity recorded; steps shorter than a pixel drawn 1 px wide");
+    set_title(gp, sel->title, t1, sub);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
     plot_gp_printf(gp, "set ylabel 'device'\nset xrange [0:%.10g]\nset yrange [%.10g:-0.5]\n", tmax / tdiv,
                    (double)n_dev - 0.5);

@@ -29,41 +29,41 @@ const char *res_activity_name(res_activity a); /* "recv_data", ... */
 typedef struct res_device {
     char name[96];
     char group[64];
-    char kind[8];           /* "gpu" / "cpu" */
-    int64_t samples;        /* samples it trains on per epoch */
-    int64_t batches;        /* batches it computed over the whole run */
-    double compute_s;       /* busy computing */
-    double send_s;          /* time with at least one outgoing flow active */
-    double recv_s;          /* time with at least one incoming flow active */
-    double wait_s;          /* Ttotal - compute - (communication not overlapped) */
+    char kind[8];     /* "gpu" / "cpu" */
+    int64_t samples;  /* samples it trains on per epoch */
+    int64_t batches;  /* batches it computed over the whole run */
+    double compute_s; /* busy computing */
+    double send_s;    /* time with at least one outgoing flow active */
+    double recv_s;    /* time with at least one incoming flow active */
+    double wait_s;    /* Ttotal - compute - (communication not overlapped) */
     double bytes_sent;
     double bytes_recv;
-    double data_ready_s;    /* when it held its full data share (and the model) */
+    double data_ready_s; /* when it held its full data share (and the model) */
 } res_device;
 
 typedef struct res_epoch {
-    int epoch;              /* 1-based */
+    int epoch; /* 1-based */
     double end_s;
 } res_epoch;
 
 typedef struct res_segment {
-    int device;             /* 0-based index into devices */
+    int device; /* 0-based index into devices */
     res_activity act;
     double t0_s, t1_s;
 } res_segment;
 
 typedef struct res_run {
-    char policy[32];        /* "ddp", "deepspeed", "cadp" */
-    char *options_json;     /* the policy options used, as a JSON object */
+    char policy[32];    /* "ddp", "deepspeed", "cadp" */
+    char *options_json; /* the policy options used, as a JSON object */
     uint64_t seed;
 
     double tsend_s, ttraining_s, ttotal_s;
-    double tflops;          /* paper's count: flops_per_sample * samples processed / Ttraining / 1e12 */
-    double utilization;     /* busy compute seconds / (N * Ttraining) */
+    double tflops;            /* paper's count: flops_per_sample * samples processed / Ttraining / 1e12 */
+    double utilization;       /* busy compute seconds / (N * Ttraining) */
     double samples_processed; /* over all epochs and devices */
-    double bytes_total;     /* bytes moved over the network */
-    uint64_t events;        /* engine events processed */
-    double wall_s;          /* host seconds the simulation took (not deterministic; not in --json determinism) */
+    double bytes_total;       /* bytes moved over the network */
+    uint64_t events;          /* engine events processed */
+    double wall_s; /* host seconds the simulation took (not deterministic; not in --json determinism) */
 
     size_t n_devices;
     res_device *devices;
@@ -77,7 +77,11 @@ typedef struct res_run {
     size_t n_bins;
     double *flops_bins;
 
-    /* Timeline: segments per device, adjacent equal activities merged. */
+    /* Timeline: segments per device, adjacent equal activities merged.
+     * timeline_res_s == 0: exact segments; > 0: the run was long, and each
+     * segment is a run of bins of this width showing the bin's dominant
+     * activity (sim/policy/policy.c). */
+    double timeline_res_s;
     size_t n_segments, cap_segments;
     res_segment *segments;
 } res_run;

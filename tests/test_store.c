@@ -128,6 +128,7 @@ static res_run *make_run(uint64_t seed, size_t n_seg)
     for (int e = 1; e <= 3; e++)
         cr_assert_eq(res_add_epoch(r, e, e * 0.7), 0);
     r->bin_s = 0.3;
+    r->timeline_res_s = 0.125;
     r->n_bins = 4;
     r->flops_bins = dp_calloc(r->n_bins, sizeof *r->flops_bins);
     for (size_t k = 0; k < r->n_bins; k++)
@@ -184,6 +185,7 @@ static void expect_runs_equal(const res_run *a, const res_run *b)
         expect_bits(a->epochs[i].end_s, b->epochs[i].end_s);
     }
     expect_bits(a->bin_s, b->bin_s);
+    expect_bits(a->timeline_res_s, b->timeline_res_s);
     cr_assert_eq(a->n_bins, b->n_bins);
     for (size_t i = 0; i < a->n_bins; i++)
         expect_bits(a->flops_bins[i], b->flops_bins[i]);
@@ -410,6 +412,77 @@ Test(store, fresh_file_gets_current_schema)
     sqlite3_finalize(s);
     close_checked(st);
     store_close(NULL);
+}
+
+/* A version 1 file (the first released schema) with a run in it is
+ * migrated forward on open, its rows intact; old runs read back with an
+ * exact timeline (timeline_res_s NULL -> 0). */
+Test(store, version_1_file_is_migrated_forward)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    const char *v1 =
+        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
+        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
+        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
+        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
+        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
+        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
+        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
+        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL);"
+        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
+        " WHERE sweep_id IS NOT NULL;"
+        "CREATE INDEX runs_scenario ON runs(scenario_id);"
+        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
+        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
+        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
+        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
+        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
+        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
+        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+        "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
+        "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
+        " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s)"
+        " VALUES(1, 1, 'cadp', '{}', 7, '0.0.9', '2026-01-01T00:00:00Z', 0.5, 1.5, 2.5, 4.0, 0.1, 0.5, 10,"
+        " 100, 42, 1);"
+        "PRAGMA application_id = 1685091181; PRAGMA user_version = 1;";
+    cr_assert_eq(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+
+    /* a plain read-only open refuses it; the reading commands' open migrates it */
+    dp_err rerr = {0};
+    cr_expect_null(store_open(dbpath, 1, &rerr));
+    cr_expect(strstr(rerr.msg, "older"), "%s", rerr.msg);
+    store *ro = store_open_read(dbpath, &rerr);
+    cr_assert_not_null(ro, "%s", rerr.msg);
+    cr_expect_eq(query_int(store_db(ro), "SELECT count(*) FROM runs"), 1);
+    store_close(ro);
+
+    store *st = open_rw();
+    cr_expect_eq(query_int(store_db(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM runs"), 1);
+    dp_err err = {0};
+    res_run *r = NULL;
+    cr_assert_eq(store_get_run(st, 1, &r, &err), 0, "%s", err.msg);
+    cr_expect_eq(r->ttotal_s, 4.0);
+    cr_expect_eq(r->events, 42);
+    cr_expect_eq(r->timeline_res_s, 0);
+    res_run_free(r);
+    /* and a new run stores its timeline resolution */
+    res_run *w = make_run(3, 2);
+    w->timeline_res_s = 2.5;
+    int64_t id = put(st, w, NULL, 0);
+    cr_assert_eq(store_get_run(st, id, &r, &err), 0, "%s", err.msg);
+    cr_expect_eq(r->timeline_res_s, 2.5);
+    res_run_free(r);
+    res_run_free(w);
+    close_checked(st);
 }
 
 Test(store, empty_path_is_input_error)
@@ -1214,8 +1287,8 @@ Test(store, export_csv_quotes_per_rfc4180_and_keeps_doubles_exact)
     text = slurp(path, &len);
     n = parse_csv(text, fields, ncol);
     cr_assert_eq(n, 2);
-    cr_expect_eq(ncol[0], 22);
-    cr_expect_eq(ncol[1], 22);
+    cr_expect_eq(ncol[0], 23);
+    cr_expect_eq(ncol[1], 23);
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "overrides_json")], "[\"a=1,2\",\"b=\\\"q\\\"\"]");
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "utilization")], ""); /* NULL */
     double back = strtod(fields[1][col_index(fields, ncol, "ttraining_s")], NULL);

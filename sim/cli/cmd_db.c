@@ -41,7 +41,7 @@ int cmd_runs(int argc, char **argv)
             return rc;
     }
     dp_err err = {0};
-    store *st = store_open(db, 1, &err);
+    store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = store_list_runs(st, stdout, scen, pol, &err);
@@ -99,7 +99,7 @@ int cmd_show(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open(db, 1, &err);
+    store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *r = NULL;
@@ -165,7 +165,7 @@ int cmd_export(int argc, char **argv)
     if (!csv)
         return cli_usage_error("export", "say the format: --csv");
     dp_err err = {0};
-    store *st = store_open(db, 1, &err);
+    store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = store_export_csv(st, dir, &err);
@@ -196,7 +196,7 @@ int cmd_rerun(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open(db, 1, &err);
+    store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *old = NULL, *now = NULL;

@@ -148,7 +148,7 @@ int cmd_plot(int argc, char **argv)
     if (k == PLOT_TIMELINE && sel.n_runs > 1)
         return cli_usage_error("plot", "a timeline shows one run (got %zu --run)", sel.n_runs);
     sel.run_ids = sel.n_runs ? ids : NULL;
-    store *st = store_open(db, 1, &err);
+    store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = plots_draw(store_db(st), (plot_kind)k, &sel, out, &err);

@@ -365,6 +365,7 @@ static void timeline_finish(prt *rt)
     timeline *tl = TL(rt);
     if (!tl->coarse)
         return;
+    rt->r->timeline_res_s = tl->res_s;
     for (size_t d = 0; d < tl->ndev; d++) {
         const double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
         for (size_t k = 0; k < TL_BINS; k++) {

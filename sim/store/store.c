@@ -195,6 +195,10 @@ static const migration migrations[] = {
      "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
      " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
      "CREATE INDEX run_segments_run ON run_segments(run_id);"},
+    {2, "adding runs.timeline_res_s (version 2)",
+     /* NULL (old runs) or 0: exact timeline segments; > 0: the bin width of
+      * a coarsened timeline (see results.h). */
+     "ALTER TABLE runs ADD COLUMN timeline_res_s REAL;"},
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -442,6 +446,39 @@ store *store_open(const char *path, int readonly, dp_err *err)
     return st;
 }
 
+/* The user_version of the file at path, without opening it as a store: -1
+ * when it cannot be read as an SQLite database. */
+static int64_t peek_version(const char *path)
+{
+    sqlite3 *db = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW)
+            v = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+store *store_open_read(const char *path, dp_err *err)
+{
+    store *st = store_open(path, 1, err);
+    if (st || !path)
+        return st;
+    int64_t v = peek_version(path);
+    if (v < 1 || v >= STORE_SCHEMA_VERSION)
+        return NULL; /* not an older dpsim file: the read-only open's error stands */
+    dp_err merr = {0};
+    store *w = store_open(path, 0, &merr); /* migrates */
+    if (!w)
+        return NULL;
+    store_close(w);
+    return store_open(path, 1, err);
+}
+
 void store_close(store *st)
 {
     if (!st)
@@ -584,9 +621,9 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         prepare(st,
                 "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
                 " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
-                " tflops, utilization, samples_processed, bytes_total, events, bin_s)"
+                " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s)"
                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-                " ?19, ?20, ?21)",
+                " ?19, ?20, ?21, ?22)",
                 &s, "storing the run", err);
     if (e)
         return e;
@@ -616,6 +653,7 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         sqlite3_bind_double(s, 19, r->bytes_total);
         sqlite3_bind_int64(s, 20, (int64_t)r->events);
         sqlite3_bind_double(s, 21, r->bin_s);
+        sqlite3_bind_double(s, 22, r->timeline_res_s);
     } /* else metrics stay NULL */
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
@@ -914,7 +952,8 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
     sqlite3_stmt *s;
     int e = prepare(st,
                     "SELECT policy, options_json, seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
-                    " utilization, samples_processed, bytes_total, events, bin_s FROM runs WHERE id = ?1",
+                    " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
+                    " FROM runs WHERE id = ?1",
                     &s, "reading the run", err);
     if (e)
         return e;
@@ -934,6 +973,7 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
         r->bytes_total = col_double(s, 10);
         r->events = (uint64_t)sqlite3_column_int64(s, 11);
         r->bin_s = col_double(s, 12);
+        r->timeline_res_s = sqlite3_column_type(s, 13) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 13);
         if (!r->options_json)
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
     } else if (rc == SQLITE_DONE)

@@ -43,7 +43,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
@@ -61,6 +61,12 @@ typedef struct store store;
  * version is newer than STORE_SCHEMA_VERSION.  NULL on error. */
 store *store_open(const char *path, int readonly, dp_err *err);
 void store_close(store *st);
+/* Open for reading (as store_open(path, 1)), except that a file of an
+ * older schema version is first migrated forward, which is the only write
+ * it may make; a file that cannot be migrated (read-only) gives the
+ * read-only open's error.  For commands that only read (runs, show, export,
+ * plot, merge inputs), so an old results file just works. */
+store *store_open_read(const char *path, dp_err *err);
 
 /* Store a finished run: the scenario (deduplicated by its text hash; s->name,
  * s->text, s->text_hash are read), the run row and all its children, in one

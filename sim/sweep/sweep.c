@@ -1974,7 +1974,7 @@ int sweep_merge(const char *out_path, const char *const *in_paths, size_t n_in, 
         e = dp_err_set(err, DP_ERUN, "merge into %s: starting the transaction: %s", out_path,
                        sqlite3_errmsg(odb));
     for (size_t i = 0; i < n_in && !e; i++) {
-        store *in = store_open(in_paths[i], 1, err);
+        store *in = store_open_read(in_paths[i], err);
         if (!in) {
             e = err ? err->code : DP_ERUN;
             break;
