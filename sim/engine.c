@@ -14,7 +14,7 @@
  * if below K, else to top: the index is monotone in t, so every heap event
  * precedes every bucket event, which precedes every top event.  When the
  * heap empties, bucket cur is heapified into it (cur++); when the buckets
- * are used up, a rebuild takes the earliest ~1/8 of top (a quantile of a
+ * are used up, a rebuild takes the earliest ~1/4 of top (a quantile of a
  * fixed sample) into K new buckets and leaves the rest.  Inserting into top
  * is an append and rebuilds stream through memory, so with 10^6 pending
  * events most operations touch cached memory, where a plain heap pays ~10
@@ -347,7 +347,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Take the earliest part of top into fresh buckets.  The window ends at
- * the 1/8 quantile of a fixed sample of top (deterministic), so new events
+ * the 1/4 quantile of a fixed sample of top (deterministic), so new events
  * mostly land in top, where inserting is an append. */
 static int rebuild(sim_engine *e)
 {
@@ -362,9 +362,9 @@ static int rebuild(sim_engine *e)
         for (int i = 0; i < 64; i++)
             smp[i] = e->top[(size_t)i * (n / 64)].t;
         qsort(smp, 64, sizeof *smp, cmp_double);
-        end = smp[8];
+        end = smp[16];
     }
-    size_t K = n / 64 + 1;
+    size_t K = n / 128 + 1;
     if (K > 65536)
         K = 65536;
     double width = (end - lo) / (double)K;
