@@ -7,7 +7,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static atomic_long live_blocks;
 static atomic_long fail_countdown; /* 0 = off */
@@ -73,9 +75,15 @@ char *dp_strdup(const char *s)
     return d;
 }
 
-long dp_alloc_live(void) { return atomic_load(&live_blocks); }
+long dp_alloc_live(void)
+{
+    return atomic_load(&live_blocks);
+}
 
-void dp_alloc_fail_after(long k) { atomic_store(&fail_countdown, k); }
+void dp_alloc_fail_after(long k)
+{
+    atomic_store(&fail_countdown, k);
+}
 
 int dp_err_set(dp_err *err, int code, const char *fmt, ...)
 {
@@ -112,4 +120,50 @@ int dp_err_prefix(dp_err *err, const char *fmt, ...)
     memcpy(err->msg + np + 2, old, no);
     err->msg[np + 2 + no] = '\0';
     return err->code;
+}
+
+char *dp_read_file(const char *path, const char *what, long max_bytes, size_t *len, dp_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        dp_err_set(err, DP_EINPUT, "%s: is a directory, not a %s", path, what);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        dp_err_set(err, DP_EINPUT, "%s: not a regular file", path);
+        return NULL;
+    }
+    if (st.st_size > max_bytes) {
+        dp_err_set(err, DP_EINPUT, "%s: %s is larger than the %ld MiB limit (got %lld bytes)", path, what,
+                   max_bytes >> 20, (long long)st.st_size);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = dp_malloc(cap);
+    if (!buf) {
+        fclose(f);
+        dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    /* At most cap - 1 bytes: a file that grew since stat is cut, not overrun. */
+    size_t n = fread(buf, 1, cap - 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        dp_free(buf);
+        dp_err_set(err, DP_EINPUT, "%s: read error", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
 }

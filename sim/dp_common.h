@@ -18,6 +18,15 @@
 #define DP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define DP_PRINTF(a, b)
+/* ---- files -------------------------------------------------------------- */
+/* Read a whole regular file of at most max_bytes into a NUL-terminated
+ * dp_malloc'd buffer (*len = its length).  `what` names the file's role in
+ * messages ("scenario file", "trace file").  DP_EINPUT: missing, a
+ * directory, not a regular file, over the limit (refused from its size,
+ * unread), unreadable; DP_ENOMEM.  A file that grows while read is cut at
+ * the size it had. */
+char *dp_read_file(const char *path, const char *what, long max_bytes, size_t *len, dp_err *err);
+
 #endif
 
 /* ---- allocation ------------------------------------------------------- */
@@ -49,5 +58,14 @@ typedef struct dp_err {
 int dp_err_set(dp_err *err, int code, const char *fmt, ...) DP_PRINTF(3, 4);
 /* Prefix an existing message: "PREFIX: old message". */
 int dp_err_prefix(dp_err *err, const char *fmt, ...) DP_PRINTF(2, 3);
+
+/* ---- files -------------------------------------------------------------- */
+/* Read a whole regular file of at most max_bytes into a NUL-terminated
+ * dp_malloc'd buffer (*len = its length).  `what` names the file's role in
+ * messages ("scenario file", "trace file").  DP_EINPUT: missing, a
+ * directory, not a regular file, over the limit (refused from its size,
+ * unread), unreadable; DP_ENOMEM.  A file that grows while read is cut at
+ * the size it had. */
+char *dp_read_file(const char *path, const char *what, long max_bytes, size_t *len, dp_err *err);
 
 #endif

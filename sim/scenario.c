@@ -312,53 +312,6 @@ static int dup_str(cv *c, char **dst, const char *src)
 
 /* ---- files ------------------------------------------------------------- */
 
-/* Read a whole regular file of at most `max` bytes. */
-static char *read_file(const char *path, const char *what, long max, size_t *len, dp_err *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        dp_err_set(err, DP_EINPUT, "%s: is a directory, not a %s", path, what);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        dp_err_set(err, DP_EINPUT, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (st.st_size > max) {
-        dp_err_set(err, DP_EINPUT, "%s: %s is larger than the %ld MiB limit (got %lld bytes)", path, what,
-                   max >> 20, (long long)st.st_size);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        dp_err_set(err, DP_EINPUT, "%s: cannot open %s: %s", path, what, strerror(errno));
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size + 1;
-    char *buf = dp_malloc(cap);
-    if (!buf) {
-        fclose(f);
-        dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
-        return NULL;
-    }
-    /* At most cap - 1 bytes: a file that grew since stat is cut, not overrun. */
-    size_t n = fread(buf, 1, cap - 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        dp_free(buf);
-        dp_err_set(err, DP_EINPUT, "%s: read error", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -429,7 +382,7 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     }
     dp_err e;
     size_t len = 0;
-    char *buf = read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
+    char *buf = dp_read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
         return fail(c, fnode, kp, "%s", e.msg);
     trace_opts o = {0};
@@ -1145,7 +1098,7 @@ scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_o
         return NULL;
     }
     size_t len = 0;
-    char *text = read_file(path, "scenario file", SCN_MAX_FILE_BYTES, &len, err);
+    char *text = dp_read_file(path, "scenario file", SCN_MAX_FILE_BYTES, &len, err);
     if (!text)
         return NULL;
     /* Traces resolve against the scenario's directory. */

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define TRACE_MAX_BYTES (64L * 1024 * 1024)
 #define TRACE_LINE_MAX  256
@@ -450,46 +449,10 @@ trace *trace_read_file(const char *path, const trace_opts *opts, dp_err *err)
         dp_err_set(err, DP_EINPUT, "trace file name is empty");
         return NULL;
     }
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        dp_err_set(err, DP_EINPUT, "%s: cannot open trace file: %s", path, strerror(errno));
+    size_t n;
+    char *buf = dp_read_file(path, "trace file", TRACE_MAX_BYTES, &n, err);
+    if (!buf)
         return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        dp_err_set(err, DP_EINPUT, "%s: is a directory, not a trace file", path);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        dp_err_set(err, DP_EINPUT, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (st.st_size > TRACE_MAX_BYTES) {
-        dp_err_set(err, DP_EINPUT, "%s: trace file is larger than the 64 MiB limit (got %lld bytes)", path,
-                   (long long)st.st_size);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        dp_err_set(err, DP_EINPUT, "%s: cannot open trace file: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size + 1;
-    char *buf = dp_malloc(cap);
-    if (!buf) {
-        fclose(f);
-        dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
-        return NULL;
-    }
-    /* Read at most cap bytes: a file that grew since stat is cut, never
-     * overruns. */
-    size_t n = fread(buf, 1, cap, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        dp_free(buf);
-        dp_err_set(err, DP_EINPUT, "%s: read error", path);
-        return NULL;
-    }
     trace *t = trace_read_buffer(path, buf, n, opts, err);
     dp_free(buf);
     return t;
