@@ -33,62 +33,62 @@ typedef enum {
 } scn_compute_kind;
 
 typedef struct scn_link {
-    double up_Bps;      /* device -> network, bytes/s, > 0 (INFINITY allowed only for server NIC) */
-    double down_Bps;    /* network -> device */
-    double latency_s;   /* one way, >= 0 */
-    trace *up_trace;    /* optional capacity over time (bytes/s); NULL = constant */
+    double up_Bps;    /* device -> network, bytes/s, > 0 (INFINITY allowed only for server NIC) */
+    double down_Bps;  /* network -> device */
+    double latency_s; /* one way, >= 0 */
+    trace *up_trace;  /* optional capacity over time (bytes/s); NULL = constant */
     trace *down_trace;
 } scn_link;
 
 typedef struct scn_group {
-    char *name;         /* unique */
-    int count;          /* >= 1 (0 allowed only through overrides/sweeps: group skipped) */
+    char *name; /* unique */
+    int count;  /* >= 1 (0 allowed only through overrides/sweeps: group skipped) */
     scn_kind kind;
-    int site;           /* index into scn_scenario.sites, -1 = none */
+    int site; /* index into scn_scenario.sites, -1 = none */
     double memory_bytes;
-    int batch;          /* >= 1 */
+    int batch; /* >= 1 */
     scn_compute_kind compute;
-    double batch_time_s;          /* MEASURED */
-    size_t table_n;               /* TABLE: points sorted by batch */
+    double batch_time_s; /* MEASURED */
+    size_t table_n;      /* TABLE: points sorted by batch */
     double *table_batch, *table_s;
-    double peak_flops;            /* DERIVED: FLOP/s */
-    double efficiency;            /* DERIVED: (0, 1] */
-    double overhead_s;            /* DERIVED: fixed per-batch cost, default 0 */
-    double noise_cv;              /* multiplicative noise, lognormal with this CV; 0 = none */
-    trace *speed_trace;           /* optional availability: speed factor over time */
+    double peak_flops;  /* DERIVED: FLOP/s */
+    double efficiency;  /* DERIVED: (0, 1] */
+    double overhead_s;  /* DERIVED: fixed per-batch cost, default 0 */
+    double noise_cv;    /* multiplicative noise, lognormal with this CV; 0 = none */
+    trace *speed_trace; /* optional availability: speed factor over time */
     scn_link link;
-    int line, column;             /* where the group starts, for messages */
+    int line, column; /* where the group starts, for messages */
 } scn_group;
 
 /* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
 typedef struct scn_device {
     int group;
     int index;
-    char name[96];      /* "rtx3090" when count == 1, else "rtx3090[2]" (0-based) */
+    char name[96]; /* "rtx3090" when count == 1, else "rtx3090[2]" (0-based) */
 } scn_device;
 
 typedef struct scn_wan {
-    int site_a, site_b; /* indices, a != b; the pair is unordered and unique */
+    int site_a, site_b;   /* indices, a != b; the pair is unordered and unique */
     double bandwidth_Bps; /* each direction */
     double latency_s;
-    trace *trace;       /* optional, both directions */
+    trace *trace; /* optional, both directions */
 } scn_wan;
 
 typedef enum { SCN_DATA_REPLICATE = 0, SCN_DATA_SHARD = 1 } scn_data_mode;
 typedef enum { SCN_COLL_FLOWS = 0, SCN_COLL_ANALYTIC = 1 } scn_collective_mode;
 
 typedef struct scn_ddp_opts {
-    double bucket_bytes;          /* default 25 MiB */
-    scn_data_mode data;           /* default replicate */
-    int overlap;                  /* default 1: bucket all-reduce overlaps backward */
-    double backward_fraction;     /* default 2/3 of batch time */
+    double bucket_bytes;            /* default 25 MiB */
+    scn_data_mode data;             /* default replicate */
+    int overlap;                    /* default 1: bucket all-reduce overlaps backward */
+    double backward_fraction;       /* default 2/3 of batch time */
     scn_collective_mode collective; /* default flows */
 } scn_ddp_opts;
 
 typedef struct scn_deepspeed_opts {
-    int stage;                    /* 1, 2 or 3; default 2 */
-    int grad_accum;               /* >= 1; default 1 */
-    int overlap_comm;             /* default: 0 for stages 1-2, 1 for stage 3 (-1 = use default) */
+    int stage;        /* 1, 2 or 3; default 2 */
+    int grad_accum;   /* >= 1; default 1 */
+    int overlap_comm; /* default: 0 for stages 1-2, 1 for stage 3 (-1 = use default) */
     scn_data_mode data;
     scn_collective_mode collective;
 } scn_deepspeed_opts;
@@ -97,9 +97,9 @@ typedef enum { SCN_SOLVER_EXACT = 0, SCN_SOLVER_ALM = 1 } scn_solver;
 typedef enum { SCN_ROUND_BATCH = 0, SCN_ROUND_LARGEST_REMAINDER = 1 } scn_rounding;
 
 typedef struct scn_cadp_opts {
-    scn_solver solver;            /* default exact */
-    scn_rounding rounding;        /* default batch */
-    int exclude_slow;             /* default 1: may leave slow-link devices out (MODEL.md 5) */
+    scn_solver solver;     /* default exact */
+    scn_rounding rounding; /* default batch */
+    int exclude_slow;      /* default 1: may leave slow-link devices out (MODEL.md 5) */
 } scn_cadp_opts;
 
 typedef struct scn_scenario {
@@ -111,33 +111,34 @@ typedef struct scn_scenario {
     struct {
         char *name;
         double params;
-        double bytes_per_param;      /* default 4 */
-        double flops_per_sample;     /* as the paper counts it */
+        double bytes_per_param;        /* default 4 */
+        double flops_per_sample;       /* as the paper counts it */
         double train_flops_per_sample; /* default 6 * flops_per_sample (MAC -> FLOP, x3 for training) */
-        double state_factor;         /* model-state bytes = state_factor * model bytes; default 4 (weights, grads, 2 Adam moments) */
+        double state_factor; /* model-state bytes = state_factor * model bytes; default 4 (weights, grads, 2
+                                Adam moments) */
         double activation_bytes_per_sample; /* default 0 */
-        double model_bytes;          /* = params * bytes_per_param */
+        double model_bytes;                 /* = params * bytes_per_param */
     } model;
 
     struct {
         char *name;
-        int64_t samples;             /* >= 1 */
-        double sample_bytes;         /* > 0 */
+        int64_t samples;     /* >= 1 */
+        double sample_bytes; /* > 0 */
     } dataset;
 
     struct {
-        int epochs;                  /* >= 1 */
-        uint64_t seed;               /* default 1 */
+        int epochs;    /* >= 1 */
+        uint64_t seed; /* default 1 */
     } training;
 
     struct {
         double nic_up_Bps, nic_down_Bps; /* INFINITY = unlimited (default) */
-        double aggregate_Bps;        /* model bytes averaged per second; default INFINITY */
-        int site;                    /* -1 = none; default: first site if sites exist */
+        double aggregate_Bps;            /* model bytes averaged per second; default INFINITY */
+        int site;                        /* -1 = none; default: first site if sites exist */
     } server;
 
     struct {
-        double tcp_window_bytes;     /* 0 = no window cap (default) */
+        double tcp_window_bytes; /* 0 = no window cap (default) */
     } network;
 
     /* Optional device-to-device interconnect for collectives (all-reduce,
@@ -160,7 +161,7 @@ typedef struct scn_scenario {
     size_t n_groups;
     scn_group *groups;
 
-    size_t n_devices;   /* sum of counts */
+    size_t n_devices; /* sum of counts */
     scn_device *devices;
 
     scn_ddp_opts ddp;

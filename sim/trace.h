@@ -39,11 +39,11 @@ typedef struct trace {
 } trace;
 
 typedef struct trace_opts {
-    trace_format format; /* AUTO: .csv -> CSV, otherwise mahimahi if every line is one integer */
-    double bin_s;        /* mahimahi bin width, default 1.0 when 0 */
-    double scale_to_mean;/* > 0: rescale so the time-weighted mean over one period equals it */
-    int loop;            /* repeat the trace (default: 1 for mahimahi, 0 for CSV: caller sets) */
-    int value_is_bits;   /* CSV values are bits/s -> divide by 8 */
+    trace_format format;  /* AUTO: .csv -> CSV, otherwise mahimahi if every line is one integer */
+    double bin_s;         /* mahimahi bin width, default 1.0 when 0 */
+    double scale_to_mean; /* > 0: rescale so the time-weighted mean over one period equals it */
+    int loop;             /* repeat the trace (default: 1 for mahimahi, 0 for CSV: caller sets) */
+    int value_is_bits;    /* CSV values are bits/s -> divide by 8 */
 } trace_opts;
 
 /* Read a trace file.  Errors (DP_EINPUT) name FILE:LINE:COLUMN and the bad
@@ -51,8 +51,7 @@ typedef struct trace_opts {
  * decreasing times, a file over the size limit.  Returns NULL on error. */
 trace *trace_read_file(const char *path, const trace_opts *opts, dp_err *err);
 /* The same from an in-memory buffer; `name` is used in messages. */
-trace *trace_read_buffer(const char *name, const char *buf, size_t len,
-                         const trace_opts *opts, dp_err *err);
+trace *trace_read_buffer(const char *name, const char *buf, size_t len, const trace_opts *opts, dp_err *err);
 /* The format AUTO resolves to for this file name and content: CSV for a
  * `.csv` name, else mahimahi if every non-blank line is one whole number,
  * else CSV.  Lets a caller pick format-dependent defaults (loop). */

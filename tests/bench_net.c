@@ -59,7 +59,8 @@ int main(void)
     }
     qsort(rate, 5, sizeof *rate, cmp);
     qsort(resh, 5, sizeof *resh, cmp);
-    printf("10000 flows through one NIC, one ending per event: %llu events, %llu reshares; median %.0f events/s, "
+    printf("10000 flows through one NIC, one ending per event: %llu events, %llu reshares; median %.0f "
+           "events/s, "
            "%.3f ms per event\n",
            (unsigned long long)events, (unsigned long long)reshares, rate[2], 1e3 / rate[2]);
 
