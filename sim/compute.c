@@ -60,12 +60,6 @@ void cmp_free(cmp_model *c)
     dp_free(c);
 }
 
-double cmp_nominal_batch_s(const cmp_model *c, size_t dev, int n)
-{
-    const scn_group *g = &c->s->groups[c->s->devices[dev].group];
-    return scn_batch_time(c->s, g, n);
-}
-
 double cmp_stretch(const trace *tr, double t, double work)
 {
     if (!tr)

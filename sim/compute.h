@@ -26,8 +26,6 @@ void cmp_free(cmp_model *c);
  * t_start_s.  Draws one noise sample when the device has noise.  INFINITY if
  * its speed trace stays at 0. */
 double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double part);
-/* The same without noise or trace: the nominal time (used by solvers). */
-double cmp_nominal_batch_s(const cmp_model *c, size_t dev, int n);
 
 /* Wall time to do `work_s` seconds of factor-1 work from t under trace tr
  * (NULL = factor 1).  Exposed for tests. */

@@ -71,7 +71,6 @@ struct sim_engine {
     double start, width; /* bucket i: floor((t - start) / width) == i */
     hent *top;
     size_t n_top, cap_top;
-    size_t stored; /* entries in the buckets and top (cancelled ones too) */
     slot *slots;
     size_t n_slots, cap_slots;
     uint32_t free_head; /* MAX_SLOTS+1 = empty */
@@ -283,7 +282,6 @@ uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
             slot_put(e, s);
             return 0;
         }
-        e->stored++;
     }
     e->seq++;
     slot *sl = &e->slots[s];
@@ -417,7 +415,6 @@ static int refill(sim_engine *e)
                 __builtin_prefetch(&e->slots[slot_of(&b->v[i])]);
                 sift_up(e->heap, e->n++, b->v[i]);
             }
-            e->stored -= b->n;
             b->n = 0;
             continue;
         }

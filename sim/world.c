@@ -116,10 +116,6 @@ cmp_model *world_compute(world *w)
 {
     return w->c;
 }
-const scn_scenario *world_scenario(const world *w)
-{
-    return w->s;
-}
 size_t world_n_devices(const world *w)
 {
     return w->nd;

@@ -159,10 +159,11 @@ for sig in INT TERM; do
     pid=$!
     n=0
     for _ in $(seq 600); do # until the C-ADP run is committed (at most 60 s)
-        n=$(sqlite3 "$db" "PRAGMA busy_timeout=2000; SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+        n=$(sqlite3 -cmd ".timeout 2000" "$db" "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
         [ "$n" = 1 ] && break
         sleep 0.1
     done
+    same "$n" 1 "C-ADP run committed before SIG$sig"
     sleep 0.5
     kill -"$sig" "$pid"
     t0=$SECONDS

@@ -278,8 +278,7 @@ static void aggregated(prt *rt, void *ctx)
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
         rt->server_bytes[d] += M;
         if (!world_transfer(rt->w, 0, (int)d + 1, M, on_download, &st->dev[d])) {
-            rt->failed = 1;
-            dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+            prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
         }
     }
@@ -298,10 +297,8 @@ static void on_upload(void *ctx, uint64_t id)
     double agg = isfinite(rt->s->server.aggregate_Bps)
                      ? (double)st->parts * rt->s->model.model_bytes / rt->s->server.aggregate_Bps
                      : 0;
-    if (prt_at(rt, sim_now(rt->e) + agg, aggregated, NULL)) {
-        rt->failed = 1;
-        dp_err_set(rt->err, DP_ENOMEM, "out of memory");
-    }
+    if (prt_at(rt, sim_now(rt->e) + agg, aggregated, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void local_batch(prt *rt, void *ctx)
@@ -310,10 +307,8 @@ static void local_batch(prt *rt, void *ctx)
     if (rt->left[cd->d] <= 0) { /* local epoch done: upload the model */
         prt_set_act(rt, cd->d, RES_ACT_SEND);
         rt->server_bytes[cd->d] += rt->s->model.model_bytes;
-        if (!world_transfer(rt->w, (int)cd->d + 1, 0, rt->s->model.model_bytes, on_upload, cd)) {
-            rt->failed = 1;
-            dp_err_set(rt->err, DP_ENOMEM, "out of memory");
-        }
+        if (!world_transfer(rt->w, (int)cd->d + 1, 0, rt->s->model.model_bytes, on_upload, cd))
+            prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
     int bs = rt->s->groups[rt->s->devices[cd->d].group].batch;

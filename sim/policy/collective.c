@@ -75,9 +75,7 @@ static void start_round(coll *c)
     for (size_t d = 0; d < rt->n; d++) {
         int to = (int)((d + 1) % rt->n) + 1;
         if (!world_transfer(rt->w, (int)d + 1, to, c->chunk, on_flow, c)) {
-            rt->failed = 1;
-            dp_err_set(rt->err, DP_ENOMEM, "out of memory starting a collective");
-            sim_stop(rt->e);
+            prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             return;
         }
     }
@@ -124,10 +122,8 @@ double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt_fn fn, void *ctx)
 {
     coll *c = dp_malloc(sizeof *c);
-    if (!c) {
-        rt->failed = 1;
-        return dp_err_set(rt->err, DP_ENOMEM, "out of memory starting a collective");
-    }
+    if (!c)
+        return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
     *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx};
     coll_begin_acts(rt);
     if (c->rounds == 0)
@@ -136,8 +132,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt
         double t = coll_analytic_s(rt, k, bytes);
         if (!isfinite(t)) {
             dp_free(c);
-            rt->failed = 1;
-            return dp_err_set(rt->err, DP_ERUN, "a ring link has zero capacity: the collective never ends");
+            return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
         }
         /* every device sends and receives in every round; its links are
          * busy for the round's transfer time, not the slowest edge's */

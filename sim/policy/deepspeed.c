@@ -34,15 +34,6 @@ typedef struct z3_state {
     scn_collective_mode mode;
 } z3_state;
 
-static void z3_fail(prt *rt)
-{
-    if (!rt->failed) {
-        rt->failed = 1;
-        dp_err_set(rt->err, DP_ENOMEM, "out of memory");
-    }
-    sim_stop(rt->e);
-}
-
 static void z3_step_start(prt *rt, void *ctx);
 
 static void z3_step_done(prt *rt, void *ctx)
@@ -56,7 +47,7 @@ static void z3_reduce(prt *rt)
 {
     z3_state *st = rt->policy_state;
     if (coll_start(rt, COLL_REDUCE_SCATTER, rt->s->model.model_bytes, st->mode, z3_step_done, NULL))
-        z3_fail(rt);
+        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void z3_compute_phase(prt *rt, void *ctx);
@@ -71,7 +62,7 @@ static void z3_dev_done(prt *rt, void *ctx)
     if (st->phase == 0) { /* forward done everywhere: gather for backward */
         st->phase = 1;
         if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_compute_phase, NULL))
-            z3_fail(rt);
+            prt_fail(rt, DP_ENOMEM, "out of memory");
     } else if (st->phase == 1) {
         z3_reduce(rt);
     } else if (st->gathers_left == 0) {
@@ -103,7 +94,7 @@ static void z3_gather_done(prt *rt, void *ctx)
     z3_state *st = rt->policy_state;
     if (--st->gathers_left > 0) {
         if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_gather_done, NULL))
-            z3_fail(rt);
+            prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
     if (st->computing == 0)
@@ -124,14 +115,14 @@ static void z3_step_start(prt *rt, void *ctx)
         st->phase = 2;
         st->gathers_left = 2; /* before forward, before backward: prefetched */
         if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_gather_done, NULL)) {
-            z3_fail(rt);
+            prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
         }
         z3_compute_phase(rt, NULL);
     } else {
         st->phase = 0;
         if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_compute_phase, NULL))
-            z3_fail(rt);
+            prt_fail(rt, DP_ENOMEM, "out of memory");
     }
 }
 

@@ -16,6 +16,7 @@
 #include "policy.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -179,13 +180,25 @@ void prt_free(prt *rt)
     dp_free(rt);
 }
 
-static void fail_oom(prt *rt)
+int prt_fail(prt *rt, int code, const char *fmt, ...)
 {
     if (!rt->failed) {
         rt->failed = 1;
-        dp_err_set(rt->err, DP_ENOMEM, "out of memory during the simulation");
+        if (rt->err) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(rt->err->msg, sizeof rt->err->msg, fmt, ap);
+            va_end(ap);
+            rt->err->code = code;
+        }
     }
     sim_stop(rt->e);
+    return code;
+}
+
+static void fail_oom(prt *rt)
+{
+    prt_fail(rt, DP_ENOMEM, "out of memory during the simulation");
 }
 
 /* ---- events ------------------------------------------------------------------ */
@@ -270,7 +283,7 @@ static void bins_fit(prt *rt, double t)
     }
 }
 
-void prt_add_flops(prt *rt, double t0, double t1, double flops)
+static void prt_add_flops(prt *rt, double t0, double t1, double flops)
 {
     if (!(t1 > t0) || !(flops > 0)) {
         if (flops > 0) { /* instantaneous: credit the bin of t0 */
@@ -423,13 +436,9 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
 {
     compute_slot *c = &TL(rt)->cslots[d];
     double dt = cmp_batch_s(world_compute(rt->w), d, n, sim_now(rt->e), part);
-    if (!isfinite(dt)) {
-        rt->failed = 1;
-        dp_err_set(rt->err, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
-                   rt->s->devices[d].name);
-        sim_stop(rt->e);
-        return DP_ERUN;
-    }
+    if (!isfinite(dt))
+        return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
+                        rt->s->devices[d].name);
     *c = (compute_slot){rt, d, n, part, sim_now(rt->e), fn, ctx};
     if (dt_out)
         *dt_out = dt;

@@ -64,7 +64,6 @@ struct prt {
     double *busy_compute;
     int64_t *batches;
     double samples_done;
-    size_t raw_segments; /* segments emitted so far (capped) */
     /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
     double bin_s;
     size_t n_bins;
@@ -80,6 +79,9 @@ struct prt {
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err);
 void prt_free(prt *rt);
+/* The run fails: the first failure's message is kept (err), the engine
+ * stops after the current handler, prt_run returns the code.  Returns code. */
+int prt_fail(prt *rt, int code, const char *fmt, ...) DP_PRINTF(3, 4);
 /* Device d (0-based) switches to activity a now. */
 void prt_set_act(prt *rt, size_t d, res_activity a);
 /* Device d computes a batch of n samples now; fn(rt, ctx) runs when done.
@@ -106,8 +108,6 @@ int prt_work_left(const prt *rt);
 int prt_end_epoch(prt *rt);
 /* Schedule fn(rt, ctx) at absolute time t. */
 int prt_at(prt *rt, double t, prt_fn fn, void *ctx);
-/* Record `flops` (paper's count) spread uniformly over [t0, t1). */
-void prt_add_flops(prt *rt, double t0, double t1, double flops);
 
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;

@@ -35,15 +35,6 @@ typedef struct sync_state {
     size_t ready_devs; /* devices holding data + model */
 } sync_state;
 
-static void fail(prt *rt, int code, const char *what)
-{
-    if (!rt->failed) {
-        rt->failed = 1;
-        dp_err_set(rt->err, code, "%s", what);
-    }
-    sim_stop(rt->e);
-}
-
 int equal_split(prt *rt, scn_data_mode data, double *bytes)
 {
     int64_t D = rt->s->dataset.samples, N = (int64_t)rt->n;
@@ -89,7 +80,7 @@ static void last_started(prt *rt, double t0, double dt)
         return;
     for (int k = 0; k < st->K; k++)
         if (prt_at(rt, st->ready_t[k], on_bucket_ready, (void *)(intptr_t)k))
-            fail(rt, DP_ENOMEM, "out of memory");
+            prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void epoch_or_group_done(prt *rt, void *ctx)
@@ -111,7 +102,7 @@ static void on_bucket_done(prt *rt, void *ctx)
     }
     if (st->cfg.allgather_after) {
         if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->cfg.mode, epoch_or_group_done, NULL))
-            fail(rt, DP_ENOMEM, "out of memory");
+            prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
     epoch_or_group_done(rt, NULL);
@@ -124,7 +115,7 @@ static void try_next_bucket(prt *rt)
         return;
     st->busy = 1;
     if (coll_start(rt, st->cfg.op, st->bsize[st->next], st->cfg.mode, on_bucket_done, NULL))
-        fail(rt, DP_ENOMEM, "out of memory");
+        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void micro_step(prt *rt, void *ctx)
