@@ -8,6 +8,7 @@
  * process in gnuplot.c.
  */
 #include "plots.h"
+#include "policy/policy.h"
 #include "scenario.h"
 
 #include <ctype.h>
@@ -28,34 +29,21 @@ int plot_kind_by_name(const char *name)
     return -1;
 }
 
+/* Labels, colours and order come from the policy registry (policy.h), so a
+ * new policy needs nothing here. */
 const char *plot_policy_label(const char *policy)
 {
-    if (!strcmp(policy, "ddp"))
-        return "DDP";
-    if (!strcmp(policy, "deepspeed"))
-        return "DeepSpeed";
-    if (!strcmp(policy, "cadp"))
-        return "C-ADP";
-    return policy;
+    return policy_label_of(policy);
 }
 
-/* Known policies keep their colour in every plot, so a reader learns it
- * once; others take the next colour of a colour-blind-safe cycle. */
 const char *plot_policy_color(const char *policy, size_t k)
 {
-    static const char *const cycle[] = {"#cc79a7", "#56b4e9", "#e69f00", "#000000", "#f0e442", "#999999"};
-    if (!strcmp(policy, "ddp"))
-        return "#0072b2";
-    if (!strcmp(policy, "deepspeed"))
-        return "#d55e00";
-    if (!strcmp(policy, "cadp"))
-        return "#009e73";
-    return cycle[k % (sizeof cycle / sizeof *cycle)];
+    return policy_color_of(policy, k);
 }
 
-static int policy_rank(const char *p)
+static size_t policy_rank(const char *p)
 {
-    return !strcmp(p, "ddp") ? 0 : !strcmp(p, "deepspeed") ? 1 : !strcmp(p, "cadp") ? 2 : 3;
+    return policy_rank_of(p);
 }
 
 int plot_metric(const char *name, const char **column, const char **label, double *scale)
@@ -176,7 +164,7 @@ static int load_run(sqlite3 *db, int64_t id, plot_run *r, dp_err *err)
 static int cmp_runs(const void *a, const void *b)
 {
     const plot_run *x = a, *y = b;
-    int rx = policy_rank(x->policy), ry = policy_rank(y->policy);
+    size_t rx = policy_rank(x->policy), ry = policy_rank(y->policy);
     if (rx != ry)
         return rx - ry;
     int c = strcmp(x->policy, y->policy);

@@ -917,80 +917,17 @@ static int conv_devices(cv *c, const yt_node *root)
     return 0;
 }
 
+/* `policies:` is each policy's own (policy_check_scenario validates it
+ * against the registry); the loader only keeps it, as a mapping. */
 static int conv_policies(cv *c, const yt_node *root)
 {
-    static const char *const pkeys[] = {"ddp", "deepspeed", "cadp", NULL};
-    static const char *const ddpk[] = {"bucket", "data", "overlap", "backward_fraction", "collective", NULL};
-    static const char *const dsk[] = {"stage", "grad_accum", "overlap_comm", "data", "collective", NULL};
-    static const char *const cadpk[] = {"solver", "rounding", "exclude_slow", NULL};
-    static const char *const datas[] = {"replicate", "shard", NULL};
-    static const char *const colls[] = {"flows", "analytic", NULL};
-    static const char *const solvers[] = {"exact", "alm", NULL};
-    static const char *const rounds[] = {"batch", "largest_remainder", NULL};
-    scn_scenario *s = c->s;
-    int r, e;
-    s->ddp = (scn_ddp_opts){25.0 * 1048576, SCN_DATA_REPLICATE, 1, 2.0 / 3.0, SCN_COLL_FLOWS};
-    s->deepspeed = (scn_deepspeed_opts){2, 1, -1, SCN_DATA_REPLICATE, SCN_COLL_FLOWS};
-    s->cadp = (scn_cadp_opts){SCN_SOLVER_EXACT, SCN_ROUND_BATCH, 1};
     const yt_node *p = yt_get(root, "policies");
+    char g[80];
     if (yt_is_null(p))
         return 0;
-    if ((r = check_map(c, p, "policies", pkeys, NULL)) < 0)
-        return r;
-    const yt_node *d = yt_get(p, "ddp");
-    if (!yt_is_null(d)) {
-        const char *P = "policies.ddp";
-        if ((r = check_map(c, d, P, ddpk, NULL)) < 0 ||
-            (r = get_pos(c, d, P, "bucket", SCN_UNIT_BYTES, 0, s->ddp.bucket_bytes, 0, 1e15,
-                         &s->ddp.bucket_bytes)) < 0)
-            return r;
-        if ((r = get_enum(c, d, P, "data", datas, 0, &e)) < 0)
-            return r;
-        s->ddp.data = (scn_data_mode)e;
-        if ((r = get_bool(c, d, P, "overlap", 1, &s->ddp.overlap)) < 0)
-            return r;
-        if ((r = get_pos(c, d, P, "backward_fraction", SCN_UNIT_NUMBER, 0, 2.0 / 3.0, 0, 1,
-                         &s->ddp.backward_fraction)) < 0)
-            return r;
-        if ((r = get_enum(c, d, P, "collective", colls, 0, &e)) < 0)
-            return r;
-        s->ddp.collective = (scn_collective_mode)e;
-    }
-    d = yt_get(p, "deepspeed");
-    if (!yt_is_null(d)) {
-        const char *P = "policies.deepspeed";
-        int64_t v;
-        if ((r = check_map(c, d, P, dsk, NULL)) < 0)
-            return r;
-        if ((r = get_int(c, d, P, "stage", 0, 2, 1, 3, "ZeRO stages", &v)) < 0)
-            return r;
-        s->deepspeed.stage = (int)v;
-        if ((r = get_int(c, d, P, "grad_accum", 0, 1, 1, SCN_MAX_GRAD_ACCUM, "grad_accum", &v)) < 0)
-            return r;
-        s->deepspeed.grad_accum = (int)v;
-        if ((r = get_bool(c, d, P, "overlap_comm", -1, &s->deepspeed.overlap_comm)) < 0)
-            return r;
-        if ((r = get_enum(c, d, P, "data", datas, 0, &e)) < 0)
-            return r;
-        s->deepspeed.data = (scn_data_mode)e;
-        if ((r = get_enum(c, d, P, "collective", colls, 0, &e)) < 0)
-            return r;
-        s->deepspeed.collective = (scn_collective_mode)e;
-    }
-    d = yt_get(p, "cadp");
-    if (!yt_is_null(d)) {
-        const char *P = "policies.cadp";
-        if ((r = check_map(c, d, P, cadpk, NULL)) < 0)
-            return r;
-        if ((r = get_enum(c, d, P, "solver", solvers, 0, &e)) < 0)
-            return r;
-        s->cadp.solver = (scn_solver)e;
-        if ((r = get_enum(c, d, P, "rounding", rounds, 0, &e)) < 0)
-            return r;
-        s->cadp.rounding = (scn_rounding)e;
-        if ((r = get_bool(c, d, P, "exclude_slow", 1, &s->cadp.exclude_slow)) < 0)
-            return r;
-    }
+    if (p->kind != YT_MAP)
+        return fail(c, p, "policies", "expected a mapping of policy names (got %s)", got(p, g, sizeof g));
+    c->s->policies = p;
     return 0;
 }
 
@@ -1083,7 +1020,7 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
         s->text_hash = fnv1a(text, len);
         r = convert(&c, yt_root(doc));
     }
-    yt_free(doc);
+    s->tree = doc; /* policies' options are read from it later */
     if (r < 0) {
         scn_free(s);
         return NULL;
@@ -1157,6 +1094,7 @@ void scn_free(scn_scenario *s)
     }
     dp_free(s->groups);
     dp_free(s->devices);
+    yt_free(s->tree);
     dp_free(s);
 }
 
@@ -1191,4 +1129,70 @@ double scn_batch_time(const scn_scenario *s, const scn_group *g, int n)
     default:
         return g->overhead_s + (double)n * s->model.train_flops_per_sample / (g->peak_flops * g->efficiency);
     }
+}
+
+/* ---- options of plug-ins ------------------------------------------------ */
+/* The same checks and messages as the loader's own keys, for mappings the
+ * loader keeps without knowing their keys (policies.NAME). */
+
+const yt_node *scn_policies(const scn_scenario *s)
+{
+    return s ? s->policies : NULL;
+}
+
+static cv reader(const scn_scenario *s, dp_err *err)
+{
+    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s};
+}
+
+int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_err *err, const char *fmt,
+                  ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cv c = reader(s, err);
+    return fail(&c, n, path, "%s", msg);
+}
+
+const char *scn_read_got(const yt_node *n, char *buf, size_t len)
+{
+    return got(n, buf, len);
+}
+
+int scn_read_keys(const scn_scenario *s, const yt_node *m, const char *path, const char *const *keys,
+                  dp_err *err)
+{
+    cv c = reader(s, err);
+    return check_map(&c, m, path, keys, NULL);
+}
+
+int scn_read_quantity(const scn_scenario *s, const yt_node *m, const char *path, const char *key, scn_unit u,
+                      double def, int nonneg, double max, double *out, dp_err *err)
+{
+    cv c = reader(s, err);
+    return get_pos(&c, m, path, key, u, 0, def, nonneg, max, out);
+}
+
+int scn_read_int(const scn_scenario *s, const yt_node *m, const char *path, const char *key, int64_t def,
+                 double lo, double hi, int64_t *out, dp_err *err)
+{
+    cv c = reader(s, err);
+    return get_int(&c, m, path, key, 0, def, lo, hi, "this key", out);
+}
+
+int scn_read_bool(const scn_scenario *s, const yt_node *m, const char *path, const char *key, int def,
+                  int *out, dp_err *err)
+{
+    cv c = reader(s, err);
+    return get_bool(&c, m, path, key, def, out);
+}
+
+int scn_read_enum(const scn_scenario *s, const yt_node *m, const char *path, const char *key,
+                  const char *const *names, int def, int *out, dp_err *err)
+{
+    cv c = reader(s, err);
+    return get_enum(&c, m, path, key, names, def, out);
 }

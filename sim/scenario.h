@@ -74,33 +74,8 @@ typedef struct scn_wan {
     trace *trace; /* optional, both directions */
 } scn_wan;
 
-typedef enum { SCN_DATA_REPLICATE = 0, SCN_DATA_SHARD = 1 } scn_data_mode;
-typedef enum { SCN_COLL_FLOWS = 0, SCN_COLL_ANALYTIC = 1 } scn_collective_mode;
-
-typedef struct scn_ddp_opts {
-    double bucket_bytes;            /* default 25 MiB */
-    scn_data_mode data;             /* default replicate */
-    int overlap;                    /* default 1: bucket all-reduce overlaps backward */
-    double backward_fraction;       /* default 2/3 of batch time */
-    scn_collective_mode collective; /* default flows */
-} scn_ddp_opts;
-
-typedef struct scn_deepspeed_opts {
-    int stage;        /* 1, 2 or 3; default 2 */
-    int grad_accum;   /* >= 1; default 1 */
-    int overlap_comm; /* default: 0 for stages 1-2, 1 for stage 3 (-1 = use default) */
-    scn_data_mode data;
-    scn_collective_mode collective;
-} scn_deepspeed_opts;
-
-typedef enum { SCN_SOLVER_EXACT = 0, SCN_SOLVER_ALM = 1 } scn_solver;
-typedef enum { SCN_ROUND_BATCH = 0, SCN_ROUND_LARGEST_REMAINDER = 1 } scn_rounding;
-
-typedef struct scn_cadp_opts {
-    scn_solver solver;     /* default exact */
-    scn_rounding rounding; /* default batch */
-    int exclude_slow;      /* default 1: may leave slow-link devices out (MODEL.md 5) */
-} scn_cadp_opts;
+struct yt_node;
+struct yt_doc;
 
 typedef struct scn_scenario {
     char *name;
@@ -164,9 +139,11 @@ typedef struct scn_scenario {
     size_t n_devices; /* sum of counts */
     scn_device *devices;
 
-    scn_ddp_opts ddp;
-    scn_deepspeed_opts deepspeed;
-    scn_cadp_opts cadp;
+    /* `policies:` as written (a mapping, or NULL when absent): each policy
+     * reads its own options from it (policy.h); the tree belongs to the
+     * scenario. */
+    const struct yt_node *policies;
+    struct yt_doc *tree;
 } scn_scenario;
 
 /* An override KEY=VALUE applied to the YAML tree before conversion.
@@ -198,7 +175,7 @@ void scn_free(scn_scenario *s);
  * overhead + n * train_flops_per_sample / (peak * efficiency). */
 double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
 
-/* Print the `dpsim check` summary. */
+/* Print the `dpsim check` summary (the world; cmd_check adds the policies). */
 void scn_print_summary(const scn_scenario *s, FILE *out);
 
 /* Unit parsing (exposed for tests and for sweep specs).  Each returns 0 and
@@ -215,5 +192,31 @@ typedef enum {
 int scn_parse_quantity(const char *text, scn_unit unit, double *out, dp_err *err);
 /* Format a value in base units with a human unit ("100 Mbps", "25 MiB"). */
 void scn_format_quantity(double value, scn_unit unit, char *buf, size_t len);
+
+/* ---- reading mappings the loader keeps for plug-ins ---------------------
+ * The `policies:` mapping (NULL when absent) and readers with the loader's
+ * own checks and messages ("FILE:LINE:COLUMN: path.key: what (got VALUE)",
+ * did-you-mean for unknown keys and values).  Each reader returns 1 when
+ * the key was set, 0 when absent (*out = def), DP_EINPUT on a bad value.
+ * `path` is the mapping's key path ("policies.ddp"). */
+const struct yt_node *scn_policies(const scn_scenario *s);
+int scn_read_keys(const scn_scenario *s, const struct yt_node *m, const char *path, const char *const *keys,
+                  dp_err *err);
+/* A quantity > 0 (>= 0 with nonneg) and at most max. */
+int scn_read_quantity(const scn_scenario *s, const struct yt_node *m, const char *path, const char *key,
+                      scn_unit u, double def, int nonneg, double max, double *out, dp_err *err);
+/* A whole number in [lo, hi]. */
+int scn_read_int(const scn_scenario *s, const struct yt_node *m, const char *path, const char *key,
+                 int64_t def, double lo, double hi, int64_t *out, dp_err *err);
+int scn_read_bool(const scn_scenario *s, const struct yt_node *m, const char *path, const char *key, int def,
+                  int *out, dp_err *err);
+/* One of names (NULL-terminated); *out = its index. */
+int scn_read_enum(const scn_scenario *s, const struct yt_node *m, const char *path, const char *key,
+                  const char *const *names, int def, int *out, dp_err *err);
+/* A message at node n (or the file when NULL) about `path`. */
+int scn_read_fail(const scn_scenario *s, const struct yt_node *n, const char *path, dp_err *err,
+                  const char *fmt, ...) DP_PRINTF(5, 6);
+/* The "got" text of a node for messages (its scalar, cut, or its shape). */
+const char *scn_read_got(const struct yt_node *n, char *buf, size_t len);
 
 #endif

@@ -106,19 +106,4 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
             total_rate += s->groups[i].count * s->groups[i].batch / t;
     }
     fprintf(out, "total    %zu devices, %.4g samples/s combined\n", s->n_devices, total_rate);
-    q(s->ddp.bucket_bytes, SCN_UNIT_BYTES, a, sizeof a);
-    fprintf(out, "policies ddp: bucket %s, data %s, overlap %s, backward %.3g, collective %s\n", a,
-            s->ddp.data == SCN_DATA_SHARD ? "shard" : "replicate", s->ddp.overlap ? "on" : "off",
-            s->ddp.backward_fraction, s->ddp.collective == SCN_COLL_ANALYTIC ? "analytic" : "flows");
-    fprintf(out, "         deepspeed: stage %d, grad_accum %d, overlap_comm %s, data %s, collective %s\n",
-            s->deepspeed.stage, s->deepspeed.grad_accum,
-            s->deepspeed.overlap_comm < 0 ? "default"
-            : s->deepspeed.overlap_comm   ? "on"
-                                          : "off",
-            s->deepspeed.data == SCN_DATA_SHARD ? "shard" : "replicate",
-            s->deepspeed.collective == SCN_COLL_ANALYTIC ? "analytic" : "flows");
-    fprintf(out, "         cadp: solver %s, rounding %s, exclude_slow %s\n",
-            s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact",
-            s->cadp.rounding == SCN_ROUND_LARGEST_REMAINDER ? "largest_remainder" : "batch",
-            s->cadp.exclude_slow ? "on" : "off");
 }

@@ -191,7 +191,7 @@ Test(limits, flows_ring_over_many_devices, .timeout = 120)
     dp_err err = {0};
     scn_scenario *s = load(text_of("10000000", "1", "50001", ""), &err);
     cr_assert_not_null(s, "%s", err.msg);
-    policy_kind ks[2] = {POLICY_DDP, POLICY_DEEPSPEED};
+    const policy_def *ks[2] = {policy_find("ddp"), policy_find("deepspeed")};
     for (int k = 0; k < 2; k++) {
         double t0 = now_s();
         res_run *r = policy_run(ks[k], s, 1, &err);
@@ -210,7 +210,7 @@ Test(limits, flows_ring_under_the_limit_runs, .timeout = 120)
     dp_err err = {0};
     scn_scenario *s = load(text_of("8000", "1", "1000", ""), &err);
     cr_assert_not_null(s, "%s", err.msg);
-    res_run *r = policy_run(POLICY_DDP, s, 1, &err);
+    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
     cr_assert_not_null(r, "%s", err.msg);
     cr_assert_gt(r->ttotal_s, 0);
     res_run_free(r);
@@ -221,13 +221,14 @@ Test(limits, flows_ring_under_the_limit_runs, .timeout = 120)
 Test(limits, many_devices_analytic_and_cadp, .timeout = 120)
 {
     dp_err err = {0};
-    scn_scenario *s = load(text_of("10000000", "1", "50001", ""), &err);
+    scn_override ov = {"policies.ddp.collective", "analytic"};
+    scn_scenario *s = scn_load_string("limits.yaml", text_of("10000000", "1", "50001", ""),
+                                      strlen(text_of("10000000", "1", "50001", "")), NULL, &ov, 1, &err);
     cr_assert_not_null(s, "%s", err.msg);
-    s->ddp.collective = SCN_COLL_ANALYTIC;
-    res_run *r = policy_run(POLICY_DDP, s, 1, &err);
+    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
     cr_assert_not_null(r, "%s", err.msg);
     res_run_free(r);
-    r = policy_run(POLICY_CADP, s, 1, &err);
+    r = policy_run(policy_find("cadp"), s, 1, &err);
     cr_assert_not_null(r, "%s", err.msg);
     res_run_free(r);
     scn_free(s);

@@ -450,7 +450,7 @@ Test(plot, real_simulator_runs)
     cr_assert_not_null(s, "%s", err.msg);
     int64_t ids[3];
     for (int p = 0; p < 3; p++) {
-        res_run *r = policy_run((policy_kind)p, s, 7, &err);
+        res_run *r = policy_run(policy_at((size_t)p), s, 7, &err);
         cr_assert_not_null(r, "%s", err.msg);
         ids[p] = put(s, r, 0, NULL);
     }

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/cadp.h"
 #include "policy/policy.h"
+#include "policy/runtime.h"
 #include "slv.h"
 
 #define REL 1e-9
@@ -61,7 +63,7 @@ static scn_scenario *load(const char *text, const scn_override *ov, size_t n)
     return s;
 }
 
-static res_run *run(policy_kind k, const scn_scenario *s)
+static res_run *run(const policy_def *k, const scn_scenario *s)
 {
     dp_err err = {0};
     res_run *r = policy_run(k, s, 1, &err);
@@ -81,7 +83,7 @@ static void expect_epochs(const res_run *r, const double *ends, size_t n)
 Test(policy, ddp_hand_timeline)
 {
     scn_scenario *s = load(TWO, NULL, 0);
-    res_run *r = run(POLICY_DDP, s);
+    res_run *r = run(policy_find("ddp"), s);
     expect_close(r->tsend_s, 0.41);
     double ends[2] = {1.21 + 2 * 3.04, 1.21 + 4 * 3.04};
     expect_epochs(r, ends, 2);
@@ -112,13 +114,13 @@ Test(policy, ddp_buckets_overlap_backward)
 {
     scn_override ov[1] = {{"policies.ddp.bucket", "500000"}};
     scn_scenario *s = load(TWO, ov, 1);
-    res_run *r = run(POLICY_DDP, s);
+    res_run *r = run(policy_find("ddp"), s);
     expect_close(r->ttotal_s, 1.21 + 4 * 2.54);
     res_run_free(r);
     scn_free(s);
     scn_override ov2[2] = {{"policies.ddp.bucket", "500000"}, {"policies.ddp.overlap", "false"}};
     s = load(TWO, ov2, 2);
-    r = run(POLICY_DDP, s);
+    r = run(policy_find("ddp"), s);
     /* no overlap: one bucket of M after compute, 2 rounds of 0.52 */
     expect_close(r->ttotal_s, 1.21 + 4 * 3.04);
     res_run_free(r);
@@ -132,7 +134,7 @@ Test(policy, ddp_uneven_steps_join)
 {
     scn_override ov[3] = {{"dataset.samples", "30"}, {"devices.b.batch", "5"}, {"training.epochs", "1"}};
     scn_scenario *s = load(TWO, ov, 3);
-    res_run *r = run(POLICY_DDP, s);
+    res_run *r = run(policy_find("ddp"), s);
     /* data: 15 x 1e4 = 1.5e5: Tsend = 0.01 + 0.3; model at 0.01 + 1.15 */
     expect_close(r->tsend_s, 0.31);
     expect_close(r->ttotal_s, 1.16 + 3 * 3.04);
@@ -147,7 +149,7 @@ Test(policy, ddp_replicate_sends_whole_dataset)
 {
     scn_override ov[1] = {{"policies.ddp.data", "replicate"}};
     scn_scenario *s = load(TWO, ov, 1);
-    res_run *r = run(POLICY_DDP, s);
+    res_run *r = run(policy_find("ddp"), s);
     expect_close(r->tsend_s, 0.01 + 2 * 4e5 / 1e6);
     expect_close(r->ttotal_s, 0.01 + 1.4 + 4 * 3.04);
     expect_close(r->devices[0].bytes_recv, 4e5 + 1e6 + 4e6);
@@ -161,13 +163,13 @@ Test(policy, ddp_replicate_sends_whole_dataset)
 Test(policy, deepspeed_stage2_hand_timeline)
 {
     scn_scenario *s = load(TWO, NULL, 0);
-    res_run *r = run(POLICY_DEEPSPEED, s);
+    res_run *r = run(policy_find("deepspeed"), s);
     expect_close(r->ttotal_s, 1.21 + 4 * 3.04);
     res_run_free(r);
     scn_free(s);
     scn_override ov[1] = {{"policies.deepspeed.grad_accum", "2"}};
     s = load(TWO, ov, 1);
-    r = run(POLICY_DEEPSPEED, s);
+    r = run(policy_find("deepspeed"), s);
     double ends[2] = {1.21 + 5.04, 1.21 + 2 * 5.04};
     expect_epochs(r, ends, 2);
     for (int d = 0; d < 2; d++)
@@ -184,14 +186,14 @@ Test(policy, deepspeed_stage3_hand_timeline)
 {
     scn_override ov[2] = {{"policies.deepspeed.stage", "3"}, {"policies.deepspeed.overlap_comm", "false"}};
     scn_scenario *s = load(TWO, ov, 2);
-    res_run *r = run(POLICY_DEEPSPEED, s);
+    res_run *r = run(policy_find("deepspeed"), s);
     expect_close(r->ttotal_s, 1.21 + 4 * 3.56);
     cr_expect_eq(r->devices[1].batches, 4);
     expect_close(r->devices[1].compute_s, 8.0);
     res_run_free(r);
     scn_free(s);
     s = load(TWO, ov, 1);
-    r = run(POLICY_DEEPSPEED, s);
+    r = run(policy_find("deepspeed"), s);
     expect_close(r->ttotal_s, 1.21 + 4 * 2.52);
     res_run_free(r);
     scn_free(s);
@@ -214,7 +216,7 @@ Test(policy, zero3_moves_one_and_a_half_times_zero2)
     for (int k = 0; k < 2; k++) {
         scn_override ov[1] = {{"policies.deepspeed.stage", k ? "3" : "2"}};
         scn_scenario *s = load(FOUR, ov, 1);
-        res_run *r = run(POLICY_DEEPSPEED, s);
+        res_run *r = run(policy_find("deepspeed"), s);
         up[k] = 0;
         for (int d = 0; d < 4; d++)
             up[k] += r->devices[d].bytes_sent; /* up links carry only collective traffic */
@@ -245,7 +247,7 @@ Test(policy, ring_allreduce_closed_form)
     for (int mode = 0; mode < 2; mode++) {
         scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
         scn_scenario *s = load(RING, ov, 1);
-        res_run *r = run(POLICY_DDP, s);
+        res_run *r = run(policy_find("ddp"), s);
         /* model 3e6 B; chunk 1e6; edges a->b: min(1,2) MB/s, b->c: 2, c->a: 1 -> 1 s + 10 ms */
         double start = 0;
         for (int d = 0; d < 3; d++)
@@ -263,7 +265,7 @@ Test(policy, ring_allreduce_closed_form)
 Test(policy, cadp_closed_form)
 {
     scn_scenario *s = load(TWO, NULL, 0);
-    res_run *r = run(POLICY_CADP, s);
+    res_run *r = run(policy_find("cadp"), s);
     int64_t x[2] = {r->devices[0].samples, r->devices[1].samples};
     cr_assert_eq(x[0] + x[1], 40);
     double t[2] = {1, 2}, lat = 0.01, C = 1e6, M = 1e6;
@@ -294,7 +296,7 @@ Test(policy, cadp_excluded_device_moves_nothing)
 {
     scn_override ov[2] = {{"devices.b.link.down", "8Kbps"}, {"devices.b.link.up", "8Kbps"}};
     scn_scenario *s = load(TWO, ov, 2);
-    res_run *r = run(POLICY_CADP, s);
+    res_run *r = run(policy_find("cadp"), s);
     cr_expect_eq(r->devices[1].samples, 0);
     cr_expect_eq(r->devices[1].bytes_recv, 0);
     cr_expect_eq(r->devices[1].bytes_sent, 0);
@@ -323,15 +325,15 @@ Test(policy, deterministic_with_noise)
 {
     scn_override ov[2] = {{"devices.a.noise", "0.2"}, {"devices.b.noise", "0.1"}};
     scn_scenario *s = load(TWO, ov, 2);
-    for (int k = 0; k < POLICY_COUNT; k++) {
-        res_run *a = run((policy_kind)k, s), *b = run((policy_kind)k, s);
+    for (size_t k = 0; k < policy_count(); k++) {
+        res_run *a = run(policy_at(k), s), *b = run(policy_at(k), s);
         expect_same_run(a, b);
         res_run_free(a);
         res_run_free(b);
     }
     /* another seed gives other numbers */
     dp_err err = {0};
-    res_run *a = policy_run(POLICY_DDP, s, 1, &err), *b = policy_run(POLICY_DDP, s, 2, &err);
+    res_run *a = policy_run(policy_find("ddp"), s, 1, &err), *b = policy_run(policy_find("ddp"), s, 2, &err);
     cr_expect_neq(a->ttotal_s, b->ttotal_s);
     res_run_free(a);
     res_run_free(b);
@@ -356,7 +358,7 @@ Test(policy, analytic_equals_flows_without_sharing)
         dp_err err = {0};
         scn_scenario *s = scn_load_file(path, ov, 4, &err);
         cr_assert(s, "%s", err.msg);
-        res_run *r = run(POLICY_DDP, s);
+        res_run *r = run(policy_find("ddp"), s);
         t[mode][0] = r->ttotal_s;
         cr_assert_eq(r->n_devices, 8);
         for (int d = 0; d < 8; d++) {
@@ -365,7 +367,7 @@ Test(policy, analytic_equals_flows_without_sharing)
             recv[mode][d] = r->devices[d].recv_s;
         }
         res_run_free(r);
-        r = run(POLICY_DEEPSPEED, s);
+        r = run(policy_find("deepspeed"), s);
         t[mode][1] = r->ttotal_s;
         res_run_free(r);
         scn_free(s);
@@ -406,7 +408,7 @@ Test(policy, permanent_outage_is_a_run_error)
     dp_err err = {0};
     scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
     cr_assert(s, "%s", err.msg);
-    res_run *r = policy_run(POLICY_CADP, s, 1, &err);
+    res_run *r = policy_run(policy_find("cadp"), s, 1, &err);
     cr_expect_null(r);
     cr_expect_eq(err.code, DP_ERUN);
     cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
@@ -435,14 +437,16 @@ Test(policy, cadp_solve_by_groups_matches_per_device)
         "      link: { up: 20Mbps, down: 20Mbps, latency: 30ms } }\n";
     scn_scenario *s = load(BIG, NULL, 0);
     dp_err err = {0};
+    cadp_opts co;
+    cr_assert_eq(policy_options(policy_find("cadp"), s, &co, sizeof co, &err), 0, "%s", err.msg);
     cadp_inputs in;
     cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
     slv_result *byg = NULL, *byd = NULL;
     size_t classes = 0;
-    cr_assert_eq(cadp_solve(s, &in, "exact", NULL, 0, &byg, &classes, &err), 0, "%s", err.msg);
+    cr_assert_eq(cadp_solve(s, &co, &in, "exact", NULL, 0, &byg, &classes, &err), 0, "%s", err.msg);
     cr_expect_eq(classes, 2);
     slv_problem p;
-    cadp_problem(s, &in, &p);
+    cadp_problem(s, &co, &in, &p);
     cr_assert_eq(slv_solve_problem("exact", &p, NULL, &byd, &err), 0, "%s", err.msg);
     int64_t sum = 0;
     for (size_t d = 0; d < s->n_devices; d++)

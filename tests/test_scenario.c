@@ -3,6 +3,7 @@
  * FILE:LINE:COLUMN and the key path; overrides edit, create and fail as
  * documented; compute models and the memory check; no leaks, also when
  * allocations fail part way. */
+#include "policy/policy.h"
 #include "scenario.h"
 
 #include <criterion/criterion.h>
@@ -64,10 +65,27 @@ static const char *with(const char *from, const char *to)
     return subst(BASE, from, to);
 }
 
+/* Load as the command line does: the scenario, then its policies' options. */
+static scn_scenario *load(const char *text, const scn_override *ov, size_t n, dp_err *e)
+{
+    scn_scenario *s = scn_load_string("t.yaml", text, strlen(text), NULL, ov, n, e);
+    if (s && policy_check_scenario(s, e)) {
+        scn_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Option `key` of policy `p` in scenario s. */
+static double opt(const scn_scenario *s, const char *p, const char *key)
+{
+    return policy_option_num(policy_find(p), s, key);
+}
+
 static scn_scenario *load_ok(const char *text, const scn_override *ov, size_t n)
 {
     dp_err e = {0};
-    scn_scenario *s = scn_load_string("t.yaml", text, strlen(text), NULL, ov, n, &e);
+    scn_scenario *s = load(text, ov, n, &e);
     cr_assert_not_null(s, "should load: %s", e.msg);
     return s;
 }
@@ -75,7 +93,7 @@ static scn_scenario *load_ok(const char *text, const scn_override *ov, size_t n)
 static void bad_ov(const char *text, const scn_override *ov, size_t n, const char *needle)
 {
     dp_err e = {0};
-    scn_scenario *s = scn_load_string("t.yaml", text, strlen(text), NULL, ov, n, &e);
+    scn_scenario *s = load(text, ov, n, &e);
     cr_assert_null(s, "should fail with '%s'", needle);
     cr_assert_eq(e.code, DP_EINPUT, "code %d: %s", e.code, e.msg);
     cr_assert(strstr(e.msg, needle), "message lacks\n  '%s'\ngot\n  '%s'", needle, e.msg);
@@ -133,17 +151,17 @@ Test(scenario, base_loads_with_defaults)
     cr_assert_float_eq(g->link.latency_s, 0.02, 1e-15);
     cr_assert_null(g->link.down_trace);
     cr_assert_eq(s->groups[1].link.latency_s, 0);
-    cr_assert_float_eq(s->ddp.bucket_bytes, 25.0 * 1048576, 0);
-    cr_assert_eq(s->ddp.data, SCN_DATA_REPLICATE);
-    cr_assert_eq(s->ddp.overlap, 1);
-    cr_assert_float_eq(s->ddp.backward_fraction, 2.0 / 3, 1e-15);
-    cr_assert_eq(s->ddp.collective, SCN_COLL_FLOWS);
-    cr_assert_eq(s->deepspeed.stage, 2);
-    cr_assert_eq(s->deepspeed.grad_accum, 1);
-    cr_assert_eq(s->deepspeed.overlap_comm, -1);
-    cr_assert_eq(s->cadp.solver, SCN_SOLVER_EXACT);
-    cr_assert_eq(s->cadp.rounding, SCN_ROUND_BATCH);
-    cr_assert_eq(s->cadp.exclude_slow, 1);
+    cr_assert_float_eq(opt(s, "ddp", "bucket"), 25.0 * 1048576, 0);
+    cr_assert_eq(opt(s, "ddp", "data"), 0);
+    cr_assert_eq(opt(s, "ddp", "overlap"), 1);
+    cr_assert_float_eq(opt(s, "ddp", "backward_fraction"), 2.0 / 3, 1e-15);
+    cr_assert_eq(opt(s, "ddp", "collective"), 0);
+    cr_assert_eq(opt(s, "deepspeed", "stage"), 2);
+    cr_assert_eq(opt(s, "deepspeed", "grad_accum"), 1);
+    cr_assert_eq(opt(s, "deepspeed", "overlap_comm"), 0); /* stage 2: off */
+    cr_assert_eq(opt(s, "cadp", "solver"), 0);
+    cr_assert_eq(opt(s, "cadp", "rounding"), 0);
+    cr_assert_eq(opt(s, "cadp", "exclude_slow"), 1);
     uint64_t h = s->text_hash;
     scn_free(s);
     s = load_ok(with("name: t", "name: u"), NULL, 0);
@@ -535,8 +553,8 @@ Test(scenario, overrides_edit_and_create)
     scn_scenario *s = load_ok(BASE, ov, sizeof ov / sizeof ov[0]);
     cr_assert_float_eq(s->groups[0].link.down_Bps, 6.25e6, 1e-6);
     cr_assert_eq(s->training.epochs, 3);
-    cr_assert_float_eq(s->ddp.bucket_bytes, 50.0 * 1048576, 0);
-    cr_assert_eq(s->cadp.solver, SCN_SOLVER_ALM);
+    cr_assert_float_eq(opt(s, "ddp", "bucket"), 50.0 * 1048576, 0);
+    cr_assert_eq(opt(s, "cadp", "solver"), 1);
     cr_assert_not_null(s->groups[1].link.down_trace);
     cr_assert_eq(s->groups[1].batch, 2);
     cr_assert_eq(s->groups[0].compute, SCN_COMPUTE_TABLE);
@@ -621,25 +639,25 @@ Test(scenario, policies_options)
                           "network: { tcp_window: 4MiB }\n"
                           "interconnect: { bandwidth: 10Gbps, latency: 50us }\n");
     scn_scenario *s = load_ok(t, NULL, 0);
-    cr_assert_float_eq(s->ddp.bucket_bytes, 10.0 * 1048576, 0);
-    cr_assert_eq(s->ddp.data, SCN_DATA_SHARD);
-    cr_assert_eq(s->ddp.overlap, 0);
-    cr_assert_float_eq(s->ddp.backward_fraction, 0.5, 0);
-    cr_assert_eq(s->ddp.collective, SCN_COLL_ANALYTIC);
-    cr_assert_eq(s->deepspeed.stage, 3);
-    cr_assert_eq(s->deepspeed.grad_accum, 4);
-    cr_assert_eq(s->deepspeed.overlap_comm, 1);
-    cr_assert_eq(s->deepspeed.data, SCN_DATA_SHARD);
-    cr_assert_eq(s->cadp.rounding, SCN_ROUND_LARGEST_REMAINDER);
-    cr_assert_eq(s->cadp.exclude_slow, 0);
+    cr_assert_float_eq(opt(s, "ddp", "bucket"), 10.0 * 1048576, 0);
+    cr_assert_eq(opt(s, "ddp", "data"), 1);
+    cr_assert_eq(opt(s, "ddp", "overlap"), 0);
+    cr_assert_float_eq(opt(s, "ddp", "backward_fraction"), 0.5, 0);
+    cr_assert_eq(opt(s, "ddp", "collective"), 1);
+    cr_assert_eq(opt(s, "deepspeed", "stage"), 3);
+    cr_assert_eq(opt(s, "deepspeed", "grad_accum"), 4);
+    cr_assert_eq(opt(s, "deepspeed", "overlap_comm"), 1);
+    cr_assert_eq(opt(s, "deepspeed", "data"), 1);
+    cr_assert_eq(opt(s, "cadp", "rounding"), 1);
+    cr_assert_eq(opt(s, "cadp", "exclude_slow"), 0);
     cr_assert_float_eq(s->network.tcp_window_bytes, 4.0 * 1048576, 0);
     cr_assert_float_eq(s->interconnect.bandwidth_Bps, 1.25e9, 1e-3);
     cr_assert_float_eq(s->interconnect.latency_s, 50e-6, 1e-18);
     scn_free(s);
     bad(with("name: t\n", "name: t\npolicies: { deepspeed: { stage: 4 } }\n"),
-        "policies.deepspeed.stage: must be at most 3 (the limit on ZeRO stages) (got 4)");
+        "policies.deepspeed.stage: must be at most 3 (the limit on this key) (got 4)");
     bad(with("name: t\n", "name: t\npolicies: { dpp: {} }\n"),
-        "policies.dpp: unknown key, did you mean 'ddp'?");
+        "policies.dpp: unknown policy 'dpp', did you mean 'ddp'?");
     bad(with("name: t\n", "name: t\ntraining2: 1\n"), "unknown key");
 }
 

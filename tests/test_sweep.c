@@ -190,7 +190,8 @@ Test(sweep, spec_json_is_canonical)
 {
     const char *const args[] = {"devices.cpu.count=0..2", "training.epochs=1,2"};
     sweep_grid *g = grid_of(args, 2);
-    policy_kind a[] = {POLICY_CADP, POLICY_DDP}, b[] = {POLICY_DDP, POLICY_CADP};
+    const policy_def *a[] = {policy_find("cadp"), policy_find("ddp")},
+                     *b[] = {policy_find("ddp"), policy_find("cadp")};
     char *x = sweep_spec_json(g, 0x1234abcdULL, a, 2, 3), *y = sweep_spec_json(g, 0x1234abcdULL, b, 2, 3);
     cr_expect_str_eq(x, "{\"scenario_hash\":\"000000001234abcd\",\"vary\":[[\"devices.cpu.count\",\"0..2\"],"
                         "[\"training.epochs\",\"1,2\"]],\"policies\":[\"ddp\",\"cadp\"],\"seeds\":3}");
@@ -272,9 +273,9 @@ static sweep_cfg cfg_of(const sweep_grid *g, const char *db, unsigned jobs)
     memset(&c, 0, sizeof c);
     c.src = tiny_src();
     c.grid = g;
-    c.n_policies = POLICY_COUNT;
-    for (int k = 0; k < POLICY_COUNT; k++)
-        c.policies[k] = (policy_kind)k;
+    c.n_policies = policy_count();
+    for (size_t k = 0; k < policy_count(); k++)
+        c.policies[k] = policy_at(k);
     c.seeds = 1;
     c.jobs = jobs;
     c.shard_k = c.shard_n = 1;
@@ -507,7 +508,7 @@ Test(sweep, merge_keeps_plain_runs_once_and_refuses_bad_inputs)
     dp_err err = {0};
     scn_scenario *s = scn_load_string(tiny_path, tiny_text, tiny_len, tiny_dir, NULL, 0, NULL);
     cr_assert(s);
-    res_run *r = policy_run(POLICY_CADP, s, 1, &err);
+    res_run *r = policy_run(policy_find("cadp"), s, 1, &err);
     cr_assert(r, "%s", err.msg);
     store *st = store_open(a, 0, &err);
     cr_assert(st, "%s", err.msg);
@@ -588,7 +589,7 @@ Test(sweep, points_without_devices_are_skipped_with_a_note)
     db_path(a, sizeof a, "mix.db");
     sweep_cfg c = cfg_of(g, a, 2);
     c.n_policies = 1;
-    c.policies[0] = POLICY_CADP;
+    c.policies[0] = policy_find("cadp");
     char *sum = NULL;
     size_t sum_len = 0;
     c.summary_out = open_memstream(&sum, &sum_len);
@@ -616,7 +617,7 @@ Test(sweep, seeds_run_only_when_the_scenario_is_random)
     sweep_grid *g = grid_of(&det, 1);
     sweep_cfg c = cfg_of(g, a, 2);
     c.n_policies = 1;
-    c.policies[0] = POLICY_DDP;
+    c.policies[0] = policy_find("ddp");
     c.seeds = 3;
     cr_assert_eq(sweep_run(&c, &s, &err), 0, "%s", err.msg);
     cr_expect_eq(s.seeds, 1);
@@ -628,7 +629,7 @@ Test(sweep, seeds_run_only_when_the_scenario_is_random)
     g = grid_of(&noisy, 1);
     c = cfg_of(g, a, 2);
     c.n_policies = 1;
-    c.policies[0] = POLICY_DDP;
+    c.policies[0] = policy_find("ddp");
     c.seeds = 3;
     cr_assert_eq(sweep_run(&c, &s, &err), 0, "%s", err.msg);
     cr_expect(s.stochastic);

@@ -131,10 +131,17 @@ double cli_wall_s(void)
 
 scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err)
 {
+    scn_scenario *s;
     if (strcmp(arg, "builtin:paper-testbed") == 0)
-        return scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
-                               dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
-    return scn_load_file(arg, ov, n_ov, err);
+        s = scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
+                            dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
+    else
+        s = scn_load_file(arg, ov, n_ov, err);
+    if (s && policy_check_scenario(s, err)) { /* the policies' options, by the registry */
+        scn_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 int cli_parse_override(char *arg, scn_override *ov)

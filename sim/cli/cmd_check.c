@@ -1,5 +1,6 @@
 /* cmd_check.c: dpsim check FILE: load, validate, summarise. */
 #include "cli/cli.h"
+#include "policy/policy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,9 @@ int cmd_check(int argc, char **argv)
     if (!s)
         return cli_fail(&err);
     scn_print_summary(s, stdout);
+    printf("policies\n");
+    for (size_t k = 0; k < policy_count(); k++)
+        policy_print_options(policy_at(k), s, stdout);
     scn_free(s);
     return EXIT_OK;
 }

@@ -221,10 +221,11 @@ int cmd_rerun(int argc, char **argv)
         if (!s)
             rc = err.code ? err.code : DP_ERUN;
     }
-    int k = policy ? policy_by_name(policy) : -1;
-    if (!rc && k < 0)
-        rc = dp_err_set(&err, DP_ERUN, "run #%llu: unknown policy '%s'", (unsigned long long)id, policy);
-    if (!rc && !(now = policy_run((policy_kind)k, s, seed, &err)))
+    const policy_def *k = policy ? policy_find(policy) : NULL;
+    if (!rc && !k)
+        rc = dp_err_set(&err, DP_ERUN, "run #%llu: unknown policy '%s' (not registered in this build)",
+                        (unsigned long long)id, policy);
+    if (!rc && !(now = policy_run(k, s, seed, &err)))
         rc = err.code;
     int same = 0;
     if (!rc) {

@@ -107,7 +107,8 @@ int cmd_reproduce(int argc, char **argv)
         scn_free(s);
         return cli_fail(&err);
     }
-    policy_kind pk[3] = {POLICY_DDP, POLICY_DEEPSPEED, POLICY_CADP};
+    /* the paper's three policies, in its order */
+    const policy_def *pk[3] = {policy_find("ddp"), policy_find("deepspeed"), policy_find("cadp")};
     res_run *runs[4] = {0};
     int64_t ids[4] = {0};
     double w0 = cli_wall_s();
@@ -232,7 +233,7 @@ int cmd_reproduce(int argc, char **argv)
             }
         }
         const scn_group *sg = &s->groups[s->devices[slow].group];
-        int buckets = (int)ceil(s->model.model_bytes / s->ddp.bucket_bytes);
+        int buckets = (int)ceil(s->model.model_bytes / policy_option_num(pk[0], s, "bucket"));
         double p_ddp = P_TTOTAL_CADP / (1 - P_LESS_DDP);
         printf("\nNotes\n"
                "  1. The paper's baseline figures contradict each other.  All three policies do\n"

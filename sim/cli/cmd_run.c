@@ -15,7 +15,8 @@ static void help(void)
            "it (flops_per_sample x samples / Ttraining), cluster utilisation, and a\n"
            "per-device breakdown.  Each run is stored in the results database as one\n"
            "transaction.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
-           "  -p, --policy LIST     policies to run: ddp,deepspeed,cadp or all (default all)\n"
+           "  -p, --policy LIST     policies to run, comma-separated, or all (default all;\n"
+           "                        the policies and their options are listed below)\n"
            "  -d, --db FILE         results database (default results.db)\n"
            "      --no-db           do not store the results\n"
            "      --seed N          random seed (default: the scenario's training.seed)\n"
@@ -23,11 +24,13 @@ static void help(void)
            "                          --set policies.ddp.bucket=50MiB\n"
            "                          --set policies.cadp.solver=alm\n"
            "                          --set devices.cpu4.link.down=20Mbps\n"
-           "                        (policy options: see scenarios/README.md)\n"
+           "                        (policy options: below and scenarios/README.md)\n"
            "      --json            print a JSON array of runs instead of tables\n"
            "  -q, --quiet           print the summary table only\n"
            "  -h, --help            this help\n\n"
-           "Exit codes: 0 ok, 1 the run failed (stall, database error), 2 bad input.\n");
+           "Exit codes: 0 ok, 1 the run failed (stall, database error), 2 bad input.\n\n"
+           "Policies (scenario key policies.NAME.OPTION, or --set):\n");
+    policy_print_help(stdout);
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)
@@ -111,8 +114,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     dp_err err = {0};
-    policy_kind pk[POLICY_COUNT];
-    int np = runner_parse_policies(plist, pk, POLICY_COUNT, &err);
+    const policy_def *pk[POLICY_MAX];
+    int np = runner_parse_policies(plist, pk, POLICY_MAX, &err);
     if (np < 0) {
         rc = cli_fail(&err);
         goto out;
@@ -131,8 +134,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail(&err);
         goto out;
     }
-    res_run *runs[POLICY_COUNT] = {0};
-    int64_t ids[POLICY_COUNT] = {0};
+    res_run *runs[POLICY_MAX] = {0};
+    int64_t ids[POLICY_MAX] = {0};
     int rr = runner_run(s, pk, (size_t)np, seed, st, ov_text, n_ov, runs, ids, &err);
     if (json) {
         json_buf *j = json_new();

@@ -1,6 +1,7 @@
 /* cmd_solve.c: dpsim solve SCENARIO: the C-ADP allocation alone. */
 #include "cli/cli.h"
 #include "json.h"
+#include "policy/cadp.h"
 #include "policy/policy.h"
 #include "slv.h"
 
@@ -70,15 +71,20 @@ int cmd_solve(int argc, char **argv)
     scn_scenario *s = cli_load_scenario(file, ov, n_ov, &err);
     if (!s)
         return cli_fail(&err);
+    cadp_opts co;
+    if (policy_options(policy_find("cadp"), s, &co, sizeof co, &err)) {
+        scn_free(s);
+        return cli_fail(&err);
+    }
     if (!method)
-        method = s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact";
+        method = cadp_method(&co);
     if (!slv_method_by_name(method)) {
         scn_free(s);
         return cli_usage_error("solve", "unknown method '%s' (have: exact, alm)", method);
     }
     slv_params prm;
     slv_params_default(&prm);
-    prm.rounding = s->cadp.rounding == SCN_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
+    prm.rounding = cadp_slv_rounding(&co);
     if (rounding) {
         if (!strcmp(rounding, "batch"))
             prm.rounding = SLV_ROUND_BATCH;
@@ -96,11 +102,11 @@ int cmd_solve(int argc, char **argv)
         return cli_fail(&err);
     }
     slv_problem p;
-    cadp_problem(s, &in, &p);
+    cadp_problem(s, &co, &in, &p);
     slv_result *r = NULL;
     size_t classes = 0;
     double t0 = cli_wall_s();
-    int rc = cadp_solve(s, &in, method, &prm, paper, &r, &classes, &err);
+    int rc = cadp_solve(s, &co, &in, method, &prm, paper, &r, &classes, &err);
     double wall = cli_wall_s() - t0;
     if (rc) {
         cadp_inputs_free(&in);

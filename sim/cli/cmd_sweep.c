@@ -27,7 +27,8 @@ static void sweep_help(void)
            "                                a range        1..8  0..4:step=2  10ms..50ms:step=10ms\n"
            "                                               0.1..1:lin:10 (10 evenly spaced values)\n"
            "                                a log range    10Mbps..10Gbps:log:7\n"
-           "  -p, --policy LIST     ddp,deepspeed,cadp or all (default all)\n"
+           "  -p, --policy LIST     policies, comma-separated, or all (default all; the\n"
+           "                        list: dpsim run --help)\n"
            "      --seeds N         seeds 1..N per point when the scenario has randomness\n"
            "                        (compute noise); without it seed 1 only (default 1)\n"
            "  -j, --jobs J          worker processes (default: the number of cores)\n"
@@ -202,7 +203,7 @@ int cmd_sweep(int argc, char **argv)
         rc = cli_usage_error("sweep", "%s", err.msg);
         goto out;
     }
-    int np = runner_parse_policies(plist, cfg.policies, POLICY_COUNT, &err);
+    int np = runner_parse_policies(plist, cfg.policies, POLICY_MAX, &err);
     if (np < 0) {
         rc = cli_usage_error("sweep", "%s", err.msg);
         goto out;

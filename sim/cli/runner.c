@@ -5,12 +5,13 @@
 
 #include <string.h>
 
-int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err *err)
+int runner_parse_policies(const char *list, const policy_def **out, size_t cap, dp_err *err)
 {
     if (!list || strcmp(list, "all") == 0) {
-        for (size_t k = 0; k < POLICY_COUNT && k < cap; k++)
-            out[k] = (policy_kind)k;
-        return POLICY_COUNT;
+        size_t n = policy_count() < cap ? policy_count() : cap;
+        for (size_t k = 0; k < n; k++)
+            out[k] = policy_at(k);
+        return (int)n;
     }
     size_t n = 0;
     const char *p = list;
@@ -19,18 +20,18 @@ int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err
         size_t len = q ? (size_t)(q - p) : strlen(p);
         char name[32];
         if (len == 0 || len >= sizeof name) {
-            dp_err_set(err, DP_EINPUT, "--policy: bad list '%s' (want e.g. ddp,deepspeed,cadp)", list);
+            char have[300];
+            policy_names(have, sizeof have, ",");
+            dp_err_set(err, DP_EINPUT, "--policy: bad list '%s' (want some of %s, or all)", list, have);
             return -1;
         }
         memcpy(name, p, len);
         name[len] = '\0';
-        int k = policy_by_name(name);
-        if (k < 0) {
-            dp_err_set(err, DP_EINPUT, "--policy: unknown policy '%s' (have: ddp, deepspeed, cadp)", name);
+        const policy_def *k;
+        if (policy_lookup(name, "--policy", &k, err))
             return -1;
-        }
         for (size_t i = 0; i < n; i++)
-            if (out[i] == (policy_kind)k) {
+            if (out[i] == k) {
                 dp_err_set(err, DP_EINPUT, "--policy: '%s' listed twice", name);
                 return -1;
             }
@@ -38,7 +39,7 @@ int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err
             dp_err_set(err, DP_EINPUT, "--policy: too many policies");
             return -1;
         }
-        out[n++] = (policy_kind)k;
+        out[n++] = k;
         p = q ? q + 1 : p + len;
     }
     if (n == 0) {
@@ -48,7 +49,7 @@ int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err
     return (int)n;
 }
 
-int runner_run(const scn_scenario *s, const policy_kind *pk, size_t n, uint64_t seed, store *st,
+int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
                const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err)
 {
     for (size_t k = 0; k < n; k++) {

@@ -11,10 +11,11 @@
  * receives each result (caller frees), ids[k] its run id (0 when not
  * stored).  Stops at the first failure: earlier runs stay stored, the
  * failed one leaves nothing.  0 or the failure's code. */
-int runner_run(const scn_scenario *s, const policy_kind *pk, size_t n, uint64_t seed, store *st,
+int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
                const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err);
-/* Parse "ddp,deepspeed,cadp" (or "all") into kinds; returns the count or -1
- * with a message naming the unknown policy. */
-int runner_parse_policies(const char *list, policy_kind *out, size_t cap, dp_err *err);
+/* Parse "ddp,cadp" (or "all": every registered policy, in registry order)
+ * into out[0..cap); returns the count or -1 with a message naming the
+ * unknown policy. */
+int runner_parse_policies(const char *list, const policy_def **out, size_t cap, dp_err *err);
 
 #endif

@@ -10,8 +10,11 @@
  *    model down; the last epoch ends with the average.  A device starts
  *    epoch 1 as soon as its own data and model have arrived.
  */
-#include "policy.h"
+#include "cadp.h"
+#include "runtime.h"
 #include "slv.h"
+
+#include <stddef.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -107,7 +110,7 @@ int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
     return 0;
 }
 
-void cadp_problem(const scn_scenario *s, const cadp_inputs *in, slv_problem *p)
+void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
 {
     *p = (slv_problem){
         .n = in->n,
@@ -119,7 +122,7 @@ void cadp_problem(const scn_scenario *s, const cadp_inputs *in, slv_problem *p)
         .epochs = s->training.epochs,
         .samples = s->dataset.samples,
         .const_s = s->training.epochs * in->agg_s,
-        .allow_exclude = s->cadp.exclude_slow,
+        .allow_exclude = o->exclude_slow,
     };
 }
 
@@ -219,11 +222,11 @@ done:
     return rc;
 }
 
-int cadp_solve(const scn_scenario *s, const cadp_inputs *in, const char *method, const slv_params *prm,
-               int paper_model, slv_result **out, size_t *classes, dp_err *err)
+int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, const char *method,
+               const slv_params *prm, int paper_model, slv_result **out, size_t *classes, dp_err *err)
 {
     slv_problem p;
-    cadp_problem(s, in, &p);
+    cadp_problem(s, o, in, &p);
     if (paper_model)
         p.allow_exclude = 0;
     *out = NULL;
@@ -251,7 +254,7 @@ static void local_batch(prt *rt, void *ctx);
 
 static void start_epoch_on(prt *rt, cadp_dev *cd)
 {
-    rt->left[cd->d] = rt->share[cd->d];
+    prt_left(rt)[cd->d] = prt_share(rt)[cd->d];
     local_batch(rt, cd);
 }
 
@@ -267,17 +270,17 @@ static void on_download(void *ctx, uint64_t id)
 static void aggregated(prt *rt, void *ctx)
 {
     (void)ctx;
-    cadp_state *st = rt->policy_state;
+    cadp_state *st = prt_state(rt);
     if (prt_end_epoch(rt) <= 0)
         return;
     st->uploaded = 0;
-    double M = rt->s->model.model_bytes;
-    for (size_t d = 0; d < rt->n; d++) {
-        if (rt->share[d] == 0)
+    double M = prt_scn(rt)->model.model_bytes;
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        if (prt_share(rt)[d] == 0)
             continue;
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
-        rt->server_bytes[d] += M;
-        if (!world_transfer(rt->w, 0, (int)d + 1, M, on_download, &st->dev[d])) {
+        prt_add_server_bytes(rt, d, M);
+        if (!world_transfer(prt_world(rt), 0, (int)d + 1, M, on_download, &st->dev[d])) {
             prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
         }
@@ -289,31 +292,31 @@ static void on_upload(void *ctx, uint64_t id)
     (void)id;
     cadp_dev *cd = ctx;
     prt *rt = cd->rt;
-    cadp_state *st = rt->policy_state;
+    cadp_state *st = prt_state(rt);
     prt_set_act(rt, cd->d, RES_ACT_WAIT);
     if (++st->uploaded < st->parts)
         return;
     /* weighted averaging at the server: participants x M bytes */
-    double agg = isfinite(rt->s->server.aggregate_Bps)
-                     ? (double)st->parts * rt->s->model.model_bytes / rt->s->server.aggregate_Bps
+    double agg = isfinite(prt_scn(rt)->server.aggregate_Bps)
+                     ? (double)st->parts * prt_scn(rt)->model.model_bytes / prt_scn(rt)->server.aggregate_Bps
                      : 0;
-    if (prt_at(rt, sim_now(rt->e) + agg, aggregated, NULL))
+    if (prt_at(rt, prt_now(rt) + agg, aggregated, NULL))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void local_batch(prt *rt, void *ctx)
 {
     cadp_dev *cd = ctx;
-    if (rt->left[cd->d] <= 0) { /* local epoch done: upload the model */
+    if (prt_left(rt)[cd->d] <= 0) { /* local epoch done: upload the model */
         prt_set_act(rt, cd->d, RES_ACT_SEND);
-        rt->server_bytes[cd->d] += rt->s->model.model_bytes;
-        if (!world_transfer(rt->w, (int)cd->d + 1, 0, rt->s->model.model_bytes, on_upload, cd))
+        prt_add_server_bytes(rt, cd->d, prt_scn(rt)->model.model_bytes);
+        if (!world_transfer(prt_world(rt), (int)cd->d + 1, 0, prt_scn(rt)->model.model_bytes, on_upload, cd))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
-    int bs = rt->s->groups[rt->s->devices[cd->d].group].batch;
-    int n = rt->left[cd->d] < bs ? (int)rt->left[cd->d] : bs;
-    rt->left[cd->d] -= n;
+    int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[cd->d].group].batch;
+    int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
+    prt_left(rt)[cd->d] -= n;
     prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
 }
 
@@ -322,37 +325,38 @@ static void on_ready(prt *rt, void *ctx)
     start_epoch_on(rt, ctx);
 }
 
-int policy_cadp_start(prt *rt)
+static int cadp_start(prt *rt, const void *opts)
 {
-    const scn_scenario *s = rt->s;
+    const cadp_opts *o = opts;
+    const scn_scenario *s = prt_scn(rt);
     cadp_inputs in;
-    int rc = cadp_inputs_build(s, &in, rt->err);
+    int rc = cadp_inputs_build(s, &in, prt_err(rt));
     if (rc)
         return rc;
     slv_params prm;
     slv_params_default(&prm);
-    prm.rounding = s->cadp.rounding == SCN_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
+    prm.rounding = cadp_slv_rounding(o);
     slv_result *res = NULL;
-    rc = cadp_solve(s, &in, s->cadp.solver == SCN_SOLVER_ALM ? "alm" : "exact", &prm, 0, &res, NULL, rt->err);
+    rc = cadp_solve(s, o, &in, cadp_method(o), &prm, 0, &res, NULL, prt_err(rt));
     cadp_inputs_free(&in);
     if (rc)
         return rc;
     cadp_state *st = dp_calloc(1, sizeof *st);
-    double *bytes = dp_calloc(rt->n, sizeof *bytes);
-    int *skip = dp_calloc(rt->n, sizeof *skip);
-    void **ctx = dp_calloc(rt->n, sizeof *ctx);
+    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
+    int *skip = dp_calloc(prt_n(rt), sizeof *skip);
+    void **ctx = dp_calloc(prt_n(rt), sizeof *ctx);
     if (st)
-        st->dev = dp_calloc(rt->n, sizeof *st->dev);
-    rt->policy_state = st;
+        st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    prt_set_state(rt, st);
     if (!st || !st->dev || !bytes || !skip || !ctx) {
         slv_result_free(res);
         dp_free(bytes);
         dp_free(skip);
         dp_free(ctx);
-        return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
-    for (size_t d = 0; d < rt->n; d++) {
-        rt->share[d] = res->alloc[d];
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        prt_share(rt)[d] = res->alloc[d];
         st->dev[d] = (cadp_dev){rt, d};
         ctx[d] = &st->dev[d];
         skip[d] = res->alloc[d] == 0;
@@ -367,11 +371,46 @@ int policy_cadp_start(prt *rt)
     return rc;
 }
 
-void policy_cadp_free(prt *rt)
+static void cadp_free(prt *rt, const void *opts)
 {
-    cadp_state *st = rt->policy_state;
+    (void)opts;
+    cadp_state *st = prt_state(rt);
     if (st)
         dp_free(st->dev);
     dp_free(st);
-    rt->policy_state = NULL;
+    prt_set_state(rt, NULL);
 }
+
+const char *cadp_method(const cadp_opts *o)
+{
+    return o->solver == CADP_SOLVER_ALM ? "alm" : "exact";
+}
+
+int cadp_slv_rounding(const cadp_opts *o)
+{
+    return o->rounding == CADP_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
+}
+
+static const char *const solver_names[] = {"exact", "alm", NULL};
+static const char *const rounding_names[] = {"batch", "largest_remainder", NULL};
+
+static const popt cadp_table[] = {
+    {"solver", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(cadp_opts, solver), CADP_SOLVER_EXACT, 0, 0,
+     solver_names, "exact: the optimal integer allocation; alm: the paper's augmented Lagrangian"},
+    {"rounding", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(cadp_opts, rounding), CADP_ROUND_BATCH, 0, 0,
+     rounding_names, "how the relaxed allocation becomes whole samples"},
+    {"exclude_slow", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, exclude_slow), 1, 0, 0, NULL,
+     "the planner may leave devices with slow links out entirely"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+const policy_def policy_cadp = {
+    .name = "cadp",
+    .label = "C-ADP",
+    .color = "#009e73",
+    .summary = "co-adaptive data parallelism: solved split, data sent once, one averaging per epoch",
+    .opts = cadp_table,
+    .opts_size = sizeof(cadp_opts),
+    .start = cadp_start,
+    .free = cadp_free,
+};

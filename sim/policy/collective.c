@@ -9,7 +9,7 @@
  * start; it cannot see sharing or capacity changes during the collective,
  * and counts the bytes but not the link busy time.
  */
-#include "policy.h"
+#include "runtime_impl.h"
 
 #include <math.h>
 
@@ -119,7 +119,7 @@ double coll_analytic_s(prt *rt, coll_kind k, double bytes)
     return rounds * worst;
 }
 
-int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt_fn fn, void *ctx)
+int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx)
 {
     coll *c = dp_malloc(sizeof *c);
     if (!c)
@@ -128,7 +128,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt
     coll_begin_acts(rt);
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
-    if (mode == SCN_COLL_ANALYTIC) {
+    if (mode == PRT_COLL_ANALYTIC) {
         double t = coll_analytic_s(rt, k, bytes);
         if (!isfinite(t)) {
             dp_free(c);
@@ -146,4 +146,24 @@ int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt
     }
     start_round(c);
     return rt->failed ? DP_ENOMEM : 0;
+}
+
+double coll_ring_events(size_t n)
+{
+    return n < 2 ? 0 : 4.0 * (double)(n - 1) * (double)n;
+}
+
+/* A ring collective as flows is 2(N-1) rounds of N flows, two events each:
+ * past the event budget one collective alone would take hours (10^6
+ * devices: 4e12 events), so refuse it up front. */
+int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mode, dp_err *err)
+{
+    double ring_events = coll_ring_events(s->n_devices);
+    if (mode == PRT_COLL_FLOWS && ring_events > (double)PRT_MAX_EVENTS)
+        return dp_err_set(
+            err, DP_EINPUT,
+            "one ring all-reduce over %zu devices as flows takes %.3g events, over the limit of "
+            "%.3g events per run; set policies.%s.collective=analytic",
+            s->n_devices, ring_events, (double)PRT_MAX_EVENTS, policy);
+    return 0;
 }

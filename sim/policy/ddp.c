@@ -1,11 +1,41 @@
-/* ddp.c: PyTorch DistributedDataParallel (MODEL.md section 4): one
+/* ddp.c: PyTorch DistributedDataParallel (docs/MODEL.md section 4): one
  * micro-step per synchronisation, bucketed ring all-reduce overlapping the
  * backward pass.  The machinery is sync.c's. */
-#include "policy.h"
+#include "runtime.h"
 
-int policy_ddp_start(prt *rt)
+#include <stddef.h>
+
+typedef struct ddp_opts {
+    double bucket_bytes;      /* PyTorch's bucket_cap_mb: 25 MiB */
+    int data;                 /* prt_data_mode */
+    int overlap;              /* bucket all-reduce overlaps backward */
+    double backward_fraction; /* of the batch time */
+    int collective;           /* prt_coll_mode */
+} ddp_opts;
+
+static const popt ddp_table[] = {
+    {"bucket", "bucket_bytes", POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(ddp_opts, bucket_bytes),
+     25.0 * 1048576, 0, 1e15, NULL, "gradient bucket size (PyTorch bucket_cap_mb)"},
+    {"data", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, data), PRT_DATA_REPLICATE, 0, 0,
+     popt_data_names, "replicate: every device receives the dataset; shard: only its share"},
+    {"overlap", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(ddp_opts, overlap), 1, 0, 0, NULL,
+     "bucket all-reduces overlap the backward pass"},
+    {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ddp_opts, backward_fraction),
+     2.0 / 3.0, 0, 1, NULL, "share of a batch's time spent in the backward pass"},
+    {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, collective), PRT_COLL_FLOWS, 0, 0,
+     popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+static int ddp_check(const scn_scenario *s, const void *opts, dp_err *err)
 {
-    const scn_ddp_opts *o = &rt->s->ddp;
+    const ddp_opts *o = opts;
+    return coll_check_flows(s, "ddp", (prt_coll_mode)o->collective, err);
+}
+
+static int ddp_start(prt *rt, const void *opts)
+{
+    const ddp_opts *o = opts;
     sync_cfg cfg = {
         .micro_per_sync = 1,
         .overlap = o->overlap,
@@ -13,13 +43,26 @@ int policy_ddp_start(prt *rt)
         .backward_fraction = o->backward_fraction,
         .op = COLL_ALLREDUCE,
         .allgather_after = 0,
-        .data = o->data,
-        .mode = o->collective,
+        .data = (prt_data_mode)o->data,
+        .mode = (prt_coll_mode)o->collective,
     };
     return sync_start(rt, &cfg);
 }
 
-void policy_ddp_free(prt *rt)
+static void ddp_free(prt *rt, const void *opts)
 {
+    (void)opts;
     sync_free(rt);
 }
+
+const policy_def policy_ddp = {
+    .name = "ddp",
+    .label = "DDP",
+    .color = "#0072b2",
+    .summary = "PyTorch DistributedDataParallel: equal split, bucketed ring all-reduce every step",
+    .opts = ddp_table,
+    .opts_size = sizeof(ddp_opts),
+    .check = ddp_check,
+    .start = ddp_start,
+    .free = ddp_free,
+};

@@ -16,7 +16,20 @@
  * reduce-scatter waits for the backward and the gathers.  Without overlap
  * the phases run one after the other with a barrier between them.
  */
-#include "policy.h"
+#include "runtime.h"
+
+#include <stddef.h>
+
+/* policies.deepspeed */
+typedef struct ds_opts {
+    int stage;        /* 1, 2 or 3 */
+    int grad_accum;   /* micro-steps per optimizer step */
+    int overlap_comm; /* -1 in the table: by stage (finish) */
+    int data;         /* prt_data_mode */
+    int collective;   /* prt_coll_mode */
+    double bucket_bytes;
+    double backward_fraction;
+} ds_opts;
 
 typedef struct z3dev {
     prt *rt;
@@ -27,11 +40,12 @@ typedef struct z3dev {
 typedef struct z3_state {
     z3dev *dev;
     int overlap;
+    double backward_fraction;
     int phase;        /* 0 forward, 1 backward (no overlap); 2 whole step (overlap) */
     size_t computing; /* devices still computing this phase */
     int gathers_left; /* overlap: all-gathers still running */
     size_t ready_devs;
-    scn_collective_mode mode;
+    prt_coll_mode mode;
 } z3_state;
 
 static void z3_step_start(prt *rt, void *ctx);
@@ -45,8 +59,8 @@ static void z3_step_done(prt *rt, void *ctx)
 
 static void z3_reduce(prt *rt)
 {
-    z3_state *st = rt->policy_state;
-    if (coll_start(rt, COLL_REDUCE_SCATTER, rt->s->model.model_bytes, st->mode, z3_step_done, NULL))
+    z3_state *st = prt_state(rt);
+    if (coll_start(rt, COLL_REDUCE_SCATTER, prt_scn(rt)->model.model_bytes, st->mode, z3_step_done, NULL))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
@@ -56,12 +70,12 @@ static void z3_compute_phase(prt *rt, void *ctx);
 static void z3_dev_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
+    z3_state *st = prt_state(rt);
     if (--st->computing > 0)
         return;
     if (st->phase == 0) { /* forward done everywhere: gather for backward */
         st->phase = 1;
-        if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_compute_phase, NULL))
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_compute_phase, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
     } else if (st->phase == 1) {
         z3_reduce(rt);
@@ -73,11 +87,11 @@ static void z3_dev_done(prt *rt, void *ctx)
 static void z3_compute_phase(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
-    double bwd = rt->s->ddp.backward_fraction;
+    z3_state *st = prt_state(rt);
+    double bwd = st->backward_fraction;
     double part = st->phase == 0 ? 1 - bwd : st->phase == 1 ? bwd : 1.0;
     st->computing = 1; /* guard: no completion below can finish the phase early */
-    for (size_t d = 0; d < rt->n; d++) {
+    for (size_t d = 0; d < prt_n(rt); d++) {
         z3dev *zd = &st->dev[d];
         if (zd->n_now == 0)
             continue;
@@ -91,9 +105,9 @@ static void z3_compute_phase(prt *rt, void *ctx)
 static void z3_gather_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
+    z3_state *st = prt_state(rt);
     if (--st->gathers_left > 0) {
-        if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_gather_done, NULL))
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_gather_done, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
@@ -104,24 +118,24 @@ static void z3_gather_done(prt *rt, void *ctx)
 static void z3_step_start(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
-    for (size_t d = 0; d < rt->n; d++) {
+    z3_state *st = prt_state(rt);
+    for (size_t d = 0; d < prt_n(rt); d++) {
         z3dev *zd = &st->dev[d];
-        int bs = rt->s->groups[rt->s->devices[d].group].batch;
-        zd->n_now = rt->left[d] < bs ? (int)rt->left[d] : bs;
-        rt->left[d] -= zd->n_now;
+        int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
+        zd->n_now = prt_left(rt)[d] < bs ? (int)prt_left(rt)[d] : bs;
+        prt_left(rt)[d] -= zd->n_now;
     }
     if (st->overlap) {
         st->phase = 2;
         st->gathers_left = 2; /* before forward, before backward: prefetched */
-        if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_gather_done, NULL)) {
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_gather_done, NULL)) {
             prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
         }
         z3_compute_phase(rt, NULL);
     } else {
         st->phase = 0;
-        if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->mode, z3_compute_phase, NULL))
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_compute_phase, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
     }
 }
@@ -129,62 +143,108 @@ static void z3_step_start(prt *rt, void *ctx)
 static void z3_dev_ready(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = rt->policy_state;
-    if (++st->ready_devs == rt->n)
+    z3_state *st = prt_state(rt);
+    if (++st->ready_devs == prt_n(rt))
         z3_step_start(rt, NULL);
 }
 
-static int stage3_start(prt *rt, const scn_deepspeed_opts *o, int overlap)
+static int stage3_start(prt *rt, const ds_opts *o)
 {
     z3_state *st = dp_calloc(1, sizeof *st);
-    double *bytes = dp_calloc(rt->n, sizeof *bytes);
+    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     if (st)
-        st->dev = dp_calloc(rt->n, sizeof *st->dev);
-    rt->policy_state = st;
+        st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    prt_set_state(rt, st);
     if (!st || !st->dev || !bytes) {
         dp_free(bytes);
-        return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
-    st->overlap = overlap;
-    st->mode = o->collective;
-    equal_split(rt, o->data, bytes);
-    for (size_t d = 0; d < rt->n; d++) {
+    st->overlap = o->overlap_comm;
+    st->backward_fraction = o->backward_fraction;
+    st->mode = (prt_coll_mode)o->collective;
+    equal_split(rt, (prt_data_mode)o->data, bytes);
+    for (size_t d = 0; d < prt_n(rt); d++) {
         st->dev[d] = (z3dev){rt, d, 0};
-        rt->left[d] = rt->share[d];
+        prt_left(rt)[d] = prt_share(rt)[d];
     }
     int rc = prt_distribute(rt, bytes, NULL, z3_dev_ready, NULL);
     dp_free(bytes);
     return rc;
 }
 
-int policy_deepspeed_start(prt *rt)
+static int ds_start(prt *rt, const void *opts)
 {
-    const scn_deepspeed_opts *o = &rt->s->deepspeed;
-    int overlap = o->overlap_comm >= 0 ? o->overlap_comm : o->stage == 3;
+    const ds_opts *o = opts;
     if (o->stage == 3)
-        return stage3_start(rt, o, overlap);
+        return stage3_start(rt, o);
     sync_cfg cfg = {
         .micro_per_sync = o->grad_accum,
-        .overlap = overlap,
-        .bucket_bytes = rt->s->ddp.bucket_bytes,
-        .backward_fraction = rt->s->ddp.backward_fraction,
+        .overlap = o->overlap_comm,
+        .bucket_bytes = o->bucket_bytes,
+        .backward_fraction = o->backward_fraction,
         .op = COLL_REDUCE_SCATTER,
         .allgather_after = 1,
-        .data = o->data,
-        .mode = o->collective,
+        .data = (prt_data_mode)o->data,
+        .mode = (prt_coll_mode)o->collective,
     };
     return sync_start(rt, &cfg);
 }
 
-void policy_deepspeed_free(prt *rt)
+static void ds_free(prt *rt, const void *opts)
 {
-    if (rt->s->deepspeed.stage != 3) {
+    const ds_opts *o = opts;
+    if (o->stage != 3) {
         sync_free(rt);
         return;
     }
-    z3_state *st = rt->policy_state;
+    z3_state *st = prt_state(rt);
     if (st)
         dp_free(st->dev);
     dp_free(st);
-    rt->policy_state = NULL;
+    prt_set_state(rt, NULL);
 }
+
+/* DeepSpeed's overlap_comm defaults to off, but stage 3 prefetches. */
+static void ds_finish(void *opts)
+{
+    ds_opts *o = opts;
+    if (o->overlap_comm < 0)
+        o->overlap_comm = o->stage == 3;
+}
+
+static int ds_check(const scn_scenario *s, const void *opts, dp_err *err)
+{
+    const ds_opts *o = opts;
+    return coll_check_flows(s, "deepspeed", (prt_coll_mode)o->collective, err);
+}
+
+static const popt ds_table[] = {
+    {"stage", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ds_opts, stage), 2, 1, 3, NULL,
+     "ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters partitioned"},
+    {"grad_accum", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ds_opts, grad_accum), 1, 1, 1000000, NULL,
+     "micro-steps per optimizer step (gradient accumulation)"},
+    {"overlap_comm", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(ds_opts, overlap_comm), -1, 0, 0, NULL,
+     "communication overlaps compute (default: off for stages 1-2, on for stage 3)"},
+    {"data", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, data), PRT_DATA_REPLICATE, 0, 0,
+     popt_data_names, "replicate: every device receives the dataset; shard: only its share"},
+    {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, collective), PRT_COLL_FLOWS, 0, 0,
+     popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"},
+    {"bucket", "bucket_bytes", POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(ds_opts, bucket_bytes), 25.0 * 1048576,
+     0, 1e15, NULL, "gradient bucket size with overlap_comm (stages 1-2)"},
+    {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ds_opts, backward_fraction),
+     2.0 / 3.0, 0, 1, NULL, "share of a batch's time spent in the backward pass"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+const policy_def policy_deepspeed = {
+    .name = "deepspeed",
+    .label = "DeepSpeed",
+    .color = "#d55e00",
+    .summary = "DeepSpeed ZeRO stages 1-3: equal split, reduce-scatter and all-gather of partitioned state",
+    .opts = ds_table,
+    .opts_size = sizeof(ds_opts),
+    .finish = ds_finish,
+    .check = ds_check,
+    .start = ds_start,
+    .free = ds_free,
+};

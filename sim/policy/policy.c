@@ -1,624 +1,370 @@
-/* policy.c: the runtime every policy shares, and policy_run.
+/* policy.c: the registry of policies, their options, and policy_run.
  *
- * Invariants:
- *  - act[d] is device d's activity since act_since[d]; time is charged to
- *    act_time[d][act] when it changes, so the activity times of a device
- *    sum to Ttotal at the end.
- *  - bins[k] holds the FLOP done in [k*bin_s, (k+1)*bin_s); when a run
- *    outgrows MAX_BINS the bins merge pairwise (bin_s doubles), so memory is
- *    bounded whatever the simulated time.
- *  - Timeline: exact segments while there are at most SEG_EXACT of them;
- *    past that, per-device activity histograms of TL_BINS bins (doubling
- *    like the FLOPS bins) replace them and become segments at the end (each
- *    bin showing its dominant activity).  Only the first TL_DEVICES devices
- *    get a timeline: a Gantt chart of more rows is unreadable anyway.
+ * The registry is the built-in table (registry.c) followed by policies
+ * registered at run time (policy_register), at most POLICY_MAX in all.
+ * Options are read generically from each policy's option table
+ * (runtime.h's popt): defaults, then `policies.NAME` of the scenario, then
+ * the policy's `finish` hook; the same table gives the stored JSON, the
+ * summary line of `dpsim check` and the help lines.
  */
 #include "policy.h"
+#include "runtime_impl.h"
+#include "yamltree.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
-#define MAX_BINS   1024
-#define SEG_EXACT  20000
-#define TL_BINS    2048
-#define TL_DEVICES 64
+extern const policy_def *const policy_builtin[];
+extern const size_t policy_n_builtin;
 
-const char *policy_name(policy_kind k)
+static const policy_def *registered[POLICY_MAX];
+static size_t n_registered;
+
+const char *const popt_data_names[] = {"replicate", "shard", NULL};
+const char *const popt_collective_names[] = {"flows", "analytic", NULL};
+
+/* ---- registry ------------------------------------------------------------------ */
+
+size_t policy_count(void)
 {
-    static const char *names[] = {"ddp", "deepspeed", "cadp"};
-    return (unsigned)k < POLICY_COUNT ? names[k] : "?";
+    return policy_n_builtin + n_registered;
 }
 
-int policy_by_name(const char *name)
+const policy_def *policy_at(size_t i)
 {
-    for (int k = 0; k < POLICY_COUNT; k++)
-        if (name && strcmp(name, policy_name((policy_kind)k)) == 0)
-            return k;
+    if (i < policy_n_builtin)
+        return policy_builtin[i];
+    i -= policy_n_builtin;
+    return i < n_registered ? registered[i] : NULL;
+}
+
+int policy_index(const policy_def *p)
+{
+    for (size_t i = 0; i < policy_count(); i++)
+        if (policy_at(i) == p)
+            return (int)i;
     return -1;
 }
 
-/* ---- small event records with a free list --------------------------------- */
-
-typedef struct prt_ev {
-    prt *rt;
-    prt_fn fn;
-    void *ctx;
-    struct prt_ev *next;
-} prt_ev;
-
-typedef struct compute_slot {
-    prt *rt;
-    size_t d;
-    int n;
-    double part;
-    double t0;
-    prt_fn fn;
-    void *ctx;
-} compute_slot;
-
-typedef struct xfer_ctx {
-    prt *rt;
-    size_t d;
-    int is_data;
-} xfer_ctx;
-
-/* Timeline state, private to this file. */
-typedef struct timeline {
-    int coarse;
-    double res_s; /* bin width when coarse */
-    size_t ndev;
-    double *hist; /* ndev * TL_BINS * RES_ACT_COUNT seconds */
-    compute_slot *cslots;
-    xfer_ctx *xctx; /* 2 per device */
-    prt_fn *dev_fn;
-    void **dev_ctx;
-    prt_ev *free_ev;
-    prt_ev **blocks;
-    size_t n_blocks;
-} timeline;
-
-static timeline *TL(prt *rt)
+const policy_def *policy_find(const char *name)
 {
-    return (timeline *)((char *)rt + sizeof(prt));
-}
-
-prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
-{
-    prt *rt = dp_calloc(1, sizeof(prt) + sizeof(timeline));
-    if (!rt) {
-        dp_err_set(err, DP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    size_t n = s->n_devices;
-    rt->s = s;
-    rt->n = n;
-    rt->err = err;
-    rt->bin_s = 1.0;
-    timeline *tl = TL(rt);
-    tl->ndev = n < TL_DEVICES ? n : TL_DEVICES;
-    if (!(rt->w = world_new(s, seed, err)))
-        goto fail;
-    rt->e = world_engine(rt->w);
-    if (!(rt->r = res_run_new(n, err)))
-        goto fail;
-    snprintf(rt->r->policy, sizeof rt->r->policy, "%s", policy);
-    rt->r->seed = seed;
-    rt->share = dp_calloc(n, sizeof *rt->share);
-    rt->left = dp_calloc(n, sizeof *rt->left);
-    rt->epoch = 1;
-    rt->ready_s = dp_calloc(n, sizeof *rt->ready_s);
-    rt->pending = dp_calloc(n, sizeof *rt->pending);
-    rt->act = dp_calloc(n, sizeof *rt->act);
-    rt->act_since = dp_calloc(n, sizeof *rt->act_since);
-    rt->act_time = dp_calloc(n * RES_ACT_COUNT, sizeof *rt->act_time);
-    rt->busy_compute = dp_calloc(n, sizeof *rt->busy_compute);
-    rt->batches = dp_calloc(n, sizeof *rt->batches);
-    rt->bins = dp_calloc(MAX_BINS, sizeof *rt->bins);
-    rt->coll_bytes = dp_calloc(n, sizeof *rt->coll_bytes);
-    rt->coll_busy_s = dp_calloc(n, sizeof *rt->coll_busy_s);
-    rt->coll_recv_s = dp_calloc(n, sizeof *rt->coll_recv_s);
-    rt->part_done = dp_calloc(n, sizeof *rt->part_done);
-    rt->server_bytes = dp_calloc(n, sizeof *rt->server_bytes);
-    tl->cslots = dp_calloc(n, sizeof *tl->cslots);
-    tl->xctx = dp_calloc(2 * n, sizeof *tl->xctx);
-    tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
-    tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
-    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
-        !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
-        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !tl->cslots ||
-        !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
-        dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
-        goto fail;
-    }
-    for (size_t d = 0; d < n; d++) {
-        rt->act[d] = RES_ACT_WAIT;
-        const scn_device *dv = &s->devices[d];
-        const scn_group *g = &s->groups[dv->group];
-        res_device *rd = &rt->r->devices[d];
-        snprintf(rd->name, sizeof rd->name, "%s", dv->name);
-        snprintf(rd->group, sizeof rd->group, "%s", g->name);
-        snprintf(rd->kind, sizeof rd->kind, "%s", g->kind == SCN_GPU ? "gpu" : "cpu");
-    }
-    return rt;
-fail:
-    prt_free(rt);
+    for (size_t i = 0; name && i < policy_count(); i++)
+        if (strcmp(policy_at(i)->name, name) == 0)
+            return policy_at(i);
     return NULL;
 }
 
-void prt_free(prt *rt)
+void policy_names(char *buf, size_t len, const char *sep)
 {
-    if (!rt)
-        return;
-    timeline *tl = TL(rt);
-    world_free(rt->w);
-    res_run_free(rt->r);
-    dp_free(rt->share);
-    dp_free(rt->left);
-    dp_free(rt->ready_s);
-    dp_free(rt->pending);
-    dp_free(rt->act);
-    dp_free(rt->act_since);
-    dp_free(rt->act_time);
-    dp_free(rt->busy_compute);
-    dp_free(rt->batches);
-    dp_free(rt->bins);
-    dp_free(rt->coll_bytes);
-    dp_free(rt->coll_busy_s);
-    dp_free(rt->coll_recv_s);
-    dp_free(rt->part_done);
-    dp_free(rt->server_bytes);
-    dp_free(tl->hist);
-    dp_free(tl->cslots);
-    dp_free(tl->xctx);
-    dp_free(tl->dev_fn);
-    dp_free(tl->dev_ctx);
-    for (size_t b = 0; b < tl->n_blocks; b++)
-        dp_free(tl->blocks[b]);
-    dp_free(tl->blocks);
-    dp_free(rt);
-}
-
-int prt_fail(prt *rt, int code, const char *fmt, ...)
-{
-    if (!rt->failed) {
-        rt->failed = 1;
-        if (rt->err) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(rt->err->msg, sizeof rt->err->msg, fmt, ap);
-            va_end(ap);
-            rt->err->code = code;
-        }
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < policy_count() && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? sep : "", policy_at(i)->name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
     }
-    sim_stop(rt->e);
-    return code;
 }
 
-static void fail_oom(prt *rt)
+int policy_lookup(const char *name, const char *what, const policy_def **out, dp_err *err)
 {
-    prt_fail(rt, DP_ENOMEM, "out of memory during the simulation");
-}
-
-/* ---- events ------------------------------------------------------------------ */
-
-static void on_prt_ev(sim_engine *e, void *ctx, uint64_t id)
-{
-    (void)e;
-    (void)id;
-    prt_ev *ev = ctx;
-    prt *rt = ev->rt;
-    prt_fn fn = ev->fn;
-    void *c = ev->ctx;
-    timeline *tl = TL(rt);
-    ev->next = tl->free_ev;
-    tl->free_ev = ev;
-    fn(rt, c);
-}
-
-int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
-{
-    timeline *tl = TL(rt);
-    if (!tl->free_ev) {
-        prt_ev **nb = dp_realloc(tl->blocks, (tl->n_blocks + 1) * sizeof *nb);
-        if (!nb)
-            return DP_ENOMEM;
-        tl->blocks = nb;
-        prt_ev *blk = dp_calloc(256, sizeof *blk);
-        if (!blk)
-            return DP_ENOMEM;
-        tl->blocks[tl->n_blocks++] = blk;
-        for (int i = 0; i < 256; i++) {
-            blk[i].next = tl->free_ev;
-            tl->free_ev = &blk[i];
-        }
-    }
-    prt_ev *ev = tl->free_ev;
-    tl->free_ev = ev->next;
-    *ev = (prt_ev){rt, fn, ctx, NULL};
-    if (!sim_at(rt->e, t, on_prt_ev, ev)) {
-        ev->next = tl->free_ev;
-        tl->free_ev = ev;
-        return DP_ENOMEM;
-    }
-    return 0;
-}
-
-/* ---- epochs ------------------------------------------------------------------ */
-
-int prt_work_left(const prt *rt)
-{
-    for (size_t d = 0; d < rt->n; d++)
-        if (rt->left[d] > 0)
-            return 1;
-    return 0;
-}
-
-int prt_end_epoch(prt *rt)
-{
-    if (res_add_epoch(rt->r, rt->epoch, sim_now(rt->e))) {
-        fail_oom(rt);
-        return DP_ENOMEM;
-    }
-    if (rt->epoch >= rt->s->training.epochs) {
-        rt->finished = 1;
+    *out = policy_find(name);
+    if (*out)
         return 0;
-    }
-    rt->epoch++;
-    for (size_t d = 0; d < rt->n; d++)
-        rt->left[d] = rt->share[d];
+    const char *cands[POLICY_MAX];
+    size_t n = policy_count();
+    for (size_t i = 0; i < n; i++)
+        cands[i] = policy_at(i)->name;
+    const char *near = name ? yt_nearest(name, cands, n) : NULL;
+    char have[400];
+    policy_names(have, sizeof have, ", ");
+    if (near)
+        return dp_err_set(err, DP_EINPUT, "%s: unknown policy '%s', did you mean '%s'? (have: %s)", what,
+                          name ? name : "", near, have);
+    return dp_err_set(err, DP_EINPUT, "%s: unknown policy '%s' (have: %s)", what, name ? name : "", have);
+}
+
+static int name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > 31)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'))
+            return 0;
     return 1;
 }
 
-/* ---- FLOPS bins -------------------------------------------------------------- */
-
-static void bins_fit(prt *rt, double t)
+int policy_register(const policy_def *p, dp_err *err)
 {
-    while (t >= rt->bin_s * MAX_BINS) {
-        for (size_t k = 0; k < MAX_BINS / 2; k++)
-            rt->bins[k] = rt->bins[2 * k] + rt->bins[2 * k + 1];
-        memset(rt->bins + MAX_BINS / 2, 0, (MAX_BINS / 2) * sizeof *rt->bins);
-        rt->bin_s *= 2;
-    }
-}
-
-static void prt_add_flops(prt *rt, double t0, double t1, double flops)
-{
-    if (!(t1 > t0) || !(flops > 0)) {
-        if (flops > 0) { /* instantaneous: credit the bin of t0 */
-            bins_fit(rt, t0);
-            rt->bins[(size_t)(t0 / rt->bin_s)] += flops;
-        }
-        return;
-    }
-    bins_fit(rt, t1);
-    double rate = flops / (t1 - t0);
-    size_t k0 = (size_t)(t0 / rt->bin_s), k1 = (size_t)(t1 / rt->bin_s);
-    if (k1 >= MAX_BINS)
-        k1 = MAX_BINS - 1;
-    for (size_t k = k0; k <= k1; k++) {
-        double a = fmax(t0, (double)k * rt->bin_s), b = fmin(t1, (double)(k + 1) * rt->bin_s);
-        if (b > a)
-            rt->bins[k] += rate * (b - a);
-    }
-}
-
-/* ---- timeline ---------------------------------------------------------------- */
-
-static void hist_fit(timeline *tl, double t)
-{
-    while (t >= tl->res_s * TL_BINS) {
-        for (size_t d = 0; d < tl->ndev; d++) {
-            double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-            for (size_t k = 0; k < TL_BINS / 2; k++)
-                for (int a = 0; a < RES_ACT_COUNT; a++)
-                    h[k * RES_ACT_COUNT + a] =
-                        h[2 * k * RES_ACT_COUNT + a] + h[(2 * k + 1) * RES_ACT_COUNT + a];
-            memset(h + (TL_BINS / 2) * RES_ACT_COUNT, 0, (TL_BINS / 2) * RES_ACT_COUNT * sizeof *h);
-        }
-        tl->res_s *= 2;
-    }
-}
-
-static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t1)
-{
-    hist_fit(tl, t1);
-    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    size_t k0 = (size_t)(t0 / tl->res_s), k1 = (size_t)(t1 / tl->res_s);
-    if (k1 >= TL_BINS)
-        k1 = TL_BINS - 1;
-    for (size_t k = k0; k <= k1; k++) {
-        double lo = fmax(t0, (double)k * tl->res_s), hi = fmin(t1, (double)(k + 1) * tl->res_s);
-        if (hi > lo)
-            h[k * RES_ACT_COUNT + a] += hi - lo;
-    }
-}
-
-/* Switch from exact segments to histograms: replay the segments so far. */
-static int go_coarse(prt *rt)
-{
-    timeline *tl = TL(rt);
-    tl->hist = dp_calloc(tl->ndev * TL_BINS * RES_ACT_COUNT, sizeof *tl->hist);
-    if (!tl->hist)
-        return DP_ENOMEM;
-    tl->coarse = 1;
-    tl->res_s = 1e-3;
-    hist_fit(tl, sim_now(rt->e));
-    for (size_t k = 0; k < rt->r->n_segments; k++) {
-        res_segment *sg = &rt->r->segments[k];
-        hist_add(tl, (size_t)sg->device, sg->act, sg->t0_s, sg->t1_s);
-    }
-    rt->r->n_segments = 0;
+    if (!p || !name_ok(p->name))
+        return dp_err_set(err, DP_EINPUT,
+                          "policy_register: a policy needs a name of 1-31 of [a-z0-9_] (got '%s')",
+                          p && p->name ? p->name : "");
+    if (!p->label || !p->color || !p->summary || !p->start || !p->free || p->opts_size > POLICY_OPTS_MAX)
+        return dp_err_set(err, DP_EINPUT,
+                          "policy_register: policy '%s' needs a label, colour, summary, start and free, and "
+                          "options of at most %d bytes",
+                          p->name, POLICY_OPTS_MAX);
+    if (policy_find(p->name))
+        return dp_err_set(err, DP_EINPUT, "policy_register: a policy named '%s' exists already", p->name);
+    if (policy_count() >= POLICY_MAX)
+        return dp_err_set(err, DP_EINPUT, "policy_register: at most %d policies", POLICY_MAX);
+    registered[n_registered++] = p;
     return 0;
 }
 
-static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1)
+const char *policy_name(const policy_def *p)
 {
-    timeline *tl = TL(rt);
-    if (d >= tl->ndev || !(t1 > t0))
-        return;
-    if (!tl->coarse) {
-        if (rt->r->n_segments < SEG_EXACT) {
-            if (res_add_segment(rt->r, (int)d, a, t0, t1))
-                fail_oom(rt);
-            return;
-        }
-        if (go_coarse(rt)) {
-            fail_oom(rt);
-            return;
-        }
-    }
-    hist_add(tl, d, a, t0, t1);
+    return p ? p->name : "?";
+}
+const char *policy_label(const policy_def *p)
+{
+    return p ? p->label : "?";
+}
+const char *policy_color(const policy_def *p)
+{
+    return p ? p->color : "#999999";
 }
 
-/* Histograms -> segments: each bin shows its dominant activity. */
-static void timeline_finish(prt *rt)
+const char *policy_label_of(const char *name)
 {
-    timeline *tl = TL(rt);
-    if (!tl->coarse)
-        return;
-    rt->r->timeline_res_s = tl->res_s;
-    for (size_t d = 0; d < tl->ndev; d++) {
-        const double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-        for (size_t k = 0; k < TL_BINS; k++) {
-            double t0 = (double)k * tl->res_s, t1 = fmin((double)(k + 1) * tl->res_s, sim_now(rt->e));
-            if (t1 <= t0)
+    const policy_def *p = policy_find(name);
+    return p ? p->label : name;
+}
+
+/* Registered policies keep their colour in every plot, so a reader learns
+ * it once; others take the next colour of a colour-blind-safe cycle. */
+const char *policy_color_of(const char *name, size_t k)
+{
+    static const char *const cycle[] = {"#cc79a7", "#56b4e9", "#e69f00", "#000000", "#f0e442", "#999999"};
+    const policy_def *p = policy_find(name);
+    return p ? p->color : cycle[k % (sizeof cycle / sizeof *cycle)];
+}
+
+size_t policy_rank_of(const char *name)
+{
+    int i = policy_index(policy_find(name));
+    return i < 0 ? policy_count() : (size_t)i;
+}
+
+/* ---- options ------------------------------------------------------------------- */
+
+static size_t n_opts(const policy_def *p)
+{
+    size_t n = 0;
+    while (p->opts && p->opts[n].key)
+        n++;
+    return n;
+}
+
+static double *dbl_at(void *opts, const popt *o)
+{
+    return (double *)(void *)((char *)opts + o->offset);
+}
+static int *int_at(void *opts, const popt *o)
+{
+    return (int *)(void *)((char *)opts + o->offset);
+}
+
+static void opts_default(const policy_def *p, void *opts)
+{
+    memset(opts, 0, p->opts_size);
+    for (const popt *o = p->opts; o && o->key; o++) {
+        if (o->type == POPT_QUANTITY)
+            *dbl_at(opts, o) = o->def;
+        else
+            *int_at(opts, o) = (int)o->def;
+    }
+}
+
+/* Options from policies.NAME (node may be NULL: defaults). */
+static int opts_read(const policy_def *p, const scn_scenario *s, const yt_node *node, void *opts, dp_err *err)
+{
+    opts_default(p, opts);
+    if (!yt_is_null(node)) {
+        char path[64];
+        snprintf(path, sizeof path, "policies.%s", p->name);
+        const char *keys[64];
+        size_t n = n_opts(p);
+        if (n >= 64)
+            n = 63;
+        for (size_t i = 0; i < n; i++)
+            keys[i] = p->opts[i].key;
+        keys[n] = NULL;
+        int r = scn_read_keys(s, node, path, keys, err);
+        for (const popt *o = p->opts; r >= 0 && o && o->key; o++) {
+            int64_t v;
+            switch (o->type) {
+            case POPT_QUANTITY:
+                r = scn_read_quantity(s, node, path, o->key, o->unit, o->def, o->lo < 0, o->hi,
+                                      dbl_at(opts, o), err);
                 break;
-            int best = RES_ACT_WAIT;
-            double bv = -1;
-            for (int a = 0; a < RES_ACT_COUNT; a++)
-                if (h[k * RES_ACT_COUNT + a] > bv) {
-                    bv = h[k * RES_ACT_COUNT + a];
-                    best = a;
-                }
-            if (res_add_segment(rt->r, (int)d, (res_activity)best, t0, t1)) {
-                fail_oom(rt);
-                return;
+            case POPT_INT:
+                r = scn_read_int(s, node, path, o->key, (int64_t)o->def, o->lo, o->hi, &v, err);
+                *int_at(opts, o) = (int)v;
+                break;
+            case POPT_BOOL:
+                r = scn_read_bool(s, node, path, o->key, (int)o->def, int_at(opts, o), err);
+                break;
+            case POPT_ENUM:
+                r = scn_read_enum(s, node, path, o->key, o->names, (int)o->def, int_at(opts, o), err);
+                break;
             }
         }
+        if (r < 0)
+            return r;
     }
+    if (p->finish)
+        p->finish(opts);
+    return 0;
 }
 
-void prt_set_act(prt *rt, size_t d, res_activity a)
+int policy_options(const policy_def *p, const scn_scenario *s, void *opts, size_t size, dp_err *err)
 {
-    if (rt->act[d] == a)
-        return;
-    double now = sim_now(rt->e), dur = now - rt->act_since[d];
-    rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += dur;
-    timeline_add(rt, d, rt->act[d], rt->act_since[d], now);
-    rt->act[d] = a;
-    rt->act_since[d] = now;
+    if (!p || size < p->opts_size)
+        return dp_err_set(err, DP_EINPUT, "policy options: buffer too small");
+    return opts_read(p, s, yt_get(scn_policies(s), p->name), opts, err);
 }
 
-/* ---- compute ------------------------------------------------------------------- */
-
-static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
+int policy_check_scenario(const scn_scenario *s, dp_err *err)
 {
-    (void)id;
-    compute_slot *c = ctx;
-    prt *rt = c->rt;
-    double now = sim_now(e);
-    rt->busy_compute[c->d] += now - c->t0;
-    /* a batch run in pieces (forward, backward) counts once, when whole */
-    rt->part_done[c->d] += c->part;
-    if (rt->part_done[c->d] >= 1 - 1e-9) {
-        rt->batches[c->d]++;
-        rt->part_done[c->d] = 0;
-    }
-    rt->samples_done += c->n * c->part;
-    prt_add_flops(rt, c->t0, now, rt->s->model.flops_per_sample * c->n * c->part);
-    prt_set_act(rt, c->d, rt->coll_active ? RES_ACT_SEND : RES_ACT_WAIT);
-    c->fn(rt, c->ctx);
-}
-
-int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out)
-{
-    compute_slot *c = &TL(rt)->cslots[d];
-    double dt = cmp_batch_s(world_compute(rt->w), d, n, sim_now(rt->e), part);
-    if (!isfinite(dt))
-        return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
-                        rt->s->devices[d].name);
-    *c = (compute_slot){rt, d, n, part, sim_now(rt->e), fn, ctx};
-    if (dt_out)
-        *dt_out = dt;
-    prt_set_act(rt, d, RES_ACT_COMPUTE);
-    if (!sim_at(rt->e, sim_now(rt->e) + dt, on_compute_done, c)) {
-        fail_oom(rt);
-        return DP_ENOMEM;
+    const yt_node *m = scn_policies(s);
+    if (!m)
+        return 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const yt_node *k = m->keys[i];
+        const policy_def *p = policy_find(k->text);
+        char path[300];
+        snprintf(path, sizeof path, "policies.%s", k->text);
+        if (!p) {
+            dp_err e;
+            policy_lookup(k->text, "x", &p, &e);
+            const char *msg = strstr(e.msg, "unknown policy");
+            return scn_read_fail(s, k, path, err, "%s", msg ? msg : e.msg);
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(m->keys[j]->text, k->text) == 0)
+                return scn_read_fail(s, k, path, err, "duplicate key (got '%s' twice)", k->text);
+        unsigned char opts[POLICY_OPTS_MAX];
+        int r = opts_read(p, s, m->items[i], opts, err);
+        if (r < 0)
+            return r;
+        if (p->check && (r = p->check(s, opts, err)) < 0)
+            return r;
     }
     return 0;
 }
 
-/* ---- initial distribution --------------------------------------------------- */
-
-static void on_xfer_done(void *ctx, uint64_t id)
+double policy_option_num(const policy_def *p, const scn_scenario *s, const char *key)
 {
-    (void)id;
-    xfer_ctx *x = ctx;
-    prt *rt = x->rt;
-    size_t d = x->d;
-    double now = sim_now(rt->e);
-    if (x->is_data) {
-        rt->r->devices[d].data_ready_s = now;
-        if (now > rt->tsend_s)
-            rt->tsend_s = now;
-    }
-    if (--rt->pending[d] == 0) {
-        rt->ready_s[d] = now;
-        prt_set_act(rt, d, RES_ACT_WAIT);
-        timeline *tl = TL(rt);
-        tl->dev_fn[d](rt, tl->dev_ctx[d]);
-    } else if (x->is_data) {
-        prt_set_act(rt, d, RES_ACT_RECV_MODEL);
-    }
+    unsigned char opts[POLICY_OPTS_MAX];
+    dp_err e;
+    if (!p || policy_options(p, s, opts, sizeof opts, &e))
+        return NAN;
+    for (const popt *o = p->opts; o && o->key; o++)
+        if (strcmp(o->key, key) == 0)
+            return o->type == POPT_QUANTITY ? *dbl_at(opts, o) : (double)*int_at(opts, o);
+    return NAN;
 }
 
-int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx)
+char *policy_options_json(const policy_def *p, const scn_scenario *s)
 {
-    timeline *tl = TL(rt);
-    double model = rt->s->model.model_bytes;
-    for (size_t d = 0; d < rt->n; d++) {
-        if (skip && skip[d])
-            continue;
-        tl->dev_fn[d] = per_dev;
-        tl->dev_ctx[d] = ctx ? ctx[d] : NULL;
-        /* Data and model leave at once as two flows on the same path (the
-         * model loads while the data streams); the device starts when it
-         * holds both.  Tsend counts the data. */
-        tl->xctx[2 * d] = (xfer_ctx){rt, d, 1};
-        tl->xctx[2 * d + 1] = (xfer_ctx){rt, d, 0};
-        rt->pending[d] = 2;
-        rt->server_bytes[d] += data_bytes[d] + model;
-        prt_set_act(rt, d, RES_ACT_RECV_DATA);
-        if (!world_transfer(rt->w, 0, (int)d + 1, data_bytes[d], on_xfer_done, &tl->xctx[2 * d]) ||
-            !world_transfer(rt->w, 0, (int)d + 1, model, on_xfer_done, &tl->xctx[2 * d + 1])) {
-            fail_oom(rt);
-            return DP_ENOMEM;
+    unsigned char opts[POLICY_OPTS_MAX];
+    dp_err e;
+    if (policy_options(p, s, opts, sizeof opts, &e))
+        return NULL;
+    json_buf *j = json_new();
+    json_obj_begin(j);
+    for (const popt *o = p->opts; o && o->key; o++) {
+        json_key(j, o->json ? o->json : o->key);
+        switch (o->type) {
+        case POPT_QUANTITY:
+            json_num(j, *dbl_at(opts, o));
+            break;
+        case POPT_INT:
+            json_int(j, *int_at(opts, o));
+            break;
+        case POPT_BOOL:
+            json_bool(j, *int_at(opts, o));
+            break;
+        case POPT_ENUM:
+            json_str(j, o->names[*int_at(opts, o)]);
+            break;
         }
     }
-    return 0;
+    json_obj_end(j);
+    char *out = json_ok(j) ? dp_strdup(json_text(j)) : NULL;
+    json_free(j);
+    return out;
 }
 
-/* ---- run and results ---------------------------------------------------------- */
-
-static volatile sig_atomic_t *interrupt_flag;
-
-/* The event budget of one run.  Without it a large enough scenario (10^6
- * epochs under DDP, thousands of devices in a flows-mode ring) runs for
- * hours or days, which nobody can tell from a hang.  2e9 events is about 4x
- * the heaviest documented run (the paper testbed's DDP with flow
- * collectives, 4.9e8 events) and 10-15 minutes of host time at 1-3 million
- * events per second. */
-#define PRT_MAX_EVENTS 2000000000ull
-
-void policy_set_interrupt(volatile sig_atomic_t *flag)
+static void print_value(const popt *o, void *opts, FILE *out)
 {
-    interrupt_flag = flag;
+    char q[64];
+    switch (o->type) {
+    case POPT_QUANTITY:
+        scn_format_quantity(*dbl_at(opts, o), o->unit, q, sizeof q);
+        fputs(q, out);
+        break;
+    case POPT_INT:
+        fprintf(out, "%d", *int_at(opts, o));
+        break;
+    case POPT_BOOL:
+        fputs(*int_at(opts, o) < 0 ? "default" : *int_at(opts, o) ? "on" : "off", out);
+        break;
+    case POPT_ENUM:
+        fputs(o->names[*int_at(opts, o)], out);
+        break;
+    }
 }
 
-int prt_run(prt *rt)
+void policy_print_options(const policy_def *p, const scn_scenario *s, FILE *out)
 {
-    /* Polling the flag every 4096 events keeps the check off the hot path
-     * and still stops within microseconds of host time. */
-    uint64_t k = 0;
-    while (!rt->finished && !rt->failed && sim_step(rt->e)) {
-        if ((++k & 4095) != 0)
-            continue;
-        if (interrupt_flag && *interrupt_flag)
-            return dp_err_set(rt->err, DP_ERUN,
-                              "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));
-        if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
-            return dp_err_set(rt->err, DP_ERUN,
-                              "stopped after %llu events (the limit on events per run) at simulated "
-                              "t = %.6g s of a run this large; use fewer epochs or devices, or analytic "
-                              "collectives",
-                              (unsigned long long)sim_events_run(rt->e), sim_now(rt->e));
+    unsigned char opts[POLICY_OPTS_MAX];
+    dp_err e;
+    if (policy_options(p, s, opts, sizeof opts, &e)) {
+        fprintf(out, "  %-10s (bad options: %s)\n", p->name, e.msg);
+        return;
     }
-    if (rt->failed)
-        return rt->err ? rt->err->code : DP_ERUN;
-    if (!rt->finished) {
-        net *n = world_net(rt->w);
-        char stuck[512] = "";
-        size_t len = 0;
-        for (size_t l = 0; l < net_link_count(n) && len < sizeof stuck - 80; l++)
-            if (net_link_capacity(n, (int)l) == 0)
-                len += (size_t)snprintf(stuck + len, sizeof stuck - len, "%s%s", len ? ", " : "",
-                                        net_link_name(n, (int)l));
-        return dp_err_set(rt->err, DP_ERUN,
-                          "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: %s%s",
-                          sim_now(rt->e), net_flows_active(n) + net_flows_pending(n),
-                          len ? "zero capacity with no recovery on " : "nothing left to happen", stuck);
+    fprintf(out, "  %-10s", p->name);
+    for (const popt *o = p->opts; o && o->key; o++) {
+        fprintf(out, "%s%s ", o == p->opts ? " " : ", ", o->key);
+        print_value(o, opts, out);
     }
-    return 0;
+    fputc('\n', out);
 }
 
-res_run *prt_results(prt *rt)
+void policy_print_help(FILE *out)
 {
-    res_run *r = rt->r;
-    double T = sim_now(rt->e);
-    for (size_t d = 0; d < rt->n; d++) { /* close every open interval at T */
-        rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += T - rt->act_since[d];
-        timeline_add(rt, d, rt->act[d], rt->act_since[d], T);
-        rt->act_since[d] = T;
+    for (size_t i = 0; i < policy_count(); i++) {
+        const policy_def *p = policy_at(i);
+        unsigned char opts[POLICY_OPTS_MAX];
+        opts_default(p, opts);
+        fprintf(out, "  %-10s %s (%s)\n", p->name, p->summary, p->label);
+        for (const popt *o = p->opts; o && o->key; o++) {
+            fprintf(out, "      policies.%s.%s: %s; default ", p->name, o->key, o->help);
+            if (o->type == POPT_BOOL && *int_at(opts, o) < 0)
+                fputs("see above", out);
+            else
+                print_value(o, opts, out);
+            if (o->type == POPT_ENUM) {
+                fputs(" (", out);
+                for (size_t k = 0; o->names[k]; k++)
+                    fprintf(out, "%s%s", k ? ", " : "", o->names[k]);
+                fputc(')', out);
+            }
+            fputc('\n', out);
+        }
     }
-    timeline_finish(rt);
-    r->tsend_s = rt->tsend_s;
-    r->ttotal_s = T;
-    r->ttraining_s = T - rt->tsend_s;
-    r->samples_processed = rt->samples_done;
-    r->events = sim_events_run(rt->e);
-    double busy = 0;
-    net *n = world_net(rt->w);
-    for (size_t d = 0; d < rt->n; d++) {
-        res_device *rd = &r->devices[d];
-        rd->samples = rt->share[d];
-        rd->batches = rt->batches[d];
-        rd->compute_s = rt->busy_compute[d];
-        busy += rd->compute_s;
-        int up = world_dev_up(rt->w, d), down = world_dev_down(rt->w, d);
-        int pu = world_dev_peer_up(rt->w, d), pd = world_dev_peer_down(rt->w, d);
-        rd->send_s = net_link_busy_s(n, up) + (pu >= 0 ? net_link_busy_s(n, pu) : 0) + rt->coll_busy_s[d];
-        rd->recv_s = net_link_busy_s(n, down) + (pd >= 0 ? net_link_busy_s(n, pd) : 0) + rt->coll_recv_s[d];
-        rd->bytes_sent = net_link_bytes(n, up) + (pu >= 0 ? net_link_bytes(n, pu) : 0) + rt->coll_bytes[d];
-        rd->bytes_recv = net_link_bytes(n, down) + (pd >= 0 ? net_link_bytes(n, pd) : 0) + rt->coll_bytes[d];
-        rd->wait_s = rt->act_time[d * RES_ACT_COUNT + RES_ACT_WAIT];
-    }
-    /* A device-to-device byte is counted at both ends; a server byte once.
-     * Network bytes = server traffic + half the device-to-device traffic. */
-    {
-        double server = 0, dev = 0;
-        for (size_t d = 0; d < rt->n; d++)
-            dev += r->devices[d].bytes_sent + r->devices[d].bytes_recv;
-        for (size_t d = 0; d < rt->n; d++)
-            server += rt->server_bytes[d];
-        r->bytes_total = (dev + server) / 2;
-    }
-    r->utilization = (r->ttraining_s > 0 && rt->n) ? busy / ((double)rt->n * r->ttraining_s) : 0;
-    r->tflops =
-        r->ttraining_s > 0 ? rt->s->model.flops_per_sample * rt->samples_done / r->ttraining_s / 1e12 : 0;
-    /* FLOPS bins: trim to the run, store FLOP/s */
-    size_t nb = (size_t)ceil(T / rt->bin_s);
-    if (nb > MAX_BINS)
-        nb = MAX_BINS;
-    if (nb == 0)
-        nb = 1;
-    r->flops_bins = dp_calloc(nb, sizeof *r->flops_bins);
-    if (r->flops_bins) {
-        r->n_bins = nb;
-        r->bin_s = rt->bin_s;
-        for (size_t k = 0; k < nb; k++)
-            r->flops_bins[k] = rt->bins[k] / rt->bin_s;
-    }
-    rt->r = NULL;
-    return r;
 }
 
-/* ---- dispatch ------------------------------------------------------------------- */
+/* ---- running ------------------------------------------------------------------- */
 
-res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err *err)
+res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err)
 {
-    if ((unsigned)k >= POLICY_COUNT) {
+    if (!p) {
         dp_err_set(err, DP_EINPUT, "unknown policy");
         return NULL;
     }
@@ -626,51 +372,21 @@ res_run *policy_run(policy_kind k, const scn_scenario *s, uint64_t seed, dp_err 
         dp_err_set(err, DP_EINPUT, "%s: scenario has no devices", s->path ? s->path : "scenario");
         return NULL;
     }
-    /* A ring collective as flows is 2(N-1) rounds of N flows, two events
-     * each: past the event budget one collective alone would take hours (10^6
-     * devices: 4e12 events), so refuse it up front. */
-    scn_collective_mode mode = k == POLICY_DDP ? s->ddp.collective : s->deepspeed.collective;
-    double ring_events = 4.0 * (double)(s->n_devices - 1) * (double)s->n_devices;
-    if (k != POLICY_CADP && mode == SCN_COLL_FLOWS && ring_events > (double)PRT_MAX_EVENTS) {
-        dp_err_set(err, DP_EINPUT,
-                   "one ring all-reduce over %zu devices as flows takes %.3g events, over the limit of "
-                   "%.3g events per run; set policies.%s.collective=analytic",
-                   s->n_devices, ring_events, (double)PRT_MAX_EVENTS, policy_name(k));
+    unsigned char opts[POLICY_OPTS_MAX];
+    if (policy_options(p, s, opts, sizeof opts, err) || (p->check && p->check(s, opts, err)))
         return NULL;
-    }
-    prt *rt = prt_new(s, policy_name(k), seed, err);
+    prt *rt = prt_new(s, p->name, seed, err);
     if (!rt)
         return NULL;
-    int rc;
-    switch (k) {
-    case POLICY_DDP:
-        rc = policy_ddp_start(rt);
-        break;
-    case POLICY_DEEPSPEED:
-        rc = policy_deepspeed_start(rt);
-        break;
-    default:
-        rc = policy_cadp_start(rt);
-        break;
-    }
+    int rc = p->start(rt, opts);
     if (rc == 0)
         rc = prt_run(rt);
     res_run *r = NULL;
     if (rc == 0) {
         r = prt_results(rt);
-        r->options_json = policy_options_json(k, s);
+        r->options_json = policy_options_json(p, s);
     }
-    switch (k) {
-    case POLICY_DDP:
-        policy_ddp_free(rt);
-        break;
-    case POLICY_DEEPSPEED:
-        policy_deepspeed_free(rt);
-        break;
-    default:
-        policy_cadp_free(rt);
-        break;
-    }
+    p->free(rt, opts);
     prt_free(rt);
     return r;
 }

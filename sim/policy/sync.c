@@ -11,7 +11,7 @@
  *  - buckets reduce in order, one at a time (DDP launches them in order on
  *    one stream): bucket k starts at max(ready_k, end of bucket k-1).
  */
-#include "policy.h"
+#include "runtime.h"
 
 #include <math.h>
 
@@ -35,13 +35,13 @@ typedef struct sync_state {
     size_t ready_devs; /* devices holding data + model */
 } sync_state;
 
-int equal_split(prt *rt, scn_data_mode data, double *bytes)
+int equal_split(prt *rt, prt_data_mode data, double *bytes)
 {
-    int64_t D = rt->s->dataset.samples, N = (int64_t)rt->n;
-    for (size_t d = 0; d < rt->n; d++) {
-        rt->share[d] = D / N + ((int64_t)d < D % N ? 1 : 0);
-        bytes[d] =
-            (data == SCN_DATA_REPLICATE ? (double)D : (double)rt->share[d]) * rt->s->dataset.sample_bytes;
+    int64_t D = prt_scn(rt)->dataset.samples, N = (int64_t)prt_n(rt);
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        prt_share(rt)[d] = D / N + ((int64_t)d < D % N ? 1 : 0);
+        bytes[d] = (data == PRT_DATA_REPLICATE ? (double)D : (double)prt_share(rt)[d]) *
+                   prt_scn(rt)->dataset.sample_bytes;
     }
     return 0;
 }
@@ -61,7 +61,7 @@ static void try_next_bucket(prt *rt);
 
 static void on_bucket_ready(prt *rt, void *ctx)
 {
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     st->ready[(int)(intptr_t)ctx] = 1;
     try_next_bucket(rt);
 }
@@ -70,13 +70,13 @@ static void on_bucket_ready(prt *rt, void *ctx)
  * and t0 = group start for a device with none). */
 static void last_started(prt *rt, double t0, double dt)
 {
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     for (int k = 0; k < st->K; k++) {
         double t = t0 + bucket_frac(st, k) * dt;
         if (t > st->ready_t[k])
             st->ready_t[k] = t;
     }
-    if (++st->started_last < rt->n)
+    if (++st->started_last < prt_n(rt))
         return;
     for (int k = 0; k < st->K; k++)
         if (prt_at(rt, st->ready_t[k], on_bucket_ready, (void *)(intptr_t)k))
@@ -93,7 +93,7 @@ static void epoch_or_group_done(prt *rt, void *ctx)
 static void on_bucket_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     st->busy = 0;
     st->next++;
     if (st->next < st->K) {
@@ -101,7 +101,8 @@ static void on_bucket_done(prt *rt, void *ctx)
         return;
     }
     if (st->cfg.allgather_after) {
-        if (coll_start(rt, COLL_ALLGATHER, rt->s->model.model_bytes, st->cfg.mode, epoch_or_group_done, NULL))
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->cfg.mode, epoch_or_group_done,
+                       NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
@@ -110,7 +111,7 @@ static void on_bucket_done(prt *rt, void *ctx)
 
 static void try_next_bucket(prt *rt)
 {
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     if (st->busy || st->next >= st->K || !st->ready[st->next])
         return;
     st->busy = 1;
@@ -123,8 +124,8 @@ static void micro_step(prt *rt, void *ctx)
     sdev *sd = ctx;
     if (sd->in_group <= 0)
         return; /* its group's work is done; it waits for the buckets */
-    int bs = rt->s->groups[rt->s->devices[sd->d].group].batch;
-    int64_t *left = &rt->left[sd->d];
+    int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[sd->d].group].batch;
+    int64_t *left = &prt_left(rt)[sd->d];
     int n = *left < bs ? (int)*left : bs;
     *left -= n;
     sd->in_group--;
@@ -132,28 +133,28 @@ static void micro_step(prt *rt, void *ctx)
     if (prt_compute(rt, sd->d, n, 1.0, micro_step, sd, &dt))
         return;
     if (sd->in_group == 0)
-        last_started(rt, sim_now(rt->e), dt);
+        last_started(rt, prt_now(rt), dt);
 }
 
 static void group_start(prt *rt, void *ctx)
 {
     (void)ctx;
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     st->next = 0;
     st->busy = 0;
     st->started_last = 0;
-    st->group_t0 = sim_now(rt->e);
+    st->group_t0 = prt_now(rt);
     for (int k = 0; k < st->K; k++) {
         st->ready[k] = 0;
         st->ready_t[k] = st->group_t0;
     }
-    for (size_t d = 0; d < rt->n; d++) {
+    for (size_t d = 0; d < prt_n(rt); d++) {
         sdev *sd = &st->dev[d];
-        int bs = rt->s->groups[rt->s->devices[d].group].batch;
-        int64_t steps = (rt->left[d] + bs - 1) / bs;
+        int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
+        int64_t steps = (prt_left(rt)[d] + bs - 1) / bs;
         sd->in_group = steps < st->cfg.micro_per_sync ? (int)steps : st->cfg.micro_per_sync;
     }
-    for (size_t d = 0; d < rt->n && !rt->failed; d++) {
+    for (size_t d = 0; d < prt_n(rt) && !prt_failed(rt); d++) {
         if (st->dev[d].in_group == 0)
             last_started(rt, st->group_t0, 0); /* joined: zero gradients, ready now */
         else
@@ -164,10 +165,10 @@ static void group_start(prt *rt, void *ctx)
 static void on_dev_ready(prt *rt, void *ctx)
 {
     (void)ctx;
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     /* DDP's constructor is a collective: nobody starts before everyone holds
      * data and model. */
-    if (++st->ready_devs == rt->n)
+    if (++st->ready_devs == prt_n(rt))
         group_start(rt, NULL);
 }
 
@@ -175,15 +176,15 @@ int sync_start(prt *rt, const sync_cfg *cfg)
 {
     sync_state *st = dp_calloc(1, sizeof *st);
     if (!st)
-        return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
-    rt->policy_state = st;
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    prt_set_state(rt, st);
     st->cfg = *cfg;
-    double M = rt->s->model.model_bytes;
+    double M = prt_scn(rt)->model.model_bytes;
     st->K = 1;
     if (cfg->overlap && cfg->bucket_bytes > 0 && cfg->bucket_bytes < M) {
         double k = ceil(M / cfg->bucket_bytes);
         if (k > 1e6)
-            return dp_err_set(rt->err, DP_EINPUT,
+            return dp_err_set(prt_err(rt), DP_EINPUT,
                               "bucket of %g bytes splits the %g-byte model into over a million buckets",
                               cfg->bucket_bytes, M);
         st->K = (int)k;
@@ -191,18 +192,18 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     st->bsize = dp_calloc((size_t)st->K, sizeof *st->bsize);
     st->ready_t = dp_calloc((size_t)st->K, sizeof *st->ready_t);
     st->ready = dp_calloc((size_t)st->K, 1);
-    st->dev = dp_calloc(rt->n, sizeof *st->dev);
-    double *bytes = dp_calloc(rt->n, sizeof *bytes);
+    st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     if (!st->bsize || !st->ready_t || !st->ready || !st->dev || !bytes) {
         dp_free(bytes);
-        return dp_err_set(rt->err, DP_ENOMEM, "out of memory");
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
     for (int k = 0; k < st->K; k++)
         st->bsize[k] = k + 1 < st->K ? cfg->bucket_bytes : M - (st->K - 1) * cfg->bucket_bytes;
     equal_split(rt, cfg->data, bytes);
-    for (size_t d = 0; d < rt->n; d++) {
+    for (size_t d = 0; d < prt_n(rt); d++) {
         st->dev[d] = (sdev){rt, d, 0};
-        rt->left[d] = rt->share[d];
+        prt_left(rt)[d] = prt_share(rt)[d];
     }
     int rc = prt_distribute(rt, bytes, NULL, on_dev_ready, NULL);
     dp_free(bytes);
@@ -211,7 +212,7 @@ int sync_start(prt *rt, const sync_cfg *cfg)
 
 void sync_free(prt *rt)
 {
-    sync_state *st = rt->policy_state;
+    sync_state *st = prt_state(rt);
     if (!st)
         return;
     dp_free(st->bsize);
@@ -219,5 +220,5 @@ void sync_free(prt *rt)
     dp_free(st->ready);
     dp_free(st->dev);
     dp_free(st);
-    rt->policy_state = NULL;
+    prt_set_state(rt, NULL);
 }

@@ -519,7 +519,7 @@ int sweep_in_shard(size_t point, unsigned k, unsigned n)
     return n > 0 && point % n == (size_t)(k - 1);
 }
 
-char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_kind *pk, size_t n_pk,
+char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_def *const *pk, size_t n_pk,
                       unsigned seeds)
 {
     if (!g || (n_pk && !pk))
@@ -541,10 +541,10 @@ char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_
     json_arr_end(j);
     json_key(j, "policies");
     json_arr_begin(j);
-    for (int k = 0; k < POLICY_COUNT; k++)
+    for (size_t k = 0; k < policy_count(); k++)
         for (size_t i = 0; i < n_pk; i++)
-            if (pk[i] == (policy_kind)k) {
-                json_str(j, policy_name((policy_kind)k));
+            if (pk[i] == policy_at(k)) {
+                json_str(j, policy_name(policy_at(k)));
                 break;
             }
     json_arr_end(j);
@@ -615,9 +615,15 @@ long sweep_point_devices(const sweep_grid *g, const scn_scenario *base, size_t p
     return devices_with(base, ov, g->n_axes);
 }
 
+/* Load with the policies' options checked, as `dpsim check` does. */
 static scn_scenario *load_src(const sweep_source *src, const scn_override *ov, size_t n, dp_err *err)
 {
-    return scn_load_string(src->name, src->text, src->len, src->base_dir, ov, n, err);
+    scn_scenario *s = scn_load_string(src->name, src->text, src->len, src->base_dir, ov, n, err);
+    if (s && policy_check_scenario(s, err)) {
+        scn_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 /* Does a loader message put the error at this override (its node, or the
@@ -682,7 +688,7 @@ typedef struct task {
 typedef struct plan {
     const sweep_cfg *cfg;
     scn_scenario *base;
-    policy_kind pk[POLICY_COUNT]; /* cfg's policies in kind order */
+    const policy_def *pk[POLICY_MAX]; /* cfg's policies in registry order */
     size_t n_pk;
     unsigned seeds;
     int stochastic;
@@ -953,7 +959,7 @@ static int stored_already(store *st, const plan *p, const wpoint *w, const task 
 static int worker_run_one(store *st, shared *sh, const plan *p, const wpoint *w, const task *t, dp_err *err)
 {
     const sweep_grid *g = p->cfg->grid;
-    policy_kind k = p->pk[t->pi];
+    const policy_def *k = p->pk[t->pi];
     char started[32];
     now_iso(started, sizeof started);
     const char *const *ovs = (const char *const *)w->ov_text;
@@ -1408,12 +1414,12 @@ static int check_cfg(const sweep_cfg *c, dp_err *err)
 {
     if (!c || !c->grid || !c->src.text || !c->db_path)
         return dp_err_set(err, DP_EINPUT, "sweep_run: missing grid, scenario or database");
-    if (c->n_policies == 0 || c->n_policies > POLICY_COUNT)
-        return dp_err_set(err, DP_EINPUT, "sweep: want 1 to %d policies (got %zu)", POLICY_COUNT,
+    if (c->n_policies == 0 || c->n_policies > policy_count())
+        return dp_err_set(err, DP_EINPUT, "sweep: want 1 to %zu policies (got %zu)", policy_count(),
                           c->n_policies);
     for (size_t i = 0; i < c->n_policies; i++) {
-        if ((int)c->policies[i] < 0 || c->policies[i] >= POLICY_COUNT)
-            return dp_err_set(err, DP_EINPUT, "sweep: unknown policy number %d", (int)c->policies[i]);
+        if (policy_index(c->policies[i]) < 0)
+            return dp_err_set(err, DP_EINPUT, "sweep: policy %zu is not registered", i);
         for (size_t j = 0; j < i; j++)
             if (c->policies[j] == c->policies[i])
                 return dp_err_set(err, DP_EINPUT, "sweep: policy '%s' given twice",
@@ -1456,10 +1462,10 @@ int sweep_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
     plan p;
     memset(&p, 0, sizeof p);
     p.cfg = c;
-    for (int k = 0; k < POLICY_COUNT; k++)
+    for (size_t k = 0; k < policy_count(); k++)
         for (size_t i = 0; i < c->n_policies; i++)
-            if (c->policies[i] == (policy_kind)k)
-                p.pk[p.n_pk++] = (policy_kind)k;
+            if (c->policies[i] == policy_at(k))
+                p.pk[p.n_pk++] = policy_at(k);
     if (!(p.base = load_src(&c->src, NULL, 0, err)))
         return err ? err->code : DP_EINPUT;
     if ((e = sweep_grid_check(c->grid, &c->src, p.base, err))) {

@@ -72,10 +72,10 @@ int sweep_in_shard(size_t point, unsigned k, unsigned n);
 
 /* The canonical sweep definition stored in sweeps.spec_json:
  * {"scenario_hash":"16 hex","vary":[["KEY","SPEC"],...],"policies":[...],
- *  "seeds":N}, policies in policy_kind order whatever order they were given
+ *  "seeds":N}, policies in registry order whatever order they were given
  * in.  Jobs and shard are left out: the shards of one sweep share its
  * identity, which is what lets `dpsim merge` put them back together. */
-char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_kind *pk, size_t n_pk,
+char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_def *const *pk, size_t n_pk,
                       unsigned seeds);
 
 /* The scenario a sweep varies: its text read once, so that every point
@@ -102,7 +102,7 @@ int sweep_grid_check(const sweep_grid *g, const sweep_source *src, const scn_sce
 typedef struct sweep_cfg {
     sweep_source src;
     const sweep_grid *grid;
-    policy_kind policies[POLICY_COUNT];
+    const policy_def *policies[POLICY_MAX];
     size_t n_policies;
     unsigned seeds;            /* asked for (>= 1); see sweep_stats.seeds */
     unsigned jobs;             /* worker processes (>= 1) */

@@ -1,0 +1,61 @@
+/* cadp.h: C-ADP's planner, for the policy (cadp.c) and for `dpsim solve`.
+ * Model: docs/MODEL.md section 5 (the allocation problem and its exact
+ * solution). */
+#ifndef DP_CADP_H
+#define DP_CADP_H
+
+#include "scenario.h"
+
+typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1 } cadp_solver;
+typedef enum { CADP_ROUND_BATCH = 0, CADP_ROUND_LARGEST_REMAINDER = 1 } cadp_rounding;
+
+/* policies.cadp (the option table is in cadp.c). */
+typedef struct cadp_opts {
+    int solver;       /* cadp_solver; default exact */
+    int rounding;     /* cadp_rounding; default batch */
+    int exclude_slow; /* default 1: may leave slow-link devices out */
+} cadp_opts;
+
+/* ---- the allocation problem from a scenario ---------------------------- */
+/* Per-device solver inputs (MODEL.md section 5): a_i = sample_bytes over
+ * the bottleneck of the server-to-device path, c_i via t_i(bs_i), comm_i =
+ * M / down + M / up + both latencies (the per-epoch model exchange), and the
+ * per-epoch aggregation as a constant.  Arrays are dp_malloc'd; free with
+ * cadp_inputs_free.  DP_EINPUT names the device with a zero bandwidth. */
+typedef struct cadp_inputs {
+    size_t n;
+    double *send_s, *batch_s, *comm_s;
+    int *batch;
+    const char **names; /* borrowed from the scenario */
+    double agg_s;       /* per-epoch aggregation time, all devices */
+} cadp_inputs;
+int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
+void cadp_inputs_free(cadp_inputs *in);
+/* Fill a solver problem from inputs (borrows the arrays). */
+struct slv_problem;
+void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, struct slv_problem *p);
+
+/* Solve C-ADP's allocation for scenario s, options o, per-device inputs `in`:
+ * method "exact" or "alm", params (NULL = defaults), paper_model 1 = the
+ * exchange counted for every device (the paper's constant).  *out gets a
+ * per-device result in scenario order (free with slv_result_free).
+ *
+ * Scenarios of more than CADP_CLASS_MIN devices are solved per device group:
+ * the m identical devices of a group act as one device of batch m x bs and
+ * send time a/m, whose total is then split as evenly as possible (which is
+ * optimal within a group: ceil(ceil(X/m)/bs) = ceil(X/(m bs))).  The relaxed
+ * optimum is the same; the class problem's integer optimum is a valid lower
+ * bound on the per-device one; the objective is evaluated per device, and
+ * is within one sample's send time of the class optimum.  *classes gets the
+ * number of units solved (devices or groups). */
+#define CADP_CLASS_MIN 4096
+struct slv_params;
+struct slv_result;
+int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, const char *method,
+               const struct slv_params *prm, int paper_model, struct slv_result **out, size_t *classes,
+               dp_err *err);
+/* The solver method name ("exact", "alm") and solver rounding of options o. */
+const char *cadp_method(const cadp_opts *o);
+int cadp_slv_rounding(const cadp_opts *o);
+
+#endif

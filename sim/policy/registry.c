@@ -1,0 +1,15 @@
+/* registry.c: the built-in policies, in the order tables, sweeps and plots
+ * list them.  Adding a policy: one line here (and its file in
+ * sim/meson.build). */
+#include "runtime.h"
+
+#include <stddef.h>
+
+extern const policy_def policy_ddp, policy_deepspeed, policy_cadp;
+
+const policy_def *const policy_builtin[] = {
+    &policy_ddp,
+    &policy_deepspeed,
+    &policy_cadp,
+};
+const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;

@@ -1,0 +1,170 @@
+/* runtime.h: what a policy sees.  A policy is one file: a `policy_def`
+ * (its name, label, plot colour, its options as a table, start/free) and
+ * the code behind start.  It drives the simulation only through the
+ * functions below: distribute data, compute, run collectives, schedule its
+ * own events, end epochs, fail the run.  The runtime (runtime.c,
+ * collective.c) keeps the bookkeeping every policy shares (activity
+ * timeline, FLOPS over time, per-device counters, end-of-run figures); its
+ * state is opaque here.
+ *
+ * Adding a policy: write sim/policy/NAME.c defining `const policy_def
+ * policy_NAME`, add one line to the registry (registry.c) and one to
+ * sim/meson.build.  A program may also register a policy at run time
+ * (policy_register in policy.h) without touching sim/.
+ *
+ * Model: docs/MODEL.md section 4 (what each policy does).
+ */
+#ifndef DP_RUNTIME_H
+#define DP_RUNTIME_H
+
+#include "json.h"
+#include "results.h"
+#include "scenario.h"
+#include "world.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct prt prt;
+typedef void (*prt_fn)(prt *rt, void *ctx);
+
+/* How a synchronous policy holds the dataset, and how its collectives run. */
+typedef enum { PRT_DATA_REPLICATE = 0, PRT_DATA_SHARD = 1 } prt_data_mode;
+typedef enum { PRT_COLL_FLOWS = 0, PRT_COLL_ANALYTIC = 1 } prt_coll_mode;
+
+/* ---- options: one table per policy ------------------------------------- */
+
+/* Option types.  QUANTITY and NUMBER are stored as double, the others as
+ * int (ENUM: the index into `names`; BOOL: 0/1, or -1 when `def` is -1 and
+ * the key is absent, for defaults a `finish` hook resolves). */
+typedef enum { POPT_QUANTITY = 0, POPT_INT, POPT_BOOL, POPT_ENUM } popt_type;
+
+typedef struct popt {
+    const char *key;          /* key in `policies.NAME`; NULL ends a table */
+    const char *json;         /* name in the stored JSON (NULL: key) */
+    popt_type type;           /* see above */
+    scn_unit unit;            /* QUANTITY: its unit (SCN_UNIT_NUMBER: plain) */
+    size_t offset;            /* into the policy's options struct */
+    double def;               /* default */
+    double lo, hi;            /* QUANTITY: lo 0 = must be > 0, lo -1 = >= 0; INT: range */
+    const char *const *names; /* ENUM: NULL-terminated */
+    const char *help;         /* one line for `dpsim run --help` and docs */
+} popt;
+
+typedef struct policy_def {
+    const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
+    const char *label;   /* in tables and plots: "C-ADP" */
+    const char *color;   /* plot colour, "#rrggbb" */
+    const char *summary; /* one line for --help */
+    const popt *opts;    /* option table (may be NULL: no options) */
+    size_t opts_size;    /* bytes of the options struct (at most POLICY_OPTS_MAX) */
+    /* Optional: resolve defaults that depend on other options (e.g. ZeRO's
+     * overlap by stage); returns 0. */
+    void (*finish)(void *opts);
+    /* Optional: refuse a scenario this policy cannot run, before any
+     * simulation (DP_EINPUT with a message naming policies.NAME.KEY). */
+    int (*check)(const scn_scenario *s, const void *opts, dp_err *err);
+    /* Schedule the first actions (data distribution...); 0 or an error
+     * (message in prt_err(rt)). */
+    int (*start)(prt *rt, const void *opts);
+    /* Free what start allocated (prt_state); also called when start failed. */
+    void (*free)(prt *rt, const void *opts);
+} policy_def;
+
+#define POLICY_OPTS_MAX 256
+
+/* ---- the runtime ------------------------------------------------------- */
+
+size_t prt_n(const prt *rt);                /* devices */
+const scn_scenario *prt_scn(const prt *rt); /* borrowed for the run */
+world *prt_world(const prt *rt);
+sim_engine *prt_engine(const prt *rt);
+double prt_now(const prt *rt);
+dp_err *prt_err(const prt *rt);
+int prt_failed(const prt *rt);
+/* Samples per epoch (share) and samples left in the current epoch (left),
+ * per device: the policy's to set; the runtime reloads left from share at
+ * each epoch (prt_end_epoch) and reports share as each device's samples. */
+int64_t *prt_share(prt *rt);
+int64_t *prt_left(prt *rt);
+int prt_epoch(const prt *rt); /* current epoch, 1-based */
+/* The policy's own state (NULL at start); the policy frees it in `free`. */
+void *prt_state(const prt *rt);
+void prt_set_state(prt *rt, void *state);
+/* Count bytes device d exchanged with the server outside prt_distribute
+ * (model uploads/downloads the policy sends itself with world_transfer). */
+void prt_add_server_bytes(prt *rt, size_t d, double bytes);
+
+/* The run fails: the first failure's message is kept (err), the engine
+ * stops after the current handler, prt_run returns the code.  Returns code. */
+int prt_fail(prt *rt, int code, const char *fmt, ...) DP_PRINTF(3, 4);
+/* Device d (0-based) switches to activity a now. */
+void prt_set_act(prt *rt, size_t d, res_activity a);
+/* Device d computes a batch of n samples now; fn(rt, ctx) runs when done.
+ * `part` (0, 1] is the share of the batch's work done now (1 = the whole
+ * batch; DeepSpeed stage 3 runs forward and backward apart); FLOPS and
+ * samples are credited in proportion.  *dt_out (may be NULL) gets the
+ * duration. */
+int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out);
+/* Send every device with data_bytes[d] > 0 or model its share and the model
+ * from the server, all flows at once; per_dev(rt, ctx_d) runs when device
+ * d holds both; `skip[d]` (may be NULL) leaves a device out entirely. */
+int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx);
+/* 1 if some device has samples left in the current epoch. */
+int prt_work_left(const prt *rt);
+/* The current epoch ends now: record it; then either start the next (epoch
+ * + 1, `left` reloaded from `share`; returns 1) or, after the last, end the
+ * run (returns 0).  Negative (run failed) when out of memory. */
+int prt_end_epoch(prt *rt);
+/* Schedule fn(rt, ctx) at absolute time t (>= now); DP_ENOMEM when the
+ * event queue is full (the caller fails the run). */
+int prt_at(prt *rt, double t, prt_fn fn, void *ctx);
+
+/* ---- collectives (collective.c) --------------------------------------- */
+typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
+/* Ring collective over all devices on `bytes` (the full tensor, M):
+ * all-reduce 2(N-1) rounds, reduce-scatter and all-gather N-1 rounds, each
+ * round every device sends bytes/N to its successor and ends when all its
+ * flows end.  mode flows: real flows through the network model; analytic:
+ * round time max over ring edges of latency + (bytes/N)/bottleneck, no
+ * flows.  fn(rt, ctx) runs when the collective ends. */
+int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx);
+/* The analytic duration of a collective now (for tests and docs). */
+double coll_analytic_s(prt *rt, coll_kind k, double bytes);
+/* Events one ring collective as flows takes over n devices: policies that
+ * use flows refuse scenarios past the per-run event budget up front. */
+double coll_ring_events(size_t n);
+int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mode, dp_err *err);
+
+/* ---- synchronous data parallelism in groups (sync.c) ------------------- */
+/* The machinery DDP and DeepSpeed stages 1-2 share.  Equal split (floor(D/N)
+ * or one more); training starts when every device holds data and model.
+ * Each epoch, a device runs its ceil(share / batch) micro-steps in groups of
+ * `micro_per_sync`; a device with none left joins with zero gradients
+ * (PyTorch's Join), so every group waits for all N.  At the end of a group
+ * the gradients go through `op` (all-reduce for DDP, reduce-scatter for
+ * ZeRO) in buckets of `bucket_bytes`: bucket k is ready when every device
+ * has run the forward part and (k+1)/K of the backward of its last
+ * micro-step, and starts when ready and the previous bucket is done; with
+ * overlap off there is one bucket of M, ready when compute ends.  Then, if
+ * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+typedef struct sync_cfg {
+    int micro_per_sync; /* >= 1 */
+    int overlap;
+    double bucket_bytes;      /* > 0 */
+    double backward_fraction; /* (0, 1] */
+    coll_kind op;
+    int allgather_after;
+    prt_data_mode data;
+    prt_coll_mode mode;
+} sync_cfg;
+int sync_start(prt *rt, const sync_cfg *cfg);
+void sync_free(prt *rt);
+/* Equal split into prt_share and the bytes each device receives. */
+int equal_split(prt *rt, prt_data_mode data, double *bytes);
+
+/* Option value names shared by several policies. */
+extern const char *const popt_data_names[];       /* replicate, shard */
+extern const char *const popt_collective_names[]; /* flows, analytic */
+
+#endif

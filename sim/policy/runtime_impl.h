@@ -1,0 +1,60 @@
+/* runtime_impl.h: the runtime's state, shared by runtime.c, collective.c
+ * and policy.c (the dispatcher) only.  Policies see runtime.h.  */
+#ifndef DP_RUNTIME_IMPL_H
+#define DP_RUNTIME_IMPL_H
+
+#include "runtime.h"
+
+struct prt {
+    world *w;
+    sim_engine *e;
+    const scn_scenario *s;
+    res_run *r;
+    size_t n;        /* devices */
+    int64_t *share;  /* samples per epoch, per device */
+    int64_t *left;   /* samples left in the current epoch, per device */
+    int epoch;       /* current epoch, 1-based */
+    double *ready_s; /* when data and model had arrived */
+    int *pending;    /* outstanding initial transfers per device */
+    double tsend_s;  /* when the last device held its data */
+    int finished;    /* the policy declared the end */
+    int failed;
+    dp_err *err;
+    /* activity tracking */
+    res_activity *act;
+    double *act_since;
+    double *act_time; /* n * RES_ACT_COUNT seconds */
+    double *busy_compute;
+    int64_t *batches;
+    double samples_done;
+    /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
+    double bin_s;
+    size_t n_bins;
+    double *bins;         /* FLOP (paper's count) per bin */
+    double *coll_bytes;   /* per device: bytes sent (= received) by analytic collectives */
+    double *coll_busy_s;  /* per device: seconds its up (send) / down (recv) link was busy */
+    double *coll_recv_s;  /* in analytic collectives */
+    double *server_bytes; /* per device: bytes exchanged with the server (to avoid double counting) */
+    int coll_active;      /* collectives in flight */
+    double *part_done;    /* per device: fraction of a batch done in pieces */
+    void *policy_state;
+};
+
+/* The event budget of one run.  Without it a large enough scenario (10^6
+ * epochs under DDP, thousands of devices in a flows-mode ring) runs for
+ * hours or days, which nobody can tell from a hang.  2e9 events is about 4x
+ * the heaviest documented run (the paper testbed's DDP with flow
+ * collectives, 4.9e8 events) and 10-15 minutes of host time at 1-3 million
+ * events per second. */
+#define PRT_MAX_EVENTS 2000000000ull
+
+prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err);
+void prt_free(prt *rt);
+/* Run the engine until the policy ends the run or nothing is left.
+ * 0, or DP_ERUN with a stall message naming the stuck transfers. */
+int prt_run(prt *rt);
+/* Fill the results (Tsend, Ttraining, ...).  Ownership of rt->r moves to
+ * the caller. */
+res_run *prt_results(prt *rt);
+
+#endif
