@@ -15,6 +15,7 @@
 #include "results.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const activity_names[RES_ACT_COUNT] = {
@@ -58,6 +59,7 @@ void res_run_free(res_run *r)
     dp_free(r->epochs);
     dp_free(r->flops_bins);
     dp_free(r->segments);
+    dp_free(r->stats);
     dp_free(r);
 }
 
@@ -129,4 +131,55 @@ int res_add_epoch(res_run *r, int epoch, double end_s)
     }
     r->epochs[r->n_epochs++] = (res_epoch){.epoch = epoch, .end_s = end_s};
     return 0;
+}
+
+static const char *const scope_names[RES_SCOPE_COUNT] = {
+    [RES_SCOPE_RUN] = "run",   [RES_SCOPE_DEVICE] = "device", [RES_SCOPE_DEVICE_EPOCH] = "device_epoch",
+    [RES_SCOPE_LINK] = "link", [RES_SCOPE_BIN] = "bin",
+};
+
+const char *res_scope_name(res_scope s)
+{
+    return (unsigned)s < RES_SCOPE_COUNT ? scope_names[s] : "?";
+}
+
+int res_scope_by_name(const char *name)
+{
+    for (int k = 0; name && k < RES_SCOPE_COUNT; k++)
+        if (strcmp(name, scope_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+int res_add_stat(res_run *r, const char *name, res_scope scope, int64_t a, int64_t b, double value)
+{
+    if (!r || !name || (unsigned)scope >= RES_SCOPE_COUNT)
+        return DP_EINPUT;
+    if (r->n_stats == r->cap_stats) {
+        size_t cap = r->cap_stats ? 2 * r->cap_stats : 16;
+        if (cap > SIZE_MAX / sizeof *r->stats)
+            return DP_ENOMEM;
+        res_stat *v = dp_realloc(r->stats, cap * sizeof *v);
+        if (!v)
+            return DP_ENOMEM;
+        r->stats = v;
+        r->cap_stats = cap;
+    }
+    res_stat *st = &r->stats[r->n_stats++];
+    snprintf(st->name, sizeof st->name, "%s", name);
+    st->scope = scope;
+    st->a = a;
+    st->b = b;
+    st->value = value;
+    return 0;
+}
+
+const res_stat *res_find_stat(const res_run *r, const char *name, res_scope scope, int64_t a, int64_t b)
+{
+    for (size_t i = 0; r && i < r->n_stats; i++) {
+        const res_stat *st = &r->stats[i];
+        if (st->scope == scope && st->a == a && st->b == b && strcmp(st->name, name) == 0)
+            return st;
+    }
+    return NULL;
 }

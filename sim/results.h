@@ -52,6 +52,31 @@ typedef struct res_segment {
     double t0_s, t1_s;
 } res_segment;
 
+/* Figures beyond the common ones, which a policy or the world adds for its
+ * own story: load balancing's batch per device and epoch, local SGD's
+ * averaging rounds, an asynchronous server's staleness histogram, failures
+ * and link utilisation.  Each is a name with a scope and up to two indices;
+ * every kind of statistic is listed, with its meaning, in
+ * sim/store/SCHEMA.md (table run_stats). */
+typedef enum {
+    RES_SCOPE_RUN = 0,      /* a, b unused (0) */
+    RES_SCOPE_DEVICE,       /* a = device index */
+    RES_SCOPE_DEVICE_EPOCH, /* a = device index, b = epoch (1-based) */
+    RES_SCOPE_LINK,         /* a = link index in the world (net.h), b unused */
+    RES_SCOPE_BIN,          /* a histogram: a = bin index, b = its lower edge (integer) */
+    RES_SCOPE_COUNT
+} res_scope;
+
+const char *res_scope_name(res_scope s); /* "run", "device", "device_epoch", "link", "bin" */
+int res_scope_by_name(const char *name); /* -1 if unknown */
+
+typedef struct res_stat {
+    char name[40]; /* [a-z0-9_.]: "batch_mean", "staleness", "link.busy_fraction" */
+    res_scope scope;
+    int64_t a, b;
+    double value;
+} res_stat;
+
 typedef struct res_run {
     char policy[32];    /* "ddp", "deepspeed", "cadp" */
     char *options_json; /* the policy options used, as a JSON object */
@@ -84,7 +109,13 @@ typedef struct res_run {
     double timeline_res_s;
     size_t n_segments, cap_segments;
     res_segment *segments;
+
+    /* Further statistics, in the order added (see res_stat). */
+    size_t n_stats, cap_stats;
+    res_stat *stats;
 } res_run;
+
+
 
 res_run *res_run_new(size_t n_devices, dp_err *err);
 void res_run_free(res_run *r);
@@ -93,5 +124,9 @@ void res_run_free(res_run *r);
 int res_add_segment(res_run *r, int device, res_activity act, double t0_s, double t1_s);
 /* Append an epoch end. */
 int res_add_epoch(res_run *r, int epoch, double end_s);
+/* Append a statistic (name cut to 39 bytes).  0 or DP_ENOMEM. */
+int res_add_stat(res_run *r, const char *name, res_scope scope, int64_t a, int64_t b, double value);
+/* The first statistic with this name, scope and indices, or NULL. */
+const res_stat *res_find_stat(const res_run *r, const char *name, res_scope scope, int64_t a, int64_t b);
 
 #endif

@@ -159,6 +159,7 @@ int cmd_run(int argc, char **argv)
                 if (runs[k]) {
                     printf("\n");
                     report_devices(stdout, runs[k]);
+                    report_stats(stdout, runs[k]);
                 }
         if (st && rr == 0)
             printf("\nstored in %s\n", db);

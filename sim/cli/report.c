@@ -95,5 +95,38 @@ void report_json_run(json_buf *j, const res_run *r)
     for (size_t e = 0; e < r->n_epochs; e++)
         json_num(j, r->epochs[e].end_s);
     json_arr_end(j);
+    if (r->n_stats) { /* only policies and worlds that record some */
+        json_key(j, "stats");
+        json_arr_begin(j);
+        for (size_t k = 0; k < r->n_stats; k++) {
+            const res_stat *x = &r->stats[k];
+            json_obj_begin(j);
+            json_key(j, "name");
+            json_str(j, x->name);
+            json_key(j, "scope");
+            json_str(j, res_scope_name(x->scope));
+            json_key(j, "a");
+            json_int(j, x->a);
+            json_key(j, "b");
+            json_int(j, x->b);
+            json_key(j, "value");
+            json_num(j, x->value);
+            json_obj_end(j);
+        }
+        json_arr_end(j);
+    }
     json_obj_end(j);
+}
+
+void report_stats(FILE *out, const res_run *r)
+{
+    if (!r->n_stats)
+        return;
+    fprintf(out, "%s statistics (%zu):\n", r->policy, r->n_stats);
+    fprintf(out, "  %-28s %-12s %8s %8s %16s\n", "name", "scope", "a", "b", "value");
+    for (size_t k = 0; k < r->n_stats; k++) {
+        const res_stat *x = &r->stats[k];
+        fprintf(out, "  %-28s %-12s %8lld %8lld %16.6g\n", x->name, res_scope_name(x->scope), (long long)x->a,
+                (long long)x->b, x->value);
+    }
 }

@@ -13,6 +13,8 @@ void report_table_header(FILE *out);
 void report_table_row(FILE *out, const res_run *r, long long run_id);
 /* Per-device breakdown of one run. */
 void report_devices(FILE *out, const res_run *r);
+/* A run's further statistics (res_stat), one per line; nothing if none. */
+void report_stats(FILE *out, const res_run *r);
 /* One run as a JSON object (deterministic: no wall time, no run id). */
 void report_json_run(json_buf *j, const res_run *r);
 

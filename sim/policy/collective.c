@@ -1,10 +1,10 @@
-/* collective.c: ring collectives over all devices (MODEL.md section 4).
+/* collective.c: ring collectives over all devices or a subset of them
+ * (docs/MODEL.md section 4).
  *
- * Ring order is scenario order: device d sends to d+1, the last to the
- * first.  A round starts N flows of bytes/N at once and ends when the last
- * of them ends, so a slow or shared link holds the whole ring back, as in
- * NCCL's ring.  The analytic mode gives the same time without flows when no
- * link is shared: each round lasts max over ring edges of
+ * Ring order is member order (scenario order for all devices): member i
+ * sends to member i+1, the last to the first.  A round starts N flows of bytes/N at once and ends when the
+ * last of them ends, so a slow or shared link holds the whole ring back, as in NCCL's ring.  The analytic
+ * mode gives the same time without flows when no link is shared: each round lasts max over ring edges of
  * (path latency + (bytes/N) / path bottleneck), taken at the collective's
  * start; it cannot see sharing or capacity changes during the collective,
  * and counts the bytes but not the link busy time.
@@ -12,6 +12,7 @@
 #include "runtime_impl.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct coll {
     prt *rt;
@@ -19,7 +20,14 @@ typedef struct coll {
     int rounds, round, pending;
     prt_fn fn;
     void *ctx;
+    size_t m;        /* members */
+    size_t *members; /* NULL: every device, in scenario order */
 } coll;
+
+static size_t member(const coll *c, size_t i)
+{
+    return c->members ? c->members[i] : i;
+}
 
 static int rounds_of(coll_kind k, size_t n)
 {
@@ -28,20 +36,33 @@ static int rounds_of(coll_kind k, size_t n)
     return k == COLL_ALLREDUCE ? 2 * (int)(n - 1) : (int)(n - 1);
 }
 
-static void coll_begin_acts(prt *rt)
+/* A member idle while its collective runs shows as sending (its links are
+ * in the ring); coll_dev counts the collectives each device is in. */
+static void coll_begin_acts(prt *rt, const coll *c)
 {
-    if (rt->coll_active++ == 0)
-        for (size_t d = 0; d < rt->n; d++)
-            if (rt->act[d] == RES_ACT_WAIT)
-                prt_set_act(rt, d, RES_ACT_SEND);
+    rt->coll_active++;
+    for (size_t i = 0; i < c->m; i++) {
+        size_t d = member(c, i);
+        if (rt->coll_dev[d]++ == 0 && rt->act[d] == RES_ACT_WAIT)
+            prt_set_act(rt, d, RES_ACT_SEND);
+    }
 }
 
-static void coll_end_acts(prt *rt)
+static void coll_end_acts(prt *rt, const coll *c)
 {
-    if (--rt->coll_active == 0)
-        for (size_t d = 0; d < rt->n; d++)
-            if (rt->act[d] == RES_ACT_SEND)
-                prt_set_act(rt, d, RES_ACT_WAIT);
+    rt->coll_active--;
+    for (size_t i = 0; i < c->m; i++) {
+        size_t d = member(c, i);
+        if (--rt->coll_dev[d] == 0 && rt->act[d] == RES_ACT_SEND)
+            prt_set_act(rt, d, RES_ACT_WAIT);
+    }
+}
+
+static void coll_free(coll *c)
+{
+    if (c)
+        dp_free(c->members);
+    dp_free(c);
 }
 
 static void finish(prt *rt, void *ctx)
@@ -49,8 +70,8 @@ static void finish(prt *rt, void *ctx)
     coll *c = ctx;
     prt_fn fn = c->fn;
     void *fctx = c->ctx;
-    dp_free(c);
-    coll_end_acts(rt);
+    coll_end_acts(rt, c);
+    coll_free(c);
     fn(rt, fctx);
 }
 
@@ -71,52 +92,84 @@ static void on_flow(void *ctx, uint64_t id)
 static void start_round(coll *c)
 {
     prt *rt = c->rt;
-    c->pending = (int)rt->n;
-    for (size_t d = 0; d < rt->n; d++) {
-        int to = (int)((d + 1) % rt->n) + 1;
-        if (!world_transfer(rt->w, (int)d + 1, to, c->chunk, on_flow, c)) {
+    c->pending = (int)c->m;
+    for (size_t i = 0; i < c->m; i++) {
+        int from = (int)member(c, i) + 1, to = (int)member(c, (i + 1) % c->m) + 1;
+        if (!world_transfer(rt->w, from, to, c->chunk, on_flow, c)) {
             prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             return;
         }
     }
 }
 
-/* Latency and bottleneck capacity of ring edge d -> d+1 now. */
-static void edge(prt *rt, size_t d, double *lat, double *cap)
+/* Latency and bottleneck capacity of ring edge from -> to (devices) now. */
+static void edge(prt *rt, size_t from, size_t to, double *lat, double *cap)
 {
     int links[NET_MAX_PATH];
     size_t nl;
     net *n = world_net(rt->w);
     *cap = INFINITY;
-    world_path(rt->w, (int)d + 1, (int)((d + 1) % rt->n) + 1, links, &nl, lat);
+    world_path(rt->w, (int)from + 1, (int)to + 1, links, &nl, lat);
     for (size_t j = 0; j < nl; j++)
         *cap = fmin(*cap, net_link_capacity(n, links[j]));
     if (rt->s->network.tcp_window_bytes > 0 && *lat > 0)
         *cap = fmin(*cap, rt->s->network.tcp_window_bytes / (2 * *lat));
 }
 
-/* Seconds edge d's flow of `chunk` bytes transfers (latency excluded). */
-static double edge_transfer_s(prt *rt, size_t d, double chunk)
+/* Seconds ring edge i's flow of `chunk` bytes transfers (latency excluded). */
+static double edge_transfer_s(const coll *c, size_t i)
 {
     double lat, cap;
-    edge(rt, d, &lat, &cap);
-    return chunk > 0 ? chunk / cap : 0;
+    edge(c->rt, member(c, i), member(c, (i + 1) % c->m), &lat, &cap);
+    return c->chunk > 0 ? c->chunk / cap : 0;
+}
+
+static double analytic_s(const coll *c)
+{
+    if (!c->rounds)
+        return 0;
+    double worst = 0;
+    for (size_t i = 0; i < c->m; i++) {
+        double lat, cap;
+        edge(c->rt, member(c, i), member(c, (i + 1) % c->m), &lat, &cap);
+        double t = lat + (c->chunk > 0 ? c->chunk / cap : 0);
+        if (t > worst)
+            worst = t;
+    }
+    return c->rounds * worst;
 }
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    int rounds = rounds_of(k, rt->n);
-    if (!rounds)
-        return 0;
-    double chunk = bytes / (double)rt->n, worst = 0;
-    for (size_t d = 0; d < rt->n; d++) {
-        double lat, cap;
-        edge(rt, d, &lat, &cap);
-        double t = lat + (chunk > 0 ? chunk / cap : 0);
-        if (t > worst)
-            worst = t;
+    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL};
+    return analytic_s(&c);
+}
+
+static int start(prt *rt, coll *c, prt_coll_mode mode)
+{
+    coll_begin_acts(rt, c);
+    if (c->rounds == 0)
+        return prt_at(rt, sim_now(rt->e), finish, c);
+    if (mode == PRT_COLL_ANALYTIC) {
+        double t = analytic_s(c);
+        if (!isfinite(t)) {
+            coll_end_acts(rt, c);
+            coll_free(c);
+            return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
+        }
+        /* every member sends and receives in every round; its links are
+         * busy for the round's transfer time, not the slowest edge's */
+        for (size_t i = 0; i < c->m; i++) {
+            size_t d = member(c, i), next = member(c, (i + 1) % c->m);
+            rt->coll_bytes[d] += c->chunk * c->rounds;
+            double busy = c->rounds * edge_transfer_s(c, i);
+            rt->coll_busy_s[d] += busy;    /* d's up link: edge i */
+            rt->coll_recv_s[next] += busy; /* its successor's down link */
+        }
+        return prt_at(rt, sim_now(rt->e) + t, finish, c);
     }
-    return rounds * worst;
+    start_round(c);
+    return rt->failed ? DP_ENOMEM : 0;
 }
 
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx)
@@ -124,28 +177,28 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx};
-    coll_begin_acts(rt);
-    if (c->rounds == 0)
-        return prt_at(rt, sim_now(rt->e), finish, c);
-    if (mode == PRT_COLL_ANALYTIC) {
-        double t = coll_analytic_s(rt, k, bytes);
-        if (!isfinite(t)) {
-            dp_free(c);
-            return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
-        }
-        /* every device sends and receives in every round; its links are
-         * busy for the round's transfer time, not the slowest edge's */
-        for (size_t d = 0; d < rt->n; d++) {
-            rt->coll_bytes[d] += c->chunk * c->rounds;
-            double busy = c->rounds * edge_transfer_s(rt, d, c->chunk);
-            rt->coll_busy_s[d] += busy;               /* d's up link: edge d */
-            rt->coll_recv_s[(d + 1) % rt->n] += busy; /* its successor's down link */
-        }
-        return prt_at(rt, sim_now(rt->e) + t, finish, c);
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL};
+    return start(rt, c, mode);
+}
+
+int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
+                     prt_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < m; i++)
+        if (members[i] >= rt->n)
+            return prt_fail(rt, DP_EINPUT, "collective member %zu is not a device (%zu devices)", members[i],
+                            rt->n);
+    coll *c = dp_malloc(sizeof *c);
+    size_t *mem = m ? dp_malloc(m * sizeof *mem) : NULL;
+    if (!c || (m && !mem)) {
+        dp_free(c);
+        dp_free(mem);
+        return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
     }
-    start_round(c);
-    return rt->failed ? DP_ENOMEM : 0;
+    if (m)
+        memcpy(mem, members, m * sizeof *mem);
+    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem};
+    return start(rt, c, mode);
 }
 
 double coll_ring_events(size_t n)

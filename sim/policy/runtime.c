@@ -163,14 +163,15 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->coll_recv_s = dp_calloc(n, sizeof *rt->coll_recv_s);
     rt->part_done = dp_calloc(n, sizeof *rt->part_done);
     rt->server_bytes = dp_calloc(n, sizeof *rt->server_bytes);
+    rt->coll_dev = dp_calloc(n, sizeof *rt->coll_dev);
     tl->cslots = dp_calloc(n, sizeof *tl->cslots);
     tl->xctx = dp_calloc(2 * n, sizeof *tl->xctx);
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
         !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
-        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !tl->cslots ||
-        !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
+        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
+        !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -211,6 +212,7 @@ void prt_free(prt *rt)
     dp_free(rt->coll_recv_s);
     dp_free(rt->part_done);
     dp_free(rt->server_bytes);
+    dp_free(rt->coll_dev);
     dp_free(tl->hist);
     dp_free(tl->cslots);
     dp_free(tl->xctx);
@@ -470,7 +472,7 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     }
     rt->samples_done += c->n * c->part;
     prt_add_flops(rt, c->t0, now, rt->s->model.flops_per_sample * c->n * c->part);
-    prt_set_act(rt, c->d, rt->coll_active ? RES_ACT_SEND : RES_ACT_WAIT);
+    prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
 }
 

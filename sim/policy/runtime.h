@@ -129,7 +129,12 @@ typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_ki
  * round time max over ring edges of latency + (bytes/N)/bottleneck, no
  * flows.  fn(rt, ctx) runs when the collective ends. */
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx);
-/* The analytic duration of a collective now (for tests and docs). */
+/* The same over members[0..m) only, in that ring order (distinct device
+ * indices; the array is copied): a site's devices, the survivors of a
+ * failure.  m < 2 ends at once. */
+int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
+                     prt_fn fn, void *ctx);
+/* The analytic duration of a collective over all devices now (tests, docs). */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
 /* Events one ring collective as flows takes over n devices: policies that
  * use flows refuse scenarios past the per-run event budget up front. */

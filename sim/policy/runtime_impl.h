@@ -36,6 +36,7 @@ struct prt {
     double *coll_recv_s;  /* in analytic collectives */
     double *server_bytes; /* per device: bytes exchanged with the server (to avoid double counting) */
     int coll_active;      /* collectives in flight */
+    int *coll_dev;        /* per device: collectives in flight it is a member of */
     double *part_done;    /* per device: fraction of a batch done in pieces */
     void *policy_state;
 };

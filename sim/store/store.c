@@ -199,6 +199,11 @@ static const migration migrations[] = {
      /* NULL (old runs) or 0: exact timeline segments; > 0: the bin width of
       * a coarsened timeline (see results.h). */
      "ALTER TABLE runs ADD COLUMN timeline_res_s REAL;"},
+    {3, "adding run_stats (version 3)",
+     /* A policy's or the world's own figures (results.h res_stat). */
+     "CREATE TABLE run_stats(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL, a INTEGER NOT NULL,"
+     " b INTEGER NOT NULL, value REAL, PRIMARY KEY(run_id, seq));"},
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -691,7 +696,7 @@ static int step_row(rows *w, sqlite3_stmt *s, const char *what, dp_err *err)
 static int insert_children(store *st, int64_t run_id, const res_run *r, long fail_at, dp_err *err)
 {
     rows w = {st, 0, fail_at};
-    sqlite3_stmt *dev = NULL, *ep = NULL, *fl = NULL, *seg = NULL;
+    sqlite3_stmt *dev = NULL, *ep = NULL, *fl = NULL, *seg = NULL, *sta = NULL;
     int e =
         prepare(st,
                 "INSERT INTO run_devices(run_id, idx, name, grp, kind, samples, batches, compute_s, send_s,"
@@ -708,6 +713,11 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
         e = prepare(st,
                     "INSERT INTO run_segments(run_id, device, act, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)",
                     &seg, "storing timeline segments", err);
+    if (!e)
+        e = prepare(st,
+                    "INSERT INTO run_stats(run_id, seq, name, scope, a, b, value)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    &sta, "storing statistics", err);
 
     for (size_t i = 0; !e && i < r->n_devices; i++) {
         const res_device *d = &r->devices[i];
@@ -750,6 +760,21 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
         sqlite3_bind_double(seg, 5, g->t1_s);
         e = step_row(&w, seg, "storing timeline segments", err);
     }
+    for (size_t i = 0; !e && i < r->n_stats; i++) {
+        const res_stat *x = &r->stats[i];
+        sqlite3_bind_int64(sta, 1, run_id);
+        sqlite3_bind_int64(sta, 2, (int64_t)i);
+        sqlite3_bind_text(sta, 3, x->name, (int)strnlen(x->name, sizeof x->name), SQLITE_TRANSIENT);
+        sqlite3_bind_text(sta, 4, res_scope_name(x->scope), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(sta, 5, x->a);
+        sqlite3_bind_int64(sta, 6, x->b);
+        if (isfinite(x->value))
+            sqlite3_bind_double(sta, 7, x->value);
+        else
+            sqlite3_bind_null(sta, 7); /* SQLite stores no infinities faithfully in every tool */
+        e = step_row(&w, sta, "storing statistics", err);
+    }
+    sqlite3_finalize(sta);
     sqlite3_finalize(dev);
     sqlite3_finalize(ep);
     sqlite3_finalize(fl);
@@ -1042,6 +1067,32 @@ static int read_epochs(store *st, int64_t run_id, res_run *r, dp_err *err)
     return e;
 }
 
+static int read_stats(store *st, int64_t run_id, res_run *r, dp_err *err)
+{
+    sqlite3_stmt *s;
+    int e = prepare(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq", &s,
+                    "reading statistics", err);
+    if (e)
+        return e;
+    sqlite3_bind_int64(s, 1, run_id);
+    int rc = SQLITE_DONE;
+    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        int scope = res_scope_by_name((const char *)sqlite3_column_text(s, 1));
+        double v = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
+        if (!name || scope < 0)
+            e = corrupt(st, run_id, "statistic", err);
+        else if (res_add_stat(r, name, (res_scope)scope, sqlite3_column_int64(s, 2),
+                              sqlite3_column_int64(s, 3), v))
+            e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading statistics of run %" PRId64, st->path,
+                           run_id);
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = db_fail(st, rc, "reading statistics", err);
+    sqlite3_finalize(s);
+    return e;
+}
+
 static int read_flops(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
     int64_t n = 0;
@@ -1147,6 +1198,8 @@ int store_get_run(store *st, int64_t run_id, res_run **out, dp_err *err)
         e = read_flops(st, run_id, r, err);
     if (!e)
         e = read_segments(st, run_id, r, err);
+    if (!e)
+        e = read_stats(st, run_id, r, err);
     e = end_read(st, e, "reading a run", err);
     if (e) {
         res_run_free(r);
