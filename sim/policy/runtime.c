@@ -76,6 +76,12 @@ void prt_set_state(prt *rt, void *state)
 {
     rt->policy_state = state;
 }
+int prt_device_up(const prt *rt, size_t d)
+{
+    (void)rt;
+    (void)d;
+    return 1; /* availability is not modelled yet: every device is always up */
+}
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
     rt->server_bytes[d] += bytes;

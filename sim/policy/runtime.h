@@ -69,6 +69,11 @@ typedef struct policy_def {
     int (*start)(prt *rt, const void *opts);
     /* Free what start allocated (prt_state); also called when start failed. */
     void (*free)(prt *rt, const void *opts);
+    /* Optional: device d went down (up = 0: what it was computing is lost,
+     * its transfers are cut) or came back (up = 1), in a world with failures
+     * (scenario `availability`).  NULL: the policy cannot run in such a
+     * world, and runs that need it are refused with a message. */
+    void (*on_device)(prt *rt, const void *opts, size_t d, int up);
 } policy_def;
 
 #define POLICY_OPTS_MAX 256
@@ -91,6 +96,8 @@ int prt_epoch(const prt *rt); /* current epoch, 1-based */
 /* The policy's own state (NULL at start); the policy frees it in `free`. */
 void *prt_state(const prt *rt);
 void prt_set_state(prt *rt, void *state);
+/* 1 while device d is up (always, in a world without failures). */
+int prt_device_up(const prt *rt, size_t d);
 /* Count bytes device d exchanged with the server outside prt_distribute
  * (model uploads/downloads the policy sends itself with world_transfer). */
 void prt_add_server_bytes(prt *rt, size_t d, double bytes);
