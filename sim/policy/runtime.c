@@ -76,6 +76,13 @@ void prt_set_state(prt *rt, void *state)
 {
     rt->policy_state = state;
 }
+int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, double value)
+{
+    if (res_add_stat(rt->r, name, scope, a, b, value))
+        return prt_fail(rt, DP_ENOMEM, "out of memory recording statistic %s", name);
+    return 0;
+}
+
 int prt_device_up(const prt *rt, size_t d)
 {
     (void)rt;

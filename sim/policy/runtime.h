@@ -102,6 +102,10 @@ int prt_device_up(const prt *rt, size_t d);
  * (model uploads/downloads the policy sends itself with world_transfer). */
 void prt_add_server_bytes(prt *rt, size_t d, double bytes);
 
+/* Record a statistic of this run (results.h res_stat; stored in run_stats,
+ * shown by `run` and `show`).  0, or DP_ENOMEM after failing the run. */
+int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, double value);
+
 /* The run fails: the first failure's message is kept (err), the engine
  * stops after the current handler, prt_run returns the code.  Returns code. */
 int prt_fail(prt *rt, int code, const char *fmt, ...) DP_PRINTF(3, 4);
