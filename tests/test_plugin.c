@@ -1,0 +1,235 @@
+/* test_plugin.c: a policy written and registered from outside sim/ (this
+ * file alone) runs through everything a built-in one does: its options
+ * from the scenario (with the loader's errors), `run` (runner_run), the
+ * results database, and `plot compare` with its own label and colour.
+ *
+ * The policy, "solo": each device trains on an equal share with its own
+ * batch and never synchronises; an epoch ends when every device is done.
+ * Its option `rounds` repeats each epoch's local pass. */
+#include "cli/runner.h"
+#include "plots.h"
+#include "policy/policy.h"
+#include "policy/runtime.h"
+#include "store/store.h"
+
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct solo_opts {
+    int rounds;
+} solo_opts;
+
+typedef struct solo_dev {
+    size_t d;
+    int round;
+} solo_dev;
+
+typedef struct solo_state {
+    solo_dev *dev;
+    size_t done;
+    int rounds;
+} solo_state;
+
+static void solo_step(prt *rt, void *ctx);
+
+static void solo_epoch(prt *rt)
+{
+    solo_state *st = prt_state(rt);
+    st->done = 0;
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        st->dev[d].round = 0;
+        solo_step(rt, &st->dev[d]);
+    }
+}
+
+static void solo_step(prt *rt, void *ctx)
+{
+    solo_state *st = prt_state(rt);
+    solo_dev *sd = ctx;
+    int64_t *left = prt_left(rt);
+    if (left[sd->d] == 0 && ++sd->round < st->rounds)
+        left[sd->d] = prt_share(rt)[sd->d];
+    if (left[sd->d] == 0) {
+        if (++st->done == prt_n(rt) && prt_end_epoch(rt) > 0)
+            solo_epoch(rt);
+        return;
+    }
+    const scn_scenario *s = prt_scn(rt);
+    int bs = s->groups[s->devices[sd->d].group].batch;
+    int n = left[sd->d] < bs ? (int)left[sd->d] : bs;
+    left[sd->d] -= n;
+    prt_compute(rt, sd->d, n, 1.0, solo_step, sd, NULL);
+}
+
+static void solo_ready(prt *rt, void *ctx)
+{
+    (void)ctx;
+    solo_state *st = prt_state(rt);
+    if (++st->done == prt_n(rt)) { /* every device holds data and model */
+        prt_stat(rt, "solo_rounds", RES_SCOPE_RUN, 0, 0, ((solo_state *)prt_state(rt))->rounds);
+        solo_epoch(rt);
+    }
+}
+
+static int solo_start(prt *rt, const void *opts)
+{
+    solo_state *st = dp_calloc(1, sizeof *st);
+    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
+    if (st)
+        st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    prt_set_state(rt, st);
+    if (!st || !st->dev || !bytes) {
+        dp_free(bytes);
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    }
+    st->rounds = ((const solo_opts *)opts)->rounds;
+    equal_split(rt, PRT_DATA_SHARD, bytes);
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        st->dev[d].d = d;
+        prt_left(rt)[d] = prt_share(rt)[d];
+    }
+    int rc = prt_distribute(rt, bytes, NULL, solo_ready, NULL);
+    dp_free(bytes);
+    return rc;
+}
+
+static void solo_free(prt *rt, const void *opts)
+{
+    (void)opts;
+    solo_state *st = prt_state(rt);
+    if (st)
+        dp_free(st->dev);
+    dp_free(st);
+    prt_set_state(rt, NULL);
+}
+
+static const popt solo_table[] = {
+    {"rounds", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(solo_opts, rounds), 1, 1, 100, NULL,
+     "local passes over the share per epoch"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+static const policy_def solo = {
+    .name = "solo",
+    .label = "Solo test",
+    .color = "#123456",
+    .summary = "a test policy: local training, no synchronisation",
+    .opts = solo_table,
+    .opts_size = sizeof(solo_opts),
+    .start = solo_start,
+    .free = solo_free,
+};
+
+static const char *TEXT = "name: plug\n"
+                          "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                          "dataset: { samples: 100, sample_bytes: 1KB }\n"
+                          "training: { epochs: 2 }\n"
+                          "devices:\n"
+                          "  - { name: gpu, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                          "      link: { up: 8Mbps, down: 8Mbps } }\n"
+                          "policies:\n"
+                          "  solo: { rounds: 3 }\n";
+
+static void registered(void)
+{
+    if (!policy_find("solo")) {
+        dp_err e = {0};
+        cr_assert_eq(policy_register(&solo, &e), 0, "%s", e.msg);
+    }
+}
+
+static scn_scenario *load(const char *text, dp_err *e)
+{
+    scn_scenario *s = scn_load_string("plug.yaml", text, strlen(text), NULL, NULL, 0, e);
+    if (s && policy_check_scenario(s, e)) {
+        scn_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+Test(plugin, options_are_checked_like_builtins)
+{
+    dp_err e = {0};
+    /* before registration, policies.solo is an unknown policy */
+    if (!policy_find("solo")) {
+        cr_assert_null(load(TEXT, &e));
+        cr_assert(strstr(e.msg, "plug.yaml:9:3: policies.solo: unknown policy 'solo'"), "%s", e.msg);
+    }
+    registered();
+    scn_scenario *s = load(TEXT, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    cr_assert_eq(policy_option_num(policy_find("solo"), s, "rounds"), 3);
+    scn_free(s);
+    char bad[1024];
+    snprintf(bad, sizeof bad, "%s", TEXT);
+    strcpy(strstr(bad, "rounds: 3"), "rouns: 3 }\n");
+    cr_assert_null(load(bad, &e));
+    cr_assert(strstr(e.msg, "plug.yaml:9:11: policies.solo.rouns: unknown key, did you mean 'rounds'?"), "%s",
+              e.msg);
+    /* a second policy of the same name is refused */
+    cr_assert_eq(policy_register(&solo, &e), DP_EINPUT);
+    cr_assert(strstr(e.msg, "exists already"), "%s", e.msg);
+}
+
+Test(plugin, runs_stores_and_plots)
+{
+    registered();
+    dp_err e = {0};
+    scn_scenario *s = load(TEXT, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    const policy_def *pk[2];
+    cr_assert_eq(runner_parse_policies("solo,cadp", pk, 2, &e), 2, "%s", e.msg);
+    char dir[] = "/tmp/dpsim-plugin-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char db[300], out[300];
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    snprintf(out, sizeof out, "%s/compare.svg", dir);
+    store *st = store_open(db, 0, &e);
+    cr_assert_not_null(st, "%s", e.msg);
+    res_run *runs[2];
+    int64_t ids[2];
+    cr_assert_eq(runner_run(s, pk, 2, 1, st, NULL, 0, runs, ids, &e), 0, "%s", e.msg);
+    /* 2 devices x 50 samples x 3 rounds x 2 epochs, batches of 10 at 1 s:
+     * 15 batches an epoch once data and model are there (50 KB + 4 KB over
+     * 1 MB/s each = 0.054 s) */
+    cr_assert_float_eq(runs[0]->tsend_s, 0.054, 1e-9);
+    cr_assert_float_eq(runs[0]->ttotal_s, 0.054 + 30, 1e-9);
+    cr_assert_float_eq(runs[0]->samples_processed, 600, 0);
+    cr_assert_str_eq(runs[0]->options_json, "{\"rounds\":3}");
+    const res_stat *x = res_find_stat(runs[0], "solo_rounds", RES_SCOPE_RUN, 0, 0);
+    cr_assert_not_null(x);
+    cr_assert_eq(x->value, 3);
+    /* stored and read back */
+    res_run *back = NULL;
+    cr_assert_eq(store_get_run(st, ids[0], &back, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(back->policy, "solo");
+    cr_assert_eq(back->ttotal_s, runs[0]->ttotal_s);
+    cr_assert_eq(back->n_stats, 1);
+    res_run_free(back);
+    /* plot compare draws it with its registered label and colour */
+    plot_sel sel;
+    memset(&sel, 0, sizeof sel);
+    sel.log_x = sel.log_y = -1;
+    cr_assert_eq(plots_draw(store_db(st), PLOT_COMPARE, &sel, out, &e), 0, "%s", e.msg);
+    FILE *f = fopen(out, "r");
+    cr_assert_not_null(f);
+    static char svg[1 << 20];
+    size_t n = fread(svg, 1, sizeof svg - 1, f);
+    svg[n] = '\0';
+    fclose(f);
+    cr_assert(strstr(svg, "Solo test"), "label missing from the plot");
+    cr_assert(strstr(svg, "#123456") || strstr(svg, "rgb( 18,  52,  86)") || strstr(svg, "rgb(18, 52, 86)"),
+              "colour missing from the plot");
+    for (int k = 0; k < 2; k++)
+        res_run_free(runs[k]);
+    store_close(st);
+    scn_free(s);
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
