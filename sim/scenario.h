@@ -21,6 +21,7 @@
 
 #include "dp_common.h"
 #include "trace.h"
+#include "units.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -178,20 +179,7 @@ double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
 /* Print the `dpsim check` summary (the world; cmd_check adds the policies). */
 void scn_print_summary(const scn_scenario *s, FILE *out);
 
-/* Unit parsing (exposed for tests and for sweep specs).  Each returns 0 and
- * the value in base units, or DP_EINPUT with a message naming the text.
- * A bare number is base units (bits/s for bandwidth). */
-typedef enum {
-    SCN_UNIT_BANDWIDTH, /* bps Kbps Mbps Gbps Tbps -> bytes/s */
-    SCN_UNIT_BYTES,     /* B KB MB GB TB KiB MiB GiB TiB */
-    SCN_UNIT_RATE,      /* B/s KB/s MB/s GB/s KiB/s MiB/s GiB/s */
-    SCN_UNIT_TIME,      /* s ms us ns min h */
-    SCN_UNIT_FLOPS,     /* FLOPS KFLOPS MFLOPS GFLOPS TFLOPS PFLOPS */
-    SCN_UNIT_NUMBER,    /* plain number, no unit */
-} scn_unit;
-int scn_parse_quantity(const char *text, scn_unit unit, double *out, dp_err *err);
-/* Format a value in base units with a human unit ("100 Mbps", "25 MiB"). */
-void scn_format_quantity(double value, scn_unit unit, char *buf, size_t len);
+
 
 /* ---- reading mappings the loader keeps for plug-ins ---------------------
  * The `policies:` mapping (NULL when absent) and readers with the loader's

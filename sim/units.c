@@ -11,7 +11,7 @@
  * "inf", "nan", hex floats and leading spaces, none of which belong in a
  * scenario file.
  */
-#include "scenario.h"
+#include "units.h"
 #include "yamltree.h"
 
 #include <ctype.h>
@@ -99,9 +99,7 @@ static double bare_factor(scn_unit u)
     return u == SCN_UNIT_BANDWIDTH ? 1.0 / 8 : 1.0;
 }
 
-/* Length of a decimal number at s: [+-]digits[.digits][(e|E)[+-]digits];
- * 0 if there is none. */
-static size_t number_len(const char *s)
+size_t units_number_len(const char *s)
 {
     size_t i = 0, digits = 0;
     if (s[i] == '+' || s[i] == '-')
@@ -110,7 +108,7 @@ static size_t number_len(const char *s)
         i++;
         digits++;
     }
-    if (s[i] == '.') {
+    if (s[i] == '.' && s[i + 1] != '.') {
         i++;
         while (isdigit((unsigned char)s[i])) {
             i++;
@@ -139,7 +137,7 @@ int scn_parse_quantity(const char *text, scn_unit unit, double *out, dp_err *err
     const unit_def *units = units_of(unit, &n_units, &what);
     if (!text)
         return dp_err_set(err, DP_EINPUT, "missing %s (got nothing)", what);
-    size_t len = number_len(text);
+    size_t len = units_number_len(text);
     if (len == 0)
         return dp_err_set(err, DP_EINPUT, "not a %s: expected a number%s (got '%.80s')", what,
                           units ? " with an optional unit" : "", text);

@@ -120,36 +120,6 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* A number in plain decimal notation (sign, digits, point, exponent) at the
- * start of s: its length, or 0.  Stricter than strtod on purpose: no
- * "inf", "nan" or hex, which no scenario value means. */
-static size_t number_len(const char *s)
-{
-    size_t i = 0, digits = 0;
-    if (s[i] == '+' || s[i] == '-')
-        i++;
-    while (s[i] >= '0' && s[i] <= '9')
-        i++, digits++;
-    if (s[i] == '.' && s[i + 1] != '.') { /* "1..8": the dot belongs to the range */
-        i++;
-        while (s[i] >= '0' && s[i] <= '9')
-            i++, digits++;
-    }
-    if (!digits)
-        return 0;
-    if (s[i] == 'e' || s[i] == 'E') {
-        size_t j = i + 1;
-        if (s[j] == '+' || s[j] == '-')
-            j++;
-        if (s[j] >= '0' && s[j] <= '9') {
-            while (s[j] >= '0' && s[j] <= '9')
-                j++;
-            i = j;
-        }
-    }
-    return i;
-}
-
 /* A range endpoint or step: "NUMBER[UNIT]" with nothing else around it
  * but blanks.  unit gets the unit text ("" without). */
 typedef struct qty {
@@ -168,7 +138,7 @@ static int parse_qty(const char *s, size_t len, qty *q)
         return -1;
     memcpy(q->text, s, len);
     q->text[len] = '\0';
-    size_t nl = number_len(q->text);
+    size_t nl = units_number_len(q->text);
     if (!nl)
         return -1;
     char numbuf[64];
