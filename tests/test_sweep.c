@@ -472,8 +472,8 @@ Test(sweep, shards_merged_equal_the_whole_sweep)
         in[k - 1] = sh[k - 1];
     }
     cr_expect_eq(total, 27);
-    sweep_merge_stats ms;
-    cr_assert_eq(sweep_merge(merged, in, 3, &ms, &err), 0, "%s", err.msg);
+    store_merge_stats ms;
+    cr_assert_eq(store_merge(merged, in, 3, &ms, &err), 0, "%s", err.msg);
     cr_expect_eq(ms.runs_added, 27);
     cr_expect_eq(ms.runs_skipped, 0);
     cr_expect_eq(ms.sweeps_added, 1);
@@ -481,11 +481,11 @@ Test(sweep, shards_merged_equal_the_whole_sweep)
     char *d1 = dump(whole), *d2 = dump(merged);
     cr_expect_str_eq(d1, d2);
     /* merging again, or the whole sweep into its merge, adds nothing */
-    cr_assert_eq(sweep_merge(merged, in, 3, &ms, &err), 0, "%s", err.msg);
+    cr_assert_eq(store_merge(merged, in, 3, &ms, &err), 0, "%s", err.msg);
     cr_expect_eq(ms.runs_added, 0);
     cr_expect_eq(ms.runs_skipped, 27);
     const char *w[] = {whole};
-    cr_assert_eq(sweep_merge(merged, w, 1, &ms, &err), 0, "%s", err.msg);
+    cr_assert_eq(store_merge(merged, w, 1, &ms, &err), 0, "%s", err.msg);
     cr_expect_eq(ms.runs_added, 0);
     char *d3 = dump(merged);
     cr_expect_str_eq(d1, d3);
@@ -520,20 +520,20 @@ Test(sweep, merge_keeps_plain_runs_once_and_refuses_bad_inputs)
     res_run_free(r);
     scn_free(s);
     const char *in[] = {a, a};
-    sweep_merge_stats ms;
-    cr_assert_eq(sweep_merge(b, in, 2, &ms, &err), 0, "%s", err.msg);
+    store_merge_stats ms;
+    cr_assert_eq(store_merge(b, in, 2, &ms, &err), 0, "%s", err.msg);
     cr_expect_eq(ms.runs_added, 2);
     cr_expect_eq(ms.runs_skipped, 2);
     cr_expect_eq(count(b, "SELECT count(*) FROM run_segments"),
                  count(a, "SELECT count(*) FROM run_segments"));
     cr_expect_gt(count(b, "SELECT count(*) FROM run_segments"), 0);
     const char *self[] = {b};
-    cr_expect_eq(sweep_merge(b, self, 1, &ms, &err), DP_EINPUT);
+    cr_expect_eq(store_merge(b, self, 1, &ms, &err), DP_EINPUT);
     cr_expect(strstr(err.msg, "output"), "%s", err.msg);
     char missing[128];
     db_path(missing, sizeof missing, "nope.db");
     const char *m[] = {missing};
-    cr_expect_eq(sweep_merge(b, m, 1, &ms, &err), DP_EINPUT);
+    cr_expect_eq(store_merge(b, m, 1, &ms, &err), DP_EINPUT);
     cr_expect(strstr(err.msg, "nope.db"), "%s", err.msg);
     char notdb[128];
     db_path(notdb, sizeof notdb, "text.db");
@@ -542,7 +542,7 @@ Test(sweep, merge_keeps_plain_runs_once_and_refuses_bad_inputs)
     fclose(f);
     const char *nd[] = {a, notdb};
     long before = count(b, "SELECT count(*) FROM runs");
-    cr_expect_eq(sweep_merge(b, nd, 2, &ms, &err), DP_ERUN);
+    cr_expect_eq(store_merge(b, nd, 2, &ms, &err), DP_ERUN);
     cr_expect_eq(count(b, "SELECT count(*) FROM runs"), before, "a failed merge changed OUT");
 }
 

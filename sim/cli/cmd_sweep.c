@@ -288,8 +288,8 @@ int cmd_merge(int argc, char **argv)
         goto done;
     }
     dp_err err = {0};
-    sweep_merge_stats ms;
-    int e = sweep_merge(out, in, n_in, &ms, &err);
+    store_merge_stats ms;
+    int e = store_merge(out, in, n_in, &ms, &err);
     if (e == DP_EINPUT)
         rc = cli_usage_error("merge", "%s", err.msg);
     else if (e)

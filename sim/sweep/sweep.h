@@ -151,23 +151,4 @@ typedef struct sweep_stats {
  * (runs stored so far stay; running the same sweep again resumes). */
 int sweep_run(const sweep_cfg *cfg, sweep_stats *stats, dp_err *err);
 
-typedef struct sweep_merge_stats {
-    size_t scenarios_added, sweeps_added;
-    size_t runs_added;    /* copied with their child rows */
-    size_t runs_skipped;  /* present in OUT already */
-    size_t runs_replaced; /* a failed sweep run in OUT replaced by an ok one */
-} sweep_merge_stats;
-
-/* Merge results databases in_paths[0..n_in) into out_path (created when
- * absent) in one transaction: scenarios matched by hash, sweeps by
- * spec_json, runs with their device, epoch, FLOPS and segment rows, ids
- * remapped.  A sweep run whose (sweep spec, point, policy, seed, version)
- * is in OUT already is skipped (or, if OUT's is failed and this one ok,
- * replaces it); a run outside sweeps is skipped when OUT has one with the
- * same (scenario hash, policy, seed, version, started_at, overrides).
- * DP_EINPUT for a missing input or an input that is OUT itself; DP_ERUN for
- * database errors, after which OUT is unchanged. */
-int sweep_merge(const char *out_path, const char *const *in_paths, size_t n_in, sweep_merge_stats *ms,
-                dp_err *err);
-
 #endif
