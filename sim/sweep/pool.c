@@ -37,6 +37,24 @@
 #include <sys/prctl.h>
 #endif
 
+/* ---- clocks (host time, never inside a simulation) --------------------- */
+
+double sweep_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sweep_now_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Point-major expansion of the shard into tasks. */
 /* ---- workers ------------------------------------------------------------- */
 
 enum { WR_OK = 1, WR_FAILED, WR_ALREADY, WR_DBERR };

@@ -1,5 +1,5 @@
-/* sweep_impl.h: what the parts of the sweep module share (grid.c, plan in
- * sweep.c, the worker pool in pool.c).  Not for other modules. */
+/* sweep_impl.h: what the parts of the sweep module share (grid.c, plan and
+ * summary in run.c, the worker pool in pool.c).  Not for other modules. */
 #ifndef DP_SWEEP_IMPL_H
 #define DP_SWEEP_IMPL_H
 
@@ -49,7 +49,7 @@ typedef struct outcome {
 void sweep_point_overrides(const sweep_grid *g, size_t point, scn_override *ov);
 scn_scenario *sweep_load_src(const sweep_source *src, const scn_override *ov, size_t n, dp_err *err);
 
-/* sweep.c: host clock (monotonic seconds) and UTC time as ISO 8601. */
+/* pool.c: host clock (monotonic seconds) and UTC time as ISO 8601. */
 double sweep_wall_s(void);
 void sweep_now_iso(char *buf, size_t len);
 

@@ -1,4 +1,4 @@
-/* sweep.c: a sweep's plan and summary (sweep.h): which runs of the shard
+/* run.c: sweep_run (sweep.h): a sweep's plan and summary: which runs of the shard
  * are still to do, registering the sweep, and the table per policy at the
  * end.  The grid is grid.c's, the workers pool.c's.
  *
@@ -39,22 +39,6 @@ static void plan_free(plan *p)
     dp_free(p->pending);
 }
 
-double sweep_wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void sweep_now_iso(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Point-major expansion of the shard into tasks. */
 static int plan_build(plan *p, dp_err *err)
 {
     const sweep_cfg *c = p->cfg;
