@@ -1,4 +1,4 @@
-/* test_json.c: the streaming JSON writer (sim/json.h): separators, string
+/* test_json.c: the streaming JSON writer (sim/base/json.h): separators, string
  * escaping, exact doubles, misuse and out-of-memory latching. */
 #include <criterion/criterion.h>
 

@@ -1,5 +1,5 @@
 /* test_store.c: the SQLite results store (sim/store/store.h) and the run
- * record it stores (sim/results.h).
+ * record it stores (sim/core/results.h).
  *
  * Runs are built by hand (no simulator needed) with awkward doubles so the
  * round trip is checked bit for bit.  Failure cases check both the error
