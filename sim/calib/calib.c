@@ -71,8 +71,8 @@ typedef struct target {
 } target;
 
 typedef struct setting {
-    char *text;    /* "KEY=VALUE" as given (for the JSON and the header) */
-    char *key;     /* into a copy */
+    char *text; /* "KEY=VALUE" as given (for the JSON and the header) */
+    char *key;  /* into a copy */
     char *value;
     long policy; /* -1: fixed (--set); else the policy it applies to */
 } setting;
@@ -190,8 +190,8 @@ static int parse_fit(const char *arg, param *p, dp_err *err)
     /* range */
     const char *spec = eq + 1, *dots = strstr(spec, "..");
     if (!dots)
-        return dp_err_set(err, DP_EINPUT, "--fit %s: bad bounds '%s' (want LO..HI[:log], e.g. 10Mbps..1Gbps:log)",
-                          arg, spec);
+        return dp_err_set(err, DP_EINPUT,
+                          "--fit %s: bad bounds '%s' (want LO..HI[:log], e.g. 10Mbps..1Gbps:log)", arg, spec);
     const char *hi_s = dots + 2, *colon = strchr(hi_s, ':');
     size_t hi_len = colon ? (size_t)(colon - hi_s) : strlen(hi_s);
     if (colon) {
@@ -210,7 +210,8 @@ static int parse_fit(const char *arg, param *p, dp_err *err)
                           arg, spec);
     if ((ua[0] != '\0') != (ub[0] != '\0'))
         return dp_err_set(err, DP_EINPUT,
-                          "--fit %s: give units on both bounds or on neither (got '%s' and '%s')", arg, ta, tb);
+                          "--fit %s: give units on both bounds or on neither (got '%s' and '%s')", arg, ta,
+                          tb);
     if (ua[0]) {
         /* Work in the low bound's unit, so values print as the user wrote. */
         size_t nk = sizeof bound_units / sizeof bound_units[0], u;
@@ -256,8 +257,8 @@ static long policy_index(calib_problem *p, const char *name, int add, const char
     dp_err perr = {0};
     int n = strcmp(name, "all") ? runner_parse_policies(name, one, 4, &perr) : -1;
     if (n != 1) {
-        dp_err_set(err, DP_EINPUT, "%s %s: unknown policy '%s'%s%s", opt, arg, name, n < 0 && perr.msg[0] ? ": " : "",
-                   n < 0 ? perr.msg : "");
+        dp_err_set(err, DP_EINPUT, "%s %s: unknown policy '%s'%s%s", opt, arg, name,
+                   n < 0 && perr.msg[0] ? ": " : "", n < 0 ? perr.msg : "");
         return -1;
     }
     if (p->n_policies == CALIB_MAX_TARGETS || strlen(name) >= sizeof p->policy_names[0]) {
@@ -329,8 +330,8 @@ static int parse_setting(calib_problem *p, const char *arg, int per_policy, sett
     if (per_policy) {
         const char *c = strchr(arg, ':');
         if (!c || c == arg || (size_t)(c - arg) >= 32)
-            return dp_err_set(err, DP_EINPUT, "%s %s: want POLICY:KEY=VALUE (e.g. ddp:training.epochs=1)", opt,
-                              arg);
+            return dp_err_set(err, DP_EINPUT, "%s %s: want POLICY:KEY=VALUE (e.g. ddp:training.epochs=1)",
+                              opt, arg);
         char pol[32];
         snprintf(pol, sizeof pol, "%.*s", (int)(c - arg), arg);
         if ((s->policy = policy_index(p, pol, 0, opt, arg, err)) < 0)
@@ -386,7 +387,8 @@ static int evaluate(calib_problem *p, const double *x, int shortcuts, double *f,
         }
         for (size_t k = 0; k < p->n_targets; k++)
             if (p->targets[k].policy == j)
-                f[k] = *(const double *)(const void *)((const char *)r + metrics[p->targets[k].metric].offset);
+                f[k] =
+                    *(const double *)(const void *)((const char *)r + metrics[p->targets[k].metric].offset);
         res_run_free(r);
     }
     p->evals++;
@@ -615,9 +617,13 @@ static int sensitivities(calib_problem *p, calib_result *r, dp_err *err)
             rc = evaluate(p, x, 1, fm, err);
         if (rc)
             return dp_err_prefix(err, "sensitivity to %s", q->label);
-        for (size_t k = 0; k < p->n_targets; k++)
-            r->sens[k][i] = fp_[k] > 0 && fm[k] > 0 && up != dn ? (log(fp_[k]) - log(fm[k])) / (log(up) - log(dn))
-                                                                : NAN;
+        r->undetermined[i] = 1;
+        for (size_t k = 0; k < p->n_targets; k++) {
+            r->sens[k][i] =
+                fp_[k] > 0 && fm[k] > 0 && up != dn ? (log(fp_[k]) - log(fm[k])) / (log(up) - log(dn)) : NAN;
+            if (!(fabs(r->sens[k][i]) < CALIB_FLAT))
+                r->undetermined[i] = 0;
+        }
     }
     return 0;
 }
@@ -868,6 +874,8 @@ char *calib_result_json(const calib_problem *p, const calib_result *r)
         json_str(j, buf);
         json_key(j, "at_bound");
         json_int(j, r->at_bound[i]);
+        json_key(j, "undetermined");
+        json_bool(j, r->undetermined[i]);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -954,7 +962,8 @@ static int add_value_patch(const yt_doc *d, const char *text, size_t len, const 
     const yt_node *nd = yt_find(d, key);
     size_t off = 0, vl = nd && nd->kind == YT_SCALAR ? strlen(nd->text) : 0;
     if (!nd || nd->kind != YT_SCALAR || nd->line <= 0 || !nd->plain || vl == 0 ||
-        offset_of(text, len, nd->line, nd->column, &off) || off + vl > len || memcmp(text + off, nd->text, vl))
+        offset_of(text, len, nd->line, nd->column, &off) || off + vl > len ||
+        memcmp(text + off, nd->text, vl))
         return dp_err_set(err, DP_EINPUT,
                           "--out: cannot rewrite '%s' in the scenario: it is not a plain one-line value "
                           "there%s (write it in the file first, e.g. `%s: 1`)",
@@ -1021,8 +1030,8 @@ static void write_header(FILE *f, const calib_problem *p, const calib_result *r)
     header_line(f, "Method: minimise sum_k w_k (fitted_k / wanted_k - 1)^2 over the bounds");
     header_line(f, "below (GSL multifit_nlinear trust region, forward-difference Jacobian,");
     header_line(f, "parameters kept inside their bounds by a logistic transform, %u Latin-", p->starts);
-    header_line(f, "hypercube starts from seed %llu, the best kept; values rounded to %d", (unsigned long long)p->seed,
-                VALUE_DIGITS);
+    header_line(f, "hypercube starts from seed %llu, the best kept; values rounded to %d",
+                (unsigned long long)p->seed, VALUE_DIGITS);
     header_line(f, "significant digits and simulated again; %ld simulations).", r->evaluations);
     fputs("#\n", f);
     header_line(f, "Fitted parameters (value; bounds):");
@@ -1036,12 +1045,13 @@ static void write_header(FILE *f, const calib_problem *p, const calib_result *r)
         header_line(f, "      = %s; %s..%s%s%s", v, a, b, q->log ? " (log)" : "",
                     r->at_bound[i] < 0   ? "  AT BOUND (low): a target wants it lower"
                     : r->at_bound[i] > 0 ? "  AT BOUND (high): a target wants it higher"
+                    : r->undetermined[i] ? "  UNDETERMINED: no target depends on it here"
                                          : "");
     }
     header_line(f, "Targets (wanted, fitted, fitted/wanted, weight):");
     for (size_t k = 0; k < p->n_targets; k++)
-        header_line(f, "  %-22s %14.6g %14.6g %9.4f %6g", p->targets[k].label, p->targets[k].value, r->fitted[k],
-                    r->ratio[k], p->targets[k].weight);
+        header_line(f, "  %-22s %14.6g %14.6g %9.4f %6g", p->targets[k].label, p->targets[k].value,
+                    r->fitted[k], r->ratio[k], p->targets[k].weight);
     header_line(f, "Cost (weighted sum of squared relative errors): %.6g", r->cost);
     int any_set = 0, any_for = 0;
     for (size_t i = 0; i < p->n_sets; i++) {

@@ -52,6 +52,7 @@
 #define CALIB_MAX_KEYS    8  /* keys tied to one parameter */
 #define CALIB_MAX_SETS    64 /* fixed and per-policy overrides */
 #define CALIB_MAX_STARTS  64
+#define CALIB_FLAT        1e-6
 
 /* What the caller asks for: the texts of the command line options. */
 typedef struct calib_spec {
@@ -85,16 +86,20 @@ typedef void (*calib_progress_fn)(void *ctx, unsigned start, unsigned n_starts, 
 
 typedef struct calib_result {
     size_t n_params, n_targets;
-    double value[CALIB_MAX_PARAMS];  /* in the unit of the bounds */
-    int at_bound[CALIB_MAX_PARAMS];  /* -1 on LO, +1 on HI, 0 inside */
+    double value[CALIB_MAX_PARAMS]; /* in the unit of the bounds */
+    int at_bound[CALIB_MAX_PARAMS]; /* -1 on LO, +1 on HI, 0 inside */
+    /* 1 when no target moves with the parameter at the fit (every
+     * |sensitivity| < CALIB_FLAT): the targets do not determine it, and its
+     * value is only where the solver happened to stop. */
+    int undetermined[CALIB_MAX_PARAMS];
     double fitted[CALIB_MAX_TARGETS]; /* the metric at value[], full evaluation */
     double ratio[CALIB_MAX_TARGETS];  /* fitted / wanted */
     /* sens[k][i] = d log fitted_k / d log value_i at the optimum (central
      * differences of 0.1%, one-sided on a bound); NaN when the metric is 0. */
     double sens[CALIB_MAX_TARGETS][CALIB_MAX_PARAMS];
-    double cost;        /* sum_k w_k (ratio_k - 1)^2 */
-    long evaluations;   /* simulations of the whole target set, including the final ones */
-    unsigned starts;    /* starts run */
+    double cost;      /* sum_k w_k (ratio_k - 1)^2 */
+    long evaluations; /* simulations of the whole target set, including the final ones */
+    unsigned starts;  /* starts run */
     unsigned best_start;
 } calib_result;
 

@@ -11,49 +11,49 @@
 
 static void help(void)
 {
-    printf(
-        "usage: dpsim calibrate SCENARIO --fit KEY=LO..HI[:log] ... --target POLICY.METRIC=VALUE[:WEIGHT] ...\n"
-        "                       [--out FILE] [--db FILE | --no-db] [--starts N] [--seed N] [--quiet]\n\n"
-        "Find the values of unknown scenario parameters, within plausible bounds, that\n"
-        "make the simulation reproduce measured figures.  Minimises the sum over the\n"
-        "targets of weight x (simulated / measured - 1)^2 with GSL's trust-region\n"
-        "least squares (parameters kept inside their bounds by a logistic transform,\n"
-        "forward-difference Jacobian), from N Latin-hypercube starts; keeps the best.\n"
-        "Prints each target (wanted, fitted, ratio), each parameter (value, bounds,\n"
-        "AT BOUND when the optimum sits on a bound: some target cannot be reached\n"
-        "inside the plausible range), and the sensitivity d log(target) / d log(param)\n"
-        "at the optimum.  Stores the fit in the results database (table calibrations)\n"
-        "and, with --out, writes the calibrated scenario with a header saying how each\n"
-        "value was obtained.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
-        "  -f, --fit KEYS=LO..HI[:log]  a free parameter: KEYS one override key (as for\n"
-        "                        --set) or several, comma separated, that share one\n"
-        "                        value; bounds with units on both ends or neither\n"
-        "                        (10Mbps..1Gbps, 0.24s..0.58s, 0.1..0.9); :log searches\n"
-        "                        in log space.  Repeat for each parameter.\n"
-        "  -t, --target POLICY.METRIC=VALUE[:WEIGHT]  a measured figure: METRIC one of\n"
-        "                        tsend_s ttraining_s ttotal_s tflops utilization\n"
-        "                        samples_processed bytes_total, VALUE in its unit, WEIGHT\n"
-        "                        default 1.  Repeat for each figure.\n"
-        "  -s, --set KEY=VALUE   fix a scenario value (also written into --out)\n"
-        "      --set-for POLICY:KEY=VALUE  an override for POLICY's runs while fitting\n"
-        "                        only, to make evaluations cheap (e.g.\n"
-        "                        ddp:training.epochs=1 when only DDP's Tsend is\n"
-        "                        targeted); the reported figures come from full runs,\n"
-        "                        and the fit fails if a shortcut changed one of them\n"
-        "  -o, --out FILE        write the calibrated scenario (every fitted key must be\n"
-        "                        a plain value in the scenario file)\n"
-        "  -d, --db FILE         results database (default results.db)\n"
-        "      --no-db           do not store the fit\n"
-        "      --starts N        starting points (default 4, at most 64)\n"
-        "      --seed N          seed of the starting design (default 1)\n"
-        "  -q, --quiet           no progress on stderr\n"
-        "  -h, --help            this help\n\n"
-        "Example (the paper's Table 3; see README \"Calibrating to your measurements\"):\n"
-        "  dpsim calibrate builtin:paper-testbed \\\n"
-        "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=20Mbps..1Gbps:log \\\n"
-        "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
-        "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n\n"
-        "Exit codes: 0 ok, 1 a simulation or the database failed, 2 bad input.\n");
+    printf("usage: dpsim calibrate SCENARIO --fit KEY=LO..HI[:log] ... --target POLICY.METRIC=VALUE[:WEIGHT] "
+           "...\n"
+           "                       [--out FILE] [--db FILE | --no-db] [--starts N] [--seed N] [--quiet]\n\n"
+           "Find the values of unknown scenario parameters, within plausible bounds, that\n"
+           "make the simulation reproduce measured figures.  Minimises the sum over the\n"
+           "targets of weight x (simulated / measured - 1)^2 with GSL's trust-region\n"
+           "least squares (parameters kept inside their bounds by a logistic transform,\n"
+           "forward-difference Jacobian), from N Latin-hypercube starts; keeps the best.\n"
+           "Prints each target (wanted, fitted, ratio), each parameter (value, bounds,\n"
+           "AT BOUND when the optimum sits on a bound: some target cannot be reached\n"
+           "inside the plausible range), and the sensitivity d log(target) / d log(param)\n"
+           "at the optimum.  Stores the fit in the results database (table calibrations)\n"
+           "and, with --out, writes the calibrated scenario with a header saying how each\n"
+           "value was obtained.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
+           "  -f, --fit KEYS=LO..HI[:log]  a free parameter: KEYS one override key (as for\n"
+           "                        --set) or several, comma separated, that share one\n"
+           "                        value; bounds with units on both ends or neither\n"
+           "                        (10Mbps..1Gbps, 0.24s..0.58s, 0.1..0.9); :log searches\n"
+           "                        in log space.  Repeat for each parameter.\n"
+           "  -t, --target POLICY.METRIC=VALUE[:WEIGHT]  a measured figure: METRIC one of\n"
+           "                        tsend_s ttraining_s ttotal_s tflops utilization\n"
+           "                        samples_processed bytes_total, VALUE in its unit, WEIGHT\n"
+           "                        default 1.  Repeat for each figure.\n"
+           "  -s, --set KEY=VALUE   fix a scenario value (also written into --out)\n"
+           "      --set-for POLICY:KEY=VALUE  an override for POLICY's runs while fitting\n"
+           "                        only, to make evaluations cheap (e.g.\n"
+           "                        ddp:training.epochs=1 when only DDP's Tsend is\n"
+           "                        targeted); the reported figures come from full runs,\n"
+           "                        and the fit fails if a shortcut changed one of them\n"
+           "  -o, --out FILE        write the calibrated scenario (every fitted key must be\n"
+           "                        a plain value in the scenario file)\n"
+           "  -d, --db FILE         results database (default results.db)\n"
+           "      --no-db           do not store the fit\n"
+           "      --starts N        starting points (default 4, at most 64)\n"
+           "      --seed N          seed of the starting design (default 1)\n"
+           "  -q, --quiet           no progress on stderr\n"
+           "  -h, --help            this help\n\n"
+           "Example (the paper's Table 3; see README \"Calibrating to your measurements\"):\n"
+           "  dpsim calibrate builtin:paper-testbed \\\n"
+           "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=20Mbps..1Gbps:log \\\n"
+           "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
+           "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n\n"
+           "Exit codes: 0 ok, 1 a simulation or the database failed, 2 bad input.\n");
 }
 
 typedef struct progress {
@@ -68,11 +68,11 @@ static void on_progress(void *ctx, unsigned start, unsigned n_starts, long evals
     if (pg->quiet)
         return;
     if (pg->tty) {
-        fprintf(stderr, "\rcalibrate: start %u/%u, %ld simulations, best cost %.4g, %.0f s   ", start + 1, n_starts,
-                evals, best, cli_wall_s() - pg->t0);
+        fprintf(stderr, "\rcalibrate: start %u/%u, %ld simulations, best cost %.4g, %.0f s   ", start + 1,
+                n_starts, evals, best, cli_wall_s() - pg->t0);
     } else if (start != pg->last_start || evals == 1) {
-        fprintf(stderr, "calibrate: start %u/%u, %ld simulations, best cost %.4g\n", start + 1, n_starts, evals,
-                best);
+        fprintf(stderr, "calibrate: start %u/%u, %ld simulations, best cost %.4g\n", start + 1, n_starts,
+                evals, best);
     }
     pg->last_start = start;
     fflush(stderr);
@@ -97,14 +97,21 @@ static void print_fit(const calib_problem *p, const calib_result *r, double wall
         printf("  p%-3zu %-18s %-28s %s%s\n", i + 1, v, b, calib_param_label(p, i),
                r->at_bound[i] < 0   ? "  AT BOUND (low)"
                : r->at_bound[i] > 0 ? "  AT BOUND (high)"
+               : r->undetermined[i] ? "  UNDETERMINED"
                                     : "");
     }
-    int any = 0;
-    for (size_t i = 0; i < np; i++)
+    int any = 0, flat = 0;
+    for (size_t i = 0; i < np; i++) {
         any |= r->at_bound[i] != 0;
+        flat |= r->undetermined[i];
+    }
     if (any)
         printf("  AT BOUND: the best fit wants this value beyond its plausible range; the\n"
                "  targets it drives cannot all be reached inside the bounds.\n");
+    if (flat)
+        printf("  UNDETERMINED: no target moves with this value at the fit (sensitivities\n"
+               "  below %g), so the targets do not pin it: it is where the solver stopped.\n",
+               CALIB_FLAT);
     printf("\n  sensitivity d log(target) / d log(parameter) at the fit\n  %-24s", "");
     for (size_t i = 0; i < np; i++)
         printf(" %8s%zu", "p", i + 1);
