@@ -739,6 +739,15 @@ done:
     return rc;
 }
 
+int calib_evaluate(calib_problem *p, const double *x, double *f, dp_err *err)
+{
+    for (size_t i = 0; i < p->n_params; i++)
+        if (!(x[i] >= p->params[i].lo && x[i] <= p->params[i].hi))
+            return dp_err_set(err, DP_EINPUT, "calibrate: %s = %g is outside its bounds", p->params[i].label,
+                              x[i]);
+    return evaluate(p, x, 0, f, err);
+}
+
 /* ---- accessors ---------------------------------------------------------- */
 
 size_t calib_n_params(const calib_problem *p)

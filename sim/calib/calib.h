@@ -109,6 +109,12 @@ typedef struct calib_result {
  * borrows the problem's result. */
 int calib_fit(calib_problem *p, calib_progress_fn progress, void *ctx, const calib_result **out, dp_err *err);
 
+/* Simulate the targets' policies once at parameter values x[0..n_params)
+ * (in the bounds' units, inside the bounds; full runs, no --set-for);
+ * f[k] gets target k's metric.  For tests and for making synthetic
+ * targets.  0 or the simulation's error. */
+int calib_evaluate(calib_problem *p, const double *x, double *f, dp_err *err);
+
 /* Accessors for printing (borrowed, live as long as p). */
 size_t calib_n_params(const calib_problem *p);
 size_t calib_n_targets(const calib_problem *p);
