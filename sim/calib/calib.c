@@ -125,8 +125,9 @@ static int split_qty(const char *s, size_t len, double *num, char *unit, size_t 
     char *end;
     errno = 0;
     *num = strtod(text, &end);
-    /* Plain decimals only: strtod would also take "inf", "nan" and hex. */
-    if (errno || end == text || !isfinite(*num) || strpbrk(text, "xXnN") == text + (text[0] == '-'))
+    /* Plain decimals only: strtod would also take "inf", "nan" and hex,
+     * which no bound means. */
+    if (errno || end == text || !isfinite(*num))
         return -1;
     for (const char *c = text; c < end; c++)
         if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '+' || *c == '-'))

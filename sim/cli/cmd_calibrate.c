@@ -70,7 +70,7 @@ static void on_progress(void *ctx, unsigned start, unsigned n_starts, long evals
     if (pg->tty) {
         fprintf(stderr, "\rcalibrate: start %u/%u, %ld simulations, best cost %.4g, %.0f s   ", start + 1,
                 n_starts, evals, best, cli_wall_s() - pg->t0);
-    } else if (start != pg->last_start || evals == 1) {
+    } else if (start != pg->last_start || evals == 1 || evals % 100 == 0) { /* a log: a line now and then */
         fprintf(stderr, "calibrate: start %u/%u, %ld simulations, best cost %.4g\n", start + 1, n_starts,
                 evals, best);
     }
