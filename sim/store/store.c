@@ -936,10 +936,11 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
         e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &scn, err);
     sqlite3_stmt *q = NULL;
     if (!e)
-        e = prepare(st,
-                    "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations, version,"
-                    " started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    &q, "storing the calibration", err);
+        e = prepare(
+            st,
+            "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations, version,"
+            " started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            &q, "storing the calibration", err);
     if (!e) {
         sqlite3_bind_int64(q, 1, scn);
         sqlite3_bind_text(q, 2, spec_json, -1, SQLITE_TRANSIENT);
