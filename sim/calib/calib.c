@@ -55,7 +55,7 @@ static const struct {
 
 typedef struct param {
     char *spec;
-    char *label; /* keys joined by ", " */
+    char *label; /* keys joined by "," */
     size_t n_keys;
     char *keys[CALIB_MAX_KEYS];
     double lo, hi; /* in `unit` */
