@@ -6,6 +6,7 @@
  * live-allocation counter (Criterion under ASan does not fail on a leak). */
 #include "calib/calib.h"
 #include "scenario.h"
+#include "yamltree.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -238,4 +239,34 @@ Test(calib, the_written_scenario_holds_the_fit)
     scn_free(s);
     unlink(path);
     calib_free(p);
+}
+
+/* The written scenario finds each value with yt_find, which must address
+ * nodes exactly as overrides do: list items by name, `A-B` for WAN links,
+ * index otherwise, and the last of duplicate keys. */
+Test(calib, yt_find_addresses_values_as_overrides_do)
+{
+    static const char text[] = "a: {b: 1, b: 2}\n"
+                               "devices:\n"
+                               "  - {name: gpu, link: {down: 10Mbps}}\n"
+                               "  - {name: cpu, link: {down: 20Mbps}}\n"
+                               "wan:\n"
+                               "  - {between: [x, y], bandwidth: 5Mbps}\n"
+                               "list: [p, q]\n";
+    dp_err err = {0};
+    yt_doc *d = yt_parse("t.yaml", text, sizeof text - 1, &err);
+    cr_assert(d, "%s", err.msg);
+    const yt_node *n = yt_find(d, "devices.cpu.link.down");
+    cr_assert(n);
+    cr_expect_str_eq(n->text, "20Mbps");
+    cr_expect_eq(n->line, 4);
+    cr_expect_str_eq(yt_find(d, "devices.0.link.down")->text, "10Mbps");
+    cr_expect_str_eq(yt_find(d, "wan.y-x.bandwidth")->text, "5Mbps");
+    cr_expect_str_eq(yt_find(d, "a.b")->text, "2");
+    cr_expect_str_eq(yt_find(d, "list.1")->text, "q");
+    cr_expect_null(yt_find(d, "devices.tpu.link.down"));
+    cr_expect_null(yt_find(d, "devices.cpu.link.up"));
+    cr_expect_null(yt_find(d, "a.b.c"));
+    cr_expect_null(yt_find(d, ""));
+    yt_free(d);
 }
