@@ -13,7 +13,8 @@ static void help(void)
 {
     printf("usage: dpsim calibrate SCENARIO --fit KEY=LO..HI[:log] ... --target POLICY.METRIC=VALUE[:WEIGHT] "
            "...\n"
-           "                       [--out FILE] [--db FILE | --no-db] [--starts N] [--seed N] [--quiet]\n\n"
+           "                       [--set KEY=VALUE] [--set-for POLICY:KEY=VALUE] [--out FILE]\n"
+           "                       [--db FILE | --no-db] [--starts N] [--seed N] [--quiet]\n\n"
            "Find the values of unknown scenario parameters, within plausible bounds, that\n"
            "make the simulation reproduce measured figures.  Minimises the sum over the\n"
            "targets of weight x (simulated / measured - 1)^2 with GSL's trust-region\n"
@@ -52,7 +53,8 @@ static void help(void)
            "  dpsim calibrate builtin:paper-testbed \\\n"
            "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=20Mbps..1Gbps:log \\\n"
            "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
-           "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n\n"
+           "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n"
+           "(the full command, and what it finds, are in the README).\n\n"
            "Exit codes: 0 ok, 1 a simulation or the database failed, 2 bad input.\n");
 }
 
