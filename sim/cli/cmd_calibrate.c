@@ -51,7 +51,7 @@ static void help(void)
            "  -h, --help            this help\n\n"
            "Example (the paper's Table 3; see README \"Calibrating to your measurements\"):\n"
            "  dpsim calibrate builtin:paper-testbed \\\n"
-           "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=20Mbps..1Gbps:log \\\n"
+           "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=10Mbps..1Gbps:log \\\n"
            "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
            "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n"
            "(the full command, and what it finds, are in the README).\n\n"
