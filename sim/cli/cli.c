@@ -26,6 +26,7 @@ static const command commands[] = {
     {"export", cmd_export, "write the results database as CSV files"},
     {"plot", cmd_plot, "draw plots from a results database with gnuplot"},
     {"sweep", cmd_sweep, "run a grid of scenario variations in parallel"},
+    {"calibrate", cmd_calibrate, "fit unknown scenario values to measured figures"},
     {"merge", cmd_merge, "merge results databases (e.g. the shards of a sweep)"},
 };
 

@@ -681,6 +681,44 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
     return rc;
 }
 
+const yt_node *yt_find(const yt_doc *d, const char *key)
+{
+    if (!d || !d->root || !key)
+        return NULL;
+    char segbuf[257];
+    size_t klen = strlen(key);
+    if (klen == 0 || klen >= sizeof segbuf)
+        return NULL;
+    memcpy(segbuf, key, klen + 1);
+    const yt_node *cur = d->root;
+    char *seg = segbuf;
+    for (;;) {
+        char *dot = strchr(seg, '.');
+        if (dot)
+            *dot = '\0';
+        if (cur->kind == YT_SEQ) {
+            long i = seq_find(cur, seg);
+            if (i < 0)
+                return NULL;
+            cur = cur->items[i];
+        } else if (cur->kind == YT_MAP) {
+            /* The last of duplicate keys, as yt_override picks. */
+            size_t i;
+            for (i = cur->n; i-- > 0;)
+                if (strcmp(cur->keys[i]->text, seg) == 0)
+                    break;
+            if (i == (size_t)-1)
+                return NULL;
+            cur = cur->items[i];
+        } else {
+            return NULL;
+        }
+        if (!dot)
+            return cur;
+        seg = dot + 1;
+    }
+}
+
 /* ---- near misses ------------------------------------------------------- */
 
 size_t yt_edit_distance(const char *a, const char *b)

@@ -1,6 +1,7 @@
 /* yamltree.h: a YAML document as a tree of nodes that remember where they
  * came from (line and column in the file, or the override that set them),
- * built from libyaml's event parser.  Used only by the scenario loader.
+ * built from libyaml's event parser.  Used by the scenario loader, and by
+ * the calibration to find a value's place in a file.
  *
  * Limits (so hostile input cannot blow up memory or the stack): at most
  * YT_MAX_NODES nodes in a document, counting every copy an alias makes (this
@@ -56,6 +57,11 @@ int yt_is_null(const yt_node *n);
  * every node it makes records the origin "override KEY=VALUE".  Errors
  * (DP_EINPUT) name the override. */
 int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err);
+
+/* The node at dotted KEY, addressed as yt_override addresses it, or NULL
+ * when some part is absent.  Borrowed from d.  Used to rewrite a value in
+ * place in a file's text (`dpsim calibrate --out`). */
+const yt_node *yt_find(const yt_doc *d, const char *key);
 
 /* Levenshtein distance (bounded work: strings are cut at 64 bytes). */
 size_t yt_edit_distance(const char *a, const char *b);

@@ -29,6 +29,7 @@ static const struct {
     {"run_flops", "run_id, bin"},
     {"run_segments", "run_id, rowid"},
     {"run_stats", "run_id, seq"},
+    {"calibrations", "id"},
 };
 
 /* mkdir -p: create dir and any missing parents. */

@@ -204,6 +204,15 @@ static const migration migrations[] = {
      "CREATE TABLE run_stats(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
      " seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL, a INTEGER NOT NULL,"
      " b INTEGER NOT NULL, value REAL, PRIMARY KEY(run_id, seq));"},
+    {4, "adding the calibrations table (version 4)",
+     /* One row per `dpsim calibrate` fit: what was asked (spec_json: the
+      * parameters, bounds, targets, overrides) and what was found
+      * (result_json: values, fitted figures, sensitivities).  Kept as JSON
+      * because the number of parameters and targets varies per fit. */
+     "CREATE TABLE calibrations(id INTEGER PRIMARY KEY,"
+     " scenario_id INTEGER NOT NULL REFERENCES scenarios(id), spec_json TEXT NOT NULL,"
+     " result_json TEXT NOT NULL, cost REAL, evaluations INTEGER NOT NULL, version TEXT NOT NULL,"
+     " started_at TEXT NOT NULL);"},
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -930,6 +939,55 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
     dp_free(ov);
     if (!e && run_id)
         *run_id = id;
+    return e;
+}
+
+int store_put_calibration(store *st, const scn_scenario *s, const char *spec_json, const char *result_json,
+                          double cost, int64_t evaluations, const char *version, const char *started_at,
+                          int64_t *id, dp_err *err)
+{
+    if (!st || !s || !spec_json || !result_json || !version || !started_at)
+        return dp_err_set(err, DP_EINPUT, "store_put_calibration: missing argument");
+    int e = check_writable(st, err);
+    if (!e && (!s->name || !s->text))
+        e = dp_err_set(err, DP_EINPUT, "%s: scenario without %s", st->path, s->name ? "text" : "name");
+    if (e)
+        return e;
+    int64_t scn = 0;
+    int rc = exec(st, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK)
+        e = db_fail(st, rc, "starting to store a calibration", err);
+    if (!e)
+        e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &scn, err);
+    sqlite3_stmt *q = NULL;
+    if (!e)
+        e = prepare(
+            st,
+            "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations, version,"
+            " started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            &q, "storing the calibration", err);
+    if (!e) {
+        sqlite3_bind_int64(q, 1, scn);
+        sqlite3_bind_text(q, 2, spec_json, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 3, result_json, -1, SQLITE_TRANSIENT);
+        if (isnan(cost))
+            sqlite3_bind_null(q, 4);
+        else
+            sqlite3_bind_double(q, 4, cost);
+        sqlite3_bind_int64(q, 5, evaluations);
+        sqlite3_bind_text(q, 6, version, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 7, started_at, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(q);
+        if (rc != SQLITE_DONE)
+            e = db_fail(st, rc, "storing the calibration", err);
+    }
+    sqlite3_finalize(q);
+    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
+        e = db_fail(st, rc, "committing the calibration", err);
+    if (e)
+        rollback(st);
+    else if (id)
+        *id = sqlite3_last_insert_rowid(st->db);
     return e;
 }
 

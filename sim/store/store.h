@@ -43,7 +43,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
@@ -92,6 +92,14 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                      const char *const *overrides, size_t n_overrides, const char *policy, uint64_t seed,
                      const char *version, const char *started_at, int64_t sweep_id, const char *point_json,
                      const char *error, int64_t *run_id, dp_err *err);
+
+/* Store one `dpsim calibrate` fit: the scenario (deduplicated as for
+ * runs), the spec and result JSON (sim/calib/calib.h), the cost (NaN is
+ * stored as NULL) and the number of evaluations, in one transaction.
+ * *id gets its row id (may be NULL). */
+int store_put_calibration(store *st, const scn_scenario *s, const char *spec_json, const char *result_json,
+                          double cost, int64_t evaluations, const char *version, const char *started_at,
+                          int64_t *id, dp_err *err);
 
 /* Read run run_id back: metrics, options_json, devices, epochs, FLOPS bins
  * (flops_bins[k] from bin k) and segments in insertion order.  Metrics that

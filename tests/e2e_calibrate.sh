@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# e2e_calibrate.sh: `dpsim calibrate` end to end on tests' tiny scenario:
+# help, exit 2 with a message for bad input, progress on stderr and --quiet,
+# the fit stored in the database, the calibrated scenario written and
+# loadable.  Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
+set -euo pipefail
+BIN=${DPSIM_BIN:?}
+SRC=${DPSIM_SRC:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    echo "FAIL: $*" >&2
+    fail=$((fail + 1))
+}
+expect() { # expect CODE CMD...: output in $T/out, $T/err
+    local want=$1
+    shift
+    local got=0
+    "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
+}
+has() { # has FILE TEXT
+    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
+}
+
+TINY=$SRC/scenarios/tiny.yaml
+FIT=(--fit devices.cpu.link.down=5Mbps..200Mbps:log --fit devices.gpu.batch_time=5ms..100ms)
+TGT=(--target ddp.tsend_s=0.48067567567567565 --target cadp.ttraining_s=1.137)
+
+# --- help
+expect 0 "$BIN" calibrate --help
+has "$T/out" "usage: dpsim calibrate"
+expect 0 "$BIN" --help
+has "$T/out" "calibrate"
+
+# --- bad input: exit 2, a message naming the culprit
+expect 2 "$BIN" calibrate "$TINY" "${TGT[@]}"
+has "$T/err" "at least one --fit"
+expect 2 "$BIN" calibrate "$TINY" --no-db --fit devices.cpu.link.dwn=5Mbps..200Mbps "${TGT[@]}"
+has "$T/err" "dwn"
+expect 2 "$BIN" calibrate "$TINY" --no-db --fit devices.cpu.link.down=200Mbps..5Mbps "${TGT[@]}"
+has "$T/err" "low bound"
+expect 2 "$BIN" calibrate "$TINY" --no-db "${FIT[@]}" --target fsdp.tsend_s=1
+has "$T/err" "unknown policy 'fsdp'"
+expect 2 "$BIN" calibrate "$TINY" --no-db "${FIT[@]}" --target ddp.speed=1
+has "$T/err" "unknown metric 'speed'"
+expect 2 "$BIN" calibrate "$TINY" --no-db "${FIT[@]}" "${TGT[@]}" --starts 0
+expect 2 "$BIN" calibrate "$TINY" --no-db "${FIT[@]}" "${TGT[@]}" --frobnicate
+
+# --- a fit: progress on stderr, result on stdout, stored, written
+expect 0 "$BIN" calibrate "$TINY" --db "$T/c.db" "${FIT[@]}" "${TGT[@]}" --out "$T/cal.yaml"
+has "$T/err" "calibrate: start 1/4"
+has "$T/out" "37Mbps"
+has "$T/out" "33ms"
+has "$T/out" "stored as calibration #1"
+has "$T/out" "wrote the calibrated scenario"
+n=$(sqlite3 "$T/c.db" "SELECT count(*) FROM calibrations")
+[ "$n" = 1 ] && ok || bad "calibrations rows: $n"
+v=$(sqlite3 "$T/c.db" "SELECT json_extract(result_json, '\$.params[0].text') FROM calibrations")
+[ "$v" = 37Mbps ] && ok || bad "stored value: $v"
+expect 0 "$BIN" run "$T/cal.yaml" --no-db --policy ddp -q
+has "$T/out" "0.48"
+has "$T/cal.yaml" "# (fit) dpsim calibrate"
+# --quiet: nothing on stderr
+expect 0 "$BIN" calibrate "$TINY" --no-db -q "${FIT[@]}" "${TGT[@]}"
+[ ! -s "$T/err" ] && ok || bad "--quiet printed: $(head -c 200 "$T/err")"
+# deterministic: the same fit twice gives the same text
+"$BIN" calibrate "$TINY" --no-db -q "${FIT[@]}" "${TGT[@]}" | grep -v ' in [0-9.]* s$' >"$T/a"
+"$BIN" calibrate "$TINY" --no-db -q "${FIT[@]}" "${TGT[@]}" | grep -v ' in [0-9.]* s$' >"$T/b"
+cmp -s "$T/a" "$T/b" && ok || bad "two fits differ"
+# AT BOUND: an unreachable Tsend
+expect 0 "$BIN" calibrate "$TINY" --no-db -q --fit devices.cpu.link.down=5Mbps..50Mbps:log --target ddp.tsend_s=0.2
+has "$T/out" "AT BOUND (high)"
+
+echo "e2e_calibrate: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
