@@ -244,7 +244,7 @@ static int parse_fit(const char *arg, param *p, dp_err *err)
     return 0;
 }
 
-static long policy_index(calib_problem *p, const char *name, int add, const char *opt, const char *arg,
+static long calib_policy_slot(calib_problem *p, const char *name, int add, const char *opt, const char *arg,
                          dp_err *err)
 {
     for (size_t j = 0; j < p->n_policies; j++)
@@ -294,7 +294,7 @@ static int parse_target(calib_problem *p, const char *arg, target *t, dp_err *er
         }
         return dp_err_set(err, DP_EINPUT, "--target %s: unknown metric '%s' (have: %s)", arg, met, have);
     }
-    long j = policy_index(p, pol, 1, "--target", arg, err);
+    long j = calib_policy_slot(p, pol, 1, "--target", arg, err);
     if (j < 0)
         return DP_EINPUT;
     const char *v = eq + 1, *colon = strchr(v, ':');
@@ -335,7 +335,7 @@ static int parse_setting(calib_problem *p, const char *arg, int per_policy, sett
                               opt, arg);
         char pol[32];
         snprintf(pol, sizeof pol, "%.*s", (int)(c - arg), arg);
-        if ((s->policy = policy_index(p, pol, 0, opt, arg, err)) < 0)
+        if ((s->policy = calib_policy_slot(p, pol, 0, opt, arg, err)) < 0)
             return DP_EINPUT;
         kv = c + 1;
     }
