@@ -75,6 +75,14 @@ if command -v gnuplot >/dev/null; then
     expect 0 "$BIN" plot compare --db "$T/s.db" --scenario stragglers -o "$T/c.png"
     [ -s "$T/c.png" ] && ok || bad "compare plot empty"
 fi
+# --- plot batches: one load-balancing run; another policy's run is refused
+if command -v gnuplot >/dev/null; then
+    expect 0 "$BIN" plot batches --db "$T/s.db" --policy lbbsp -o "$T/b.png"
+    [ -s "$T/b.png" ] && ok || bad "batches plot empty"
+    "$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp --db "$T/s.db" -q >/dev/null
+    expect 2 "$BIN" plot batches --db "$T/s.db" -o "$T/b2.png"
+    has "$T/err" "no batch statistics"
+fi
 # --- reproduce table3 --with-related: the default output, then the section
 expect 0 "$BIN" reproduce table3 --no-db
 grep -v "host time" "$T/out" >"$T/t3"
