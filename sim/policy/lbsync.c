@@ -30,6 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A fractional part and its device, sorted by largest remainder. */
+typedef struct lb_rem {
+    double frac;
+    size_t d;
+} lb_rem;
+
 typedef struct lb_xfer {
     lb *st;
     size_t d;
@@ -58,9 +64,7 @@ struct lb {
     lb_xfer *xfer;
     int pending;
     int64_t rebalances;
-    /* scratch */
-    size_t *order;
-    double *frac;
+    lb_rem *order; /* scratch of round_lr */
 };
 
 /* ---- accessors ------------------------------------------------------------ */
@@ -377,13 +381,12 @@ int lb_solve_nominal(lb *st, int cubic)
     return 0;
 }
 
-static const double *sort_key;
 static int by_frac_desc(const void *pa, const void *pb)
 {
-    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-    if (sort_key[a] != sort_key[b])
-        return sort_key[a] > sort_key[b] ? -1 : 1;
-    return a < b ? -1 : a > b; /* ties: lower index first, deterministic */
+    const lb_rem *a = pa, *b = pb;
+    if (a->frac != b->frac)
+        return a->frac > b->frac ? -1 : 1;
+    return a->d < b->d ? -1 : a->d > b->d; /* ties: lower index first, deterministic */
 }
 
 /* Largest remainder: out[i] = floor(x[i] * scale) plus one for the largest
@@ -401,19 +404,16 @@ static void round_lr(lb *st, const double *x, double scale, int64_t total, const
         if (f < 0)
             f = 0;
         out[d] = (int)f;
-        st->frac[d] = v - f;
-        st->order[d] = d;
+        st->order[d] = (lb_rem){v - f, d};
         sum += out[d];
     }
-    sort_key = st->frac;
     qsort(st->order, n, sizeof *st->order, by_frac_desc);
-    sort_key = NULL;
     /* Each pass hands out at most one sample per device; the sum of limits
      * is >= total, so this ends. */
     while (sum < total) {
         int64_t before = sum;
         for (size_t i = 0; i < n && sum < total; i++) {
-            size_t d = st->order[i];
+            size_t d = st->order[i].d;
             if (!lim || out[d] < lim[d]) {
                 out[d]++;
                 sum++;
@@ -425,7 +425,7 @@ static void round_lr(lb *st, const double *x, double scale, int64_t total, const
     while (sum > total) {
         int64_t before = sum;
         for (size_t i = n; i-- > 0 && sum > total;) {
-            size_t d = st->order[i];
+            size_t d = st->order[i].d;
             if (out[d] > 0) {
                 out[d]--;
                 sum--;
@@ -643,7 +643,6 @@ static void lb_destroy(lb *st)
     dp_free(st->held);
     dp_free(st->xfer);
     dp_free(st->order);
-    dp_free(st->frac);
     dp_free(st);
 }
 
@@ -679,10 +678,9 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->held = dp_calloc(n, sizeof *st->held);
     st->xfer = dp_calloc(n, sizeof *st->xfer);
     st->order = dp_calloc(n, sizeof *st->order);
-    st->frac = dp_calloc(n, sizeof *st->frac);
     if (!st->x || !st->b || !st->cap || !st->cur || !st->t || !st->t_end || !st->ep_t || !st->ep_wait ||
         !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max || !st->ep_last_t ||
-        !st->held || !st->xfer || !st->order || !st->frac) {
+        !st->held || !st->xfer || !st->order) {
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }
