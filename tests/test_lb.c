@@ -323,3 +323,44 @@ Test(lb, lbb_cubic_profile)
     res_run_free(r);
     scn_free(s);
 }
+
+/* lbb below its threshold moves one sample at a time.  Device a runs at
+ * half speed from t = 0 (0.2 s a sample), which the profile does not
+ * know: it starts at equal_finish's (13, 7) (computes 2.6 and 1.4 s, a gap
+ * of 86%, under threshold 1.0), then moves a sample from a to b after each
+ * iteration while b's predicted time stays below a's: (12, 8), (11, 9),
+ * (10, 10), where both take 2.0 s and it stays.  Shard: a holds 26, b 14;
+ * epoch 1 ends with (11, 9), so b fetches 4 samples (0.01 + 0.04 s), after
+ * epoch 2 (10, 10) 2 more (0.01 + 0.02). */
+Test(lb, lbb_quantum_moves_hand_timeline)
+{
+    char path[] = "/tmp/dpsim-lb-XXXXXX.csv";
+    int fd = mkstemps(path, 4);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("time_s,factor\n0,0.5\n", f);
+    fclose(f);
+    scn_override ov[2] = {{"devices.a.speed_trace", path}, {"policies.lbb.threshold", "1.0"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    unlink(path);
+    res_run *r = run("lbb", s);
+    expect_close(r->tsend_s, 0.53);
+    cr_assert_eq(r->n_epochs, 3);
+    double e1 = 1.27 + (2.6 + 1.04) + (2.4 + 1.04);
+    double e2 = e1 + 0.05 + (2.2 + 1.04) + (2.0 + 1.04);
+    double e3 = e2 + 0.03 + 2 * (2.0 + 1.04);
+    expect_close(r->epochs[0].end_s, e1);
+    expect_close(r->epochs[1].end_s, e2);
+    expect_close(r->epochs[2].end_s, e3);
+    expect_close(r->ttotal_s, e3);
+    expect_close(stat(r, "batch_max", 0, 1), 13);
+    expect_close(stat(r, "batch_min", 0, 1), 12);
+    expect_close(stat(r, "batch_max", 1, 2), 10);
+    expect_close(stat(r, "batch_min", 1, 2), 9);
+    expect_close(stat(r, "batch_mean", 0, 3), 10);
+    expect_close(stat(r, "wait_s", 1, 1), (2.6 - 1.4) + (2.4 - 1.6));
+    expect_close(res_find_stat(r, "rebalances", RES_SCOPE_RUN, 0, 0)->value, 3);
+    expect_close(r->devices[1].bytes_recv, 1.4e5 + 4e4 + 2e4 + 1e6 + 6e6);
+    res_run_free(r);
+    scn_free(s);
+}
