@@ -98,6 +98,9 @@ Test(lb, equal_finish_hand_timeline)
     expect_close(r->devices[1].bytes_recv, 1.4e5 + 1e6 + 6e6);
     cr_expect_eq(r->devices[0].samples, 26);
     cr_expect_eq(r->devices[1].samples, 14);
+    cr_expect_eq(r->devices[0].batches, 6); /* one step per iteration, whatever its size */
+    cr_expect_eq(r->devices[1].batches, 6);
+    expect_close(r->samples_processed, 120);
     expect_close(r->devices[0].compute_s, 6 * 1.3);
     expect_close(r->devices[1].compute_s, 6 * 1.4);
     for (int e = 1; e <= 3; e++) {

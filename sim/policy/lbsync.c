@@ -479,15 +479,7 @@ static int hk_batch(prt *rt, size_t d, void *ctx)
 static int hk_compute(prt *rt, size_t d, int n, prt_fn fn, void *fctx, double *dt, void *ctx)
 {
     lb *st = ctx;
-    const scn_scenario *s = prt_scn(rt);
-    const scn_group *g = &s->groups[s->devices[d].group];
-    int rc;
-    /* With only batch_time, n samples cost batch_time * n / batch: a
-     * fraction of the group's batch (the runtime credits n samples). */
-    if (g->compute == SCN_COMPUTE_MEASURED)
-        rc = prt_compute(rt, d, g->batch, (double)n / g->batch, fn, fctx, dt);
-    else
-        rc = prt_compute(rt, d, n, 1.0, fn, fctx, dt);
+    int rc = prt_compute_step(rt, d, n, fn, fctx, dt);
     if (rc)
         return rc;
     st->t[d] = *dt;

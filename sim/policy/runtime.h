@@ -117,6 +117,11 @@ void prt_set_act(prt *rt, size_t d, res_activity a);
  * samples are credited in proportion.  *dt_out (may be NULL) gets the
  * duration. */
 int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out);
+/* Device d computes one step of n >= 1 samples, for policies that size
+ * steps freely: the cost model for any n (batch_table interpolated,
+ * peak_flops linear, batch_time scaled linearly as batch_time * n / batch
+ * instead of the ceil model of whole batches), counted as one batch. */
+int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_out);
 /* Send every device with data_bytes[d] > 0 or model its share and the model
  * from the server, all flows at once; per_dev(rt, ctx_d) runs when device
  * d holds both; `skip[d]` (may be NULL) leaves a device out entirely. */
