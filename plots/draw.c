@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline", "sweep", "mix"};
+static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline", "sweep", "mix", "batches"};
 
 int plot_kind_by_name(const char *name)
 {
@@ -48,8 +48,10 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
         return plot_draw_sweep(db, sel, out_path, err);
     case PLOT_MIX:
         return plot_draw_mix(db, sel, out_path, err);
+    case PLOT_BATCHES:
+        return plot_draw_batches(db, sel, out_path, err);
     default:
-        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (compare, flops, timeline, sweep, mix)",
+        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches)",
                           (int)k);
     }
 }

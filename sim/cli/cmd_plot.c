@@ -29,15 +29,18 @@ static void help(void)
            "             seeds the mean and a 95%% t-interval.  Log x when the values\n"
            "             span two decades or more.\n"
            "  mix        heat map of a metric over two swept keys (e.g. two device counts)\n"
-           "             for one policy.\n\n"
+           "             for one policy.\n"
+           "  batches    one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
+           "             lbb): each device's batch per epoch (mean, bar from min to max)\n"
+           "             and its time waiting at barriers.\n\n"
            "Selection (compare, flops: by default the latest successful run of each policy\n"
-           "of the latest scenario, preferring runs without --set overrides; timeline: the\n"
-           "latest run):\n"
+           "of the latest scenario, preferring runs without --set overrides; timeline,\n"
+           "batches: the latest run):\n"
            "  -d, --db FILE        results database (default results.db); only read\n"
            "  -o, --out FILE       output file (.png, .svg or .pdf), required\n"
            "  -r, --run ID         a run to draw (repeat for compare/flops; 'dpsim runs' lists ids)\n"
            "  -s, --scenario NAME  runs of this scenario\n"
-           "  -p, --policy P       timeline: latest run of P; mix: which policy (default cadp)\n"
+           "  -p, --policy P       timeline, batches: latest run of P; mix: which policy (default cadp)\n"
            "      --sweep ID       sweep, mix: which sweep (default the latest)\n"
            "  -m, --metric M       sweep, mix: ttotal_s (default), tsend_s, ttraining_s,\n"
            "                       tflops, utilization\n"
@@ -126,10 +129,10 @@ int cmd_plot(int argc, char **argv)
 #undef NEED
     }
     if (!kind_name)
-        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep or mix)");
+        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep, mix or batches)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
-        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep or mix)",
+        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix or batches)",
                                kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
@@ -145,8 +148,9 @@ int cmd_plot(int argc, char **argv)
                 "plot", "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization)",
                 sel.metric);
     }
-    if (k == PLOT_TIMELINE && sel.n_runs > 1)
-        return cli_usage_error("plot", "a timeline shows one run (got %zu --run)", sel.n_runs);
+    if ((k == PLOT_TIMELINE || k == PLOT_BATCHES) && sel.n_runs > 1)
+        return cli_usage_error("plot", "a %s shows one run (got %zu --run)",
+                               k == PLOT_TIMELINE ? "timeline" : "batches plot", sel.n_runs);
     sel.run_ids = sel.n_runs ? ids : NULL;
     store *st = store_open_read(db, &err);
     if (!st)

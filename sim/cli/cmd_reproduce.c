@@ -4,7 +4,11 @@
  * Every figure the paper reports (MODEL.md section 7) is printed next to the
  * simulated one with their ratio, marked as a calibration target or a
  * prediction; then the paper's headline ratios; then the places where the
- * paper's figures cannot all hold at once, with the arithmetic. */
+ * paper's figures cannot all hold at once, with the arithmetic.
+ *
+ * --with-related adds, after all of that (which stays as it is), the
+ * load-balancing policies of the paper's related work on the same testbed,
+ * with DDP's data and collective settings, marked as beyond the paper. */
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/runner.h"
@@ -28,7 +32,8 @@
 
 static void help(void)
 {
-    printf("usage: dpsim reproduce table3 [--db FILE] [--no-db] [--out DIR] [--scenario FILE] [--json]\n\n"
+    printf("usage: dpsim reproduce table3 [--db FILE] [--no-db] [--out DIR] [--scenario FILE] [--json]\n"
+           "                              [--with-related]\n\n"
            "Run DDP, DeepSpeed (ZeRO-2) and C-ADP on the paper's testbed, with the link\n"
            "speeds calibrated on three of its figures (compiled into the binary from\n"
            "scenarios/paper-testbed.yaml, where the calibration is explained), and print\n"
@@ -42,7 +47,10 @@ static void help(void)
            "      --no-db        do not store the runs\n"
            "  -o, --out DIR      also draw the compare, flops and timeline plots there\n"
            "      --scenario F   use another testbed file instead of the built-in one\n"
-           "      --json         print the comparison as JSON\n");
+           "      --json         print the comparison as JSON\n"
+           "      --with-related also run the load-balancing policies of the paper's related\n"
+           "                     work (equal_finish, dlb, lbbsp, lbb) with DDP's data and\n"
+           "                     collective settings: a comparison beyond the paper\n");
 }
 
 typedef struct row {
@@ -62,7 +70,7 @@ static void print_row(const row *r)
 int cmd_reproduce(int argc, char **argv)
 {
     const char *what = NULL, *db = "results.db", *out = NULL, *file = NULL;
-    int json = 0;
+    int json = 0, related = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -84,6 +92,8 @@ int cmd_reproduce(int argc, char **argv)
             file = argv[i];
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--with-related")) {
+            related = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_usage_error("reproduce", "unknown option '%s'", a);
         } else if (what) {
@@ -122,10 +132,53 @@ int cmd_reproduce(int argc, char **argv)
         rc = s10 ? runner_run(s10, pk, 1, s->training.seed, st, ic_text, 2, &runs[3], &ids[3], &err)
                  : err.code;
     }
-    double wall = cli_wall_s() - w0;
+    double wall = cli_wall_s() - w0; /* of the paper's runs */
+    /* Beyond the paper: the related work's load balancers, on DDP's settings. */
+    enum { NREL = 4 };
+    static const char *const rel_names[NREL] = {"equal_finish", "dlb", "lbbsp", "lbb"};
+    const policy_def *rk[NREL] = {0};
+    res_run *rel[NREL] = {0};
+    int64_t rel_ids[NREL] = {0};
+    scn_scenario *srel = NULL;
+    char rel_text[2 * NREL][96];
+    const char *rel_ptr[2 * NREL];
+    if (!rc && related) {
+        scn_override ov[2 * NREL];
+        static const char *const data_names[] = {"replicate", "shard"};
+        static const char *const coll_names[] = {"flows", "analytic"};
+        int dd = (int)policy_option_num(pk[0], s, "data"),
+            dc = (int)policy_option_num(pk[0], s, "collective");
+        for (int k = 0; k < NREL; k++) {
+            if (!(rk[k] = policy_find(rel_names[k]))) {
+                rc = dp_err_set(&err, DP_EINPUT, "--with-related: policy %s is not registered", rel_names[k]);
+                break;
+            }
+            snprintf(rel_text[2 * k], sizeof rel_text[0], "policies.%s.data=%s", rel_names[k],
+                     data_names[dd == 1]);
+            snprintf(rel_text[2 * k + 1], sizeof rel_text[0], "policies.%s.collective=%s", rel_names[k],
+                     coll_names[dc == 1]);
+        }
+        for (int k = 0; k < 2 * NREL && !rc; k++) {
+            rel_ptr[k] = rel_text[k];
+            char *eq = strchr(rel_text[k], '=');
+            *eq = '\0'; /* split KEY=VALUE for the loader, then restore for the store */
+            ov[k] = (scn_override){rel_text[k], eq + 1};
+        }
+        if (!rc) {
+            srel = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, 2 * NREL, &err);
+            for (int k = 0; k < 2 * NREL; k++)
+                rel_text[k][strlen(rel_text[k])] = '=';
+            rc = srel
+                     ? runner_run(srel, rk, NREL, s->training.seed, st, rel_ptr, 2 * NREL, rel, rel_ids, &err)
+                     : err.code;
+        }
+    }
     if (rc) {
         for (int k = 0; k < 4; k++)
             res_run_free(runs[k]);
+        for (int k = 0; k < NREL; k++)
+            res_run_free(rel[k]);
+        scn_free(srel);
         scn_free(s10);
         scn_free(s);
         store_close(st);
@@ -196,6 +249,20 @@ int cmd_reproduce(int argc, char **argv)
         for (int k = 0; k < 4; k++)
             report_json_run(j, runs[k]);
         json_arr_end(j);
+        if (related) {
+            json_key(j, "beyond_the_paper");
+            json_obj_begin(j);
+            json_key(j, "note");
+            json_str(j,
+                     "load-balancing policies of the paper's related work, not in its Table 3; same testbed, "
+                     "DDP's data and collective settings");
+            json_key(j, "runs");
+            json_arr_begin(j);
+            for (int k = 0; k < NREL; k++)
+                report_json_run(j, rel[k]);
+            json_arr_end(j);
+            json_obj_end(j);
+        }
         json_obj_end(j);
         printf("%s\n", json_text(j));
         json_free(j);
@@ -273,6 +340,28 @@ int cmd_reproduce(int argc, char **argv)
                wall, (double)events / wall);
         if (st)
             printf("stored as runs #%lld-#%lld in %s\n", (long long)ids[0], (long long)ids[3], db);
+        if (related) {
+            long long global_b = 0;
+            for (size_t d = 0; d < srel->n_devices; d++)
+                global_b += srel->groups[srel->devices[d].group].batch;
+            printf("\nBeyond the paper: load-balancing policies from its related work (not in its Table 3;\n"
+                   "same testbed, with DDP's data and collective settings; a fixed global batch of the\n"
+                   "devices' batches, %lld samples, split by speed every iteration or epoch):\n",
+                   (long long)global_b);
+            report_table_header(stdout);
+            for (int k = 0; k < NREL; k++)
+                report_table_row(stdout, rel[k], rel_ids[k]);
+            printf("  versus DDP's Ttotal: ");
+            for (int k = 0; k < NREL; k++)
+                printf("%s%s %.3gx", k ? ", " : "", policy_label(rk[k]), rel[k]->ttotal_s / ddp->ttotal_s);
+            printf("; versus C-ADP's: ");
+            for (int k = 0; k < NREL; k++)
+                printf("%s%s %.3gx", k ? ", " : "", policy_label(rk[k]), rel[k]->ttotal_s / cadp->ttotal_s);
+            printf("\n");
+            if (st)
+                printf("stored as runs #%lld-#%lld in %s\n", (long long)rel_ids[0],
+                       (long long)rel_ids[NREL - 1], db);
+        }
     }
     if (out && st) {
         int64_t pid[3] = {ids[0], ids[1], ids[2]};
@@ -283,6 +372,9 @@ int cmd_reproduce(int argc, char **argv)
     }
     for (int k = 0; k < 4; k++)
         res_run_free(runs[k]);
+    for (int k = 0; k < NREL; k++)
+        res_run_free(rel[k]);
+    scn_free(srel);
     scn_free(s10);
     scn_free(s);
     store_close(st);

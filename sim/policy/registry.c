@@ -6,10 +6,10 @@
 #include <stddef.h>
 
 extern const policy_def policy_ddp, policy_deepspeed, policy_cadp;
+extern const policy_def policy_equal_finish, policy_dlb, policy_lbbsp, policy_lbb;
 
 const policy_def *const policy_builtin[] = {
-    &policy_ddp,
-    &policy_deepspeed,
-    &policy_cadp,
+    &policy_ddp, &policy_deepspeed, &policy_cadp, &policy_equal_finish,
+    &policy_dlb, &policy_lbbsp,     &policy_lbb,
 };
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;

@@ -108,6 +108,7 @@ typedef struct compute_slot {
     size_t d;
     int n;
     double part;
+    int step; /* prt_compute_step: one whole step, whatever part says */
     double t0;
     prt_fn fn;
     void *ctx;
@@ -478,7 +479,7 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     double now = sim_now(e);
     rt->busy_compute[c->d] += now - c->t0;
     /* a batch run in pieces (forward, backward) counts once, when whole */
-    rt->part_done[c->d] += c->part;
+    rt->part_done[c->d] += c->step ? 1 : c->part;
     if (rt->part_done[c->d] >= 1 - 1e-9) {
         rt->batches[c->d]++;
         rt->part_done[c->d] = 0;
@@ -496,7 +497,7 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
                         rt->s->devices[d].name);
-    *c = (compute_slot){rt, d, n, part, sim_now(rt->e), fn, ctx};
+    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx};
     if (dt_out)
         *dt_out = dt;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
@@ -505,6 +506,19 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         return DP_ENOMEM;
     }
     return 0;
+}
+
+int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_out)
+{
+    const scn_group *g = &rt->s->groups[rt->s->devices[d].group];
+    /* batch_time alone: n samples cost batch_time * n / batch, i.e. that
+     * part of a whole batch (credited as n samples: batch * part) */
+    int rc = g->compute == SCN_COMPUTE_MEASURED
+                 ? prt_compute(rt, d, g->batch, (double)n / g->batch, fn, ctx, dt_out)
+                 : prt_compute(rt, d, n, 1.0, fn, ctx, dt_out);
+    if (!rc)
+        TL(rt)->cslots[d].step = 1;
+    return rc;
 }
 
 /* ---- initial distribution --------------------------------------------------- */

@@ -117,6 +117,11 @@ void prt_set_act(prt *rt, size_t d, res_activity a);
  * samples are credited in proportion.  *dt_out (may be NULL) gets the
  * duration. */
 int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out);
+/* Device d computes one step of n >= 1 samples, for policies that size
+ * steps freely: the cost model for any n (batch_table interpolated,
+ * peak_flops linear, batch_time scaled linearly as batch_time * n / batch
+ * instead of the ceil model of whole batches), counted as one batch. */
+int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_out);
 /* Send every device with data_bytes[d] > 0 or model its share and the model
  * from the server, all flows at once; per_dev(rt, ctx_d) runs when device
  * d holds both; `skip[d]` (may be NULL) leaves a device out entirely. */
@@ -164,6 +169,7 @@ int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mo
  * micro-step, and starts when ready and the previous bucket is done; with
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
  * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+typedef struct sync_hooks sync_hooks;
 typedef struct sync_cfg {
     int micro_per_sync; /* >= 1 */
     int overlap;
@@ -173,8 +179,30 @@ typedef struct sync_cfg {
     int allgather_after;
     prt_data_mode data;
     prt_coll_mode mode;
+    const sync_hooks *hooks; /* NULL: DDP's fixed batches above */
 } sync_cfg;
+/* A policy that sizes every step itself (the load-balancing family,
+ * lbsync.c) hooks into the same groups and buckets: one micro-step per
+ * group (micro_per_sync is taken as 1), of `batch(d)` samples (0: the
+ * device joins with zero gradients), computed by `compute` (which starts
+ * prt_compute and gives its duration); `split` replaces the equal split of
+ * the initial distribution; `synced` runs when the group's collectives end,
+ * instead of moving on by itself: the policy calls sync_next (or ends the
+ * run).  `plan` runs at the start of every group.  All but batch/compute
+ * may be NULL.  The hooks and ctx are borrowed for the run. */
+struct sync_hooks {
+    int (*split)(prt *rt, double *bytes, void *ctx);
+    int (*plan)(prt *rt, void *ctx);
+    int (*batch)(prt *rt, size_t d, void *ctx);
+    int (*compute)(prt *rt, size_t d, int n, prt_fn fn, void *fctx, double *dt, void *ctx);
+    void (*synced)(prt *rt, void *ctx);
+    void *ctx;
+};
 int sync_start(prt *rt, const sync_cfg *cfg);
+/* Start the next group now (from a `synced` hook, possibly later). */
+void sync_next(prt *rt);
+/* The hooks' ctx of the running sync state (NULL: none, or no hooks). */
+void *sync_hooks_ctx(const prt *rt);
 void sync_free(prt *rt);
 /* Equal split into prt_share and the bytes each device receives. */
 int equal_split(prt *rt, prt_data_mode data, double *bytes);

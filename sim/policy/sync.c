@@ -90,6 +90,26 @@ static void epoch_or_group_done(prt *rt, void *ctx)
         group_start(rt, NULL);
 }
 
+static void group_synced(prt *rt, void *ctx)
+{
+    sync_state *st = prt_state(rt);
+    if (st->cfg.hooks && st->cfg.hooks->synced)
+        st->cfg.hooks->synced(rt, st->cfg.hooks->ctx);
+    else
+        epoch_or_group_done(rt, ctx);
+}
+
+void sync_next(prt *rt)
+{
+    group_start(rt, NULL);
+}
+
+void *sync_hooks_ctx(const prt *rt)
+{
+    const sync_state *st = prt_state(rt);
+    return st && st->cfg.hooks ? st->cfg.hooks->ctx : NULL;
+}
+
 static void on_bucket_done(prt *rt, void *ctx)
 {
     (void)ctx;
@@ -101,12 +121,11 @@ static void on_bucket_done(prt *rt, void *ctx)
         return;
     }
     if (st->cfg.allgather_after) {
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->cfg.mode, epoch_or_group_done,
-                       NULL))
+        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->cfg.mode, group_synced, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
-    epoch_or_group_done(rt, NULL);
+    group_synced(rt, NULL);
 }
 
 static void try_next_bucket(prt *rt)
@@ -124,6 +143,16 @@ static void micro_step(prt *rt, void *ctx)
     sdev *sd = ctx;
     if (sd->in_group <= 0)
         return; /* its group's work is done; it waits for the buckets */
+    sync_state *st = prt_state(rt);
+    const sync_hooks *h = st->cfg.hooks;
+    if (h) {
+        double dt = 0;
+        sd->in_group = 0;
+        if (h->compute(rt, sd->d, h->batch(rt, sd->d, h->ctx), micro_step, sd, &dt, h->ctx))
+            return;
+        last_started(rt, prt_now(rt), dt);
+        return;
+    }
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[sd->d].group].batch;
     int64_t *left = &prt_left(rt)[sd->d];
     int n = *left < bs ? (int)*left : bs;
@@ -148,7 +177,14 @@ static void group_start(prt *rt, void *ctx)
         st->ready[k] = 0;
         st->ready_t[k] = st->group_t0;
     }
+    const sync_hooks *h = st->cfg.hooks;
+    if (h && h->plan && h->plan(rt, h->ctx))
+        return; /* the plan failed the run */
     for (size_t d = 0; d < prt_n(rt); d++) {
+        if (h) {
+            st->dev[d].in_group = h->batch(rt, d, h->ctx) > 0;
+            continue;
+        }
         sdev *sd = &st->dev[d];
         int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
         int64_t steps = (prt_left(rt)[d] + bs - 1) / bs;
@@ -200,7 +236,15 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     }
     for (int k = 0; k < st->K; k++)
         st->bsize[k] = k + 1 < st->K ? cfg->bucket_bytes : M - (st->K - 1) * cfg->bucket_bytes;
-    equal_split(rt, cfg->data, bytes);
+    if (cfg->hooks && cfg->hooks->split) {
+        int rc = cfg->hooks->split(rt, bytes, cfg->hooks->ctx);
+        if (rc) {
+            dp_free(bytes);
+            return rc;
+        }
+    } else {
+        equal_split(rt, cfg->data, bytes);
+    }
     for (size_t d = 0; d < prt_n(rt); d++) {
         st->dev[d] = (sdev){rt, d, 0};
         prt_left(rt)[d] = prt_share(rt)[d];
