@@ -180,8 +180,10 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     l->cap = trace_value_at(l->tr, t);
     mark_dirty(n);
     double next = trace_next_change(l->tr, t, &v);
+    /* A failed sim_at is recorded by the engine (sim_error), which ends
+     * the run: the link must not silently keep this capacity forever. */
     if (isfinite(next))
-        sim_at(e, next, on_trace_change, tc);
+        (void)sim_at(e, next, on_trace_change, tc);
 }
 
 int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
@@ -395,6 +397,17 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
         return 0;
     }
     return id;
+}
+
+double net_flow_remaining(const net *n, uint64_t id)
+{
+    flow *f = flow_of(n, id);
+    if (!f)
+        return 0;
+    if (f->state != FLOW_ACTIVE || !(f->rate > 0))
+        return f->remaining;
+    double r = isinf(f->rate) ? 0 : f->remaining - f->rate * (sim_now(n->e) - n->t_last);
+    return r > 0 ? r : 0;
 }
 
 double net_flow_rate(const net *n, uint64_t id)

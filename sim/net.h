@@ -59,6 +59,9 @@ double net_link_busy_s(const net *n, int link);
  * arguments or out of memory. */
 uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, double latency_s,
                         double rate_cap_Bps, net_done_fn done, void *ctx);
+/* Bytes a flow still has to deliver, as of now (its size while in its
+ * latency phase; 0 once finished or unknown). */
+double net_flow_remaining(const net *n, uint64_t id);
 /* Current rate of an active flow (0 while in its latency phase or unknown). */
 double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */
