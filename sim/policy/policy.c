@@ -537,6 +537,11 @@ int prt_run(prt *rt)
     }
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;
+    if (sim_error(rt->e)) /* e.g. a trace change or a completion could not be scheduled */
+        return dp_err_set(rt->err, DP_ERUN,
+                          "stopped at simulated t = %.6g s: an event could not be scheduled (%s); "
+                          "this run was not stored",
+                          sim_now(rt->e), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
     if (!rt->finished) {
         net *n = world_net(rt->w);
         char stuck[512] = "";
