@@ -196,7 +196,27 @@ static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn
     return 1;
 }
 
-/* Positive (or >= 0 with nonneg) and at most `max`. */
+/* The smallest nonzero value of a unit the simulator can honour: below
+ * it, rates and times overflow to infinity (1 / 1e-320), a transfer takes
+ * longer than any run, or the exact solver divides by a subnormal and never
+ * converges.  `check` refuses them so `run` never meets them. */
+static double unit_floor(scn_unit u)
+{
+    switch (u) {
+    case SCN_UNIT_TIME:
+        return 1e-9; /* 1 ns */
+    case SCN_UNIT_BANDWIDTH:
+    case SCN_UNIT_RATE:
+        return 1.0 / 8; /* 1 bit/s */
+    case SCN_UNIT_FLOPS:
+        return 1; /* 1 FLOPS */
+    default:
+        return 1e-9;
+    }
+}
+
+/* Positive (or >= 0 with nonneg) and at most `max`; a nonzero value is at
+ * least unit_floor. */
 static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
                    double def, int nonneg, double max, double *out)
 {
@@ -211,6 +231,12 @@ static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, s
     if (*out > max)
         return fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
                     got(n, g, sizeof g));
+    if (*out != 0 && *out < unit_floor(u)) {
+        char lo[40];
+        scn_format_quantity(unit_floor(u), u, lo, sizeof lo);
+        return fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
+                    nonneg ? "0 or " : "", lo, got(n, g, sizeof g));
+    }
     return 1;
 }
 
@@ -724,8 +750,8 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
                         SCN_MAX_BATCH, p->items[0]->text);
         if (scn_parse_quantity(p->items[1]->text, SCN_UNIT_TIME, &t, &e))
             return fail(c, p->items[1], pk, "%s", e.msg);
-        if (!(t > 0) || t > 1e9)
-            return fail(c, p->items[1], pk, "seconds must be > 0 and at most 1e9 (got %s)",
+        if (!(t >= unit_floor(SCN_UNIT_TIME)) || t > 1e9)
+            return fail(c, p->items[1], pk, "seconds must be at least 1 ns and at most 1e9 (got %s)",
                         p->items[1]->text);
         /* Insertion sort by batch: tables are short. */
         size_t j = i;
@@ -848,6 +874,16 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
                 return fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
                             got(yt_get(it, only[k]), gt, sizeof gt));
             }
+    }
+    if (g->compute == SCN_COMPUTE_DERIVED) {
+        /* Each input is in range, but flops / (peak x efficiency) can still
+         * be far below a nanosecond (or a subnormal), which no run honours. */
+        double t1 = scn_batch_time(s, g, 1);
+        if (!(t1 >= unit_floor(SCN_UNIT_TIME)))
+            return fail(c, pf, path,
+                        "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
+                        "overhead, must be at least 1 ns (got %.3g s)",
+                        t1);
     }
     if ((r = get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
         return r;

@@ -276,6 +276,14 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: negative value (got %s)", name, L.lineno, col2, f2);
             goto fail;
         }
+        /* Below this a positive rate only overflows what is computed from
+         * it (1 / 1e-320): 1 bit/s for a link, 1e-9 for a speed factor. */
+        double vmin = o->value_is_bits ? 1 : 1e-9;
+        if (v > 0 && v < vmin) {
+            dp_err_set(err, DP_EINPUT, "%s:%ld:%d: a positive value must be at least %s (got %.3g)", name,
+                       L.lineno, col2, o->value_is_bits ? "1 bit/s" : "1e-9", v);
+            goto fail;
+        }
         if (t > last_t) {
             prev_t = last_t;
             last_t = t;

