@@ -421,7 +421,7 @@ Test(scenario, compute_model_exactly_one)
     bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [1, 0.03]]"), "batch 1 appears twice");
     bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [0, 0.03]]"),
         "t.yaml:11:31: devices.gpu.batch_table[1]: batch must be a whole number from 1");
-    bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [4, -3]]"), "seconds must be > 0");
+    bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [4, -3]]"), "seconds must be at least 1 ns");
     bad(with("batch_time: 10ms", "batch_table: [1, 2]"), "expected a point [batch, seconds] (got 1)");
 }
 
