@@ -3,6 +3,7 @@
 #include "dpsim_config.h"
 
 #include "policy/policy.h"
+#include "slv.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -169,4 +170,5 @@ void cli_catch_interrupts(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     policy_set_interrupt(&interrupted);
+    slv_set_interrupt(&interrupted); /* C-ADP's solve can be the long part of a run */
 }
