@@ -336,6 +336,27 @@ static int dup_str(cv *c, char **dst, const char *src)
     return 0;
 }
 
+/* A free-text name (scenario, model, dataset): printed in headers and
+ * stored, so control characters (which would drive the terminal) are
+ * refused here; the message shows them escaped. */
+static int get_text(cv *c, const yt_node *m, const char *path, const char *key, const char *def, char **dst)
+{
+    const yt_node *n = NULL;
+    int r = get_scalar(c, m, path, key, 0, &n);
+    if (r < 0)
+        return r;
+    if (r) {
+        for (const unsigned char *p = (const unsigned char *)n->text; *p; p++)
+            if (*p < 0x20 || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+                char kp[300], g[80];
+                join(kp, sizeof kp, path, key);
+                return fail(c, n, kp, "a name must not hold control characters (got '%s')",
+                            got(n, g, sizeof g));
+            }
+    }
+    return dup_str(c, dst, r ? n->text : def);
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 static int file_exists(const char *p)
@@ -439,14 +460,12 @@ static int conv_model(cv *c, const yt_node *root)
                                        NULL};
     static const char *const req[] = {"params", "flops_per_sample", NULL};
     scn_scenario *s = c->s;
-    const yt_node *m = yt_get(root, "model"), *n;
+    const yt_node *m = yt_get(root, "model");
     int r;
     if ((r = check_map(c, m, "model", keys, req)) < 0)
         return r;
-    if ((r = get_scalar(c, m, "model", "name", 0, &n)) < 0)
+    if ((r = get_text(c, m, "model", "name", "model", &s->model.name)) < 0)
         return r;
-    if (dup_str(c, &s->model.name, r ? n->text : "model"))
-        return DP_ENOMEM;
     if ((r = get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS, &s->model.params)) <
         0)
         return r;
@@ -480,10 +499,8 @@ static int conv_dataset_training(cv *c, const yt_node *root)
     int r;
     if ((r = check_map(c, d, "dataset", dkeys, dreq)) < 0)
         return r;
-    if ((r = get_scalar(c, d, "dataset", "name", 0, &n)) < 0)
+    if ((r = get_text(c, d, "dataset", "name", "dataset", &s->dataset.name)) < 0)
         return r;
-    if (dup_str(c, &s->dataset.name, r ? n->text : "dataset"))
-        return DP_ENOMEM;
     if ((r = get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
                      &s->dataset.samples)) < 0)
         return r;
@@ -1040,10 +1057,8 @@ static int convert(cv *c, const yt_node *root)
     if ((r = check_map(c, root, "", keys, req)) < 0)
         return r;
     const yt_node *n;
-    if ((r = get_scalar(c, root, "", "name", 0, &n)) < 0)
+    if ((r = get_text(c, root, "", "name", "unnamed", &c->s->name)) < 0)
         return r;
-    if (dup_str(c, &c->s->name, r ? n->text : "unnamed"))
-        return DP_ENOMEM;
     if ((r = get_scalar(c, root, "", "description", 0, &n)) < 0)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||

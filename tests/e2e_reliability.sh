@@ -62,5 +62,36 @@ refused trace-period-2e-300 devices.gpu.link.up_trace 2e-300
 refused trace-period-1e-9 devices.gpu.link.up_trace 1e-09
 refused trace-value-1e-300 devices.gpu.link.up_trace 1e-300
 
+# --- control characters (item 5): never raw on the terminal, one line each
+# clean FILE: no control character but newline and tab
+clean() {
+    if LC_ALL=C grep -q "$(printf '[\001-\010\013-\037\177]')" "$1"; then
+        bad "a raw control character in $1: $(cat -v "$1" | head -c 400)"
+    else ok; fi
+}
+for n in ctl-value ctl-kind ctl-name ctl-model-name; do
+    expect 2 "$BIN" check "$R/$n.yaml"
+    clean "$T/err"
+    same_lines=$(wc -l <"$T/err")
+    if [ "$same_lines" -eq 1 ]; then ok; else bad "$n: $same_lines lines: $(cat -v "$T/err")"; fi
+    has "$T/err" '\x1b'
+done
+has "$T/err" "(got 'mlp\x1b[2J')"
+expect 2 "$BIN" "$(printf 'ru\033[2Jn')"
+clean "$T/err"
+has "$T/err" "'ru\x1b[2Jn'"
+expect 2 "$BIN" run "--bogus$(printf '\n\033[31m')"
+clean "$T/err"
+has "$T/err" '--bogus\n\x1b[31m'
+# a scenario whose file name holds ESC and a newline: run header and summary
+E="$T/$(printf 'ti\033[31mny\nx').yaml"
+cp "$SRC/scenarios/tiny.yaml" "$E"
+expect 0 "$BIN" check "$E"
+clean "$T/out"
+has "$T/out" 'ti\x1b[31mny\nx.yaml'
+expect 0 "$BIN" run "$E" --no-db --policy ddp
+clean "$T/out"
+has "$T/out" 'ti\x1b[31mny\nx.yaml'
+
 echo "e2e_reliability: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
