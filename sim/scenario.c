@@ -834,9 +834,10 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
         return fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
     g->count = (int)v;
     *total += v;
-    if (*total > SCN_MAX_DEVICES)
-        return fail(c, cn, kp, "more than %d devices in total (the limit on devices) (got %lld so far)",
-                    SCN_MAX_DEVICES, (long long)*total);
+    if (*total > SCN_MAX_DEVICES) /* a group without count (1) is located by its mapping */
+        return fail(c, cn ? cn : it, kp,
+                    "more than %d devices in total (the limit on devices) (got %lld so far)", SCN_MAX_DEVICES,
+                    (long long)*total);
     int kind;
     if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
         return r;

@@ -239,7 +239,10 @@ Test(scenario, yaml_syntax_errors)
     bad("a: 1\n---\nb: 2\n", "t.yaml:2:1: more than one YAML document");
     bad("- a\n- b\n", "t.yaml:1:1: the top level must be a mapping of keys (got a list)");
     bad("just text\n", "the top level must be a mapping");
-    bad("a: *nope\n", "t.yaml:1:4: unknown alias (got '*nope')");
+    bad("a: *nope\n", "t.yaml:1:4: a: unknown alias (got '*nope')");
+    /* parse-level messages name the key path, like every other message */
+    bad("devices:\n  - link: [1, *nope]\n", "t.yaml:2:15: devices[0].link[1]: unknown alias (got '*nope')");
+    bad("model:\n  params: \"unterminated\n", "model.params: YAML syntax error");
     bad("a: \"\\0\"\n", "NUL character");
     bad("a: \x01\n", "YAML syntax error");
     bad("a: \xff\n", "t.yaml:1:4: YAML syntax error: invalid leading UTF-8 octet (got byte 0xff)");
