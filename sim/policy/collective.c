@@ -13,13 +13,36 @@
 
 #include <math.h>
 
+/* Live collectives form a list on rt->coll_live, so a run that stops
+ * mid-collective (a stall on a dead link, a failure) frees them with the
+ * runtime; their flows never complete to free them. */
 typedef struct coll {
     prt *rt;
     double chunk;
     int rounds, round, pending;
     prt_fn fn;
     void *ctx;
+    struct coll *prev, *next;
 } coll;
+
+static void coll_unlink(coll *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->rt->coll_live = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+}
+
+void coll_free_all(prt *rt)
+{
+    for (coll *c = rt->coll_live, *nx; c; c = nx) {
+        nx = c->next;
+        dp_free(c);
+    }
+    rt->coll_live = NULL;
+}
 
 static int rounds_of(coll_kind k, size_t n)
 {
@@ -49,6 +72,7 @@ static void finish(prt *rt, void *ctx)
     coll *c = ctx;
     prt_fn fn = c->fn;
     void *fctx = c->ctx;
+    coll_unlink(c);
     dp_free(c);
     coll_end_acts(rt);
     fn(rt, fctx);
@@ -124,13 +148,17 @@ int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx};
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, NULL, rt->coll_live};
+    if (c->next)
+        c->next->prev = c;
+    rt->coll_live = c;
     coll_begin_acts(rt);
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
     if (mode == SCN_COLL_ANALYTIC) {
         double t = coll_analytic_s(rt, k, bytes);
         if (!isfinite(t)) {
+            coll_unlink(c);
             dp_free(c);
             return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
         }

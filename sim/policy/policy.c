@@ -152,6 +152,7 @@ void prt_free(prt *rt)
     if (!rt)
         return;
     timeline *tl = TL(rt);
+    coll_free_all(rt);
     world_free(rt->w);
     res_run_free(rt->r);
     dp_free(rt->share);

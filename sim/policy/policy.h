@@ -75,6 +75,7 @@ struct prt {
     int coll_active;      /* collectives in flight */
     double *part_done;    /* per device: fraction of a batch done in pieces */
     void *policy_state;
+    void *coll_live; /* collectives in flight (collective.c), freed by prt_free */
 };
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err);
@@ -119,6 +120,8 @@ typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_ki
  * flows.  fn(rt, ctx) runs when the collective ends. */
 int coll_start(prt *rt, coll_kind k, double bytes, scn_collective_mode mode, prt_fn fn, void *ctx);
 /* The analytic duration of a collective now (for tests and docs). */
+/* Free the collectives still in flight (a run that stopped mid-collective). */
+void coll_free_all(prt *rt);
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
 
 /* ---- the C-ADP allocation problem from a scenario (cadp.c) ------------- */
