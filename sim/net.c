@@ -87,7 +87,7 @@ struct net {
     double t_last;
     uint64_t reshare_ev, done_ev;
     int full; /* the pending reshare must recompute the shares */
-    uint64_t reshares;
+    uint64_t reshares, fills;
     unsigned stamp;
     /* reshare scratch, kept between calls */
     int *touched;
@@ -455,6 +455,10 @@ uint64_t net_reshares(const net *n)
 {
     return n->reshares;
 }
+uint64_t net_fills(const net *n)
+{
+    return n->fills;
+}
 
 /* ---- progressive filling -------------------------------------------------- */
 
@@ -568,6 +572,7 @@ void net_reshare_now(net *n)
     n->full = 0;
     advance(n);
     n->reshares++;
+    n->fills++;
     unsigned stamp = ++n->stamp;
     size_t n_touched = 0, n_entries = 0;
 

@@ -67,6 +67,9 @@ double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */
 size_t net_flows_pending(const net *n); /* still in their latency phase */
 uint64_t net_reshares(const net *n);    /* recomputations so far */
+/* Of those, the ones that ran progressive filling (a change on a link no
+ * active flow crosses changes no share and skips it). */
+uint64_t net_fills(const net *n);
 
 /* Recompute shares now if anything changed (normally done by an engine
  * event at the current instant; exposed for benchmarks and tests). */
