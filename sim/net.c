@@ -558,9 +558,34 @@ static void schedule_finish(net *n)
  * reshare does it (advance, finish times, the completion event). */
 static void reshare_light(net *n)
 {
-    advance(n);
+    /* advance() and schedule_finish() fused into one pass over the flows
+     * (the same operations in the same order per flow): with tens of
+     * thousands of flows this runs at every breakpoint of an idle link's
+     * trace, and one pass halves the memory traffic. */
+    double now = sim_now(n->e), dt = now - n->t_last, first = INFINITY;
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        if (dt > 0 && f->rate > 0) {
+            f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
+            if (f->remaining < 0)
+                f->remaining = 0;
+        }
+        if (!f->frozen)
+            f->rate = INFINITY;
+        if (f->remaining <= 0)
+            f->finish_t = now;
+        else if (f->rate > 0)
+            f->finish_t = isinf(f->rate) ? now : now + f->remaining / f->rate;
+        else
+            f->finish_t = INFINITY;
+        if (f->finish_t < first)
+            first = f->finish_t;
+    }
+    n->t_last = now;
     n->reshares++;
-    schedule_finish(n);
+    if (n->done_ev)
+        sim_cancel(n->e, n->done_ev);
+    n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
 }
 
 void net_reshare_now(net *n)

@@ -62,6 +62,11 @@ refused trace-period-2e-300 devices.gpu.link.up_trace 2e-300
 refused trace-period-1e-9 devices.gpu.link.up_trace 1e-09
 refused trace-value-1e-300 devices.gpu.link.up_trace 1e-300
 
+# a range of 1e300 values is refused with a short count, not 301 digits
+expect 2 "$BIN" sweep "$SRC/scenarios/tiny.yaml" --vary training.epochs=1..1e300 --db "$T/sw.db"
+has "$T/err" "1e+300 values"
+short "$T/err"
+
 # --- control characters (item 5): never raw on the terminal, one line each
 # clean FILE: no control character but newline and tab
 clean() {
