@@ -358,6 +358,18 @@ int slv_set(slv_solver *s, const slv_problem *p, const slv_params *params, dp_er
     return DP_OK;
 }
 
+static volatile sig_atomic_t *interrupt_flag;
+
+void slv_set_interrupt(volatile sig_atomic_t *flag)
+{
+    interrupt_flag = flag;
+}
+
+int slv_interrupted(void)
+{
+    return interrupt_flag && *interrupt_flag;
+}
+
 int slv_iterate(slv_solver *s)
 {
     if (!s || !s->loaded)
@@ -378,10 +390,15 @@ int slv_solve(slv_solver *s, dp_err *err)
         return dp_err_set(err, DP_EINPUT, "solver: slv_solve before a successful slv_set");
     int rc;
     while ((rc = slv_iterate(s)) > 0)
-        ;
+        if (slv_interrupted()) {
+            rc = DP_ERUN;
+            break;
+        }
     if (rc < 0)
         return dp_err_set(err, rc, "solver %s: %s", s->m->name,
-                          rc == DP_ENOMEM ? "out of memory" : "iteration failed");
+                          rc == DP_ENOMEM ? "out of memory"
+                          : rc == DP_ERUN ? "interrupted"
+                                          : "iteration failed");
     double t0 = cpu_now();
     slv_result *r = &s->res;
     rc = s->m->finish(s->state, &s->p, &s->prm, r);

@@ -22,6 +22,7 @@
 #ifndef SLV_H
 #define SLV_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -118,6 +119,13 @@ int slv_set(slv_solver *s, const slv_problem *p, const slv_params *params, dp_er
  * one outer iteration).  Returns 1 while
  * more remains, 0 when done, negative on error (or if slv_set has not succeeded). */
 int slv_iterate(slv_solver *s);
+/* An interrupt flag (set by a SIGINT/SIGTERM handler) that the solvers'
+ * long loops poll: once it is set they stop at once and slv_solve fails with
+ * DP_ERUN "interrupted".  NULL (the default) = never.  The pointer is
+ * borrowed for the life of the process. */
+void slv_set_interrupt(volatile sig_atomic_t *flag);
+/* Nonzero when the flag is set (for the methods' loops). */
+int slv_interrupted(void);
 /* Iterate to the end, then round and fill the result.  0 ok, negative on error. */
 int slv_solve(slv_solver *s, dp_err *err);
 /* The result of the last slv_solve: borrowed, valid until the next slv_set or

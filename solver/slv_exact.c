@@ -644,6 +644,10 @@ int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value
             goto out;
     }
     while (h.n > 0) {
+        if (slv_interrupted()) {
+            rc = DP_ERUN;
+            goto out;
+        }
         node nd = heap_pop(&h);
         if (nd.lb >= best - fabs(best) * 1e-12)
             continue; /* no node left can improve beyond the tolerance */
@@ -1031,6 +1035,10 @@ int slv_int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, dou
                 goto out;
     }
     while (h.n > 0) {
+        if (slv_interrupted()) {
+            rc = DP_ERUN;
+            goto out;
+        }
         node nd = heap_pop(&h);
         if (nd.lb >= best - fabs(best) * 1e-12)
             continue;

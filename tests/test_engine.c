@@ -110,10 +110,15 @@ Test(engine, past_times_clamp_and_nan_refused)
     tagged a = {&lg, 1}, b = {&lg, 2};
     sim_at(e, 5.0, rec, &a);
     sim_run(e, INFINITY);
-    cr_expect_eq(sim_at(e, NAN, rec, &b), 0);
     cr_expect_neq(sim_at(e, 1.0, rec, &b), 0);
     sim_run(e, INFINITY);
     cr_expect_eq(sim_now(e), 5.0, "time never goes backwards");
+    cr_expect_eq(lg.n, 2);
+    /* A NaN time is refused, and (like every failed sim_at) ends the run. */
+    cr_expect_eq(sim_at(e, NAN, rec, &b), 0);
+    cr_expect_eq(sim_error(e), DP_EINPUT);
+    cr_expect_neq(sim_at(e, 6.0, rec, &b), 0);
+    cr_expect_eq(sim_run(e, INFINITY), 0);
     cr_expect_eq(lg.n, 2);
     sim_engine_free(e);
 }
@@ -194,6 +199,62 @@ Test(engine, out_of_memory_is_reported)
     dp_alloc_fail_after(0);
     cr_expect_eq(id, 0);
     cr_expect_eq(sim_pending(e), 0);
+    cr_expect_eq(sim_error(e), DP_ENOMEM);
+    sim_engine_free(e);
+}
+
+/* The net's pattern: every step cancels a far-future event and schedules
+ * it again.  Cancelled entries must not pile up: before compaction the 2^24
+ * slots ran out after as many steps and the chain silently stopped. */
+typedef struct churn {
+    uint64_t far, steps, left;
+} churn;
+
+static void churn_step(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    churn *c = ctx;
+    c->steps++;
+    cr_assert_eq(sim_cancel(e, c->far), 1);
+    c->far = sim_at(e, 1e9 + (double)(c->steps % 7), rec, NULL);
+    if (--c->left && !sim_at(e, sim_now(e) + 1e-9, churn_step, c))
+        return;
+}
+
+Test(engine, cancelled_events_do_not_accumulate)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    churn c = {0, 0, (1u << 24) + 1000};
+    c.far = sim_at(e, 1e9, rec, NULL);
+    sim_at(e, 0, churn_step, &c);
+    sim_run(e, 1e8);
+    cr_expect_eq(sim_error(e), 0);
+    cr_expect_eq(c.steps, (1u << 24) + 1000);
+    cr_expect_eq(sim_pending(e), 1);
+    sim_engine_free(e);
+}
+
+/* A handler whose sim_at fails ends the run: nothing runs after it. */
+static void resched_under_oom(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    dp_alloc_fail_after(1);
+    for (int i = 0; i < 300 && sim_at(e, 2.0 + i, rec, ctx); i++)
+        ;
+    dp_alloc_fail_after(0);
+}
+
+Test(engine, failed_schedule_stops_the_run)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    logger lg = {.n = 0};
+    tagged a = {&lg, 1};
+    sim_at(e, 1.0, resched_under_oom, &a);
+    sim_at(e, 3.0, rec, &a);
+    sim_run(e, INFINITY);
+    cr_expect_eq(sim_error(e), DP_ENOMEM);
+    cr_expect_eq(lg.n, 0, "no event runs after a failed sim_at");
+    cr_expect_eq(sim_now(e), 1.0);
     sim_engine_free(e);
 }
 

@@ -6,6 +6,7 @@
 #include "policy/policy.h"
 #include "scenario.h"
 #include "trace.h"
+#include "yamltree.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -232,4 +233,25 @@ Test(limits, many_devices_analytic_and_cadp, .timeout = 120)
     cr_assert_not_null(r, "%s", err.msg);
     res_run_free(r);
     scn_free(s);
+}
+
+/* A 100k-item list: the tree's arrays grow geometrically, so the parse
+ * makes about two allocations per item (node, text), not three (one
+ * realloc per element, quadratic copying: 150 s under ASan). */
+Test(limits, long_list_grows_geometrically)
+{
+    enum { N = 100000 };
+    char *text = malloc(16 * N + 16);
+    cr_assert_not_null(text);
+    size_t len = (size_t)sprintf(text, "big:\n");
+    for (int i = 0; i < N; i++)
+        len += (size_t)sprintf(text + len, "  - %d\n", i);
+    dp_err e = {0};
+    dp_alloc_fail_after(2L * N + 1000);
+    yt_doc *d = yt_parse("big.yaml", text, len, &e);
+    dp_alloc_fail_after(0);
+    cr_assert_not_null(d, "%s", e.msg);
+    cr_expect_eq(yt_get(yt_root(d), "big")->n, (size_t)N);
+    yt_free(d);
+    free(text);
 }

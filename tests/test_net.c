@@ -288,3 +288,40 @@ Test(net, bad_arguments_refused)
     cr_expect_lt(net_link_add(fx.n, -5, NULL, "x"), 0);
     fx_free(&fx);
 }
+
+/* A looping trace on a link no flow uses: its breakpoints change no share,
+ * so they must not re-run progressive filling over the flows elsewhere
+ * (C-ADP on geo-3sites: quadratic in devices).  Completion times are the
+ * same as without the trace. */
+Test(net, idle_link_changes_skip_the_fill)
+{
+    static const char csv[] = "0,8000000\n0.01,16000000\n";
+    trace_opts o = {TRACE_FMT_CSV, 0, 0, 1, 1};
+    dp_err err = {0};
+    trace *tr = trace_read_buffer("idle.csv", csv, sizeof csv - 1, &o, &err);
+    cr_assert_not_null(tr, "%s", err.msg);
+    double t_done[2][8];
+    uint64_t fills[2];
+    for (int with = 0; with < 2; with++) {
+        fixture fx;
+        fx_init(&fx);
+        int l = net_link_add(fx.n, 1e6, NULL, "shared");
+        if (with)
+            cr_assert(net_link_add(fx.n, 0, tr, "idle") == 1);
+        for (int k = 0; k < 8; k++)
+            cr_assert(net_flow_start(fx.n, &l, 1, 1e5 * (k + 1), 0, INFINITY, on_done, &fx.tags[k]));
+        sim_run(fx.e, 10); /* the trace loops forever: stop after the flows (3.6 s) */
+        cr_assert_eq(fx.lg.n, 8);
+        for (int k = 0; k < 8; k++)
+            t_done[with][k] = fx.lg.t[k];
+        fills[with] = net_fills(fx.n);
+        if (with)
+            cr_expect_gt(net_reshares(fx.n), 100, "the idle link's breakpoints still count as reshares");
+        fx_free(&fx);
+    }
+    for (int k = 0; k < 8; k++)
+        expect_close(t_done[1][k], t_done[0][k]);
+    cr_expect_eq(fills[1], fills[0], "fills %llu with the idle trace, %llu without",
+                 (unsigned long long)fills[1], (unsigned long long)fills[0]);
+    trace_free(tr);
+}

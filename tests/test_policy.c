@@ -419,6 +419,47 @@ Test(policy, permanent_outage_is_a_run_error)
     rmdir(dir);
 }
 
+/* DDP whose ring meets a link that died after the data arrived: the run
+ * stalls mid-collective, and the collective's state is freed with the run
+ * (it leaked 48 bytes; the suite's teardown counts live blocks). */
+Test(policy, ddp_stalled_in_a_collective_frees_it)
+{
+    static const char *DEAD = "name: dead-ring\n"
+                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+                              "training: { epochs: 1 }\n"
+                              "devices:\n"
+                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                              "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms, up_trace: dying.csv } }\n"
+                              "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                              "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n";
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    long live = dp_alloc_live();
+    snprintf(csv, sizeof csv, "%s/dying.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,bandwidth_bps\n0,8000000\n0.5,0\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    fputs(DEAD, f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = policy_run(POLICY_DDP, s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_ERUN);
+    cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
+    res_run_free(r);
+    scn_free(s);
+    cr_expect_eq(dp_alloc_live(), live, "leaked %ld blocks", dp_alloc_live() - live);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}
+
 /* Large scenarios are solved per device group (cadp_solve): the same
  * relaxed optimum as the per-device problem, an objective within one
  * sample's send time of the per-device solver's, and an even split inside

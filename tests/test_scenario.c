@@ -257,7 +257,10 @@ Test(scenario, yaml_syntax_errors)
     bad("a: 1\n---\nb: 2\n", "t.yaml:2:1: more than one YAML document");
     bad("- a\n- b\n", "t.yaml:1:1: the top level must be a mapping of keys (got a list)");
     bad("just text\n", "the top level must be a mapping");
-    bad("a: *nope\n", "t.yaml:1:4: unknown alias (got '*nope')");
+    bad("a: *nope\n", "t.yaml:1:4: a: unknown alias (got '*nope')");
+    /* parse-level messages name the key path, like every other message */
+    bad("devices:\n  - link: [1, *nope]\n", "t.yaml:2:15: devices[0].link[1]: unknown alias (got '*nope')");
+    bad("model:\n  params: \"unterminated\n", "model.params: YAML syntax error");
     bad("a: \"\\0\"\n", "NUL character");
     bad("a: \x01\n", "YAML syntax error");
     bad("a: \xff\n", "t.yaml:1:4: YAML syntax error: invalid leading UTF-8 octet (got byte 0xff)");
@@ -439,7 +442,7 @@ Test(scenario, compute_model_exactly_one)
     bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [1, 0.03]]"), "batch 1 appears twice");
     bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [0, 0.03]]"),
         "t.yaml:11:31: devices.gpu.batch_table[1]: batch must be a whole number from 1");
-    bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [4, -3]]"), "seconds must be > 0");
+    bad(with("batch_time: 10ms", "batch_table: [[1, 0.02], [4, -3]]"), "seconds must be at least 1 ns");
     bad(with("batch_time: 10ms", "batch_table: [1, 2]"), "expected a point [batch, seconds] (got 1)");
 }
 

@@ -333,3 +333,124 @@ Test(trace, repo_example_traces_load)
     cr_assert_float_eq(trace_mean(t) * 8 / 1e6, 5.03, 0.005);
     trace_free(t);
 }
+
+/* ---- property: a saturating flow receives the trace's integral ---------- */
+
+#include "engine.h"
+#include "net.h"
+
+static uint64_t rng_state;
+static double urand(void) /* splitmix64 -> [0, 1) */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* Integral of the trace over [0, H], in long double, from the definition. */
+static long double integral(const trace *t, double H)
+{
+    long double sum = 0, base = 0;
+    int loop = t->loop && t->n > 1 && t->period_s > t->t_s[t->n - 1];
+    if (loop) {
+        long double per = 0;
+        for (size_t k = 0; k < t->n; k++) {
+            long double end = k + 1 < t->n ? t->t_s[k + 1] : t->period_s;
+            per += (long double)t->value[k] * (end - t->t_s[k]);
+        }
+        long double c = floorl((long double)H / t->period_s);
+        sum = c * per;
+        base = c * (long double)t->period_s;
+    }
+    for (size_t k = 0; k < t->n; k++) {
+        long double a = base + t->t_s[k];
+        long double b = k + 1 < t->n ? base + t->t_s[k + 1] : (loop ? base + t->period_s : INFINITY);
+        if (a >= H)
+            break;
+        if (b > H)
+            b = H;
+        sum += (long double)t->value[k] * (b - a);
+    }
+    return sum;
+}
+
+static void noop(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)ctx;
+    (void)id;
+}
+
+/* Bytes a flow with nothing but the trace's link in its way delivers by H. */
+static double delivered(const trace *t, double H)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    net *n = net_new(e, NULL);
+    cr_assert(net_link_add(n, 0, t, "l") == 0);
+    double bytes = 2 * (double)integral(t, H) + 1;
+    int path[1] = {0};
+    uint64_t id = net_flow_start(n, path, 1, bytes, 0, INFINITY, NULL, NULL);
+    cr_assert(id);
+    cr_assert(sim_at(e, H, noop, NULL));
+    sim_run(e, H);
+    cr_assert_eq(sim_now(e), H);
+    double got = bytes - net_flow_remaining(n, id);
+    net_free(n);
+    sim_engine_free(e);
+    return got;
+}
+
+Test(trace, property_saturating_flow_gets_the_integral)
+{
+    rng_state = 19;
+    char *buf = malloc(1 << 20);
+    cr_assert_not_null(buf);
+    for (int i = 0; i < 48; i++) {
+        int mahi = i % 2, loop = (i / 2) % 2 || i % 8 == 7;
+        double step = pow(10, -3 + 4 * urand()); /* 1 ms .. 10 s */
+        trace_opts o = {mahi ? TRACE_FMT_MAHIMAHI : TRACE_FMT_CSV, 0, 0, loop, 1};
+        size_t len = 0;
+        if (mahi) {
+            /* bin = step; packets over a span of 2 .. 200 bins, with gaps */
+            o.bin_s = step;
+            double span_ms = fmax(1, step * 1000 * (2 + 198 * urand()));
+            long long ms = 0;
+            while (ms < (long long)span_ms && len < (1 << 20) - 32) {
+                len += (size_t)sprintf(buf + len, "%lld\n", ms);
+                ms += urand() < 0.3 ? (long long)(urand() * step * 3000) : (urand() < 0.5);
+            }
+            len += (size_t)sprintf(buf + len, "%lld\n", (long long)span_ms);
+        } else {
+            int rows = 2 + (int)(urand() * 40);
+            if (i % 12 == 4) { /* the finest accepted trace: 2 rows, period 2 us */
+                step = TRACE_MIN_STEP_S;
+                rows = 2;
+            }
+            double t = 0;
+            for (int r = 0; r < rows; r++) {
+                double v = urand() < 0.2 ? 0 : pow(10, 3 + 6 * urand());
+                len += (size_t)sprintf(buf + len, "%.17g,%.17g\n", t, v);
+                t += step * (i % 12 == 4 ? 1 : 1 + (int)(urand() * 3));
+            }
+        }
+        dp_err err = {0};
+        trace *t = trace_read_buffer(mahi ? "p.mahi" : "p.csv", buf, len, &o, &err);
+        cr_assert_not_null(t, "case %d: %s", i, err.msg);
+        double span = t->loop ? t->period_s : t->t_s[t->n - 1] + step;
+        /* long: hundreds of periods, capped at ~1e5 breakpoints and 10^4 s */
+        double H = fmin(1e4, 1e5 * span / (double)t->n) * (0.5 + 0.5 * urand());
+        H = fmax(H, 2 * span);
+        long double want = integral(t, H);
+        double got = delivered(t, H);
+        cr_expect(
+            fabsl(got - want) <= 1e-9 * fmaxl(want, 1e-300L),
+            "case %d (%s, loop %d, n %zu, period %.9g, H %.9g): delivered %.17g, integral %.17Lg (ratio "
+            "%.12g)",
+            i, mahi ? "mahimahi" : "csv", t->loop, t->n, t->period_s, H, got, want,
+            (double)(got / (double)want));
+        trace_free(t);
+    }
+    free(buf);
+}

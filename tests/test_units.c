@@ -138,3 +138,24 @@ Test(units, format_is_human)
     scn_format_quantity(1.0, SCN_UNIT_BYTES, buf, 3); /* truncates, never overruns */
     cr_assert_eq(strlen(buf), 2);
 }
+
+/* dp_esc and dp_err_set: user text never reaches the terminal raw. */
+Test(units, control_characters_are_escaped)
+{
+    char b[64];
+    cr_expect_str_eq(dp_esc(b, sizeof b, "1\n\033[2J\033[31mRED"), "1\\n\\x1b[2J\\x1b[31mRED");
+    cr_expect_str_eq(dp_esc(b, sizeof b, "a\tb\rc\x7f\a"), "a\\tb\\rc\\x7f\\x07");
+    /* C1 CSI in UTF-8 is escaped; other UTF-8 passes unchanged */
+    cr_expect_str_eq(dp_esc(b, sizeof b,
+                            "x\xc2\x9b"
+                            "31m \xc3\xa9"),
+                     "x\\xc2\\x9b31m \xc3\xa9");
+    cr_expect_str_eq(dp_esc(b, sizeof b, NULL), "");
+    /* cut before an escape that does not fit, never inside one */
+    cr_expect_str_eq(dp_esc(b, 6, "ab\033c"), "ab");
+    dp_err e = {0};
+    dp_err_set(&e, DP_EINPUT, "k: bad (got '%s')", "v\n\033]0;title\a");
+    cr_expect_str_eq(e.msg, "k: bad (got 'v\\n\\x1b]0;title\\x07')");
+    dp_err_prefix(&e, "f\033:%d", 3);
+    cr_expect_str_eq(e.msg, "f\\x1b:3: k: bad (got 'v\\n\\x1b]0;title\\x07')");
+}

@@ -85,13 +85,56 @@ void dp_alloc_fail_after(long k)
     atomic_store(&fail_countdown, k);
 }
 
+const char *dp_esc(char *buf, size_t len, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!len)
+        return buf;
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        char e[9];
+        size_t k = 0;
+        unsigned c = *p;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            e[k++] = '\\';
+            e[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else if (c < 0x20 || c == 0x7f || (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+            /* C0 controls, DEL, and C1 controls (U+0080..U+009F) in UTF-8,
+             * which terminals also obey (0xc2 0x9b is CSI). */
+            e[k++] = '\\';
+            e[k++] = 'x';
+            e[k++] = hex[c >> 4];
+            e[k++] = hex[c & 15];
+            if (c == 0xc2) {
+                c = *++p;
+                e[k++] = '\\';
+                e[k++] = 'x';
+                e[k++] = hex[c >> 4];
+                e[k++] = hex[c & 15];
+            }
+        } else {
+            e[k++] = (char)c;
+        }
+        if (o + k >= len)
+            break; /* cut whole escapes only */
+        memcpy(buf + o, e, k);
+        o += k;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 int dp_err_set(dp_err *err, int code, const char *fmt, ...)
 {
     if (err) {
+        /* Messages carry user text (values, names, file names): escape it
+         * here, once, so no message can hold a raw control character. */
+        char raw[sizeof err->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        dp_esc(err->msg, sizeof err->msg, raw);
         err->code = code;
     }
     return code;
@@ -101,11 +144,12 @@ int dp_err_prefix(dp_err *err, const char *fmt, ...)
 {
     if (!err)
         return DP_ERUN;
-    char pre[512], old[sizeof err->msg];
+    char raw[512], pre[512], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof pre, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    dp_esc(pre, sizeof pre, raw);
     memcpy(old, err->msg, sizeof old);
     /* Truncation is fine here: the message is for people. */
     size_t np = strlen(pre);

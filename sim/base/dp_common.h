@@ -54,7 +54,16 @@ typedef struct dp_err {
     char msg[1024]; /* one line, no trailing newline */
 } dp_err;
 
-/* Fill err (if not NULL) with code and a printf-style message; returns code. */
+/* Copy s to buf (len bytes, NUL-terminated; cut before an escape that does
+ * not fit) with every control character escaped: \n, \r, \t, and \xHH for
+ * the other C0 controls, DEL and the UTF-8 encoded C1 controls.  What is
+ * printed from it stays one line and cannot drive the terminal.  Every
+ * user-provided string printed to a terminal goes through it (dp_err_set
+ * does it for messages).  Returns buf; s == NULL gives "". */
+const char *dp_esc(char *buf, size_t len, const char *s);
+
+/* Fill err (if not NULL) with code and a printf-style message, control
+ * characters escaped (dp_esc); returns code. */
 int dp_err_set(dp_err *err, int code, const char *fmt, ...) DP_PRINTF(3, 4);
 /* Prefix an existing message: "PREFIX: old message". */
 int dp_err_prefix(dp_err *err, const char *fmt, ...) DP_PRINTF(2, 3);

@@ -3,6 +3,7 @@
 #include "dpsim_config.h"
 
 #include "policy/policy.h"
+#include "slv.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -83,8 +84,10 @@ int dpsim_main(int argc, char **argv)
             best = commands[i].name;
         }
     }
-    fprintf(stderr, "dpsim: unknown command '%s'%s%s%s\nTry 'dpsim --help'.\n", argv[1],
-            best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+    char cmd[256];
+    fprintf(stderr, "dpsim: unknown command '%s'%s%s%s\nTry 'dpsim --help'.\n",
+            dp_esc(cmd, sizeof cmd, argv[1]), best ? " (did you mean '" : "", best ? best : "",
+            best ? "'?)" : "");
     return EXIT_USAGE;
 }
 
@@ -101,12 +104,13 @@ int cli_fail(const dp_err *err)
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    /* The message quotes command-line arguments: escaped, one line. */
+    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "dpsim %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'dpsim %s --help'.\n", cmd);
+    fprintf(stderr, "dpsim %s: %s\nTry 'dpsim %s --help'.\n", cmd, dp_esc(msg, sizeof msg, raw), cmd);
     return EXIT_USAGE;
 }
 
@@ -177,4 +181,5 @@ void cli_catch_interrupts(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     policy_set_interrupt(&interrupted);
+    slv_set_interrupt(&interrupted); /* C-ADP's solve can be the long part of a run */
 }

@@ -116,11 +116,12 @@ int cmd_show(int argc, char **argv)
             printf("%s\n", json_text(j));
             json_free(j);
         } else {
-            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, name, policy,
-                   (unsigned long long)seed);
+            char en[256], ep[64], eo[1024];
+            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, dp_esc(en, sizeof en, name),
+                   dp_esc(ep, sizeof ep, policy), (unsigned long long)seed);
             for (size_t k = 0; k < n_ovs; k++)
-                printf("%s%s", k ? ", " : ", overrides: ", ovs[k]);
-            printf("\noptions: %s\n\n", r->options_json ? r->options_json : "{}");
+                printf("%s%s", k ? ", " : ", overrides: ", dp_esc(eo, sizeof eo, ovs[k]));
+            printf("\noptions: %s\n\n", dp_esc(eo, sizeof eo, r->options_json ? r->options_json : "{}"));
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
             printf("\n");
@@ -245,9 +246,10 @@ int cmd_rerun(int argc, char **argv)
         for (size_t e = 0; same && e < old->n_epochs; e++)
             same = SAME(old->epochs[e].end_s, now->epochs[e].end_s);
 #undef SAME
+        char en[256], ep[64];
         printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n",
-               (unsigned long long)id, name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
-               same ? "identical" : "DIFFERENT");
+               (unsigned long long)id, dp_esc(en, sizeof en, name), dp_esc(ep, sizeof ep, policy),
+               (unsigned long long)seed, old->ttotal_s, now->ttotal_s, same ? "identical" : "DIFFERENT");
     }
     res_run_free(old);
     res_run_free(now);

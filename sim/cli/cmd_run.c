@@ -148,8 +148,10 @@ int cmd_run(int argc, char **argv)
             printf("%s\n", json_text(j));
         json_free(j);
     } else {
-        printf("%s (%s): %zu devices, %lld samples, %d epochs, seed %llu\n\n", s->name, s->path, s->n_devices,
-               (long long)s->dataset.samples, s->training.epochs, (unsigned long long)seed);
+        char en[256], ep[1024];
+        printf("%s (%s): %zu devices, %lld samples, %d epochs, seed %llu\n\n", dp_esc(en, sizeof en, s->name),
+               dp_esc(ep, sizeof ep, s->path), s->n_devices, (long long)s->dataset.samples,
+               s->training.epochs, (unsigned long long)seed);
         report_table_header(stdout);
         for (int k = 0; k < np; k++)
             if (runs[k])
@@ -162,10 +164,12 @@ int cmd_run(int argc, char **argv)
                     report_stats(stdout, runs[k]);
                 }
         if (st && rr == 0)
-            printf("\nstored in %s\n", db);
+            printf("\nstored in %s\n", dp_esc(ep, sizeof ep, db));
     }
-    if (json && st && rr == 0)
-        fprintf(stderr, "dpsim: stored in %s\n", db);
+    if (json && st && rr == 0) {
+        char ed[1024];
+        fprintf(stderr, "dpsim: stored in %s\n", dp_esc(ed, sizeof ed, db));
+    }
     for (int k = 0; k < np; k++)
         res_run_free(runs[k]);
     store_close(st);

@@ -153,8 +153,10 @@ int cmd_solve(int argc, char **argv)
         fputc('\n', stdout);
         json_free(j);
     } else {
-        printf("%s: C-ADP allocation by %s (%s rounding), %d epochs, %lld samples\n\n", s->name, method,
-               slv_rounding_name(r->rounding), s->training.epochs, (long long)s->dataset.samples);
+        char en[256];
+        printf("%s: C-ADP allocation by %s (%s rounding), %d epochs, %lld samples\n\n",
+               dp_esc(en, sizeof en, s->name), method, slv_rounding_name(r->rounding), s->training.epochs,
+               (long long)s->dataset.samples);
         printf("  %-16s %10s %9s %11s %16s %14s\n", "device", "samples", "batches", "send (s)",
                "epoch compute (s)", "exchange (s)");
         for (size_t d = 0; d < r->n; d++) {

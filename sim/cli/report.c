@@ -14,22 +14,26 @@ void report_table_row(FILE *out, const res_run *r, long long run_id)
     char id[24] = "-";
     if (run_id > 0)
         snprintf(id, sizeof id, "#%lld", run_id);
-    fprintf(out, "%-10s %12.2f %14.2f %12.2f %9.4f %6.1f%% %8zu %11llu %7s\n", r->policy, r->tsend_s,
-            r->ttraining_s, r->ttotal_s, r->tflops, 100 * r->utilization, r->n_epochs,
-            (unsigned long long)r->events, id);
+    char pol[64];
+    fprintf(out, "%-10s %12.2f %14.2f %12.2f %9.4f %6.1f%% %8zu %11llu %7s\n",
+            dp_esc(pol, sizeof pol, r->policy), r->tsend_s, r->ttraining_s, r->ttotal_s, r->tflops,
+            100 * r->utilization, r->n_epochs, (unsigned long long)r->events, id);
 }
 
 void report_devices(FILE *out, const res_run *r)
 {
-    fprintf(out, "%s per device:\n", r->policy);
+    /* Names may come from a database written by anyone: escaped. */
+    char pol[64], name[128], kind[64];
+    fprintf(out, "%s per device:\n", dp_esc(pol, sizeof pol, r->policy));
     fprintf(out, "  %-16s %-4s %9s %9s %12s %10s %10s %10s %11s %11s %10s\n", "device", "kind", "samples",
             "batches", "compute (s)", "send (s)", "recv (s)", "wait (s)", "sent (MB)", "recv (MB)",
             "ready (s)");
     for (size_t d = 0; d < r->n_devices; d++) {
         const res_device *v = &r->devices[d];
-        fprintf(out, "  %-16s %-4s %9lld %9lld %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n", v->name,
-                v->kind, (long long)v->samples, (long long)v->batches, v->compute_s, v->send_s, v->recv_s,
-                v->wait_s, v->bytes_sent / 1e6, v->bytes_recv / 1e6, v->data_ready_s);
+        fprintf(out, "  %-16s %-4s %9lld %9lld %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n",
+                dp_esc(name, sizeof name, v->name), dp_esc(kind, sizeof kind, v->kind), (long long)v->samples,
+                (long long)v->batches, v->compute_s, v->send_s, v->recv_s, v->wait_s, v->bytes_sent / 1e6,
+                v->bytes_recv / 1e6, v->data_ready_s);
     }
 }
 

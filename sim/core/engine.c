@@ -29,8 +29,18 @@
  * Slots: each entry names a slot holding the handler, ctx and generation.
  * Ids are (generation << 32 | slot): a slot is reused after its event fires
  * or is reclaimed, and the generation makes stale ids harmless.  Cancelling
- * marks the slot (handler = NULL); the entry is dropped when it surfaces.
- * `live` counts scheduled, not cancelled events.
+ * marks the slot (handler = NULL); the entry is dropped when it surfaces,
+ * or earlier by a compaction once cancelled entries outnumber live ones:
+ * a caller that keeps rescheduling a far-future event (the net's next
+ * completion, at every reshare) would otherwise fill the queue with dead
+ * entries that never surface.  Compaction costs O(pending) and runs after
+ * at least as many cancellations, so cancelling stays O(1) amortised.
+ * `live` counts scheduled, not cancelled events; `dead` cancelled entries
+ * still queued.
+ *
+ * A failed sim_at (queue full, out of memory, NaN time) is sticky:
+ * sim_error reports it and sim_step runs nothing more, so a handler that
+ * cannot reschedule ends the run instead of silently dropping its future.
  *
  * Limits: 2^24 - 1 pending events and 2^40 scheduled events per engine
  * (sim_at returns 0 past them).
@@ -76,8 +86,9 @@ struct sim_engine {
     uint32_t free_head; /* MAX_SLOTS+1 = empty */
     uint64_t seq;
     double now;
-    size_t live;
+    size_t live, dead;
     uint64_t ran;
+    int err; /* a sim_at failed: DP_ENOMEM or DP_EINPUT */
     int stop;
     int top_spent; /* heap[0] has fired; the next sim_at replaces it */
 };
@@ -251,7 +262,22 @@ static int bucket_append(bucket *b, hent x)
     return 0;
 }
 
+static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx);
+
 uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
+{
+    uint64_t id = at(e, t_s, h, ctx);
+    if (!id && !e->err)
+        e->err = (!h || isnan(t_s)) ? DP_EINPUT : DP_ENOMEM;
+    return id;
+}
+
+int sim_error(const sim_engine *e)
+{
+    return e->err;
+}
+
+static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
     if (!h || isnan(t_s) || e->seq >= MAX_SEQ)
         return 0;
@@ -296,6 +322,44 @@ uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx)
     return sim_at(e, e->now + (delay_s > 0 ? delay_s : 0), h, ctx);
 }
 
+static inline uint32_t slot_of(const hent *x);
+static inline void pop_top(sim_engine *e);
+
+/* Drop the cancelled entries of one unsorted array, freeing their slots. */
+static size_t sweep(sim_engine *e, hent *v, size_t n)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t s = slot_of(&v[i]);
+        if (e->slots[s].h)
+            v[keep++] = v[i];
+        else
+            slot_put(e, s);
+    }
+    return keep;
+}
+
+/* Remove every cancelled entry from the heap, the buckets and top.  The
+ * spent root's slot may already be reused by a new event, so it is retired
+ * first; then each remaining entry owns its slot and h == NULL means
+ * cancelled.  The heap is rebuilt from the kept entries: pops follow the
+ * total (time, key) order, so the run is the same as without compaction. */
+static void compact(sim_engine *e)
+{
+    if (e->top_spent) {
+        e->top_spent = 0;
+        pop_top(e);
+    }
+    size_t n = sweep(e, e->heap, e->n);
+    e->n = 0;
+    for (size_t i = 0; i < n; i++)
+        sift_up(e->heap, e->n++, e->heap[i]);
+    for (size_t b = e->cur; b < e->K; b++)
+        e->bk[b].n = (uint32_t)sweep(e, e->bk[b].v, e->bk[b].n);
+    e->n_top = sweep(e, e->top, e->n_top);
+    e->dead = 0;
+}
+
 int sim_cancel(sim_engine *e, uint64_t id)
 {
     uint32_t s = (uint32_t)(id & 0xffffffffu), gen = (uint32_t)(id >> 32);
@@ -304,8 +368,11 @@ int sim_cancel(sim_engine *e, uint64_t id)
     slot *sl = &e->slots[s];
     if (sl->gen != gen || !sl->h)
         return 0;
-    sl->h = NULL; /* the heap entry is reclaimed when it surfaces */
+    sl->h = NULL; /* the entry is reclaimed when it surfaces or by compact() */
     e->live--;
+    e->dead++;
+    if (e->dead > e->live + 1024)
+        compact(e);
     return 1;
 }
 
@@ -438,6 +505,7 @@ static void drop_cancelled(sim_engine *e)
         uint32_t s = slot_of(&e->heap[0]);
         pop_top(e);
         slot_put(e, s);
+        e->dead--;
     }
 }
 
@@ -449,6 +517,8 @@ double sim_next_time(sim_engine *e)
 
 int sim_step(sim_engine *e)
 {
+    if (e->err)
+        return 0;
     drop_cancelled(e);
     if (!e->n)
         return 0;

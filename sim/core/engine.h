@@ -3,7 +3,8 @@
  * Events are (time, sequence) ordered: two events at the same simulated
  * time fire in the order they were scheduled, so runs are deterministic.
  * An event is named by an id; sim_cancel marks it and the heap drops it
- * lazily when it surfaces, so a handler may cancel any pending event,
+ * lazily (when it surfaces, or in a compaction once cancelled entries
+ * outnumber live ones), so a handler may cancel any pending event,
  * including ones at the current time.  The engine owns no RNG and reads no
  * clock.
  *
@@ -28,6 +29,11 @@ void sim_engine_free(sim_engine *e);
  * now, NaN is refused).  Returns the event id, or 0 on allocation failure
  * or a NaN time. */
 uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx);
+/* 0, or the status of the first sim_at that failed (DP_ENOMEM: the queue
+ * is full or memory ran out; DP_EINPUT: a NaN time).  Sticky: once set,
+ * sim_step runs nothing more, so a run whose future could not be scheduled
+ * stops instead of finishing with a silently wrong result. */
+int sim_error(const sim_engine *e);
 /* Schedule after a delay (>= 0). */
 uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx);
 /* Cancel a pending event.  Returns 1 if it was pending, 0 otherwise (already

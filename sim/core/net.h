@@ -59,11 +59,17 @@ double net_link_busy_s(const net *n, int link);
  * arguments or out of memory. */
 uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, double latency_s,
                         double rate_cap_Bps, net_done_fn done, void *ctx);
+/* Bytes a flow still has to deliver, as of now (its size while in its
+ * latency phase; 0 once finished or unknown). */
+double net_flow_remaining(const net *n, uint64_t id);
 /* Current rate of an active flow (0 while in its latency phase or unknown). */
 double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */
 size_t net_flows_pending(const net *n); /* still in their latency phase */
 uint64_t net_reshares(const net *n);    /* recomputations so far */
+/* Of those, the ones that ran progressive filling (a change on a link no
+ * active flow crosses changes no share and skips it). */
+uint64_t net_fills(const net *n);
 
 /* Recompute shares now if anything changed (normally done by an engine
  * event at the current instant; exposed for benchmarks and tests). */

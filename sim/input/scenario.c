@@ -196,7 +196,27 @@ static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn
     return 1;
 }
 
-/* Positive (or >= 0 with nonneg) and at most `max`. */
+/* The smallest nonzero value of a unit the simulator can honour: below
+ * it, rates and times overflow to infinity (1 / 1e-320), a transfer takes
+ * longer than any run, or the exact solver divides by a subnormal and never
+ * converges.  `check` refuses them so `run` never meets them. */
+static double unit_floor(scn_unit u)
+{
+    switch (u) {
+    case SCN_UNIT_TIME:
+        return 1e-9; /* 1 ns */
+    case SCN_UNIT_BANDWIDTH:
+    case SCN_UNIT_RATE:
+        return 1.0 / 8; /* 1 bit/s */
+    case SCN_UNIT_FLOPS:
+        return 1; /* 1 FLOPS */
+    default:
+        return 1e-9;
+    }
+}
+
+/* Positive (or >= 0 with nonneg) and at most `max`; a nonzero value is at
+ * least unit_floor. */
 static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
                    double def, int nonneg, double max, double *out)
 {
@@ -211,6 +231,12 @@ static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, s
     if (*out > max)
         return fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
                     got(n, g, sizeof g));
+    if (*out != 0 && *out < unit_floor(u)) {
+        char lo[40];
+        scn_format_quantity(unit_floor(u), u, lo, sizeof lo);
+        return fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
+                    nonneg ? "0 or " : "", lo, got(n, g, sizeof g));
+    }
     return 1;
 }
 
@@ -308,6 +334,27 @@ static int dup_str(cv *c, char **dst, const char *src)
     if (!(*dst = dp_strdup(src)))
         return oom(c);
     return 0;
+}
+
+/* A free-text name (scenario, model, dataset): printed in headers and
+ * stored, so control characters (which would drive the terminal) are
+ * refused here; the message shows them escaped. */
+static int get_text(cv *c, const yt_node *m, const char *path, const char *key, const char *def, char **dst)
+{
+    const yt_node *n = NULL;
+    int r = get_scalar(c, m, path, key, 0, &n);
+    if (r < 0)
+        return r;
+    if (r) {
+        for (const unsigned char *p = (const unsigned char *)n->text; *p; p++)
+            if (*p < 0x20 || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+                char kp[300], g[80];
+                join(kp, sizeof kp, path, key);
+                return fail(c, n, kp, "a name must not hold control characters (got '%s')",
+                            got(n, g, sizeof g));
+            }
+    }
+    return dup_str(c, dst, r ? n->text : def);
 }
 
 /* ---- files ------------------------------------------------------------- */
@@ -413,14 +460,12 @@ static int conv_model(cv *c, const yt_node *root)
                                        NULL};
     static const char *const req[] = {"params", "flops_per_sample", NULL};
     scn_scenario *s = c->s;
-    const yt_node *m = yt_get(root, "model"), *n;
+    const yt_node *m = yt_get(root, "model");
     int r;
     if ((r = check_map(c, m, "model", keys, req)) < 0)
         return r;
-    if ((r = get_scalar(c, m, "model", "name", 0, &n)) < 0)
+    if ((r = get_text(c, m, "model", "name", "model", &s->model.name)) < 0)
         return r;
-    if (dup_str(c, &s->model.name, r ? n->text : "model"))
-        return DP_ENOMEM;
     if ((r = get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS, &s->model.params)) <
         0)
         return r;
@@ -454,10 +499,8 @@ static int conv_dataset_training(cv *c, const yt_node *root)
     int r;
     if ((r = check_map(c, d, "dataset", dkeys, dreq)) < 0)
         return r;
-    if ((r = get_scalar(c, d, "dataset", "name", 0, &n)) < 0)
+    if ((r = get_text(c, d, "dataset", "name", "dataset", &s->dataset.name)) < 0)
         return r;
-    if (dup_str(c, &s->dataset.name, r ? n->text : "dataset"))
-        return DP_ENOMEM;
     if ((r = get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
                      &s->dataset.samples)) < 0)
         return r;
@@ -724,8 +767,8 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
                         SCN_MAX_BATCH, p->items[0]->text);
         if (scn_parse_quantity(p->items[1]->text, SCN_UNIT_TIME, &t, &e))
             return fail(c, p->items[1], pk, "%s", e.msg);
-        if (!(t > 0) || t > 1e9)
-            return fail(c, p->items[1], pk, "seconds must be > 0 and at most 1e9 (got %s)",
+        if (!(t >= unit_floor(SCN_UNIT_TIME)) || t > 1e9)
+            return fail(c, p->items[1], pk, "seconds must be at least 1 ns and at most 1e9 (got %s)",
                         p->items[1]->text);
         /* Insertion sort by batch: tables are short. */
         size_t j = i;
@@ -791,9 +834,10 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
         return fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
     g->count = (int)v;
     *total += v;
-    if (*total > SCN_MAX_DEVICES)
-        return fail(c, cn, kp, "more than %d devices in total (the limit on devices) (got %lld so far)",
-                    SCN_MAX_DEVICES, (long long)*total);
+    if (*total > SCN_MAX_DEVICES) /* a group without count (1) is located by its mapping */
+        return fail(c, cn ? cn : it, kp,
+                    "more than %d devices in total (the limit on devices) (got %lld so far)", SCN_MAX_DEVICES,
+                    (long long)*total);
     int kind;
     if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
         return r;
@@ -848,6 +892,16 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
                 return fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
                             got(yt_get(it, only[k]), gt, sizeof gt));
             }
+    }
+    if (g->compute == SCN_COMPUTE_DERIVED) {
+        /* Each input is in range, but flops / (peak x efficiency) can still
+         * be far below a nanosecond (or a subnormal), which no run honours. */
+        double t1 = scn_batch_time(s, g, 1);
+        if (!(t1 >= unit_floor(SCN_UNIT_TIME)))
+            return fail(c, pf, path,
+                        "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
+                        "overhead, must be at least 1 ns (got %.3g s)",
+                        t1);
     }
     if ((r = get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
         return r;
@@ -941,10 +995,8 @@ static int convert(cv *c, const yt_node *root)
     if ((r = check_map(c, root, "", keys, req)) < 0)
         return r;
     const yt_node *n;
-    if ((r = get_scalar(c, root, "", "name", 0, &n)) < 0)
+    if ((r = get_text(c, root, "", "name", "unnamed", &c->s->name)) < 0)
         return r;
-    if (dup_str(c, &c->s->name, r ? n->text : "unnamed"))
-        return DP_ENOMEM;
     if ((r = get_scalar(c, root, "", "description", 0, &n)) < 0)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||

@@ -42,14 +42,15 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
     if (!s || !out)
         return;
     char a[64], b[64], c[64], d[64], e[160], f[160];
-    fprintf(out, "scenario %s (%s)\n", s->name, s->path);
+    char en[256], ep[1024];
+    fprintf(out, "scenario %s (%s)\n", dp_esc(en, sizeof en, s->name), dp_esc(ep, sizeof ep, s->path));
     q(s->model.model_bytes, SCN_UNIT_BYTES, a, sizeof a);
     fprintf(out, "model    %s: %.0f params x %g B = %.0f bytes (%s); %.4g FLOP/sample (training %.4g)\n",
-            s->model.name, s->model.params, s->model.bytes_per_param, s->model.model_bytes, a,
-            s->model.flops_per_sample, s->model.train_flops_per_sample);
+            dp_esc(en, sizeof en, s->model.name), s->model.params, s->model.bytes_per_param,
+            s->model.model_bytes, a, s->model.flops_per_sample, s->model.train_flops_per_sample);
     q(s->dataset.sample_bytes * (double)s->dataset.samples, SCN_UNIT_BYTES, a, sizeof a);
-    fprintf(out, "dataset  %s: %lld samples x %.0f B = %.0f bytes (%s)\n", s->dataset.name,
-            (long long)s->dataset.samples, s->dataset.sample_bytes,
+    fprintf(out, "dataset  %s: %lld samples x %.0f B = %.0f bytes (%s)\n",
+            dp_esc(en, sizeof en, s->dataset.name), (long long)s->dataset.samples, s->dataset.sample_bytes,
             s->dataset.sample_bytes * (double)s->dataset.samples, a);
     fprintf(out, "training %d epochs, seed %llu\n", s->training.epochs, (unsigned long long)s->training.seed);
     q(s->server.nic_up_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);

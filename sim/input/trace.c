@@ -261,8 +261,27 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
                        col0, last_t, line);
             goto fail;
         }
+        if (t > TRACE_MAX_TIME_S) {
+            dp_err_set(err, DP_EINPUT, "%s:%ld:%d: time over the limit of %g s (got %.6g)", name, L.lineno,
+                       col0, TRACE_MAX_TIME_S, t);
+            goto fail;
+        }
+        if (t > last_t && t - last_t < TRACE_MIN_STEP_S) {
+            dp_err_set(err, DP_EINPUT,
+                       "%s:%ld:%d: breakpoints closer than %g s cannot be simulated (got %.6g s after %.9g)",
+                       name, L.lineno, col0, TRACE_MIN_STEP_S, t - last_t, last_t);
+            goto fail;
+        }
         if (v < 0) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: negative value (got %s)", name, L.lineno, col2, f2);
+            goto fail;
+        }
+        /* Below this a positive rate only overflows what is computed from
+         * it (1 / 1e-320): 1 bit/s for a link, 1e-9 for a speed factor. */
+        double vmin = o->value_is_bits ? 1 : 1e-9;
+        if (v > 0 && v < vmin) {
+            dp_err_set(err, DP_EINPUT, "%s:%ld:%d: a positive value must be at least %s (got %.3g)", name,
+                       L.lineno, col2, o->value_is_bits ? "1 bit/s" : "1e-9", v);
             goto fail;
         }
         if (t > last_t) {
@@ -474,24 +493,50 @@ static size_t find_seg(const trace *t, double x)
     return lo;
 }
 
-/* Split x into a whole number of periods (base) and the phase r in [0, P). */
-static void phase(const trace *t, double x, double *base, double *r)
-{
-    double P = t->period_s;
-    double c = floor(x / P);
-    *base = c * P;
-    *r = x - *base;
-    if (*r < 0)
-        *r = 0;
-    if (*r >= P) {
-        *base += P;
-        *r = 0;
-    }
-}
-
 static int looping(const trace *t)
 {
     return t->loop && t->n > 1 && t->period_s > t->t_s[t->n - 1];
+}
+
+/* Start of segment k in period c.  Every query derives breakpoint times
+ * from this one expression, so the time trace_next_change returns looks
+ * up, in trace_value_at, to exactly the segment it announced: the period
+ * index and the offset are never recovered by subtracting a rounded
+ * c * P from the time, which could land back in the previous segment. */
+static double seg_start(const trace *t, double c, size_t k)
+{
+    return c * t->period_s + t->t_s[k];
+}
+
+/* Locate x: the period c and segment k with seg_start(c, k) <= x, k the
+ * last such index, and x < seg_start(c + 1, 0).  seg_start is monotone in
+ * k for a fixed c (adding a larger t_s never rounds lower), so a binary
+ * search over the rounded starts is exact. */
+static size_t locate(const trace *t, double x, double *c_out)
+{
+    if (!looping(t)) {
+        *c_out = 0;
+        return find_seg(t, x);
+    }
+    double c = floor(x / t->period_s);
+    if (!(c >= 0))
+        c = 0;
+    /* x / P rounds, so c may be one off either way; the bound only matters
+     * past 2^53 periods, where c + 1 == c. */
+    for (int i = 0; i < 4 && c > 0 && seg_start(t, c, 0) > x; i++)
+        c--;
+    for (int i = 0; i < 4 && seg_start(t, c + 1, 0) <= x; i++)
+        c++;
+    size_t lo = 0, hi = t->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (seg_start(t, c, mid) <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *c_out = c;
+    return lo;
 }
 
 double trace_value_at(const trace *t, double x)
@@ -500,12 +545,8 @@ double trace_value_at(const trace *t, double x)
         return 0;
     if (!(x > 0))
         return t->value[0];
-    if (looping(t)) {
-        double base, r;
-        phase(t, x, &base, &r);
-        x = r;
-    }
-    return t->value[find_seg(t, x)];
+    double c;
+    return t->value[locate(t, x, &c)];
 }
 
 double trace_next_change(const trace *t, double x, double *value_out)
@@ -522,43 +563,36 @@ double trace_next_change(const trace *t, double x, double *value_out)
     }
     if (x < 0)
         x = 0;
+    double c, cand, val;
+    size_t k = locate(t, x, &c);
     if (!looping(t)) {
-        size_t k = find_seg(t, x) + 1;
-        if (k >= t->n || t->t_s[k] <= x) {
+        if (k + 1 >= t->n || t->t_s[k + 1] <= x) {
             if (value_out)
                 *value_out = t->value[t->n - 1];
             return INFINITY;
         }
-        if (value_out)
-            *value_out = t->value[k];
-        return t->t_s[k];
-    }
-    /* Rounding in phase() can give a candidate not after x; step past it.
-     * Bounded: each try moves the probe forward. */
-    double probe = x, cand = INFINITY, val = t->value[0];
-    for (int tries = 0; tries < 8; tries++) {
-        double base, r;
-        phase(t, probe, &base, &r);
-        size_t k = find_seg(t, r) + 1;
-        if (k < t->n) {
-            cand = base + t->t_s[k];
-            val = t->value[k];
-        } else if (t->value[0] != t->value[t->n - 1]) {
-            cand = base + t->period_s;
+        cand = t->t_s[k + 1];
+        val = t->value[k + 1];
+    } else {
+        double wrap = seg_start(t, c + 1, 0);
+        if (k + 1 < t->n && seg_start(t, c, k + 1) < wrap) {
+            cand = seg_start(t, c, k + 1);
+            val = t->value[k + 1];
+        } else if (t->value[0] != t->value[k]) {
+            cand = wrap;
             val = t->value[0];
-        } else {
-            /* The wrap is not a change: the next one is t_s[1] of the next period. */
-            cand = base + t->period_s + t->t_s[1];
+        } else { /* the wrap is no change: the next one is segment 1 of the next period */
+            cand = seg_start(t, c + 1, 1);
             val = t->value[1];
         }
-        if (cand > x)
-            break;
-        probe = nextafter(cand > probe ? cand : probe, INFINITY);
-        if (!isfinite(probe))
-            return INFINITY;
     }
-    if (!(cand > x))
-        cand = nextafter(x, INFINITY);
+    /* Only past 2^53 periods (or times near DBL_MAX) can the next start
+     * round onto x; no later change can be told apart there. */
+    if (!(cand > x) || !isfinite(cand)) {
+        if (value_out)
+            *value_out = t->value[k];
+        return INFINITY;
+    }
     if (value_out)
         *value_out = val;
     return cand;

@@ -27,6 +27,14 @@
 #include "dp_common.h"
 #include <stddef.h>
 
+/* What the simulator can honour: breakpoints at least TRACE_MIN_STEP_S
+ * apart (a finer CSV is refused at load: each breakpoint is an event, and
+ * closer ones blur into the rounding of simulated time), and no time past
+ * TRACE_MAX_TIME_S (about 31 years, mahimahi's own limit), where a
+ * microsecond is no longer distinguishable in a double. */
+#define TRACE_MIN_STEP_S 1e-6
+#define TRACE_MAX_TIME_S 1e9
+
 typedef enum { TRACE_FMT_AUTO = 0, TRACE_FMT_CSV, TRACE_FMT_MAHIMAHI } trace_format;
 
 typedef struct trace {

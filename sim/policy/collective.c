@@ -14,6 +14,9 @@
 #include <math.h>
 #include <string.h>
 
+/* Live collectives form a list on rt->coll_live, so a run that stops
+ * mid-collective (a stall on a dead link, a failure) frees them with the
+ * runtime; their flows never complete to free them. */
 typedef struct coll {
     prt *rt;
     double chunk;
@@ -22,6 +25,7 @@ typedef struct coll {
     void *ctx;
     size_t m;        /* members */
     size_t *members; /* NULL: every device, in scenario order */
+    struct coll *prev, *next;
 } coll;
 
 static size_t member(const coll *c, size_t i)
@@ -58,11 +62,25 @@ static void coll_end_acts(prt *rt, const coll *c)
     }
 }
 
+/* Unlink from the live list and free. */
 static void coll_free(coll *c)
 {
-    if (c)
-        dp_free(c->members);
+    if (!c)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (c->rt->coll_live == c)
+        c->rt->coll_live = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    dp_free(c->members);
     dp_free(c);
+}
+
+void coll_free_all(prt *rt)
+{
+    while (rt->coll_live)
+        coll_free(rt->coll_live);
 }
 
 static void finish(prt *rt, void *ctx)
@@ -141,12 +159,17 @@ static double analytic_s(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL};
+    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, NULL, NULL};
     return analytic_s(&c);
 }
 
 static int start(prt *rt, coll *c, prt_coll_mode mode)
 {
+    c->prev = NULL;
+    c->next = rt->coll_live;
+    if (c->next)
+        c->next->prev = c;
+    rt->coll_live = c;
     coll_begin_acts(rt, c);
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
@@ -177,7 +200,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL};
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, NULL, NULL};
     return start(rt, c, mode);
 }
 
@@ -197,7 +220,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem};
+    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, NULL, NULL};
     return start(rt, c, mode);
 }
 

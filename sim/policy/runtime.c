@@ -209,6 +209,7 @@ void prt_free(prt *rt)
     if (!rt)
         return;
     timeline *tl = TL(rt);
+    coll_free_all(rt);
     world_free(rt->w);
     res_run_free(rt->r);
     dp_free(rt->share);
@@ -600,6 +601,11 @@ int prt_run(prt *rt)
     }
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;
+    if (sim_error(rt->e)) /* e.g. a trace change or a completion could not be scheduled */
+        return dp_err_set(rt->err, DP_ERUN,
+                          "stopped at simulated t = %.6g s: an event could not be scheduled (%s); "
+                          "this run was not stored",
+                          sim_now(rt->e), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
     if (!rt->finished) {
         net *n = world_net(rt->w);
         char stuck[512] = "";

@@ -39,6 +39,7 @@ struct prt {
     int *coll_dev;        /* per device: collectives in flight it is a member of */
     double *part_done;    /* per device: fraction of a batch done in pieces */
     void *policy_state;
+    struct coll *coll_live; /* collectives in flight (collective.c), freed by prt_free */
 };
 
 /* The event budget of one run.  Without it a large enough scenario (10^6
@@ -54,6 +55,8 @@ void prt_free(prt *rt);
 /* Run the engine until the policy ends the run or nothing is left.
  * 0, or DP_ERUN with a stall message naming the stuck transfers. */
 int prt_run(prt *rt);
+/* Free the collectives still in flight (a run that stopped mid-collective). */
+void coll_free_all(prt *rt);
 /* Fill the results (Tsend, Ttraining, ...).  Ownership of rt->r moves to
  * the caller. */
 res_run *prt_results(prt *rt);

@@ -238,7 +238,7 @@ static int expand_range(const char *arg, const char *spec, const char *dots, vli
          * binary rounding. */
         double nd = floor((bv - av) / sv + 1e-9) + 1;
         if (nd > SWEEP_MAX_VALUES)
-            return dp_err_set(err, DP_EINPUT, "--vary %s: %.0f values, more than the limit %d", arg, nd,
+            return dp_err_set(err, DP_EINPUT, "--vary %s: %.3g values, more than the limit %d", arg, nd,
                               SWEEP_MAX_VALUES);
         for (long i = 0; i < (long)nd; i++)
             if (emit_value(out, av + (double)i * sv, unit))
