@@ -448,7 +448,7 @@ Test(policy, ddp_stalled_in_a_collective_frees_it)
     dp_err err = {0};
     scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
     cr_assert(s, "%s", err.msg);
-    res_run *r = policy_run(POLICY_DDP, s, 1, &err);
+    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
     cr_expect_null(r);
     cr_expect_eq(err.code, DP_ERUN);
     cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
