@@ -6,10 +6,12 @@
 #include <stddef.h>
 
 extern const policy_def policy_ddp, policy_deepspeed, policy_cadp;
+extern const policy_def policy_localsgd, policy_flsgd, policy_asyncps, policy_hierarchical;
 
 const policy_def *const policy_builtin[] = {
     &policy_ddp,
     &policy_deepspeed,
     &policy_cadp,
+    &policy_localsgd,
 };
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;
