@@ -13,5 +13,6 @@ const policy_def *const policy_builtin[] = {
     &policy_deepspeed,
     &policy_cadp,
     &policy_localsgd,
+    &policy_asyncps,
 };
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;
