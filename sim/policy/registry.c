@@ -14,5 +14,6 @@ const policy_def *const policy_builtin[] = {
     &policy_cadp,
     &policy_localsgd,
     &policy_asyncps,
+    &policy_hierarchical,
 };
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;
