@@ -13,6 +13,7 @@ const policy_def *const policy_builtin[] = {
     &policy_deepspeed,
     &policy_cadp,
     &policy_localsgd,
+    &policy_flsgd,
     &policy_asyncps,
     &policy_hierarchical,
 };
