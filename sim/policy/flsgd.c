@@ -35,7 +35,8 @@ typedef struct fl_opts {
 typedef struct fl_dev {
     prt *rt;
     size_t d;
-    int64_t acc_steps, acc_samples; /* since the last average started */
+    int64_t acc_steps, acc_samples; /* steps finished since the last average started */
+    int n;                          /* samples of the step in progress */
 } fl_dev;
 
 typedef struct fl_state {
@@ -52,6 +53,7 @@ typedef struct fl_state {
 
 static void run(prt *rt, void *ctx);
 static void launch(prt *rt, fl_state *st, int forced);
+static void maybe_launch(prt *rt, fl_state *st);
 
 static void avg_done(prt *rt, void *ctx)
 {
@@ -75,13 +77,7 @@ static void avg_done(prt *rt, void *ctx)
         launch(rt, st, 1);
         return;
     }
-    /* the next average, if the devices already have H new steps */
-    for (size_t i = 0; i < st->n_parts; i++) {
-        fl_dev *v = &st->dev[st->parts[i]];
-        if (v->acc_steps < st->o.steps && prt_left(rt)[v->d] > 0)
-            return;
-    }
-    launch(rt, st, 0);
+    maybe_launch(rt, st); /* at once if the devices already have H new steps */
 }
 
 /* ---- sync: server ---- */
@@ -190,6 +186,7 @@ static void after_step(prt *rt, void *ctx)
     fl_dev *v = ctx;
     fl_state *st = prt_state(rt);
     v->acc_steps++;
+    v->acc_samples += v->n;
     maybe_launch(rt, st);
     run(rt, v);
 }
@@ -211,7 +208,7 @@ static void run(prt *rt, void *ctx)
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[v->d].group].batch;
     int n = left[v->d] < bs ? (int)left[v->d] : bs;
     left[v->d] -= n;
-    v->acc_samples += n;
+    v->n = n;
     st->cs.steps[v->d]++;
     prt_compute(rt, v->d, n, 1.0, after_step, v, NULL);
 }
@@ -236,7 +233,7 @@ static int fl_start(prt *rt, const void *opts)
     }
     equal_split(rt, PRT_DATA_SHARD, bytes);
     for (size_t d = 0; d < n; d++) {
-        st->dev[d] = (fl_dev){rt, d, 0, 0};
+        st->dev[d] = (fl_dev){rt, d, 0, 0, 0};
         ctx[d] = &st->dev[d];
         skip[d] = prt_share(rt)[d] == 0;
         prt_left(rt)[d] = prt_share(rt)[d];
