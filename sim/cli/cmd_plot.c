@@ -29,6 +29,7 @@ static void help(void)
            "             seeds the mean and a 95%% t-interval.  Log x when the values\n"
            "             span two decades or more.\n"
            "  mix        heat map of a metric over two swept keys (e.g. two device counts)\n"
+           "  staleness  histogram of update staleness per run (asyncps, flsgd)\n"
            "             for one policy.\n\n"
            "Selection (compare, flops: by default the latest successful run of each policy\n"
            "of the latest scenario, preferring runs without --set overrides; timeline: the\n"
@@ -126,11 +127,11 @@ int cmd_plot(int argc, char **argv)
 #undef NEED
     }
     if (!kind_name)
-        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep or mix)");
+        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep, mix or staleness)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
-        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep or mix)",
-                               kind_name);
+        return cli_usage_error(
+            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix or staleness)", kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
     dp_err err = {0};
