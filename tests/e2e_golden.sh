@@ -29,7 +29,7 @@ for sc in tiny geo-3sites; do
     done
 done
 "$BIN" sweep "$SRC/scenarios/tiny.yaml" --vary devices.cpu.link.down=1Mbps..100Mbps:log:3 \
-    --vary devices.gpu.count=1..2 --jobs 2 --db "$T/sw.db" 2>"$T/err" |
+    --vary devices.gpu.count=1..2 --policy ddp,deepspeed,cadp --jobs 2 --db "$T/sw.db" 2>"$T/err" |
     grep -v '^this run\|^$' | sed "s|$T/||" >"$T/sweep-tiny.txt"
 same sweep-tiny.txt "$T/sweep-tiny.txt"
 [ "$fail" -eq 0 ] && echo "golden: all outputs identical"
