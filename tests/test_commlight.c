@@ -267,6 +267,91 @@ Test(commlight, flsgd_server_forced_only)
     scn_free(s);
 }
 
+/* flsgd, sync server, H = 1, D = 80: a background average is the uploads
+ * (1.01, beside the compute), the server's average of 2 (0.2) and the
+ * downloads (1.01): 2.22.  Average 1 starts at 2 (both have a step) and
+ * ends at 4.22; b has one new step (at 4) and samples left: average 2,
+ * 4.22 .. 6.44; at 6.44 b has a step but is on its last batch: no more
+ * background averages.  b ends at 8: the forced average, 8 .. 10.22. */
+Test(commlight, flsgd_server_overlap_hand_timeline)
+{
+    scn_override ov[3] = {
+        {"dataset.samples", "80"}, {"policies.flsgd.steps", "1"}, {"policies.flsgd.sync", "server"}};
+    scn_scenario *s = load(TWO, ov, 3);
+    res_run *r = run("flsgd", s);
+    expect_epochs(r, 1.41 + 10.22, 1.41 + 20.44);
+    cr_expect_eq(stat(r, "rounds", RES_SCOPE_RUN, 0), 6);
+    cr_expect_eq(stat(r, "update.staleness", RES_SCOPE_BIN, 1), 4);
+    cr_expect_eq(stat(r, "update.staleness", RES_SCOPE_BIN, 0), 2);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* Analytic rings give the flows' times when no link is shared, and count
+ * the same bytes on the same links. */
+Test(commlight, analytic_rings_equal_flows)
+{
+    const char *pol[3] = {"localsgd", "flsgd", "hierarchical"};
+    for (int k = 0; k < 3; k++) {
+        char key[64], steps[64];
+        snprintf(key, sizeof key, "policies.%s.collective", pol[k]);
+        snprintf(steps, sizeof steps, "policies.%s.steps", pol[k]);
+        scn_override ov[2] = {{key, "flows"}, {steps, "1"}};
+        const char *text = k == 2 ? SITES : TWO;
+        scn_scenario *s = load(text, ov, 2);
+        res_run *f = run(pol[k], s);
+        scn_free(s);
+        ov[0].value = "analytic";
+        s = load(text, ov, 2);
+        res_run *a = run(pol[k], s);
+        expect_close(a->ttotal_s, f->ttotal_s);
+        expect_close(stat(a, "bytes.access", RES_SCOPE_RUN, 0), stat(f, "bytes.access", RES_SCOPE_RUN, 0));
+        expect_close(stat(a, "bytes.wan", RES_SCOPE_RUN, 0), stat(f, "bytes.wan", RES_SCOPE_RUN, 0));
+        cr_expect(a->events < f->events, "%s: analytic rings move no flows", pol[k]);
+        res_run_free(a);
+        res_run_free(f);
+        scn_free(s);
+    }
+}
+
+/* With an interconnect the rings leave the access links: its bytes are the
+ * interconnect's (4 all-reduces x 2 rounds x 2 flows x 5e5 B x 2 links),
+ * the access links carry the distribution only; same times (same capacity
+ * and latency). */
+Test(commlight, interconnect_bytes)
+{
+    scn_override ov[3] = {{"policies.localsgd.steps", "1"},
+                          {"interconnect.bandwidth", "8Mbps"},
+                          {"interconnect.latency", "10ms"}};
+    scn_scenario *s = load(TWO, ov, 3);
+    res_run *r = run("localsgd", s);
+    expect_epochs(r, 1.21 + 2 * 3.04, 1.21 + 4 * 3.04);
+    expect_close(stat(r, "bytes.interconnect", RES_SCOPE_RUN, 0), 4 * 2 * 2 * 5e5 * 2);
+    expect_close(stat(r, "bytes.access", RES_SCOPE_RUN, 0), 2 * 1.2e6);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* growth_every 2 (D = 80, H = 2, growth 2): epoch 1 is two rounds of 2
+ * steps of 10; then batch 20 and H = 1: epoch 2 is two rounds of one step of
+ * 20.  The measured compute model charges a batch of 20 as two of 10, so
+ * the times are those without growth; the steps are not. */
+Test(commlight, localsgd_growth_every)
+{
+    scn_override ov[4] = {{"dataset.samples", "80"},
+                          {"policies.localsgd.steps", "2"},
+                          {"policies.localsgd.batch_growth", "2"},
+                          {"policies.localsgd.growth_every", "2"}};
+    scn_scenario *s = load(TWO, ov, 4);
+    res_run *r = run("localsgd", s);
+    expect_epochs(r, 1.41 + 10.08, 1.41 + 20.16);
+    cr_expect_eq(stat(r, "rounds", RES_SCOPE_RUN, 0), 4);
+    cr_expect_eq(stat(r, "local_steps", RES_SCOPE_DEVICE, 0), 6);
+    cr_expect_eq(stat(r, "update.batch", RES_SCOPE_BIN, 40), 4);
+    res_run_free(r);
+    scn_free(s);
+}
+
 /* asyncps, unbounded, D = 40, each push applied in 0.1 s:
  *  a: computes 1.21-2.21 on version 0, push arrives 3.22, applied by 3.32
  *     (staleness 0, version 1); pulls version 1 (4.33), computes to 5.33,
