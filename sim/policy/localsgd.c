@@ -310,9 +310,10 @@ static int ls_check(const scn_scenario *s, const void *opts, dp_err *err)
 {
     const ls_opts *o = opts;
     if (o->batch_growth < 1)
-        return dp_err_set(err, DP_EINPUT,
-                          "policies.localsgd.batch_growth: a batch grows by a factor of at least 1 (got %g)",
-                          o->batch_growth);
+        return dp_err_set(
+            err, DP_EINPUT,
+            "%s: policies.localsgd.batch_growth: a batch grows by a factor of at least 1 (got %g)",
+            s->path ? s->path : "scenario", o->batch_growth);
     if (o->sync == LS_SYNC_RING)
         return coll_check_flows(s, "localsgd", o->collective, err);
     return 0;
