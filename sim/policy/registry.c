@@ -8,6 +8,8 @@
 extern const policy_def policy_ddp, policy_deepspeed, policy_cadp;
 extern const policy_def policy_localsgd, policy_flsgd, policy_asyncps, policy_hierarchical;
 
+/* One line per policy, so that adding one adds a line. */
+/* clang-format off */
 const policy_def *const policy_builtin[] = {
     &policy_ddp,
     &policy_deepspeed,
@@ -17,4 +19,5 @@ const policy_def *const policy_builtin[] = {
     &policy_asyncps,
     &policy_hierarchical,
 };
+/* clang-format on */
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;
