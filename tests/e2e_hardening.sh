@@ -58,7 +58,7 @@ state() {
 command -v sqlite3 >/dev/null || { echo "e2e_hardening: needs the sqlite3 CLI" >&2; exit 1; }
 
 # A database with the three policies of tiny stored.
-"$BIN" run "$TINY" -q --db "$T/base.db" >/dev/null 2>&1 || bad "setup run"
+"$BIN" run "$TINY" -q --policy ddp,deepspeed,cadp --db "$T/base.db" >/dev/null 2>&1 || bad "setup run"
 BASE=$(state "$T/base.db")
 case "$BASE" in "ok 3 1 3 "*) ok ;; *) bad "base state: $BASE" ;; esac # integrity, schema version 3, 1 scenario, 3 runs
 
