@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline", "sweep", "mix", "batches"};
+static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops",   "timeline", "sweep",
+                                                        "mix",     "batches", "staleness"};
 
 int plot_kind_by_name(const char *name)
 {
@@ -50,8 +51,11 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
         return plot_draw_mix(db, sel, out_path, err);
     case PLOT_BATCHES:
         return plot_draw_batches(db, sel, out_path, err);
+    case PLOT_STALENESS:
+        return plot_draw_staleness(db, sel, out_path, err);
     default:
-        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches)",
+        return dp_err_set(err, DP_EINPUT,
+                          "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness)",
                           (int)k);
     }
 }

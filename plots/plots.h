@@ -30,10 +30,11 @@ typedef enum {
     PLOT_SWEEP,
     PLOT_MIX,
     PLOT_BATCHES,
+    PLOT_STALENESS,
     PLOT_KIND_COUNT
 } plot_kind;
 
-/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" -> kind, -1 if unknown. */
+/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" -> kind, -1 if unknown. */
 int plot_kind_by_name(const char *name);
 
 typedef struct plot_sel {
@@ -144,5 +145,7 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
 int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_batches.c */
 int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_staleness.c */
+int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

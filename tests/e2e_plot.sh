@@ -131,5 +131,17 @@ expect 0 "help" -- "$BIN" plot --help
 grep -q "more than two decades" "$T/out" && ok "help explains the log scale" || bad "help explains the log scale"
 expect 1 "no such database" -- "$BIN" plot compare --db "$T/none.db" --out "$T/p.png"
 
+# staleness: asyncps under two bounds, and a database whose runs have no histogram
+SDB="$T/stale.db"
+for b in -1 0; do
+    "$BIN" run "$SRC/scenarios/tiny.yaml" --policy asyncps --set policies.asyncps.max_staleness=$b --db "$SDB" -q \
+        >/dev/null 2>&1
+done
+expect 0 "staleness plot" -- "$BIN" plot staleness --db "$SDB" --run 1 --run 2 --out "$T/stale.png"
+valid "$T/stale.png" && ok "staleness plot is a valid png" || bad "staleness plot is a valid png"
+"$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp --db "$T/ddp.db" -q >/dev/null 2>&1
+expect 2 "staleness without histograms" -- "$BIN" plot staleness --db "$T/ddp.db" --out "$T/s2.png"
+grep -q "no staleness histogram\|none of the selected runs has a staleness" "$T/err" && ok "says why" || bad "says why"
+
 echo "$pass passed, $fail failed"
 ((fail == 0))

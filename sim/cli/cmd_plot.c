@@ -32,7 +32,9 @@ static void help(void)
            "             for one policy.\n"
            "  batches    one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
            "             lbb): each device's batch per epoch (mean, bar from min to max)\n"
-           "             and its time waiting at barriers.\n\n"
+           "             and its time waiting at barriers.\n"
+           "  staleness  histogram of update staleness per run (asyncps, flsgd)\n"
+           "             for one policy.\n\n"
            "Selection (compare, flops: by default the latest successful run of each policy\n"
            "of the latest scenario, preferring runs without --set overrides; timeline,\n"
            "batches: the latest run):\n"
@@ -129,11 +131,13 @@ int cmd_plot(int argc, char **argv)
 #undef NEED
     }
     if (!kind_name)
-        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep, mix or batches)");
+        return cli_usage_error("plot",
+                               "missing KIND (compare, flops, timeline, sweep, mix, batches or staleness)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
-        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix or batches)",
-                               kind_name);
+        return cli_usage_error(
+            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches or staleness)",
+            kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
     dp_err err = {0};

@@ -127,6 +127,8 @@ int cmd_run(int argc, char **argv)
     }
     if (!have_seed)
         seed = s->training.seed;
+    if (!plist || !strcmp(plist, "all")) /* all: those that can run this scenario */
+        np = policy_keep_applicable(s, pk, (size_t)np, stderr);
     cli_catch_interrupts();
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {

@@ -233,6 +233,15 @@ int cmd_sweep(int argc, char **argv)
         cfg.src = (sweep_source){file, text, len, dir};
     }
 
+    if (!plist || !strcmp(plist, "all")) { /* all: those that can run this scenario */
+        scn_scenario *base =
+            scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
+        if (base) {
+            cfg.n_policies = (size_t)policy_keep_applicable(base, cfg.policies, cfg.n_policies, stderr);
+            scn_free(base);
+        } /* else the sweep reports the scenario's error itself */
+    }
+
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -360,6 +360,22 @@ void policy_print_help(FILE *out)
     }
 }
 
+int policy_keep_applicable(const scn_scenario *s, const policy_def **pk, size_t n, FILE *note)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char opts[POLICY_OPTS_MAX];
+        dp_err e = {0};
+        if (pk[k]->check && !policy_options(pk[k], s, opts, sizeof opts, &e) && pk[k]->check(s, opts, &e)) {
+            if (note)
+                fprintf(note, "dpsim: note: %s left out: %s\n", pk[k]->name, e.msg);
+            continue;
+        }
+        pk[m++] = pk[k];
+    }
+    return (int)m;
+}
+
 /* ---- running ------------------------------------------------------------------- */
 
 res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err)

@@ -79,6 +79,12 @@ void policy_print_options(const policy_def *p, const scn_scenario *s, FILE *out)
 /* Every policy with its summary and options (help lines), for --help. */
 void policy_print_help(FILE *out);
 
+/* Keep those of pk[0..n) whose `check` accepts scenario s (in order) and
+ * print a note to `note` (may be NULL) for each one left out, e.g.
+ * hierarchical on a scenario without sites; returns how many remain.
+ * For "every policy" runs, where a refusal is not the user's error. */
+int policy_keep_applicable(const scn_scenario *s, const policy_def **pk, size_t n, FILE *note);
+
 /* ---- running ----------------------------------------------------------- */
 
 /* Run policy p on the scenario with the given seed.  Returns the results

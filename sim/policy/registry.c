@@ -7,9 +7,22 @@
 
 extern const policy_def policy_ddp, policy_deepspeed, policy_cadp;
 extern const policy_def policy_equal_finish, policy_dlb, policy_lbbsp, policy_lbb;
+extern const policy_def policy_localsgd, policy_flsgd, policy_asyncps, policy_hierarchical;
 
+/* One line per policy, so that adding one adds a line. */
+/* clang-format off */
 const policy_def *const policy_builtin[] = {
-    &policy_ddp, &policy_deepspeed, &policy_cadp, &policy_equal_finish,
-    &policy_dlb, &policy_lbbsp,     &policy_lbb,
+    &policy_ddp,
+    &policy_deepspeed,
+    &policy_cadp,
+    &policy_equal_finish,
+    &policy_dlb,
+    &policy_lbbsp,
+    &policy_lbb,
+    &policy_localsgd,
+    &policy_flsgd,
+    &policy_asyncps,
+    &policy_hierarchical,
 };
+/* clang-format on */
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;

@@ -1508,3 +1508,58 @@ int store_point_done(store *st, int64_t sweep_id, const char *point_json, const 
     sqlite3_finalize(s);
     return e;
 }
+
+int store_stat_bins(sqlite3 *db, int64_t run_id, const char *name, int64_t **bin, int64_t **edge,
+                    double **count, size_t *n, dp_err *err)
+{
+    *bin = *edge = NULL;
+    *count = NULL;
+    *n = 0;
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT a, b, value FROM run_stats WHERE run_id = ?1 AND name = ?2 AND "
+                                "scope = 'bin' ORDER BY a",
+                                -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return dp_err_set(err, DP_ERUN, "reading histogram %s of run %" PRId64 ": %s", name, run_id,
+                          sqlite3_errmsg(db));
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
+    size_t cap = 0;
+    int e = 0;
+    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            int64_t *nb = dp_realloc(*bin, cap * sizeof *nb),
+                    *ne = nb ? dp_realloc(*edge, cap * sizeof *ne) : NULL;
+            if (nb)
+                *bin = nb;
+            if (ne)
+                *edge = ne;
+            double *nc = ne ? dp_realloc(*count, cap * sizeof *nc) : NULL;
+            if (nc)
+                *count = nc;
+            if (!nb || !ne || !nc) {
+                e = dp_err_set(err, DP_ENOMEM, "out of memory reading histogram %s", name);
+                break;
+            }
+        }
+        (*bin)[*n] = sqlite3_column_int64(s, 0);
+        (*edge)[*n] = sqlite3_column_int64(s, 1);
+        (*count)[*n] = sqlite3_column_double(s, 2);
+        (*n)++;
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = dp_err_set(err, DP_ERUN, "reading histogram %s of run %" PRId64 ": %s", name, run_id,
+                       sqlite3_errmsg(db));
+    sqlite3_finalize(s);
+    if (e) {
+        dp_free(*bin);
+        dp_free(*edge);
+        dp_free(*count);
+        *bin = *edge = NULL;
+        *count = NULL;
+        *n = 0;
+    }
+    return e;
+}

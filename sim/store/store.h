@@ -148,6 +148,14 @@ sqlite3 *store_db(store *st);
 /* The file name given to store_open (borrowed, lives as long as st). */
 const char *store_path(const store *st);
 
+/* The histogram `name` (scope bin, run_stats) of run run_id, read from db
+ * (a store_db connection): *n bins in bin order, bin[k] its index, edge[k]
+ * its lower edge, count[k] its value; three dp_malloc arrays the caller
+ * frees (NULL, *n = 0 when the run has no such histogram).  0 or DP_ERUN
+ * (database error), DP_ENOMEM. */
+int store_stat_bins(sqlite3 *db, int64_t run_id, const char *name, int64_t **bin, int64_t **edge,
+                    double **count, size_t *n, dp_err *err);
+
 /* Test hook: make the k-th child row insert (device, epoch, FLOPS bin or
  * segment row) of the next store_put_run fail as if the database had
  * failed (0 = off).  The hook disarms itself after that call. */

@@ -1,0 +1,165 @@
+/* commlight.c: statistics and helpers of the communication-light policies
+ * (commlight.h). */
+#include "commlight.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+const char *const cl_sync_names[] = {"ring", "server", NULL};
+
+int cl_stats_init(cl_stats *st, size_t n)
+{
+    memset(st, 0, sizeof *st);
+    st->n = n;
+    st->steps = dp_calloc(n ? n : 1, sizeof *st->steps);
+    return st->steps ? 0 : DP_ENOMEM;
+}
+
+void cl_stats_free(cl_stats *st)
+{
+    if (st)
+        dp_free(st->steps);
+}
+
+size_t cl_bin(int64_t v, int64_t *edge)
+{
+    if (v < 0)
+        v = 0;
+    if (v < 64) {
+        *edge = v;
+        return (size_t)v;
+    }
+    int k = 63;
+    while (!(v >> k))
+        k--;
+    *edge = (int64_t)1 << k;
+    return (size_t)(64 + (k - 6)); /* k >= 6 here: bins 64..121 */
+}
+
+static void hist_add(cl_hist *h, int64_t v)
+{
+    int64_t edge;
+    h->count[cl_bin(v, &edge)]++;
+}
+
+void cl_update(cl_stats *st, int64_t batch, int64_t devices, int64_t staleness)
+{
+    hist_add(&st->batch, batch);
+    hist_add(&st->devices, devices);
+    hist_add(&st->staleness, staleness);
+    st->updates++;
+    st->batch_sum += (double)batch;
+    st->stale_sum += (double)staleness;
+    if (staleness > st->stale_max)
+        st->stale_max = staleness;
+}
+
+/* Class of every link of the world: device access and peer links by index,
+ * the rest by name (WAN links are "wan.A-B.fwd/rev", the server NIC
+ * "server.nic.*"). */
+static cl_class link_class(world *w, const int *cls, int l)
+{
+    if (cls[l] >= 0)
+        return (cl_class)cls[l];
+    const char *nm = net_link_name(world_net(w), l);
+    return strncmp(nm, "wan.", 4) == 0 ? CL_WAN : CL_ACCESS;
+}
+
+static int *classes(world *w, size_t n)
+{
+    size_t L = net_link_count(world_net(w));
+    int *cls = dp_malloc((L ? L : 1) * sizeof *cls);
+    if (!cls)
+        return NULL;
+    for (size_t l = 0; l < L; l++)
+        cls[l] = -1;
+    for (size_t d = 0; d < n; d++) {
+        cls[world_dev_up(w, d)] = CL_ACCESS;
+        cls[world_dev_down(w, d)] = CL_ACCESS;
+        if (world_dev_peer_up(w, d) >= 0)
+            cls[world_dev_peer_up(w, d)] = CL_INTERCONNECT;
+        if (world_dev_peer_down(w, d) >= 0)
+            cls[world_dev_peer_down(w, d)] = CL_INTERCONNECT;
+    }
+    return cls;
+}
+
+void cl_tally_ring(prt *rt, cl_stats *st, const size_t *members, size_t m, coll_kind k, double bytes)
+{
+    if (m < 2)
+        return;
+    world *w = prt_world(rt);
+    int *cls = classes(w, prt_n(rt));
+    if (!cls) {
+        prt_fail(rt, DP_ENOMEM, "out of memory counting collective bytes");
+        return;
+    }
+    double rounds = k == COLL_ALLREDUCE ? 2.0 * (double)(m - 1) : (double)(m - 1);
+    double per_edge = rounds * bytes / (double)m;
+    for (size_t i = 0; i < m; i++) {
+        size_t a = members ? members[i] : i, b = members ? members[(i + 1) % m] : (i + 1) % m;
+        int links[NET_MAX_PATH];
+        size_t nl = 0;
+        double lat;
+        if (world_path(w, (int)a + 1, (int)b + 1, links, &nl, &lat))
+            continue;
+        for (size_t j = 0; j < nl; j++)
+            st->analytic[link_class(w, cls, links[j])] += per_edge;
+    }
+    dp_free(cls);
+}
+
+static int emit_hist(prt *rt, const char *name, const cl_hist *h)
+{
+    for (size_t k = 0; k < CL_HIST_BINS; k++) {
+        if (!h->count[k])
+            continue;
+        int64_t edge = k < 64 ? (int64_t)k : (int64_t)1 << (k - 64 + 6);
+        if (prt_stat(rt, name, RES_SCOPE_BIN, (int64_t)k, edge, (double)h->count[k]))
+            return DP_ENOMEM;
+    }
+    return 0;
+}
+
+int cl_emit(prt *rt, const cl_stats *st)
+{
+    world *w = prt_world(rt);
+    int *cls = classes(w, prt_n(rt));
+    if (!cls)
+        return prt_fail(rt, DP_ENOMEM, "out of memory counting link bytes");
+    double bytes[3] = {st->analytic[0], st->analytic[1], st->analytic[2]};
+    net *nt = world_net(w);
+    for (size_t l = 0; l < net_link_count(nt); l++)
+        bytes[link_class(w, cls, (int)l)] += net_link_bytes(nt, (int)l);
+    dp_free(cls);
+    if (prt_stat(rt, "rounds", RES_SCOPE_RUN, 0, 0, (double)st->rounds) ||
+        prt_stat(rt, "bytes.access", RES_SCOPE_RUN, 0, 0, bytes[CL_ACCESS]) ||
+        prt_stat(rt, "bytes.wan", RES_SCOPE_RUN, 0, 0, bytes[CL_WAN]) ||
+        prt_stat(rt, "bytes.interconnect", RES_SCOPE_RUN, 0, 0, bytes[CL_INTERCONNECT]) ||
+        prt_stat(rt, "updates", RES_SCOPE_RUN, 0, 0, (double)st->updates) ||
+        prt_stat(rt, "update.batch_mean", RES_SCOPE_RUN, 0, 0,
+                 st->updates ? st->batch_sum / (double)st->updates : 0) ||
+        prt_stat(rt, "update.staleness_mean", RES_SCOPE_RUN, 0, 0,
+                 st->updates ? st->stale_sum / (double)st->updates : 0) ||
+        prt_stat(rt, "update.staleness_max", RES_SCOPE_RUN, 0, 0, (double)st->stale_max))
+        return DP_ENOMEM;
+    for (size_t d = 0; d < st->n; d++)
+        if (prt_stat(rt, "local_steps", RES_SCOPE_DEVICE, (int64_t)d, 0, (double)st->steps[d]))
+            return DP_ENOMEM;
+    if (emit_hist(rt, "update.batch", &st->batch) || emit_hist(rt, "update.devices", &st->devices) ||
+        emit_hist(rt, "update.staleness", &st->staleness))
+        return DP_ENOMEM;
+    return 0;
+}
+
+int cl_max_batch(const scn_scenario *s, size_t d, int cap)
+{
+    const scn_group *g = &s->groups[s->devices[d].group];
+    double act = s->model.activation_bytes_per_sample;
+    double room = g->memory_bytes - s->model.state_factor * s->model.model_bytes;
+    double fit = act > 0 ? floor(room / act) : (double)INT_MAX;
+    if (fit > (double)cap)
+        fit = (double)cap;
+    return fit < 1 ? 1 : (int)fit;
+}

@@ -1,0 +1,70 @@
+/* commlight.h: what the communication-light policies (localsgd, flsgd,
+ * asyncps, hierarchical) share: their per-run statistics and small helpers.
+ *
+ * Statistics (prt_stat, stored in run_stats; names in scenarios/README.md):
+ *  - run `rounds`: averaging rounds (asyncps: server updates);
+ *  - device `local_steps`: local batches each device ran;
+ *  - run `bytes.access`, `bytes.wan`, `bytes.interconnect`: bytes carried by
+ *    the links of each class, every link of a path counted (a transfer
+ *    between two devices of one site crosses two access links);
+ *  - per model update, the figures a convergence model needs, as
+ *    histograms (scope bin, so a long run stores a few dozen rows, not one
+ *    per update): `update.batch` (samples the update combines),
+ *    `update.devices` (devices whose work it combines), `update.staleness`
+ *    (asyncps: server updates between the pull and the push; flsgd: 1 for
+ *    an average applied one period late, 0 for the forced one); and run
+ *    `updates`, `update.batch_mean`, `update.staleness_mean`,
+ *    `update.staleness_max`.
+ * Histogram bins: values 0..63 each their own bin (bin = value); above,
+ * one bin per power of two (lower edge 2^k).  The stored `b` is the lower
+ * edge.
+ *
+ * Ownership: cl_stats_init allocates, cl_stats_free frees.
+ */
+#ifndef DP_COMMLIGHT_H
+#define DP_COMMLIGHT_H
+
+#include "runtime.h"
+
+#include <stdint.h>
+
+#define CL_HIST_BINS 128
+
+typedef struct cl_hist {
+    int64_t count[CL_HIST_BINS];
+} cl_hist;
+
+typedef struct cl_stats {
+    size_t n;
+    int64_t rounds;
+    int64_t *steps;     /* per device */
+    double analytic[3]; /* bytes per class moved by analytic collectives */
+    cl_hist batch, devices, staleness;
+    int64_t updates;
+    double batch_sum, stale_sum;
+    int64_t stale_max;
+} cl_stats;
+
+typedef enum { CL_ACCESS = 0, CL_WAN = 1, CL_INTERCONNECT = 2 } cl_class;
+
+int cl_stats_init(cl_stats *st, size_t n); /* 0 or DP_ENOMEM */
+void cl_stats_free(cl_stats *st);
+/* One model update combining `devices` devices' work, `batch` samples in
+ * all, `staleness` as the policy defines it. */
+void cl_update(cl_stats *st, int64_t batch, int64_t devices, int64_t staleness);
+/* Histogram bin of value v >= 0 and its lower edge. */
+size_t cl_bin(int64_t v, int64_t *edge);
+/* Count the link bytes of an analytic ring collective of kind k on `bytes`
+ * over members[0..m) (NULL: every device), which moves no flows. */
+void cl_tally_ring(prt *rt, cl_stats *st, const size_t *members, size_t m, coll_kind k, double bytes);
+/* Record every statistic above (call once, before the last prt_end_epoch
+ * while the run's results are still open).  0 or DP_ENOMEM (run failed). */
+int cl_emit(prt *rt, const cl_stats *st);
+/* The largest batch device d's memory holds (model state + activations),
+ * capped at `cap`; at least 1. */
+int cl_max_batch(const scn_scenario *s, size_t d, int cap);
+
+/* Option value names. */
+extern const char *const cl_sync_names[]; /* ring, server */
+
+#endif
