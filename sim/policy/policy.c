@@ -375,9 +375,18 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     unsigned char opts[POLICY_OPTS_MAX];
     if (policy_options(p, s, opts, sizeof opts, err) || (p->check && p->check(s, opts, err)))
         return NULL;
+    if (!p->on_device && scn_has_failures(s)) {
+        dp_err_set(err, DP_EINPUT,
+                   "%s: policy %s does not model device failures; this scenario has `availability` "
+                   "(scenarios/README.md)",
+                   s->path ? s->path : "scenario", p->name);
+        return NULL;
+    }
     prt *rt = prt_new(s, p->name, seed, err);
     if (!rt)
         return NULL;
+    rt->pdef = p;
+    rt->popts = opts;
     int rc = p->start(rt, opts);
     if (rc == 0)
         rc = prt_run(rt);

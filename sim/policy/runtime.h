@@ -98,6 +98,30 @@ void *prt_state(const prt *rt);
 void prt_set_state(prt *rt, void *state);
 /* 1 while device d is up (always, in a world without failures). */
 int prt_device_up(const prt *rt, size_t d);
+/* ---- failures (worlds with `availability`; docs in scenarios/README.md) --
+ * When device d goes down the runtime cuts its transfers (world.h), drops
+ * the batch it was computing (its seconds so far count as computed, not
+ * as progress), marks every collective it is in as blocked for good, then
+ * calls the policy's on_device hook; when it comes back, the hook again.
+ * Seconds the device computed so far, including batches cut short: */
+double prt_compute_s(const prt *rt, size_t d);
+/* Abandon everything in flight (a job restart): computes, transfers,
+ * collectives, and every event scheduled with prt_at before now (they are
+ * dropped when they come up).  Activities go to waiting. */
+void prt_abort(prt *rt);
+/* Go back to the start of `epoch` (after a restart from a checkpoint):
+ * epoch ends recorded from `epoch` on are forgotten, `left` reloads from
+ * `share`. */
+void prt_rollback(prt *rt, int epoch);
+/* prt_distribute again, after a failure: counts the bytes as resent and
+ * leaves Tsend and each device's data_ready alone. */
+int prt_resend(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx);
+/* The run's failure figures (stored as run statistics in dynamic worlds). */
+void prt_add_restart(prt *rt);
+void prt_add_lost_s(prt *rt, double compute_s);
+void prt_add_blocked_s(prt *rt, double s);
+void prt_add_resent(prt *rt, double bytes);
+
 /* Count bytes device d exchanged with the server outside prt_distribute
  * (model uploads/downloads the policy sends itself with world_transfer). */
 void prt_add_server_bytes(prt *rt, size_t d, double bytes);
