@@ -22,6 +22,7 @@ static size_t n_registered;
 
 const char *const popt_data_names[] = {"replicate", "shard", NULL};
 const char *const popt_collective_names[] = {"flows", "analytic", NULL};
+const char *const popt_on_failure_names[] = {"wait", "elastic", NULL};
 
 /* ---- registry ------------------------------------------------------------------ */
 
@@ -151,6 +152,11 @@ size_t policy_rank_of(const char *name)
 
 /* ---- options ------------------------------------------------------------------- */
 
+int popt_failures_only(const popt *o)
+{
+    return o->help && strncmp(o->help, POPT_FAILURES, strlen(POPT_FAILURES)) == 0;
+}
+
 static size_t n_opts(const policy_def *p)
 {
     size_t n = 0;
@@ -277,7 +283,10 @@ char *policy_options_json(const policy_def *p, const scn_scenario *s)
         return NULL;
     json_buf *j = json_new();
     json_obj_begin(j);
+    int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
+        if (popt_failures_only(o) && !fails)
+            continue;
         json_key(j, o->json ? o->json : o->key);
         switch (o->type) {
         case POPT_QUANTITY:
@@ -329,7 +338,10 @@ void policy_print_options(const policy_def *p, const scn_scenario *s, FILE *out)
         return;
     }
     fprintf(out, "  %-10s", p->name);
+    int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
+        if (popt_failures_only(o) && !fails)
+            continue;
         fprintf(out, "%s%s ", o == p->opts ? " " : ", ", o->key);
         print_value(o, opts, out);
     }

@@ -51,6 +51,13 @@ typedef struct popt {
     const char *help;         /* one line for `dpsim run --help` and docs */
 } popt;
 
+/* An option whose help starts with this matters only in worlds with
+ * failures (scenario `availability`): other runs leave it out of their
+ * stored options and summaries, so adding one changes no stored run.  (A
+ * prefix rather than a field: every option table stays as it is.) */
+#define POPT_FAILURES "with failures: "
+int popt_failures_only(const popt *o);
+
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
     const char *label;   /* in tables and plots: "C-ADP" */
@@ -188,6 +195,25 @@ int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mo
  * micro-step, and starts when ready and the previous bucket is done; with
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
  * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+/* Failure handling (worlds with `availability`; scenarios/README.md): a
+ * collective that loses a member blocks; `timeout_s` after the failure the
+ * job restarts from its last checkpoint (written every `ckpt_every` epochs:
+ * the model, or each member's shard with `ckpt_sharded`, uploaded to the
+ * server, then `ckpt_write_s`), with every device once all are up
+ * (elastic 0) or at once with the devices up, re-sharding the data
+ * (elastic 1; devices that return join at the next checkpoint).  More than
+ * `max_restarts` restarts from the same checkpoint fail the run. */
+typedef struct sync_fail_cfg {
+    double timeout_s;
+    int elastic;
+    int ckpt_every;
+    double ckpt_write_s;
+    int ckpt_sharded;
+    int max_restarts;
+} sync_fail_cfg;
+extern const char *const popt_on_failure_names[]; /* wait, elastic */
+void sync_on_device(prt *rt, size_t d, int up);
+
 typedef struct sync_cfg {
     int micro_per_sync; /* >= 1 */
     int overlap;
@@ -197,6 +223,7 @@ typedef struct sync_cfg {
     int allgather_after;
     prt_data_mode data;
     prt_coll_mode mode;
+    sync_fail_cfg fail;
 } sync_cfg;
 int sync_start(prt *rt, const sync_cfg *cfg);
 void sync_free(prt *rt);
