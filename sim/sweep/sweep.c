@@ -1434,16 +1434,19 @@ static int check_cfg(const sweep_cfg *c, dp_err *err)
     return 0;
 }
 
-/* The seed only feeds compute noise (compute.c): noise in the scenario, or
- * a noise value on an axis, makes seeds matter. */
+/* The seed feeds compute noise, straggler episodes and availability
+ * processes (compute.c, world.c): any of them in the scenario, or on an
+ * axis, makes seeds matter. */
 static int is_stochastic(const scn_scenario *base, const sweep_grid *g)
 {
     for (size_t i = 0; i < base->n_groups; i++)
-        if (base->groups[i].noise_cv > 0)
+        if (base->groups[i].noise_cv > 0 || base->groups[i].stragglers.every_s > 0 ||
+            base->groups[i].avail.mtbf_s > 0)
             return 1;
     for (size_t a = 0; a < g->n_axes; a++) {
         const char *dot = strrchr(g->ax[a].key, '.');
-        if (strcmp(dot ? dot + 1 : g->ax[a].key, "noise") == 0)
+        const char *k = dot ? dot + 1 : g->ax[a].key;
+        if (strcmp(k, "noise") == 0 || strcmp(k, "mtbf") == 0 || strcmp(k, "every") == 0)
             return 1;
     }
     return 0;
