@@ -17,16 +17,16 @@
 
 typedef struct strag {
     gsl_rng *rng;
-    double next_start;      /* next raw episode start not merged yet */
-    double *ep_s, *ep_e;    /* merged episodes [ep_s, ep_e), in order */
-    size_t head, n, cap;    /* live episodes are [head, n) */
+    double next_start;   /* next raw episode start not merged yet */
+    double *ep_s, *ep_e; /* merged episodes [ep_s, ep_e), in order */
+    size_t head, n, cap; /* live episodes are [head, n) */
 } strag;
 
 struct cmp_model {
     const scn_scenario *s;
     size_t n;
-    gsl_rng **rng; /* NULL entry: device without noise */
-    strag *st;     /* per device; rng NULL: no stragglers */
+    gsl_rng **rng;      /* NULL entry: device without noise */
+    strag *st;          /* per device; rng NULL: no stragglers */
     double *straggle_s; /* per device: wall seconds added by episodes */
 };
 
@@ -194,7 +194,7 @@ static double stretch_strag(cmp_model *c, size_t dev, const trace *tr, double t,
     long k = strag_find(st, sg, st->head, t);
     if (k < 0)
         return NAN;
-    st->head = (size_t)k; /* batches start in nondecreasing time: the past is done */
+    st->head = (size_t)k;                         /* batches start in nondecreasing time: the past is done */
     if (st->head > 64 && st->head * 2 >= st->n) { /* drop the past, keep memory bounded */
         memmove(st->ep_s, st->ep_s + st->head, (st->n - st->head) * sizeof *st->ep_s);
         memmove(st->ep_e, st->ep_e + st->head, (st->n - st->head) * sizeof *st->ep_e);

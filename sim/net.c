@@ -31,8 +31,8 @@ typedef struct link {
     double nominal; /* from the trace or net_link_set_capacity */
     int down;       /* an outage: carries nothing whatever its nominal capacity */
     double peak;    /* highest share of its capacity in use after a reshare */
-    double bytes;  /* delivered by finished flows */
-    double busy_s; /* closed busy intervals */
+    double bytes;   /* delivered by finished flows */
+    double busy_s;  /* closed busy intervals */
     double busy_since;
     int n_active;
     char *name;

@@ -421,7 +421,8 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
         const yt_node *p = l->items[i];
         char pk[340];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
-        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR || p->items[1]->kind != YT_SCALAR)
+        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
+            p->items[1]->kind != YT_SCALAR)
             return fail(c, p, pk, "expected an interval [start, end] (got %s)", got(p, g, sizeof g));
         double t[2];
         for (int k = 0; k < 2; k++) {
@@ -433,8 +434,8 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
                             p->items[k]->text);
         }
         if (!(t[1] > t[0]))
-            return fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])", p->items[0]->text,
-                        p->items[1]->text);
+            return fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])",
+                        p->items[0]->text, p->items[1]->text);
         if (i > 0 && t[0] < o->end_s[i - 1])
             return fail(c, p->items[0], pk, "outages must be in order and must not overlap (got start %s)",
                         p->items[0]->text);
@@ -463,9 +464,10 @@ static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_straggl
         (r = get_pos(c, n, kp, "factor", SCN_UNIT_NUMBER, 1, 0, 0, 1e6, &st->factor)) < 0)
         return r;
     if (st->factor < 1) {
-        char g[80];
-        join(kp, sizeof kp, kp, "factor");
-        return fail(c, yt_get(n, "factor"), kp, "a straggler multiplies the batch cost by at least 1 (got %s)",
+        char g[80], fk[320];
+        join(fk, sizeof fk, kp, "factor");
+        return fail(c, yt_get(n, "factor"), fk,
+                    "a straggler multiplies the batch cost by at least 1 (got %s)",
                     got(yt_get(n, "factor"), g, sizeof g));
     }
     return 1;
@@ -858,10 +860,10 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
 
 static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t *total)
 {
-    static const char *const keys[] = {"name",     "count",      "kind",        "site",       "memory",
-                                       "batch",    "batch_time", "batch_table", "peak_flops", "efficiency",
-                                       "overhead", "noise",      "speed_trace", "link",       "stragglers",
-                                       "availability", NULL};
+    static const char *const keys[] = {
+        "name",        "count",       "kind",       "site",         "memory",   "batch",
+        "batch_time",  "batch_table", "peak_flops", "efficiency",   "overhead", "noise",
+        "speed_trace", "link",        "stragglers", "availability", NULL};
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
     scn_scenario *s = c->s;
@@ -1056,9 +1058,9 @@ static int conv_policies(cv *c, const yt_node *root)
 
 static int convert(cv *c, const yt_node *root)
 {
-    static const char *const keys[] = {"name",    "description",  "model", "dataset", "training", "server",
-                                       "network", "interconnect", "sites", "wan",     "devices",  "policies",
-                                       "availability", NULL};
+    static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
+                                       "server",  "network",     "interconnect", "sites",   "wan",
+                                       "devices", "policies",    "availability", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = check_map(c, root, "", keys, req)) < 0)
@@ -1072,7 +1074,8 @@ static int convert(cv *c, const yt_node *root)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
-        (r = conv_wan(c, root)) < 0 || (c->s->availability.data_persists = 1, r = get_avail(c, root, "", &c->s->availability)) < 0 ||
+        (r = conv_wan(c, root)) < 0 ||
+        (c->s->availability.data_persists = 1, r = get_avail(c, root, "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
         return r;
     return 0;

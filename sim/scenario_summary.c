@@ -110,7 +110,8 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
             fprintf(out, "               availability mtbf %s, mttr %s%s\n", a, b,
                     g->avail.data_persists ? "" : ", data lost on failure");
         } else if (g->avail.trace) {
-            fprintf(out, "               availability trace%s\n", g->avail.data_persists ? "" : ", data lost on failure");
+            fprintf(out, "               availability trace%s\n",
+                    g->avail.data_persists ? "" : ", data lost on failure");
         }
         if (g->link.outages.n)
             fprintf(out, "               link outages: %zu\n", g->link.outages.n);

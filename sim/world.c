@@ -55,8 +55,8 @@ struct world {
     int *wan;                     /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
     /* the dynamic world */
-    int track;  /* failures possible: transfers tracked */
-    wdev *dev;  /* per device */
+    int track; /* failures possible: transfers tracked */
+    wdev *dev; /* per device */
     xf **xblocks;
     size_t n_xblocks;
     xf *xfree;

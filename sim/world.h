@@ -55,8 +55,8 @@ int world_dev_is_up(const world *w, size_t d);
  * ends down: the device is gone for good). */
 double world_dev_next_change(const world *w, size_t d);
 double world_dev_down_since(const world *w, size_t d); /* its last failure */
-int world_failures(const world *w);                     /* failures so far */
-double world_cut_bytes(const world *w);                 /* bytes cut flows had sent */
+int world_failures(const world *w);                    /* failures so far */
+double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
 /* Cut every transfer in flight (a job restart), with no callbacks.  Only
  * in worlds with failures (others do not track transfers). */
 void world_cut_all(world *w);

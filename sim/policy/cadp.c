@@ -35,10 +35,10 @@ typedef struct cadp_dev {
     prt *rt;
     size_t d;
     /* failures only */
-    int active;       /* a participant of this epoch, not lost */
-    int uploaded;     /* its upload of this epoch arrived */
-    int uploading;    /* its upload is in flight */
-    int busy;         /* computing a batch of inflight samples */
+    int active;    /* a participant of this epoch, not lost */
+    int uploaded;  /* its upload of this epoch arrived */
+    int uploading; /* its upload is in flight */
+    int busy;      /* computing a batch of inflight samples */
     int inflight;
     int64_t incoming; /* extra samples whose data is on its way */
     int pend;         /* transfers to arrive before it starts the epoch */
@@ -52,8 +52,8 @@ typedef struct cadp_state {
     size_t uploaded; /* uploads done this epoch */
     size_t downloaded;
     int fail_on;
-    int64_t *alloc;  /* the solved allocation (failures only) */
-    int64_t orphan;  /* samples of this epoch nobody is up to train */
+    int64_t *alloc; /* the solved allocation (failures only) */
+    int64_t orphan; /* samples of this epoch nobody is up to train */
 } cadp_state;
 
 static void local_batch(prt *rt, void *ctx);

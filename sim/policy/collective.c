@@ -20,9 +20,9 @@ typedef struct coll {
     int rounds, round, pending;
     prt_fn fn;
     void *ctx;
-    size_t m;        /* members */
-    size_t *members; /* NULL: every device, in scenario order */
-    int broken;      /* a member went down: it never ends (until prt_abort) */
+    size_t m;                 /* members */
+    size_t *members;          /* NULL: every device, in scenario order */
+    int broken;               /* a member went down: it never ends (until prt_abort) */
     struct coll *prev, *next; /* rt->colls: every collective in flight */
 } coll;
 

@@ -42,8 +42,8 @@ struct prt {
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */
     const void *popts;
-    uint64_t gen;       /* prt_abort bumps it: older prt_at events are dropped */
-    void *colls;        /* collectives in flight (collective.c's list) */
+    uint64_t gen; /* prt_abort bumps it: older prt_at events are dropped */
+    void *colls;  /* collectives in flight (collective.c's list) */
     int restarts;
     double lost_s, resent_bytes, blocked_s;
 };

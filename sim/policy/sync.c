@@ -45,8 +45,8 @@ typedef struct sync_state {
     size_t ready_devs; /* devices holding data + model */
     /* failures */
     int fail_on;
-    size_t *mem, m;      /* members, ring order */
-    char *is_mem;        /* per device */
+    size_t *mem, m; /* members, ring order */
+    char *is_mem;   /* per device */
     int state;
     double blocked_since;
     int ckpt_epoch;      /* epochs the last checkpoint holds */

@@ -1806,7 +1806,8 @@ static int merge_sweeps(merger *m, const idmap *scn, idmap *map, sweep_merge_sta
     return e;
 }
 
-static const char *const child_tables[] = {"run_devices", "run_epochs", "run_flops", "run_segments", "run_stats"};
+static const char *const child_tables[] = {"run_devices", "run_epochs", "run_flops", "run_segments",
+                                           "run_stats"};
 #define N_CHILD (sizeof child_tables / sizeof child_tables[0])
 
 static int step_done(merger *m, sqlite3_stmt *s, const char *what)
