@@ -245,6 +245,19 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
     return dt;
 }
 
+int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s)
+{
+    strag *st = &c->st[dev];
+    if (!st->rng)
+        return 0;
+    long k = strag_find(st, &c->s->groups[c->s->devices[dev].group].stragglers, st->head, t);
+    if (k < 0)
+        return DP_ENOMEM;
+    *start_s = st->ep_s[k];
+    *end_s = st->ep_e[k];
+    return 1;
+}
+
 double cmp_straggle_s(const cmp_model *c, size_t dev)
 {
     return c->straggle_s[dev];

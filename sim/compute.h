@@ -34,6 +34,11 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
  * (counted when a batch starts; a batch cut short still counts whole). */
 double cmp_straggle_s(const cmp_model *c, size_t dev);
 
+/* Device dev's first straggler episode ending after t: 1 and [*start_s,
+ * *end_s), 0 without stragglers, DP_ENOMEM.  (Tests and docs; t must not
+ * precede the start of the last batch asked for.) */
+int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s);
+
 /* The seeded GSL stream of random process `process` of device dev: every
  * process of every device draws from its own, so one policy drawing more
  * of one never shifts another's.  The caller frees it (gsl_rng_free);
