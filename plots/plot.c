@@ -19,7 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline", "sweep", "mix"};
+static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops", "timeline",
+                                                        "sweep",   "mix",   "links"};
 
 int plot_kind_by_name(const char *name)
 {
@@ -611,9 +612,11 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
         return plot_draw_sweep(db, sel, out_path, err);
     case PLOT_MIX:
         return plot_draw_mix(db, sel, out_path, err);
+    case PLOT_LINKS:
+        return plot_draw_links(db, sel, out_path, err);
     default:
-        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (compare, flops, timeline, sweep, mix)",
-                          (int)k);
+        return dp_err_set(err, DP_EINPUT,
+                          "plot: unknown kind %d (compare, flops, timeline, sweep, mix, links)", (int)k);
     }
 }
 

@@ -23,7 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { PLOT_COMPARE = 0, PLOT_FLOPS, PLOT_TIMELINE, PLOT_SWEEP, PLOT_MIX, PLOT_KIND_COUNT } plot_kind;
+typedef enum {
+    PLOT_COMPARE = 0,
+    PLOT_FLOPS,
+    PLOT_TIMELINE,
+    PLOT_SWEEP,
+    PLOT_MIX,
+    PLOT_LINKS,
+    PLOT_KIND_COUNT
+} plot_kind;
 
 /* "compare" | "flops" | "timeline" | "sweep" | "mix" -> kind, -1 if unknown. */
 int plot_kind_by_name(const char *name);
@@ -134,5 +142,7 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
 int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_links.c: one run's links by busy fraction and peak utilisation. */
+int plot_draw_links(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

@@ -451,6 +451,37 @@ static int dyn_init(world *w, uint64_t seed, dp_err *err)
     return 0;
 }
 
+void world_link_owner(const world *w, int link, int *dev, int *dir)
+{
+    *dev = -2; /* a WAN link */
+    *dir = 0;
+    if (link == w->nic_up || link == w->nic_down) {
+        *dev = -1;
+        *dir = link == w->nic_down;
+        return;
+    }
+    for (size_t d = 0; d < w->nd; d++) {
+        int k = link == w->up[d]      ? 0
+                : link == w->down[d]  ? 1
+                : link == w->pup[d]   ? 2
+                : link == w->pdown[d] ? 3
+                                      : -1;
+        if (k >= 0) {
+            *dev = (int)d;
+            *dir = k;
+            return;
+        }
+    }
+    size_t ns = w->s->n_sites;
+    for (size_t i = 0; i < w->s->n_wan; i++) {
+        size_t a = (size_t)w->s->wan[i].site_a, b = (size_t)w->s->wan[i].site_b;
+        if (w->wan[a * ns + b] == link || w->wan[b * ns + a] == link) {
+            *dir = w->wan[b * ns + a] == link;
+            return;
+        }
+    }
+}
+
 void world_on_device(world *w, world_dev_fn fn, void *ctx)
 {
     w->dev_fn = fn;

@@ -61,6 +61,11 @@ double world_cut_bytes(const world *w);                /* bytes cut flows had se
  * in worlds with failures (others do not track transfers). */
 void world_cut_all(world *w);
 
+/* Whose link `link` is: *dev = the device index (dir 0 up, 1 down, 2 peer
+ * up, 3 peer down), -1 the server NIC (dir 0 up, 1 down), -2 a WAN link
+ * (dir 0 the direction listed in the scenario, 1 the reverse). */
+void world_link_owner(const world *w, int link, int *dev, int *dir);
+
 /* Link indices of device d (0-based) for statistics. */
 int world_dev_up(const world *w, size_t d);
 int world_dev_down(const world *w, size_t d);

@@ -90,6 +90,16 @@ PY
 expect 0 "$BIN" run "$D/outage.yaml" --no-db --json -p ddp --set 'devices.a.link.outages=[]'
 check "$T/out" ddp 3.0000020
 
+# --- the links plot (skipped without gnuplot)
+if command -v gnuplot >/dev/null 2>&1 || [ -n "${DPSIM_GNUPLOT:-}" ]; then
+    expect 0 "$BIN" run "$D/outage.yaml" --db "$T/o.db" -p ddp
+    expect 0 "$BIN" plot links --db "$T/o.db" --out "$T/links.png"
+    if [ -s "$T/links.png" ]; then ok; else bad "plot links: no file"; fi
+    expect 0 "$BIN" run "$D/outage.yaml" --db "$T/o.db" -p ddp --set 'devices.a.link.outages=[]'
+    expect 2 "$BIN" plot links --db "$T/o.db" --out "$T/links2.png"
+    has "$T/err" "has no link statistics"
+fi
+
 # --- a device gone for good: on_failure wait ends the run, exit 1, naming it
 DB="$T/r.db"
 expect 1 "$BIN" run "$D/crash.yaml" --db "$DB" -p cadp,ddp --set devices.b.availability.trace=gone.csv

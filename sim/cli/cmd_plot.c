@@ -29,7 +29,10 @@ static void help(void)
            "             seeds the mean and a 95%% t-interval.  Log x when the values\n"
            "             span two decades or more.\n"
            "  mix        heat map of a metric over two swept keys (e.g. two device counts)\n"
-           "             for one policy.\n\n"
+           "             for one policy.\n"
+           "  links      one run's links: busy fraction (bars) and peak utilisation\n"
+           "             (points), from the statistics of scenarios with stragglers,\n"
+           "             availability or outages (selection as timeline).\n\n"
            "Selection (compare, flops: by default the latest successful run of each policy\n"
            "of the latest scenario, preferring runs without --set overrides; timeline: the\n"
            "latest run):\n"
@@ -126,10 +129,10 @@ int cmd_plot(int argc, char **argv)
 #undef NEED
     }
     if (!kind_name)
-        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep or mix)");
+        return cli_usage_error("plot", "missing KIND (compare, flops, timeline, sweep, mix or links)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
-        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep or mix)",
+        return cli_usage_error("plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix or links)",
                                kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");

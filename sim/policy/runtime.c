@@ -667,11 +667,16 @@ static void dyn_stats(prt *rt, double T)
               res_add_stat(r, "bytes_cut", RES_SCOPE_RUN, 0, 0, world_cut_bytes(rt->w)) ||
               res_add_stat(r, "straggle_s", RES_SCOPE_RUN, 0, 0, straggle);
     net *n = world_net(rt->w);
-    for (size_t l = 0; !bad && l < net_link_count(n); l++)
-        bad = res_add_stat(r, "link.bytes", RES_SCOPE_LINK, (int64_t)l, 0, net_link_bytes(n, (int)l)) ||
+    for (size_t l = 0; !bad && l < net_link_count(n); l++) {
+        int dev, dir;
+        world_link_owner(rt->w, (int)l, &dev, &dir);
+        bad = res_add_stat(r, "link.device", RES_SCOPE_LINK, (int64_t)l, 0, dev) ||
+              res_add_stat(r, "link.dir", RES_SCOPE_LINK, (int64_t)l, 0, dir) ||
+              res_add_stat(r, "link.bytes", RES_SCOPE_LINK, (int64_t)l, 0, net_link_bytes(n, (int)l)) ||
               res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, (int64_t)l, 0,
                            T > 0 ? net_link_busy_s(n, (int)l) / T : 0) ||
               res_add_stat(r, "link.peak_util", RES_SCOPE_LINK, (int64_t)l, 0, net_link_peak_util(n, (int)l));
+    }
     if (bad)
         fail_oom(rt);
 }
