@@ -96,7 +96,7 @@ if command -v gnuplot >/dev/null 2>&1 || [ -n "${DPSIM_GNUPLOT:-}" ]; then
     expect 0 "$BIN" plot links --db "$T/o.db" --out "$T/links.png"
     if [ -s "$T/links.png" ]; then ok; else bad "plot links: no file"; fi
     expect 0 "$BIN" run "$D/outage.yaml" --db "$T/o.db" -p ddp --set 'devices.a.link.outages=[]'
-    expect 2 "$BIN" plot links --db "$T/o.db" --out "$T/links2.png"
+    expect 2 "$BIN" plot links --db "$T/o.db" --run 2 --out "$T/links2.png"
     has "$T/err" "has no link statistics"
 fi
 
