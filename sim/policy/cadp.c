@@ -54,7 +54,17 @@ typedef struct cadp_state {
     int fail_on;
     int64_t *alloc; /* the solved allocation (failures only) */
     int64_t orphan; /* samples of this epoch nobody is up to train */
+    /* every extra-data record, freed with the state (a transfer cut by a
+     * failure never hands its record back) */
+    struct extra_rec *extras;
 } cadp_state;
+
+/* Extra samples on their way to a survivor. */
+typedef struct extra_rec {
+    cadp_dev *cd;
+    int64_t x;
+    struct extra_rec *next;
+} extra_rec;
 
 static void local_batch(prt *rt, void *ctx);
 
@@ -454,27 +464,24 @@ static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
     cd->incoming += x;
     prt_add_resent(rt, b);
     prt_add_server_bytes(rt, cd->d, b);
-    /* one extra record per transfer: the count rides in a small heap block */
-    int64_t *ctx = dp_malloc(sizeof(int64_t) + sizeof(cadp_dev *));
-    if (!ctx) {
+    cadp_state *st = prt_state(rt);
+    extra_rec *e = dp_malloc(sizeof *e);
+    if (!e) {
         prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
-    ctx[0] = x;
-    memcpy(ctx + 1, &cd, sizeof cd);
-    if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, b, on_extra_data, ctx)) {
-        dp_free(ctx);
+    *e = (extra_rec){cd, x, st->extras};
+    st->extras = e;
+    if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, b, on_extra_data, e))
         prt_fail(rt, DP_ENOMEM, "out of memory");
-    }
 }
 
 static void on_extra_data(void *ctx, uint64_t id)
 {
     (void)id;
-    int64_t x = ((int64_t *)ctx)[0];
-    cadp_dev *cd;
-    memcpy(&cd, (int64_t *)ctx + 1, sizeof cd);
-    dp_free(ctx);
+    const extra_rec *e = ctx;
+    int64_t x = e->x;
+    cadp_dev *cd = e->cd;
     prt *rt = cd->rt;
     cadp_state *st = prt_state(rt);
     cd->incoming -= x;
@@ -715,6 +722,11 @@ static void cadp_free(prt *rt, const void *opts)
     if (st) {
         dp_free(st->dev);
         dp_free(st->alloc);
+        while (st->extras) {
+            extra_rec *e = st->extras;
+            st->extras = e->next;
+            dp_free(e);
+        }
     }
     dp_free(st);
     prt_set_state(rt, NULL);
