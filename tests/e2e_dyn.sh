@@ -63,6 +63,13 @@ for p in ddp deepspeed; do
     check "$T/crash-elastic.json" $p 16.25 failures=1 restarts=1 compute_lost_s=3.75 blocked_s=2 bytes_resent=4
 done
 check "$T/crash-wait.json" cadp 10 failures=1 restarts=0 compute_lost_s=2.25 blocked_s=0 bytes_resent=2
+# C-ADP, 3 epochs: b is back (9.5 s) for epoch 3, planned in again: 10 s to 14 s;
+# with its data lost it also receives its 4 samples again (2 + 4 B resent)
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3
+check "$T/out" cadp 14 failures=1 bytes_resent=2
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3 \
+    --set devices.b.availability.data_persists=false
+check "$T/out" cadp 14 bytes_resent=6
 # data lost with the device: DDP resends b its replica (8 B) with the checkpoint
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p ddp --set devices.b.availability.data_persists=false
 check "$T/out" ddp 13.5 bytes_resent=16
