@@ -426,7 +426,10 @@ static void on_extra_data(void *ctx, uint64_t id);
 
 /* Give `u` samples to the devices with cand[d], one batch at a time to the
  * one that would finish it first (ties: the lower index); extra[d] gets
- * each share.  Returns 0, or -1 when no device is a candidate. */
+ * each share.  Greedy by batch is the exact min-max here (every device's
+ * finish time grows by a constant per batch); it weighs compute only: the
+ * extra data's transfer, a small share of a batch time in the scenarios we
+ * ship, is left out of the choice rather than modelled approximately.  Returns 0, or -1 when no device is a candidate. */
 static int spread(prt *rt, int64_t u, const char *cand, const double *busy_s, int64_t *extra)
 {
     size_t n = prt_n(rt);
