@@ -70,6 +70,15 @@ check "$T/out" cadp 14 failures=1 bytes_resent=2
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3 \
     --set devices.b.availability.data_persists=false
 check "$T/out" cadp 14 bytes_resent=6
+# C-ADP with a gone for good at 6 s: its 3 unfinished samples go to b; at
+# 6.25 s b fails too with 5 unfinished (its 1 + the 3 + the batch in flight):
+# nobody is up, so b takes them when back at 9.5 s: 5 batches, 14.5 s
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set devices.a.availability.trace=gone.csv
+check "$T/out" cadp 14.5 failures=2 compute_lost_s=4.25 bytes_resent=8
+# and with both gone for good the run ends, saying so
+expect 1 "$BIN" run "$D/crash.yaml" --no-db -p cadp --set devices.a.availability.trace=gone.csv \
+    --set devices.b.availability.trace=gone.csv
+has "$T/err" "every device is down for good at t = 6 s"
 # data lost with the device: DDP resends b its replica (8 B) with the checkpoint
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p ddp --set devices.b.availability.data_persists=false
 check "$T/out" ddp 13.5 bytes_resent=16

@@ -428,8 +428,9 @@ static void on_extra_data(void *ctx, uint64_t id);
  * one that would finish it first (ties: the lower index); extra[d] gets
  * each share.  Greedy by batch is the exact min-max here (every device's
  * finish time grows by a constant per batch); it weighs compute only: the
- * extra data's transfer, a small share of a batch time in the scenarios we
- * ship, is left out of the choice rather than modelled approximately.  Returns 0, or -1 when no device is a candidate. */
+ * extra data's transfer time is left out of the choice (it still delays
+ * the survivor, which starts those samples when their data arrives).  Returns 0, or -1 when no device is a
+ * candidate. */
 static int spread(prt *rt, int64_t u, const char *cand, const double *busy_s, int64_t *extra)
 {
     size_t n = prt_n(rt);
@@ -497,6 +498,19 @@ static void on_extra_data(void *ctx, uint64_t id)
         local_batch(rt, cd);
 }
 
+/* Samples are left with nobody up: the first device back takes them, and
+ * if none ever comes back the run ends here rather than stalling. */
+static void orphaned(prt *rt, int64_t u)
+{
+    cadp_state *st = prt_state(rt);
+    st->orphan += u;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        if (isfinite(world_dev_next_change(prt_world(rt), d)))
+            return;
+    prt_fail(rt, DP_ERUN, "every device is down for good at t = %.6g s with %lld samples of epoch %d left",
+             prt_now(rt), (long long)st->orphan, prt_epoch(rt));
+}
+
 /* Hand u orphaned samples of this epoch to the active participants. */
 static void reassign(prt *rt, int64_t u)
 {
@@ -514,7 +528,7 @@ static void reassign(prt *rt, int64_t u)
         busy[d] = st->dev[d].active ? projected(rt, &st->dev[d]) : 0;
     }
     if (spread(rt, u, cand, busy, extra) < 0) {
-        st->orphan += u; /* nobody left: the first device back takes them */
+        orphaned(rt, u); /* nobody left */
         goto done;
     }
     for (size_t d = 0; d < n && !prt_failed(rt); d++)
@@ -599,7 +613,7 @@ static void fl_plan_epoch(prt *rt)
         busy[d] = (double)((st->alloc[d] + bs - 1) / bs) * batch_cost(rt, d);
     }
     if (u > 0 && spread(rt, u, cand, busy, extra) < 0) {
-        st->orphan = u; /* every participant is down: the first back starts */
+        orphaned(rt, u); /* every participant is down */
         goto done;
     }
     for (size_t d = 0; d < n && !prt_failed(rt); d++) {
