@@ -63,6 +63,16 @@ for p in ddp deepspeed; do
     check "$T/crash-elastic.json" $p 16.25 failures=1 restarts=1 compute_lost_s=3.75 blocked_s=2 bytes_resent=4
 done
 check "$T/crash-wait.json" cadp 10 failures=1 restarts=0 compute_lost_s=2.25 blocked_s=0 bytes_resent=2
+# elastic with sharded data: a takes all 8 samples and receives the 4 it
+# lacked (4 B model + 4 B data); with 3 epochs b, back since 9.5 s, joins at
+# the checkpoint after epoch 2 (16.25 s + 0.5 s write): epoch 3 on both,
+# 4 steps, 20.75 s, b receiving the model (12 B resent in all)
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p ddp --set policies.ddp.data=shard \
+    --set policies.ddp.on_failure=elastic
+check "$T/out" ddp 16.25 bytes_resent=8
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p ddp --set policies.ddp.data=shard \
+    --set policies.ddp.on_failure=elastic --set training.epochs=3
+check "$T/out" ddp 20.75 restarts=1 bytes_resent=12
 # C-ADP, 3 epochs: b is back (9.5 s) for epoch 3, planned in again: 10 s to 14 s;
 # with its data lost it also receives its 4 samples again (2 + 4 B resent)
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3
