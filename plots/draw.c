@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops",   "timeline", "sweep",
-                                                        "mix",     "batches", "staleness"};
+static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops",   "timeline",  "sweep",
+                                                        "mix",     "batches", "staleness", "links"};
 
 int plot_kind_by_name(const char *name)
 {
@@ -53,10 +53,13 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
         return plot_draw_batches(db, sel, out_path, err);
     case PLOT_STALENESS:
         return plot_draw_staleness(db, sel, out_path, err);
+    case PLOT_LINKS:
+        return plot_draw_links(db, sel, out_path, err);
     default:
-        return dp_err_set(err, DP_EINPUT,
-                          "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness)",
-                          (int)k);
+        return dp_err_set(
+            err, DP_EINPUT,
+            "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness, links)",
+            (int)k);
     }
 }
 

@@ -31,10 +31,11 @@ typedef enum {
     PLOT_MIX,
     PLOT_BATCHES,
     PLOT_STALENESS,
+    PLOT_LINKS,
     PLOT_KIND_COUNT
 } plot_kind;
 
-/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" -> kind, -1 if unknown. */
+/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" | "links" -> kind, -1 if unknown. */
 int plot_kind_by_name(const char *name);
 
 typedef struct plot_sel {
@@ -147,5 +148,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
 int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_staleness.c */
 int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_links.c: one run's links by busy fraction and peak utilisation. */
+int plot_draw_links(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

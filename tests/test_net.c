@@ -325,3 +325,95 @@ Test(net, idle_link_changes_skip_the_fill)
                  (unsigned long long)fills[1], (unsigned long long)fills[0]);
     trace_free(tr);
 }
+
+/* ---- the dynamic world: outages (net_link_set_down), cut flows, peak use ---- */
+
+typedef struct downset {
+    net *n;
+    int link, down;
+} downset;
+
+static void set_down(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    downset *d = ctx;
+    net_link_set_down(d->n, d->link, d->down);
+}
+
+/* An outage overrides a capacity change inside it: the new capacity
+ * applies once the link is back.  300 B: 100 by t=1 at 100 B/s, down
+ * [1, 3), capacity set to 50 at t=2, 200 more at 50 from t=3: ends at 7. */
+Test(net, outage_overrides_capacity_until_it_ends)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    downset off = {fx.n, l, 1}, on = {fx.n, l, 0};
+    capset half = {fx.n, l, 50};
+    sim_at(fx.e, 1.0, set_down, &off);
+    sim_at(fx.e, 2.0, set_cap, &half);
+    sim_at(fx.e, 3.0, set_down, &on);
+    net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[0]);
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 7.0);
+    expect_close(net_link_busy_s(fx.n, l), 7.0); /* a stalled flow keeps its link busy */
+    fx_free(&fx);
+}
+
+typedef struct cutter {
+    net *n;
+    uint64_t id;
+    double sent;
+} cutter;
+
+static void do_cut(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    cutter *c = ctx;
+    cr_expect_eq(net_flow_cancel(c->n, c->id, &c->sent), 0);
+}
+
+/* Two flows share 100 B/s; one is cut at t=2 after 100 B: no callback, its
+ * 100 B count on the link, the other gets the whole link: 300 B ends at
+ * 2 + 200/100 = 4 s.  Peak use of the link: 1. */
+Test(net, cut_flow_counts_bytes_sent_and_frees_its_share)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    uint64_t a = net_flow_start(fx.n, &l, 1, 1000, 0, INFINITY, on_done, &fx.tags[0]);
+    net_flow_start(fx.n, &l, 1, 300, 0, INFINITY, on_done, &fx.tags[1]);
+    cutter c = {fx.n, a, -1};
+    sim_at(fx.e, 2.0, do_cut, &c);
+    sim_run(fx.e, INFINITY);
+    cr_expect_eq(fx.lg.n, 1);
+    cr_expect_eq(fx.lg.who[0], 1);
+    expect_close(fx.lg.t[1], 4.0);
+    expect_close(c.sent, 100);
+    expect_close(net_link_bytes(fx.n, l), 400);
+    expect_close(net_link_peak_util(fx.n, l), 1.0);
+    cr_expect_eq(net_flow_cancel(fx.n, a, NULL), DP_EINPUT); /* gone */
+    fx_free(&fx);
+}
+
+/* A flow cut in its latency phase never starts and sends nothing; a link
+ * with a rate-capped flow peaks at cap / capacity. */
+Test(net, cut_pending_flow_and_partial_peak)
+{
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 100, NULL, "l");
+    uint64_t a = net_flow_start(fx.n, &l, 1, 50, 1.0, INFINITY, on_done, &fx.tags[0]);
+    net_flow_start(fx.n, &l, 1, 50, 0, 25, on_done, &fx.tags[1]);
+    cutter c = {fx.n, a, -1};
+    sim_at(fx.e, 0.5, do_cut, &c);
+    sim_run(fx.e, INFINITY);
+    cr_expect_eq(fx.lg.n, 1);
+    expect_close(c.sent, 0);
+    expect_close(fx.lg.t[1], 2.0);
+    expect_close(net_link_peak_util(fx.n, l), 0.25);
+    cr_expect_eq(net_flows_pending(fx.n), 0);
+    fx_free(&fx);
+}

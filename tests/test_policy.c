@@ -20,6 +20,7 @@
 
 #include "policy/cadp.h"
 #include "policy/policy.h"
+#include "compute.h"
 #include "policy/runtime.h"
 #include "slv.h"
 
@@ -510,4 +511,85 @@ Test(policy, cadp_solve_by_groups_matches_per_device)
     slv_result_free(byd);
     cadp_inputs_free(&in);
     scn_free(s);
+}
+
+/* ---- straggler episodes (compute.c) ---------------------------------------- */
+
+static const char *SLOW = "name: slow\n"
+                          "model: { name: m, params: 1, flops_per_sample: 1.0e6 }\n"
+                          "dataset: { name: d, samples: 40, sample_bytes: 1 }\n"
+                          "training: { epochs: 3 }\n"
+                          "devices:\n"
+                          "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                          "      link: { up: 1Gbps, down: 1Gbps },\n"
+                          "      stragglers: { every: 10s, lasting: 2s, factor: 4 } }\n";
+
+/* A 1 s batch starting 0.5 s before an episode of length L at factor 4:
+ * 0.5 s of work before it, then the other 0.5 s at a quarter speed (2 s)
+ * if L >= 2, else L s inside (L/4 of work) and the rest at full speed. */
+Test(policy, straggler_episode_stretches_a_batch_by_hand)
+{
+    scn_scenario *s = load(SLOW, NULL, 0);
+    dp_err err = {0};
+    cmp_model *c = cmp_new(s, 5, &err);
+    cr_assert(c, "%s", err.msg);
+    int checked = 0;
+    double t = 0;
+    for (int k = 0; k < 30; k++) {
+        double es, ee, ns, ne;
+        cr_assert_eq(cmp_straggler_episode(c, 0, t, &es, &ee), 1);
+        cr_assert(ee > es && es >= t);
+        cr_assert_eq(cmp_straggler_episode(c, 0, ee, &ns, &ne), 1); /* the next one */
+        cr_assert(ns >= ee);
+        double L = ee - es, want = 0.5 + (L >= 2 ? 2 : L + 0.5 - L / 4);
+        if (es - 0.5 >= t && ns >= es - 0.5 + want) { /* the batch meets this episode only */
+            expect_close(cmp_batch_s(c, 0, 1, es - 0.5, 1.0), want);
+            checked++;
+        }
+        t = ee; /* a batch right after the episode runs at full speed until the next */
+        if (ns >= t + 1)
+            expect_close(cmp_batch_s(c, 0, 1, t, 1.0), 1.0);
+        else
+            cr_expect_gt(cmp_batch_s(c, 0, 1, t, 1.0), 1.0);
+    }
+    cr_expect_gt(checked, 10);
+    cmp_free(c);
+    scn_free(s);
+}
+
+/* The same seed gives the same episodes whatever is asked in between. */
+Test(policy, straggler_episodes_depend_on_the_seed_only)
+{
+    scn_scenario *s = load(SLOW, NULL, 0);
+    cmp_model *a = cmp_new(s, 9, NULL), *b = cmp_new(s, 9, NULL);
+    cr_assert(a && b);
+    for (int i = 0; i < 50; i++) /* a: many batch queries first */
+        cmp_batch_s(a, 0, 1, i * 3.0, 1.0);
+    double as, ae, bs, be;
+    cmp_straggler_episode(a, 0, 150, &as, &ae);
+    cmp_straggler_episode(b, 0, 150, &bs, &be);
+    cr_expect_eq(as, bs);
+    cr_expect_eq(ae, be);
+    cmp_free(a);
+    cmp_free(b);
+    scn_free(s);
+}
+
+/* One device computing back to back (C-ADP, 3 epochs of 40 batches): the
+ * episodes add exactly the straggle_s statistic to Ttotal. */
+Test(policy, straggler_episodes_during_epochs_add_their_time)
+{
+    scn_scenario *s = load(SLOW, NULL, 0);
+    scn_override off = {"devices.a.stragglers.factor", "1"};
+    scn_scenario *s0 = load(SLOW, &off, 1);
+    res_run *r = run(policy_find("cadp"), s), *r0 = run(policy_find("cadp"), s0);
+    const res_stat *st = res_find_stat(r, "straggle_s", RES_SCOPE_RUN, 0, 0);
+    cr_assert(st);
+    cr_expect_gt(st->value, 1.0);
+    cr_expect(fabs(r->ttotal_s - (r0->ttotal_s + st->value)) < 1e-9 * r->ttotal_s, "%.17g vs %.17g + %.17g",
+              r->ttotal_s, r0->ttotal_s, st->value);
+    res_run_free(r);
+    res_run_free(r0);
+    scn_free(s);
+    scn_free(s0);
 }

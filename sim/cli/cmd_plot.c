@@ -34,7 +34,10 @@ static void help(void)
            "             lbb): each device's batch per epoch (mean, bar from min to max)\n"
            "             and its time waiting at barriers.\n"
            "  staleness  histogram of update staleness per run (asyncps, flsgd)\n"
-           "             for one policy.\n\n"
+           "             for one policy.\n"
+           "  links      one run's links: busy fraction (bars) and peak utilisation\n"
+           "             (points), from the statistics of scenarios with stragglers,\n"
+           "             availability or outages (selection as timeline).\n\n"
            "Selection (compare, flops: by default the latest successful run of each policy\n"
            "of the latest scenario, preferring runs without --set overrides; timeline,\n"
            "batches: the latest run):\n"
@@ -131,12 +134,12 @@ int cmd_plot(int argc, char **argv)
 #undef NEED
     }
     if (!kind_name)
-        return cli_usage_error("plot",
-                               "missing KIND (compare, flops, timeline, sweep, mix, batches or staleness)");
+        return cli_usage_error(
+            "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness or links)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
         return cli_usage_error(
-            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches or staleness)",
+            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches, staleness or links)",
             kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");

@@ -4,7 +4,8 @@
  * On top: optional multiplicative noise, lognormal with mean 1 and the
  * group's coefficient of variation, drawn from the device's own GSL stream
  * (seeded from the run seed and the device index, so adding a device does
- * not change the others' draws); and an optional speed trace, a factor over
+ * not change the others' draws); straggler episodes (the group's
+ * `stragglers`, their own stream); and an optional speed trace, a factor over
  * time: work of w seconds at factor 1 started at t ends when the integral of
  * the factor from t reaches w.
  *
@@ -16,6 +17,8 @@
 #include "dp_common.h"
 #include "scenario.h"
 
+#include <gsl/gsl_rng.h>
+
 typedef struct cmp_model cmp_model;
 
 cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err);
@@ -26,6 +29,22 @@ void cmp_free(cmp_model *c);
  * t_start_s.  Draws one noise sample when the device has noise.  INFINITY if
  * its speed trace stays at 0. */
 double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double part);
+
+/* Wall seconds straggler episodes added to device dev's batches so far
+ * (counted when a batch starts; a batch cut short still counts whole). */
+double cmp_straggle_s(const cmp_model *c, size_t dev);
+
+/* Device dev's first straggler episode ending after t: 1 and [*start_s,
+ * *end_s), 0 without stragglers, DP_ENOMEM.  (Tests and docs; t must not
+ * precede the start of the last batch asked for.) */
+int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s);
+
+/* The seeded GSL stream of random process `process` of device dev: every
+ * process of every device draws from its own, so one policy drawing more
+ * of one never shifts another's.  The caller frees it (gsl_rng_free);
+ * NULL when out of memory. */
+enum { CMP_STREAM_NOISE = 0, CMP_STREAM_STRAGGLERS = 1, CMP_STREAM_AVAILABILITY = 2 };
+gsl_rng *cmp_stream(uint64_t seed, size_t dev, int process);
 
 /* Wall time to do `work_s` seconds of factor-1 work from t under trace tr
  * (NULL = factor 1).  Exposed for tests. */

@@ -27,9 +27,12 @@
 enum { FLOW_FREE = 0, FLOW_PENDING, FLOW_ACTIVE };
 
 typedef struct link {
-    double cap;
-    double bytes;  /* delivered by finished flows */
-    double busy_s; /* closed busy intervals */
+    double cap;     /* in effect: 0 while down */
+    double nominal; /* from the trace or net_link_set_capacity */
+    int down;       /* an outage: carries nothing whatever its nominal capacity */
+    double peak;    /* highest share of its capacity in use after a reshare */
+    double bytes;   /* delivered by finished flows */
+    double busy_s;  /* closed busy intervals */
     double busy_since;
     int n_active;
     char *name;
@@ -63,6 +66,7 @@ typedef struct flow {
     net_done_fn done;
     void *ctx;
     uint64_t seq;
+    uint64_t act_ev; /* the end of its latency phase, while pending */
     uint32_t next_free;
     int frozen;
 } flow;
@@ -179,7 +183,8 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     net *n = tc->n;
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
-    l->cap = trace_value_at(l->tr, t);
+    l->nominal = trace_value_at(l->tr, t);
+    l->cap = l->down ? 0 : l->nominal;
     if (l->n_active > 0)
         mark_dirty(n);
     else
@@ -199,7 +204,7 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
         return DP_ENOMEM;
     link *l = &n->links[n->n_links];
     memset(l, 0, sizeof *l);
-    l->cap = cap_Bps;
+    l->cap = l->nominal = cap_Bps;
     int idx = (int)n->n_links++;
     if (name && !(l->name = dp_strdup(name)))
         return DP_ENOMEM;
@@ -211,7 +216,7 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
         l->tctx->n = n;
         l->tctx->link = idx;
         double t = sim_now(n->e), v;
-        l->cap = trace_value_at(l->tr, t);
+        l->cap = l->nominal = trace_value_at(l->tr, t);
         double next = trace_next_change(l->tr, t, &v);
         if (isfinite(next) && !sim_at(n->e, next, on_trace_change, l->tctx))
             return DP_ENOMEM;
@@ -223,12 +228,29 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
-    n->links[link_i].cap = cap_Bps;
+    n->links[link_i].nominal = cap_Bps;
+    n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
     if (n->links[link_i].n_active > 0)
         mark_dirty(n);
     else
         mark_touched(n);
     return 0;
+}
+
+int net_link_set_down(net *n, int link_i, int down)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return DP_EINPUT;
+    link *l = &n->links[link_i];
+    l->down = down != 0;
+    l->cap = l->down ? 0 : l->nominal;
+    mark_dirty(n);
+    return 0;
+}
+
+double net_link_peak_util(const net *n, int l)
+{
+    return n->links[l].peak;
 }
 
 double net_link_capacity(const net *n, int l)
@@ -414,7 +436,7 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     uint64_t id = flow_id(f);
     if (latency_s > 0) {
         f->state = FLOW_PENDING;
-        if (!sim_at(n->e, sim_now(n->e) + latency_s, on_activate, f)) {
+        if (!(f->act_ev = sim_at(n->e, sim_now(n->e) + latency_s, on_activate, f))) {
             flow_release(n, f);
             return 0;
         }
@@ -435,6 +457,37 @@ double net_flow_remaining(const net *n, uint64_t id)
         return f->remaining;
     double r = isinf(f->rate) ? 0 : f->remaining - f->rate * (sim_now(n->e) - n->t_last);
     return r > 0 ? r : 0;
+}
+
+int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
+{
+    flow *f = flow_of(n, id);
+    if (sent_bytes)
+        *sent_bytes = 0;
+    if (!f)
+        return DP_EINPUT;
+    if (f->state == FLOW_PENDING) {
+        sim_cancel(n->e, f->act_ev);
+        n->n_pending--;
+    } else {
+        advance(n);
+        double sent = f->bytes - f->remaining;
+        for (size_t k = 0; k < n->n_active; k++)
+            if (n->active[k] == f->index) {
+                n->active[k] = n->active[--n->n_active];
+                break;
+            }
+        for (int j = 0; j < f->np; j++) {
+            link *l = &n->links[f->path[j]];
+            l->bytes += sent;
+            link_busy_dec(n, l);
+        }
+        if (sent_bytes)
+            *sent_bytes = sent;
+        mark_dirty(n);
+    }
+    flow_release(n, f);
+    return 0;
 }
 
 double net_flow_rate(const net *n, uint64_t id)
@@ -668,6 +721,12 @@ void net_reshare_now(net *n)
             if (!f->frozen && freeze(n, f, level))
                 goto oom;
         }
+    }
+    /* peak utilisation: rates hold until the next reshare */
+    for (size_t t = 0; t < n_touched; t++) {
+        link *l = &n->links[n->touched[t]];
+        if (l->cap > 0 && l->cap - l->R > l->peak * l->cap)
+            l->peak = (l->cap - l->R) / l->cap;
     }
     /* 5. flows crossing no finite link and without a cap are unconstrained */
     schedule_finish(n);

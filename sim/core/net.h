@@ -45,9 +45,17 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name);
 /* Set a link's capacity now (>= 0 or INFINITY). */
 int net_link_set_capacity(net *n, int link, double cap_Bps);
 double net_link_capacity(const net *n, int link);
+/* An outage (down = 1) or its end: while down the link carries nothing
+ * (capacity 0, its flows stall), whatever its trace or set capacity, which
+ * apply again when it is back. */
+int net_link_set_down(net *n, int link, int down);
+/* The highest share of the link's capacity its flows used at once, in
+ * [0, 1] (rates are constant between reshares, so this is exact). */
+double net_link_peak_util(const net *n, int link);
 const char *net_link_name(const net *n, int link);
 size_t net_link_count(const net *n);
-/* Bytes delivered by finished flows that crossed the link. */
+/* Bytes delivered by finished flows that crossed the link, and by cut
+ * flows up to their cut. */
 double net_link_bytes(const net *n, int link);
 /* Seconds during which the link carried at least one active flow (flows in
  * their latency phase do not count), up to now. */
@@ -62,6 +70,10 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
 /* Bytes a flow still has to deliver, as of now (its size while in its
  * latency phase; 0 once finished or unknown). */
 double net_flow_remaining(const net *n, uint64_t id);
+/* Cut flow `id` now (its device failed): no callback; *sent_bytes (may be
+ * NULL) gets the bytes it delivered, which count as carried by every link
+ * on its path.  0, or DP_EINPUT for an unknown or finished flow. */
+int net_flow_cancel(net *n, uint64_t id, double *sent_bytes);
 /* Current rate of an active flow (0 while in its latency phase or unknown). */
 double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */

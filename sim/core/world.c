@@ -1,8 +1,48 @@
-/* world.c: scenario -> engine + links + compute model. */
+/* world.c: scenario -> engine + links + compute model, and the world's
+ * own changes: link outages and device availability.
+ *
+ * Availability: every device starts up; a seeded process draws the next
+ * transition from the device's own stream (compute.h cmp_stream) when one
+ * happens, so the failures depend on the seed alone, whatever a policy
+ * does.  In a world with failures every transfer is tracked by its two
+ * ends, so a device going down can cut the flows to and from it (their
+ * callbacks never run; bytes already sent count on the links); a transfer
+ * started to or from a device that is down never starts and never ends.
+ * Worlds without failures keep the direct path (no tracking). */
 #include "world.h"
 
+#include <gsl/gsl_randist.h>
 #include <math.h>
 #include <stdio.h>
+
+/* A tracked transfer (worlds with failures). */
+typedef struct xf {
+    world *w;
+    uint64_t id; /* 0: free */
+    int from, to;
+    net_done_fn done;
+    void *ctx;
+    struct xf *next_free;
+} xf;
+
+#define XF_BLOCK 256
+
+typedef struct wdev {
+    world *w;
+    size_t d;
+    int up;
+    double down_since;
+    double next_s; /* next transition, INFINITY: none */
+    uint64_t ev;
+    gsl_rng *rng; /* seeded process; NULL with a trace or always up */
+    const trace *tr;
+} wdev;
+
+typedef struct outage_ev {
+    world *w;
+    int link;
+    int down;
+} outage_ev;
 
 struct world {
     const scn_scenario *s;
@@ -14,6 +54,19 @@ struct world {
     int nic_up, nic_down;         /* -1 when unlimited */
     int *wan;                     /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
+    /* the dynamic world */
+    int track; /* failures possible: transfers tracked */
+    wdev *dev; /* per device */
+    xf **xblocks;
+    size_t n_xblocks;
+    xf *xfree;
+    uint64_t dead_id; /* ids of transfers that never start, counting down */
+    outage_ev *oev;
+    size_t n_oev;
+    world_dev_fn dev_fn;
+    void *dev_ctx;
+    int failures;
+    double cut_bytes;
 };
 
 static int add(world *w, double cap, const trace *tr, const char *fmt, const char *name, dp_err *err)
@@ -25,6 +78,8 @@ static int add(world *w, double cap, const trace *tr, const char *fmt, const cha
         dp_err_set(err, DP_ENOMEM, "world: cannot add link %s", buf);
     return l;
 }
+
+static int dyn_init(world *w, uint64_t seed, dp_err *err);
 
 world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
 {
@@ -82,6 +137,8 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
              (w->pdown[d] = add(w, s->interconnect.bandwidth_Bps, NULL, "%s.peer.down", nm, err)) < 0))
             goto fail;
     }
+    if (dyn_init(w, seed, err))
+        goto fail;
     return w;
 fail:
     world_free(w);
@@ -101,6 +158,14 @@ void world_free(world *w)
     dp_free(w->pdown);
     dp_free(w->wan);
     dp_free(w->wan_lat);
+    for (size_t d = 0; w->dev && d < w->nd; d++)
+        if (w->dev[d].rng)
+            gsl_rng_free(w->dev[d].rng);
+    dp_free(w->dev);
+    for (size_t b = 0; b < w->n_xblocks; b++)
+        dp_free(w->xblocks[b]);
+    dp_free(w->xblocks);
+    dp_free(w->oev);
     dp_free(w);
 }
 
@@ -181,6 +246,43 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
     return 0;
 }
 
+static void on_xf_done(void *ctx, uint64_t id)
+{
+    (void)id;
+    xf *x = ctx;
+    world *w = x->w;
+    net_done_fn done = x->done;
+    void *c = x->ctx;
+    uint64_t fid = x->id;
+    x->id = 0;
+    x->next_free = w->xfree;
+    w->xfree = x;
+    if (done)
+        done(c, fid);
+}
+
+static xf *xf_alloc(world *w)
+{
+    if (!w->xfree) {
+        xf **nb = dp_realloc(w->xblocks, (w->n_xblocks + 1) * sizeof *nb);
+        if (!nb)
+            return NULL;
+        w->xblocks = nb;
+        xf *blk = dp_calloc(XF_BLOCK, sizeof *blk);
+        if (!blk)
+            return NULL;
+        w->xblocks[w->n_xblocks++] = blk;
+        for (int i = XF_BLOCK - 1; i >= 0; i--) {
+            blk[i].w = w;
+            blk[i].next_free = w->xfree;
+            w->xfree = &blk[i];
+        }
+    }
+    xf *x = w->xfree;
+    w->xfree = x->next_free;
+    return x;
+}
+
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx)
 {
     int links[NET_MAX_PATH];
@@ -191,5 +293,217 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
     double cap = INFINITY;
     if (w->s->network.tcp_window_bytes > 0 && lat > 0)
         cap = w->s->network.tcp_window_bytes / (2 * lat);
-    return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
+    if (!w->track)
+        return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
+    if ((from > 0 && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
+        return w->dead_id--; /* an end is down: nothing moves, nothing ends */
+    xf *x = xf_alloc(w);
+    if (!x)
+        return 0;
+    uint64_t id = net_flow_start(w->n, links, nl, bytes, lat, cap, on_xf_done, x);
+    if (!id) {
+        x->next_free = w->xfree;
+        w->xfree = x;
+        return 0;
+    }
+    *x = (xf){w, id, from, to, done, ctx, NULL};
+    return id;
+}
+
+/* Cut every tracked transfer with an end at `node` (< 0: every one). */
+static void cut(world *w, int node)
+{
+    for (size_t b = 0; b < w->n_xblocks; b++)
+        for (int i = 0; i < XF_BLOCK; i++) {
+            xf *x = &w->xblocks[b][i];
+            if (!x->id || (node >= 0 && x->from != node && x->to != node))
+                continue;
+            double sent = 0;
+            net_flow_cancel(w->n, x->id, &sent);
+            w->cut_bytes += sent;
+            x->id = 0;
+            x->next_free = w->xfree;
+            w->xfree = x;
+        }
+}
+
+void world_cut_all(world *w)
+{
+    cut(w, -1);
+}
+
+/* ---- availability and outages ------------------------------------------- */
+
+static void on_dev_change(sim_engine *e, void *ctx, uint64_t id);
+
+/* Draw or read device d's next transition and schedule it. */
+static int dev_schedule(wdev *v)
+{
+    world *w = v->w;
+    double now = sim_now(w->e);
+    const scn_avail *a = &w->s->groups[w->s->devices[v->d].group].avail;
+    if (v->rng) {
+        v->next_s = now + gsl_ran_exponential(v->rng, v->up ? a->mtbf_s : a->mttr_s);
+    } else {
+        double val;
+        v->next_s = trace_next_change(v->tr, now, &val);
+    }
+    v->ev = 0;
+    if (isfinite(v->next_s) && !(v->ev = sim_at(w->e, v->next_s, on_dev_change, v)))
+        return DP_ENOMEM;
+    return 0;
+}
+
+static void on_dev_change(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    wdev *v = ctx;
+    world *w = v->w;
+    double now = sim_now(e);
+    int up = v->rng ? !v->up : trace_value_at(v->tr, now) > 0.5;
+    if (up != v->up) {
+        v->up = up;
+        if (!up) {
+            w->failures++;
+            v->down_since = now;
+            cut(w, (int)v->d + 1);
+        }
+    }
+    dev_schedule(v); /* out of memory: the device stays as it is */
+    if (w->dev_fn)
+        w->dev_fn(w->dev_ctx, v->d, up);
+}
+
+static void on_outage(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    outage_ev *o = ctx;
+    net_link_set_down(o->w->n, o->link, o->down);
+}
+
+static size_t add_outages(world *w, int link, const scn_outages *o, size_t k)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        if (w->oev) {
+            w->oev[k] = (outage_ev){w, link, 1};
+            w->oev[k + 1] = (outage_ev){w, link, 0};
+            if (!sim_at(w->e, o->start_s[i], on_outage, &w->oev[k]) ||
+                !sim_at(w->e, o->end_s[i], on_outage, &w->oev[k + 1]))
+                return (size_t)-1;
+        }
+        k += 2;
+    }
+    return k;
+}
+
+static int dyn_init(world *w, uint64_t seed, dp_err *err)
+{
+    const scn_scenario *s = w->s;
+    w->dead_id = UINT64_MAX;
+    if (!(w->dev = dp_calloc(w->nd ? w->nd : 1, sizeof *w->dev)))
+        return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+    w->track = scn_has_failures(s);
+    for (size_t d = 0; d < w->nd; d++) {
+        wdev *v = &w->dev[d];
+        const scn_avail *a = &s->groups[s->devices[d].group].avail;
+        *v = (wdev){w, d, 1, 0, INFINITY, 0, NULL, NULL};
+        if (a->trace) {
+            v->tr = a->trace;
+            /* a device down from the start goes down at t = 0, once the policy has started */
+            if (trace_value_at(a->trace, 0) < 0.5) {
+                v->next_s = 0;
+                if (!(v->ev = sim_at(w->e, 0, on_dev_change, v)))
+                    return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            } else if (dev_schedule(v)) {
+                return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            }
+        } else if (a->mtbf_s > 0) {
+            if (!(v->rng = cmp_stream(seed, d, CMP_STREAM_AVAILABILITY)) || dev_schedule(v))
+                return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+        }
+    }
+    /* outages: count, allocate, schedule */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t k = 0;
+        for (size_t d = 0; d < w->nd; d++) {
+            const scn_outages *o = &s->groups[s->devices[d].group].link.outages;
+            k = add_outages(w, w->up[d], o, k);
+            k = k == (size_t)-1 ? k : add_outages(w, w->down[d], o, k);
+            if (k == (size_t)-1)
+                return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+        }
+        for (size_t i = 0; i < s->n_wan; i++) {
+            size_t ns = s->n_sites, a = (size_t)s->wan[i].site_a, b = (size_t)s->wan[i].site_b;
+            k = add_outages(w, w->wan[a * ns + b], &s->wan[i].outages, k);
+            k = k == (size_t)-1 ? k : add_outages(w, w->wan[b * ns + a], &s->wan[i].outages, k);
+            if (k == (size_t)-1)
+                return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+        }
+        if (pass == 0) {
+            w->n_oev = k;
+            if (k && !(w->oev = dp_calloc(k, sizeof *w->oev)))
+                return dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            if (!k)
+                break;
+        }
+    }
+    return 0;
+}
+
+void world_link_owner(const world *w, int link, int *dev, int *dir)
+{
+    *dev = -2; /* a WAN link */
+    *dir = 0;
+    if (link == w->nic_up || link == w->nic_down) {
+        *dev = -1;
+        *dir = link == w->nic_down;
+        return;
+    }
+    for (size_t d = 0; d < w->nd; d++) {
+        int k = link == w->up[d]      ? 0
+                : link == w->down[d]  ? 1
+                : link == w->pup[d]   ? 2
+                : link == w->pdown[d] ? 3
+                                      : -1;
+        if (k >= 0) {
+            *dev = (int)d;
+            *dir = k;
+            return;
+        }
+    }
+    size_t ns = w->s->n_sites;
+    for (size_t i = 0; i < w->s->n_wan; i++) {
+        size_t a = (size_t)w->s->wan[i].site_a, b = (size_t)w->s->wan[i].site_b;
+        if (w->wan[a * ns + b] == link || w->wan[b * ns + a] == link) {
+            *dir = w->wan[b * ns + a] == link;
+            return;
+        }
+    }
+}
+
+void world_on_device(world *w, world_dev_fn fn, void *ctx)
+{
+    w->dev_fn = fn;
+    w->dev_ctx = ctx;
+}
+int world_dev_is_up(const world *w, size_t d)
+{
+    return w->dev[d].up;
+}
+double world_dev_next_change(const world *w, size_t d)
+{
+    return w->dev[d].next_s;
+}
+double world_dev_down_since(const world *w, size_t d)
+{
+    return w->dev[d].down_since;
+}
+int world_failures(const world *w)
+{
+    return w->failures;
+}
+double world_cut_bytes(const world *w)
+{
+    return w->cut_bytes;
 }

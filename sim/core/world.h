@@ -45,6 +45,27 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
  * Returns the flow id or 0 on failure. */
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx);
 
+/* ---- the dynamic world (scenario availability and outages) ----
+ * fn(ctx, d, up) runs when device d goes down (up = 0; its transfers have
+ * been cut) or comes back (up = 1).  One hook; the runtime's. */
+typedef void (*world_dev_fn)(void *ctx, size_t d, int up);
+void world_on_device(world *w, world_dev_fn fn, void *ctx);
+int world_dev_is_up(const world *w, size_t d);
+/* When device d changes state next (INFINITY: never, e.g. a trace that
+ * ends down: the device is gone for good). */
+double world_dev_next_change(const world *w, size_t d);
+double world_dev_down_since(const world *w, size_t d); /* its last failure */
+int world_failures(const world *w);                    /* failures so far */
+double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
+/* Cut every transfer in flight (a job restart), with no callbacks.  Only
+ * in worlds with failures (others do not track transfers). */
+void world_cut_all(world *w);
+
+/* Whose link `link` is: *dev = the device index (dir 0 up, 1 down, 2 peer
+ * up, 3 peer down), -1 the server NIC (dir 0 up, 1 down), -2 a WAN link
+ * (dir 0 the direction listed in the scenario, 1 the reverse). */
+void world_link_owner(const world *w, int link, int *dev, int *dir);
+
 /* Link indices of device d (0-based) for statistics. */
 int world_dev_up(const world *w, size_t d);
 int world_dev_down(const world *w, size_t d);

@@ -446,6 +446,117 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     return 1;
 }
 
+/* ---- the dynamic world ------------------------------------------------- */
+
+/* `outages: [[start, end], ...]`: times, start < end, in order, disjoint. */
+static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o)
+{
+    const yt_node *l = yt_get(m, "outages");
+    char kp[300], g[80];
+    join(kp, sizeof kp, path, "outages");
+    if (yt_is_null(l))
+        return 0;
+    if (l->kind != YT_SEQ)
+        return fail(c, l, kp, "expected a list of [start, end] intervals (got %s)", got(l, g, sizeof g));
+    if (l->n > SCN_MAX_TABLE)
+        return fail(c, l, kp, "at most %d outages (got %zu)", SCN_MAX_TABLE, l->n);
+    o->start_s = dp_calloc(l->n + 1, sizeof *o->start_s);
+    o->end_s = dp_calloc(l->n + 1, sizeof *o->end_s);
+    if (!o->start_s || !o->end_s)
+        return oom(c);
+    for (size_t i = 0; i < l->n; i++) {
+        const yt_node *p = l->items[i];
+        char pk[340];
+        snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
+        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
+            p->items[1]->kind != YT_SCALAR)
+            return fail(c, p, pk, "expected an interval [start, end] (got %s)", got(p, g, sizeof g));
+        double t[2];
+        for (int k = 0; k < 2; k++) {
+            dp_err e;
+            if (scn_parse_quantity(p->items[k]->text, SCN_UNIT_TIME, &t[k], &e))
+                return fail(c, p->items[k], pk, "%s", e.msg);
+            if (!(t[k] >= 0) || t[k] > 1e12)
+                return fail(c, p->items[k], pk, "times must be >= 0 and at most 1e12 s (got %s)",
+                            p->items[k]->text);
+        }
+        if (!(t[1] > t[0]))
+            return fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])",
+                        p->items[0]->text, p->items[1]->text);
+        if (i > 0 && t[0] < o->end_s[i - 1])
+            return fail(c, p->items[0], pk, "outages must be in order and must not overlap (got start %s)",
+                        p->items[0]->text);
+        o->start_s[i] = t[0];
+        o->end_s[i] = t[1];
+        o->n = i + 1;
+    }
+    return 1;
+}
+
+/* `stragglers: { every, lasting, factor }` of a device group. */
+static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_stragglers *st)
+{
+    static const char *const keys[] = {"every", "lasting", "factor", NULL};
+    static const char *const req[] = {"every", "lasting", "factor", NULL};
+    const yt_node *n = yt_get(m, "stragglers");
+    char kp[300];
+    int r;
+    join(kp, sizeof kp, path, "stragglers");
+    if (yt_is_null(n))
+        return 0;
+    if ((r = check_map(c, n, kp, keys, req)) < 0)
+        return r;
+    if ((r = get_pos(c, n, kp, "every", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->every_s)) < 0 ||
+        (r = get_pos(c, n, kp, "lasting", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->lasting_s)) < 0 ||
+        (r = get_pos(c, n, kp, "factor", SCN_UNIT_NUMBER, 1, 0, 0, 1e6, &st->factor)) < 0)
+        return r;
+    if (st->factor < 1) {
+        char g[80], fk[320];
+        join(fk, sizeof fk, kp, "factor");
+        return fail(c, yt_get(n, "factor"), fk,
+                    "a straggler multiplies the batch cost by at least 1 (got %s)",
+                    got(yt_get(n, "factor"), g, sizeof g));
+    }
+    return 1;
+}
+
+/* `availability: { mtbf, mttr, data_persists }` or `{ trace: FILE, data_persists }`. */
+static int get_avail(cv *c, const yt_node *m, const char *path, scn_avail *a)
+{
+    static const char *const keys[] = {"mtbf", "mttr", "trace", "data_persists", NULL};
+    const yt_node *n = yt_get(m, "availability");
+    char kp[300];
+    int r;
+    join(kp, sizeof kp, path, "availability");
+    if (yt_is_null(n))
+        return 0;
+    if ((r = check_map(c, n, kp, keys, NULL)) < 0)
+        return r;
+    *a = (scn_avail){0, 0, NULL, 1};
+    if ((r = get_trace(c, n, kp, "trace", 0, &a->trace)) < 0)
+        return r;
+    int has_mtbf = !yt_is_null(yt_get(n, "mtbf")), has_mttr = !yt_is_null(yt_get(n, "mttr"));
+    if (a->trace && (has_mtbf || has_mttr))
+        return fail(c, yt_get_key(n, has_mtbf ? "mtbf" : "mttr"), kp,
+                    "give either a trace or mtbf and mttr, not both (got %s)", has_mtbf ? "mtbf" : "mttr");
+    if (a->trace) {
+        for (size_t k = 0; k < a->trace->n; k++)
+            if (a->trace->value[k] != 0 && a->trace->value[k] != 1)
+                return fail(c, yt_get(n, "trace"), kp,
+                            "an availability trace holds 1 (up) or 0 (down) only (got %g at t = %g s)",
+                            a->trace->value[k], a->trace->t_s[k]);
+    } else {
+        if (!has_mtbf || !has_mttr)
+            return fail(c, n, kp, "missing required key '%s' (or give a trace)", has_mtbf ? "mttr" : "mtbf");
+        if ((r = get_pos(c, n, kp, "mtbf", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mtbf_s)) < 0 ||
+            (r = get_pos(c, n, kp, "mttr", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mttr_s)) < 0)
+            return r;
+    }
+    if ((r = get_bool(c, n, kp, "data_persists", 1, &a->data_persists)) < 0)
+        return r;
+    return 1;
+}
+
 /* ---- sections ---------------------------------------------------------- */
 
 static int conv_model(cv *c, const yt_node *root)
@@ -657,7 +768,7 @@ static int conv_server_network(cv *c, const yt_node *root)
 
 static int conv_wan(cv *c, const yt_node *root)
 {
-    static const char *const keys[] = {"between", "bandwidth", "latency", "trace", NULL};
+    static const char *const keys[] = {"between", "bandwidth", "latency", "trace", "outages", NULL};
     static const char *const req[] = {"between", NULL};
     scn_scenario *s = c->s;
     const yt_node *l = yt_get(root, "wan");
@@ -709,13 +820,15 @@ static int conv_wan(cv *c, const yt_node *root)
             return r;
         if ((r = get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
             return r;
+        if ((r = get_outages(c, it, kp, &w->outages)) < 0)
+            return r;
     }
     return 0;
 }
 
 static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
 {
-    static const char *const keys[] = {"up", "down", "latency", "up_trace", "down_trace", NULL};
+    static const char *const keys[] = {"up", "down", "latency", "up_trace", "down_trace", "outages", NULL};
     char kp[300];
     int r;
     join(kp, sizeof kp, path, "link");
@@ -737,6 +850,8 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         return r;
     if (!(L->up_Bps > 0) || !(L->down_Bps > 0))
         return fail(c, l, kp, "link capacity must be > 0 (a trace with mean 0 needs an explicit up/down)");
+    if ((r = get_outages(c, l, kp, &L->outages)) < 0)
+        return r;
     return 0;
 }
 
@@ -788,9 +903,10 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
 
 static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t *total)
 {
-    static const char *const keys[] = {"name",     "count",      "kind",        "site",       "memory",
-                                       "batch",    "batch_time", "batch_table", "peak_flops", "efficiency",
-                                       "overhead", "noise",      "speed_trace", "link",       NULL};
+    static const char *const keys[] = {
+        "name",        "count",       "kind",       "site",         "memory",   "batch",
+        "batch_time",  "batch_table", "peak_flops", "efficiency",   "overhead", "noise",
+        "speed_trace", "link",        "stragglers", "availability", NULL};
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
     scn_scenario *s = c->s;
@@ -909,6 +1025,15 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
         return r;
     if ((r = conv_link(c, it, path, &g->link)) < 0)
         return r;
+    if ((r = get_stragglers(c, it, path, &g->stragglers)) < 0)
+        return r;
+    if ((r = get_avail(c, it, path, &g->avail)) < 0)
+        return r;
+    if (r == 0) { /* the top-level default, a copy of its own */
+        g->avail = s->availability;
+        if (s->availability.trace && !(g->avail.trace = trace_copy(s->availability.trace)))
+            return oom(c);
+    }
 
     /* Cross checks that need the model and dataset. */
     join(kp, sizeof kp, path, "batch");
@@ -987,9 +1112,9 @@ static int conv_policies(cv *c, const yt_node *root)
 
 static int convert(cv *c, const yt_node *root)
 {
-    static const char *const keys[] = {"name",    "description",  "model", "dataset", "training", "server",
-                                       "network", "interconnect", "sites", "wan",     "devices",  "policies",
-                                       NULL};
+    static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
+                                       "server",  "network",     "interconnect", "sites",   "wan",
+                                       "devices", "policies",    "availability", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = check_map(c, root, "", keys, req)) < 0)
@@ -1001,7 +1126,9 @@ static int convert(cv *c, const yt_node *root)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
-        (r = conv_wan(c, root)) < 0 || (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
+        (r = conv_wan(c, root)) < 0 ||
+        (c->s->availability.data_persists = 1, r = get_avail(c, root, "", &c->s->availability)) < 0 ||
+        (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
         return r;
     return 0;
 }
@@ -1115,10 +1242,38 @@ scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t
                            dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
 }
 
+static void outages_free(scn_outages *o)
+{
+    dp_free(o->start_s);
+    dp_free(o->end_s);
+}
+
 static void link_free(scn_link *l)
 {
     trace_free(l->up_trace);
     trace_free(l->down_trace);
+    outages_free(&l->outages);
+}
+
+int scn_has_failures(const scn_scenario *s)
+{
+    for (size_t i = 0; s && i < s->n_groups; i++)
+        if (s->groups[i].count > 0 && (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace))
+            return 1;
+    return 0;
+}
+
+int scn_is_dynamic(const scn_scenario *s)
+{
+    if (scn_has_failures(s))
+        return 1;
+    for (size_t i = 0; s && i < s->n_groups; i++)
+        if (s->groups[i].count > 0 && (s->groups[i].stragglers.every_s > 0 || s->groups[i].link.outages.n))
+            return 1;
+    for (size_t i = 0; s && i < s->n_wan; i++)
+        if (s->wan[i].outages.n)
+            return 1;
+    return 0;
 }
 
 void scn_free(scn_scenario *s)
@@ -1133,8 +1288,11 @@ void scn_free(scn_scenario *s)
     for (size_t i = 0; i < s->n_sites; i++)
         dp_free(s->sites[i]);
     dp_free(s->sites);
-    for (size_t i = 0; i < s->n_wan; i++)
+    for (size_t i = 0; i < s->n_wan; i++) {
         trace_free(s->wan[i].trace);
+        outages_free(&s->wan[i].outages);
+    }
+    trace_free(s->availability.trace);
     dp_free(s->wan);
     for (size_t i = 0; i < s->n_groups; i++) {
         scn_group *g = &s->groups[i];
@@ -1142,6 +1300,7 @@ void scn_free(scn_scenario *s)
         dp_free(g->table_batch);
         dp_free(g->table_s);
         trace_free(g->speed_trace);
+        trace_free(g->avail.trace);
         link_free(&g->link);
     }
     dp_free(s->groups);

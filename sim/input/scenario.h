@@ -33,12 +33,40 @@ typedef enum {
     SCN_COMPUTE_DERIVED,      /* peak_flops * efficiency (+ overhead) */
 } scn_compute_kind;
 
+/* Link outages: [start, end) intervals in seconds, sorted, disjoint; the
+ * link carries nothing during each (capacity 0), whatever its trace says. */
+typedef struct scn_outages {
+    size_t n;
+    double *start_s, *end_s;
+} scn_outages;
+
+/* Straggler episodes of each device of a group: starts form a Poisson
+ * process of mean gap every_s, each lasts an exponential time of mean
+ * lasting_s (overlapping episodes merge), and during one the batch cost is
+ * multiplied by factor.  every_s == 0: none. */
+typedef struct scn_stragglers {
+    double every_s, lasting_s, factor;
+} scn_stragglers;
+
+/* Availability of each device of a group: either a seeded on/off process
+ * (up for an exponential time of mean mtbf_s, then down for one of mean
+ * mttr_s; every device starts up) or an on/off trace (values 1 up, 0 down;
+ * a trace ending at 0 means the device never returns).  A device coming
+ * back has lost the model; it keeps its data when data_persists (default
+ * 1).  mtbf_s == 0 and trace == NULL: always up. */
+typedef struct scn_avail {
+    double mtbf_s, mttr_s;
+    trace *trace;
+    int data_persists;
+} scn_avail;
+
 typedef struct scn_link {
     double up_Bps;    /* device -> network, bytes/s, > 0 (INFINITY allowed only for server NIC) */
     double down_Bps;  /* network -> device */
     double latency_s; /* one way, >= 0 */
     trace *up_trace;  /* optional capacity over time (bytes/s); NULL = constant */
     trace *down_trace;
+    scn_outages outages; /* both directions, every device of the group */
 } scn_link;
 
 typedef struct scn_group {
@@ -59,6 +87,9 @@ typedef struct scn_group {
     trace *speed_trace; /* optional availability: speed factor over time */
     scn_link link;
     int line, column; /* where the group starts, for messages */
+    /* The dynamic world (docs in scenarios/README.md; all optional). */
+    scn_stragglers stragglers;
+    scn_avail avail; /* the group's own, else the top-level `availability:` */
 } scn_group;
 
 /* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
@@ -72,7 +103,8 @@ typedef struct scn_wan {
     int site_a, site_b;   /* indices, a != b; the pair is unordered and unique */
     double bandwidth_Bps; /* each direction */
     double latency_s;
-    trace *trace; /* optional, both directions */
+    trace *trace;        /* optional, both directions */
+    scn_outages outages; /* both directions */
 } scn_wan;
 
 struct yt_node;
@@ -134,6 +166,10 @@ typedef struct scn_scenario {
     size_t n_wan;
     scn_wan *wan;
 
+    /* Top-level `availability:`, the default of every group (mtbf_s 0 and
+     * trace NULL: none). */
+    scn_avail availability;
+
     size_t n_groups;
     scn_group *groups;
 
@@ -168,6 +204,12 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
  * "<builtin:paper-testbed>"; relative trace paths resolve against the cwd. */
 scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err);
 void scn_free(scn_scenario *s);
+
+/* 1 when some device group has an availability process or trace: devices
+ * may go down (policies need an on_device hook). */
+int scn_has_failures(const scn_scenario *s);
+/* 1 when the world changes by itself: failures, stragglers or outages. */
+int scn_is_dynamic(const scn_scenario *s);
 
 /* Seconds for device group g to process one batch of n samples (n >= 1),
  * without noise.  MEASURED: n <= batch costs a full batch (the paper's

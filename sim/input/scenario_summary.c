@@ -99,6 +99,23 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
         if (g->noise_cv > 0 || g->speed_trace)
             fprintf(out, "               noise cv %g%s\n", g->noise_cv,
                     g->speed_trace ? ", speed trace" : "");
+        if (g->stragglers.every_s > 0) {
+            q(g->stragglers.every_s, SCN_UNIT_TIME, a, sizeof a);
+            q(g->stragglers.lasting_s, SCN_UNIT_TIME, b, sizeof b);
+            fprintf(out, "               stragglers every %s, lasting %s, factor %g\n", a, b,
+                    g->stragglers.factor);
+        }
+        if (g->avail.mtbf_s > 0) {
+            q(g->avail.mtbf_s, SCN_UNIT_TIME, a, sizeof a);
+            q(g->avail.mttr_s, SCN_UNIT_TIME, b, sizeof b);
+            fprintf(out, "               availability mtbf %s, mttr %s%s\n", a, b,
+                    g->avail.data_persists ? "" : ", data lost on failure");
+        } else if (g->avail.trace) {
+            fprintf(out, "               availability trace%s\n",
+                    g->avail.data_persists ? "" : ", data lost on failure");
+        }
+        if (g->link.outages.n)
+            fprintf(out, "               link outages: %zu\n", g->link.outages.n);
     }
     double total_rate = 0;
     for (size_t i = 0; i < s->n_groups; i++) {

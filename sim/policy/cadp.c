@@ -9,6 +9,17 @@
  *    upload, averages (participants x M / aggregate rate), and sends the new
  *    model down; the last epoch ends with the average.  A device starts
  *    epoch 1 as soon as its own data and model have arrived.
+ *
+ * Failures (worlds with `availability`): a participant lost during an
+ * epoch drops out of it; its unfinished samples (those left and the batch
+ * it was computing) go to the surviving participants, a batch at a time to
+ * whichever would finish it first (the min-max the solver solves, over the
+ * survivors only), with their data sent from the server; what it had
+ * computed that epoch is lost with its model.  A survivor that had
+ * uploaded already trains on and uploads again.  At each epoch start the
+ * planned allocation applies to the devices up, and the shares of devices
+ * down go to the others the same way; a device back with its memory empty
+ * receives the model (and its data, unless the data persist).
  */
 #include "cadp.h"
 #include "runtime.h"
@@ -18,10 +29,21 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct cadp_dev {
     prt *rt;
     size_t d;
+    /* failures only */
+    int active;    /* a participant of this epoch, not lost */
+    int uploaded;  /* its upload of this epoch arrived */
+    int uploading; /* its upload is in flight */
+    int busy;      /* computing a batch of inflight samples */
+    int inflight;
+    int64_t incoming; /* extra samples whose data is on its way */
+    int pend;         /* transfers to arrive before it starts the epoch */
+    int has_data;     /* holds its planned data */
+    double c0;        /* its compute seconds at the start of the epoch */
 } cadp_dev;
 
 typedef struct cadp_state {
@@ -29,7 +51,22 @@ typedef struct cadp_state {
     size_t parts;    /* participants */
     size_t uploaded; /* uploads done this epoch */
     size_t downloaded;
+    int fail_on;
+    int64_t *alloc; /* the solved allocation (failures only) */
+    int64_t orphan; /* samples of this epoch nobody is up to train */
+    /* every extra-data record, freed with the state (a transfer cut by a
+     * failure never hands its record back) */
+    struct extra_rec *extras;
 } cadp_state;
+
+/* Extra samples on their way to a survivor. */
+typedef struct extra_rec {
+    cadp_dev *cd;
+    int64_t x;
+    struct extra_rec *next;
+} extra_rec;
+
+static void local_batch(prt *rt, void *ctx);
 
 static double path_bottleneck(const scn_scenario *s, size_t d, int down)
 {
@@ -250,7 +287,9 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
 
 /* ---- the event flow ------------------------------------------------------------ */
 
-static void local_batch(prt *rt, void *ctx);
+static int st_fail(prt *rt);
+static void fl_batch_done(prt *rt, void *ctx);
+static void fl_plan_epoch(prt *rt);
 
 static void start_epoch_on(prt *rt, cadp_dev *cd)
 {
@@ -274,6 +313,10 @@ static void aggregated(prt *rt, void *ctx)
     if (prt_end_epoch(rt) <= 0)
         return;
     st->uploaded = 0;
+    if (st->fail_on) {
+        fl_plan_epoch(rt);
+        return;
+    }
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t d = 0; d < prt_n(rt); d++) {
         if (prt_share(rt)[d] == 0)
@@ -287,6 +330,8 @@ static void aggregated(prt *rt, void *ctx)
     }
 }
 
+static void aggregated_now(prt *rt, void *ctx);
+
 static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
@@ -294,8 +339,24 @@ static void on_upload(void *ctx, uint64_t id)
     prt *rt = cd->rt;
     cadp_state *st = prt_state(rt);
     prt_set_act(rt, cd->d, RES_ACT_WAIT);
+    if (st->fail_on) {
+        cd->uploading = 0;
+        if (prt_left(rt)[cd->d] > 0 || cd->incoming > 0) { /* work came while it uploaded */
+            local_batch(rt, cd);
+            return;
+        }
+        cd->uploaded = 1;
+    }
     if (++st->uploaded < st->parts)
         return;
+    aggregated_now(rt, NULL);
+}
+
+/* Every participant's model is in: the server averages them. */
+static void aggregated_now(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cadp_state *st = prt_state(rt);
     /* weighted averaging at the server: participants x M bytes */
     double agg = isfinite(prt_scn(rt)->server.aggregate_Bps)
                      ? (double)st->parts * prt_scn(rt)->model.model_bytes / prt_scn(rt)->server.aggregate_Bps
@@ -308,6 +369,11 @@ static void local_batch(prt *rt, void *ctx)
 {
     cadp_dev *cd = ctx;
     if (prt_left(rt)[cd->d] <= 0) { /* local epoch done: upload the model */
+        if (st_fail(rt)) {
+            if (cd->incoming > 0 || cd->uploading || cd->uploaded)
+                return; /* waits for its extra data, or has sent its model */
+            cd->uploading = 1;
+        }
         prt_set_act(rt, cd->d, RES_ACT_SEND);
         prt_add_server_bytes(rt, cd->d, prt_scn(rt)->model.model_bytes);
         if (!world_transfer(prt_world(rt), (int)cd->d + 1, 0, prt_scn(rt)->model.model_bytes, on_upload, cd))
@@ -317,11 +383,291 @@ static void local_batch(prt *rt, void *ctx)
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[cd->d].group].batch;
     int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
     prt_left(rt)[cd->d] -= n;
+    if (st_fail(rt)) {
+        cd->busy = 1;
+        cd->inflight = n;
+        prt_compute(rt, cd->d, n, 1.0, fl_batch_done, cd, NULL);
+        return;
+    }
     prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
+}
+
+/* ---- failures ------------------------------------------------------------------ */
+
+static int st_fail(prt *rt)
+{
+    cadp_state *st = prt_state(rt);
+    return st->fail_on;
+}
+
+static void fl_batch_done(prt *rt, void *ctx)
+{
+    cadp_dev *cd = ctx;
+    cd->busy = 0;
+    cd->inflight = 0;
+    local_batch(rt, cd);
+}
+
+static double batch_cost(prt *rt, size_t d)
+{
+    const scn_group *g = &prt_scn(rt)->groups[prt_scn(rt)->devices[d].group];
+    return scn_batch_time(prt_scn(rt), g, g->batch);
+}
+
+/* Seconds device d still needs for this epoch's work (planned). */
+static double projected(prt *rt, const cadp_dev *cd)
+{
+    int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[cd->d].group].batch;
+    int64_t todo = prt_left(rt)[cd->d] + cd->incoming + cd->inflight;
+    return (double)((todo + bs - 1) / bs) * batch_cost(rt, cd->d);
+}
+
+static void on_extra_data(void *ctx, uint64_t id);
+
+/* Give `u` samples to the devices with cand[d], one batch at a time to the
+ * one that would finish it first (ties: the lower index); extra[d] gets
+ * each share.  Greedy by batch is the exact min-max here (every device's
+ * finish time grows by a constant per batch); it weighs compute only: the
+ * extra data's transfer time is left out of the choice (it still delays
+ * the survivor, which starts those samples when their data arrives).  Returns 0, or -1 when no device is a
+ * candidate. */
+static int spread(prt *rt, int64_t u, const char *cand, const double *busy_s, int64_t *extra)
+{
+    size_t n = prt_n(rt);
+    double *F = dp_calloc(n, sizeof *F);
+    if (!F)
+        return prt_fail(rt, DP_ENOMEM, "out of memory");
+    int any = 0;
+    for (size_t d = 0; d < n; d++) {
+        extra[d] = 0;
+        F[d] = busy_s[d];
+        any |= cand[d];
+    }
+    while (any && u > 0) {
+        size_t best = n;
+        double bf = INFINITY;
+        for (size_t d = 0; d < n; d++)
+            if (cand[d] && F[d] + batch_cost(rt, d) < bf) {
+                bf = F[d] + batch_cost(rt, d);
+                best = d;
+            }
+        int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[best].group].batch;
+        int64_t x = u < bs ? u : bs;
+        extra[best] += x;
+        F[best] = bf;
+        u -= x;
+    }
+    dp_free(F);
+    return any ? 0 : -1;
+}
+
+/* Send extra samples' data to device d; they join its work on arrival. */
+static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
+{
+    double b = (double)x * prt_scn(rt)->dataset.sample_bytes;
+    cd->incoming += x;
+    prt_add_resent(rt, b);
+    prt_add_server_bytes(rt, cd->d, b);
+    cadp_state *st = prt_state(rt);
+    extra_rec *e = dp_malloc(sizeof *e);
+    if (!e) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    *e = (extra_rec){cd, x, st->extras};
+    st->extras = e;
+    if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, b, on_extra_data, e))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+static void on_extra_data(void *ctx, uint64_t id)
+{
+    (void)id;
+    const extra_rec *e = ctx;
+    int64_t x = e->x;
+    cadp_dev *cd = e->cd;
+    prt *rt = cd->rt;
+    cadp_state *st = prt_state(rt);
+    cd->incoming -= x;
+    prt_left(rt)[cd->d] += x;
+    if (cd->uploaded) { /* its model changes again: it uploads again */
+        cd->uploaded = 0;
+        st->uploaded--;
+    }
+    if (!cd->busy && !cd->uploading && cd->pend == 0)
+        local_batch(rt, cd);
+}
+
+/* Samples are left with nobody up: the first device back takes them, and
+ * if none ever comes back the run ends here rather than stalling. */
+static void orphaned(prt *rt, int64_t u)
+{
+    cadp_state *st = prt_state(rt);
+    st->orphan += u;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        if (isfinite(world_dev_next_change(prt_world(rt), d)))
+            return;
+    prt_fail(rt, DP_ERUN, "every device is down for good at t = %.6g s with %lld samples of epoch %d left",
+             prt_now(rt), (long long)st->orphan, prt_epoch(rt));
+}
+
+/* Hand u orphaned samples of this epoch to the active participants. */
+static void reassign(prt *rt, int64_t u)
+{
+    cadp_state *st = prt_state(rt);
+    size_t n = prt_n(rt);
+    char *cand = dp_calloc(n, 1);
+    double *busy = dp_calloc(n, sizeof *busy);
+    int64_t *extra = dp_calloc(n, sizeof *extra);
+    if (!cand || !busy || !extra) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t d = 0; d < n; d++) {
+        cand[d] = (char)st->dev[d].active;
+        busy[d] = st->dev[d].active ? projected(rt, &st->dev[d]) : 0;
+    }
+    if (spread(rt, u, cand, busy, extra) < 0) {
+        orphaned(rt, u); /* nobody left */
+        goto done;
+    }
+    for (size_t d = 0; d < n && !prt_failed(rt); d++)
+        if (extra[d] > 0)
+            send_extra(rt, &st->dev[d], extra[d]);
+done:
+    dp_free(cand);
+    dp_free(busy);
+    dp_free(extra);
+}
+
+static void fl_ready(void *ctx, uint64_t id)
+{
+    (void)id;
+    cadp_dev *cd = ctx;
+    prt *rt = cd->rt;
+    if (--cd->pend > 0)
+        return;
+    cd->has_data = 1;
+    prt_set_act(rt, cd->d, RES_ACT_WAIT);
+    local_batch(rt, cd);
+}
+
+/* Device d takes part in this epoch with `samples` of its own: model (and
+ * its data when it lost it) from the server, then training. */
+static void fl_join(prt *rt, cadp_dev *cd, int64_t samples, int need_model)
+{
+    cadp_state *st = prt_state(rt);
+    double M = prt_scn(rt)->model.model_bytes, sb = prt_scn(rt)->dataset.sample_bytes;
+    cd->active = 1;
+    cd->uploaded = cd->uploading = 0;
+    cd->c0 = prt_compute_s(rt, cd->d);
+    st->parts++;
+    prt_share(rt)[cd->d] = samples;
+    prt_left(rt)[cd->d] = samples;
+    cd->pend = 1;
+    int lost_data = !cd->has_data && samples > 0;
+    cd->pend += lost_data;
+    if (need_model) {
+        prt_set_act(rt, cd->d, RES_ACT_RECV_MODEL);
+        prt_add_server_bytes(rt, cd->d, M);
+    }
+    if (lost_data) {
+        prt_add_resent(rt, (double)samples * sb);
+        prt_add_server_bytes(rt, cd->d, (double)samples * sb);
+        if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, (double)samples * sb, fl_ready, cd)) {
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+            return;
+        }
+    }
+    if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, need_model ? M : 0, fl_ready, cd))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* The next epoch: the plan for the devices up; shares of those down spread. */
+static void fl_plan_epoch(prt *rt)
+{
+    cadp_state *st = prt_state(rt);
+    size_t n = prt_n(rt);
+    int64_t u = st->orphan;
+    st->orphan = 0;
+    st->parts = 0;
+    char *cand = dp_calloc(n, 1);
+    double *busy = dp_calloc(n, sizeof *busy);
+    int64_t *extra = dp_calloc(n, sizeof *extra);
+    if (!cand || !busy || !extra) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t d = 0; d < n; d++) {
+        st->dev[d].active = 0;
+        prt_share(rt)[d] = 0;
+        prt_left(rt)[d] = 0;
+        if (st->alloc[d] == 0)
+            continue;
+        if (!prt_device_up(rt, d)) {
+            u += st->alloc[d];
+            continue;
+        }
+        cand[d] = 1;
+        int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
+        busy[d] = (double)((st->alloc[d] + bs - 1) / bs) * batch_cost(rt, d);
+    }
+    if (u > 0 && spread(rt, u, cand, busy, extra) < 0) {
+        orphaned(rt, u); /* every participant is down */
+        goto done;
+    }
+    for (size_t d = 0; d < n && !prt_failed(rt); d++) {
+        if (!cand[d])
+            continue;
+        fl_join(rt, &st->dev[d], st->alloc[d], 1);
+        if (extra[d] > 0)
+            send_extra(rt, &st->dev[d], extra[d]);
+    }
+done:
+    dp_free(cand);
+    dp_free(busy);
+    dp_free(extra);
+}
+
+static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    cadp_state *st = prt_state(rt);
+    cadp_dev *cd = &st->dev[d];
+    if (!up) {
+        if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+            cd->has_data = 0;
+        if (!cd->active)
+            return;
+        cd->active = 0;
+        if (cd->uploaded)
+            return; /* its model of this epoch arrived: nothing to redo */
+        int64_t u = prt_left(rt)[d] + cd->inflight + cd->incoming;
+        prt_add_lost_s(rt, prt_compute_s(rt, d) - cd->c0);
+        prt_left(rt)[d] = 0;
+        cd->incoming = cd->inflight = cd->busy = cd->uploading = cd->pend = 0;
+        st->parts--;
+        if (u > 0)
+            reassign(rt, u);
+        else if (st->parts > 0 && st->uploaded >= st->parts && prt_at(rt, prt_now(rt), aggregated_now, NULL))
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    if (st->orphan > 0 && st->parts == 0 && st->alloc) { /* nobody was left: it takes the epoch's rest */
+        int64_t u = st->orphan;
+        st->orphan = 0;
+        fl_join(rt, cd, 0, 1);
+        send_extra(rt, cd, u);
+    }
 }
 
 static void on_ready(prt *rt, void *ctx)
 {
+    cadp_dev *cd = ctx;
+    if (st_fail(rt)) {
+        cd->has_data = 1;
+        cd->pend = 0;
+    }
     start_epoch_on(rt, ctx);
 }
 
@@ -355,9 +701,24 @@ static int cadp_start(prt *rt, const void *opts)
         dp_free(ctx);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
+    st->fail_on = scn_has_failures(s);
+    if (st->fail_on && !(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc))) {
+        slv_result_free(res);
+        dp_free(bytes);
+        dp_free(skip);
+        dp_free(ctx);
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    }
     for (size_t d = 0; d < prt_n(rt); d++) {
+        if (st->alloc)
+            st->alloc[d] = res->alloc[d];
         prt_share(rt)[d] = res->alloc[d];
-        st->dev[d] = (cadp_dev){rt, d};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = d};
+        if (st->fail_on && res->alloc[d] > 0) { /* a participant from the start */
+            st->dev[d].active = 1;
+            st->dev[d].pend = 1;
+            prt_left(rt)[d] = res->alloc[d];
+        }
         ctx[d] = &st->dev[d];
         skip[d] = res->alloc[d] == 0;
         bytes[d] = (double)res->alloc[d] * s->dataset.sample_bytes;
@@ -375,8 +736,15 @@ static void cadp_free(prt *rt, const void *opts)
 {
     (void)opts;
     cadp_state *st = prt_state(rt);
-    if (st)
+    if (st) {
         dp_free(st->dev);
+        dp_free(st->alloc);
+        while (st->extras) {
+            extra_rec *e = st->extras;
+            st->extras = e->next;
+            dp_free(e);
+        }
+    }
     dp_free(st);
     prt_set_state(rt, NULL);
 }
@@ -413,4 +781,5 @@ const policy_def policy_cadp = {
     .opts_size = sizeof(cadp_opts),
     .start = cadp_start,
     .free = cadp_free,
+    .on_device = cadp_on_device,
 };

@@ -14,18 +14,16 @@
 #include <math.h>
 #include <string.h>
 
-/* Live collectives form a list on rt->coll_live, so a run that stops
- * mid-collective (a stall on a dead link, a failure) frees them with the
- * runtime; their flows never complete to free them. */
 typedef struct coll {
     prt *rt;
     double chunk;
     int rounds, round, pending;
     prt_fn fn;
     void *ctx;
-    size_t m;        /* members */
-    size_t *members; /* NULL: every device, in scenario order */
-    struct coll *prev, *next;
+    size_t m;                 /* members */
+    size_t *members;          /* NULL: every device, in scenario order */
+    int broken;               /* a member went down: it never ends (until prt_abort) */
+    struct coll *prev, *next; /* rt->colls: every collective in flight */
 } coll;
 
 static size_t member(const coll *c, size_t i)
@@ -62,30 +60,58 @@ static void coll_end_acts(prt *rt, const coll *c)
     }
 }
 
-/* Unlink from the live list and free. */
 static void coll_free(coll *c)
 {
-    if (!c)
-        return;
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (c->rt->coll_live == c)
-        c->rt->coll_live = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    dp_free(c->members);
+    if (c) {
+        prt *rt = c->rt;
+        if (c->prev)
+            c->prev->next = c->next;
+        else if (rt->colls == c)
+            rt->colls = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        dp_free(c->members);
+    }
     dp_free(c);
+}
+
+static void coll_link(prt *rt, coll *c)
+{
+    c->prev = NULL;
+    c->next = rt->colls;
+    if (c->next)
+        c->next->prev = c;
+    rt->colls = c;
+}
+
+void coll_device_down(prt *rt, size_t d)
+{
+    for (coll *c = rt->colls; c; c = c->next)
+        for (size_t i = 0; i < c->m; i++)
+            if (member(c, i) == d)
+                c->broken = 1;
 }
 
 void coll_free_all(prt *rt)
 {
-    while (rt->coll_live)
-        coll_free(rt->coll_live);
+    while (rt->colls)
+        coll_free(rt->colls);
+}
+
+void coll_abort_all(prt *rt)
+{
+    while (rt->colls) {
+        coll *c = rt->colls;
+        coll_end_acts(rt, c);
+        coll_free(c);
+    }
 }
 
 static void finish(prt *rt, void *ctx)
 {
     coll *c = ctx;
+    if (c->broken)
+        return; /* blocked: a member is gone (its flows were cut) */
     prt_fn fn = c->fn;
     void *fctx = c->ctx;
     coll_end_acts(rt, c);
@@ -159,22 +185,23 @@ static double analytic_s(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, NULL, NULL};
+    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL};
     return analytic_s(&c);
 }
 
 static int start(prt *rt, coll *c, prt_coll_mode mode)
 {
-    c->prev = NULL;
-    c->next = rt->coll_live;
-    if (c->next)
-        c->next->prev = c;
-    rt->coll_live = c;
+    coll_link(rt, c);
+    for (size_t i = 0; i < c->m; i++)
+        if (!world_dev_is_up(rt->w, member(c, i)))
+            c->broken = 1; /* a member is down: the collective blocks */
     coll_begin_acts(rt, c);
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
     if (mode == PRT_COLL_ANALYTIC) {
         double t = analytic_s(c);
+        if (!isfinite(t) && c->broken)
+            return 0; /* blocked on a member that is down */
         if (!isfinite(t)) {
             coll_end_acts(rt, c);
             coll_free(c);
@@ -200,7 +227,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, NULL, NULL};
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL};
     return start(rt, c, mode);
 }
 
@@ -220,7 +247,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, NULL, NULL};
+    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL};
     return start(rt, c, mode);
 }
 

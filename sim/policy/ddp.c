@@ -11,6 +11,7 @@ typedef struct ddp_opts {
     int overlap;              /* bucket all-reduce overlaps backward */
     double backward_fraction; /* of the batch time */
     int collective;           /* prt_coll_mode */
+    sync_fail_cfg fail;       /* worlds with failures */
 } ddp_opts;
 
 static const popt ddp_table[] = {
@@ -24,6 +25,19 @@ static const popt ddp_table[] = {
      2.0 / 3.0, 0, 1, NULL, "share of a batch's time spent in the backward pass"},
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, collective), PRT_COLL_FLOWS, 0, 0,
      popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"},
+    {"timeout", "timeout_s", POPT_QUANTITY, SCN_UNIT_TIME, offsetof(ddp_opts, fail.timeout_s), 1800, 0, 1e12,
+     NULL, POPT_FAILURES "a collective that lost a member gives up after this (PyTorch's 30 min)"},
+    {"on_failure", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.elastic), 0, 0, 0,
+     popt_on_failure_names,
+     POPT_FAILURES
+     "wait (restart with every device once all are back) or elastic (restart with the survivors)"},
+    {"checkpoint_every", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.ckpt_every), 1, 1, 1000000,
+     NULL, POPT_FAILURES "epochs between checkpoints"},
+    {"checkpoint_write", "checkpoint_write_s", POPT_QUANTITY, SCN_UNIT_TIME,
+     offsetof(ddp_opts, fail.ckpt_write_s), 30, -1, 1e12, NULL,
+     POPT_FAILURES "time to write a checkpoint once uploaded to the server"},
+    {"max_restarts", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.max_restarts), 100, 0,
+     1000000000, NULL, POPT_FAILURES "restarts from one checkpoint before the run fails (no progress)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -45,8 +59,15 @@ static int ddp_start(prt *rt, const void *opts)
         .allgather_after = 0,
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
+        .fail = o->fail,
     };
     return sync_start(rt, &cfg);
+}
+
+static void ddp_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    sync_on_device(rt, d, up);
 }
 
 static void ddp_free(prt *rt, const void *opts)
@@ -65,4 +86,5 @@ const policy_def policy_ddp = {
     .check = ddp_check,
     .start = ddp_start,
     .free = ddp_free,
+    .on_device = ddp_on_device,
 };

@@ -29,6 +29,7 @@ typedef struct ds_opts {
     int collective;   /* prt_coll_mode */
     double bucket_bytes;
     double backward_fraction;
+    sync_fail_cfg fail; /* worlds with failures (stages 1-2) */
 } ds_opts;
 
 typedef struct z3dev {
@@ -186,7 +187,9 @@ static int ds_start(prt *rt, const void *opts)
         .allgather_after = 1,
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
+        .fail = o->fail,
     };
+    cfg.fail.ckpt_sharded = 1; /* ZeRO: each rank saves its partition */
     return sync_start(rt, &cfg);
 }
 
@@ -215,7 +218,17 @@ static void ds_finish(void *opts)
 static int ds_check(const scn_scenario *s, const void *opts, dp_err *err)
 {
     const ds_opts *o = opts;
+    if (o->stage == 3 && scn_has_failures(s))
+        return dp_err_set(err, DP_EINPUT,
+                          "policies.deepspeed.stage: stage 3 does not model device failures yet; this "
+                          "scenario has `availability` (use stage 1 or 2)");
     return coll_check_flows(s, "deepspeed", (prt_coll_mode)o->collective, err);
+}
+
+static void ds_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    sync_on_device(rt, d, up); /* stage 3 is refused in worlds with failures (ds_check) */
 }
 
 static const popt ds_table[] = {
@@ -233,6 +246,19 @@ static const popt ds_table[] = {
      0, 1e15, NULL, "gradient bucket size with overlap_comm (stages 1-2)"},
     {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ds_opts, backward_fraction),
      2.0 / 3.0, 0, 1, NULL, "share of a batch's time spent in the backward pass"},
+    {"timeout", "timeout_s", POPT_QUANTITY, SCN_UNIT_TIME, offsetof(ds_opts, fail.timeout_s), 1800, 0, 1e12,
+     NULL, POPT_FAILURES "a collective that lost a member gives up after this (PyTorch's 30 min)"},
+    {"on_failure", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, fail.elastic), 0, 0, 0,
+     popt_on_failure_names,
+     POPT_FAILURES
+     "wait (restart with every device once all are back) or elastic (restart with the survivors)"},
+    {"checkpoint_every", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ds_opts, fail.ckpt_every), 1, 1, 1000000,
+     NULL, POPT_FAILURES "epochs between checkpoints"},
+    {"checkpoint_write", "checkpoint_write_s", POPT_QUANTITY, SCN_UNIT_TIME,
+     offsetof(ds_opts, fail.ckpt_write_s), 30, -1, 1e12, NULL,
+     POPT_FAILURES "time to write a checkpoint once uploaded to the server"},
+    {"max_restarts", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ds_opts, fail.max_restarts), 100, 0,
+     1000000000, NULL, POPT_FAILURES "restarts from one checkpoint before the run fails (no progress)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -247,4 +273,5 @@ const policy_def policy_deepspeed = {
     .check = ds_check,
     .start = ds_start,
     .free = ds_free,
+    .on_device = ds_on_device,
 };

@@ -22,6 +22,7 @@ static size_t n_registered;
 
 const char *const popt_data_names[] = {"replicate", "shard", NULL};
 const char *const popt_collective_names[] = {"flows", "analytic", NULL};
+const char *const popt_on_failure_names[] = {"wait", "elastic", NULL};
 
 /* ---- registry ------------------------------------------------------------------ */
 
@@ -151,6 +152,11 @@ size_t policy_rank_of(const char *name)
 
 /* ---- options ------------------------------------------------------------------- */
 
+int popt_failures_only(const popt *o)
+{
+    return o->help && strncmp(o->help, POPT_FAILURES, strlen(POPT_FAILURES)) == 0;
+}
+
 static size_t n_opts(const policy_def *p)
 {
     size_t n = 0;
@@ -277,7 +283,10 @@ char *policy_options_json(const policy_def *p, const scn_scenario *s)
         return NULL;
     json_buf *j = json_new();
     json_obj_begin(j);
+    int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
+        if (popt_failures_only(o) && !fails)
+            continue;
         json_key(j, o->json ? o->json : o->key);
         switch (o->type) {
         case POPT_QUANTITY:
@@ -329,7 +338,10 @@ void policy_print_options(const policy_def *p, const scn_scenario *s, FILE *out)
         return;
     }
     fprintf(out, "  %-10s", p->name);
+    int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
+        if (popt_failures_only(o) && !fails)
+            continue;
         fprintf(out, "%s%s ", o == p->opts ? " " : ", ", o->key);
         print_value(o, opts, out);
     }
@@ -360,13 +372,28 @@ void policy_print_help(FILE *out)
     }
 }
 
+/* p cannot run scenario s: its own check, or a world with failures and no
+ * on_device hook.  DP_EINPUT with the reason, else 0. */
+static int refuses(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
+{
+    int rc;
+    if (p->check && (rc = p->check(s, opts, err)))
+        return rc;
+    if (!p->on_device && scn_has_failures(s))
+        return dp_err_set(err, DP_EINPUT,
+                          "%s: policy %s does not model device failures; this scenario has `availability` "
+                          "(scenarios/README.md)",
+                          s->path ? s->path : "scenario", p->name);
+    return 0;
+}
+
 int policy_keep_applicable(const scn_scenario *s, const policy_def **pk, size_t n, FILE *note)
 {
     size_t m = 0;
     for (size_t k = 0; k < n; k++) {
         unsigned char opts[POLICY_OPTS_MAX];
         dp_err e = {0};
-        if (pk[k]->check && !policy_options(pk[k], s, opts, sizeof opts, &e) && pk[k]->check(s, opts, &e)) {
+        if (!policy_options(pk[k], s, opts, sizeof opts, &e) && refuses(pk[k], s, opts, &e)) {
             if (note)
                 fprintf(note, "dpsim: note: %s left out: %s\n", pk[k]->name, e.msg);
             continue;
@@ -389,11 +416,13 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
         return NULL;
     }
     unsigned char opts[POLICY_OPTS_MAX];
-    if (policy_options(p, s, opts, sizeof opts, err) || (p->check && p->check(s, opts, err)))
+    if (policy_options(p, s, opts, sizeof opts, err) || refuses(p, s, opts, err))
         return NULL;
     prt *rt = prt_new(s, p->name, seed, err);
     if (!rt)
         return NULL;
+    rt->pdef = p;
+    rt->popts = opts;
     int rc = p->start(rt, opts);
     if (rc == 0)
         rc = prt_run(rt);

@@ -85,9 +85,27 @@ int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, d
 
 int prt_device_up(const prt *rt, size_t d)
 {
-    (void)rt;
-    (void)d;
-    return 1; /* availability is not modelled yet: every device is always up */
+    return world_dev_is_up(rt->w, d);
+}
+double prt_compute_s(const prt *rt, size_t d)
+{
+    return rt->busy_compute[d];
+}
+void prt_add_restart(prt *rt)
+{
+    rt->restarts++;
+}
+void prt_add_lost_s(prt *rt, double s)
+{
+    rt->lost_s += s;
+}
+void prt_add_blocked_s(prt *rt, double s)
+{
+    rt->blocked_s += s;
+}
+void prt_add_resent(prt *rt, double bytes)
+{
+    rt->resent_bytes += bytes;
 }
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
@@ -100,6 +118,7 @@ typedef struct prt_ev {
     prt *rt;
     prt_fn fn;
     void *ctx;
+    uint64_t gen;
     struct prt_ev *next;
 } prt_ev;
 
@@ -112,6 +131,7 @@ typedef struct compute_slot {
     double t0;
     prt_fn fn;
     void *ctx;
+    uint64_t ev; /* 0: not computing */
 } compute_slot;
 
 typedef struct xfer_ctx {
@@ -139,6 +159,8 @@ static timeline *TL(prt *rt)
 {
     return (timeline *)((char *)rt + sizeof(prt));
 }
+
+static void on_world_device(void *ctx, size_t d, int up);
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
@@ -189,6 +211,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
+    if (scn_has_failures(s))
+        world_on_device(rt->w, on_world_device, rt);
     for (size_t d = 0; d < n; d++) {
         rt->act[d] = RES_ACT_WAIT;
         const scn_device *dv = &s->devices[d];
@@ -270,10 +294,12 @@ static void on_prt_ev(sim_engine *e, void *ctx, uint64_t id)
     prt *rt = ev->rt;
     prt_fn fn = ev->fn;
     void *c = ev->ctx;
+    int stale = ev->gen != rt->gen;
     timeline *tl = TL(rt);
     ev->next = tl->free_ev;
     tl->free_ev = ev;
-    fn(rt, c);
+    if (!stale)
+        fn(rt, c);
 }
 
 int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
@@ -295,7 +321,7 @@ int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
     }
     prt_ev *ev = tl->free_ev;
     tl->free_ev = ev->next;
-    *ev = (prt_ev){rt, fn, ctx, NULL};
+    *ev = (prt_ev){rt, fn, ctx, rt->gen, NULL};
     if (!sim_at(rt->e, t, on_prt_ev, ev)) {
         ev->next = tl->free_ev;
         tl->free_ev = ev;
@@ -478,6 +504,7 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     compute_slot *c = ctx;
     prt *rt = c->rt;
     double now = sim_now(e);
+    c->ev = 0;
     rt->busy_compute[c->d] += now - c->t0;
     /* a batch run in pieces (forward, backward) counts once, when whole */
     rt->part_done[c->d] += c->step ? 1 : c->part;
@@ -498,11 +525,11 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
                         rt->s->devices[d].name);
-    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx};
+    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0};
     if (dt_out)
         *dt_out = dt;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
-    if (!sim_at(rt->e, sim_now(rt->e) + dt, on_compute_done, c)) {
+    if (!(c->ev = sim_at(rt->e, sim_now(rt->e) + dt, on_compute_done, c))) {
         fail_oom(rt);
         return DP_ENOMEM;
     }
@@ -531,7 +558,7 @@ static void on_xfer_done(void *ctx, uint64_t id)
     prt *rt = x->rt;
     size_t d = x->d;
     double now = sim_now(rt->e);
-    if (x->is_data) {
+    if (x->is_data == 1) {
         rt->r->devices[d].data_ready_s = now;
         if (now > rt->tsend_s)
             rt->tsend_s = now;
@@ -546,7 +573,8 @@ static void on_xfer_done(void *ctx, uint64_t id)
     }
 }
 
-int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx)
+static int distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx,
+                      int initial)
 {
     timeline *tl = TL(rt);
     double model = rt->s->model.model_bytes;
@@ -558,10 +586,12 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
         /* Data and model leave at once as two flows on the same path (the
          * model loads while the data streams); the device starts when it
          * holds both.  Tsend counts the data. */
-        tl->xctx[2 * d] = (xfer_ctx){rt, d, 1};
+        tl->xctx[2 * d] = (xfer_ctx){rt, d, initial ? 1 : 2}; /* 2: data resent, not Tsend's */
         tl->xctx[2 * d + 1] = (xfer_ctx){rt, d, 0};
         rt->pending[d] = 2;
         rt->server_bytes[d] += data_bytes[d] + model;
+        if (!initial)
+            rt->resent_bytes += data_bytes[d] + model;
         prt_set_act(rt, d, RES_ACT_RECV_DATA);
         if (!world_transfer(rt->w, 0, (int)d + 1, data_bytes[d], on_xfer_done, &tl->xctx[2 * d]) ||
             !world_transfer(rt->w, 0, (int)d + 1, model, on_xfer_done, &tl->xctx[2 * d + 1])) {
@@ -570,6 +600,100 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
         }
     }
     return 0;
+}
+
+int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx)
+{
+    return distribute(rt, data_bytes, skip, per_dev, ctx, 1);
+}
+
+int prt_resend(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx)
+{
+    return distribute(rt, data_bytes, skip, per_dev, ctx, 0);
+}
+
+/* ---- failures ------------------------------------------------------------------ */
+
+/* Device d's batch in flight ends now without result. */
+static void drop_compute(prt *rt, size_t d)
+{
+    compute_slot *c = &TL(rt)->cslots[d];
+    if (!c->ev)
+        return;
+    sim_cancel(rt->e, c->ev);
+    c->ev = 0;
+    rt->busy_compute[d] += sim_now(rt->e) - c->t0;
+    rt->part_done[d] = 0;
+    prt_set_act(rt, d, RES_ACT_WAIT);
+}
+
+static void on_world_device(void *ctx, size_t d, int up)
+{
+    prt *rt = ctx;
+    if (rt->failed || rt->finished)
+        return;
+    if (!up) {
+        drop_compute(rt, d);
+        rt->pending[d] = 0;
+        coll_device_down(rt, d);
+        prt_set_act(rt, d, RES_ACT_WAIT);
+    }
+    if (rt->pdef && rt->pdef->on_device)
+        rt->pdef->on_device(rt, rt->popts, d, up);
+}
+
+void prt_abort(prt *rt)
+{
+    rt->gen++;
+    for (size_t d = 0; d < rt->n; d++) {
+        drop_compute(rt, d);
+        rt->pending[d] = 0;
+    }
+    world_cut_all(rt->w);
+    coll_abort_all(rt);
+    for (size_t d = 0; d < rt->n; d++)
+        prt_set_act(rt, d, RES_ACT_WAIT);
+}
+
+void prt_rollback(prt *rt, int epoch)
+{
+    while (rt->r->n_epochs && rt->r->epochs[rt->r->n_epochs - 1].epoch >= epoch)
+        rt->r->n_epochs--;
+    rt->epoch = epoch;
+    for (size_t d = 0; d < rt->n; d++)
+        rt->left[d] = rt->share[d];
+}
+
+/* Run statistics of a dynamic world (scenarios/README.md lists them). */
+static void dyn_stats(prt *rt, double T)
+{
+    if (!scn_is_dynamic(rt->s))
+        return;
+    cmp_model *cm = world_compute(rt->w);
+    double straggle = 0;
+    for (size_t d = 0; d < rt->n; d++)
+        straggle += cmp_straggle_s(cm, d);
+    res_run *r = rt->r;
+    int bad = res_add_stat(r, "failures", RES_SCOPE_RUN, 0, 0, world_failures(rt->w)) ||
+              res_add_stat(r, "restarts", RES_SCOPE_RUN, 0, 0, rt->restarts) ||
+              res_add_stat(r, "compute_lost_s", RES_SCOPE_RUN, 0, 0, rt->lost_s) ||
+              res_add_stat(r, "bytes_resent", RES_SCOPE_RUN, 0, 0, rt->resent_bytes) ||
+              res_add_stat(r, "blocked_s", RES_SCOPE_RUN, 0, 0, rt->blocked_s) ||
+              res_add_stat(r, "bytes_cut", RES_SCOPE_RUN, 0, 0, world_cut_bytes(rt->w)) ||
+              res_add_stat(r, "straggle_s", RES_SCOPE_RUN, 0, 0, straggle);
+    net *n = world_net(rt->w);
+    for (size_t l = 0; !bad && l < net_link_count(n); l++) {
+        int dev, dir;
+        world_link_owner(rt->w, (int)l, &dev, &dir);
+        bad = res_add_stat(r, "link.device", RES_SCOPE_LINK, (int64_t)l, 0, dev) ||
+              res_add_stat(r, "link.dir", RES_SCOPE_LINK, (int64_t)l, 0, dir) ||
+              res_add_stat(r, "link.bytes", RES_SCOPE_LINK, (int64_t)l, 0, net_link_bytes(n, (int)l)) ||
+              res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, (int64_t)l, 0,
+                           T > 0 ? net_link_busy_s(n, (int)l) / T : 0) ||
+              res_add_stat(r, "link.peak_util", RES_SCOPE_LINK, (int64_t)l, 0, net_link_peak_util(n, (int)l));
+    }
+    if (bad)
+        fail_oom(rt);
 }
 
 /* ---- run and results ---------------------------------------------------------- */
@@ -637,6 +761,7 @@ res_run *prt_results(prt *rt)
     r->ttraining_s = T - rt->tsend_s;
     r->samples_processed = rt->samples_done;
     r->events = sim_events_run(rt->e);
+    dyn_stats(rt, T);
     double busy = 0;
     net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {

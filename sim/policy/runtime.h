@@ -51,6 +51,13 @@ typedef struct popt {
     const char *help;         /* one line for `dpsim run --help` and docs */
 } popt;
 
+/* An option whose help starts with this matters only in worlds with
+ * failures (scenario `availability`): other runs leave it out of their
+ * stored options and summaries, so adding one changes no stored run.  (A
+ * prefix rather than a field: every option table stays as it is.) */
+#define POPT_FAILURES "with failures: "
+int popt_failures_only(const popt *o);
+
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
     const char *label;   /* in tables and plots: "C-ADP" */
@@ -98,6 +105,30 @@ void *prt_state(const prt *rt);
 void prt_set_state(prt *rt, void *state);
 /* 1 while device d is up (always, in a world without failures). */
 int prt_device_up(const prt *rt, size_t d);
+/* ---- failures (worlds with `availability`; docs in scenarios/README.md) --
+ * When device d goes down the runtime cuts its transfers (world.h), drops
+ * the batch it was computing (its seconds so far count as computed, not
+ * as progress), marks every collective it is in as blocked for good, then
+ * calls the policy's on_device hook; when it comes back, the hook again.
+ * Seconds the device computed so far, including batches cut short: */
+double prt_compute_s(const prt *rt, size_t d);
+/* Abandon everything in flight (a job restart): computes, transfers,
+ * collectives, and every event scheduled with prt_at before now (they are
+ * dropped when they come up).  Activities go to waiting. */
+void prt_abort(prt *rt);
+/* Go back to the start of `epoch` (after a restart from a checkpoint):
+ * epoch ends recorded from `epoch` on are forgotten, `left` reloads from
+ * `share`. */
+void prt_rollback(prt *rt, int epoch);
+/* prt_distribute again, after a failure: counts the bytes as resent and
+ * leaves Tsend and each device's data_ready alone. */
+int prt_resend(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx);
+/* The run's failure figures (stored as run statistics in dynamic worlds). */
+void prt_add_restart(prt *rt);
+void prt_add_lost_s(prt *rt, double compute_s);
+void prt_add_blocked_s(prt *rt, double s);
+void prt_add_resent(prt *rt, double bytes);
+
 /* Count bytes device d exchanged with the server outside prt_distribute
  * (model uploads/downloads the policy sends itself with world_transfer). */
 void prt_add_server_bytes(prt *rt, size_t d, double bytes);
@@ -169,6 +200,25 @@ int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mo
  * micro-step, and starts when ready and the previous bucket is done; with
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
  * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+/* Failure handling (worlds with `availability`; scenarios/README.md): a
+ * collective that loses a member blocks; `timeout_s` after the failure the
+ * job restarts from its last checkpoint (written every `ckpt_every` epochs:
+ * the model, or each member's shard with `ckpt_sharded`, uploaded to the
+ * server, then `ckpt_write_s`), with every device once all are up
+ * (elastic 0) or at once with the devices up, re-sharding the data
+ * (elastic 1; devices that return join at the next checkpoint).  More than
+ * `max_restarts` restarts from the same checkpoint fail the run. */
+typedef struct sync_fail_cfg {
+    double timeout_s;
+    int elastic;
+    int ckpt_every;
+    double ckpt_write_s;
+    int ckpt_sharded;
+    int max_restarts;
+} sync_fail_cfg;
+extern const char *const popt_on_failure_names[]; /* wait, elastic */
+void sync_on_device(prt *rt, size_t d, int up);
+
 typedef struct sync_hooks sync_hooks;
 typedef struct sync_cfg {
     int micro_per_sync; /* >= 1 */
@@ -180,6 +230,7 @@ typedef struct sync_cfg {
     prt_data_mode data;
     prt_coll_mode mode;
     const sync_hooks *hooks; /* NULL: DDP's fixed batches above */
+    sync_fail_cfg fail;
 } sync_cfg;
 /* A policy that sizes every step itself (the load-balancing family,
  * lbsync.c) hooks into the same groups and buckets: one micro-step per

@@ -39,8 +39,19 @@ struct prt {
     int *coll_dev;        /* per device: collectives in flight it is a member of */
     double *part_done;    /* per device: fraction of a batch done in pieces */
     void *policy_state;
-    struct coll *coll_live; /* collectives in flight (collective.c), freed by prt_free */
+    /* the dynamic world */
+    const struct policy_def *pdef; /* for on_device */
+    const void *popts;
+    uint64_t gen; /* prt_abort bumps it: older prt_at events are dropped */
+    struct coll *colls; /* collectives in flight (collective.c's list), freed by prt_free */
+    int restarts;
+    double lost_s, resent_bytes, blocked_s;
 };
+
+/* collective.c: device d went down (collectives it is in block for good);
+ * abort every collective in flight (a restart). */
+void coll_device_down(prt *rt, size_t d);
+void coll_abort_all(prt *rt);
 
 /* The event budget of one run.  Without it a large enough scenario (10^6
  * epochs under DDP, thousands of devices in a flows-mode ring) runs for

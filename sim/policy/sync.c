@@ -10,10 +10,20 @@
  *    and the ready events are scheduled;
  *  - buckets reduce in order, one at a time (DDP launches them in order on
  *    one stream): bucket k starts at max(ready_k, end of bucket k-1).
+ *
+ * Failures (sync_fail_cfg): the group is the members mem[0..m) (every
+ * device until an elastic restart), in ring order.  States: RUN; BLOCKED
+ * from a member's failure until the timeout; WAITING for devices to come
+ * back; RESTARTING while the checkpoint and data are resent.  Everything in
+ * flight at the timeout is abandoned (prt_abort), so no callback of the
+ * failed attempt runs afterwards.
  */
 #include "runtime.h"
 
 #include <math.h>
+#include <stdio.h>
+
+enum { ST_RUN = 0, ST_BLOCKED, ST_WAITING, ST_RESTARTING };
 
 typedef struct sdev {
     prt *rt;
@@ -33,6 +43,19 @@ typedef struct sync_state {
     size_t started_last;
     double group_t0;
     size_t ready_devs; /* devices holding data + model */
+    /* failures */
+    int fail_on;
+    size_t *mem, m; /* members, ring order */
+    char *is_mem;   /* per device */
+    int state;
+    double blocked_since;
+    int ckpt_epoch;      /* epochs the last checkpoint holds */
+    double ckpt_compute; /* compute seconds of all devices at that checkpoint */
+    int restarts_here;   /* restarts from that checkpoint */
+    int64_t *held;       /* per device: samples of data it holds (a whole replica: D) */
+    int64_t *target;     /* per device: what it holds once its transfer arrives */
+    size_t ckpt_left;    /* checkpoint uploads in flight */
+    int ckpt_waiting;    /* uploads done, write time running */
 } sync_state;
 
 int equal_split(prt *rt, prt_data_mode data, double *bytes)
@@ -48,6 +71,25 @@ int equal_split(prt *rt, prt_data_mode data, double *bytes)
 
 static void group_start(prt *rt, void *ctx);
 static void micro_step(prt *rt, void *ctx);
+static void checkpoint(prt *rt);
+
+/* Equal split of the dataset over the members (non-members get none). */
+static void member_split(prt *rt, sync_state *st)
+{
+    int64_t D = prt_scn(rt)->dataset.samples, M = (int64_t)st->m;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_share(rt)[d] = 0;
+    for (size_t i = 0; i < st->m; i++)
+        prt_share(rt)[st->mem[i]] = D / M + ((int64_t)i < D % M ? 1 : 0);
+}
+
+static int run_coll(prt *rt, coll_kind k, double bytes, prt_fn fn)
+{
+    sync_state *st = prt_state(rt);
+    if (st->m == prt_n(rt))
+        return coll_start(rt, k, bytes, st->cfg.mode, fn, NULL);
+    return coll_start_among(rt, k, bytes, st->cfg.mode, st->mem, st->m, fn, NULL);
+}
 
 static double bucket_frac(const sync_state *st, int k)
 {
@@ -76,7 +118,7 @@ static void last_started(prt *rt, double t0, double dt)
         if (t > st->ready_t[k])
             st->ready_t[k] = t;
     }
-    if (++st->started_last < prt_n(rt))
+    if (++st->started_last < st->m)
         return;
     for (int k = 0; k < st->K; k++)
         if (prt_at(rt, st->ready_t[k], on_bucket_ready, (void *)(intptr_t)k))
@@ -86,8 +128,15 @@ static void last_started(prt *rt, double t0, double dt)
 static void epoch_or_group_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    if (prt_work_left(rt) || prt_end_epoch(rt) > 0)
+    sync_state *st = prt_state(rt);
+    if (prt_work_left(rt))
         group_start(rt, NULL);
+    else if (prt_end_epoch(rt) > 0) {
+        if (st->fail_on && (prt_epoch(rt) - 1) % st->cfg.fail.ckpt_every == 0)
+            checkpoint(rt);
+        else
+            group_start(rt, NULL);
+    }
 }
 
 static void group_synced(prt *rt, void *ctx)
@@ -121,7 +170,7 @@ static void on_bucket_done(prt *rt, void *ctx)
         return;
     }
     if (st->cfg.allgather_after) {
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->cfg.mode, group_synced, NULL))
+        if (run_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
@@ -134,7 +183,7 @@ static void try_next_bucket(prt *rt)
     if (st->busy || st->next >= st->K || !st->ready[st->next])
         return;
     st->busy = 1;
-    if (coll_start(rt, st->cfg.op, st->bsize[st->next], st->cfg.mode, on_bucket_done, NULL))
+    if (run_coll(rt, st->cfg.op, st->bsize[st->next], on_bucket_done))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
@@ -190,7 +239,8 @@ static void group_start(prt *rt, void *ctx)
         int64_t steps = (prt_left(rt)[d] + bs - 1) / bs;
         sd->in_group = steps < st->cfg.micro_per_sync ? (int)steps : st->cfg.micro_per_sync;
     }
-    for (size_t d = 0; d < prt_n(rt) && !prt_failed(rt); d++) {
+    for (size_t i = 0; i < st->m && !prt_failed(rt); i++) {
+        size_t d = st->mem[i];
         if (st->dev[d].in_group == 0)
             last_started(rt, st->group_t0, 0); /* joined: zero gradients, ready now */
         else
@@ -200,12 +250,232 @@ static void group_start(prt *rt, void *ctx)
 
 static void on_dev_ready(prt *rt, void *ctx)
 {
-    (void)ctx;
     sync_state *st = prt_state(rt);
+    if (st->fail_on && ctx) {
+        size_t d = (size_t)((sdev *)ctx - st->dev);
+        st->held[d] = st->target[d];
+    }
     /* DDP's constructor is a collective: nobody starts before everyone holds
      * data and model. */
-    if (++st->ready_devs == prt_n(rt))
+    if (++st->ready_devs == st->m) {
+        st->state = ST_RUN;
         group_start(rt, NULL);
+    }
+}
+
+/* ---- failures -------------------------------------------------------------- */
+
+static const char *dev_name(prt *rt, size_t d)
+{
+    return prt_scn(rt)->devices[d].name;
+}
+
+static double total_compute(prt *rt)
+{
+    double c = 0;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        c += prt_compute_s(rt, d);
+    return c;
+}
+
+static void ckpt_done(prt *rt, void *ctx);
+
+/* Start members `want` (devices with want[d]): re-split the data, send
+ * each the checkpoint (the model) and the data it lacks, start the group at
+ * the checkpoint's next epoch.  `all_load`: every member loads the
+ * checkpoint (a restart); else only newcomers (an elastic join). */
+static void start_members(prt *rt, const char *want, int all_load)
+{
+    sync_state *st = prt_state(rt);
+    size_t n = prt_n(rt);
+    char *old = st->is_mem;
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    if (!bytes || !skip || !ctx) {
+        dp_free(bytes);
+        dp_free(skip);
+        dp_free(ctx);
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    st->m = 0;
+    for (size_t d = 0; d < n; d++)
+        if (want[d])
+            st->mem[st->m++] = d;
+    member_split(rt, st);
+    double sb = prt_scn(rt)->dataset.sample_bytes;
+    int64_t D = prt_scn(rt)->dataset.samples;
+    st->ready_devs = 0;
+    for (size_t d = 0; d < n; d++) {
+        int newcomer = want[d] && !old[d];
+        skip[d] = !want[d] || (!all_load && !newcomer);
+        ctx[d] = &st->dev[d];
+        if (!want[d])
+            continue;
+        int64_t need = st->cfg.data == PRT_DATA_REPLICATE ? D : prt_share(rt)[d];
+        st->target[d] = need > st->held[d] ? need : st->held[d];
+        if (skip[d]) {
+            if (need > st->held[d]) { /* an elastic join re-shards: a member's share grew */
+                skip[d] = 0;
+            } else {
+                st->ready_devs++;
+                continue;
+            }
+        }
+        bytes[d] = need > st->held[d] ? (double)(need - st->held[d]) * sb : 0;
+    }
+    for (size_t d = 0; d < n; d++)
+        st->is_mem[d] = want[d];
+    prt_rollback(rt, st->ckpt_epoch + 1);
+    st->state = ST_RESTARTING;
+    if (st->ready_devs == st->m) { /* nothing to send */
+        st->state = ST_RUN;
+        group_start(rt, NULL);
+    } else if (prt_resend(rt, bytes, skip, on_dev_ready, ctx)) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+    }
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+}
+
+/* After the timeout: restart once the devices it needs are up. */
+static void try_resume(prt *rt)
+{
+    sync_state *st = prt_state(rt);
+    size_t n = prt_n(rt), up = 0;
+    for (size_t d = 0; d < n; d++)
+        up += prt_device_up(rt, d) != 0;
+    if (!st->cfg.fail.elastic) {
+        for (size_t d = 0; d < n; d++)
+            if (!prt_device_up(rt, d) && !isfinite(world_dev_next_change(prt_world(rt), d))) {
+                prt_fail(rt, DP_ERUN,
+                         "device %s went down at t = %.6g s and never comes back: on_failure: wait cannot "
+                         "resume the job (t = %.6g s)",
+                         dev_name(rt, d), world_dev_down_since(prt_world(rt), d), prt_now(rt));
+                return;
+            }
+        if (up < n)
+            return; /* on_device(up) calls again */
+    } else if (up == 0) {
+        for (size_t d = 0; d < n; d++)
+            if (isfinite(world_dev_next_change(prt_world(rt), d)))
+                return;
+        prt_fail(rt, DP_ERUN, "every device is down for good at t = %.6g s: nothing can resume the job",
+                 prt_now(rt));
+        return;
+    }
+    char *want = dp_calloc(n, 1);
+    if (!want) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t d = 0; d < n; d++)
+        want[d] = (char)(prt_device_up(rt, d) != 0);
+    prt_add_restart(rt);
+    prt_add_blocked_s(rt, prt_now(rt) - st->blocked_since);
+    for (size_t d = 0; d < n; d++)
+        st->is_mem[d] = 0; /* a restart: everyone loads the checkpoint */
+    start_members(rt, want, 1);
+    dp_free(want);
+}
+
+static void on_timeout(prt *rt, void *ctx)
+{
+    (void)ctx;
+    sync_state *st = prt_state(rt);
+    prt_abort(rt);
+    prt_add_lost_s(rt, total_compute(rt) - st->ckpt_compute);
+    st->ckpt_compute = total_compute(rt);
+    if (++st->restarts_here > st->cfg.fail.max_restarts) {
+        prt_fail(rt, DP_ERUN,
+                 "no progress: %d restarts from the checkpoint of epoch %d by t = %.6g s; devices fail "
+                 "faster than the job gets to its next checkpoint (max_restarts)",
+                 st->restarts_here - 1, st->ckpt_epoch, prt_now(rt));
+        return;
+    }
+    st->state = ST_WAITING;
+    try_resume(rt);
+}
+
+void sync_on_device(prt *rt, size_t d, int up)
+{
+    sync_state *st = prt_state(rt);
+    if (!st || prt_failed(rt))
+        return;
+    if (!up) {
+        if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+            st->held[d] = 0;
+        if ((st->state == ST_RUN || st->state == ST_RESTARTING) && st->is_mem[d]) {
+            st->state = ST_BLOCKED;
+            st->blocked_since = prt_now(rt);
+            if (prt_at(rt, prt_now(rt) + st->cfg.fail.timeout_s, on_timeout, NULL))
+                prt_fail(rt, DP_ENOMEM, "out of memory");
+        }
+        return;
+    }
+    if (st->state == ST_WAITING)
+        try_resume(rt);
+}
+
+static void ckpt_done(prt *rt, void *ctx)
+{
+    (void)ctx;
+    sync_state *st = prt_state(rt);
+    st->ckpt_epoch = prt_epoch(rt) - 1;
+    st->ckpt_compute = total_compute(rt);
+    st->restarts_here = 0;
+    if (st->cfg.fail.elastic) { /* devices back since the last restart join now */
+        size_t n = prt_n(rt);
+        char *want = dp_calloc(n, 1);
+        int join = 0;
+        if (!want) {
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+            return;
+        }
+        for (size_t d = 0; d < n; d++) {
+            want[d] = (char)(st->is_mem[d] || prt_device_up(rt, d));
+            join |= want[d] && !st->is_mem[d];
+        }
+        if (join) {
+            start_members(rt, want, 0);
+            dp_free(want);
+            return;
+        }
+        dp_free(want);
+    }
+    group_start(rt, NULL);
+}
+
+static void on_ckpt_upload(void *ctx, uint64_t id)
+{
+    (void)id;
+    prt *rt = ctx;
+    sync_state *st = prt_state(rt);
+    if (--st->ckpt_left > 0)
+        return;
+    if (prt_at(rt, prt_now(rt) + st->cfg.fail.ckpt_write_s, ckpt_done, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* Write a checkpoint: the first member uploads the model (DDP's rank 0), or
+ * each member its shard; then the write time. */
+static void checkpoint(prt *rt)
+{
+    sync_state *st = prt_state(rt);
+    double M = prt_scn(rt)->model.model_bytes;
+    size_t k = st->cfg.fail.ckpt_sharded ? st->m : 1;
+    st->ckpt_left = k;
+    for (size_t i = 0; i < k; i++) {
+        size_t d = st->mem[i];
+        double b = M / (double)k;
+        prt_add_server_bytes(rt, d, b);
+        if (!world_transfer(prt_world(rt), (int)d + 1, 0, b, on_ckpt_upload, rt)) {
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+            return;
+        }
+    }
 }
 
 int sync_start(prt *rt, const sync_cfg *cfg)
@@ -229,8 +499,15 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     st->ready_t = dp_calloc((size_t)st->K, sizeof *st->ready_t);
     st->ready = dp_calloc((size_t)st->K, 1);
     st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    st->mem = dp_calloc(prt_n(rt), sizeof *st->mem);
+    st->is_mem = dp_calloc(prt_n(rt), 1);
+    st->held = dp_calloc(prt_n(rt), sizeof *st->held);
+    st->target = dp_calloc(prt_n(rt), sizeof *st->target);
     double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
-    if (!st->bsize || !st->ready_t || !st->ready || !st->dev || !bytes) {
+    void **ctx = dp_calloc(prt_n(rt), sizeof *ctx);
+    if (!st->bsize || !st->ready_t || !st->ready || !st->dev || !st->mem || !st->is_mem || !st->held ||
+        !st->target || !bytes || !ctx) {
+        dp_free(ctx);
         dp_free(bytes);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
@@ -245,12 +522,19 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     } else {
         equal_split(rt, cfg->data, bytes);
     }
+    st->fail_on = scn_has_failures(prt_scn(rt));
+    st->m = prt_n(rt);
     for (size_t d = 0; d < prt_n(rt); d++) {
         st->dev[d] = (sdev){rt, d, 0};
+        ctx[d] = &st->dev[d];
+        st->mem[d] = d;
+        st->is_mem[d] = 1;
+        st->target[d] = cfg->data == PRT_DATA_REPLICATE ? prt_scn(rt)->dataset.samples : prt_share(rt)[d];
         prt_left(rt)[d] = prt_share(rt)[d];
     }
-    int rc = prt_distribute(rt, bytes, NULL, on_dev_ready, NULL);
+    int rc = prt_distribute(rt, bytes, NULL, on_dev_ready, ctx);
     dp_free(bytes);
+    dp_free(ctx);
     return rc;
 }
 
@@ -263,6 +547,10 @@ void sync_free(prt *rt)
     dp_free(st->ready_t);
     dp_free(st->ready);
     dp_free(st->dev);
+    dp_free(st->mem);
+    dp_free(st->is_mem);
+    dp_free(st->held);
+    dp_free(st->target);
     dp_free(st);
     prt_set_state(rt, NULL);
 }

@@ -302,16 +302,19 @@ static int check_cfg(const sweep_cfg *c, dp_err *err)
     return 0;
 }
 
-/* The seed only feeds compute noise (compute.c): noise in the scenario, or
- * a noise value on an axis, makes seeds matter. */
+/* The seed feeds compute noise, straggler episodes and availability
+ * processes (compute.c, world.c): any of them in the scenario, or on an
+ * axis, makes seeds matter. */
 static int is_stochastic(const scn_scenario *base, const sweep_grid *g)
 {
     for (size_t i = 0; i < base->n_groups; i++)
-        if (base->groups[i].noise_cv > 0)
+        if (base->groups[i].noise_cv > 0 || base->groups[i].stragglers.every_s > 0 ||
+            base->groups[i].avail.mtbf_s > 0)
             return 1;
     for (size_t a = 0; a < sweep_grid_n_axes(g); a++) {
         const char *dot = strrchr(sweep_grid_key(g, a), '.');
-        if (strcmp(dot ? dot + 1 : sweep_grid_key(g, a), "noise") == 0)
+        const char *k = dot ? dot + 1 : sweep_grid_key(g, a);
+        if (strcmp(k, "noise") == 0 || strcmp(k, "mtbf") == 0 || strcmp(k, "every") == 0)
             return 1;
     }
     return 0;
