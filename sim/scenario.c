@@ -46,6 +46,8 @@ typedef struct cv {
     const char *base_dir;
     dp_err *err;
     scn_scenario *s;
+    const scn_file *given; /* trace contents to use instead of the disk (rerun) */
+    size_t n_given;
 } cv;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -318,6 +320,9 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
+                         char *shown, size_t shown_len);
+
 /* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
  * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
  * factor trace (CSV factor, mean a plain number). */
@@ -359,7 +364,77 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     const char *file = fnode->text;
     if (strlen(file) > 3000)
         return fail(c, fnode, kp, "file name too long (got %s)", got(fnode, g, sizeof g));
-    /* Relative names: next to the scenario first, then the current directory. */
+    const scn_file *sf = NULL;
+    char shown[4200]; /* the path as resolved, for messages */
+    int r2 = file_contents(c, fnode, kp, file, &sf, shown, sizeof shown);
+    if (r2 < 0)
+        return r2;
+    dp_err e;
+    trace_opts o = {0};
+    o.format = fmt == 0 ? trace_detect_format(shown, sf->data, sf->len)
+               : fmt == 1 ? TRACE_FMT_CSV
+                          : TRACE_FMT_MAHIMAHI;
+    o.bin_s = bin;
+    o.scale_to_mean = mean;
+    o.loop = loop >= 0 ? loop : o.format == TRACE_FMT_MAHIMAHI;
+    o.value_is_bits = bits;
+    *out = trace_read_buffer(shown, sf->data, sf->len, &o, &e);
+    if (!*out)
+        return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
+                                   : fail(c, fnode, kp, "%s", e.msg);
+    return 1;
+}
+
+/* Record a file the scenario read (s->files), taking ownership of data. */
+static int add_file(cv *c, const char *name, const char *path, char *data, size_t len, const scn_file **out)
+{
+    scn_scenario *s = c->s;
+    scn_file *v = dp_realloc(s->files, (s->n_files + 1) * sizeof *v);
+    if (!v) {
+        dp_free(data);
+        return oom(c);
+    }
+    s->files = v;
+    scn_file *f = &v[s->n_files];
+    memset(f, 0, sizeof *f);
+    f->data = data;
+    f->len = len;
+    f->hash = scn_hash(data, len);
+    s->n_files++; /* from here scn_free frees it */
+    if (!(f->name = dp_strdup(name)) || !(f->path = dp_strdup(path)))
+        return oom(c);
+    *out = f;
+    return 0;
+}
+
+/* The contents of the trace file `file` (as written): the entry recorded
+ * already when this name was read before, else the given copy (rerun), else
+ * the file on disk, which is recorded in s->files.  Relative names resolve
+ * next to the scenario first, then in the current directory.  shown gets
+ * the name messages use: the path as resolved (or the recorded path). */
+static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
+                         char *shown, size_t shown_len)
+{
+    char g[80];
+    for (size_t i = 0; i < c->s->n_files; i++)
+        if (!strcmp(c->s->files[i].name, file)) {
+            *out = &c->s->files[i];
+            snprintf(shown, shown_len, "%s", (*out)->path);
+            return 0;
+        }
+    for (size_t i = 0; i < c->n_given; i++) {
+        const scn_file *f = &c->given[i];
+        if (f->name && !strcmp(f->name, file)) {
+            char *copy = dp_malloc(f->len + 1);
+            if (!copy)
+                return oom(c);
+            if (f->len)
+                memcpy(copy, f->data, f->len);
+            copy[f->len] = '\0';
+            snprintf(shown, shown_len, "%s", f->path ? f->path : file);
+            return add_file(c, file, shown, copy, f->len, out);
+        }
+    }
     char full[4200];
     const char *use = NULL;
     if (file[0] == '/') {
@@ -385,18 +460,22 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     char *buf = dp_read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
         return fail(c, fnode, kp, "%s", e.msg);
-    trace_opts o = {0};
-    o.format = fmt == 0 ? trace_detect_format(use, buf, len) : fmt == 1 ? TRACE_FMT_CSV : TRACE_FMT_MAHIMAHI;
-    o.bin_s = bin;
-    o.scale_to_mean = mean;
-    o.loop = loop >= 0 ? loop : o.format == TRACE_FMT_MAHIMAHI;
-    o.value_is_bits = bits;
-    *out = trace_read_buffer(use, buf, len, &o, &e);
-    dp_free(buf);
-    if (!*out)
-        return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
-                                   : fail(c, fnode, kp, "%s", e.msg);
-    return 1;
+    /* Messages keep naming the path as resolved (`use`); the record keeps
+     * the absolute path too, so `dpsim rerun` can compare with the disk. */
+    snprintf(shown, shown_len, "%s", use);
+    char *abs = realpath(use, NULL);
+    int r = add_file(c, file, use, buf, len, out);
+    if (r == 0 && abs) {
+        char *p = dp_strdup(abs);
+        if (!p)
+            r = oom(c);
+        else {
+            dp_free(c->s->files[c->s->n_files - 1].path);
+            c->s->files[c->s->n_files - 1].path = p;
+        }
+    }
+    free(abs); /* realpath's block comes from malloc */
+    return r;
 }
 
 /* ---- sections ---------------------------------------------------------- */
@@ -1019,7 +1098,7 @@ static int convert(cv *c, const yt_node *root)
 
 /* ---- public ------------------------------------------------------------ */
 
-static uint64_t fnv1a(const char *p, size_t n)
+uint64_t scn_hash(const char *p, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++) {
@@ -1031,6 +1110,13 @@ static uint64_t fnv1a(const char *p, size_t n)
 
 scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
                               const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    return scn_load_string_files(name, text, len, base_dir, NULL, 0, ov, n_ov, err);
+}
+
+scn_scenario *scn_load_string_files(const char *name, const char *text, size_t len, const char *base_dir,
+                                    const scn_file *files, size_t n_files, const scn_override *ov,
+                                    size_t n_ov, dp_err *err)
 {
     if (!name)
         name = "<string>";
@@ -1067,7 +1153,7 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
         }
     }
     scn_scenario *s = dp_calloc(1, sizeof *s);
-    cv c = {name, base_dir, err, s};
+    cv c = {name, base_dir, err, s, files, files ? n_files : 0};
     if (!s) {
         yt_free(doc);
         oom(&c);
@@ -1080,7 +1166,7 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
         if (len)
             memcpy(s->text, text, len);
         s->text[len] = '\0';
-        s->text_hash = fnv1a(text, len);
+        s->text_hash = scn_hash(text, len);
         r = convert(&c, yt_root(doc));
     }
     yt_free(doc);
@@ -1157,6 +1243,12 @@ void scn_free(scn_scenario *s)
     }
     dp_free(s->groups);
     dp_free(s->devices);
+    for (size_t i = 0; i < s->n_files; i++) {
+        dp_free(s->files[i].name);
+        dp_free(s->files[i].path);
+        dp_free(s->files[i].data);
+    }
+    dp_free(s->files);
     dp_free(s);
 }
 
