@@ -371,7 +371,7 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
         return r2;
     dp_err e;
     trace_opts o = {0};
-    o.format = fmt == 0 ? trace_detect_format(shown, sf->data, sf->len)
+    o.format = fmt == 0   ? trace_detect_format(shown, sf->data, sf->len)
                : fmt == 1 ? TRACE_FMT_CSV
                           : TRACE_FMT_MAHIMAHI;
     o.bin_s = bin;
