@@ -144,7 +144,8 @@ int cmd_export(int argc, char **argv)
         if (cli_is_help(argv[i])) {
             printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n\n"
                    "Write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
-                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments.\n\n"
+                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments,\n"
+                   "run_files (the trace files each run read; their contents stay in the database).\n\n"
                    "  -d, --db FILE   results database (default results.db)\n"
                    "  -o, --out DIR   output directory (default export/)\n"
                    "      --csv       CSV format (the only one)\n");
@@ -172,7 +173,8 @@ int cmd_export(int argc, char **argv)
     store_close(st);
     if (rc)
         return cli_fail(&err);
-    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments}.csv\n", dir);
+    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_files}.csv\n",
+           dir);
     return EXIT_OK;
 }
 

@@ -28,6 +28,7 @@ static const struct {
     {"run_epochs", "run_id, epoch"},
     {"run_flops", "run_id, bin"},
     {"run_segments", "run_id, rowid"},
+    {"run_files", "run_id, rowid"}, /* names, paths and hashes; the contents (blobs) stay in the database */
 };
 
 /* mkdir -p: create dir and any missing parents. */

@@ -127,7 +127,8 @@ void store_strings_free(char **v, size_t n);
 int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err);
 
 /* Write every table as DIR/TABLE.csv (scenarios, sweeps, runs, run_devices,
- * run_epochs, run_flops, run_segments).  dir and its missing parents are
+ * run_epochs, run_flops, run_segments, run_files; not blobs, the trace
+ * contents, which are binary).  dir and its missing parents are
  * created.  RFC 4180: a header row of column names, CRLF line ends, a field
  * holding a comma, quote, CR or LF is quoted with inner quotes doubled;
  * NULL is an empty field; REALs print as %.17g (exact).  Each file is
