@@ -103,6 +103,8 @@ cp "$SRC/traces/"*.csv "$T/proj/traces/"
 GDB="$T/geo.db"
 expect 0 bash -c "cd '$T/proj' && '$BIN' run scenarios/geo-3sites.yaml --db '$GDB' --policy cadp,ddp"
 if [ "$(sqlite3 "$GDB" 'SELECT count(*) FROM run_files WHERE run_id = 1')" -ge 1 ]; then ok; else bad "run 1 kept no trace files"; fi
+expect 0 "$BIN" show 1 --db "$GDB"
+has "$T/out" "trace kept: ../traces/verizon-lte-down-1s.csv"
 for id in 1 2; do
     expect 0 bash -c "cd '$T/elsewhere' && '$BIN' rerun $id --db '$GDB'"
     has "$T/out" "identical"

@@ -90,8 +90,9 @@ int cmd_show(int argc, char **argv)
     int json = 0;
     int ra = run_args(argc, argv, "show",
                       "usage: dpsim show RUN [--db FILE] [--json]\n\n"
-                      "Print a stored run again: its summary row and per-device breakdown\n"
-                      "(or, with --json, the same object `dpsim run --json` prints).\n\n"
+                      "Print a stored run again: its overrides, options, the trace files kept\n"
+                      "with it, its summary row and per-device breakdown (or, with --json, the\n"
+                      "same object `dpsim run --json` prints).\n\n"
                       "  -d, --db FILE   results database (default results.db)\n"
                       "      --json      JSON output\n",
                       &db, &rid, &json);
@@ -120,7 +121,15 @@ int cmd_show(int argc, char **argv)
                    (unsigned long long)seed);
             for (size_t k = 0; k < n_ovs; k++)
                 printf("%s%s", k ? ", " : ", overrides: ", ovs[k]);
-            printf("\noptions: %s\n\n", r->options_json ? r->options_json : "{}");
+            printf("\noptions: %s\n", r->options_json ? r->options_json : "{}");
+            scn_file *files = NULL;
+            size_t n_files = 0;
+            rc = store_get_run_files(st, (int64_t)id, &files, &n_files, &err);
+            for (size_t k = 0; !rc && k < n_files; k++)
+                printf("trace kept: %s (%zu bytes, hash %016llx, read from %s)\n", files[k].name,
+                       files[k].len, (unsigned long long)files[k].hash, files[k].path);
+            printf("\n");
+            store_files_free(files, n_files);
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
             printf("\n");
