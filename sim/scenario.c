@@ -407,43 +407,30 @@ static int add_file(cv *c, const char *name, const char *path, char *data, size_
     return 0;
 }
 
-/* The contents of the trace file `file` (as written): the entry recorded
- * already when this name was read before, else the given copy (rerun), else
- * the file on disk, which is recorded in s->files.  Relative names resolve
- * next to the scenario first, then in the current directory.  shown gets
- * the name messages use: the path as resolved (or the recorded path). */
+/* The contents of the trace file `file` (as written), recorded in s->files
+ * once per name: the given copy when there is one (rerun), else the file on
+ * disk, relative names resolved next to the scenario first, then in the
+ * current directory.  A name met again reuses its record, so two traces
+ * naming one file see the same bytes.  shown gets the name messages use:
+ * the path as resolved on disk, or the given copy's recorded path. */
 static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
                          char *shown, size_t shown_len)
 {
     char g[80];
-    for (size_t i = 0; i < c->s->n_files; i++)
-        if (!strcmp(c->s->files[i].name, file)) {
-            *out = &c->s->files[i];
-            snprintf(shown, shown_len, "%s", (*out)->path);
-            return 0;
-        }
-    for (size_t i = 0; i < c->n_given; i++) {
-        const scn_file *f = &c->given[i];
-        if (f->name && !strcmp(f->name, file)) {
-            char *copy = dp_malloc(f->len + 1);
-            if (!copy)
-                return oom(c);
-            if (f->len)
-                memcpy(copy, f->data, f->len);
-            copy[f->len] = '\0';
-            snprintf(shown, shown_len, "%s", f->path ? f->path : file);
-            return add_file(c, file, shown, copy, f->len, out);
-        }
-    }
-    char full[4200];
+    const scn_file *given = NULL;
+    for (size_t i = 0; !given && i < c->n_given; i++)
+        if (c->given[i].name && !strcmp(c->given[i].name, file))
+            given = &c->given[i];
     const char *use = NULL;
-    if (file[0] == '/') {
+    if (given) {
+        use = given->path ? given->path : file;
+    } else if (file[0] == '/') {
         use = file;
     } else {
         if (c->base_dir && c->base_dir[0]) {
-            snprintf(full, sizeof full, "%s/%s", c->base_dir, file);
-            if (file_exists(full))
-                use = full;
+            snprintf(shown, shown_len, "%s/%s", c->base_dir, file);
+            if (file_exists(shown))
+                use = shown;
         }
         if (!use && file_exists(file))
             use = file;
@@ -455,25 +442,31 @@ static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char
                         c->base_dir, got(fnode, g, sizeof g));
         return fail(c, fnode, kp, "trace file not found (got %s)", got(fnode, g, sizeof g));
     }
+    if (use != shown)
+        snprintf(shown, shown_len, "%s", use);
+    for (size_t i = 0; i < c->s->n_files; i++)
+        if (!strcmp(c->s->files[i].name, file)) {
+            *out = &c->s->files[i];
+            return 0;
+        }
+    if (given) {
+        char *copy = dp_malloc(given->len + 1);
+        if (!copy)
+            return oom(c);
+        if (given->len)
+            memcpy(copy, given->data, given->len);
+        copy[given->len] = '\0';
+        return add_file(c, file, shown, copy, given->len, out);
+    }
     dp_err e;
     size_t len = 0;
-    char *buf = dp_read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
+    char *buf = dp_read_file(shown, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
         return fail(c, fnode, kp, "%s", e.msg);
-    /* Messages keep naming the path as resolved (`use`); the record keeps
-     * the absolute path too, so `dpsim rerun` can compare with the disk. */
-    snprintf(shown, shown_len, "%s", use);
-    char *abs = realpath(use, NULL);
-    int r = add_file(c, file, use, buf, len, out);
-    if (r == 0 && abs) {
-        char *p = dp_strdup(abs);
-        if (!p)
-            r = oom(c);
-        else {
-            dp_free(c->s->files[c->s->n_files - 1].path);
-            c->s->files[c->s->n_files - 1].path = p;
-        }
-    }
+    /* The record keeps the absolute path, so that `dpsim rerun` can compare
+     * the stored bytes with the file from any directory. */
+    char *abs = realpath(shown, NULL);
+    int r = add_file(c, file, abs ? abs : shown, buf, len, out);
     free(abs); /* realpath's block comes from malloc */
     return r;
 }
