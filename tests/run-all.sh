@@ -33,8 +33,11 @@ esac
 
 if [ "$in_place" -eq 0 ]; then
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpsim-standalone.XXXXXX") || exit 1
+    # Readable by all, as a clone is: e2e_hardening runs dpsim as another
+    # user (read-only database case), which must still read the scenarios.
+    chmod 755 "$tmp" || exit 1
     copy=$tmp/dpsim
-    mkdir "$copy" || exit 1
+    mkdir -m 755 "$copy" || exit 1
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ "$(git rev-parse --show-prefix)" = "" ]; then
         # Files deleted in the work tree but still in the index are skipped.
         git ls-files -z --cached --others --exclude-standard |
