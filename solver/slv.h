@@ -1,4 +1,4 @@
-/* slv.h: the C-ADP data allocation solvers (MODEL.md section 5).
+/* slv.h: the C-ADP data allocation solvers (docs/MODEL.md section 5).
  *
  * Problem: split D samples over N devices as integers x_i >= 0, sum x_i = D,
  * minimising the integer objective

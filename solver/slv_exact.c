@@ -1,5 +1,5 @@
 /* slv_exact.c: the relaxed optimum and the integer optimum of the C-ADP
- * allocation problem (MODEL.md section 5), and the `exact` method.
+ * allocation problem (docs/MODEL.md section 5), and the `exact` method.
  *
  * Both problems are "min over the epoch level T of S(T) + E*T", where S(T) is
  * the least send level (max_i a_i x_i) that fits D samples when every device
@@ -7,8 +7,9 @@
  * [L, H] of levels, S(H) + E*L is a lower bound: a branch and bound on T with
  * that bound is exact and its open nodes always give a valid lower bound.
  *
- *  - Relaxed, no comm/caps/minimum shares: homogeneous, so the MODEL.md
- *    breakpoint scan over r = c_i / a_i is exact in O(N log N) (gsl_sort_index).
+ *  - Relaxed, no comm/caps/minimum shares: homogeneous, so the breakpoint
+ *    scan of docs/MODEL.md section 5 over r = c_i / a_i is exact in
+ *    O(N log N) (gsl_sort_index).
  *  - Relaxed, general: the branch and bound above on continuous T, S(T) solved
  *    exactly by a selection over the saturation points a_i * v_i (O(N)
  *    expected per level), stopped at a relative gap of 1e-12 or a budget.
@@ -50,7 +51,7 @@ static int64_t limit_of(const slv_problem *p, size_t i)
     return lim;
 }
 
-/* ---- the pure relaxed problem: MODEL.md breakpoint scan ----------------- */
+/* ---- the pure relaxed problem: docs/MODEL.md section 5 breakpoint scan ----------------- */
 
 static int is_pure(const slv_problem *p)
 {

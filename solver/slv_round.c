@@ -11,7 +11,7 @@
  *  - batch: floor each share to whole batches, then hand out the deficit one
  *    batch at a time to the device whose next batch raises the objective
  *    least (a heap keyed by the objective after the move, refreshed lazily:
- *    the keys only grow as the maxima grow).  This is what MODEL.md means by
+ *    the keys only grow as the maxima grow).  This is what docs/MODEL.md section 5 means by
  *    "whole batches, not single samples, move the objective".
  */
 #include "slv.h"

@@ -96,6 +96,35 @@ expect 0 "$BIN" export --csv --db "$DB" --out "$T/csv"
 for t in runs run_devices run_epochs scenarios; do
     if [ -s "$T/csv/$t.csv" ]; then ok; else bad "export: $t.csv missing"; fi
 done
+# rerun anywhere: a run whose scenario names traces (geo-3sites.yaml) keeps
+# their contents, so it re-runs identically from another directory, after a
+# trace changed and after it was deleted, and says when the disk differs.
+mkdir -p "$T/proj/scenarios" "$T/proj/traces" "$T/elsewhere"
+cp "$SRC/scenarios/geo-3sites.yaml" "$T/proj/scenarios/"
+cp "$SRC/traces/"*.csv "$T/proj/traces/"
+GDB="$T/geo.db"
+expect 0 bash -c "cd '$T/proj' && '$BIN' run scenarios/geo-3sites.yaml --db '$GDB' --policy cadp,ddp"
+if [ "$(sqlite3 "$GDB" 'SELECT count(*) FROM run_files WHERE run_id = 1')" -ge 1 ]; then ok; else bad "run 1 kept no trace files"; fi
+expect 0 "$BIN" show 1 --db "$GDB"
+has "$T/out" "trace kept: ../traces/verizon-lte-down-1s.csv"
+for id in 1 2; do
+    expect 0 bash -c "cd '$T/elsewhere' && '$BIN' rerun $id --db '$GDB'"
+    has "$T/out" "identical"
+    if grep -q "using the copy" "$T/out"; then bad "rerun $id: a note although the traces are unchanged"; else ok; fi
+done
+echo "600,1" >>"$T/proj/traces/verizon-lte-down-1s.csv"
+expect 0 bash -c "cd / && '$BIN' rerun 1 --db '$GDB'"
+has "$T/out" "identical"
+has "$T/out" "verizon-lte-down-1s.csv"
+has "$T/out" "has changed since the run"
+rm "$T/proj/traces/verizon-lte-down-1s.csv"
+expect 0 bash -c "cd '$T/elsewhere' && '$BIN' rerun 2 --db '$GDB'"
+has "$T/out" "identical"
+has "$T/out" "no longer readable"
+# a fresh run of the changed scenario now fails (the trace is gone), the
+# stored one still re-runs
+expect 2 "$BIN" run "$T/proj/scenarios/geo-3sites.yaml" --no-db --policy cadp
+has "$T/err" "trace file not found"
 # a failed run leaves the database as it was
 cp "$DB" "$T/before.db"
 expect 2 "$BIN" run "$SRC/scenarios/tiny.yaml" --db "$DB" --set training.epochs=0

@@ -7,8 +7,59 @@
 #      (tests/valgrind.sh).
 # Prints one closing line "tests: N passed, M failed" over all three and
 # exits non-zero if anything failed.
+#
+# It runs in a copy: the repository's files (git ls-files: tracked plus
+# untracked-but-not-ignored, so uncommitted edits are tested; without git,
+# the tree minus .git and build*/) are copied into a new empty temporary
+# directory, and the three suites build and run there.  Nothing sits beside
+# the copy, so a test that needs a file outside the repository (a
+# ../shared folder, a sibling checkout) fails here as it would on a user's
+# fresh clone.  The copy is deleted afterwards (DPSIM_KEEP_COPY=1 keeps it).
+#   tests/run-all.sh              run from a fresh standalone copy
+#   tests/run-all.sh --in-place   run in this tree, reusing build/ and
+#                                 build-asan/ (faster while developing)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+in_place=0
+case "${1:-}" in
+--in-place) in_place=1 ;;
+"") ;;
+*)
+    echo "usage: tests/run-all.sh [--in-place]" >&2
+    exit 2
+    ;;
+esac
+
+if [ "$in_place" -eq 0 ]; then
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpsim-standalone.XXXXXX") || exit 1
+    # Readable by all, as a clone is: e2e_hardening runs dpsim as another
+    # user (read-only database case), which must still read the scenarios.
+    chmod 755 "$tmp" || exit 1
+    copy=$tmp/dpsim
+    mkdir -m 755 "$copy" || exit 1
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ "$(git rev-parse --show-prefix)" = "" ]; then
+        # Files deleted in the work tree but still in the index are skipped.
+        git ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
+            tar --null -T - -cf - | tar -xf - -C "$copy" || exit 1
+    else
+        tar --exclude=./.git --exclude='./build*' -cf - . | tar -xf - -C "$copy" || exit 1
+    fi
+    if [ "$(ls -A "$tmp")" != dpsim ] || [ -e "$copy/../shared" ]; then
+        echo "run-all.sh: $tmp should hold only the copy" >&2
+        exit 1
+    fi
+    echo "run-all.sh: testing a standalone copy of the repository in $copy"
+    (cd "$copy" && tests/run-all.sh --in-place)
+    rc=$?
+    if [ "${DPSIM_KEEP_COPY:-0}" = 1 ]; then
+        echo "run-all.sh: copy kept in $copy"
+    else
+        rm -rf "$tmp"
+    fi
+    exit "$rc"
+fi
 
 passed=0
 failed=0

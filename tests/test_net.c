@@ -1,4 +1,4 @@
-/* Network: closed forms of MODEL.md section 2, matched to 1e-9 relative. */
+/* Network: closed forms of docs/MODEL.md section 2, matched to 1e-9 relative. */
 #include <criterion/criterion.h>
 #include <math.h>
 

@@ -1,4 +1,4 @@
-/* Policies against timelines computed by hand (MODEL.md section 4).
+/* Policies against timelines computed by hand (docs/MODEL.md section 4).
  *
  * World for the hand timelines: two devices, star network, server NIC
  * unlimited, every access link 1e6 B/s each way with 10 ms latency, model

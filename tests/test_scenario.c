@@ -538,6 +538,56 @@ Test(scenario, traces_in_scenarios)
     bad(with("down: 10Mbps }", "down: 10Mbps, down_trace: [a] }"), "expected a file name or a mapping");
 }
 
+/* The loader records every trace file it read (once per name as written,
+ * with an absolute path and the exact bytes), and scn_load_string_files
+ * takes a trace from the given copy instead of the disk: how a stored run is
+ * simulated again after its file moved, changed or was deleted. */
+Test(scenario, trace_files_are_recorded_and_can_be_given)
+{
+    char txt[4096];
+    snprintf(txt, sizeof txt, "%s",
+             with("link: { up: 10Mbps, down: 10Mbps }",
+                  "link: { down_trace: traces/step-50-100Mbps.csv, up_trace: traces/step-50-100Mbps.csv }"));
+    dp_err e = {0};
+    const char *src = getenv("DPSIM_SRC");
+    scn_scenario *s = scn_load_string("t.yaml", txt, strlen(txt), src ? src : "..", NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    cr_assert_eq(s->n_files, 1, "one name, read once");
+    const scn_file *f = &s->files[0];
+    cr_expect_str_eq(f->name, "traces/step-50-100Mbps.csv");
+    cr_expect_eq(f->path[0], '/', "absolute path: %s", f->path);
+    size_t len = 0;
+    char *disk = dp_read_file(src_path("traces/step-50-100Mbps.csv"), "trace", 1 << 20, &len, &e);
+    cr_assert_not_null(disk, "%s", e.msg);
+    cr_expect(f->len == len && memcmp(f->data, disk, len) == 0);
+    cr_expect_eq(f->hash, scn_hash(disk, len));
+    dp_free(disk);
+    scn_free(s);
+
+    /* a name that exists nowhere on disk, given: loads from the copy */
+    const char *gone =
+        with("link: { up: 10Mbps, down: 10Mbps }", "link: { up: 10Mbps, down_trace: gone/x.csv }");
+    bad(gone, "trace file not found (got gone/x.csv)");
+    scn_file given = {(char *)"gone/x.csv", (char *)"/was/here/x.csv", (char *)"0,8000000\n10,16000000\n", 22,
+                      0};
+    s = scn_load_string_files("t.yaml", gone, strlen(gone), NULL, &given, 1, NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    cr_expect_float_eq(trace_value_at(s->groups[1].link.down_trace, 11), 2e6, 1e-9);
+    cr_assert_eq(s->n_files, 1);
+    cr_expect_str_eq(s->files[0].path, "/was/here/x.csv");
+    cr_expect_eq(s->files[0].hash, scn_hash(given.data, given.len));
+    scn_free(s);
+    /* a given copy wins over the file on disk */
+    snprintf(txt, sizeof txt, "%s",
+             with("link: { up: 10Mbps, down: 10Mbps }",
+                  "link: { up: 10Mbps, down_trace: traces/step-50-100Mbps.csv }"));
+    given.name = (char *)"traces/step-50-100Mbps.csv";
+    s = scn_load_string_files("t.yaml", txt, strlen(txt), src ? src : "..", &given, 1, NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    cr_expect_float_eq(trace_value_at(s->groups[1].link.down_trace, 11), 2e6, 1e-9);
+    scn_free(s);
+}
+
 Test(scenario, overrides_edit_and_create)
 {
     char trace_path[2048];

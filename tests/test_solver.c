@@ -1,5 +1,5 @@
 /* test_solver.c: the C-ADP allocation solvers (solver/slv.h) against closed
- * forms (MODEL.md's test vector, the many-epoch and slow-link limits), brute
+ * forms (docs/MODEL.md section 5: its test vector, the many-epoch and slow-link limits), brute
  * force over every integer split of small instances, and each other. */
 #include <criterion/criterion.h>
 
@@ -117,7 +117,7 @@ static double brute(const slv_problem *p)
 
 Test(solver, model_test_vector)
 {
-    /* MODEL.md: a = (0.01, 0.02, 0.05), c = (0.005, 0.01, 0.2), E = 50, D = 10000 */
+    /* docs/MODEL.md section 5: a = (0.01, 0.02, 0.05), c = (0.005, 0.01, 0.2), E = 50, D = 10000 */
     prob q;
     prob_init(&q, 3, 50, 10000);
     double a[3] = {0.01, 0.02, 0.05}, c[3] = {0.005, 0.01, 0.2};
@@ -209,7 +209,7 @@ Test(solver, excluding_a_slow_link_device_pays_off)
 
 Test(solver, relaxed_with_exclusion_is_min_over_comm_prefixes)
 {
-    /* MODEL.md: with allow_exclude the relaxed optimum is the minimum over
+    /* docs/MODEL.md section 5: with allow_exclude the relaxed optimum is the minimum over
      * prefixes of the devices sorted by comm_i of the plain LP */
     rng_state = 2718;
     for (int trial = 0; trial < 40; trial++) {

@@ -486,6 +486,125 @@ Test(store, version_1_file_is_migrated_forward)
     close_checked(st);
 }
 
+/* A version 2 file (runs.timeline_res_s, before trace files were kept)
+ * with a run in it is migrated to version 3 on open: the blobs and
+ * run_files tables appear, the old run reads back with no trace files, and
+ * new runs keep theirs.  Frozen copy of the released version 2 schema. */
+Test(store, version_2_file_is_migrated_forward)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    const char *v2 =
+        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
+        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
+        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
+        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
+        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
+        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
+        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
+        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL, timeline_res_s REAL);"
+        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
+        " WHERE sweep_id IS NOT NULL;"
+        "CREATE INDEX runs_scenario ON runs(scenario_id);"
+        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
+        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
+        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
+        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
+        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
+        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
+        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+        "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
+        "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
+        " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s,"
+        " timeline_res_s)"
+        " VALUES(1, 1, 'cadp', '{}', 7, '0.1.0', '2026-01-01T00:00:00Z', 0.5, 1.5, 2.5, 4.0, 0.1, 0.5, 10,"
+        " 100, 42, 1, 0);"
+        "PRAGMA application_id = 1685091181; PRAGMA user_version = 2;";
+    cr_assert_eq(sqlite3_exec(db, v2, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+
+    dp_err err = {0};
+    cr_expect_null(store_open(dbpath, 1, &err));
+    cr_expect(strstr(err.msg, "older"), "%s", err.msg);
+    store *ro = store_open_read(dbpath, &err); /* migrates */
+    cr_assert_not_null(ro, "%s", err.msg);
+    cr_expect_eq(query_int(store_db(ro), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    cr_expect_eq(query_int(store_db(ro), "SELECT count(*) FROM blobs"), 0);
+    cr_expect_eq(query_int(store_db(ro), "SELECT count(*) FROM run_files"), 0);
+    scn_file *f = NULL;
+    size_t n = 7;
+    cr_assert_eq(store_get_run_files(ro, 1, &f, &n, &err), 0, "%s", err.msg);
+    cr_expect_eq(n, 0);
+    cr_expect_null(f);
+    res_run *r = NULL;
+    cr_assert_eq(store_get_run(ro, 1, &r, &err), 0, "%s", err.msg);
+    cr_expect_eq(r->ttotal_s, 4.0);
+    res_run_free(r);
+    expect_integrity_ok(store_db(ro));
+    close_checked(ro);
+}
+
+/* The trace files a scenario read are stored with the run and read back
+ * byte for byte (an empty file and bytes that are not text included); a
+ * content shared by two runs or two names is stored once. */
+Test(store, trace_files_round_trip_once_per_content)
+{
+    static const char bin[] = {'0', ',', '1', '\0', '\n', (char)0xff};
+    scn_file files[3] = {
+        {"a.csv", "/abs/a.csv", (char *)"0,1000\n", 7, 0},
+        {"sub/b.mahimahi", "/abs/sub/b.mahimahi", (char *)bin, sizeof bin, 0},
+        {"empty.csv", "/abs/empty.csv", (char *)"", 0, 0},
+    };
+    for (int i = 0; i < 3; i++)
+        files[i].hash = scn_hash(files[i].data, files[i].len);
+    scn_scenario s = fake_scn("tiny", SCN_TEXT);
+    s.files = files;
+    s.n_files = 3;
+    store *st = open_rw();
+    res_run *r = make_run(1, 2);
+    dp_err err = {0};
+    int64_t id1 = 0, id2 = 0;
+    cr_assert_eq(store_put_run(st, &s, NULL, 0, r, "0.1.0", "2024-01-02T03:04:05Z", 0, NULL, &id1, &err), 0,
+                 "%s", err.msg);
+    files[2].name = "again.csv"; /* same (empty) content under another name */
+    cr_assert_eq(store_put_run(st, &s, NULL, 0, r, "0.1.0", "2024-01-02T03:04:05Z", 0, NULL, &id2, &err), 0,
+                 "%s", err.msg);
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM blobs"), 3);
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM run_files"), 6);
+    res_run_free(r);
+    close_checked(st);
+
+    st = open_rw();
+    scn_file *got = NULL;
+    size_t n = 0;
+    cr_assert_eq(store_get_run_files(st, id2, &got, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_str_eq(got[i].name, files[i].name);
+        cr_expect_str_eq(got[i].path, files[i].path);
+        cr_assert_eq(got[i].len, files[i].len);
+        cr_expect(got[i].len == 0 || memcmp(got[i].data, files[i].data, got[i].len) == 0, "%s", got[i].name);
+        cr_expect_eq(got[i].data[got[i].len], '\0');
+        cr_expect_eq(got[i].hash, files[i].hash);
+    }
+    store_files_free(got, n);
+    store_files_free(NULL, 0);
+    /* a run without files, and deleting a run deletes its file rows */
+    cr_assert_eq(store_get_run_files(st, 424242, &got, &n, &err), 0, "%s", err.msg);
+    cr_expect_eq(n, 0);
+    cr_assert_eq(sqlite3_exec(store_db(st), "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1", NULL,
+                              NULL, NULL),
+                 SQLITE_OK);
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM run_files"), 3);
+    close_checked(st);
+}
+
 Test(store, empty_path_is_input_error)
 {
     dp_err err = {0};

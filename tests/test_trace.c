@@ -1,6 +1,6 @@
 /* test_trace.c: CSV and mahimahi readers, queries with and without loop,
- * rescaling, outages, and the real traces in ../shared/traces-real checked
- * against the statistics their README publishes. */
+ * rescaling, outages, and the real traces in traces/real/ checked against
+ * the statistics their README publishes. */
 #include "trace.h"
 
 #include <criterion/criterion.h>
@@ -43,7 +43,7 @@ static char *real_path(const char *name)
 {
     static char buf[1024];
     const char *src = getenv("DPSIM_SRC");
-    snprintf(buf, sizeof buf, "%s/../shared/traces-real/%s", src ? src : "..", name);
+    snprintf(buf, sizeof buf, "%s/traces/real/%s", src ? src : "..", name);
     return buf;
 }
 
@@ -278,7 +278,7 @@ typedef struct real_case {
 
 Test(trace, real_mahimahi_traces_match_readme)
 {
-    /* Statistics from ../shared/traces-real/README.md (1 s bins, Mbit/s). */
+    /* Statistics from traces/real/README.md (1 s bins, Mbit/s). */
     const real_case cases[] = {
         {"mahimahi-ATT-LTE-driving-2016.down", 120, 4.56, 27.55, 0},
         {"mahimahi-ATT-LTE-driving-2016.up", 120, 1.91, 12.77, 4},

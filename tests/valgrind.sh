@@ -51,6 +51,12 @@ vg 0 show 1 --db "$DB"
 vg 2 show 999 --db "$DB"
 vg 0 rerun 2 --db "$DB"
 vg 0 export --csv --out "$T/exp" --db "$DB"
+# a run that keeps its traces, re-run after one changed and one was deleted
+mkdir -p "$T/geo/scenarios" "$T/geo/traces"
+cp "$SRC/scenarios/geo-3sites.yaml" "$T/geo/scenarios/" && cp "$SRC"/traces/*.csv "$T/geo/traces/"
+vg 0 run "$T/geo/scenarios/geo-3sites.yaml" --db "$T/g.db" --policy cadp
+echo "600,1" >>"$T/geo/traces/verizon-lte-down-1s.csv" && rm "$T/geo/traces/step-50-100Mbps.csv"
+vg 0 rerun 1 --db "$T/g.db"
 printf 'not a database at all\n' >"$T/junk.db"
 vg 1 run "$TINY" --db "$T/junk.db" --policy cadp
 vg 0 plot compare --db "$DB" --out "$T/c.svg"

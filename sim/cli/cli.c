@@ -42,7 +42,9 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options.\n"
                  "Exit codes: 0 success, 1 the run failed, 2 bad usage or bad input.\n"
-                 "Start here: dpsim reproduce table3 --out table3/\n");
+                 "Start here: dpsim reproduce table3 --out table3/\n"
+                 "What is simulated (world, policies, the C-ADP problem, outputs): docs/MODEL.md;\n"
+                 "scenario keys: scenarios/README.md.\n");
 }
 
 int dpsim_main(int argc, char **argv)

@@ -90,8 +90,9 @@ int cmd_show(int argc, char **argv)
     int json = 0;
     int ra = run_args(argc, argv, "show",
                       "usage: dpsim show RUN [--db FILE] [--json]\n\n"
-                      "Print a stored run again: its summary row and per-device breakdown\n"
-                      "(or, with --json, the same object `dpsim run --json` prints).\n\n"
+                      "Print a stored run again: its overrides, options, the trace files kept\n"
+                      "with it, its summary row and per-device breakdown (or, with --json, the\n"
+                      "same object `dpsim run --json` prints).\n\n"
                       "  -d, --db FILE   results database (default results.db)\n"
                       "      --json      JSON output\n",
                       &db, &rid, &json);
@@ -121,7 +122,18 @@ int cmd_show(int argc, char **argv)
                    dp_esc(ep, sizeof ep, policy), (unsigned long long)seed);
             for (size_t k = 0; k < n_ovs; k++)
                 printf("%s%s", k ? ", " : ", overrides: ", dp_esc(eo, sizeof eo, ovs[k]));
-            printf("\noptions: %s\n\n", dp_esc(eo, sizeof eo, r->options_json ? r->options_json : "{}"));
+            printf("\noptions: %s\n", dp_esc(eo, sizeof eo, r->options_json ? r->options_json : "{}"));
+            scn_file *files = NULL;
+            size_t n_files = 0;
+            rc = store_get_run_files(st, (int64_t)id, &files, &n_files, &err);
+            for (size_t k = 0; !rc && k < n_files; k++) {
+                char ef[300];
+                printf("trace kept: %s (%zu bytes, hash %016llx, ", dp_esc(ef, sizeof ef, files[k].name),
+                       files[k].len, (unsigned long long)files[k].hash);
+                printf("read from %s)\n", dp_esc(ef, sizeof ef, files[k].path));
+            }
+            printf("\n");
+            store_files_free(files, n_files);
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
             printf("\n");
@@ -146,7 +158,9 @@ int cmd_export(int argc, char **argv)
         if (cli_is_help(argv[i])) {
             printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n\n"
                    "Write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
-                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments, run_stats.\n\n"
+                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments,\n"
+                   "run_stats, calibrations, run_files (the trace files each run read; their\n"
+                   "contents stay in the database).\n\n"
                    "  -d, --db FILE   results database (default results.db)\n"
                    "  -o, --out DIR   output directory (default export/)\n"
                    "      --csv       CSV format (the only one)\n");
@@ -174,13 +188,38 @@ int cmd_export(int argc, char **argv)
     store_close(st);
     if (rc)
         return cli_fail(&err);
-    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats}.csv\n",
+    printf("wrote "
+           "%s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats,calibrations,"
+           "run_files}.csv\n",
            dir);
     return EXIT_OK;
 }
 
+/* The loader's limit on a trace file (scenarios/README.md, "Limits"): a
+ * stored copy is never larger. */
+#define RERUN_MAX_FILE_BYTES (64L * 1024 * 1024)
+
+/* Say when a stored trace file differs from the file at its recorded path
+ * today (changed or gone): the run is re-simulated with the stored copy
+ * either way, so the user learns that the disk no longer matches it. */
+static void note_file_on_disk(uint64_t id, const scn_file *f)
+{
+    dp_err e = {0};
+    size_t len = 0;
+    char *now = dp_read_file(f->path, "trace file", RERUN_MAX_FILE_BYTES, &len, &e);
+    if (!now)
+        printf("run #%llu: trace '%s' (%s) is no longer readable (%s); using the copy stored with the run\n",
+               (unsigned long long)id, f->name, f->path, e.msg);
+    else if (len != f->len || memcmp(now, f->data, len) != 0)
+        printf("run #%llu: trace '%s' (%s) has changed since the run (%zu bytes, hash %016llx; stored: %zu "
+               "bytes, hash %016llx); using the copy stored with the run\n",
+               (unsigned long long)id, f->name, f->path, len, (unsigned long long)scn_hash(now, len), f->len,
+               (unsigned long long)f->hash);
+    dp_free(now);
+}
+
 /* dpsim rerun RUN: simulate a stored run again from what the database holds
- * (scenario text, overrides, policy, seed) and compare every stored figure
+ * (scenario text, overrides, policy, seed, trace contents) and compare every stored figure
  * bit for bit.  Exit 0 when identical, 1 when anything differs. */
 int cmd_rerun(int argc, char **argv)
 {
@@ -189,10 +228,14 @@ int cmd_rerun(int argc, char **argv)
     int ra = run_args(argc, argv, "rerun",
                       "usage: dpsim rerun RUN [--db FILE]\n\n"
                       "Simulate a stored run again from what the database holds (the scenario\n"
-                      "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
-                      "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
-                      "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
-                      "scenario are resolved against the current directory.\n\n"
+                      "text, its overrides, the policy, the seed and the contents of the trace\n"
+                      "files it read) and compare Tsend, Ttraining, Ttotal, TFLOPS, utilisation,\n"
+                      "events and every device's figures with the stored ones, bit for bit.\n"
+                      "Nothing is written.  Works from any directory: the traces come from the\n"
+                      "database; a note says when a trace file on disk has changed or is gone\n"
+                      "since the run (the stored copy is used either way).  Runs stored before\n"
+                      "dpsim kept trace contents (schema version 3) read their traces from\n"
+                      "disk, relative paths against the current directory.\n\n"
                       "Exit 0 when identical, 1 when anything differs or the run fails.\n",
                       &db, &rid, NULL);
     if (ra >= 0)
@@ -208,9 +251,15 @@ int cmd_rerun(int argc, char **argv)
     uint64_t seed = 0;
     scn_scenario *s = NULL;
     scn_override *ov = NULL;
+    scn_file *files = NULL;
+    size_t n_files = 0;
     int rc = store_get_run(st, (int64_t)id, &old, &err);
     if (!rc)
         rc = store_get_run_source(st, (int64_t)id, &text, &name, &ovs, &n_ovs, &policy, &seed, &err);
+    if (!rc)
+        rc = store_get_run_files(st, (int64_t)id, &files, &n_files, &err);
+    for (size_t k = 0; !rc && k < n_files; k++)
+        note_file_on_disk(id, &files[k]);
     if (!rc && n_ovs && !(ov = dp_calloc(n_ovs, sizeof *ov)))
         rc = dp_err_set(&err, DP_ENOMEM, "out of memory");
     for (size_t k = 0; !rc && k < n_ovs; k++)
@@ -220,7 +269,7 @@ int cmd_rerun(int argc, char **argv)
     if (!rc) {
         char label[160];
         snprintf(label, sizeof label, "<run #%llu: %s>", (unsigned long long)id, name);
-        s = scn_load_string(label, text, strlen(text), NULL, ov, n_ovs, &err);
+        s = scn_load_string_files(label, text, strlen(text), NULL, files, n_files, ov, n_ovs, &err);
         if (!s)
             rc = err.code ? err.code : DP_ERUN;
     }
@@ -254,6 +303,7 @@ int cmd_rerun(int argc, char **argv)
     res_run_free(old);
     res_run_free(now);
     scn_free(s);
+    store_files_free(files, n_files);
     dp_free(ov);
     dp_free(text);
     dp_free(name);

@@ -1,7 +1,7 @@
 /* cmd_reproduce.c: dpsim reproduce table3: the paper's Table 3 comparison on
  * the calibrated testbed compiled into the binary (scenarios/paper-testbed.yaml).
  *
- * Every figure the paper reports (MODEL.md section 7) is printed next to the
+ * Every figure the paper reports (docs/MODEL.md section 7) is printed next to the
  * simulated one with their ratio, marked as a calibration target or a
  * prediction; then the paper's headline ratios; then the places where the
  * paper's figures cannot all hold at once, with the arithmetic.
@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-/* The paper's Table 3 and text (MODEL.md section 7). */
+/* The paper's Table 3 and text (docs/MODEL.md section 7). */
 #define P_TSEND_DDP   1411.68
 #define P_TSEND_DS    1398.46
 #define P_TSEND_CADP  431.82

@@ -12,7 +12,7 @@ static void help(void)
 {
     printf(
         "usage: dpsim solve SCENARIO [--method exact|alm] [--rounding batch|largest-remainder] [--json]\n\n"
-        "Solve C-ADP's data allocation (MODEL.md section 5) for the scenario without\n"
+        "Solve C-ADP's data allocation (docs/MODEL.md section 5) for the scenario without\n"
         "simulating: how many samples each device gets so that sending the data once\n"
         "plus every epoch's slowest device is as short as possible.  Inputs come from\n"
         "the scenario: a_i = sample_bytes / server-to-device bandwidth, c_i =\n"

@@ -1,4 +1,4 @@
-/* compute.h: how long a device takes to process a batch (MODEL.md section 3).
+/* compute.h: how long a device takes to process a batch (docs/MODEL.md section 3).
  *
  * The base time comes from the scenario's compute model (scn_batch_time).
  * On top: optional multiplicative noise, lognormal with mean 1 and the

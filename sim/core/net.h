@@ -1,4 +1,4 @@
-/* net.h: links and flows with max-min fair sharing (MODEL.md section 2).
+/* net.h: links and flows with max-min fair sharing (docs/MODEL.md section 2).
  *
  * A link is one direction of a physical link with a capacity in bytes/s
  * (INFINITY = unconstrained, never a bottleneck; 0 = stalled).  A flow

@@ -1,4 +1,4 @@
-/* results.h: what one simulated run produces (MODEL.md section 6).
+/* results.h: what one simulated run produces (docs/MODEL.md section 6).
  *
  * Filled by a policy (sim/policy/), then printed by the CLI, written by the
  * store (sim/store/) and read back by it for `show`, `export` and plots.

@@ -1,4 +1,4 @@
-/* world.h: the platform a policy runs on (MODEL.md section 1), built from a
+/* world.h: the platform a policy runs on (docs/MODEL.md section 1), built from a
  * scenario: the engine, the network links, the compute model.  Kept apart
  * from what runs on it (policies), as SimGrid keeps platform and deployment
  * apart.

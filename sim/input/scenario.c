@@ -46,6 +46,8 @@ typedef struct cv {
     const char *base_dir;
     dp_err *err;
     scn_scenario *s;
+    const scn_file *given; /* trace contents to use instead of the disk (rerun) */
+    size_t n_given;
 } cv;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -365,6 +367,9 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
+                         char *shown, size_t shown_len);
+
 /* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
  * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
  * factor trace (CSV factor, mean a plain number). */
@@ -406,16 +411,73 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     const char *file = fnode->text;
     if (strlen(file) > 3000)
         return fail(c, fnode, kp, "file name too long (got %s)", got(fnode, g, sizeof g));
-    /* Relative names: next to the scenario first, then the current directory. */
-    char full[4200];
+    const scn_file *sf = NULL;
+    char shown[4200]; /* the path as resolved, for messages */
+    int r2 = file_contents(c, fnode, kp, file, &sf, shown, sizeof shown);
+    if (r2 < 0)
+        return r2;
+    dp_err e;
+    trace_opts o = {0};
+    o.format = fmt == 0   ? trace_detect_format(shown, sf->data, sf->len)
+               : fmt == 1 ? TRACE_FMT_CSV
+                          : TRACE_FMT_MAHIMAHI;
+    o.bin_s = bin;
+    o.scale_to_mean = mean;
+    o.loop = loop >= 0 ? loop : o.format == TRACE_FMT_MAHIMAHI;
+    o.value_is_bits = bits;
+    *out = trace_read_buffer(shown, sf->data, sf->len, &o, &e);
+    if (!*out)
+        return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
+                                   : fail(c, fnode, kp, "%s", e.msg);
+    return 1;
+}
+
+/* Record a file the scenario read (s->files), taking ownership of data. */
+static int add_file(cv *c, const char *name, const char *path, char *data, size_t len, const scn_file **out)
+{
+    scn_scenario *s = c->s;
+    scn_file *v = dp_realloc(s->files, (s->n_files + 1) * sizeof *v);
+    if (!v) {
+        dp_free(data);
+        return oom(c);
+    }
+    s->files = v;
+    scn_file *f = &v[s->n_files];
+    memset(f, 0, sizeof *f);
+    f->data = data;
+    f->len = len;
+    f->hash = scn_hash(data, len);
+    s->n_files++; /* from here scn_free frees it */
+    if (!(f->name = dp_strdup(name)) || !(f->path = dp_strdup(path)))
+        return oom(c);
+    *out = f;
+    return 0;
+}
+
+/* The contents of the trace file `file` (as written), recorded in s->files
+ * once per name: the given copy when there is one (rerun), else the file on
+ * disk, relative names resolved next to the scenario first, then in the
+ * current directory.  A name met again reuses its record, so two traces
+ * naming one file see the same bytes.  shown gets the name messages use:
+ * the path as resolved on disk, or the given copy's recorded path. */
+static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
+                         char *shown, size_t shown_len)
+{
+    char g[80];
+    const scn_file *given = NULL;
+    for (size_t i = 0; !given && i < c->n_given; i++)
+        if (c->given[i].name && !strcmp(c->given[i].name, file))
+            given = &c->given[i];
     const char *use = NULL;
-    if (file[0] == '/') {
+    if (given) {
+        use = given->path ? given->path : file;
+    } else if (file[0] == '/') {
         use = file;
     } else {
         if (c->base_dir && c->base_dir[0]) {
-            snprintf(full, sizeof full, "%s/%s", c->base_dir, file);
-            if (file_exists(full))
-                use = full;
+            snprintf(shown, shown_len, "%s/%s", c->base_dir, file);
+            if (file_exists(shown))
+                use = shown;
         }
         if (!use && file_exists(file))
             use = file;
@@ -427,23 +489,33 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
                         c->base_dir, got(fnode, g, sizeof g));
         return fail(c, fnode, kp, "trace file not found (got %s)", got(fnode, g, sizeof g));
     }
+    if (use != shown)
+        snprintf(shown, shown_len, "%s", use);
+    for (size_t i = 0; i < c->s->n_files; i++)
+        if (!strcmp(c->s->files[i].name, file)) {
+            *out = &c->s->files[i];
+            return 0;
+        }
+    if (given) {
+        char *copy = dp_malloc(given->len + 1);
+        if (!copy)
+            return oom(c);
+        if (given->len)
+            memcpy(copy, given->data, given->len);
+        copy[given->len] = '\0';
+        return add_file(c, file, shown, copy, given->len, out);
+    }
     dp_err e;
     size_t len = 0;
-    char *buf = dp_read_file(use, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
+    char *buf = dp_read_file(shown, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
         return fail(c, fnode, kp, "%s", e.msg);
-    trace_opts o = {0};
-    o.format = fmt == 0 ? trace_detect_format(use, buf, len) : fmt == 1 ? TRACE_FMT_CSV : TRACE_FMT_MAHIMAHI;
-    o.bin_s = bin;
-    o.scale_to_mean = mean;
-    o.loop = loop >= 0 ? loop : o.format == TRACE_FMT_MAHIMAHI;
-    o.value_is_bits = bits;
-    *out = trace_read_buffer(use, buf, len, &o, &e);
-    dp_free(buf);
-    if (!*out)
-        return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
-                                   : fail(c, fnode, kp, "%s", e.msg);
-    return 1;
+    /* The record keeps the absolute path, so that `dpsim rerun` can compare
+     * the stored bytes with the file from any directory. */
+    char *abs = realpath(shown, NULL);
+    int r = add_file(c, file, abs ? abs : shown, buf, len, out);
+    free(abs); /* realpath's block comes from malloc */
+    return r;
 }
 
 /* ---- the dynamic world ------------------------------------------------- */
@@ -1135,7 +1207,7 @@ static int convert(cv *c, const yt_node *root)
 
 /* ---- public ------------------------------------------------------------ */
 
-static uint64_t fnv1a(const char *p, size_t n)
+uint64_t scn_hash(const char *p, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++) {
@@ -1147,6 +1219,13 @@ static uint64_t fnv1a(const char *p, size_t n)
 
 scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
                               const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    return scn_load_string_files(name, text, len, base_dir, NULL, 0, ov, n_ov, err);
+}
+
+scn_scenario *scn_load_string_files(const char *name, const char *text, size_t len, const char *base_dir,
+                                    const scn_file *files, size_t n_files, const scn_override *ov,
+                                    size_t n_ov, dp_err *err)
 {
     if (!name)
         name = "<string>";
@@ -1183,7 +1262,7 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
         }
     }
     scn_scenario *s = dp_calloc(1, sizeof *s);
-    cv c = {name, base_dir, err, s};
+    cv c = {name, base_dir, err, s, files, files ? n_files : 0};
     if (!s) {
         yt_free(doc);
         oom(&c);
@@ -1196,7 +1275,7 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
         if (len)
             memcpy(s->text, text, len);
         s->text[len] = '\0';
-        s->text_hash = fnv1a(text, len);
+        s->text_hash = scn_hash(text, len);
         r = convert(&c, yt_root(doc));
     }
     s->tree = doc; /* policies' options are read from it later */
@@ -1306,6 +1385,12 @@ void scn_free(scn_scenario *s)
     dp_free(s->groups);
     dp_free(s->devices);
     yt_free(s->tree);
+    for (size_t i = 0; i < s->n_files; i++) {
+        dp_free(s->files[i].name);
+        dp_free(s->files[i].path);
+        dp_free(s->files[i].data);
+    }
+    dp_free(s->files);
     dp_free(s);
 }
 
@@ -1353,7 +1438,7 @@ const yt_node *scn_policies(const scn_scenario *s)
 
 static cv reader(const scn_scenario *s, dp_err *err)
 {
-    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s};
+    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0};
 }
 
 int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_err *err, const char *fmt,

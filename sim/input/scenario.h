@@ -27,6 +27,17 @@
 
 typedef enum { SCN_GPU = 0, SCN_CPU = 1 } scn_kind;
 
+/* A file the scenario read while loading (a trace), kept whole so that a
+ * stored run can be simulated again from the database alone, from any
+ * directory and after the file changed (store.h, `dpsim rerun`). */
+typedef struct scn_file {
+    char *name;    /* as written in the scenario (the key for lookups) */
+    char *path;    /* where it was read: an absolute path when known */
+    char *data;    /* its bytes (len of them, plus a terminating NUL) */
+    size_t len;    /* bytes */
+    uint64_t hash; /* FNV-1a 64 of data */
+} scn_file;
+
 typedef enum {
     SCN_COMPUTE_MEASURED = 0, /* batch_time: seconds for one batch of `batch` */
     SCN_COMPUTE_TABLE,        /* batch_table: [[n, seconds], ...] interpolated */
@@ -115,6 +126,8 @@ typedef struct scn_scenario {
     char *path;         /* file name used in messages ("<builtin:paper-testbed>" for embedded) */
     char *text;         /* the source text, as read (stored with results) */
     uint64_t text_hash; /* FNV-1a 64 of text */
+    size_t n_files;     /* the trace files read, each name once, in the order read */
+    scn_file *files;
 
     struct {
         char *name;
@@ -199,6 +212,17 @@ scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_o
  * Relative trace paths are resolved against `base_dir` (NULL = cwd). */
 scn_scenario *scn_load_string(const char *name, const char *text, size_t len, const char *base_dir,
                               const scn_override *ov, size_t n_ov, dp_err *err);
+/* scn_load_string, except that a trace whose file name (as written in the
+ * scenario) is the name of one of files[0..n_files) is read from that
+ * entry's data instead of the disk; other traces are read from disk as
+ * usual.  This is how a stored run is simulated again (`dpsim rerun`) with
+ * the trace contents the database kept.  files is borrowed for the call;
+ * the scenario's own files array holds copies. */
+scn_scenario *scn_load_string_files(const char *name, const char *text, size_t len, const char *base_dir,
+                                    const scn_file *files, size_t n_files, const scn_override *ov,
+                                    size_t n_ov, dp_err *err);
+/* FNV-1a 64 of n bytes: the hash of scenario texts and trace files. */
+uint64_t scn_hash(const char *p, size_t n);
 /* Load a scenario compiled into the binary: `which` = "paper-testbed"
  * (scenarios/paper-testbed.yaml at build time).  Messages and `path` say
  * "<builtin:paper-testbed>"; relative trace paths resolve against the cwd. */

@@ -11,7 +11,7 @@
  *    times non-decreasing from 0; for links the value is bits/s and is stored
  *    as bytes/s.
  *  - mahimahi: one integer millisecond timestamp per line, each a delivery
- *    opportunity for one 1500-byte packet (see ../shared/traces-real/README.md);
+ *    opportunity for one 1500-byte packet (see traces/real/README.md);
  *    binned into `bin_s` buckets (default 1 s) -> bytes/s; the period of a
  *    looping mahimahi trace is the last timestamp (where mahimahi loops)
  *    rounded to the nearest whole number of bins (at least one), with rates

@@ -1,4 +1,4 @@
-/* cadp.c: C-ADP, co-adaptive data parallelism (MODEL.md sections 4-5).
+/* cadp.c: C-ADP, co-adaptive data parallelism (docs/MODEL.md sections 4-5).
  *
  * 1. Solve for the allocation x_i (solver/: exact by default, alm on
  *    request).  A device with x_i = 0 takes no part at all.

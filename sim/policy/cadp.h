@@ -17,7 +17,7 @@ typedef struct cadp_opts {
 } cadp_opts;
 
 /* ---- the allocation problem from a scenario ---------------------------- */
-/* Per-device solver inputs (MODEL.md section 5): a_i = sample_bytes over
+/* Per-device solver inputs (docs/MODEL.md section 5): a_i = sample_bytes over
  * the bottleneck of the server-to-device path, c_i via t_i(bs_i), comm_i =
  * M / down + M / up + both latencies (the per-epoch model exchange), and the
  * per-epoch aggregation as a constant.  Arrays are dp_malloc'd; free with

@@ -1,4 +1,4 @@
-/* deepspeed.c: DeepSpeed-style ZeRO data parallelism (MODEL.md section 4).
+/* deepspeed.c: DeepSpeed-style ZeRO data parallelism (docs/MODEL.md section 4).
  *
  * Stages 1-2 (optimizer state, + gradients partitioned): devices run
  * grad_accum micro-steps, then the optimizer step reduce-scatters the

@@ -30,6 +30,7 @@ static const struct {
     {"run_segments", "run_id, rowid"},
     {"run_stats", "run_id, seq"},
     {"calibrations", "id"},
+    {"run_files", "run_id, rowid"}, /* names, paths and hashes; the contents (blobs) stay in the database */
 };
 
 /* mkdir -p: create dir and any missing parents. */

@@ -213,6 +213,15 @@ static const migration migrations[] = {
      " scenario_id INTEGER NOT NULL REFERENCES scenarios(id), spec_json TEXT NOT NULL,"
      " result_json TEXT NOT NULL, cost REAL, evaluations INTEGER NOT NULL, version TEXT NOT NULL,"
      " started_at TEXT NOT NULL);"},
+    {5, "adding the blobs and run_files tables (version 5)",
+     /* The trace files a run's scenario read, kept whole so the run can be
+      * simulated again anywhere: each distinct content once (blobs, keyed
+      * by its hash), and which run read which file under which name. */
+     "CREATE TABLE blobs(hash TEXT PRIMARY KEY, bytes INTEGER NOT NULL, data BLOB NOT NULL);"
+     "CREATE TABLE run_files(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+     " name TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL REFERENCES blobs(hash),"
+     " bytes INTEGER NOT NULL, PRIMARY KEY(run_id, name));"
+     "CREATE INDEX run_files_hash ON run_files(hash);"},
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -791,6 +800,70 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
     return e;
 }
 
+/* The trace files of s (s->files) as rows of run_files, their contents in
+ * blobs once per hash.  A stored blob of the same hash but other bytes is a
+ * hash collision and is refused rather than silently shared. */
+static int insert_files(store *st, int64_t run_id, const scn_scenario *s, dp_err *err)
+{
+    if (!s->n_files)
+        return 0;
+    sqlite3_stmt *get = NULL, *blob = NULL, *rf = NULL;
+    int e = prepare(st, "SELECT bytes, data FROM blobs WHERE hash = ?1", &get, "storing trace files", err);
+    if (!e)
+        e = prepare(st, "INSERT INTO blobs(hash, bytes, data) VALUES(?1, ?2, ?3)", &blob,
+                    "storing trace files", err);
+    if (!e)
+        e = prepare(st, "INSERT INTO run_files(run_id, name, path, hash, bytes) VALUES(?1, ?2, ?3, ?4, ?5)",
+                    &rf, "storing trace files", err);
+    for (size_t i = 0; !e && i < s->n_files; i++) {
+        const scn_file *f = &s->files[i];
+        if (!f->name || !f->path || (f->len && !f->data) || f->len > (size_t)INT32_MAX) {
+            e = dp_err_set(err, DP_EINPUT, "%s: trace file %zu of the scenario is incomplete or too large",
+                           st->path, i);
+            break;
+        }
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, f->hash);
+        sqlite3_bind_text(get, 1, hex, -1, SQLITE_TRANSIENT);
+        int rc = sqlite3_step(get);
+        if (rc == SQLITE_ROW) {
+            const void *d = sqlite3_column_blob(get, 1);
+            int n = sqlite3_column_bytes(get, 1);
+            if ((size_t)n != f->len || (n && memcmp(d, f->data, (size_t)n) != 0))
+                e = dp_err_set(err, DP_ERUN,
+                               "%s: trace file '%s' has the same hash %s as a stored file but other bytes"
+                               " (hash collision)",
+                               st->path, f->name, hex);
+        } else if (rc == SQLITE_DONE) {
+            sqlite3_bind_text(blob, 1, hex, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(blob, 2, (int64_t)f->len);
+            sqlite3_bind_blob(blob, 3, f->data ? f->data : "", (int)f->len, SQLITE_STATIC);
+            rc = sqlite3_step(blob);
+            sqlite3_reset(blob);
+            if (rc != SQLITE_DONE)
+                e = db_fail(st, rc, "storing trace files", err);
+        } else {
+            e = db_fail(st, rc, "storing trace files", err);
+        }
+        sqlite3_reset(get);
+        if (e)
+            break;
+        sqlite3_bind_int64(rf, 1, run_id);
+        sqlite3_bind_text(rf, 2, f->name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(rf, 3, f->path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(rf, 4, hex, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(rf, 5, (int64_t)f->len);
+        rc = sqlite3_step(rf);
+        sqlite3_reset(rf);
+        if (rc != SQLITE_DONE)
+            e = db_fail(st, rc, "storing trace files", err);
+    }
+    sqlite3_finalize(get);
+    sqlite3_finalize(blob);
+    sqlite3_finalize(rf);
+    return e;
+}
+
 /* Checks a run before any SQL: NOT NULL REAL columns cannot take NaN
  * (SQLite would store NULL and refuse), and arrays must match counts. */
 static int check_run(const store *st, const res_run *r, dp_err *err)
@@ -882,6 +955,8 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         e = insert_run(st, &w, &id, err);
     if (!e)
         e = insert_children(st, id, r, fail_at, err);
+    if (!e)
+        e = insert_files(st, id, s, err);
     if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
         e = db_fail(st, rc, "committing the run", err);
     if (e)
@@ -1376,6 +1451,79 @@ int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char *
     *overrides = ov;
     *n_overrides = n_ov;
     *seed = sd;
+    return 0;
+}
+
+void store_files_free(scn_file *files, size_t n)
+{
+    for (size_t i = 0; files && i < n; i++) {
+        dp_free(files[i].name);
+        dp_free(files[i].path);
+        dp_free(files[i].data);
+    }
+    dp_free(files);
+}
+
+int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_files, dp_err *err)
+{
+    if (!st || !files || !n_files)
+        return dp_err_set(err, DP_EINPUT, "store_get_run_files: NULL argument");
+    *files = NULL;
+    *n_files = 0;
+    int e = begin_read(st, "reading a run's trace files", err);
+    if (e)
+        return e;
+    sqlite3_stmt *s = NULL;
+    scn_file *v = NULL;
+    size_t n = 0;
+    e = prepare(st,
+                "SELECT f.name, f.path, f.hash, b.data FROM run_files f JOIN blobs b ON b.hash = f.hash"
+                " WHERE f.run_id = ?1 ORDER BY f.rowid",
+                &s, "reading a run's trace files", err);
+    int rc = SQLITE_DONE;
+    if (!e)
+        sqlite3_bind_int64(s, 1, run_id);
+    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        scn_file *nv = dp_realloc(v, (n + 1) * sizeof *nv);
+        if (!nv) {
+            e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading trace files", st->path);
+            break;
+        }
+        v = nv;
+        scn_file *f = &v[n++];
+        memset(f, 0, sizeof *f);
+        const void *d = sqlite3_column_blob(s, 3);
+        size_t len = (size_t)sqlite3_column_bytes(s, 3);
+        f->name = dp_strdup(col_text(s, 0));
+        f->path = dp_strdup(col_text(s, 1));
+        f->data = dp_malloc(len + 1);
+        if (!f->name || !f->path || !f->data) {
+            e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading trace files", st->path);
+            break;
+        }
+        if (len)
+            memcpy(f->data, d, len);
+        f->data[len] = '\0';
+        f->len = len;
+        f->hash = scn_hash(f->data, len);
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, f->hash);
+        if (strcmp(hex, col_text(s, 2)) != 0)
+            e = dp_err_set(err, DP_ERUN,
+                           "%s: run %" PRId64 ": stored trace file '%s' does not match its hash %s", st->path,
+                           run_id, f->name, col_text(s, 2));
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = db_fail(st, rc, "reading a run's trace files", err);
+    if (s)
+        sqlite3_finalize(s);
+    e = end_read(st, e, "reading a run's trace files", err);
+    if (e) {
+        store_files_free(v, n);
+        return e;
+    }
+    *files = v;
+    *n_files = n;
     return 0;
 }
 

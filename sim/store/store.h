@@ -1,7 +1,8 @@
 /* store.h: the results database (SQLite).
  *
  * One file (default results.db) holds the scenarios that were run (their
- * text, so any run can be repeated from the database alone), every run with
+ * text and the trace files they read, so any run can be repeated from the
+ * database alone), every run with
  * its policy, options, overrides, seed, dpsim version, metrics, per-device,
  * per-epoch, FLOPS-bin and timeline rows, and the sweeps.  The schema is
  * documented in sim/store/SCHEMA.md ("Results database"); its version is
@@ -43,7 +44,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
@@ -69,8 +70,9 @@ void store_close(store *st);
 store *store_open_read(const char *path, dp_err *err);
 
 /* Store a finished run: the scenario (deduplicated by its text hash; s->name,
- * s->text, s->text_hash are read), the run row and all its children, in one
- * transaction.  overrides: n_overrides "KEY=VALUE" strings applied to the
+ * s->text, s->text_hash are read), the run row and all its children, and
+ * the trace files the scenario read (s->files: contents deduplicated by
+ * hash), in one transaction.  overrides: n_overrides "KEY=VALUE" strings applied to the
  * scenario (may be NULL when n_overrides is 0).  r->options_json NULL is
  * stored as "{}".  version: the dpsim version string.  started_at: an
  * ISO-8601 UTC time from the caller (the library never reads the clock for
@@ -114,6 +116,16 @@ int store_get_run(store *st, int64_t run_id, res_run **out, dp_err *err);
  * On error every output is left NULL/0.  DP_EINPUT when no such run. */
 int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,
                          char ***overrides, size_t *n_overrides, char **policy, uint64_t *seed, dp_err *err);
+/* The trace files run_id's scenario read when it ran (store_put_run keeps
+ * s->files): name as written, path as resolved then (absolute when it
+ * could be), contents and hash, in the order they were read.  Runs stored
+ * before schema version 3, and runs of scenarios without traces, have
+ * none (*n_files = 0).  *files is freed with store_files_free.  A stored
+ * content that does not match its hash is DP_ERUN.  Pass the files to
+ * scn_load_string_files to simulate the run with the same traces. */
+int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_files, dp_err *err);
+/* Free an array of n files from store_get_run_files; (NULL, 0) is a no-op. */
+void store_files_free(scn_file *files, size_t n);
 /* Free an array of n dp_malloc'd strings and the array; (NULL, 0) is a no-op. */
 void store_strings_free(char **v, size_t n);
 
@@ -123,7 +135,8 @@ void store_strings_free(char **v, size_t n);
 int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err);
 
 /* Write every table as DIR/TABLE.csv (scenarios, sweeps, runs, run_devices,
- * run_epochs, run_flops, run_segments).  dir and its missing parents are
+ * run_epochs, run_flops, run_segments, run_files; not blobs, the trace
+ * contents, which are binary).  dir and its missing parents are
  * created.  RFC 4180: a header row of column names, CRLF line ends, a field
  * holding a comma, quote, CR or LF is quoted with inner quotes doubled;
  * NULL is an empty field; REALs print as %.17g (exact).  Each file is

@@ -142,7 +142,7 @@ typedef struct sweep_stats {
  * cfg->jobs forked workers that each open their own connection and commit
  * every run (ok or failed) as it completes, report progress, and print the
  * summary per policy to cfg->summary_out.
- * Seeds: the seed only feeds compute noise (MODEL.md section 3; traces are
+ * Seeds: the seed only feeds compute noise (docs/MODEL.md section 3; traces are
  * deterministic), so without noise in the scenario or on an axis one seed
  * suffices and only seed 1 runs; otherwise seeds 1..cfg->seeds.
  * Returns 0 when every run of the shard is stored (some may be stored as
