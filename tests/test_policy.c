@@ -158,8 +158,11 @@ Test(policy, ddp_replicate_sends_whole_dataset)
 }
 
 /* ZeRO-2, no overlap: reduce-scatter (1 round) + all-gather (1 round) per
- * step: the same 3.04 s step as DDP's one bucket.  grad_accum 2: one
- * optimizer step per epoch after 2 micro-steps (b: 4 s). */
+ * step: the same 3.04 s step as DDP's one bucket.  grad_accum 2: ZeRO-2
+ * keeps only its gradient partition, so each micro-step (b: 2 s) ends with
+ * a reduce-scatter (0.52), and the optimizer step after the second adds the
+ * all-gather (0.52): 2 + 0.52 + 2 + 0.52 + 0.52 = 5.56 s per epoch, 3
+ * rounds of 5e5 B per device. */
 Test(policy, deepspeed_stage2_hand_timeline)
 {
     scn_scenario *s = load(TWO, NULL, 0);
@@ -170,10 +173,39 @@ Test(policy, deepspeed_stage2_hand_timeline)
     scn_override ov[1] = {{"policies.deepspeed.grad_accum", "2"}};
     s = load(TWO, ov, 1);
     r = run(policy_find("deepspeed"), s);
+    double ends[2] = {1.21 + 5.56, 1.21 + 2 * 5.56};
+    expect_epochs(r, ends, 2);
+    for (int d = 0; d < 2; d++)
+        expect_close(r->devices[d].bytes_sent, 2 * 3 * 5e5);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-1 keeps full gradients: grad_accum 2 accumulates them locally and
+ * reduces once per optimizer step: 4 s of compute (b), reduce-scatter and
+ * all-gather (1.04): 5.04 s per epoch, 2 rounds of 5e5 B per device. */
+Test(policy, deepspeed_stage1_accumulates_locally)
+{
+    scn_override ov[2] = {{"policies.deepspeed.grad_accum", "2"}, {"policies.deepspeed.stage", "1"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    res_run *r = run(policy_find("deepspeed"), s);
     double ends[2] = {1.21 + 5.04, 1.21 + 2 * 5.04};
     expect_epochs(r, ends, 2);
     for (int d = 0; d < 2; d++)
         expect_close(r->devices[d].bytes_sent, 2 * 2 * 5e5);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-2 with grad_accum 3 and two micro-steps an epoch: the epoch's end
+ * is an optimizer step too (the all-gather is not carried over). */
+Test(policy, deepspeed_stage2_steps_at_epoch_end)
+{
+    scn_override ov[1] = {{"policies.deepspeed.grad_accum", "3"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(policy_find("deepspeed"), s);
+    double ends[2] = {1.21 + 5.56, 1.21 + 2 * 5.56};
+    expect_epochs(r, ends, 2);
     res_run_free(r);
     scn_free(s);
 }

@@ -163,7 +163,10 @@ int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mo
  * has run the forward part and (k+1)/K of the backward of its last
  * micro-step, and starts when ready and the previous bucket is done; with
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
- * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+ * `allgather_after`, an all-gather of M (ZeRO's updated parameters): after
+ * every group, or with `gather_every` = k > 1 after every k-th group and at
+ * the end of each epoch (ZeRO-2 reduce-scatters each micro-step's gradients
+ * but steps the optimizer every grad_accum micro-steps). */
 typedef struct sync_cfg {
     int micro_per_sync; /* >= 1 */
     int overlap;
@@ -171,6 +174,7 @@ typedef struct sync_cfg {
     double backward_fraction; /* (0, 1] */
     coll_kind op;
     int allgather_after;
+    int gather_every; /* groups per all-gather; 0 or 1: every group */
     prt_data_mode data;
     prt_coll_mode mode;
 } sync_cfg;

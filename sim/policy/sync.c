@@ -33,6 +33,7 @@ typedef struct sync_state {
     size_t started_last;
     double group_t0;
     size_t ready_devs; /* devices holding data + model */
+    int since_gather;  /* groups reduced since the last all-gather */
 } sync_state;
 
 int equal_split(prt *rt, prt_data_mode data, double *bytes)
@@ -100,7 +101,12 @@ static void on_bucket_done(prt *rt, void *ctx)
         try_next_bucket(rt);
         return;
     }
-    if (st->cfg.allgather_after) {
+    /* The optimizer steps (and ZeRO all-gathers the updated parameters)
+     * every gather_every groups, and always at the end of an epoch. */
+    int step = ++st->since_gather >= st->cfg.gather_every || !prt_work_left(rt);
+    if (step)
+        st->since_gather = 0;
+    if (st->cfg.allgather_after && step) {
         if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->cfg.mode, epoch_or_group_done,
                        NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
