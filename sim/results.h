@@ -84,7 +84,7 @@ typedef struct res_run {
 
     double tsend_s, ttraining_s, ttotal_s;
     double tflops;            /* paper's count: flops_per_sample * samples processed / Ttraining / 1e12 */
-    double utilization;       /* busy compute seconds / (N * Ttraining) */
+    double utilization;       /* busy compute seconds in [Tsend, Ttotal] / (N * Ttraining) */
     double samples_processed; /* over all epochs and devices */
     double bytes_total;       /* bytes moved over the network */
     uint64_t events;          /* engine events processed */

@@ -497,3 +497,75 @@ Test(policy, cadp_solve_by_groups_matches_per_device)
     cadp_inputs_free(&in);
     scn_free(s);
 }
+
+/* ---- utilisation counts compute inside [Tsend, Ttotal] only ------------- */
+
+/* A policy that computes before Tsend: device a gets 1e5 B of data, b 1e6
+ * B; each starts when its own data and model are in.  a: data 0.01 + 2e5 /
+ * 1e6 = 0.21, model 0.01 + 1.1e6 / 1e6 = 1.11, then 3 batches of 1 s (to
+ * 4.11); b: data and model both at 0.01 + 2e6 / 1e6 = 2.01 = Tsend, then
+ * one batch of 2 s (to 4.01).  Ttraining = 4.11 - 2.01 = 2.1.  Compute in
+ * [Tsend, Ttotal]: a 2.1, b 2.0: utilisation 4.1 / (2 x 2.1).  Counting
+ * a's second before Tsend too would give 5 / 4.2, over 100%. */
+typedef struct early_dev {
+    size_t d;
+    int batches_left;
+} early_dev;
+static early_dev early[2];
+static int early_running;
+
+static void early_batch(prt *rt, void *ctx)
+{
+    early_dev *ed = ctx;
+    if (ed->batches_left-- > 0) {
+        prt_compute(rt, ed->d, 10, 1.0, early_batch, ed, NULL);
+        return;
+    }
+    if (--early_running == 0)
+        prt_end_epoch(rt);
+}
+
+static int early_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    double bytes[2] = {1e5, 1e6};
+    void *ctx[2] = {&early[0], &early[1]};
+    early[0] = (early_dev){0, 3};
+    early[1] = (early_dev){1, 1};
+    early_running = 2;
+    prt_share(rt)[0] = 10;
+    prt_share(rt)[1] = 100;
+    return prt_distribute(rt, bytes, NULL, early_batch, ctx);
+}
+
+static void early_free(prt *rt, const void *opts)
+{
+    (void)rt;
+    (void)opts;
+}
+
+static const policy_def policy_early = {
+    .name = "early",
+    .label = "early",
+    .color = "#000000",
+    .summary = "computes before Tsend (test)",
+    .start = early_start,
+    .free = early_free,
+};
+
+Test(policy, utilisation_counts_the_training_window)
+{
+    dp_err err = {0};
+    cr_assert_eq(policy_register(&policy_early, &err), 0, "%s", err.msg);
+    scn_override ov[1] = {{"training.epochs", "1"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(&policy_early, s);
+    expect_close(r->tsend_s, 2.01);
+    expect_close(r->ttotal_s, 4.11);
+    expect_close(r->devices[0].compute_s, 3.0);
+    expect_close(r->devices[1].compute_s, 2.0);
+    expect_close(r->utilization, 4.1 / (2 * 2.1));
+    cr_expect(r->utilization <= 1.0);
+    res_run_free(r);
+    scn_free(s);
+}
