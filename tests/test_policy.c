@@ -569,3 +569,57 @@ Test(policy, utilisation_counts_the_training_window)
     res_run_free(r);
     scn_free(s);
 }
+
+/* ---- analytic collectives see the ring's own link sharing --------------- */
+
+/* Four devices alternating between two sites (a1 eu, b1 us, a2 eu, b2 us):
+ * every ring edge crosses the WAN, two flows each way.  WAN 8 Mbit/s = 1e6
+ * B/s, 10 ms one way; access links 80 Mbit/s, 1 ms.  Model 4e6 B, chunk 1e6
+ * B: each round 0.012 + 2 x 1e6 / 1e6 = 2.012 s (the WAN halved between two
+ * flows; the old analytic mode said 1.012).  DDP, no overlap, one step: data
+ * (shard, 1 sample of 1 B) and model 4e6 B from a server in eu: the us
+ * devices' two model flows share the eu->us WAN: 0.011 + 2 x 4e6 / 1e6 =
+ * 8.011 s; one batch of 1 s; 6 rounds. */
+Test(policy, analytic_ring_sees_shared_wan)
+{
+    static const char *ALT = "name: alt\n"
+                             "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+                             "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
+                             "training: { epochs: 1 }\n"
+                             "sites: [eu, us]\n"
+                             "server: { site: eu }\n"
+                             "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
+                             "devices:\n"
+                             "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "policies: { ddp: { data: shard, overlap: false } }\n";
+    double T[2], sent[2][4], busy[2][4];
+    for (int mode = 0; mode < 2; mode++) {
+        scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
+        scn_scenario *s = load(ALT, ov, 1);
+        res_run *r = run(policy_find("ddp"), s);
+        T[mode] = r->ttotal_s;
+        for (int d = 0; d < 4; d++) {
+            sent[mode][d] = r->devices[d].bytes_sent;
+            busy[mode][d] = r->devices[d].send_s;
+        }
+        res_run_free(r);
+        scn_free(s);
+    }
+    /* the model (4e6 B, twice the data's 1 B) ends last: 0.011 + 2 x (4e6 + 1) / 1e6 */
+    double ready = 0.011 + 2 * (4e6 + 1) / 1e6;
+    expect_close(T[0], ready + 1 + 6 * 2.012);
+    expect_close(T[1], T[0]);
+    for (int d = 0; d < 4; d++) {
+        expect_close(sent[1][d], sent[0][d]);
+        /* an up link at 1e7 B/s is busy only while its flow moves, at the
+         * WAN's share of 5e5 B/s: 6 rounds x 2 s */
+        expect_close(busy[1][d], 6 * 2.0);
+    }
+}

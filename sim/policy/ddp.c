@@ -23,7 +23,8 @@ static const popt ddp_table[] = {
     {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ddp_opts, backward_fraction),
      2.0 / 3.0, 0, 1, NULL, "share of a batch's time spent in the backward pass"},
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, collective), PRT_COLL_FLOWS, 0, 0,
-     popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"},
+     popt_collective_names,
+     "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 

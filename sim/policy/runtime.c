@@ -243,6 +243,7 @@ void prt_free(prt *rt)
     dp_free(rt->part_done);
     dp_free(rt->server_bytes);
     dp_free(rt->coll_dev);
+    dp_free(rt->coll_link_n);
     dp_free(tl->hist);
     dp_free(tl->cslots);
     dp_free(tl->xctx);

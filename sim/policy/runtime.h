@@ -137,15 +137,18 @@ typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_ki
  * all-reduce 2(N-1) rounds, reduce-scatter and all-gather N-1 rounds, each
  * round every device sends bytes/N to its successor and ends when all its
  * flows end.  mode flows: real flows through the network model; analytic:
- * round time max over ring edges of latency + (bytes/N)/bottleneck, no
- * flows.  fn(rt, ctx) runs when the collective ends. */
+ * no flows, round time max over ring edges of latency + (bytes/N) / rate,
+ * rate = min over the edge's links of capacity / ring edges crossing the
+ * link (exact under max-min sharing when flows that share a link have
+ * equal latencies).  fn(rt, ctx) runs when the collective ends. */
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx);
 /* The same over members[0..m) only, in that ring order (distinct device
  * indices; the array is copied): a site's devices, the survivors of a
  * failure.  m < 2 ends at once. */
 int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
                      prt_fn fn, void *ctx);
-/* The analytic duration of a collective over all devices now (tests, docs). */
+/* The analytic duration of a collective over all devices now (tests,
+ * docs); negative when out of memory. */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
 /* Events one ring collective as flows takes over n devices: policies that
  * use flows refuse scenarios past the per-run event budget up front. */
