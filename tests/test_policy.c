@@ -623,3 +623,45 @@ Test(policy, analytic_ring_sees_shared_wan)
         expect_close(busy[1][d], 6 * 2.0);
     }
 }
+
+/* ---- the C-ADP planner plans with the link the run will see -------------- */
+
+/* b's down link is fast (8 Mbit/s) for 0.1 s, then 80 kbit/s (1e4 B/s) for
+ * good: the CSV trace does not loop, so its last value holds.  The trace's
+ * own mean (its points, [0, 0.1]) said 8 Mbit/s and the planner gave b a
+ * share, whose model download then took 100 s an epoch.  Planned over the
+ * window of the epochs, b's exchange costs about 101 s and a alone does
+ * better: b gets nothing.  a alone, by hand (TWO's world): ready 0.01 +
+ * (4e5 + 1e6) / 1e6 = 1.41; epoch 1: 4 batches of 1 s, upload 1.01,
+ * aggregation 0.1; epoch 2: download 1.01, 4 s, upload 1.01, 0.1. */
+Test(policy, cadp_plans_with_the_held_trace_value)
+{
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/drop.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/drop.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,bandwidth_bps\n0,8000000\n0.1,80000\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    const char *b_link = "link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }";
+    const char *at = strstr(TWO, "  - { name: b");
+    cr_assert(at && strstr(at, b_link));
+    fwrite(TWO, 1, (size_t)(strstr(at, b_link) - TWO), f);
+    fputs("link: { up: 8Mbps, down: 8Mbps, latency: 10ms, down_trace: drop.csv } }", f);
+    fputs(strstr(at, b_link) + strlen(b_link), f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = run(policy_find("cadp"), s);
+    cr_expect_eq(r->devices[0].samples, 40);
+    cr_expect_eq(r->devices[1].samples, 0);
+    expect_close(r->ttotal_s, 1.41 + 4 + 1.01 + 0.1 + 1.01 + 4 + 1.01 + 0.1);
+    res_run_free(r);
+    scn_free(s);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}

@@ -31,27 +31,37 @@ typedef struct cadp_state {
     size_t downloaded;
 } cadp_state;
 
-static double path_bottleneck(const scn_scenario *s, size_t d, int down)
+/* Mean capacity of a link over [w0, w1] (w1 <= w0: the trace's own mean,
+ * the first plan's guess). */
+static double link_mean(double bw, const trace *tr, double w0, double w1)
 {
-    const scn_group *g = &s->groups[s->devices[d].group];
-    double acc = down ? g->link.down_Bps : g->link.up_Bps;
-    const trace *tr = down ? g->link.down_trace : g->link.up_trace;
-    if (tr)
-        acc = trace_mean(tr); /* the solver plans with the mean of a varying link */
+    if (!tr)
+        return bw;
+    double m = w1 > w0 ? trace_mean_over(tr, w0, w1) : 0;
+    return m > 0 ? m : trace_mean(tr); /* an outage over the whole window: the trace's mean */
+}
+
+/* Bottleneck of the path between the server and group g's devices (down:
+ * server -> device), each varying link at its mean over [w0, w1]. */
+static double path_bottleneck(const scn_scenario *s, size_t gi, int down, double w0, double w1)
+{
+    const scn_group *g = &s->groups[gi];
+    double acc = link_mean(down ? g->link.down_Bps : g->link.up_Bps,
+                           down ? g->link.down_trace : g->link.up_trace, w0, w1);
     double bw = fmin(acc, down ? s->server.nic_up_Bps : s->server.nic_down_Bps);
     int a = s->server.site, b = g->site;
     if (a >= 0 && b >= 0 && a != b)
         for (size_t k = 0; k < s->n_wan; k++) {
             const scn_wan *w = &s->wan[k];
             if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
-                bw = fmin(bw, w->trace ? trace_mean(w->trace) : w->bandwidth_Bps);
+                bw = fmin(bw, link_mean(w->bandwidth_Bps, w->trace, w0, w1));
         }
     return bw;
 }
 
-static double path_latency(const scn_scenario *s, size_t d)
+static double path_latency(const scn_scenario *s, size_t gi)
 {
-    const scn_group *g = &s->groups[s->devices[d].group];
+    const scn_group *g = &s->groups[gi];
     double lat = g->link.latency_s;
     int a = s->server.site, b = g->site;
     if (a >= 0 && b >= 0 && a != b)
@@ -77,7 +87,8 @@ void cadp_inputs_free(cadp_inputs *in)
     in->names = NULL;
 }
 
-int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
+int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
+                             cadp_inputs *in, dp_err *err)
 {
     size_t n = s->n_devices;
     in->n = n;
@@ -91,23 +102,39 @@ int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
         return dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
     }
     double M = s->model.model_bytes;
+    /* per group: a group's devices share their link settings and traces */
+    double send = 0, bt = 0, comm = 0;
+    size_t gprev = (size_t)-1;
     for (size_t d = 0; d < n; d++) {
-        const scn_group *g = &s->groups[s->devices[d].group];
-        double down = path_bottleneck(s, d, 1), up = path_bottleneck(s, d, 0), lat = path_latency(s, d);
+        size_t gi = s->devices[d].group;
+        const scn_group *g = &s->groups[gi];
         in->names[d] = s->devices[d].name;
-        if (!(down > 0) || !(up > 0)) {
-            const char *nm = s->devices[d].name;
-            cadp_inputs_free(in);
-            return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
-                              nm);
+        if (gi != gprev) {
+            double down = path_bottleneck(s, gi, 1, send0, send1);
+            double exdown = path_bottleneck(s, gi, 1, ex0, ex1), exup = path_bottleneck(s, gi, 0, ex0, ex1);
+            if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
+                const char *nm = s->devices[d].name;
+                cadp_inputs_free(in);
+                return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
+                                  nm);
+            }
+            send = s->dataset.sample_bytes / down;
+            bt = scn_batch_time(s, g, g->batch);
+            comm = M / exdown + M / exup + 2 * path_latency(s, gi);
+            gprev = gi;
         }
-        in->send_s[d] = s->dataset.sample_bytes / down;
+        in->send_s[d] = send;
         in->batch[d] = g->batch;
-        in->batch_s[d] = scn_batch_time(s, g, g->batch);
-        in->comm_s[d] = M / down + M / up + 2 * lat;
+        in->batch_s[d] = bt;
+        in->comm_s[d] = comm;
     }
     in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
     return 0;
+}
+
+int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
+{
+    return cadp_inputs_build_window(s, 0, 0, 0, 0, in, err);
 }
 
 void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
@@ -248,6 +275,63 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
     return rc ? rc : solve_classes(s, &p, method, prm, out, err);
 }
 
+static int has_link_trace(const scn_scenario *s)
+{
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (s->groups[g].link.up_trace || s->groups[g].link.down_trace)
+            return 1;
+    for (size_t k = 0; k < s->n_wan; k++)
+        if (s->wan[k].trace)
+            return 1;
+    return 0;
+}
+
+static int same_alloc(const slv_result *a, const slv_result *b)
+{
+    for (size_t d = 0; d < a->n; d++)
+        if (a->alloc[d] != b->alloc[d])
+            return 0;
+    return 1;
+}
+
+int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
+              int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, dp_err *err)
+{
+    *out = NULL;
+    int rc = cadp_inputs_build(s, in, err);
+    if (rc)
+        return rc;
+    if ((rc = cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
+        cadp_inputs_free(in);
+        return rc;
+    }
+    for (int round = 1; round < CADP_PLAN_ROUNDS && has_link_trace(s); round++) {
+        /* the data moves over [0, send term], the models over the epochs after */
+        double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
+        cadp_inputs next;
+        slv_result *r = NULL;
+        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, &next, err)))
+            break;
+        if ((rc = cadp_solve(s, o, &next, method, prm, paper_model, &r, classes, err))) {
+            cadp_inputs_free(&next);
+            break;
+        }
+        int same = same_alloc(r, *out);
+        cadp_inputs_free(in);
+        *in = next;
+        slv_result_free(*out);
+        *out = r;
+        if (same)
+            break;
+    }
+    if (rc) {
+        slv_result_free(*out);
+        *out = NULL;
+        cadp_inputs_free(in);
+    }
+    return rc;
+}
+
 /* ---- the event flow ------------------------------------------------------------ */
 
 static void local_batch(prt *rt, void *ctx);
@@ -330,17 +414,14 @@ static int cadp_start(prt *rt, const void *opts)
     const cadp_opts *o = opts;
     const scn_scenario *s = prt_scn(rt);
     cadp_inputs in;
-    int rc = cadp_inputs_build(s, &in, prt_err(rt));
-    if (rc)
-        return rc;
     slv_params prm;
     slv_params_default(&prm);
     prm.rounding = cadp_slv_rounding(o);
     slv_result *res = NULL;
-    rc = cadp_solve(s, o, &in, cadp_method(o), &prm, 0, &res, NULL, prt_err(rt));
-    cadp_inputs_free(&in);
+    int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, prt_err(rt));
     if (rc)
         return rc;
+    cadp_inputs_free(&in);
     cadp_state *st = dp_calloc(1, sizeof *st);
     double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     int *skip = dp_calloc(prt_n(rt), sizeof *skip);
