@@ -665,3 +665,98 @@ Test(policy, cadp_plans_with_the_held_trace_value)
     remove(yaml);
     rmdir(dir);
 }
+
+/* ---- WAN routes over other sites ---------------------------------------- */
+
+/* Sites hq, hub, far, alt: WAN hq-hub (8 Mbit/s, 10 ms), hub-far (16 Mbit/s,
+ * 10 ms), hq-alt (80 Mbit/s, 30 ms), alt-far (80 Mbit/s, 30 ms); no hq-far
+ * entry.  The server is in hq, one device in far.  The route hq -> far is
+ * the least-latency one, over hub (20 ms, not 60 ms over alt): its links
+ * are hq-hub, hub-far and the device's down link, latency 20 + 1 ms. */
+static const char *ROUTED = "name: routed\n"
+                            "model: { name: m, params: 250000, flops_per_sample: 1.0e6 }\n"
+                            "dataset: { name: d, samples: 10, sample_bytes: 100000 }\n"
+                            "training: { epochs: 1 }\n"
+                            "sites: [hq, hub, far, alt]\n"
+                            "server: { site: hq }\n"
+                            "wan:\n"
+                            "  - { between: [hq, hub], bandwidth: 8Mbps, latency: 10ms }\n"
+                            "  - { between: [hub, far], bandwidth: 16Mbps, latency: 10ms }\n"
+                            "  - { between: [hq, alt], bandwidth: 80Mbps, latency: 30ms }\n"
+                            "  - { between: [far, alt], bandwidth: 80Mbps, latency: 30ms }\n"
+                            "devices:\n"
+                            "  - { name: a, site: far, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                            "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                            "policies: { ddp: { data: shard } }\n";
+
+Test(policy, wan_route_over_another_site)
+{
+    scn_scenario *s = load(ROUTED, NULL, 0);
+    dp_err err = {0};
+    world *w = world_new(s, 1, &err);
+    cr_assert(w, "%s", err.msg);
+    int links[NET_MAX_PATH];
+    size_t nl;
+    double lat;
+    cr_assert_eq(world_path(w, 0, 1, links, &nl, &lat), 0);
+    cr_expect_eq(nl, 3);
+    expect_close(lat, 0.021);
+    net *n = world_net(w);
+    cr_expect_str_eq(net_link_name(n, links[0]), "wan.hq-hub.fwd");
+    cr_expect_str_eq(net_link_name(n, links[1]), "wan.hub-far.fwd");
+    cr_assert_eq(world_path(w, 1, 0, links, &nl, &lat), 0); /* and back */
+    cr_expect_eq(nl, 3);
+    cr_expect_str_eq(net_link_name(n, links[1]), "wan.hub-far.rev");
+    cr_expect_str_eq(net_link_name(n, links[2]), "wan.hq-hub.rev");
+    world_free(w);
+    /* DDP: data 1e6 B and model 1e6 B share the 1e6 B/s hq-hub link: both
+     * end at 0.021 + 2 s. */
+    res_run *r = run(policy_find("ddp"), s);
+    expect_close(r->tsend_s, 0.021 + 2.0);
+    res_run_free(r);
+    /* the C-ADP planner sees the same route: a sample takes 1e5 / 1e6 s */
+    cadp_inputs in;
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    expect_close(in.send_s[0], 0.1);
+    expect_close(in.comm_s[0], 2 * (1e6 / 1e6) + 2 * 0.021);
+    cadp_inputs_free(&in);
+    scn_free(s);
+}
+
+/* Sites chained by WAN links, eight in a row: the ends are 7 links apart,
+ * past what a path holds (WORLD_MAX_WAN_HOPS = 6): an input error naming
+ * them, not a silently unconstrained path. */
+Test(policy, wan_route_too_long_is_an_input_error)
+{
+    char text[2048];
+    int len = snprintf(text, sizeof text,
+                       "name: chain\n"
+                       "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+                       "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+                       "training: { epochs: 1 }\n"
+                       "sites: [s0, s1, s2, s3, s4, s5, s6, s7]\n"
+                       "server: { site: s0 }\n"
+                       "wan:\n");
+    for (int i = 0; i < 7; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "  - { between: [s%d, s%d], bandwidth: 1Gbps, latency: 1ms }\n", i, i + 1);
+    snprintf(text + len, sizeof text - (size_t)len,
+             "devices:\n"
+             "  - { name: a, site: s7, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+             "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n");
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err err = {0};
+    world *w = world_new(s, 1, &err);
+    cr_expect_null(w);
+    cr_expect_eq(err.code, DP_EINPUT);
+    cr_expect(strstr(err.msg, "s0") && strstr(err.msg, "s7"), "%s", err.msg);
+    world_free(w);
+    /* six links are fine */
+    scn_override ov[1] = {{"devices.a.site", "s6"}};
+    scn_free(s);
+    s = load(text, ov, 1);
+    w = world_new(s, 1, &err);
+    cr_expect(w, "%s", err.msg);
+    world_free(w);
+    scn_free(s);
+}

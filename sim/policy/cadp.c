@@ -13,6 +13,7 @@
 #include "cadp.h"
 #include "runtime.h"
 #include "slv.h"
+#include "world.h"
 
 #include <stddef.h>
 
@@ -41,36 +42,34 @@ static double link_mean(double bw, const trace *tr, double w0, double w1)
     return m > 0 ? m : trace_mean(tr); /* an outage over the whole window: the trace's mean */
 }
 
-/* Bottleneck of the path between the server and group g's devices (down:
- * server -> device), each varying link at its mean over [w0, w1]. */
-static double path_bottleneck(const scn_scenario *s, size_t gi, int down, double w0, double w1)
+/* The path between the server and group g's devices, over the WAN route
+ * the world uses (world_wan_route): its bottleneck each way (down: server
+ * -> device), each varying link at its mean over [w0, w1], and its one-way
+ * latency.  0 or an error (a route longer than the world allows). */
+static int server_path(const scn_scenario *s, size_t gi, double w0, double w1, double *down, double *up,
+                       double *lat, dp_err *err)
 {
     const scn_group *g = &s->groups[gi];
-    double acc = link_mean(down ? g->link.down_Bps : g->link.up_Bps,
-                           down ? g->link.down_trace : g->link.up_trace, w0, w1);
-    double bw = fmin(acc, down ? s->server.nic_up_Bps : s->server.nic_down_Bps);
-    int a = s->server.site, b = g->site;
-    if (a >= 0 && b >= 0 && a != b)
-        for (size_t k = 0; k < s->n_wan; k++) {
-            const scn_wan *w = &s->wan[k];
-            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
-                bw = fmin(bw, link_mean(w->bandwidth_Bps, w->trace, w0, w1));
-        }
-    return bw;
-}
-
-static double path_latency(const scn_scenario *s, size_t gi)
-{
-    const scn_group *g = &s->groups[gi];
-    double lat = g->link.latency_s;
-    int a = s->server.site, b = g->site;
-    if (a >= 0 && b >= 0 && a != b)
-        for (size_t k = 0; k < s->n_wan; k++) {
-            const scn_wan *w = &s->wan[k];
-            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
-                lat += w->latency_s;
-        }
-    return lat;
+    *down = fmin(link_mean(g->link.down_Bps, g->link.down_trace, w0, w1), s->server.nic_up_Bps);
+    *up = fmin(link_mean(g->link.up_Bps, g->link.up_trace, w0, w1), s->server.nic_down_Bps);
+    *lat = g->link.latency_s;
+    size_t idx[WORLD_MAX_WAN_HOPS], nh;
+    int fwd[WORLD_MAX_WAN_HOPS];
+    double wlat;
+    int rc = world_wan_route(s, s->server.site, g->site, idx, fwd, &nh, &wlat);
+    if (rc == DP_EINPUT)
+        return dp_err_set(err, rc, "group %s: its site is more than %d WAN links from the server's", g->name,
+                          WORLD_MAX_WAN_HOPS);
+    if (rc)
+        return dp_err_set(err, rc, "out of memory routing sites");
+    for (size_t h = 0; h < nh; h++) { /* a WAN link has the same capacity each way */
+        const scn_wan *w = &s->wan[idx[h]];
+        double bw = link_mean(w->bandwidth_Bps, w->trace, w0, w1);
+        *down = fmin(*down, bw);
+        *up = fmin(*up, bw);
+    }
+    *lat += wlat;
+    return 0;
 }
 
 void cadp_inputs_free(cadp_inputs *in)
@@ -110,8 +109,14 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         const scn_group *g = &s->groups[gi];
         in->names[d] = s->devices[d].name;
         if (gi != gprev) {
-            double down = path_bottleneck(s, gi, 1, send0, send1);
-            double exdown = path_bottleneck(s, gi, 1, ex0, ex1), exup = path_bottleneck(s, gi, 0, ex0, ex1);
+            double down, up_send, exdown, exup, lat;
+            int rc = server_path(s, gi, send0, send1, &down, &up_send, &lat, err);
+            if (!rc)
+                rc = server_path(s, gi, ex0, ex1, &exdown, &exup, &lat, err);
+            if (rc) {
+                cadp_inputs_free(in);
+                return rc;
+            }
             if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
                 const char *nm = s->devices[d].name;
                 cadp_inputs_free(in);
@@ -120,7 +125,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
             }
             send = s->dataset.sample_bytes / down;
             bt = scn_batch_time(s, g, g->batch);
-            comm = M / exdown + M / exup + 2 * path_latency(s, gi);
+            comm = M / exdown + M / exup + 2 * lat;
             gprev = gi;
         }
         in->send_s[d] = send;
