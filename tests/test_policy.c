@@ -760,3 +760,45 @@ Test(policy, wan_route_too_long_is_an_input_error)
     world_free(w);
     scn_free(s);
 }
+
+/* A device whose speed trace holds factor 0.5 computes like one with twice
+ * the batch time: the planner plans it so (it took the nominal time: 270
+ * and 130 of 400 samples, not 320 and 80), and the runs agree in
+ * allocation and end time. */
+Test(policy, cadp_plans_with_the_speed_trace)
+{
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/half.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/half.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,factor\n0,0.5\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    const char *b_time = "batch: 10, batch_time: 2s,";
+    const char *at = strstr(TWO, b_time);
+    cr_assert(at);
+    fwrite(TWO, 1, (size_t)(at - TWO), f);
+    fputs("batch: 10, batch_time: 2s, speed_trace: half.csv,", f);
+    fputs(at + strlen(b_time), f);
+    fclose(f);
+    dp_err err = {0};
+    scn_override big[1] = {{"dataset.samples", "400"}};
+    scn_scenario *s = scn_load_file(yaml, big, 1, &err);
+    cr_assert(s, "%s", err.msg);
+    scn_override ov[2] = {{"devices.b.batch_time", "4s"}, {"dataset.samples", "400"}};
+    scn_scenario *slow = load(TWO, ov, 2);
+    res_run *r = run(policy_find("cadp"), s), *q = run(policy_find("cadp"), slow);
+    cr_expect_eq(r->devices[0].samples, 320);
+    cr_expect_eq(r->devices[1].samples, q->devices[1].samples);
+    cr_expect_eq(r->devices[1].samples, 80);
+    expect_close(r->ttotal_s, q->ttotal_s);
+    res_run_free(r);
+    res_run_free(q);
+    scn_free(s);
+    scn_free(slow);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}

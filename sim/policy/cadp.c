@@ -123,8 +123,16 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
                 return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
                                   nm);
             }
+            /* a speed trace stretches compute by its mean factor over the
+             * epochs (the exchange window) */
+            double speed = g->speed_trace ? link_mean(1, g->speed_trace, ex0, ex1) : 1;
+            if (!(speed > 0)) {
+                const char *nm = s->devices[d].name;
+                cadp_inputs_free(in);
+                return dp_err_set(err, DP_EINPUT, "device %s: its speed trace averages 0", nm);
+            }
             send = s->dataset.sample_bytes / down;
-            bt = scn_batch_time(s, g, g->batch);
+            bt = scn_batch_time(s, g, g->batch) / speed;
             comm = M / exdown + M / exup + 2 * lat;
             gprev = gi;
         }
@@ -280,10 +288,10 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
     return rc ? rc : solve_classes(s, &p, method, prm, out, err);
 }
 
-static int has_link_trace(const scn_scenario *s)
+static int has_trace(const scn_scenario *s)
 {
     for (size_t g = 0; g < s->n_groups; g++)
-        if (s->groups[g].link.up_trace || s->groups[g].link.down_trace)
+        if (s->groups[g].link.up_trace || s->groups[g].link.down_trace || s->groups[g].speed_trace)
             return 1;
     for (size_t k = 0; k < s->n_wan; k++)
         if (s->wan[k].trace)
@@ -310,7 +318,7 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
         cadp_inputs_free(in);
         return rc;
     }
-    for (int round = 1; round < CADP_PLAN_ROUNDS && has_link_trace(s); round++) {
+    for (int round = 1; round < CADP_PLAN_ROUNDS && has_trace(s); round++) {
         /* the data moves over [0, send term], the models over the epochs after */
         double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
         cadp_inputs next;

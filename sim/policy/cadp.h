@@ -18,10 +18,10 @@ typedef struct cadp_opts {
 
 /* ---- the allocation problem from a scenario ---------------------------- */
 /* Per-device solver inputs (MODEL.md section 5): a_i = sample_bytes over
- * the bottleneck of the server-to-device path, c_i via t_i(bs_i), comm_i =
- * M / down + M / up + both latencies (the per-epoch model exchange), and the
- * per-epoch aggregation as a constant.  Arrays are dp_malloc'd; free with
- * cadp_inputs_free.  DP_EINPUT names the device with a zero bandwidth. */
+ * the bottleneck of the server-to-device path, c_i via t_i(bs_i) over the mean speed factor of a speed trace,
+ * comm_i = M / down + M / up + both latencies (the per-epoch model exchange), and the per-epoch aggregation
+ * as a constant.  Arrays are dp_malloc'd; free with cadp_inputs_free.  DP_EINPUT names the device with a zero
+ * bandwidth. */
 typedef struct cadp_inputs {
     size_t n;
     double *send_s, *batch_s, *comm_s;
@@ -32,7 +32,8 @@ typedef struct cadp_inputs {
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
 /* The same with each varying link at its mean over a window (trace.h
  * trace_mean_over): [send0, send1] for the data (send_s), [ex0, ex1] for
- * the per-epoch model exchange (comm_s).  An empty window (or one whole
+ * the per-epoch model exchange (comm_s) and for a device's speed trace
+ * (batch_s = t_i(bs_i) / mean speed factor).  An empty window (or one whole
  * outage) falls back to the trace's own mean, as cadp_inputs_build uses. */
 int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
                              cadp_inputs *in, dp_err *err);
@@ -61,8 +62,9 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
                const struct slv_params *prm, int paper_model, struct slv_result **out, size_t *classes,
                dp_err *err);
 /* Plan as the policy does: cadp_solve on cadp_inputs_build's inputs; then,
- * when a link has a trace, again with each trace's mean over the window the
- * plan uses it in (data: [0, send term]; models: the E epochs after), until
+ * when a link or device has a trace, again with each trace's mean over the
+ * window the plan uses it in (data: [0, send term]; models and compute: the
+ * E epochs after), until
  * the allocation repeats, at most CADP_PLAN_ROUNDS solves.  A trace's own
  * mean can be far from what the run sees: a non-looping trace holds its
  * last value for the whole run, and a short window of a long trace is not
