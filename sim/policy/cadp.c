@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct cadp_dev {
     prt *rt;
@@ -42,36 +43,6 @@ static double link_mean(double bw, const trace *tr, double w0, double w1)
     return m > 0 ? m : trace_mean(tr); /* an outage over the whole window: the trace's mean */
 }
 
-/* The path between the server and group g's devices, over the WAN route
- * the world uses (world_wan_route): its bottleneck each way (down: server
- * -> device), each varying link at its mean over [w0, w1], and its one-way
- * latency.  0 or an error (a route longer than the world allows). */
-static int server_path(const scn_scenario *s, size_t gi, double w0, double w1, double *down, double *up,
-                       double *lat, dp_err *err)
-{
-    const scn_group *g = &s->groups[gi];
-    *down = fmin(link_mean(g->link.down_Bps, g->link.down_trace, w0, w1), s->server.nic_up_Bps);
-    *up = fmin(link_mean(g->link.up_Bps, g->link.up_trace, w0, w1), s->server.nic_down_Bps);
-    *lat = g->link.latency_s;
-    size_t idx[WORLD_MAX_WAN_HOPS], nh;
-    int fwd[WORLD_MAX_WAN_HOPS];
-    double wlat;
-    int rc = world_wan_route(s, s->server.site, g->site, idx, fwd, &nh, &wlat);
-    if (rc == DP_EINPUT)
-        return dp_err_set(err, rc, "group %s: its site is more than %d WAN links from the server's", g->name,
-                          WORLD_MAX_WAN_HOPS);
-    if (rc)
-        return dp_err_set(err, rc, "out of memory routing sites");
-    for (size_t h = 0; h < nh; h++) { /* a WAN link has the same capacity each way */
-        const scn_wan *w = &s->wan[idx[h]];
-        double bw = link_mean(w->bandwidth_Bps, w->trace, w0, w1);
-        *down = fmin(*down, bw);
-        *up = fmin(*up, bw);
-    }
-    *lat += wlat;
-    return 0;
-}
-
 void cadp_inputs_free(cadp_inputs *in)
 {
     if (!in)
@@ -86,68 +57,257 @@ void cadp_inputs_free(cadp_inputs *in)
     in->names = NULL;
 }
 
-int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
-                             cadp_inputs *in, dp_err *err)
+/* ---- what a device's link to the server gives it ------------------------ */
+/* The planner sees each group's path to the server as the run does: its
+ * access link, the WAN route the world takes (world_wan_route), the server
+ * NIC, and the TCP window cap of the path's RTT; the NIC and WAN links are
+ * shared by every participating device behind them, so rates come from
+ * max-min fair sharing (progressive filling) with every participant's flow
+ * active at once, as when the server sends all data together or collects
+ * all models at the end of an epoch.  Shared links: 0 NIC up, 1 NIC down,
+ * 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
+typedef struct gpath {
+    double m;                            /* participating devices */
+    double cap[2];                       /* per-flow cap, down (0) and up (1): access, TCP window */
+    double lat;                          /* one way */
+    int link[2][WORLD_MAX_WAN_HOPS + 1]; /* shared links each way, -1 ends */
+} gpath;
+
+static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gpath *gp, dp_err *err)
 {
-    size_t n = s->n_devices;
+    const scn_group *g = &s->groups[gi];
+    gp->m = 0;
+    gp->cap[0] = link_mean(g->link.down_Bps, g->link.down_trace, w0, w1);
+    gp->cap[1] = link_mean(g->link.up_Bps, g->link.up_trace, w0, w1);
+    gp->lat = g->link.latency_s;
+    size_t idx[WORLD_MAX_WAN_HOPS], nh;
+    int fwd[WORLD_MAX_WAN_HOPS];
+    double wlat;
+    int rc = world_wan_route(s, s->server.site, g->site, idx, fwd, &nh, &wlat);
+    if (rc == DP_EINPUT)
+        return dp_err_set(err, rc, "group %s: its site is more than %d WAN links from the server's", g->name,
+                          WORLD_MAX_WAN_HOPS);
+    if (rc)
+        return dp_err_set(err, rc, "out of memory routing sites");
+    gp->lat += wlat;
+    size_t k0 = 0, k1 = 0;
+    if (isfinite(s->server.nic_up_Bps))
+        gp->link[0][k0++] = 0;
+    for (size_t h = 0; h < nh; h++) /* down: the route as it runs; up: reversed */
+        gp->link[0][k0++] = 2 + 2 * (int)idx[h] + !fwd[h];
+    for (size_t h = nh; h-- > 0;)
+        gp->link[1][k1++] = 2 + 2 * (int)idx[h] + fwd[h];
+    if (isfinite(s->server.nic_down_Bps))
+        gp->link[1][k1++] = 1;
+    gp->link[0][k0] = gp->link[1][k1] = -1;
+    if (s->network.tcp_window_bytes > 0 && gp->lat > 0)
+        for (int dir = 0; dir < 2; dir++)
+            gp->cap[dir] = fmin(gp->cap[dir], s->network.tcp_window_bytes / (2 * gp->lat));
+    return 0;
+}
+
+typedef struct capix {
+    double cap;
+    size_t g;
+} capix;
+static int by_cap(const void *x, const void *y)
+{
+    const capix *a = x, *b = y;
+    return a->cap < b->cap ? -1 : a->cap > b->cap ? 1 : (a->g > b->g) - (a->g < b->g);
+}
+
+/* Max-min fair rates of direction dir (0 down, 1 up) for G groups of
+ * gp[g].m flows over shared links of capacity lcap[0..nl), by progressive
+ * filling: every unfrozen flow rises to the next level at which a group
+ * reaches its own cap or a link fills.  join[g]: what one more flow of
+ * group g would get (for devices left out; also rate[g] when g has no
+ * participant).  O(G log G + (G + links) x links in use).
+ * 0 or DP_ENOMEM. */
+static int maxmin(size_t G, const gpath *gp, int dir, size_t nl, const double *lcap, double *rate,
+                  double *join)
+{
+    size_t *order = dp_malloc((G ? G : 1) * sizeof *order), *start = dp_calloc(nl + 1, sizeof *start);
+    size_t *members = NULL, *alinks = dp_malloc(nl * sizeof *alinks), na = 0, P = 0;
+    double *cnt = dp_calloc(nl, sizeof *cnt), *used = dp_calloc(nl, sizeof *used);
+    char *done = dp_calloc(G ? G : 1, 1);
+    int rc = 0;
+    if (!order || !start || !alinks || !cnt || !used || !done) {
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    for (size_t g = 0; g < G; g++) {
+        if (!(gp[g].m > 0))
+            continue;
+        order[P++] = g;
+        for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
+            cnt[*l] += gp[g].m;
+            start[*l + 1]++;
+        }
+    }
+    for (size_t l = 0; l < nl; l++) {
+        start[l + 1] += start[l];
+        if (cnt[l] > 0)
+            alinks[na++] = l;
+    }
+    members = dp_malloc((start[nl] ? start[nl] : 1) * sizeof *members);
+    if (!members) {
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    capix *byc = dp_malloc((P ? P : 1) * sizeof *byc);
+    size_t *cur = dp_malloc((nl ? nl : 1) * sizeof *cur);
+    if (!byc || !cur) {
+        dp_free(byc);
+        dp_free(cur);
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    for (size_t l = 0; l < nl; l++) /* groups per link, in group order */
+        cur[l] = start[l];
+    for (size_t i = 0; i < P; i++) {
+        for (const int *x = gp[order[i]].link[dir]; *x >= 0; x++)
+            members[cur[*x]++] = order[i];
+        byc[i] = (capix){gp[order[i]].cap[dir], order[i]};
+    }
+    qsort(byc, P, sizeof *byc, by_cap);
+    for (size_t i = 0; i < P; i++)
+        order[i] = byc[i].g;
+    dp_free(byc);
+    dp_free(cur);
+    size_t next = 0, left = P;
+    while (left > 0) {
+        while (next < P && done[order[next]])
+            next++;
+        double tcap = next < P ? gp[order[next]].cap[dir] : INFINITY, tlink = INFINITY;
+        size_t lstar = 0;
+        for (size_t i = 0; i < na; i++) {
+            size_t l = alinks[i];
+            if (!(cnt[l] > 0))
+                continue;
+            double t = fmax(0, lcap[l] - used[l]) / cnt[l];
+            if (t < tlink) {
+                tlink = t;
+                lstar = l;
+            }
+        }
+        size_t from = next, to = next + 1; /* freeze: the next group by cap, */
+        const size_t *list = order;
+        double t = tcap;
+        if (tlink < tcap) { /* or every group still rising on the full link */
+            list = members;
+            from = start[lstar];
+            to = start[lstar + 1];
+            t = tlink;
+        }
+        for (size_t i = from; i < to; i++) {
+            size_t g = list[i];
+            if (done[g])
+                continue;
+            done[g] = 1;
+            left--;
+            rate[g] = t;
+            for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
+                cnt[*l] -= gp[g].m;
+                used[*l] += gp[g].m * t;
+            }
+        }
+    }
+    for (size_t g = 0; g < G; g++) {
+        double r = gp[g].cap[dir];
+        for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
+            double k = 0; /* participants' flows on l */
+            for (size_t i = start[*l]; i < start[*l + 1]; i++)
+                k += gp[members[i]].m;
+            r = fmin(r, lcap[*l] / (k + 1));
+        }
+        join[g] = r;
+        if (!(gp[g].m > 0))
+            rate[g] = r;
+    }
+out:
+    dp_free(order);
+    dp_free(start);
+    dp_free(members);
+    dp_free(alinks);
+    dp_free(cnt);
+    dp_free(used);
+    dp_free(done);
+    return rc;
+}
+
+int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
+                             const int64_t *alloc, cadp_inputs *in, dp_err *err)
+{
+    size_t n = s->n_devices, G = s->n_groups, nl = 2 + 2 * s->n_wan;
     in->n = n;
     in->send_s = dp_calloc(n, sizeof(double));
     in->batch_s = dp_calloc(n, sizeof(double));
     in->comm_s = dp_calloc(n, sizeof(double));
     in->batch = dp_calloc(n, sizeof(int));
     in->names = dp_calloc(n, sizeof(char *));
-    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names) {
-        cadp_inputs_free(in);
-        return dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+    gpath *gp = dp_calloc(G ? G : 1, sizeof *gp);
+    double *rate = dp_calloc(6 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
+    int rc = 0;
+    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !gp || !rate || !lcap) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+        goto done;
     }
+    /* rates: [0] data down over the send window, [1] model down and [2]
+     * model up over the epochs' */
+    for (int w = 0; w < 3 && !rc; w++) {
+        double w0 = w ? ex0 : send0, w1 = w ? ex1 : send1;
+        for (size_t g = 0; g < G && !rc; g++)
+            rc = group_path(s, g, w0, w1, &gp[g], err);
+        if (rc)
+            break;
+        for (size_t d = 0; d < n; d++)
+            gp[s->devices[d].group].m += !alloc || alloc[d] > 0;
+        lcap[0] = s->server.nic_up_Bps;
+        lcap[1] = s->server.nic_down_Bps;
+        for (size_t k = 0; k < s->n_wan; k++)
+            lcap[2 + 2 * k] = lcap[3 + 2 * k] = link_mean(s->wan[k].bandwidth_Bps, s->wan[k].trace, w0, w1);
+        if (maxmin(G, gp, w == 2, nl, lcap, rate + (size_t)w * G, rate + (size_t)(3 + w) * G))
+            rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu device groups", G);
+    }
+    if (rc)
+        goto done;
     double M = s->model.model_bytes;
-    /* per group: a group's devices share their link settings and traces */
-    double send = 0, bt = 0, comm = 0;
-    size_t gprev = (size_t)-1;
     for (size_t d = 0; d < n; d++) {
         size_t gi = s->devices[d].group;
         const scn_group *g = &s->groups[gi];
         in->names[d] = s->devices[d].name;
-        if (gi != gprev) {
-            double down, up_send, exdown, exup, lat;
-            int rc = server_path(s, gi, send0, send1, &down, &up_send, &lat, err);
-            if (!rc)
-                rc = server_path(s, gi, ex0, ex1, &exdown, &exup, &lat, err);
-            if (rc) {
-                cadp_inputs_free(in);
-                return rc;
-            }
-            if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
-                const char *nm = s->devices[d].name;
-                cadp_inputs_free(in);
-                return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
-                                  nm);
-            }
-            /* a speed trace stretches compute by its mean factor over the
-             * epochs (the exchange window) */
-            double speed = g->speed_trace ? link_mean(1, g->speed_trace, ex0, ex1) : 1;
-            if (!(speed > 0)) {
-                const char *nm = s->devices[d].name;
-                cadp_inputs_free(in);
-                return dp_err_set(err, DP_EINPUT, "device %s: its speed trace averages 0", nm);
-            }
-            send = s->dataset.sample_bytes / down;
-            bt = scn_batch_time(s, g, g->batch) / speed;
-            comm = M / exdown + M / exup + 2 * lat;
-            gprev = gi;
+        const double *r = rate + (alloc && alloc[d] == 0 ? 3 * G : 0); /* left out: as if it joined */
+        double down = r[gi], exdown = r[G + gi], exup = r[2 * G + gi];
+        if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
+            rc = dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
+                            s->devices[d].name);
+            goto done;
         }
-        in->send_s[d] = send;
+        /* a speed trace stretches compute by its mean factor over the
+         * epochs (the exchange window) */
+        double speed = g->speed_trace ? link_mean(1, g->speed_trace, ex0, ex1) : 1;
+        if (!(speed > 0)) {
+            rc = dp_err_set(err, DP_EINPUT, "device %s: its speed trace averages 0", s->devices[d].name);
+            goto done;
+        }
+        in->send_s[d] = s->dataset.sample_bytes / down;
         in->batch[d] = g->batch;
-        in->batch_s[d] = bt;
-        in->comm_s[d] = comm;
+        in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
+        in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
     }
     in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
-    return 0;
+done:
+    dp_free(gp);
+    dp_free(rate);
+    dp_free(lcap);
+    if (rc)
+        cadp_inputs_free(in);
+    return rc;
 }
 
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
 {
-    return cadp_inputs_build_window(s, 0, 0, 0, 0, in, err);
+    return cadp_inputs_build_window(s, 0, 0, 0, 0, NULL, in, err);
 }
 
 void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
@@ -323,7 +483,7 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
         double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
         cadp_inputs next;
         slv_result *r = NULL;
-        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, &next, err)))
+        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, (*out)->alloc, &next, err)))
             break;
         if ((rc = cadp_solve(s, o, &next, method, prm, paper_model, &r, classes, err))) {
             cadp_inputs_free(&next);
