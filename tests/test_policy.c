@@ -835,3 +835,38 @@ Test(policy, cadp_inputs_share_links_max_min)
     cadp_inputs_free(&in);
     scn_free(s);
 }
+
+/* A C-ADP run records its plan's expectations: without traces one solve,
+ * whose objective and terms are cadp_solve's on cadp_inputs_build. */
+Test(policy, cadp_records_its_plan)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    res_run *r = run(policy_find("cadp"), s);
+    dp_err err = {0};
+    cadp_inputs in;
+    cadp_opts co;
+    cr_assert_eq(policy_options(policy_find("cadp"), s, &co, sizeof co, &err), 0, "%s", err.msg);
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = cadp_slv_rounding(&co);
+    slv_result *p = NULL;
+    cr_assert_eq(cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &p, NULL, &err), 0, "%s", err.msg);
+    const char *names[4] = {"plan.objective_s", "plan.send_s", "plan.epoch_s", "plan.solves"};
+    double want[4] = {p->objective_s, p->send_s, p->epoch_s, 1};
+    for (int k = 0; k < 4; k++) {
+        int found = 0;
+        for (size_t i = 0; i < r->n_stats; i++)
+            if (!strcmp(r->stats[i].name, names[k])) {
+                found = 1;
+                cr_expect_eq(r->stats[i].scope, RES_SCOPE_RUN);
+                expect_close(r->stats[i].value, want[k]);
+            }
+        cr_expect(found, "no %s", names[k]);
+    }
+    cr_expect(p->objective_s > 0);
+    slv_result_free(p);
+    cadp_inputs_free(&in);
+    res_run_free(r);
+    scn_free(s);
+}

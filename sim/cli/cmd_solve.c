@@ -100,7 +100,7 @@ int cmd_solve(int argc, char **argv)
     slv_result *r = NULL;
     size_t classes = 0;
     double t0 = cli_wall_s();
-    int rc = cadp_plan(s, &co, method, &prm, paper, &in, &r, &classes, &err);
+    int rc = cadp_plan(s, &co, method, &prm, paper, &in, &r, &classes, NULL, &err);
     double wall = cli_wall_s() - t0;
     if (rc) {
         scn_free(s);

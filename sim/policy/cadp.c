@@ -468,9 +468,11 @@ static int same_alloc(const slv_result *a, const slv_result *b)
 }
 
 int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
-              int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, dp_err *err)
+              int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves, dp_err *err)
 {
     *out = NULL;
+    if (solves)
+        *solves = 1;
     int rc = cadp_inputs_build(s, in, err);
     if (rc)
         return rc;
@@ -490,6 +492,8 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
             break;
         }
         int same = same_alloc(r, *out);
+        if (solves)
+            *solves = round + 1;
         cadp_inputs_free(in);
         *in = next;
         slv_result_free(*out);
@@ -591,10 +595,19 @@ static int cadp_start(prt *rt, const void *opts)
     slv_params_default(&prm);
     prm.rounding = cadp_slv_rounding(o);
     slv_result *res = NULL;
-    int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, prt_err(rt));
+    int solves = 0;
+    int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, &solves, prt_err(rt));
     if (rc)
         return rc;
     cadp_inputs_free(&in);
+    /* what the planner expects, to hold against what the run gives */
+    if (prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, res->objective_s) ||
+        prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, res->send_s) ||
+        prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, res->epoch_s) ||
+        prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, solves)) {
+        slv_result_free(res);
+        return DP_ENOMEM;
+    }
     cadp_state *st = dp_calloc(1, sizeof *st);
     double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     int *skip = dp_calloc(prt_n(rt), sizeof *skip);

@@ -75,10 +75,12 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
  * mean can be far from what the run sees: a non-looping trace holds its
  * last value for the whole run, and a short window of a long trace is not
  * its average.  *in gets the inputs of the last solve (free with
- * cadp_inputs_free), *out its result; both are left empty on error. */
+ * cadp_inputs_free), *out its result; both are left empty on error.
+ * *solves (may be NULL) gets the number of solves. */
 #define CADP_PLAN_ROUNDS 4
 int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const struct slv_params *prm,
-              int paper_model, cadp_inputs *in, struct slv_result **out, size_t *classes, dp_err *err);
+              int paper_model, cadp_inputs *in, struct slv_result **out, size_t *classes, int *solves,
+              dp_err *err);
 /* The solver method name ("exact", "alm") and solver rounding of options o. */
 const char *cadp_method(const cadp_opts *o);
 int cadp_slv_rounding(const cadp_opts *o);
