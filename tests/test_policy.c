@@ -759,6 +759,18 @@ Test(policy, wan_route_too_long_is_an_input_error)
     cr_expect(w, "%s", err.msg);
     world_free(w);
     scn_free(s);
+    /* and a site only an empty group uses is not routed, by the world or
+     * the planner (a sweep may take a group down to count 0) */
+    size_t len2 = strlen(text);
+    snprintf(text + len2, sizeof text - len2,
+             "  - { name: e, count: 1, site: s7, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+             "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n");
+    scn_override ov2[2] = {{"devices.a.site", "s6"}, {"devices.e.count", "0"}};
+    s = load(text, ov2, 2);
+    res_run *r = run(policy_find("cadp"), s);
+    cr_expect_eq(r->devices[0].samples, 10);
+    res_run_free(r);
+    scn_free(s);
 }
 
 /* A device whose speed trace holds factor 0.5 computes like one with twice

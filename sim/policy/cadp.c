@@ -256,8 +256,15 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
      * model up over the epochs' */
     for (int w = 0; w < 3 && !rc; w++) {
         double w0 = w ? ex0 : send0, w1 = w ? ex1 : send1;
-        for (size_t g = 0; g < G && !rc; g++)
-            rc = group_path(s, g, w0, w1, &gp[g], err);
+        for (size_t g = 0; g < G && !rc; g++) {
+            if (s->groups[g].count > 0) {
+                rc = group_path(s, g, w0, w1, &gp[g], err);
+                continue;
+            }
+            /* no devices: no flow, no route (the world routes only sites in use) */
+            gp[g] = (gpath){.m = 0, .cap = {INFINITY, INFINITY}, .lat = 0};
+            gp[g].link[0][0] = gp[g].link[1][0] = -1;
+        }
         if (rc)
             break;
         for (size_t d = 0; d < n; d++)
