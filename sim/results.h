@@ -115,8 +115,6 @@ typedef struct res_run {
     res_stat *stats;
 } res_run;
 
-
-
 res_run *res_run_new(size_t n_devices, dp_err *err);
 void res_run_free(res_run *r);
 /* Append a timeline segment, merging with the device's previous one when
