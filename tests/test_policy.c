@@ -815,35 +815,30 @@ Test(policy, cadp_plans_with_the_speed_trace)
     rmdir(dir);
 }
 
-/* The planner shares links as the run does: two devices in far share the
- * hq-hub link (1e6 B/s) when both take part: 5e5 B/s each, a sample 0.2 s,
- * the exchange 2 + 2 s + 2 x 21 ms.  With b left out, a has the link to
- * itself and b is planned at what it would get joining (half).  A TCP
- * window of 21 kB caps each flow at 21e3 / 0.042 = 5e5 B/s too. */
-Test(policy, cadp_inputs_share_links_max_min)
+/* The planner gives each device its path's rate as if it sent alone (the
+ * paper's bandwidth_i), on the world's route and with the world's TCP
+ * window cap: two devices in far each see the hq-hub link's 1e6 B/s (a
+ * sample 0.1 s, the exchange 2 s + 2 x 21 ms); a TCP window of 21 kB caps
+ * each flow at 21e3 / 0.042 = 5e5 B/s, as world_transfer does. */
+Test(policy, cadp_inputs_route_and_tcp_window)
 {
-    scn_override two[3] = {{"devices.a.count", "2"}, {"dataset.samples", "20"}, {"network.tcp_window", "0"}};
+    scn_override two[2] = {{"devices.a.count", "2"}, {"dataset.samples", "20"}};
     scn_scenario *s = load(ROUTED, two, 2);
     dp_err err = {0};
     cadp_inputs in;
     cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
     cr_assert_eq(in.n, 2);
     for (int d = 0; d < 2; d++) {
-        expect_close(in.send_s[d], 0.2);
-        expect_close(in.comm_s[d], 4 + 0.042);
+        expect_close(in.send_s[d], 0.1);
+        expect_close(in.comm_s[d], 2 + 0.042);
     }
-    cadp_inputs_free(&in);
-    int64_t alone[2] = {20, 0};
-    cr_assert_eq(cadp_inputs_build_window(s, 0, 0, 0, 0, alone, &in, &err), 0, "%s", err.msg);
-    expect_close(in.send_s[0], 0.1);
-    expect_close(in.comm_s[0], 2 + 0.042);
-    expect_close(in.send_s[1], 0.2);
     cadp_inputs_free(&in);
     scn_free(s);
     scn_override win[2] = {{"dataset.samples", "20"}, {"network.tcp_window", "21000B"}};
     s = load(ROUTED, win, 2);
     cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
     expect_close(in.send_s[0], 1e5 / 5e5);
+    expect_close(in.comm_s[0], 2 * 1e6 / 5e5 + 0.042);
     cadp_inputs_free(&in);
     scn_free(s);
 }

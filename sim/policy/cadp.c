@@ -19,7 +19,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 typedef struct cadp_dev {
     prt *rt;
@@ -60,23 +59,21 @@ void cadp_inputs_free(cadp_inputs *in)
 /* ---- what a device's link to the server gives it ------------------------ */
 /* The planner sees each group's path to the server as the run does: its
  * access link, the WAN route the world takes (world_wan_route), the server
- * NIC, and the TCP window cap of the path's RTT; the NIC and WAN links are
- * shared by every participating device behind them, so rates come from
- * max-min fair sharing (progressive filling) with every participant's flow
- * active at once, as when the server sends all data together or collects
- * all models at the end of an epoch.  Shared links: 0 NIC up, 1 NIC down,
+ * NIC, and the TCP window cap the world puts on every flow (window / RTT).
+ * Each device gets its path's bottleneck as if it sent alone, the paper's
+ * bandwidth_i: sharing of the NIC and WAN links among devices is left out
+ * (a max-min estimate with every flow at once was tried and planned worse
+ * runs: the flows do not all run at once).  Links: 0 NIC up, 1 NIC down,
  * 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
 typedef struct gpath {
-    double m;                            /* participating devices */
     double cap[2];                       /* per-flow cap, down (0) and up (1): access, TCP window */
     double lat;                          /* one way */
-    int link[2][WORLD_MAX_WAN_HOPS + 1]; /* shared links each way, -1 ends */
+    int link[2][WORLD_MAX_WAN_HOPS + 1]; /* NIC and WAN links each way, -1 ends */
 } gpath;
 
 static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gpath *gp, dp_err *err)
 {
     const scn_group *g = &s->groups[gi];
-    gp->m = 0;
     gp->cap[0] = link_mean(g->link.down_Bps, g->link.down_trace, w0, w1);
     gp->cap[1] = link_mean(g->link.up_Bps, g->link.up_trace, w0, w1);
     gp->lat = g->link.latency_s;
@@ -106,137 +103,8 @@ static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gp
     return 0;
 }
 
-typedef struct capix {
-    double cap;
-    size_t g;
-} capix;
-static int by_cap(const void *x, const void *y)
-{
-    const capix *a = x, *b = y;
-    return a->cap < b->cap ? -1 : a->cap > b->cap ? 1 : (a->g > b->g) - (a->g < b->g);
-}
-
-/* Max-min fair rates of direction dir (0 down, 1 up) for G groups of
- * gp[g].m flows over shared links of capacity lcap[0..nl), by progressive
- * filling: every unfrozen flow rises to the next level at which a group
- * reaches its own cap or a link fills.  join[g]: what one more flow of
- * group g would get (for devices left out; also rate[g] when g has no
- * participant).  O(G log G + (G + links) x links in use).
- * 0 or DP_ENOMEM. */
-static int maxmin(size_t G, const gpath *gp, int dir, size_t nl, const double *lcap, double *rate,
-                  double *join)
-{
-    size_t *order = dp_malloc((G ? G : 1) * sizeof *order), *start = dp_calloc(nl + 1, sizeof *start);
-    size_t *members = NULL, *alinks = dp_malloc(nl * sizeof *alinks), na = 0, P = 0;
-    double *cnt = dp_calloc(nl, sizeof *cnt), *used = dp_calloc(nl, sizeof *used);
-    char *done = dp_calloc(G ? G : 1, 1);
-    int rc = 0;
-    if (!order || !start || !alinks || !cnt || !used || !done) {
-        rc = DP_ENOMEM;
-        goto out;
-    }
-    for (size_t g = 0; g < G; g++) {
-        if (!(gp[g].m > 0))
-            continue;
-        order[P++] = g;
-        for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
-            cnt[*l] += gp[g].m;
-            start[*l + 1]++;
-        }
-    }
-    for (size_t l = 0; l < nl; l++) {
-        start[l + 1] += start[l];
-        if (cnt[l] > 0)
-            alinks[na++] = l;
-    }
-    members = dp_malloc((start[nl] ? start[nl] : 1) * sizeof *members);
-    if (!members) {
-        rc = DP_ENOMEM;
-        goto out;
-    }
-    capix *byc = dp_malloc((P ? P : 1) * sizeof *byc);
-    size_t *cur = dp_malloc((nl ? nl : 1) * sizeof *cur);
-    if (!byc || !cur) {
-        dp_free(byc);
-        dp_free(cur);
-        rc = DP_ENOMEM;
-        goto out;
-    }
-    for (size_t l = 0; l < nl; l++) /* groups per link, in group order */
-        cur[l] = start[l];
-    for (size_t i = 0; i < P; i++) {
-        for (const int *x = gp[order[i]].link[dir]; *x >= 0; x++)
-            members[cur[*x]++] = order[i];
-        byc[i] = (capix){gp[order[i]].cap[dir], order[i]};
-    }
-    qsort(byc, P, sizeof *byc, by_cap);
-    for (size_t i = 0; i < P; i++)
-        order[i] = byc[i].g;
-    dp_free(byc);
-    dp_free(cur);
-    size_t next = 0, left = P;
-    while (left > 0) {
-        while (next < P && done[order[next]])
-            next++;
-        double tcap = next < P ? gp[order[next]].cap[dir] : INFINITY, tlink = INFINITY;
-        size_t lstar = 0;
-        for (size_t i = 0; i < na; i++) {
-            size_t l = alinks[i];
-            if (!(cnt[l] > 0))
-                continue;
-            double t = fmax(0, lcap[l] - used[l]) / cnt[l];
-            if (t < tlink) {
-                tlink = t;
-                lstar = l;
-            }
-        }
-        size_t from = next, to = next + 1; /* freeze: the next group by cap, */
-        const size_t *list = order;
-        double t = tcap;
-        if (tlink < tcap) { /* or every group still rising on the full link */
-            list = members;
-            from = start[lstar];
-            to = start[lstar + 1];
-            t = tlink;
-        }
-        for (size_t i = from; i < to; i++) {
-            size_t g = list[i];
-            if (done[g])
-                continue;
-            done[g] = 1;
-            left--;
-            rate[g] = t;
-            for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
-                cnt[*l] -= gp[g].m;
-                used[*l] += gp[g].m * t;
-            }
-        }
-    }
-    for (size_t g = 0; g < G; g++) {
-        double r = gp[g].cap[dir];
-        for (const int *l = gp[g].link[dir]; *l >= 0; l++) {
-            double k = 0; /* participants' flows on l */
-            for (size_t i = start[*l]; i < start[*l + 1]; i++)
-                k += gp[members[i]].m;
-            r = fmin(r, lcap[*l] / (k + 1));
-        }
-        join[g] = r;
-        if (!(gp[g].m > 0))
-            rate[g] = r;
-    }
-out:
-    dp_free(order);
-    dp_free(start);
-    dp_free(members);
-    dp_free(alinks);
-    dp_free(cnt);
-    dp_free(used);
-    dp_free(done);
-    return rc;
-}
-
 int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
-                             const int64_t *alloc, cadp_inputs *in, dp_err *err)
+                             cadp_inputs *in, dp_err *err)
 {
     size_t n = s->n_devices, G = s->n_groups, nl = 2 + 2 * s->n_wan;
     in->n = n;
@@ -246,7 +114,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
     in->batch = dp_calloc(n, sizeof(int));
     in->names = dp_calloc(n, sizeof(char *));
     gpath *gp = dp_calloc(G ? G : 1, sizeof *gp);
-    double *rate = dp_calloc(6 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
+    double *rate = dp_calloc(3 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
     int rc = 0;
     if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !gp || !rate || !lcap) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
@@ -262,19 +130,21 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
                 continue;
             }
             /* no devices: no flow, no route (the world routes only sites in use) */
-            gp[g] = (gpath){.m = 0, .cap = {INFINITY, INFINITY}, .lat = 0};
+            gp[g] = (gpath){.cap = {INFINITY, INFINITY}, .lat = 0};
             gp[g].link[0][0] = gp[g].link[1][0] = -1;
         }
         if (rc)
             break;
-        for (size_t d = 0; d < n; d++)
-            gp[s->devices[d].group].m += !alloc || alloc[d] > 0;
         lcap[0] = s->server.nic_up_Bps;
         lcap[1] = s->server.nic_down_Bps;
         for (size_t k = 0; k < s->n_wan; k++)
             lcap[2 + 2 * k] = lcap[3 + 2 * k] = link_mean(s->wan[k].bandwidth_Bps, s->wan[k].trace, w0, w1);
-        if (maxmin(G, gp, w == 2, nl, lcap, rate + (size_t)w * G, rate + (size_t)(3 + w) * G))
-            rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu device groups", G);
+        for (size_t g = 0; g < G; g++) { /* the path's bottleneck, as if alone */
+            double r = gp[g].cap[w == 2];
+            for (const int *l = gp[g].link[w == 2]; *l >= 0; l++)
+                r = fmin(r, lcap[*l]);
+            rate[(size_t)w * G + g] = r;
+        }
     }
     if (rc)
         goto done;
@@ -283,8 +153,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         size_t gi = s->devices[d].group;
         const scn_group *g = &s->groups[gi];
         in->names[d] = s->devices[d].name;
-        const double *r = rate + (alloc && alloc[d] == 0 ? 3 * G : 0); /* left out: as if it joined */
-        double down = r[gi], exdown = r[G + gi], exup = r[2 * G + gi];
+        double down = rate[gi], exdown = rate[G + gi], exup = rate[2 * G + gi];
         if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
             rc = dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
                             s->devices[d].name);
@@ -314,7 +183,7 @@ done:
 
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
 {
-    return cadp_inputs_build_window(s, 0, 0, 0, 0, NULL, in, err);
+    return cadp_inputs_build_window(s, 0, 0, 0, 0, in, err);
 }
 
 void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
@@ -492,7 +361,7 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
         double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
         cadp_inputs next;
         slv_result *r = NULL;
-        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, (*out)->alloc, &next, err)))
+        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, &next, err)))
             break;
         if ((rc = cadp_solve(s, o, &next, method, prm, paper_model, &r, classes, err))) {
             cadp_inputs_free(&next);

@@ -21,9 +21,8 @@ typedef struct cadp_opts {
  * the rate the device gets from the server, c_i via t_i(bs_i) over the mean
  * speed factor of a speed trace, comm_i = M / down + M / up + both
  * latencies (the per-epoch model exchange), and the per-epoch aggregation as
- * a constant.  Rates follow the world's routes (world_wan_route), the TCP
- * window cap, and max-min sharing of the server NIC and WAN links among the
- * participating devices, all flows at once (cadp.c, maxmin).  Arrays are
+ * a constant.  Rates follow the world's routes (world_wan_route) and the
+ * TCP window cap; each device's as if it sent alone (cadp.c).  Arrays are
  * dp_malloc'd; free with cadp_inputs_free.  DP_EINPUT names the device with
  * a zero bandwidth. */
 typedef struct cadp_inputs {
@@ -38,11 +37,9 @@ int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
  * trace_mean_over): [send0, send1] for the data (send_s), [ex0, ex1] for
  * the per-epoch model exchange (comm_s) and for a device's speed trace
  * (batch_s = t_i(bs_i) / mean speed factor).  An empty window (or one whole
- * outage) falls back to the trace's own mean, as cadp_inputs_build uses.
- * alloc (NULL: every device) says who takes part in the sharing; a device
- * left out is planned at what it would get joining. */
+ * outage) falls back to the trace's own mean, as cadp_inputs_build uses. */
 int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
-                             const int64_t *alloc, cadp_inputs *in, dp_err *err);
+                             cadp_inputs *in, dp_err *err);
 void cadp_inputs_free(cadp_inputs *in);
 /* Fill a solver problem from inputs (borrows the arrays). */
 struct slv_problem;
