@@ -159,8 +159,11 @@ Test(policy, ddp_replicate_sends_whole_dataset)
 }
 
 /* ZeRO-2, no overlap: reduce-scatter (1 round) + all-gather (1 round) per
- * step: the same 3.04 s step as DDP's one bucket.  grad_accum 2: one
- * optimizer step per epoch after 2 micro-steps (b: 4 s). */
+ * step: the same 3.04 s step as DDP's one bucket.  grad_accum 2: ZeRO-2
+ * keeps only its gradient partition, so each micro-step (b: 2 s) ends with
+ * a reduce-scatter (0.52), and the optimizer step after the second adds the
+ * all-gather (0.52): 2 + 0.52 + 2 + 0.52 + 0.52 = 5.56 s per epoch, 3
+ * rounds of 5e5 B per device. */
 Test(policy, deepspeed_stage2_hand_timeline)
 {
     scn_scenario *s = load(TWO, NULL, 0);
@@ -171,10 +174,39 @@ Test(policy, deepspeed_stage2_hand_timeline)
     scn_override ov[1] = {{"policies.deepspeed.grad_accum", "2"}};
     s = load(TWO, ov, 1);
     r = run(policy_find("deepspeed"), s);
+    double ends[2] = {1.21 + 5.56, 1.21 + 2 * 5.56};
+    expect_epochs(r, ends, 2);
+    for (int d = 0; d < 2; d++)
+        expect_close(r->devices[d].bytes_sent, 2 * 3 * 5e5);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-1 keeps full gradients: grad_accum 2 accumulates them locally and
+ * reduces once per optimizer step: 4 s of compute (b), reduce-scatter and
+ * all-gather (1.04): 5.04 s per epoch, 2 rounds of 5e5 B per device. */
+Test(policy, deepspeed_stage1_accumulates_locally)
+{
+    scn_override ov[2] = {{"policies.deepspeed.grad_accum", "2"}, {"policies.deepspeed.stage", "1"}};
+    scn_scenario *s = load(TWO, ov, 2);
+    res_run *r = run(policy_find("deepspeed"), s);
     double ends[2] = {1.21 + 5.04, 1.21 + 2 * 5.04};
     expect_epochs(r, ends, 2);
     for (int d = 0; d < 2; d++)
         expect_close(r->devices[d].bytes_sent, 2 * 2 * 5e5);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ZeRO-2 with grad_accum 3 and two micro-steps an epoch: the epoch's end
+ * is an optimizer step too (the all-gather is not carried over). */
+Test(policy, deepspeed_stage2_steps_at_epoch_end)
+{
+    scn_override ov[1] = {{"policies.deepspeed.grad_accum", "3"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(policy_find("deepspeed"), s);
+    double ends[2] = {1.21 + 5.56, 1.21 + 2 * 5.56};
+    expect_epochs(r, ends, 2);
     res_run_free(r);
     scn_free(s);
 }
@@ -592,4 +624,384 @@ Test(policy, straggler_episodes_during_epochs_add_their_time)
     res_run_free(r0);
     scn_free(s);
     scn_free(s0);
+}
+
+/* ---- utilisation counts compute inside [Tsend, Ttotal] only ------------- */
+
+/* A policy that computes before Tsend: device a gets 1e5 B of data, b 1e6
+ * B; each starts when its own data and model are in.  a: data 0.01 + 2e5 /
+ * 1e6 = 0.21, model 0.01 + 1.1e6 / 1e6 = 1.11, then 3 batches of 1 s (to
+ * 4.11); b: data and model both at 0.01 + 2e6 / 1e6 = 2.01 = Tsend, then
+ * one batch of 2 s (to 4.01).  Ttraining = 4.11 - 2.01 = 2.1.  Compute in
+ * [Tsend, Ttotal]: a 2.1, b 2.0: utilisation 4.1 / (2 x 2.1).  Counting
+ * a's second before Tsend too would give 5 / 4.2, over 100%. */
+typedef struct early_dev {
+    size_t d;
+    int batches_left;
+} early_dev;
+static early_dev early[2];
+static int early_running;
+
+static void early_batch(prt *rt, void *ctx)
+{
+    early_dev *ed = ctx;
+    if (ed->batches_left-- > 0) {
+        prt_compute(rt, ed->d, 10, 1.0, early_batch, ed, NULL);
+        return;
+    }
+    if (--early_running == 0)
+        prt_end_epoch(rt);
+}
+
+static int early_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    double bytes[2] = {1e5, 1e6};
+    void *ctx[2] = {&early[0], &early[1]};
+    early[0] = (early_dev){0, 3};
+    early[1] = (early_dev){1, 1};
+    early_running = 2;
+    prt_share(rt)[0] = 10;
+    prt_share(rt)[1] = 100;
+    return prt_distribute(rt, bytes, NULL, early_batch, ctx);
+}
+
+static void early_free(prt *rt, const void *opts)
+{
+    (void)rt;
+    (void)opts;
+}
+
+static const policy_def policy_early = {
+    .name = "early",
+    .label = "early",
+    .color = "#000000",
+    .summary = "computes before Tsend (test)",
+    .start = early_start,
+    .free = early_free,
+};
+
+Test(policy, utilisation_counts_the_training_window)
+{
+    dp_err err = {0};
+    cr_assert_eq(policy_register(&policy_early, &err), 0, "%s", err.msg);
+    scn_override ov[1] = {{"training.epochs", "1"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    res_run *r = run(&policy_early, s);
+    expect_close(r->tsend_s, 2.01);
+    expect_close(r->ttotal_s, 4.11);
+    expect_close(r->devices[0].compute_s, 3.0);
+    expect_close(r->devices[1].compute_s, 2.0);
+    expect_close(r->utilization, 4.1 / (2 * 2.1));
+    cr_expect(r->utilization <= 1.0);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* ---- analytic collectives see the ring's own link sharing --------------- */
+
+/* Four devices alternating between two sites (a1 eu, b1 us, a2 eu, b2 us):
+ * every ring edge crosses the WAN, two flows each way.  WAN 8 Mbit/s = 1e6
+ * B/s, 10 ms one way; access links 80 Mbit/s, 1 ms.  Model 4e6 B, chunk 1e6
+ * B: each round 0.012 + 2 x 1e6 / 1e6 = 2.012 s (the WAN halved between two
+ * flows; the old analytic mode said 1.012).  DDP, no overlap, one step: data
+ * (shard, 1 sample of 1 B) and model 4e6 B from a server in eu: the us
+ * devices' two model flows share the eu->us WAN: 0.011 + 2 x 4e6 / 1e6 =
+ * 8.011 s; one batch of 1 s; 6 rounds. */
+Test(policy, analytic_ring_sees_shared_wan)
+{
+    static const char *ALT = "name: alt\n"
+                             "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+                             "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
+                             "training: { epochs: 1 }\n"
+                             "sites: [eu, us]\n"
+                             "server: { site: eu }\n"
+                             "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
+                             "devices:\n"
+                             "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                             "policies: { ddp: { data: shard, overlap: false } }\n";
+    double T[2], sent[2][4], busy[2][4];
+    for (int mode = 0; mode < 2; mode++) {
+        scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
+        scn_scenario *s = load(ALT, ov, 1);
+        res_run *r = run(policy_find("ddp"), s);
+        T[mode] = r->ttotal_s;
+        for (int d = 0; d < 4; d++) {
+            sent[mode][d] = r->devices[d].bytes_sent;
+            busy[mode][d] = r->devices[d].send_s;
+        }
+        res_run_free(r);
+        scn_free(s);
+    }
+    /* the model (4e6 B, twice the data's 1 B) ends last: 0.011 + 2 x (4e6 + 1) / 1e6 */
+    double ready = 0.011 + 2 * (4e6 + 1) / 1e6;
+    expect_close(T[0], ready + 1 + 6 * 2.012);
+    expect_close(T[1], T[0]);
+    for (int d = 0; d < 4; d++) {
+        expect_close(sent[1][d], sent[0][d]);
+        /* an up link at 1e7 B/s is busy only while its flow moves, at the
+         * WAN's share of 5e5 B/s: 6 rounds x 2 s */
+        expect_close(busy[1][d], 6 * 2.0);
+    }
+}
+
+/* ---- the C-ADP planner plans with the link the run will see -------------- */
+
+/* b's down link is fast (8 Mbit/s) for 0.1 s, then 80 kbit/s (1e4 B/s) for
+ * good: the CSV trace does not loop, so its last value holds.  The trace's
+ * own mean (its points, [0, 0.1]) said 8 Mbit/s and the planner gave b a
+ * share, whose model download then took 100 s an epoch.  Planned over the
+ * window of the epochs, b's exchange costs about 101 s and a alone does
+ * better: b gets nothing.  a alone, by hand (TWO's world): ready 0.01 +
+ * (4e5 + 1e6) / 1e6 = 1.41; epoch 1: 4 batches of 1 s, upload 1.01,
+ * aggregation 0.1; epoch 2: download 1.01, 4 s, upload 1.01, 0.1. */
+Test(policy, cadp_plans_with_the_held_trace_value)
+{
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/drop.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/drop.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,bandwidth_bps\n0,8000000\n0.1,80000\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    const char *b_link = "link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }";
+    const char *at = strstr(TWO, "  - { name: b");
+    cr_assert(at && strstr(at, b_link));
+    fwrite(TWO, 1, (size_t)(strstr(at, b_link) - TWO), f);
+    fputs("link: { up: 8Mbps, down: 8Mbps, latency: 10ms, down_trace: drop.csv } }", f);
+    fputs(strstr(at, b_link) + strlen(b_link), f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = run(policy_find("cadp"), s);
+    cr_expect_eq(r->devices[0].samples, 40);
+    cr_expect_eq(r->devices[1].samples, 0);
+    expect_close(r->ttotal_s, 1.41 + 4 + 1.01 + 0.1 + 1.01 + 4 + 1.01 + 0.1);
+    res_run_free(r);
+    scn_free(s);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}
+
+/* ---- WAN routes over other sites ---------------------------------------- */
+
+/* Sites hq, hub, far, alt: WAN hq-hub (8 Mbit/s, 10 ms), hub-far (16 Mbit/s,
+ * 10 ms), hq-alt (80 Mbit/s, 30 ms), alt-far (80 Mbit/s, 30 ms); no hq-far
+ * entry.  The server is in hq, one device in far.  The route hq -> far is
+ * the least-latency one, over hub (20 ms, not 60 ms over alt): its links
+ * are hq-hub, hub-far and the device's down link, latency 20 + 1 ms. */
+static const char *ROUTED = "name: routed\n"
+                            "model: { name: m, params: 250000, flops_per_sample: 1.0e6 }\n"
+                            "dataset: { name: d, samples: 10, sample_bytes: 100000 }\n"
+                            "training: { epochs: 1 }\n"
+                            "sites: [hq, hub, far, alt]\n"
+                            "server: { site: hq }\n"
+                            "wan:\n"
+                            "  - { between: [hq, hub], bandwidth: 8Mbps, latency: 10ms }\n"
+                            "  - { between: [hub, far], bandwidth: 16Mbps, latency: 10ms }\n"
+                            "  - { between: [hq, alt], bandwidth: 80Mbps, latency: 30ms }\n"
+                            "  - { between: [far, alt], bandwidth: 80Mbps, latency: 30ms }\n"
+                            "devices:\n"
+                            "  - { name: a, site: far, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                            "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                            "policies: { ddp: { data: shard } }\n";
+
+Test(policy, wan_route_over_another_site)
+{
+    scn_scenario *s = load(ROUTED, NULL, 0);
+    dp_err err = {0};
+    world *w = world_new(s, 1, &err);
+    cr_assert(w, "%s", err.msg);
+    int links[NET_MAX_PATH];
+    size_t nl;
+    double lat;
+    cr_assert_eq(world_path(w, 0, 1, links, &nl, &lat), 0);
+    cr_expect_eq(nl, 3);
+    expect_close(lat, 0.021);
+    net *n = world_net(w);
+    cr_expect_str_eq(net_link_name(n, links[0]), "wan.hq-hub.fwd");
+    cr_expect_str_eq(net_link_name(n, links[1]), "wan.hub-far.fwd");
+    cr_assert_eq(world_path(w, 1, 0, links, &nl, &lat), 0); /* and back */
+    cr_expect_eq(nl, 3);
+    cr_expect_str_eq(net_link_name(n, links[1]), "wan.hub-far.rev");
+    cr_expect_str_eq(net_link_name(n, links[2]), "wan.hq-hub.rev");
+    world_free(w);
+    /* DDP: data 1e6 B and model 1e6 B share the 1e6 B/s hq-hub link: both
+     * end at 0.021 + 2 s. */
+    res_run *r = run(policy_find("ddp"), s);
+    expect_close(r->tsend_s, 0.021 + 2.0);
+    res_run_free(r);
+    /* the C-ADP planner sees the same route: a sample takes 1e5 / 1e6 s */
+    cadp_inputs in;
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    expect_close(in.send_s[0], 0.1);
+    expect_close(in.comm_s[0], 2 * (1e6 / 1e6) + 2 * 0.021);
+    cadp_inputs_free(&in);
+    scn_free(s);
+}
+
+/* Sites chained by WAN links, eight in a row: the ends are 7 links apart,
+ * past what a path holds (WORLD_MAX_WAN_HOPS = 6): an input error naming
+ * them, not a silently unconstrained path. */
+Test(policy, wan_route_too_long_is_an_input_error)
+{
+    char text[2048];
+    int len = snprintf(text, sizeof text,
+                       "name: chain\n"
+                       "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+                       "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+                       "training: { epochs: 1 }\n"
+                       "sites: [s0, s1, s2, s3, s4, s5, s6, s7]\n"
+                       "server: { site: s0 }\n"
+                       "wan:\n");
+    for (int i = 0; i < 7; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "  - { between: [s%d, s%d], bandwidth: 1Gbps, latency: 1ms }\n", i, i + 1);
+    snprintf(text + len, sizeof text - (size_t)len,
+             "devices:\n"
+             "  - { name: a, site: s7, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+             "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n");
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err err = {0};
+    world *w = world_new(s, 1, &err);
+    cr_expect_null(w);
+    cr_expect_eq(err.code, DP_EINPUT);
+    cr_expect(strstr(err.msg, "s0") && strstr(err.msg, "s7"), "%s", err.msg);
+    world_free(w);
+    /* six links are fine */
+    scn_override ov[1] = {{"devices.a.site", "s6"}};
+    scn_free(s);
+    s = load(text, ov, 1);
+    w = world_new(s, 1, &err);
+    cr_expect(w, "%s", err.msg);
+    world_free(w);
+    scn_free(s);
+    /* and a site only an empty group uses is not routed, by the world or
+     * the planner (a sweep may take a group down to count 0) */
+    size_t len2 = strlen(text);
+    snprintf(text + len2, sizeof text - len2,
+             "  - { name: e, count: 1, site: s7, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+             "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n");
+    scn_override ov2[2] = {{"devices.a.site", "s6"}, {"devices.e.count", "0"}};
+    s = load(text, ov2, 2);
+    res_run *r = run(policy_find("cadp"), s);
+    cr_expect_eq(r->devices[0].samples, 10);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* A device whose speed trace holds factor 0.5 computes like one with twice
+ * the batch time: the planner plans it so (it took the nominal time: 270
+ * and 130 of 400 samples, not 320 and 80), and the runs agree in
+ * allocation and end time. */
+Test(policy, cadp_plans_with_the_speed_trace)
+{
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/half.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/half.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,factor\n0,0.5\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    const char *b_time = "batch: 10, batch_time: 2s,";
+    const char *at = strstr(TWO, b_time);
+    cr_assert(at);
+    fwrite(TWO, 1, (size_t)(at - TWO), f);
+    fputs("batch: 10, batch_time: 2s, speed_trace: half.csv,", f);
+    fputs(at + strlen(b_time), f);
+    fclose(f);
+    dp_err err = {0};
+    scn_override big[1] = {{"dataset.samples", "400"}};
+    scn_scenario *s = scn_load_file(yaml, big, 1, &err);
+    cr_assert(s, "%s", err.msg);
+    scn_override ov[2] = {{"devices.b.batch_time", "4s"}, {"dataset.samples", "400"}};
+    scn_scenario *slow = load(TWO, ov, 2);
+    res_run *r = run(policy_find("cadp"), s), *q = run(policy_find("cadp"), slow);
+    cr_expect_eq(r->devices[0].samples, 320);
+    cr_expect_eq(r->devices[1].samples, q->devices[1].samples);
+    cr_expect_eq(r->devices[1].samples, 80);
+    expect_close(r->ttotal_s, q->ttotal_s);
+    res_run_free(r);
+    res_run_free(q);
+    scn_free(s);
+    scn_free(slow);
+    remove(csv);
+    remove(yaml);
+    rmdir(dir);
+}
+
+/* The planner gives each device its path's rate as if it sent alone (the
+ * paper's bandwidth_i), on the world's route and with the world's TCP
+ * window cap: two devices in far each see the hq-hub link's 1e6 B/s (a
+ * sample 0.1 s, the exchange 2 s + 2 x 21 ms); a TCP window of 21 kB caps
+ * each flow at 21e3 / 0.042 = 5e5 B/s, as world_transfer does. */
+Test(policy, cadp_inputs_route_and_tcp_window)
+{
+    scn_override two[2] = {{"devices.a.count", "2"}, {"dataset.samples", "20"}};
+    scn_scenario *s = load(ROUTED, two, 2);
+    dp_err err = {0};
+    cadp_inputs in;
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    cr_assert_eq(in.n, 2);
+    for (int d = 0; d < 2; d++) {
+        expect_close(in.send_s[d], 0.1);
+        expect_close(in.comm_s[d], 2 + 0.042);
+    }
+    cadp_inputs_free(&in);
+    scn_free(s);
+    scn_override win[2] = {{"dataset.samples", "20"}, {"network.tcp_window", "21000B"}};
+    s = load(ROUTED, win, 2);
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    expect_close(in.send_s[0], 1e5 / 5e5);
+    expect_close(in.comm_s[0], 2 * 1e6 / 5e5 + 0.042);
+    cadp_inputs_free(&in);
+    scn_free(s);
+}
+
+/* A C-ADP run records its plan's expectations: without traces one solve,
+ * whose objective and terms are cadp_solve's on cadp_inputs_build. */
+Test(policy, cadp_records_its_plan)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    res_run *r = run(policy_find("cadp"), s);
+    dp_err err = {0};
+    cadp_inputs in;
+    cadp_opts co;
+    cr_assert_eq(policy_options(policy_find("cadp"), s, &co, sizeof co, &err), 0, "%s", err.msg);
+    cr_assert_eq(cadp_inputs_build(s, &in, &err), 0, "%s", err.msg);
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = cadp_slv_rounding(&co);
+    slv_result *p = NULL;
+    cr_assert_eq(cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &p, NULL, &err), 0, "%s", err.msg);
+    const char *names[4] = {"plan.objective_s", "plan.send_s", "plan.epoch_s", "plan.solves"};
+    double want[4] = {p->objective_s, p->send_s, p->epoch_s, 1};
+    for (int k = 0; k < 4; k++) {
+        int found = 0;
+        for (size_t i = 0; i < r->n_stats; i++)
+            if (!strcmp(r->stats[i].name, names[k])) {
+                found = 1;
+                cr_expect_eq(r->stats[i].scope, RES_SCOPE_RUN);
+                expect_close(r->stats[i].value, want[k]);
+            }
+        cr_expect(found, "no %s", names[k]);
+    }
+    cr_expect(p->objective_s > 0);
+    slv_result_free(p);
+    cadp_inputs_free(&in);
+    res_run_free(r);
+    scn_free(s);
 }

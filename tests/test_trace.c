@@ -454,3 +454,28 @@ Test(trace, property_saturating_flow_gets_the_integral)
     }
     free(buf);
 }
+
+/* Means over a window, by hand: the step 1 B/s on [0, 10), 2 B/s after. */
+Test(trace, mean_over_a_window)
+{
+    trace *t = csv("0,8\n10,16\n", 0, 1);        /* held: 2 from t = 10 on */
+    cr_assert_float_eq(trace_mean(t), 1, 1e-12); /* the points alone: [0, 10] */
+    cr_assert_float_eq(trace_mean_over(t, 0, 10), 1, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 0, 20), 1.5, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 0, 110), 210.0 / 110, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 5, 15), 1.5, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 12, 30), 2, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 3, 3), 1, 1e-12); /* empty window: the value there */
+    cr_assert_float_eq(trace_mean_over(t, 0, INFINITY), 2, 1e-12);
+    trace_free(t);
+    t = csv("0,8\n10,16\n", 1, 1); /* looped: period 20 */
+    cr_assert_float_eq(trace_mean_over(t, 0, 20), 1.5, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 0, 30), 40.0 / 30, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 15, 45), 45.0 / 30, 1e-12);
+    cr_assert_float_eq(trace_mean_over(t, 1e6, 1e6 + 20), 1.5, 1e-9);
+    cr_assert_float_eq(trace_mean_over(t, 0, INFINITY), 1.5, 1e-12);
+    trace_free(t);
+    t = trace_constant(7);
+    cr_assert_float_eq(trace_mean_over(t, 2, 9), 7, 1e-12);
+    trace_free(t);
+}

@@ -97,22 +97,17 @@ int cmd_solve(int argc, char **argv)
         }
     }
     cadp_inputs in;
-    if (cadp_inputs_build(s, &in, &err)) {
+    slv_result *r = NULL;
+    size_t classes = 0;
+    double t0 = cli_wall_s();
+    int rc = cadp_plan(s, &co, method, &prm, paper, &in, &r, &classes, NULL, &err);
+    double wall = cli_wall_s() - t0;
+    if (rc) {
         scn_free(s);
         return cli_fail(&err);
     }
     slv_problem p;
     cadp_problem(s, &co, &in, &p);
-    slv_result *r = NULL;
-    size_t classes = 0;
-    double t0 = cli_wall_s();
-    int rc = cadp_solve(s, &co, &in, method, &prm, paper, &r, &classes, &err);
-    double wall = cli_wall_s() - t0;
-    if (rc) {
-        cadp_inputs_free(&in);
-        scn_free(s);
-        return cli_fail(&err);
-    }
     double gap = r->objective_s - r->lower_bound_s;
     if (json) {
         json_buf *j = json_new();

@@ -84,7 +84,7 @@ typedef struct res_run {
 
     double tsend_s, ttraining_s, ttotal_s;
     double tflops;            /* paper's count: flops_per_sample * samples processed / Ttraining / 1e12 */
-    double utilization;       /* busy compute seconds / (N * Ttraining) */
+    double utilization;       /* busy compute seconds in [Tsend, Ttotal] / (N * Ttraining) */
     double samples_processed; /* over all epochs and devices */
     double bytes_total;       /* bytes moved over the network */
     uint64_t events;          /* engine events processed */
@@ -114,8 +114,6 @@ typedef struct res_run {
     size_t n_stats, cap_stats;
     res_stat *stats;
 } res_run;
-
-
 
 res_run *res_run_new(size_t n_devices, dp_err *err);
 void res_run_free(res_run *r);

@@ -54,6 +54,14 @@ struct world {
     int nic_up, nic_down;         /* -1 when unlimited */
     int *wan;                     /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
+    /* Site pairs with no WAN entry of their own but a route over others:
+     * [a * n_sites + b] offset into route_links (-1: no route), hop count,
+     * latency. */
+    int *route_off;
+    unsigned char *route_n;
+    double *route_lat;
+    int *route_links;
+    size_t n_route_links;
     /* the dynamic world */
     int track; /* failures possible: transfers tracked */
     wdev *dev; /* per device */
@@ -68,6 +76,169 @@ struct world {
     int failures;
     double cut_bytes;
 };
+
+int world_wan_route(const scn_scenario *s, int a, int b, size_t *wan_idx, int *forward, size_t *n_hops,
+                    double *latency_s)
+{
+    size_t ns = s->n_sites, H = WORLD_MAX_WAN_HOPS;
+    *n_hops = 0;
+    *latency_s = 0;
+    if (a < 0 || b < 0 || a == b || (size_t)a >= ns || (size_t)b >= ns)
+        return 0;
+    for (size_t k = 0; k < s->n_wan; k++) { /* a pair's own link, whatever its latency */
+        const scn_wan *x = &s->wan[k];
+        if ((x->site_a == a && x->site_b == b) || (x->site_a == b && x->site_b == a)) {
+            wan_idx[0] = k;
+            forward[0] = x->site_a == a;
+            *n_hops = 1;
+            *latency_s = x->latency_s;
+            return 0;
+        }
+    }
+    /* Least latency over walks of exactly h links, h = 1..H (layered
+     * Bellman-Ford); the fewest hops among equal latencies; ties between
+     * links go to the first listed.  par[h][v]: the link (2k + reversed)
+     * that reached v with h hops. */
+    double *dist = dp_malloc((H + 1) * ns * sizeof *dist);
+    long *par = dp_malloc((H + 1) * ns * sizeof *par);
+    if (!dist || !par) {
+        dp_free(dist);
+        dp_free(par);
+        return DP_ENOMEM;
+    }
+    for (size_t i = 0; i < (H + 1) * ns; i++) {
+        dist[i] = INFINITY;
+        par[i] = -1;
+    }
+    dist[a] = 0;
+    size_t best_h = 0;
+    for (size_t h = 1; h <= H; h++) {
+        const double *dp = dist + (h - 1) * ns;
+        double *dc = dist + h * ns;
+        long *pc = par + h * ns;
+        for (size_t k = 0; k < s->n_wan; k++)
+            for (int rev = 0; rev < 2; rev++) {
+                const scn_wan *x = &s->wan[k];
+                int u = rev ? x->site_b : x->site_a, v = rev ? x->site_a : x->site_b;
+                double c = dp[u] + x->latency_s;
+                if (c < dc[v]) {
+                    dc[v] = c;
+                    pc[v] = (long)(2 * k + (size_t)rev);
+                }
+            }
+        if (dc[b] < INFINITY && (best_h == 0 || dc[b] < dist[best_h * ns + (size_t)b]))
+            best_h = h;
+    }
+    int rc = 0;
+    if (best_h == 0) {
+        /* nothing within H links: either no route at all (a direct,
+         * unconstrained path, as for a pair without WAN) or a longer one */
+        double *reach = dp_calloc(ns, sizeof *reach);
+        size_t *stack = dp_malloc(ns * sizeof *stack);
+        if (!reach || !stack) {
+            rc = DP_ENOMEM;
+        } else {
+            size_t top = 0;
+            reach[a] = 1;
+            stack[top++] = (size_t)a;
+            while (top > 0) {
+                size_t u = stack[--top];
+                for (size_t k = 0; k < s->n_wan; k++) {
+                    const scn_wan *x = &s->wan[k];
+                    int v = (size_t)x->site_a == u ? x->site_b : (size_t)x->site_b == u ? x->site_a : -1;
+                    if (v >= 0 && !reach[v]) {
+                        reach[v] = 1;
+                        stack[top++] = (size_t)v;
+                    }
+                }
+            }
+            if (reach[b])
+                rc = DP_EINPUT;
+        }
+        dp_free(reach);
+        dp_free(stack);
+    } else {
+        *n_hops = best_h;
+        *latency_s = dist[best_h * ns + (size_t)b];
+        int v = b;
+        for (size_t h = best_h; h >= 1; h--) {
+            long e = par[h * ns + (size_t)v];
+            size_t k = (size_t)e / 2;
+            int rev = (int)(e % 2);
+            wan_idx[h - 1] = k;
+            forward[h - 1] = !rev;
+            v = rev ? s->wan[k].site_b : s->wan[k].site_a;
+        }
+    }
+    dp_free(dist);
+    dp_free(par);
+    return rc;
+}
+
+/* Routes for the site pairs in use that lack a WAN entry of their own. */
+static int build_routes(world *w, dp_err *err)
+{
+    const scn_scenario *s = w->s;
+    size_t ns = s->n_sites;
+    if (ns < 3 || s->n_wan == 0)
+        return 0; /* two sites: their own link or none */
+    char *used = dp_calloc(ns, 1);
+    w->route_off = dp_malloc(ns * ns * sizeof *w->route_off);
+    w->route_n = dp_calloc(ns * ns, 1);
+    w->route_lat = dp_calloc(ns * ns, sizeof *w->route_lat);
+    int rc = 0;
+    if (!used || !w->route_off || !w->route_n || !w->route_lat) {
+        rc = dp_err_set(err, DP_ENOMEM, "world: out of memory for %zu sites", ns);
+        goto done;
+    }
+    for (size_t i = 0; i < ns * ns; i++)
+        w->route_off[i] = -1;
+    if (s->server.site >= 0)
+        used[s->server.site] = 1;
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (s->groups[g].site >= 0 && s->groups[g].count > 0)
+            used[s->groups[g].site] = 1;
+    for (size_t a = 0; a < ns; a++)
+        for (size_t b = 0; b < ns && !rc; b++) {
+            if (a == b || !used[a] || !used[b] || w->wan[a * ns + b] >= 0)
+                continue;
+            size_t idx[WORLD_MAX_WAN_HOPS], nh;
+            int fwd[WORLD_MAX_WAN_HOPS];
+            double lat;
+            int r = world_wan_route(s, (int)a, (int)b, idx, fwd, &nh, &lat);
+            if (r == DP_EINPUT) {
+                rc = dp_err_set(err, DP_EINPUT,
+                                "wan: sites %s and %s are connected only over more than %d WAN links; add a "
+                                "wan entry between them or a shorter route",
+                                s->sites[a], s->sites[b], WORLD_MAX_WAN_HOPS);
+                break;
+            }
+            if (r) {
+                rc = dp_err_set(err, DP_ENOMEM, "world: out of memory routing sites");
+                break;
+            }
+            if (nh == 0)
+                continue;
+            int *nl = dp_realloc(w->route_links, (w->n_route_links + nh) * sizeof *nl);
+            if (!nl) {
+                rc = dp_err_set(err, DP_ENOMEM, "world: out of memory routing sites");
+                break;
+            }
+            w->route_links = nl;
+            w->route_off[a * ns + b] = (int)w->n_route_links;
+            w->route_n[a * ns + b] = (unsigned char)nh;
+            w->route_lat[a * ns + b] = lat;
+            for (size_t h = 0; h < nh; h++) {
+                const scn_wan *x = &s->wan[idx[h]];
+                size_t u = (size_t)(fwd[h] ? x->site_a : x->site_b),
+                       v = (size_t)(fwd[h] ? x->site_b : x->site_a);
+                w->route_links[w->n_route_links++] = w->wan[u * ns + v];
+            }
+        }
+done:
+    dp_free(used);
+    return rc;
+}
 
 static int add(world *w, double cap, const trace *tr, const char *fmt, const char *name, dp_err *err)
 {
@@ -139,6 +310,8 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     }
     if (dyn_init(w, seed, err))
         goto fail;
+    if (build_routes(w, err))
+        goto fail;
     return w;
 fail:
     world_free(w);
@@ -158,6 +331,10 @@ void world_free(world *w)
     dp_free(w->pdown);
     dp_free(w->wan);
     dp_free(w->wan_lat);
+    dp_free(w->route_off);
+    dp_free(w->route_n);
+    dp_free(w->route_lat);
+    dp_free(w->route_links);
     for (size_t d = 0; w->dev && d < w->nd; d++)
         if (w->dev[d].rng)
             gsl_rng_free(w->dev[d].rng);
@@ -224,13 +401,19 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
         lat +=
             peer ? w->s->interconnect.latency_s : w->s->groups[w->s->devices[from - 1].group].link.latency_s;
     }
-    /* WAN between sites; a pair with no WAN entry is a direct (unconstrained) path */
+    /* WAN between sites: the pair's own link, else the least-latency route
+     * over other sites' links; sites no WAN links connect have a direct
+     * (unconstrained) path */
     int sa = site_of(w, from), sb = site_of(w, to);
     if (sa >= 0 && sb >= 0 && sa != sb) {
         size_t ix = (size_t)sa * w->s->n_sites + (size_t)sb;
         if (w->wan[ix] >= 0) {
             links[k++] = w->wan[ix];
             lat += w->wan_lat[ix];
+        } else if (w->route_off && w->route_off[ix] >= 0) {
+            for (size_t h = 0; h < w->route_n[ix]; h++)
+                links[k++] = w->route_links[(size_t)w->route_off[ix] + h];
+            lat += w->route_lat[ix];
         }
     }
     /* receiver's access */

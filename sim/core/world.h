@@ -13,8 +13,12 @@
  *   device i -> server : i up, WAN, server NIC down
  *   device i -> device j (peer traffic, collectives): i up, WAN, j down; or
  *     with an interconnect: i peer-up, WAN, j peer-down.
+ * WAN: a site pair's own link when the scenario lists one; otherwise the
+ * route over other sites' WAN links with the least total latency (fewest
+ * links among equal ones), at most WORLD_MAX_WAN_HOPS links; sites that no
+ * chain of WAN links connects have a direct, unconstrained path.
  * Path latency is the sum of the one-way latencies of the access links on
- * it (the server's access is its NIC, latency 0) and the WAN link.
+ * it (the server's access is its NIC, latency 0) and the WAN links.
  *
  * Ownership: world_new/world_free; the scenario is borrowed and must
  * outlive the world.
@@ -29,7 +33,20 @@
 
 typedef struct world world;
 
+/* WAN links a path may cross: the rest of NET_MAX_PATH are the two ends. */
+#define WORLD_MAX_WAN_HOPS (NET_MAX_PATH - 2)
+
+/* DP_EINPUT (naming the sites) when two sites in use are connected only
+ * over more than WORLD_MAX_WAN_HOPS WAN links. */
 world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err);
+
+/* The WAN route from site a to site b (see above) from the scenario alone,
+ * for planners: wan_idx[h] indexes s->wan, forward[h] is 1 when hop h runs
+ * site_a -> site_b; both hold WORLD_MAX_WAN_HOPS.  *n_hops = 0 when a == b,
+ * a site is -1 or no WAN links connect them.  0, DP_EINPUT (only longer
+ * routes) or DP_ENOMEM. */
+int world_wan_route(const scn_scenario *s, int a, int b, size_t *wan_idx, int *forward, size_t *n_hops,
+                    double *latency_s);
 void world_free(world *w);
 
 sim_engine *world_engine(world *w);

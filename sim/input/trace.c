@@ -614,3 +614,42 @@ double trace_mean(const trace *t)
     }
     return sum / end;
 }
+
+/* Integral of the trace over [0, x] within its points (0 <= x; for a
+ * looping trace x <= period_s, the last value lasting to period_s). */
+static double integral_in(const trace *t, double x)
+{
+    double acc = 0;
+    for (size_t k = 0; k < t->n && t->t_s[k] < x; k++) {
+        double next = k + 1 < t->n ? t->t_s[k + 1] : looping(t) ? t->period_s : INFINITY;
+        acc += t->value[k] * (fmin(next, x) - t->t_s[k]);
+    }
+    return acc;
+}
+
+/* Integral of the trace over [0, x] (x >= 0), through the held last value
+ * or the repeats. */
+static double integral_to(const trace *t, double x)
+{
+    if (!looping(t))
+        return integral_in(t, x);
+    double c;
+    locate(t, x, &c); /* the period x falls in, as trace_value_at sees it */
+    double r = x - c * t->period_s;
+    if (r < 0)
+        r = 0;
+    return c * integral_in(t, t->period_s) + integral_in(t, r);
+}
+
+double trace_mean_over(const trace *t, double t0_s, double t1_s)
+{
+    if (!t || t->n == 0)
+        return 0;
+    if (!(t0_s > 0))
+        t0_s = 0;
+    if (t->n == 1 || !(t1_s > t0_s))
+        return trace_value_at(t, t0_s);
+    if (!isfinite(t1_s)) /* the long run: one period, or the value held forever */
+        return looping(t) ? trace_mean(t) : t->value[t->n - 1];
+    return (integral_to(t, t1_s) - integral_to(t, t0_s)) / (t1_s - t0_s);
+}

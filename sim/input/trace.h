@@ -77,5 +77,12 @@ double trace_next_change(const trace *t, double t_s, double *value_out);
 /* Time-weighted mean over one period (or over [0, t_s[n-1]] without loop;
  * the value itself when n == 1). */
 double trace_mean(const trace *t);
+/* Time-weighted mean over [t0_s, t1_s], with the last value held (or the
+ * trace repeated) past its end, as the simulation sees it; the value at t0_s
+ * when t1_s <= t0_s; for an infinite t1_s the long-run mean (one period's,
+ * or the last value).  A non-looping trace's
+ * trace_mean leaves out its last value, which holds for the rest of a run:
+ * planners use this over the window they plan for. */
+double trace_mean_over(const trace *t, double t0_s, double t1_s);
 
 #endif

@@ -24,6 +24,7 @@
 #include "cadp.h"
 #include "runtime.h"
 #include "slv.h"
+#include "world.h"
 
 #include <stddef.h>
 
@@ -68,36 +69,14 @@ typedef struct extra_rec {
 
 static void local_batch(prt *rt, void *ctx);
 
-static double path_bottleneck(const scn_scenario *s, size_t d, int down)
+/* Mean capacity of a link over [w0, w1] (w1 <= w0: the trace's own mean,
+ * the first plan's guess). */
+static double link_mean(double bw, const trace *tr, double w0, double w1)
 {
-    const scn_group *g = &s->groups[s->devices[d].group];
-    double acc = down ? g->link.down_Bps : g->link.up_Bps;
-    const trace *tr = down ? g->link.down_trace : g->link.up_trace;
-    if (tr)
-        acc = trace_mean(tr); /* the solver plans with the mean of a varying link */
-    double bw = fmin(acc, down ? s->server.nic_up_Bps : s->server.nic_down_Bps);
-    int a = s->server.site, b = g->site;
-    if (a >= 0 && b >= 0 && a != b)
-        for (size_t k = 0; k < s->n_wan; k++) {
-            const scn_wan *w = &s->wan[k];
-            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
-                bw = fmin(bw, w->trace ? trace_mean(w->trace) : w->bandwidth_Bps);
-        }
-    return bw;
-}
-
-static double path_latency(const scn_scenario *s, size_t d)
-{
-    const scn_group *g = &s->groups[s->devices[d].group];
-    double lat = g->link.latency_s;
-    int a = s->server.site, b = g->site;
-    if (a >= 0 && b >= 0 && a != b)
-        for (size_t k = 0; k < s->n_wan; k++) {
-            const scn_wan *w = &s->wan[k];
-            if ((w->site_a == a && w->site_b == b) || (w->site_a == b && w->site_b == a))
-                lat += w->latency_s;
-        }
-    return lat;
+    if (!tr)
+        return bw;
+    double m = w1 > w0 ? trace_mean_over(tr, w0, w1) : 0;
+    return m > 0 ? m : trace_mean(tr); /* an outage over the whole window: the trace's mean */
 }
 
 void cadp_inputs_free(cadp_inputs *in)
@@ -114,37 +93,134 @@ void cadp_inputs_free(cadp_inputs *in)
     in->names = NULL;
 }
 
-int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
+/* ---- what a device's link to the server gives it ------------------------ */
+/* The planner sees each group's path to the server as the run does: its
+ * access link, the WAN route the world takes (world_wan_route), the server
+ * NIC, and the TCP window cap the world puts on every flow (window / RTT).
+ * Each device gets its path's bottleneck as if it sent alone, the paper's
+ * bandwidth_i: sharing of the NIC and WAN links among devices is left out
+ * (a max-min estimate with every flow at once was tried and planned worse
+ * runs: the flows do not all run at once).  Links: 0 NIC up, 1 NIC down,
+ * 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
+typedef struct gpath {
+    double cap[2];                       /* per-flow cap, down (0) and up (1): access, TCP window */
+    double lat;                          /* one way */
+    int link[2][WORLD_MAX_WAN_HOPS + 1]; /* NIC and WAN links each way, -1 ends */
+} gpath;
+
+static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gpath *gp, dp_err *err)
 {
-    size_t n = s->n_devices;
+    const scn_group *g = &s->groups[gi];
+    gp->cap[0] = link_mean(g->link.down_Bps, g->link.down_trace, w0, w1);
+    gp->cap[1] = link_mean(g->link.up_Bps, g->link.up_trace, w0, w1);
+    gp->lat = g->link.latency_s;
+    size_t idx[WORLD_MAX_WAN_HOPS], nh;
+    int fwd[WORLD_MAX_WAN_HOPS];
+    double wlat;
+    int rc = world_wan_route(s, s->server.site, g->site, idx, fwd, &nh, &wlat);
+    if (rc == DP_EINPUT)
+        return dp_err_set(err, rc, "group %s: its site is more than %d WAN links from the server's", g->name,
+                          WORLD_MAX_WAN_HOPS);
+    if (rc)
+        return dp_err_set(err, rc, "out of memory routing sites");
+    gp->lat += wlat;
+    size_t k0 = 0, k1 = 0;
+    if (isfinite(s->server.nic_up_Bps))
+        gp->link[0][k0++] = 0;
+    for (size_t h = 0; h < nh; h++) /* down: the route as it runs; up: reversed */
+        gp->link[0][k0++] = 2 + 2 * (int)idx[h] + !fwd[h];
+    for (size_t h = nh; h-- > 0;)
+        gp->link[1][k1++] = 2 + 2 * (int)idx[h] + fwd[h];
+    if (isfinite(s->server.nic_down_Bps))
+        gp->link[1][k1++] = 1;
+    gp->link[0][k0] = gp->link[1][k1] = -1;
+    if (s->network.tcp_window_bytes > 0 && gp->lat > 0)
+        for (int dir = 0; dir < 2; dir++)
+            gp->cap[dir] = fmin(gp->cap[dir], s->network.tcp_window_bytes / (2 * gp->lat));
+    return 0;
+}
+
+int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
+                             cadp_inputs *in, dp_err *err)
+{
+    size_t n = s->n_devices, G = s->n_groups, nl = 2 + 2 * s->n_wan;
     in->n = n;
     in->send_s = dp_calloc(n, sizeof(double));
     in->batch_s = dp_calloc(n, sizeof(double));
     in->comm_s = dp_calloc(n, sizeof(double));
     in->batch = dp_calloc(n, sizeof(int));
     in->names = dp_calloc(n, sizeof(char *));
-    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names) {
-        cadp_inputs_free(in);
-        return dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+    gpath *gp = dp_calloc(G ? G : 1, sizeof *gp);
+    double *rate = dp_calloc(3 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
+    int rc = 0;
+    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !gp || !rate || !lcap) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+        goto done;
     }
+    /* rates: [0] data down over the send window, [1] model down and [2]
+     * model up over the epochs' */
+    for (int w = 0; w < 3 && !rc; w++) {
+        double w0 = w ? ex0 : send0, w1 = w ? ex1 : send1;
+        for (size_t g = 0; g < G && !rc; g++) {
+            if (s->groups[g].count > 0) {
+                rc = group_path(s, g, w0, w1, &gp[g], err);
+                continue;
+            }
+            /* no devices: no flow, no route (the world routes only sites in use) */
+            gp[g] = (gpath){.cap = {INFINITY, INFINITY}, .lat = 0};
+            gp[g].link[0][0] = gp[g].link[1][0] = -1;
+        }
+        if (rc)
+            break;
+        lcap[0] = s->server.nic_up_Bps;
+        lcap[1] = s->server.nic_down_Bps;
+        for (size_t k = 0; k < s->n_wan; k++)
+            lcap[2 + 2 * k] = lcap[3 + 2 * k] = link_mean(s->wan[k].bandwidth_Bps, s->wan[k].trace, w0, w1);
+        for (size_t g = 0; g < G; g++) { /* the path's bottleneck, as if alone */
+            double r = gp[g].cap[w == 2];
+            for (const int *l = gp[g].link[w == 2]; *l >= 0; l++)
+                r = fmin(r, lcap[*l]);
+            rate[(size_t)w * G + g] = r;
+        }
+    }
+    if (rc)
+        goto done;
     double M = s->model.model_bytes;
     for (size_t d = 0; d < n; d++) {
-        const scn_group *g = &s->groups[s->devices[d].group];
-        double down = path_bottleneck(s, d, 1), up = path_bottleneck(s, d, 0), lat = path_latency(s, d);
+        size_t gi = s->devices[d].group;
+        const scn_group *g = &s->groups[gi];
         in->names[d] = s->devices[d].name;
-        if (!(down > 0) || !(up > 0)) {
-            const char *nm = s->devices[d].name;
-            cadp_inputs_free(in);
-            return dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
-                              nm);
+        double down = rate[gi], exdown = rate[G + gi], exup = rate[2 * G + gi];
+        if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
+            rc = dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
+                            s->devices[d].name);
+            goto done;
+        }
+        /* a speed trace stretches compute by its mean factor over the
+         * epochs (the exchange window) */
+        double speed = g->speed_trace ? link_mean(1, g->speed_trace, ex0, ex1) : 1;
+        if (!(speed > 0)) {
+            rc = dp_err_set(err, DP_EINPUT, "device %s: its speed trace averages 0", s->devices[d].name);
+            goto done;
         }
         in->send_s[d] = s->dataset.sample_bytes / down;
         in->batch[d] = g->batch;
-        in->batch_s[d] = scn_batch_time(s, g, g->batch);
-        in->comm_s[d] = M / down + M / up + 2 * lat;
+        in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
+        in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
     }
     in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
-    return 0;
+done:
+    dp_free(gp);
+    dp_free(rate);
+    dp_free(lcap);
+    if (rc)
+        cadp_inputs_free(in);
+    return rc;
+}
+
+int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
+{
+    return cadp_inputs_build_window(s, 0, 0, 0, 0, in, err);
 }
 
 void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
@@ -283,6 +359,67 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
     /* validate per device first, so messages name devices as usual */
     int rc = slv_problem_check(&p, err);
     return rc ? rc : solve_classes(s, &p, method, prm, out, err);
+}
+
+static int has_trace(const scn_scenario *s)
+{
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (s->groups[g].link.up_trace || s->groups[g].link.down_trace || s->groups[g].speed_trace)
+            return 1;
+    for (size_t k = 0; k < s->n_wan; k++)
+        if (s->wan[k].trace)
+            return 1;
+    return 0;
+}
+
+static int same_alloc(const slv_result *a, const slv_result *b)
+{
+    for (size_t d = 0; d < a->n; d++)
+        if (a->alloc[d] != b->alloc[d])
+            return 0;
+    return 1;
+}
+
+int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
+              int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves, dp_err *err)
+{
+    *out = NULL;
+    if (solves)
+        *solves = 1;
+    int rc = cadp_inputs_build(s, in, err);
+    if (rc)
+        return rc;
+    if ((rc = cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
+        cadp_inputs_free(in);
+        return rc;
+    }
+    for (int round = 1; round < CADP_PLAN_ROUNDS && has_trace(s); round++) {
+        /* the data moves over [0, send term], the models over the epochs after */
+        double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
+        cadp_inputs next;
+        slv_result *r = NULL;
+        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, &next, err)))
+            break;
+        if ((rc = cadp_solve(s, o, &next, method, prm, paper_model, &r, classes, err))) {
+            cadp_inputs_free(&next);
+            break;
+        }
+        int same = same_alloc(r, *out);
+        if (solves)
+            *solves = round + 1;
+        cadp_inputs_free(in);
+        *in = next;
+        slv_result_free(*out);
+        *out = r;
+        if (same)
+            break;
+    }
+    if (rc) {
+        slv_result_free(*out);
+        *out = NULL;
+        cadp_inputs_free(in);
+    }
+    return rc;
 }
 
 /* ---- the event flow ------------------------------------------------------------ */
@@ -676,17 +813,23 @@ static int cadp_start(prt *rt, const void *opts)
     const cadp_opts *o = opts;
     const scn_scenario *s = prt_scn(rt);
     cadp_inputs in;
-    int rc = cadp_inputs_build(s, &in, prt_err(rt));
-    if (rc)
-        return rc;
     slv_params prm;
     slv_params_default(&prm);
     prm.rounding = cadp_slv_rounding(o);
     slv_result *res = NULL;
-    rc = cadp_solve(s, o, &in, cadp_method(o), &prm, 0, &res, NULL, prt_err(rt));
-    cadp_inputs_free(&in);
+    int solves = 0;
+    int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, &solves, prt_err(rt));
     if (rc)
         return rc;
+    cadp_inputs_free(&in);
+    /* what the planner expects, to hold against what the run gives */
+    if (prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, res->objective_s) ||
+        prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, res->send_s) ||
+        prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, res->epoch_s) ||
+        prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, solves)) {
+        slv_result_free(res);
+        return DP_ENOMEM;
+    }
     cadp_state *st = dp_calloc(1, sizeof *st);
     double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     int *skip = dp_calloc(prt_n(rt), sizeof *skip);

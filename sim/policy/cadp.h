@@ -18,10 +18,13 @@ typedef struct cadp_opts {
 
 /* ---- the allocation problem from a scenario ---------------------------- */
 /* Per-device solver inputs (docs/MODEL.md section 5): a_i = sample_bytes over
- * the bottleneck of the server-to-device path, c_i via t_i(bs_i), comm_i =
- * M / down + M / up + both latencies (the per-epoch model exchange), and the
- * per-epoch aggregation as a constant.  Arrays are dp_malloc'd; free with
- * cadp_inputs_free.  DP_EINPUT names the device with a zero bandwidth. */
+ * the rate the device gets from the server, c_i via t_i(bs_i) over the mean
+ * speed factor of a speed trace, comm_i = M / down + M / up + both
+ * latencies (the per-epoch model exchange), and the per-epoch aggregation as
+ * a constant.  Rates follow the world's routes (world_wan_route) and the
+ * TCP window cap; each device's as if it sent alone (cadp.c).  Arrays are
+ * dp_malloc'd; free with cadp_inputs_free.  DP_EINPUT names the device with
+ * a zero bandwidth. */
 typedef struct cadp_inputs {
     size_t n;
     double *send_s, *batch_s, *comm_s;
@@ -30,6 +33,13 @@ typedef struct cadp_inputs {
     double agg_s;       /* per-epoch aggregation time, all devices */
 } cadp_inputs;
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
+/* The same with each varying link at its mean over a window (trace.h
+ * trace_mean_over): [send0, send1] for the data (send_s), [ex0, ex1] for
+ * the per-epoch model exchange (comm_s) and for a device's speed trace
+ * (batch_s = t_i(bs_i) / mean speed factor).  An empty window (or one whole
+ * outage) falls back to the trace's own mean, as cadp_inputs_build uses. */
+int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
+                             cadp_inputs *in, dp_err *err);
 void cadp_inputs_free(cadp_inputs *in);
 /* Fill a solver problem from inputs (borrows the arrays). */
 struct slv_problem;
@@ -54,6 +64,20 @@ struct slv_result;
 int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, const char *method,
                const struct slv_params *prm, int paper_model, struct slv_result **out, size_t *classes,
                dp_err *err);
+/* Plan as the policy does: cadp_solve on cadp_inputs_build's inputs; then,
+ * when a link or device has a trace, again with each trace's mean over the
+ * window the plan uses it in (data: [0, send term]; models and compute: the
+ * E epochs after), until
+ * the allocation repeats, at most CADP_PLAN_ROUNDS solves.  A trace's own
+ * mean can be far from what the run sees: a non-looping trace holds its
+ * last value for the whole run, and a short window of a long trace is not
+ * its average.  *in gets the inputs of the last solve (free with
+ * cadp_inputs_free), *out its result; both are left empty on error.
+ * *solves (may be NULL) gets the number of solves. */
+#define CADP_PLAN_ROUNDS 4
+int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const struct slv_params *prm,
+              int paper_model, cadp_inputs *in, struct slv_result **out, size_t *classes, int *solves,
+              dp_err *err);
 /* The solver method name ("exact", "alm") and solver rounding of options o. */
 const char *cadp_method(const cadp_opts *o);
 int cadp_slv_rounding(const cadp_opts *o);

@@ -2,12 +2,16 @@
  * (docs/MODEL.md section 4).
  *
  * Ring order is member order (scenario order for all devices): member i
- * sends to member i+1, the last to the first.  A round starts N flows of bytes/N at once and ends when the
- * last of them ends, so a slow or shared link holds the whole ring back, as in NCCL's ring.  The analytic
- * mode gives the same time without flows when no link is shared: each round lasts max over ring edges of
- * (path latency + (bytes/N) / path bottleneck), taken at the collective's
- * start; it cannot see sharing or capacity changes during the collective,
- * and counts the bytes but not the link busy time.
+ * sends to member i+1, the last to the first.  A round starts N flows of
+ * bytes/N at once and ends when the last of them ends, so a slow or shared
+ * link holds the whole ring back, as in NCCL's ring.  The analytic mode
+ * gives the same time without flows: each round lasts max over ring edges
+ * of (path latency + (bytes/N) / rate), the rate being the minimum over the
+ * edge's links of capacity / ring flows crossing that link (a WAN link
+ * crossed by several edges when sites alternate in the ring), taken at the
+ * collective's start.  Under max-min fairness that is exact when flows
+ * sharing a link have equal latencies (always when none is shared); it
+ * cannot see other traffic or capacity changes during the collective.
  */
 #include "runtime_impl.h"
 
@@ -146,47 +150,90 @@ static void start_round(coll *c)
     }
 }
 
-/* Latency and bottleneck capacity of ring edge from -> to (devices) now. */
-static void edge(prt *rt, size_t from, size_t to, double *lat, double *cap)
+/* Ring flows per link for the analytic mode (rt->coll_link_n, one count
+ * per network link, all 0 between calls): add delta for every link of every
+ * ring edge's path.  0 or DP_ENOMEM. */
+static int count_links(const coll *c, int delta)
 {
+    prt *rt = c->rt;
+    size_t nl_all = net_link_count(world_net(rt->w));
+    if (rt->coll_link_cap < nl_all) {
+        unsigned *a = dp_realloc(rt->coll_link_n, nl_all * sizeof *a);
+        if (!a)
+            return DP_ENOMEM;
+        for (size_t l = rt->coll_link_cap; l < nl_all; l++)
+            a[l] = 0;
+        rt->coll_link_n = a;
+        rt->coll_link_cap = nl_all;
+    }
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            rt->coll_link_n[links[j]] += (unsigned)delta;
+    }
+    return 0;
+}
+
+/* Ring edge i now: its path latency and the seconds its flow of `chunk`
+ * bytes transfers.  Max-min fairness gives a flow at least min over its
+ * links of capacity / flows on the link (and its TCP window cap), so with
+ * the round's flows counted on every link (count_links) this is exact for
+ * the flows of a round's most loaded link, and an upper bound for the rest
+ * (exact when flows that share a link have equal latencies). */
+static void edge(const coll *c, size_t i, double *lat, double *xfer)
+{
+    prt *rt = c->rt;
     int links[NET_MAX_PATH];
     size_t nl;
     net *n = world_net(rt->w);
-    *cap = INFINITY;
-    world_path(rt->w, (int)from + 1, (int)to + 1, links, &nl, lat);
-    for (size_t j = 0; j < nl; j++)
-        *cap = fmin(*cap, net_link_capacity(n, links[j]));
+    double rate = INFINITY;
+    world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, lat);
+    for (size_t j = 0; j < nl; j++) {
+        unsigned k = rt->coll_link_n[links[j]];
+        rate = fmin(rate, net_link_capacity(n, links[j]) / (double)(k ? k : 1));
+    }
     if (rt->s->network.tcp_window_bytes > 0 && *lat > 0)
-        *cap = fmin(*cap, rt->s->network.tcp_window_bytes / (2 * *lat));
+        rate = fmin(rate, rt->s->network.tcp_window_bytes / (2 * *lat));
+    *xfer = c->chunk > 0 ? c->chunk / rate : 0;
 }
 
-/* Seconds ring edge i's flow of `chunk` bytes transfers (latency excluded). */
-static double edge_transfer_s(const coll *c, size_t i)
-{
-    double lat, cap;
-    edge(c->rt, member(c, i), member(c, (i + 1) % c->m), &lat, &cap);
-    return c->chunk > 0 ? c->chunk / cap : 0;
-}
-
-static double analytic_s(const coll *c)
+/* Duration of the collective (rounds x the slowest edge), or a negative
+ * value when out of memory.  With `account`, each member's bytes and link
+ * busy time are added to the runtime's counters. */
+static double analytic_s(const coll *c, int account)
 {
     if (!c->rounds)
         return 0;
+    if (count_links(c, 1))
+        return -1;
+    prt *rt = c->rt;
     double worst = 0;
     for (size_t i = 0; i < c->m; i++) {
-        double lat, cap;
-        edge(c->rt, member(c, i), member(c, (i + 1) % c->m), &lat, &cap);
-        double t = lat + (c->chunk > 0 ? c->chunk / cap : 0);
-        if (t > worst)
-            worst = t;
+        double lat, xfer;
+        edge(c, i, &lat, &xfer);
+        if (lat + xfer > worst)
+            worst = lat + xfer;
+        if (account) {
+            /* every member sends and receives in every round; its links
+             * are busy for its own flow's transfer time, not the slowest
+             * edge's */
+            size_t d = member(c, i), next = member(c, (i + 1) % c->m);
+            rt->coll_bytes[d] += c->chunk * c->rounds;
+            rt->coll_busy_s[d] += c->rounds * xfer; /* d's up link: edge i */
+            rt->coll_recv_s[next] += c->rounds * xfer;
+        }
     }
+    count_links(c, -1);
     return c->rounds * worst;
 }
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
     coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL};
-    return analytic_s(&c);
+    return analytic_s(&c, 0);
 }
 
 static int start(prt *rt, coll *c, prt_coll_mode mode)
@@ -199,22 +246,15 @@ static int start(prt *rt, coll *c, prt_coll_mode mode)
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
     if (mode == PRT_COLL_ANALYTIC) {
-        double t = analytic_s(c);
-        if (!isfinite(t) && c->broken)
-            return 0; /* blocked on a member that is down */
-        if (!isfinite(t)) {
+        if (c->broken)
+            return 0; /* blocked on a member that is down (finish never runs) */
+        double t = analytic_s(c, 1);
+        if (!isfinite(t) || t < 0) {
             coll_end_acts(rt, c);
             coll_free(c);
+            if (t < 0)
+                return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
-        }
-        /* every member sends and receives in every round; its links are
-         * busy for the round's transfer time, not the slowest edge's */
-        for (size_t i = 0; i < c->m; i++) {
-            size_t d = member(c, i), next = member(c, (i + 1) % c->m);
-            rt->coll_bytes[d] += c->chunk * c->rounds;
-            double busy = c->rounds * edge_transfer_s(c, i);
-            rt->coll_busy_s[d] += busy;    /* d's up link: edge i */
-            rt->coll_recv_s[next] += busy; /* its successor's down link */
         }
         return prt_at(rt, sim_now(rt->e) + t, finish, c);
     }

@@ -1,12 +1,15 @@
 /* deepspeed.c: DeepSpeed-style ZeRO data parallelism (docs/MODEL.md section 4).
  *
- * Stages 1-2 (optimizer state, + gradients partitioned): devices run
- * grad_accum micro-steps, then the optimizer step reduce-scatters the
- * gradients (N-1 rounds of M/N) and, after the partitioned update,
- * all-gathers the parameters (N-1 rounds of M/N): sync.c's machinery with
- * op = reduce-scatter and an all-gather after.  overlap_comm (default off,
- * as in DeepSpeed) lets the reduce-scatter run in buckets under the last
- * backward pass.
+ * Stage 1 (optimizer state partitioned): devices run grad_accum
+ * micro-steps, then the optimizer step reduce-scatters the gradients (N-1
+ * rounds of M/N) and, after the partitioned update, all-gathers the
+ * parameters (N-1 rounds of M/N): sync.c's machinery with op =
+ * reduce-scatter and an all-gather after.  Stage 2 (gradients partitioned
+ * too): a device cannot accumulate gradients it does not keep, so every
+ * micro-step's backward is followed by a reduce-scatter, and the all-gather
+ * follows each optimizer step (every grad_accum micro-steps, and the last
+ * micro-step of an epoch).  overlap_comm (default off, as in DeepSpeed)
+ * lets the reduce-scatter run in buckets under the backward pass.
  *
  * Stage 3 (parameters partitioned too): every micro-step all-gathers the
  * parameters before forward and again before backward, and reduce-scatters
@@ -178,8 +181,15 @@ static int ds_start(prt *rt, const void *opts)
     const ds_opts *o = opts;
     if (o->stage == 3)
         return stage3_start(rt, o);
+    /* Stage 1 keeps full gradients and reduces them at the accumulation
+     * boundary; stage 2 keeps only its partition of them, so each backward
+     * pass's gradients are reduce-scattered at once (DeepSpeed's
+     * reduce_ipg_grads runs in every backward hook), and only the
+     * optimizer step (every grad_accum micro-steps) all-gathers. */
+    int stage2 = o->stage == 2;
     sync_cfg cfg = {
-        .micro_per_sync = o->grad_accum,
+        .micro_per_sync = stage2 ? 1 : o->grad_accum,
+        .gather_every = stage2 ? o->grad_accum : 1,
         .overlap = o->overlap_comm,
         .bucket_bytes = o->bucket_bytes,
         .backward_fraction = o->backward_fraction,
@@ -241,7 +251,8 @@ static const popt ds_table[] = {
     {"data", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, data), PRT_DATA_REPLICATE, 0, 0,
      popt_data_names, "replicate: every device receives the dataset; shard: only its share"},
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, collective), PRT_COLL_FLOWS, 0, 0,
-     popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"},
+     popt_collective_names,
+     "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
     {"bucket", "bucket_bytes", POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(ds_opts, bucket_bytes), 25.0 * 1048576,
      0, 1e15, NULL, "gradient bucket size with overlap_comm (stages 1-2)"},
     {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ds_opts, backward_fraction),

@@ -153,6 +153,14 @@ typedef struct timeline {
     prt_ev *free_ev;
     prt_ev **blocks;
     size_t n_blocks;
+    /* Utilisation counts compute inside [Tsend, Ttotal] only: a policy may
+     * compute before the last device holds its data (C-ADP starts each
+     * device when its own data arrives), and that work over N x Ttraining
+     * could pass 100%.  busy_int is the integral of the number of devices
+     * computing, up to busy_t; busy_at_tsend its value when Tsend last
+     * moved (Tsend only moves to "now"). */
+    size_t computing;
+    double busy_int, busy_t, busy_at_tsend;
 } timeline;
 
 static timeline *TL(prt *rt)
@@ -161,6 +169,15 @@ static timeline *TL(prt *rt)
 }
 
 static void on_world_device(void *ctx, size_t d, int up);
+
+/* Bring the compute integral up to now. */
+static void busy_advance(prt *rt)
+{
+    timeline *tl = TL(rt);
+    double now = sim_now(rt->e);
+    tl->busy_int += (double)tl->computing * (now - tl->busy_t);
+    tl->busy_t = now;
+}
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
@@ -252,6 +269,7 @@ void prt_free(prt *rt)
     dp_free(rt->part_done);
     dp_free(rt->server_bytes);
     dp_free(rt->coll_dev);
+    dp_free(rt->coll_link_n);
     dp_free(tl->hist);
     dp_free(tl->cslots);
     dp_free(tl->xctx);
@@ -506,6 +524,8 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     double now = sim_now(e);
     c->ev = 0;
     rt->busy_compute[c->d] += now - c->t0;
+    busy_advance(rt);
+    TL(rt)->computing--;
     /* a batch run in pieces (forward, backward) counts once, when whole */
     rt->part_done[c->d] += c->step ? 1 : c->part;
     if (rt->part_done[c->d] >= 1 - 1e-9) {
@@ -533,6 +553,8 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         fail_oom(rt);
         return DP_ENOMEM;
     }
+    busy_advance(rt);
+    TL(rt)->computing++;
     return 0;
 }
 
@@ -560,8 +582,11 @@ static void on_xfer_done(void *ctx, uint64_t id)
     double now = sim_now(rt->e);
     if (x->is_data == 1) {
         rt->r->devices[d].data_ready_s = now;
-        if (now > rt->tsend_s)
+        if (now > rt->tsend_s) {
             rt->tsend_s = now;
+            busy_advance(rt);
+            TL(rt)->busy_at_tsend = TL(rt)->busy_int;
+        }
     }
     if (--rt->pending[d] == 0) {
         rt->ready_s[d] = now;
@@ -623,6 +648,8 @@ static void drop_compute(prt *rt, size_t d)
     sim_cancel(rt->e, c->ev);
     c->ev = 0;
     rt->busy_compute[d] += sim_now(rt->e) - c->t0;
+    busy_advance(rt); /* the utilisation integral: one device fewer computing */
+    TL(rt)->computing--;
     rt->part_done[d] = 0;
     prt_set_act(rt, d, RES_ACT_WAIT);
 }
@@ -788,7 +815,10 @@ res_run *prt_results(prt *rt)
             server += rt->server_bytes[d];
         r->bytes_total = (dev + server) / 2;
     }
-    r->utilization = (r->ttraining_s > 0 && rt->n) ? busy / ((double)rt->n * r->ttraining_s) : 0;
+    /* minus what ran before Tsend (0 when nobody computed before it, so
+     * the sum is the per-device one, bit for bit) */
+    double busy_training = busy - TL(rt)->busy_at_tsend;
+    r->utilization = (r->ttraining_s > 0 && rt->n) ? busy_training / ((double)rt->n * r->ttraining_s) : 0;
     r->tflops =
         r->ttraining_s > 0 ? rt->s->model.flops_per_sample * rt->samples_done / r->ttraining_s / 1e12 : 0;
     /* FLOPS bins: trim to the run, store FLOP/s */

@@ -173,15 +173,18 @@ typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_ki
  * all-reduce 2(N-1) rounds, reduce-scatter and all-gather N-1 rounds, each
  * round every device sends bytes/N to its successor and ends when all its
  * flows end.  mode flows: real flows through the network model; analytic:
- * round time max over ring edges of latency + (bytes/N)/bottleneck, no
- * flows.  fn(rt, ctx) runs when the collective ends. */
+ * no flows, round time max over ring edges of latency + (bytes/N) / rate,
+ * rate = min over the edge's links of capacity / ring edges crossing the
+ * link (exact under max-min sharing when flows that share a link have
+ * equal latencies).  fn(rt, ctx) runs when the collective ends. */
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx);
 /* The same over members[0..m) only, in that ring order (distinct device
  * indices; the array is copied): a site's devices, the survivors of a
  * failure.  m < 2 ends at once. */
 int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
                      prt_fn fn, void *ctx);
-/* The analytic duration of a collective over all devices now (tests, docs). */
+/* The analytic duration of a collective over all devices now (tests,
+ * docs); negative when out of memory. */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
 /* Events one ring collective as flows takes over n devices: policies that
  * use flows refuse scenarios past the per-run event budget up front. */
@@ -199,7 +202,10 @@ int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mo
  * has run the forward part and (k+1)/K of the backward of its last
  * micro-step, and starts when ready and the previous bucket is done; with
  * overlap off there is one bucket of M, ready when compute ends.  Then, if
- * `allgather_after`, an all-gather of M (ZeRO's updated parameters). */
+ * `allgather_after`, an all-gather of M (ZeRO's updated parameters): after
+ * every group, or with `gather_every` = k > 1 after every k-th group and at
+ * the end of each epoch (ZeRO-2 reduce-scatters each micro-step's gradients
+ * but steps the optimizer every grad_accum micro-steps). */
 /* Failure handling (worlds with `availability`; scenarios/README.md): a
  * collective that loses a member blocks; `timeout_s` after the failure the
  * job restarts from its last checkpoint (written every `ckpt_every` epochs:
@@ -227,6 +233,7 @@ typedef struct sync_cfg {
     double backward_fraction; /* (0, 1] */
     coll_kind op;
     int allgather_after;
+    int gather_every; /* groups per all-gather; 0 or 1: every group */
     prt_data_mode data;
     prt_coll_mode mode;
     const sync_hooks *hooks; /* NULL: DDP's fixed batches above */

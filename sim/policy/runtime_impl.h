@@ -30,14 +30,16 @@ struct prt {
     /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
     double bin_s;
     size_t n_bins;
-    double *bins;         /* FLOP (paper's count) per bin */
-    double *coll_bytes;   /* per device: bytes sent (= received) by analytic collectives */
-    double *coll_busy_s;  /* per device: seconds its up (send) / down (recv) link was busy */
-    double *coll_recv_s;  /* in analytic collectives */
-    double *server_bytes; /* per device: bytes exchanged with the server (to avoid double counting) */
-    int coll_active;      /* collectives in flight */
-    int *coll_dev;        /* per device: collectives in flight it is a member of */
-    double *part_done;    /* per device: fraction of a batch done in pieces */
+    double *bins;          /* FLOP (paper's count) per bin */
+    double *coll_bytes;    /* per device: bytes sent (= received) by analytic collectives */
+    double *coll_busy_s;   /* per device: seconds its up (send) / down (recv) link was busy */
+    double *coll_recv_s;   /* in analytic collectives */
+    double *server_bytes;  /* per device: bytes exchanged with the server (to avoid double counting) */
+    int coll_active;       /* collectives in flight */
+    int *coll_dev;         /* per device: collectives in flight it is a member of */
+    unsigned *coll_link_n; /* per network link: ring flows on it (analytic collectives; 0 between) */
+    size_t coll_link_cap;  /* entries of coll_link_n */
+    double *part_done;     /* per device: fraction of a batch done in pieces */
     void *policy_state;
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */

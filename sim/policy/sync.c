@@ -56,6 +56,7 @@ typedef struct sync_state {
     int64_t *target;     /* per device: what it holds once its transfer arrives */
     size_t ckpt_left;    /* checkpoint uploads in flight */
     int ckpt_waiting;    /* uploads done, write time running */
+    int since_gather;  /* groups reduced since the last all-gather */
 } sync_state;
 
 int equal_split(prt *rt, prt_data_mode data, double *bytes)
@@ -169,7 +170,12 @@ static void on_bucket_done(prt *rt, void *ctx)
         try_next_bucket(rt);
         return;
     }
-    if (st->cfg.allgather_after) {
+    /* The optimizer steps (and ZeRO all-gathers the updated parameters)
+     * every gather_every groups, and always at the end of an epoch. */
+    int step = ++st->since_gather >= st->cfg.gather_every || !prt_work_left(rt);
+    if (step)
+        st->since_gather = 0;
+    if (st->cfg.allgather_after && step) {
         if (run_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
