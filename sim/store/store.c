@@ -38,6 +38,7 @@ struct store {
     char *path;
     int readonly;
     long fail_after_rows; /* test hook: k-th child row of the next put fails */
+    char invocation[64];  /* stored in runs.invocation ("" = NULL) */
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -204,6 +205,14 @@ static const migration migrations[] = {
      "CREATE TABLE run_stats(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
      " seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL, a INTEGER NOT NULL,"
      " b INTEGER NOT NULL, value REAL, PRIMARY KEY(run_id, seq));"},
+    /* ---- polish branch: one step, renumber on merge if another lands first ---- */
+    {4, "adding runs.invocation (version 4)",
+     /* Which command invocation stored the run (store_set_invocation), so
+      * that plots default to the runs the user just made; NULL for sweep
+      * points and runs stored before version 4. */
+     "ALTER TABLE runs ADD COLUMN invocation TEXT;"
+     "CREATE INDEX runs_invocation ON runs(invocation) WHERE invocation IS NOT NULL;"},
+    /* ---- end of the polish branch's step ---- */
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -507,6 +516,12 @@ void store_test_fail_after_rows(store *st, long k)
         st->fail_after_rows = k > 0 ? k : 0;
 }
 
+void store_set_invocation(store *st, const char *id)
+{
+    if (st)
+        snprintf(st->invocation, sizeof st->invocation, "%s", id ? id : "");
+}
+
 /* ---- writing ---------------------------------------------------------- */
 
 static int check_writable(const store *st, dp_err *err)
@@ -622,14 +637,14 @@ typedef struct run_row {
 static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e =
-        prepare(st,
-                "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
-                " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
-                " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s)"
-                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-                " ?19, ?20, ?21, ?22)",
-                &s, "storing the run", err);
+    int e = prepare(
+        st,
+        "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
+        " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
+        " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s, invocation)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+        " ?19, ?20, ?21, ?22, ?23)",
+        &s, "storing the run", err);
     if (e)
         return e;
     sqlite3_bind_int64(s, 1, w->scenario_id);
@@ -660,6 +675,7 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         sqlite3_bind_double(s, 21, r->bin_s);
         sqlite3_bind_double(s, 22, r->timeline_res_s);
     } /* else metrics stay NULL */
+    bind_opt_text(s, 23, st->invocation[0] ? st->invocation : NULL);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc == SQLITE_CONSTRAINT_UNIQUE)

@@ -43,7 +43,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
@@ -122,6 +122,11 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
  * written to TABLE.csv.tmp and renamed, so an existing export is never left
  * half-written. */
 int store_export_csv(store *st, const char *dir, dp_err *err);
+/* Write run run_id as a Chrome trace event JSON file at path (Perfetto,
+ * chrome://tracing; layout in export_trace.c and sim/store/JSON.md),
+ * streamed, via path.part renamed into place.  DP_EINPUT when the run does
+ * not exist or failed; DP_ERUN on a write or database error. */
+int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err);
 
 /* Get the id of the sweep whose canonical spec JSON is spec_json, creating
  * the sweep row (and the scenario row of s) when absent. */
@@ -144,5 +149,10 @@ const char *store_path(const store *st);
  * segment row) of the next store_put_run fail as if the database had
  * failed (0 = off).  The hook disarms itself after that call. */
 void store_test_fail_after_rows(store *st, long k);
+/* Tag the runs this connection stores from now on with an invocation id
+ * (runs.invocation; copied, at most 63 bytes; NULL or "" = untagged), so
+ * that readers can find the runs of the latest command (plot's default).
+ * cli_invocation_id makes one per process. */
+void store_set_invocation(store *st, const char *id);
 
 #endif
