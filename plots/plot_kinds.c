@@ -570,6 +570,9 @@ static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
             snprintf(d->scenario, sizeof d->scenario, "%s", (const char *)sqlite3_column_text(q, 0));
         sqlite3_finalize(q);
     }
+    if (sel->note)
+        fprintf(sel->note, "drawing sweep #%lld of scenario '%s'%s\n", (long long)d->sweep_id, d->scenario,
+                sel->sweep_id ? "" : " (the latest; choose another with --sweep ID)");
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"

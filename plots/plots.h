@@ -21,6 +21,7 @@
 #include "dp_common.h"
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef enum { PLOT_COMPARE = 0, PLOT_FLOPS, PLOT_TIMELINE, PLOT_SWEEP, PLOT_MIX, PLOT_KIND_COUNT } plot_kind;
@@ -40,6 +41,8 @@ typedef struct plot_sel {
     int log_y;              /* -1 auto, 0 linear, 1 log */
     int log_x;              /* -1 auto (log when the values span >= 2 decades), 0, 1 */
     const char *title;      /* NULL = a default title */
+    FILE *note;             /* where to say which runs (or sweep) are drawn; NULL = nowhere */
+    const char *out;        /* the output file (the command line's --out) */
 } plot_sel;
 
 /* Draw one plot of kind k into out_path. */

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct command {
     const char *name;
@@ -120,6 +121,17 @@ void cli_now_iso(char *buf, size_t len)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *cli_invocation_id(void)
+{
+    static char id[64];
+    if (!id[0]) { /* start time and process id: unique per invocation on one host */
+        char now[32];
+        cli_now_iso(now, sizeof now);
+        snprintf(id, sizeof id, "%s-%ld", now, (long)getpid());
+    }
+    return id;
 }
 
 double cli_wall_s(void)

@@ -4,42 +4,51 @@
 #include "policy/policy.h"
 #include "store/store.h"
 
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int need_arg(int *i, int argc, char **argv, const char *cmd, const char **out)
+typedef struct runs_args {
+    const char *scen, *pol;
+} runs_args;
+
+enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE };
+
+static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
-    if (++*i >= argc)
-        return cli_usage_error(cmd, "%s needs a value", argv[*i - 1]);
-    *out = argv[*i];
-    return 0;
+    runs_args *a = ctx;
+    if (key == K_SCENARIO)
+        a->scen = arg;
+    else if (key == 'p')
+        a->pol = arg;
+    else
+        return cli_usage_error("runs", "unknown option '%s'", label);
+    return -1;
+}
+
+static void runs_help(void)
+{
+    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
+           "List the runs stored in a results database, oldest first: id, start time,\n"
+           "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
+           "  -d, --db FILE        results database (default results.db)\n"
+           "      --scenario NAME  only runs of this scenario\n"
+           "  -p, --policy NAME    only runs of this policy\n");
 }
 
 int cmd_runs(int argc, char **argv)
 {
-    const char *db = "results.db", *scen = NULL, *pol = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
-                   "List the runs stored in a results database, oldest first: id, start time,\n"
-                   "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
-                   "  -d, --db FILE        results database (default results.db)\n"
-                   "      --scenario NAME  only runs of this scenario\n"
-                   "  -p, --policy NAME    only runs of this policy\n");
-            return EXIT_OK;
-        }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "runs", &db);
-        else if (!strcmp(argv[i], "--scenario"))
-            rc = need_arg(&i, argc, argv, "runs", &scen);
-        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--policy"))
-            rc = need_arg(&i, argc, argv, "runs", &pol);
-        else
-            return cli_usage_error("runs", "unexpected argument '%s'", argv[i]);
-        if (rc)
-            return rc;
-    }
+    static const struct option own[] = {{"scenario", required_argument, NULL, K_SCENARIO},
+                                        {"policy", required_argument, NULL, 'p'},
+                                        {NULL, 0, NULL, 0}};
+    runs_args a = {0};
+    cli_opts o = {0};
+    int prc = cli_parse(argc, argv, "runs", CLI_O_DB | CLI_O_LOG, own, "p:", runs_opt, &a, runs_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos)
+        return cli_usage_error("runs", "unexpected argument '%s'", o.pos[0]);
+    const char *db = o.db, *scen = a.scen, *pol = a.pol;
     dp_err err = {0};
     store *st = store_open_read(db, &err);
     if (!st)
@@ -53,28 +62,27 @@ int cmd_runs(int argc, char **argv)
  * json may be NULL when the command has no --json.  Returns -1 when the
  * arguments are fine (id and db set), else the exit code (help printed: 0;
  * bad usage: 2). */
+static const char *run_help_text;
+static void run_help(void)
+{
+    fputs(run_help_text, stdout);
+}
+
 static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
                     int *json)
 {
-    const char *id_s = NULL;
-    *db = "results.db";
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            fputs(help, stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db")) {
-            int rc = need_arg(&i, argc, argv, cmd, db);
-            if (rc)
-                return rc;
-        } else if (json && !strcmp(argv[i], "--json")) {
-            *json = 1;
-        } else if (argv[i][0] == '-' || id_s) {
-            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
-        } else {
-            id_s = argv[i];
-        }
-    }
+    cli_opts o = {0};
+    run_help_text = help;
+    int prc = cli_parse(argc, argv, cmd, CLI_O_DB | CLI_O_LOG | (json ? CLI_O_JSON : 0u), NULL, NULL, NULL,
+                        NULL, run_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos > 1)
+        return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[1]);
+    const char *id_s = o.n_pos ? o.pos[0] : NULL;
+    *db = o.db;
+    if (json)
+        *json = o.json;
     uint64_t v;
     if (!id_s || cli_parse_u64(id_s, &v) || v == 0 || v > INT64_MAX)
         return cli_usage_error(cmd, "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
@@ -112,7 +120,9 @@ int cmd_show(int argc, char **argv)
     if (!rc) {
         if (json) {
             json_buf *j = json_new();
-            report_json_run(j, r);
+            report_json_begin(j, name);
+            report_json_run(j, r, (const char *const *)ovs, n_ovs);
+            report_json_end(j);
             printf("%s\n", json_text(j));
             json_free(j);
         } else {
@@ -137,34 +147,84 @@ int cmd_show(int argc, char **argv)
     return rc ? cli_fail(&err) : EXIT_OK;
 }
 
+typedef struct export_args {
+    const char *out;
+    int csv;
+    int64_t trace_run;
+} export_args;
+
+static int export_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    export_args *a = ctx;
+    uint64_t v;
+    if (key == 'o') {
+        a->out = arg;
+    } else if (key == K_CSV) {
+        a->csv = 1;
+    } else if (key == K_TRACE) {
+        if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("export", "--trace needs a run id as listed by 'dpsim runs' (got '%s')",
+                                   arg);
+        a->trace_run = (int64_t)v;
+    } else {
+        return cli_usage_error("export", "unknown option '%s'", label);
+    }
+    return -1;
+}
+
+static void export_help(void)
+{
+    printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n"
+           "       dpsim export --trace RUN [--db FILE] --out FILE.json\n\n"
+           "--csv: write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
+           "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments, run_stats.\n\n"
+           "--trace RUN: write one run's timeline in the Chrome trace event format, which\n"
+           "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per device\n"
+           "group, a thread per device, a complete event per activity (receiving data,\n"
+           "computing, sending, receiving the model, waiting), a counter track of cluster\n"
+           "FLOPS, epoch ends as instant events, and metadata naming the scenario and the\n"
+           "policy.  It holds what the database stored: the timeline of the first 64\n"
+           "devices (see sim/store/JSON.md).\n\n"
+           "  -d, --db FILE      results database (default results.db)\n"
+           "  -o, --out PATH     output directory (--csv, default export/) or file (--trace)\n"
+           "      --csv          CSV tables\n"
+           "      --trace RUN    Chrome trace event JSON of run RUN\n");
+}
+
 int cmd_export(int argc, char **argv)
 {
-    const char *db = "results.db", *dir = "export";
-    int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n\n"
-                   "Write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
-                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments, run_stats.\n\n"
-                   "  -d, --db FILE   results database (default results.db)\n"
-                   "  -o, --out DIR   output directory (default export/)\n"
-                   "      --csv       CSV format (the only one)\n");
-            return EXIT_OK;
-        }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "export", &db);
-        else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out"))
-            rc = need_arg(&i, argc, argv, "export", &dir);
-        else if (!strcmp(argv[i], "--csv"))
-            csv = 1;
-        else
-            return cli_usage_error("export", "unexpected argument '%s'", argv[i]);
+    static const struct option own[] = {{"out", required_argument, NULL, 'o'},
+                                        {"csv", no_argument, NULL, K_CSV},
+                                        {"trace", required_argument, NULL, K_TRACE},
+                                        {NULL, 0, NULL, 0}};
+    export_args a = {0};
+    cli_opts o = {0};
+    int prc =
+        cli_parse(argc, argv, "export", CLI_O_DB | CLI_O_LOG, own, "o:", export_opt, &a, export_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos)
+        return cli_usage_error("export", "unexpected argument '%s'", o.pos[0]);
+    const char *db = o.db, *dir = a.out ? a.out : "export";
+    int csv = a.csv;
+    if (csv && a.trace_run)
+        return cli_usage_error("export", "one format at a time: --csv or --trace RUN");
+    if (a.trace_run) {
+        if (!a.out)
+            return cli_usage_error("export", "--trace needs --out FILE.json");
+        dp_err err = {0};
+        store *st = store_open_read(db, &err);
+        if (!st)
+            return cli_fail(&err);
+        int rc = store_export_trace(st, a.trace_run, a.out, &err);
+        store_close(st);
         if (rc)
-            return rc;
+            return cli_fail(&err);
+        printf("%s\n", a.out);
+        return EXIT_OK;
     }
     if (!csv)
-        return cli_usage_error("export", "say the format: --csv");
+        return cli_usage_error("export", "say the format: --csv or --trace RUN");
     dp_err err = {0};
     store *st = store_open_read(db, &err);
     if (!st)

@@ -566,6 +566,15 @@ void policy_set_interrupt(volatile sig_atomic_t *flag)
     interrupt_flag = flag;
 }
 
+static policy_progress_fn progress_fn;
+static void *progress_ctx;
+
+void policy_set_progress(policy_progress_fn fn, void *ctx)
+{
+    progress_fn = fn;
+    progress_ctx = ctx;
+}
+
 int prt_run(prt *rt)
 {
     /* Polling the flag every 4096 events keeps the check off the hot path
@@ -574,6 +583,11 @@ int prt_run(prt *rt)
     while (!rt->finished && !rt->failed && sim_step(rt->e)) {
         if ((++k & 4095) != 0)
             continue;
+        if (progress_fn) {
+            double work = (double)rt->s->dataset.samples * rt->s->training.epochs;
+            progress_fn(progress_ctx, sim_now(rt->e), sim_events_run(rt->e),
+                        work > 0 ? rt->samples_done / work : 0);
+        }
         if (interrupt_flag && *interrupt_flag)
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));
