@@ -13,6 +13,7 @@
  *    bin showing its dominant activity).  Only the first TL_DEVICES devices
  *    get a timeline: a Gantt chart of more rows is unreadable anyway.
  */
+#include "log.h"
 #include "policy.h"
 #include "runtime_impl.h"
 
@@ -248,6 +249,8 @@ int prt_fail(prt *rt, int code, const char *fmt, ...)
             va_end(ap);
             rt->err->code = code;
         }
+        DP_LOG(LOG_POLICY, LOG_ERROR, sim_now(rt->e), "%s fails: %s", rt->r->policy,
+               rt->err ? rt->err->msg : "(no message)");
     }
     sim_stop(rt->e);
     return code;
@@ -318,6 +321,8 @@ int prt_end_epoch(prt *rt)
         fail_oom(rt);
         return DP_ENOMEM;
     }
+    DP_LOG(LOG_POLICY, LOG_INFO, sim_now(rt->e), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
+           rt->s->training.epochs);
     if (rt->epoch >= rt->s->training.epochs) {
         rt->finished = 1;
         return 0;
@@ -581,6 +586,8 @@ int prt_run(prt *rt)
      * and still stops within microseconds of host time. */
     uint64_t k = 0;
     while (!rt->finished && !rt->failed && sim_step(rt->e)) {
+        DP_LOG(LOG_ENGINE, LOG_TRACE, sim_now(rt->e), "event %llu done, %zu pending",
+               (unsigned long long)sim_events_run(rt->e), sim_pending(rt->e));
         if ((++k & 4095) != 0)
             continue;
         if (progress_fn) {

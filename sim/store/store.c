@@ -18,6 +18,7 @@
  *    writes anything, so a file it refuses is left byte-for-byte unchanged.
  */
 #include "store.h"
+#include "log.h"
 
 #include "json.h"
 
@@ -247,6 +248,7 @@ static int migrate(store *st, dp_err *err)
         char bump[96];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d; PRAGMA application_id = %d", m->version,
                  STORE_APP_ID);
+        DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: %s", st->path, m->what);
         rc = exec(st, m->sql);
         if (rc == SQLITE_OK)
             rc = exec(st, bump);
@@ -688,6 +690,8 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, "storing the run", err);
     *run_id = sqlite3_last_insert_rowid(st->db);
+    DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: run #%" PRId64 " (%s, seed %" PRIu64 ") stored", st->path, *run_id,
+           w->policy, w->seed);
     return 0;
 }
 
