@@ -88,6 +88,10 @@ has "$T/err" "#1 (DDP), #2 (DeepSpeed), #3 (C-ADP) of scenario 'tiny'"
 expect 0 "$BIN" plot timeline --db "$T/p.db" --out "$T/t.png"
 has "$T/err" "drawing run #5 (C-ADP)"
 
+# rerun resolves a scenario's relative trace paths as run did, from any directory
+expect 0 bash -c "cd '$T' && '$BIN' rerun 5 --db p.db"
+has "$T/out" "identical"
+
 # --- (2) progress: lines on stderr when not a terminal, none with --quiet or --json
 G1="--set training.epochs=1"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp

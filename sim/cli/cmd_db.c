@@ -5,6 +5,7 @@
 #include "store/store.h"
 
 #include <getopt.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,7 +252,8 @@ int cmd_rerun(int argc, char **argv)
                       "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
                       "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
                       "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
-                      "scenario are resolved against the current directory.\n\n"
+                      "scenario are resolved against the scenario file's directory as the run\n"
+                      "saw it (when stored and still there), else the current directory.\n\n"
                       "Exit 0 when identical, 1 when anything differs or the run fails.\n",
                       &db, &rid, NULL);
     if (ra >= 0)
@@ -279,7 +281,17 @@ int cmd_rerun(int argc, char **argv)
     if (!rc) {
         char label[160];
         snprintf(label, sizeof label, "<run #%llu: %s>", (unsigned long long)id, name);
-        s = scn_load_string(label, text, strlen(text), NULL, ov, n_ovs, &err);
+        /* traces resolve as they did for `run`: against the scenario
+         * file's directory when it was stored and still exists */
+        char *dir = NULL;
+        struct stat sb;
+        if (store_get_run_dir(st, (int64_t)id, &dir, &err) == 0 && dir &&
+            (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            dp_free(dir);
+            dir = NULL;
+        }
+        s = scn_load_string(label, text, strlen(text), dir, ov, n_ovs, &err);
+        dp_free(dir);
         if (!s)
             rc = err.code ? err.code : DP_ERUN;
     }

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -207,11 +208,15 @@ static const migration migrations[] = {
      " seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL, a INTEGER NOT NULL,"
      " b INTEGER NOT NULL, value REAL, PRIMARY KEY(run_id, seq));"},
     /* ---- polish branch: one step, renumber on merge if another lands first ---- */
-    {4, "adding runs.invocation (version 4)",
+    {4, "adding runs.invocation and runs.scenario_dir (version 4)",
      /* Which command invocation stored the run (store_set_invocation), so
       * that plots default to the runs the user just made; NULL for sweep
       * points and runs stored before version 4. */
      "ALTER TABLE runs ADD COLUMN invocation TEXT;"
+     /* The absolute directory of the scenario file, against which `rerun`
+      * resolves relative trace paths as `run` did (NULL: built-in or
+      * unknown). */
+     "ALTER TABLE runs ADD COLUMN scenario_dir TEXT;"
      "CREATE INDEX runs_invocation ON runs(invocation) WHERE invocation IS NOT NULL;"},
     /* ---- end of the polish branch's step ---- */
 };
@@ -630,6 +635,7 @@ static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json
 typedef struct run_row {
     int64_t scenario_id;
     const char *policy, *options_json, *overrides_json, *version, *started_at, *error, *point_json;
+    const char *scenario_dir;
     uint64_t seed;
     double wall_s;
     int64_t sweep_id;
@@ -643,9 +649,10 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         st,
         "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
         " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
-        " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s, invocation)"
+        " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s, invocation,"
+        " scenario_dir)"
         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23)",
+        " ?19, ?20, ?21, ?22, ?23, ?24)",
         &s, "storing the run", err);
     if (e)
         return e;
@@ -678,6 +685,7 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         sqlite3_bind_double(s, 22, r->timeline_res_s);
     } /* else metrics stay NULL */
     bind_opt_text(s, 23, st->invocation[0] ? st->invocation : NULL);
+    bind_opt_text(s, 24, w->scenario_dir);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc == SQLITE_CONSTRAINT_UNIQUE)
@@ -872,7 +880,17 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         return DP_ENOMEM;
 
     int64_t id = 0;
-    run_row w = {.policy = r->policy,
+    /* the scenario file's absolute directory, for rerun's trace paths */
+    char dir[4096], *real = NULL;
+    const char *sdir = NULL;
+    if (s->path && s->path[0] != '<' && (real = realpath(s->path, NULL))) {
+        char *slash = strrchr(real, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash && slash != real ? (int)(slash - real) : 1, real);
+        free(real);
+        sdir = dir;
+    }
+    run_row w = {.scenario_dir = sdir,
+                 .policy = r->policy,
                  .options_json = r->options_json ? r->options_json : "{}",
                  .overrides_json = ov,
                  .version = version,
@@ -1282,6 +1300,26 @@ static int read_overrides(store *st, const char *json, char ***out, size_t *n_ou
     *out = v;
     *n_out = n;
     return 0;
+}
+
+int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err)
+{
+    *dir = NULL;
+    sqlite3_stmt *q;
+    int e = prepare(st, "SELECT scenario_dir FROM runs WHERE id = ?1", &q,
+                    "reading a run's scenario directory", err);
+    if (e)
+        return e;
+    sqlite3_bind_int64(q, 1, run_id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL &&
+        !(*dir = dp_strdup((const char *)sqlite3_column_text(q, 0)))) {
+        sqlite3_finalize(q);
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
+                                                 : db_fail(st, rc, "reading a run's scenario directory", err);
 }
 
 int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,

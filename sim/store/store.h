@@ -154,5 +154,9 @@ void store_test_fail_after_rows(store *st, long k);
  * that readers can find the runs of the latest command (plot's default).
  * cli_invocation_id makes one per process. */
 void store_set_invocation(store *st, const char *id);
+/* The absolute directory of the scenario file run run_id was made from
+ * (runs.scenario_dir): *dir is a dp_malloc string, or NULL when unknown
+ * (built-in scenario, older file).  0 or an error code. */
+int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err);
 
 #endif
