@@ -157,5 +157,33 @@ PY
 done
 has "$T/trace.json" '"policy":"cadp"'
 
+# --- (7) plots as figures: --size, --xlabel/--ylabel, --from/--to, panels,
+# one log tick style, sweep axes in words with rounded ticks.  A wrapper
+# records the program dpsim sends to gnuplot.
+GP=$(command -v gnuplot)
+printf '#!/bin/sh\ntee "%s" | "%s" "$@"\n' "$T/gp.txt" "$GP" >"$T/rec.sh"
+chmod +x "$T/rec.sh"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f2.png" --size=800x500 --ylabel "FLOP rate"
+has "$T/gp.txt" "size 800,500"
+has "$T/gp.txt" "set multiplot layout 2,1" # DDP's days beside C-ADP's minutes: a panel each
+has "$T/gp.txt" "set ylabel 'FLOP rate'"
+hasnt "$T/gp.txt" "format y '%g'"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f3.png" --panels=no --logx
+hasnt "$T/gp.txt" "multiplot"
+has "$T/gp.txt" "set format x '%.0te%T'"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot timeline --db "$T/p.db" --out "$T/t2.svg" --from 10 --to=50 --xlabel "t"
+has "$T/gp.txt" "set xrange [10:50]"
+has "$T/gp.txt" "from 10.0 s to 50.0 s"
+has "$T/gp.txt" "set xlabel 't'"
+expect 2 "$BIN" plot timeline --db "$T/p.db" --out "$T/t3.png" --from 50 --to 10
+expect 2 "$BIN" plot compare --db "$T/p.db" --out "$T/t3.png" --from 5
+expect 2 "$BIN" plot compare --db "$T/p.db" --out "$T/t3.png" --size 80
+expect 0 "$BIN" sweep "$TINY" --vary devices.cpu.link.down=1Mbps..100Mbps:log:5 --db "$T/sw.db" -q -j 2 -p cadp
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot sweep --db "$T/sw.db" --out "$T/s.png"
+has "$T/gp.txt" "set xlabel 'cpu download bandwidth (Mbps) [devices.cpu.link.down]"
+has "$T/gp.txt" "'3.16' 3.16227766"
+hasnt "$T/gp.txt" "3.16228'"
+has "$T/err" "drawing sweep #1 of scenario 'tiny'"
+
 echo "e2e_polish: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

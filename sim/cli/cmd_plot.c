@@ -6,6 +6,8 @@
 #include "store/store.h"
 
 #include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_RUNS 64
@@ -20,9 +22,9 @@ static void help(void)
            "             above the bars (the paper's Table 3 / Figure 5).  The y axis is\n"
            "             logarithmic when the values span more than two decades, unless\n"
            "             --liny; --logy forces it.\n"
-           "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6).\n"
-           "             The time axis is logarithmic when the runs' lengths\n"
-           "             differ by 20x or more (--logx / --linx to choose).\n"
+           "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6);\n"
+           "             a panel per run when the runs' lengths differ by 20x or more\n"
+           "             (--panels; --logx for one log time axis, --linx for one linear).\n"
            "  timeline   one run as a Gantt chart: a row per device, coloured by what it\n"
            "             does (receiving data, computing, sending, receiving the model,\n"
            "             waiting), dotted lines at epoch ends.\n"
@@ -47,7 +49,17 @@ static void help(void)
            "      --logy, --liny   log or linear y axis (mix: colour scale); default auto\n"
            "                       (--linear = --liny)\n"
            "      --logx, --linx   log or linear x axis (flops, sweep); default auto\n"
-           "  -t, --title TEXT     title instead of the default one\n\n"
+           "  -t, --title TEXT     title instead of the default one\n"
+           "      --xlabel TEXT    x axis label instead of the default one\n"
+           "      --ylabel TEXT    y axis label instead of the default one\n"
+           "      --size WxH       canvas size in pixels (pdf: 100 px per inch), e.g. 800x500\n"
+           "      --from S, --to S timeline: draw only simulated seconds S to S\n"
+           "      --panels[=yes|no|auto]  flops: a panel per run, each on its own time axis\n"
+           "                       (auto, the default: when the runs' lengths differ by 20x\n"
+           "                       or more and neither --logx nor --linx is given)\n\n"
+           "Log axes label their ticks in one style: 1e5, 2e5, 1e7.  Sweep axes name the\n"
+           "swept key in words (\"cpu download bandwidth (Mbps)\") and round tick values\n"
+           "to three digits.\n\n"
            "gnuplot is found on PATH, or set DPSIM_GNUPLOT to its path.\n"
            "Exit codes: 0 drawn, 1 gnuplot missing or failed (the database is untouched),\n"
            "2 bad usage or nothing to plot.\n");
@@ -58,7 +70,7 @@ typedef struct plot_args {
     plot_sel sel;
 } plot_args;
 
-enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE };
+enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS };
 
 static int on_opt(void *ctx, int key, const char *val, const char *a)
 {
@@ -111,6 +123,41 @@ static int on_opt(void *ctx, int key, const char *val, const char *a)
     case K_LINX:
         sel->log_x = 0;
         break;
+    case K_XLABEL:
+        sel->xlabel = val;
+        break;
+    case K_YLABEL:
+        sel->ylabel = val;
+        break;
+    case K_SIZE: {
+        unsigned w = 0, h = 0;
+        char tail;
+        if (sscanf(val, "%ux%u%c", &w, &h, &tail) != 2 || w < 100 || h < 100 || w > 20000 || h > 20000)
+            return cli_usage_error("plot", "--size needs WIDTHxHEIGHT in pixels, 100 to 20000 (got '%s')",
+                                   val);
+        sel->width_px = (int)w;
+        sel->height_px = (int)h;
+        break;
+    }
+    case K_FROM:
+    case K_TO: {
+        char *end;
+        double t = strtod(val, &end);
+        if (end == val || *end || !(t >= 0) || !isfinite(t))
+            return cli_usage_error("plot", "%s needs seconds of simulated time, >= 0 (got '%s')", a, val);
+        *(key == K_FROM ? &sel->from_s : &sel->to_s) = t;
+        break;
+    }
+    case K_PANELS:
+        if (!val || !strcmp(val, "yes"))
+            sel->panels = 1;
+        else if (!strcmp(val, "no"))
+            sel->panels = 2;
+        else if (!strcmp(val, "auto"))
+            sel->panels = 0;
+        else
+            return cli_usage_error("plot", "--panels takes yes, no or auto (got '%s')", val);
+        break;
     default:
         return cli_usage_error("plot", "unknown option '%s'", a);
     }
@@ -133,6 +180,12 @@ int cmd_plot(int argc, char **argv)
                                         {"linear", no_argument, NULL, K_LINY},
                                         {"logx", no_argument, NULL, K_LOGX},
                                         {"linx", no_argument, NULL, K_LINX},
+                                        {"xlabel", required_argument, NULL, K_XLABEL},
+                                        {"ylabel", required_argument, NULL, K_YLABEL},
+                                        {"size", required_argument, NULL, K_SIZE},
+                                        {"from", required_argument, NULL, K_FROM},
+                                        {"to", required_argument, NULL, K_TO},
+                                        {"panels", optional_argument, NULL, K_PANELS},
                                         {NULL, 0, NULL, 0}};
     int64_t ids[MAX_RUNS];
     plot_args pa = {ids, {0}};
@@ -167,6 +220,10 @@ int cmd_plot(int argc, char **argv)
                 "plot", "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization)",
                 sel.metric);
     }
+    if (sel.to_s > 0 && !(sel.from_s < sel.to_s))
+        return cli_usage_error("plot", "--from %g is not before --to %g", sel.from_s, sel.to_s);
+    if ((sel.from_s > 0 || sel.to_s > 0) && k != PLOT_TIMELINE)
+        return cli_usage_error("plot", "--from and --to zoom a timeline (got KIND %s)", kind_name);
     if (k == PLOT_TIMELINE && sel.n_runs > 1)
         return cli_usage_error("plot", "a timeline shows one run (got %zu --run)", sel.n_runs);
     sel.run_ids = sel.n_runs ? ids : NULL;
