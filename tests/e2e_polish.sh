@@ -185,5 +185,25 @@ has "$T/gp.txt" "'3.16' 3.16227766"
 hasnt "$T/gp.txt" "3.16228'"
 has "$T/err" "drawing sweep #1 of scenario 'tiny'"
 
+# --- (8) the manual page: built from the --help texts, installed by meson install
+MAN=$(dirname "$BIN")/dpsim.1
+if [ -s "$MAN" ]; then ok; else bad "no $MAN"; fi
+MANWIDTH=200 man -l "$MAN" >"$T/man.txt" 2>/dev/null
+for c in check solve run reproduce runs show rerun export plot sweep merge; do
+    "$BIN" "$c" --help >"$T/h.txt"
+    # every line of the command's help appears in the rendered page
+    if python3 - "$T/h.txt" "$T/man.txt" <<'PY'; then ok; else bad "man page lacks 'dpsim $c --help'"; fi
+import sys
+man = " ".join(open(sys.argv[2]).read().split())
+for line in open(sys.argv[1]):
+    words = " ".join(line.split())
+    if words and words not in man:
+        sys.exit("missing: " + words)
+PY
+done
+BUILD=$(dirname "$BIN")
+if meson install -C "$BUILD" --no-rebuild --destdir "$T/inst" >"$T/inst.log" 2>&1; then ok; else bad "meson install: $(tail -3 "$T/inst.log")"; fi
+if find "$T/inst" -path '*/man1/dpsim.1' | grep -q .; then ok; else bad "meson install did not install man1/dpsim.1"; fi
+
 echo "e2e_polish: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -39,7 +39,10 @@ static void usage(FILE *out)
             DPSIM_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options.\n"
+    fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options ('man dpsim' has them\n"
+                 "all).  Options take --opt VALUE or --opt=VALUE; short ones bundle (-qd x.db).\n"
+                 "Most commands share -d/--db FILE, -q/--quiet, --json, -s/--set KEY=VALUE and\n"
+                 "--log CATEGORY[:LEVEL] (engine, net, policy, solver, store, all).\n"
                  "Exit codes: 0 success, 1 the run failed, 2 bad usage or bad input.\n"
                  "Start here: dpsim reproduce table3 --out table3/\n");
 }
