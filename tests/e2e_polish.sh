@@ -125,7 +125,9 @@ expect 0 "$BIN" export --trace 5 --db "$T/p.db" --out "$T/trace.json"
 expect 0 "$BIN" export --trace=1 --db="$T/p.db" -o "$T/trace1.json"
 expect 2 "$BIN" export --trace 99 --db "$T/p.db" --out "$T/none.json"
 expect 2 "$BIN" export --trace 1 --db "$T/p.db"
-for f in trace trace1; do
+expect 0 "$BIN" export --trace 4 --full --db "$T/p.db" --out "$T/tracefull.json"
+has "$T/tracefull.json" '"timeline":"full"'
+for f in trace trace1 tracefull; do
 python3 - "$T/$f.json" <<'PY' && ok || bad "trace format ($f)"
 import json, sys
 from collections import defaultdict

@@ -13,7 +13,7 @@ typedef struct runs_args {
     const char *scen, *pol;
 } runs_args;
 
-enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE };
+enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL };
 
 static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
@@ -150,7 +150,7 @@ int cmd_show(int argc, char **argv)
 
 typedef struct export_args {
     const char *out;
-    int csv;
+    int csv, full;
     int64_t trace_run;
 } export_args;
 
@@ -162,6 +162,8 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
         a->out = arg;
     } else if (key == K_CSV) {
         a->csv = 1;
+    } else if (key == K_FULL) {
+        a->full = 1;
     } else if (key == K_TRACE) {
         if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
             return cli_usage_error("export", "--trace needs a run id as listed by 'dpsim runs' (got '%s')",
@@ -171,6 +173,46 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
         return cli_usage_error("export", "unknown option '%s'", label);
     }
     return -1;
+}
+
+static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                      char **policy_out, uint64_t *seed_out, dp_err *err_out);
+
+static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1_s)
+{
+    store_trace_segment(ctx, device, res_activity_name((res_activity)act), t0_s, t1_s);
+}
+
+/* export --trace RUN --full: simulate the run again and stream every
+ * activity of every device as it closes; the re-run must reproduce the
+ * stored run bit for bit (as `rerun` checks), else the file is dropped. */
+static int export_full(store *st, int64_t run, const char *path, dp_err *err)
+{
+    store_trace *t = store_trace_begin(st, run, path, 1, err);
+    if (!t)
+        return err->code ? err->code : DP_ERUN;
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed = 0;
+    cli_catch_interrupts();
+    policy_set_segment_hook(on_segment, t);
+    int rc = resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
+    policy_set_segment_hook(NULL, NULL);
+    if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
+        rc = dp_err_set(
+            err, DP_ERUN,
+            "run #%lld: the re-run ends at %.17g s, the stored run at %.17g s (a different build or "
+            "trace files?): the full timeline would not be this run's",
+            (long long)run, now->ttotal_s, old->ttotal_s);
+    res_run_free(old);
+    res_run_free(now);
+    dp_free(name);
+    dp_free(policy);
+    if (rc) {
+        store_trace_abort(t);
+        return rc;
+    }
+    return store_trace_end(t, err);
 }
 
 static void export_help(void)
@@ -185,11 +227,15 @@ static void export_help(void)
            "computing, sending, receiving the model, waiting), a counter track of cluster\n"
            "FLOPS, epoch ends as instant events, and metadata naming the scenario and the\n"
            "policy.  It holds what the database stored: the timeline of the first 64\n"
-           "devices (see sim/store/JSON.md).\n\n"
+           "devices, coarsened to bins for long runs (see sim/store/JSON.md).  With --full\n"
+           "the run is simulated again (it must match the stored one bit for bit) and\n"
+           "every activity of every device is streamed to the file: exact, but large\n"
+           "for long runs.\n\n"
            "  -d, --db FILE      results database (default results.db)\n"
            "  -o, --out PATH     output directory (--csv, default export/) or file (--trace)\n"
            "      --csv          CSV tables\n"
-           "      --trace RUN    Chrome trace event JSON of run RUN\n");
+           "      --trace RUN    Chrome trace event JSON of run RUN\n"
+           "      --full         --trace: simulate again and write the whole timeline\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -197,6 +243,7 @@ int cmd_export(int argc, char **argv)
     static const struct option own[] = {{"out", required_argument, NULL, 'o'},
                                         {"csv", no_argument, NULL, K_CSV},
                                         {"trace", required_argument, NULL, K_TRACE},
+                                        {"full", no_argument, NULL, K_FULL},
                                         {NULL, 0, NULL, 0}};
     export_args a = {0};
     cli_opts o = {0};
@@ -217,7 +264,8 @@ int cmd_export(int argc, char **argv)
         store *st = store_open_read(db, &err);
         if (!st)
             return cli_fail(&err);
-        int rc = store_export_trace(st, a.trace_run, a.out, &err);
+        int rc = a.full ? export_full(st, a.trace_run, a.out, &err)
+                        : store_export_trace(st, a.trace_run, a.out, &err);
         store_close(st);
         if (rc)
             return cli_fail(&err);
@@ -242,29 +290,16 @@ int cmd_export(int argc, char **argv)
 /* dpsim rerun RUN: simulate a stored run again from what the database holds
  * (scenario text, overrides, policy, seed) and compare every stored figure
  * bit for bit.  Exit 0 when identical, 1 when anything differs. */
-int cmd_rerun(int argc, char **argv)
+/* Simulate stored run id again from what the database holds (scenario
+ * text, overrides, policy, seed).  *old_out: the stored results, *now_out:
+ * the new ones, *name_out / *policy_out: dp_malloc strings; the caller frees
+ * all four (also on failure).  0 or the failure's code, message in *err_out. */
+static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                      char **policy_out, uint64_t *seed_out, dp_err *err_out)
 {
-    const char *db;
-    int64_t rid;
-    int ra = run_args(argc, argv, "rerun",
-                      "usage: dpsim rerun RUN [--db FILE]\n\n"
-                      "Simulate a stored run again from what the database holds (the scenario\n"
-                      "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
-                      "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
-                      "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
-                      "scenario are resolved against the scenario file's directory as the run\n"
-                      "saw it (when stored and still there), else the current directory.\n\n"
-                      "Exit 0 when identical, 1 when anything differs or the run fails.\n",
-                      &db, &rid, NULL);
-    if (ra >= 0)
-        return ra;
-    uint64_t id = (uint64_t)rid;
-    dp_err err = {0};
-    store *st = store_open_read(db, &err);
-    if (!st)
-        return cli_fail(&err);
     res_run *old = NULL, *now = NULL;
     char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
+    dp_err err = {0};
     size_t n_ovs = 0;
     uint64_t seed = 0;
     scn_scenario *s = NULL;
@@ -301,6 +336,44 @@ int cmd_rerun(int argc, char **argv)
                         (unsigned long long)id, policy);
     if (!rc && !(now = policy_run(k, s, seed, &err)))
         rc = err.code;
+    *old_out = old;
+    *now_out = now;
+    *name_out = name;
+    *policy_out = policy;
+    *seed_out = seed;
+    *err_out = err;
+    scn_free(s);
+    dp_free(ov);
+    dp_free(text);
+    store_strings_free(ovs, n_ovs);
+    return rc;
+}
+
+int cmd_rerun(int argc, char **argv)
+{
+    const char *db;
+    int64_t rid;
+    int ra = run_args(argc, argv, "rerun",
+                      "usage: dpsim rerun RUN [--db FILE]\n\n"
+                      "Simulate a stored run again from what the database holds (the scenario\n"
+                      "text, its overrides, the policy and the seed) and compare Tsend, Ttraining,\n"
+                      "Ttotal, TFLOPS, utilisation, events and every device's figures with the\n"
+                      "stored ones, bit for bit.  Nothing is written.  Relative trace paths in the\n"
+                      "scenario are resolved against the scenario file's directory as the run\n"
+                      "saw it (when stored and still there), else the current directory.\n\n"
+                      "Exit 0 when identical, 1 when anything differs or the run fails.\n",
+                      &db, &rid, NULL);
+    if (ra >= 0)
+        return ra;
+    uint64_t id = (uint64_t)rid;
+    dp_err err = {0};
+    store *st = store_open_read(db, &err);
+    if (!st)
+        return cli_fail(&err);
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed = 0;
+    int rc = resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
     int same = 0;
     if (!rc) {
 #define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0)
@@ -323,12 +396,8 @@ int cmd_rerun(int argc, char **argv)
     }
     res_run_free(old);
     res_run_free(now);
-    scn_free(s);
-    dp_free(ov);
-    dp_free(text);
     dp_free(name);
     dp_free(policy);
-    store_strings_free(ovs, n_ovs);
     store_close(st);
     if (rc)
         return cli_fail(&err);

@@ -99,5 +99,12 @@ void policy_set_interrupt(volatile sig_atomic_t *flag);
  * to print (host time).  NULL (the default) = none. */
 typedef void (*policy_progress_fn)(void *ctx, double now_s, uint64_t events, double frac_done);
 void policy_set_progress(policy_progress_fn fn, void *ctx);
+/* A hook that sees every activity interval of every device as it closes
+ * (device, res_activity, start, end in simulated seconds), before the
+ * runtime cuts its own timeline to 64 devices and coarsens long runs:
+ * `export --trace --full` streams them to a file.  It must not touch the
+ * simulation.  NULL (the default) = none. */
+typedef void (*policy_segment_fn)(void *ctx, size_t device, int act, double t0_s, double t1_s);
+void policy_set_segment_hook(policy_segment_fn fn, void *ctx);
 
 #endif

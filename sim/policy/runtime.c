@@ -415,8 +415,19 @@ static int go_coarse(prt *rt)
     return 0;
 }
 
+static policy_segment_fn segment_fn;
+static void *segment_ctx;
+
+void policy_set_segment_hook(policy_segment_fn fn, void *ctx)
+{
+    segment_fn = fn;
+    segment_ctx = ctx;
+}
+
 static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1)
 {
+    if (segment_fn && t1 > t0)
+        segment_fn(segment_ctx, d, (int)a, t0, t1);
     timeline *tl = TL(rt);
     if (d >= tl->ndev || !(t1 > t0))
         return;

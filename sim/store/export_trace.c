@@ -77,12 +77,40 @@ static int q_fail(store *st, const char *path, dp_err *err)
                       sqlite3_errmsg(store_db(st)));
 }
 
-static int write_trace(store *st, int64_t run, FILE *f, const char *path, dp_err *err)
+struct store_trace {
+    store *st;
+    FILE *f;
+    char *path, *tmp;
+    int64_t run;
+    int first, full;
+    size_t n_dev;
+    int *pid; /* per device: 2 + the index of its group's first device */
+};
+
+static void strace_free(store_trace *t)
 {
+    if (!t)
+        return;
+    if (t->f)
+        fclose(t->f);
+    if (t->tmp)
+        remove(t->tmp);
+    dp_free(t->tmp);
+    dp_free(t->path);
+    dp_free(t->pid);
+    dp_free(t);
+}
+
+/* The header, otherData and the process and thread names. */
+static int write_head(store_trace *t, dp_err *err)
+{
+    store *st = t->st;
     sqlite3 *db = store_db(st);
     sqlite3_stmt *q = NULL;
-    int rc = 0, first = 1;
-    /* the run: scenario, policy, status */
+    FILE *f = t->f;
+    int64_t run = t->run;
+    const char *path = t->path;
+    int rc = 0;
     if (sqlite3_prepare_v2(db,
                            "SELECT s.name, r.policy, r.seed, r.version, r.status, r.options_json,"
                            " r.timeline_res_s, r.ttotal_s, r.overrides_json,"
@@ -101,6 +129,7 @@ static int write_trace(store *st, int64_t run, FILE *f, const char *path, dp_err
         return dp_err_set(err, DP_EINPUT, "%s: run #%lld failed and has no timeline", store_path(st),
                           (long long)run);
     }
+    t->n_dev = (size_t)sqlite3_column_int64(q, 9);
     json_buf *j = json_new();
     json_obj_begin(j);
     json_key(j, "dpsim_version");
@@ -119,12 +148,14 @@ static int write_trace(store *st, int64_t run, FILE *f, const char *path, dp_err
     json_raw(j, (const char *)sqlite3_column_text(q, 8));
     json_key(j, "ttotal_s");
     json_num(j, sqlite3_column_double(q, 7));
+    json_key(j, "timeline");
+    json_str(j, t->full ? "full" : "stored");
     json_key(j, "timeline_res_s");
-    json_num(j, sqlite3_column_double(q, 6));
+    json_num(j, t->full ? 0 : sqlite3_column_double(q, 6));
     json_key(j, "devices");
-    json_int(j, sqlite3_column_int64(q, 9));
-    json_key(j, "timeline_devices_max");
-    json_int(j, 64);
+    json_int(j, (int64_t)t->n_dev);
+    json_key(j, "timeline_devices");
+    json_int(j, t->full ? (int64_t)t->n_dev : (int64_t)(t->n_dev < 64 ? t->n_dev : 64));
     json_obj_end(j);
     char policy[64];
     snprintf(policy, sizeof policy, "%s", (const char *)sqlite3_column_text(q, 1));
@@ -133,67 +164,121 @@ static int write_trace(store *st, int64_t run, FILE *f, const char *path, dp_err
     fputs(json_text(j), f);
     fputs(",\"traceEvents\":[", f);
     json_free(j);
+    if (!(t->pid = dp_calloc(t->n_dev ? t->n_dev : 1, sizeof *t->pid)))
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
 
-    meta(f, &first, "process_name", 1, 0, "cluster");
-    /* devices: a process per group (in order of first appearance), a thread per device */
+    meta(f, &t->first, "process_name", 1, 0, "cluster");
+    /* devices: a process per group, a thread per device */
     if (sqlite3_prepare_v2(db,
-                           "SELECT idx, name, grp, 0, (SELECT min(idx) FROM run_devices d4 WHERE d4.run_id ="
+                           "SELECT idx, name, grp, (SELECT min(idx) FROM run_devices d4 WHERE d4.run_id ="
                            " d.run_id AND d4.grp = d.grp) FROM run_devices d WHERE run_id = ?1 ORDER BY idx",
                            -1, &q, NULL) != SQLITE_OK)
         return q_fail(st, path, err);
     sqlite3_bind_int64(q, 1, run);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t d = sqlite3_column_int64(q, 0);
+        int64_t d = sqlite3_column_int64(q, 0), g0 = sqlite3_column_int64(q, 3);
         const char *grp = (const char *)sqlite3_column_text(q, 2);
         char pname[96];
         snprintf(pname, sizeof pname, "%s (%s)", grp ? grp : "?", policy);
         /* pid: 2 + the index of the group's first device, unique per group
-         * and the same in both queries (no group table to number them) */
-        int pid = 2 + (int)sqlite3_column_int64(q, 4);
-        if (d == sqlite3_column_int64(q, 4))
-            meta(f, &first, "process_name", pid, 0, pname);
-        meta(f, &first, "thread_name", pid, (int)d + 1, (const char *)sqlite3_column_text(q, 1));
+         * (the database has no table numbering groups) */
+        int pid = 2 + (int)g0;
+        if (d >= 0 && (size_t)d < t->n_dev)
+            t->pid[d] = pid;
+        if (d == g0)
+            meta(f, &t->first, "process_name", pid, 0, pname);
+        meta(f, &t->first, "thread_name", pid, (int)d + 1, (const char *)sqlite3_column_text(q, 1));
     }
     sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return q_fail(st, path, err);
+    return rc == SQLITE_DONE ? 0 : q_fail(st, path, err);
+}
 
-    /* complete events, streamed in device then time order */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT g.device, g.act, g.t0_s, g.t1_s, (SELECT min(idx) FROM run_devices d4"
-                           " WHERE d4.run_id = g.run_id AND d4.grp = (SELECT grp FROM run_devices d5"
-                           " WHERE d5.run_id = g.run_id AND d5.idx = g.device)) FROM run_segments g"
-                           " WHERE g.run_id = ?1 ORDER BY g.device, g.t0_s",
-                           -1, &q, NULL) != SQLITE_OK)
-        return q_fail(st, path, err);
-    sqlite3_bind_int64(q, 1, run);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        double t0 = sqlite3_column_double(q, 2) * 1e6, t1 = sqlite3_column_double(q, 3) * 1e6;
-        const char *act = (const char *)sqlite3_column_text(q, 1);
-        j = json_new();
-        json_obj_begin(j);
-        json_key(j, "ph");
-        json_str(j, "X");
-        json_key(j, "name");
-        json_str(j, act_label(act));
-        json_key(j, "cat");
-        json_str(j, act ? act : "?");
-        json_key(j, "ts");
-        json_num(j, t0);
-        json_key(j, "dur");
-        json_num(j, t1 > t0 ? t1 - t0 : 0);
-        json_key(j, "pid");
-        json_int(j, 2 + sqlite3_column_int64(q, 4));
-        json_key(j, "tid");
-        json_int(j, sqlite3_column_int64(q, 0) + 1);
-        json_obj_end(j);
-        emit(f, j, &first);
-        json_free(j);
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err)
+{
+    store_trace *t = dp_calloc(1, sizeof *t);
+    size_t n = strlen(path) + 8;
+    if (!t || !(t->path = dp_strdup(path)) || !(t->tmp = dp_malloc(n))) {
+        strace_free(t);
+        dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
+        return NULL;
     }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return q_fail(st, path, err);
+    t->st = st;
+    t->run = run_id;
+    t->first = 1;
+    t->full = full;
+    snprintf(t->tmp, n, "%s.part", path);
+    if (!(t->f = fopen(t->tmp, "w"))) {
+        dp_err_set(err, DP_ERUN, "%s: cannot write: %s", t->tmp, strerror(errno));
+        dp_free(t->tmp);
+        t->tmp = NULL;
+        strace_free(t);
+        return NULL;
+    }
+    if (write_head(t, err)) {
+        strace_free(t);
+        return NULL;
+    }
+    return t;
+}
 
+/* One complete event. */
+static void put_segment(store_trace *t, int64_t device, const char *act, double t0_s, double t1_s)
+{
+    double t0 = t0_s * 1e6, t1 = t1_s * 1e6;
+    int pid = device >= 0 && (size_t)device < t->n_dev ? t->pid[device] : 2;
+    json_buf *j = json_new();
+    json_obj_begin(j);
+    json_key(j, "ph");
+    json_str(j, "X");
+    json_key(j, "name");
+    json_str(j, act_label(act));
+    json_key(j, "cat");
+    json_str(j, act ? act : "?");
+    json_key(j, "ts");
+    json_num(j, t0);
+    json_key(j, "dur");
+    json_num(j, t1 > t0 ? t1 - t0 : 0);
+    json_key(j, "pid");
+    json_int(j, pid);
+    json_key(j, "tid");
+    json_int(j, device + 1);
+    json_obj_end(j);
+    emit(t->f, j, &t->first);
+    json_free(j);
+}
+
+void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s)
+{
+    if (t)
+        put_segment(t, (int64_t)device, act, t0_s, t1_s);
+}
+
+/* The stored segments (unless full), the FLOPS counter, the epoch ends. */
+static int write_tail(store_trace *t, dp_err *err)
+{
+    store *st = t->st;
+    sqlite3 *db = store_db(st);
+    sqlite3_stmt *q = NULL;
+    FILE *f = t->f;
+    int64_t run = t->run;
+    const char *path = t->path;
+    int rc = 0, first = t->first;
+    json_buf *j;
+    if (!t->full) {
+        if (sqlite3_prepare_v2(db,
+                               "SELECT device, act, t0_s, t1_s FROM run_segments WHERE run_id = ?1"
+                               " ORDER BY device, t0_s",
+                               -1, &q, NULL) != SQLITE_OK)
+            return q_fail(st, path, err);
+        sqlite3_bind_int64(q, 1, run);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+            put_segment(t, sqlite3_column_int64(q, 0), (const char *)sqlite3_column_text(q, 1),
+                        sqlite3_column_double(q, 2), sqlite3_column_double(q, 3));
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE)
+            return q_fail(st, path, err);
+    }
+    first = t->first;
     /* cluster FLOPS as a counter track */
     if (sqlite3_prepare_v2(db, "SELECT t0_s, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", -1, &q,
                            NULL) != SQLITE_OK)
@@ -255,34 +340,41 @@ static int write_trace(store *st, int64_t run, FILE *f, const char *path, dp_err
     if (rc != SQLITE_DONE)
         return q_fail(st, path, err);
     fputs("\n]}\n", f);
+    t->first = first;
     return 0;
+}
+
+int store_trace_end(store_trace *t, dp_err *err)
+{
+    if (!t)
+        return 0;
+    int rc = write_tail(t, err);
+    if (ferror(t->f) && !rc)
+        rc = dp_err_set(err, DP_ERUN, "%s: write failed: %s", t->tmp, strerror(errno));
+    if (fclose(t->f) != 0 && !rc)
+        rc = dp_err_set(err, DP_ERUN, "%s: write failed: %s", t->tmp, strerror(errno));
+    t->f = NULL;
+    if (!rc && rename(t->tmp, t->path) != 0)
+        rc = dp_err_set(err, DP_ERUN, "%s: cannot rename to %s: %s", t->tmp, t->path, strerror(errno));
+    if (!rc) {
+        dp_free(t->tmp);
+        t->tmp = NULL;
+    }
+    strace_free(t); /* removes the .part file after a failure */
+    return rc;
+}
+
+void store_trace_abort(store_trace *t)
+{
+    strace_free(t);
 }
 
 int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err)
 {
-    size_t n = strlen(path) + 8;
-    char *tmp = dp_malloc(n);
-    if (!tmp)
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, n, "%s.part", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        int e = dp_err_set(err, DP_ERUN, "%s: cannot write: %s", tmp, strerror(errno));
-        dp_free(tmp);
-        return e;
-    }
     /* one read transaction: a consistent snapshot while others store runs */
     sqlite3_exec(store_db(st), "BEGIN", NULL, NULL, NULL);
-    int rc = write_trace(st, run_id, f, path, err);
+    store_trace *t = store_trace_begin(st, run_id, path, 0, err);
+    int rc = t ? store_trace_end(t, err) : (err && err->code ? err->code : DP_ERUN);
     sqlite3_exec(store_db(st), "COMMIT", NULL, NULL, NULL);
-    if (ferror(f) && !rc)
-        rc = dp_err_set(err, DP_ERUN, "%s: write failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && !rc)
-        rc = dp_err_set(err, DP_ERUN, "%s: write failed: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) != 0)
-        rc = dp_err_set(err, DP_ERUN, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
-    if (rc)
-        remove(tmp);
-    dp_free(tmp);
     return rc;
 }

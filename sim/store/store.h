@@ -127,6 +127,17 @@ int store_export_csv(store *st, const char *dir, dp_err *err);
  * streamed, via path.part renamed into place.  DP_EINPUT when the run does
  * not exist or failed; DP_ERUN on a write or database error. */
 int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err);
+/* The same file in three steps, for a caller that re-simulates the run and
+ * streams every activity (export --trace --full): begin writes the header
+ * and the names (full = 1: no stored segments will be added); segment adds
+ * one complete event (act: res_activity_name); end adds the stored
+ * segments (unless full), the FLOPS counter and the epoch ends, and renames
+ * the file into place.  end and abort free t. */
+typedef struct store_trace store_trace;
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err);
+void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s);
+int store_trace_end(store_trace *t, dp_err *err);
+void store_trace_abort(store_trace *t);
 
 /* Get the id of the sweep whose canonical spec JSON is spec_json, creating
  * the sweep row (and the scenario row of s) when absent. */
