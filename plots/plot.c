@@ -161,7 +161,104 @@ static int cmp_runs(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Ids of the default selection.  The anchor is the latest successful run
+/* The default selection when the latest run outside sweeps (of
+ * sel->scenario, of sel->policy for a timeline) was stored by a tagged
+ * invocation (runs.invocation, schema version 4): that invocation's runs,
+ * i.e. what the user's last `run` or `reproduce` made.  An invocation may
+ * hold runs of several override sets (`reproduce` adds a what-if DDP run
+ * with a faster interconnect): the set with the most runs wins, then the
+ * latest.  Returns 1 with *ids filled, 0 when the latest run is untagged
+ * (older files: the rules of default_ids below apply), or a negative code. */
+static int invocation_ids(sqlite3 *db, const plot_sel *sel, int one, int64_t **ids, size_t *n, dp_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT r.invocation FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
+                           " WHERE r.status = 'ok' AND r.sweep_id IS NULL AND (?1 IS NULL OR s.name = ?1)"
+                           " AND (?2 IS NULL OR r.policy = ?2) ORDER BY r.id DESC LIMIT 1",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_fail(db, err, "choosing runs");
+    if (sel->scenario)
+        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
+    if (one && sel->policy)
+        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
+    char *inv = NULL;
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+        inv = dp_strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    if (!inv)
+        return 0;
+    /* the group (scenario text, overrides) of that invocation with the most runs */
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT r.scenario_id, r.overrides_json, max(r.id) FROM runs r"
+                                " JOIN scenarios s ON s.id = r.scenario_id WHERE r.status = 'ok'"
+                                " AND r.invocation = ?3 AND (?1 IS NULL OR s.name = ?1)"
+                                " AND (?2 IS NULL OR r.policy = ?2) GROUP BY r.scenario_id, r.overrides_json"
+                                " ORDER BY count(*) DESC, max(r.id) DESC LIMIT 1",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK) {
+        dp_free(inv);
+        return db_fail(db, err, "choosing runs");
+    }
+    if (sel->scenario)
+        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
+    if (one && sel->policy)
+        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, inv, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) != SQLITE_ROW) {
+        sqlite3_finalize(q);
+        dp_free(inv);
+        return 0;
+    }
+    int64_t scn = sqlite3_column_int64(q, 0), last = sqlite3_column_int64(q, 2);
+    char *ov = dp_strdup(sqlite3_column_text(q, 1) ? (const char *)sqlite3_column_text(q, 1) : "[]");
+    sqlite3_finalize(q);
+    size_t cap = 16, k = 0;
+    int64_t *v = dp_malloc(cap * sizeof *v);
+    if (!ov || !v) {
+        dp_free(ov);
+        dp_free(inv);
+        dp_free(v);
+        return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
+    }
+    if (one) {
+        v[k++] = last;
+    } else if (sqlite3_prepare_v2(db,
+                                  "SELECT max(id) FROM runs WHERE status = 'ok' AND invocation = ?1"
+                                  " AND scenario_id = ?2 AND overrides_json = ?3 GROUP BY policy",
+                                  -1, &q, NULL) != SQLITE_OK) {
+        rc = db_fail(db, err, "choosing runs");
+    } else {
+        sqlite3_bind_text(q, 1, inv, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, scn);
+        sqlite3_bind_text(q, 3, ov, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            if (k == cap) {
+                int64_t *nv = dp_realloc(v, 2 * cap * sizeof *v);
+                if (!nv)
+                    break;
+                v = nv;
+                cap *= 2;
+            }
+            v[k++] = sqlite3_column_int64(q, 0);
+        }
+        rc = rc == SQLITE_DONE  ? 0
+             : rc == SQLITE_ROW ? dp_err_set(err, DP_ENOMEM, "out of memory choosing runs")
+                                : db_fail(db, err, "choosing runs");
+        sqlite3_finalize(q);
+    }
+    dp_free(ov);
+    dp_free(inv);
+    if (rc) {
+        dp_free(v);
+        return rc;
+    }
+    *ids = v;
+    *n = k;
+    return 1;
+}
+
+/* Ids of the default selection for files without invocation tags.  The anchor is the latest successful run
  * outside sweeps (of sel->scenario if given), preferring runs without
  * overrides: `reproduce table3` stores a what-if DDP run with a faster
  * interconnect after the three plain ones, and it must not replace the
@@ -268,8 +365,10 @@ int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs,
     const int64_t *ids = sel->run_ids;
     size_t m = sel->n_runs;
     if (m == 0) {
-        int rc = default_ids(db, sel, one, &own, &m, err);
-        if (rc)
+        int rc = invocation_ids(db, sel, one, &own, &m, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && (rc = default_ids(db, sel, one, &own, &m, err)))
             return rc;
         ids = own;
     } else if (one && m != 1) {
@@ -298,6 +397,13 @@ int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs,
                      (long long)r[k].id);
         else
             snprintf(r[k].label, sizeof r[k].label, "%.30s", plot_policy_label(r[k].policy));
+    }
+    if (sel->note) { /* say what was drawn, so a surprising default is seen at once */
+        fprintf(sel->note, "drawing run%s", m == 1 ? "" : "s");
+        for (size_t k = 0; k < m; k++)
+            fprintf(sel->note, "%s #%lld (%s)", k ? "," : "", (long long)r[k].id, r[k].label);
+        fprintf(sel->note, " of scenario '%s'%s\n", m ? r[0].scenario : "",
+                sel->n_runs ? "" : "; choose others with --run ID ('dpsim runs' lists them)");
     }
     *runs = r;
     *n = m;

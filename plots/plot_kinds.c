@@ -45,6 +45,28 @@ static void set_title(plot_gp *gp, const char *user, const char *line1, const ch
 }
 
 /* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
+/* The user's --size, else the plot's own. */
+static plot_gp *open_gp(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err)
+{
+    return plot_gp_open(out_path, sel->width_px > 0 ? sel->width_px : w,
+                        sel->height_px > 0 ? sel->height_px : h, err);
+}
+
+/* The user's --xlabel / --ylabel, written last before `plot` so they win. */
+static void user_labels(plot_gp *gp, const plot_sel *sel)
+{
+    if (sel->xlabel) {
+        plot_gp_printf(gp, "set xlabel ");
+        plot_gp_str(gp, sel->xlabel);
+        plot_gp_printf(gp, "\n");
+    }
+    if (sel->ylabel) {
+        plot_gp_printf(gp, "set ylabel ");
+        plot_gp_str(gp, sel->ylabel);
+        plot_gp_printf(gp, "\n");
+    }
+}
+
 static void fmt_seconds(double v, char *buf, size_t len)
 {
     if (v == 0)
@@ -118,7 +140,7 @@ int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
         return dp_err_set(err, DP_EINPUT, "compare: the selected runs have no positive times to draw");
     }
     int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
-    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    plot_gp *gp = open_gp(sel, out_path, 1200, 700, err);
     if (!gp) {
         dp_free(r);
         return err ? err->code : DP_ERUN;
@@ -135,7 +157,7 @@ int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
     double ylo;
     if (logy) {
         ylo = pow(10, floor(log10(minpos)));
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\nset yrange [%.10g:%.10g]\n", ylo,
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\nset yrange [%.10g:%.10g]\n", ylo,
                        max * pow(10, 0.35 + 0.08 * (double)n));
     } else {
         ylo = 0;
@@ -176,6 +198,7 @@ int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
                                lab, x, v[j]);
         }
     }
+    user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     for (size_t k = 0; k < n; k++) {
         plot_gp_printf(gp, "%s$r%zu using 1:2:3:4:5:6 with boxxyerror fc rgb '%s' title ",
@@ -233,6 +256,7 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         with_bins++;
         double peak = sqlite3_column_double(q, 1);
         double tend = (double)(sqlite3_column_int64(q, 2) + 1) * r[k].bin_s;
+        r[k].tend_s = tend;
         fmax = peak > fmax ? peak : fmax;
         if (peak > 0 && peak < peak_min)
             peak_min = peak;
@@ -246,12 +270,17 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         dp_free(r);
         return dp_err_set(err, DP_EINPUT, "flops: the selected runs have no FLOPS-over-time bins");
     }
-    int logx = plot_want_log(sel->log_x, tend_min, tend_max, 20);
+    /* Runs of very different length (C-ADP's hour beside DDP's weeks): a
+     * panel per run, each on its own linear time axis, reads at a glance;
+     * a log time axis when the user asks (--logx). */
+    int panels =
+        sel->panels == 1 || (sel->panels == 0 && sel->log_x < 0 && n > 1 && tend_max >= 20 * tend_min);
+    int logx = panels ? 0 : plot_want_log(sel->log_x, tend_min, tend_max, 20);
     int logy = plot_want_log(sel->log_y, peak_min, fmax, 100.0000001);
     double tdiv, fdiv;
     const char *tu = plot_time_unit(tmax, &tdiv);
     const char *fu = flops_unit(fmax, &fdiv);
-    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    plot_gp *gp = open_gp(sel, out_path, 1200, 700, err);
     if (!gp) {
         dp_free(r);
         return err ? err->code : DP_ERUN;
@@ -262,7 +291,8 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     set_title(gp, sel->title, t1,
               logx
                   ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
-                  : NULL);
+              : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
+                       : NULL);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s%s)'\n", tu, logx ? ", log scale" : "");
     char yl[160];
     snprintf(yl, sizeof yl, "cluster FLOPS (%s, paper's count%s)", fu, logy ? ", log scale" : "");
@@ -271,12 +301,12 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     plot_gp_printf(gp, "\n");
     plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
     if (logx)
-        plot_gp_printf(gp, "set logscale x 10\nset format x '%%g'\nset xrange [%.10g:%.10g]\n",
+        plot_gp_printf(gp, "set logscale x 10\nset format x '%%.0te%%T'\nset xrange [%.10g:%.10g]\n",
                        bin_min / 2 / tdiv, tmax / tdiv);
     else
         plot_gp_printf(gp, "set xrange [0:%.10g]\n", tmax / tdiv);
     if (logy)
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\n");
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\n");
     else
         plot_gp_printf(gp, "set yrange [0:%.10g]\n", fmax / fdiv * 1.1);
     if ((rc = prepare(db, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", &q, err))) {
@@ -317,6 +347,29 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         plot_gp_printf(gp, "EOD\n");
     }
     sqlite3_finalize(q);
+    if (panels) {
+        /* the title block above, then one row per run sharing the FLOPS scale */
+        plot_gp_printf(gp, "set multiplot layout %zu,1 margins 0.08,0.82,0.1,0.88 spacing 0,0.08\n", n);
+        plot_gp_printf(gp, "set ylabel '%s'\n", fu);
+        for (size_t k = 0; k < n; k++) {
+            /* each panel in the time unit of its own length */
+            double end = r[k].tend_s > 0 ? r[k].tend_s : tmax, pdiv;
+            const char *pu = plot_time_unit(end, &pdiv);
+            if (k)
+                plot_gp_printf(gp, "unset title\n");
+            plot_gp_printf(gp, "set xlabel 'simulated time (%s)'\n", pu);
+            user_labels(gp, sel);
+            plot_gp_printf(gp, "set xrange [0:%.10g]\n", end / pdiv);
+            plot_gp_printf(gp, "plot $f%zu using ($1*%.10g):2 with steps lw 2.5 lc rgb '%s' title ", k,
+                           tdiv / pdiv, plot_policy_color(r[k].policy, k));
+            plot_gp_str(gp, r[k].label);
+            plot_gp_printf(gp, "\n");
+        }
+        plot_gp_printf(gp, "unset multiplot\n");
+        dp_free(r);
+        return plot_gp_close(gp, err);
+    }
+    user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     for (size_t k = 0; k < n; k++) {
         /* later lines thinner, so a line drawn over an equal one still shows */
@@ -379,11 +432,19 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
         dp_free(r);
         return rc;
     }
+    double t_lo = sel->from_s > 0 ? sel->from_s : 0,
+           t_hi = sel->to_s > 0 && sel->to_s < tmax ? sel->to_s : tmax;
+    if (!(t_lo < t_hi)) {
+        rc = dp_err_set(err, DP_EINPUT, "timeline: --from %g s is not before the run's end (%g s)", t_lo,
+                        t_hi);
+        dp_free(r);
+        return rc;
+    }
     double tdiv;
-    const char *tu = plot_time_unit(tmax, &tdiv);
+    const char *tu = plot_time_unit(t_hi, &tdiv);
     int height = 170 + 26 * (int)(n_dev < 80 ? n_dev : 80);
     height = height < 520 ? 520 : height;
-    plot_gp *gp = plot_gp_open(out_path, 1400, height, err);
+    plot_gp *gp = open_gp(sel, out_path, 1400, height, err);
     if (!gp) {
         dp_free(r);
         return err ? err->code : DP_ERUN;
@@ -400,10 +461,18 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
     else
         snprintf(sub, sizeof sub, "%s",
                  "a row per device; white: no activity recorded; steps shorter than a pixel drawn 1 px wide");
+    if (t_lo > 0 || t_hi < tmax) {
+        char w[160];
+        fmt_seconds(t_lo, w, sizeof w / 2);
+        size_t l = strlen(w);
+        snprintf(w + l, sizeof w - l, " to ");
+        fmt_seconds(t_hi, w + l + 4, sizeof w - l - 4);
+        snprintf(t1 + strlen(t1), sizeof t1 - strlen(t1), ", from %s", w);
+    }
     set_title(gp, sel->title, t1, sub);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
-    plot_gp_printf(gp, "set ylabel 'device'\nset xrange [0:%.10g]\nset yrange [%.10g:-0.5]\n", tmax / tdiv,
-                   (double)n_dev - 0.5);
+    plot_gp_printf(gp, "set ylabel 'device'\nset xrange [%.10g:%.10g]\nset yrange [%.10g:-0.5]\n",
+                   t_lo / tdiv, t_hi / tdiv, (double)n_dev - 0.5);
     plot_gp_printf(gp, "set bmargin 5.5\nset key at screen 0.5, screen 0.012 center bottom horizontal\nset "
                        "grid xtics lc rgb '#e0e0e0'\n"
                        "set style fill solid 1.0 noborder\nset tics front\n");
@@ -477,6 +546,7 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
         drawn[a] = rows > 0;
     }
     sqlite3_finalize(q);
+    user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     first = 1;
     for (size_t a = 0; a < N_ACTS; a++) {
@@ -570,6 +640,9 @@ static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
             snprintf(d->scenario, sizeof d->scenario, "%s", (const char *)sqlite3_column_text(q, 0));
         sqlite3_finalize(q);
     }
+    if (sel->note)
+        fprintf(sel->note, "drawing sweep #%lld of scenario '%s'%s\n", (long long)d->sweep_id, d->scenario,
+                sel->sweep_id ? "" : " (the latest; choose another with --sweep ID)");
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"
@@ -753,12 +826,65 @@ static double cell_ci95(const cell *c)
     return gsl_cdf_tdist_Pinv(0.975, (double)(c->n - 1)) * sd / sqrt((double)c->n);
 }
 
+/* A swept key in words: devices.cpu.link.down -> "cpu download bandwidth",
+ * devices.gpu.count -> "number of gpu devices", policies.ddp.bucket -> "DDP
+ * bucket"; other keys: the dots and underscores become spaces.  The key
+ * itself follows in brackets, so the figure still names what to --vary. */
+static void key_words(char *buf, size_t len, const char *key)
+{
+    char a[64] = "", b[64] = "", c[64] = "", d[64] = "";
+    int n = sscanf(key, "%63[^.].%63[^.].%63[^.].%63s", a, b, c, d);
+    if (n == 4 && !strcmp(a, "devices") && !strcmp(c, "link") && (!strcmp(d, "down") || !strcmp(d, "up")))
+        snprintf(buf, len, "%s %s bandwidth", b, !strcmp(d, "down") ? "download" : "upload");
+    else if (n == 4 && !strcmp(a, "devices") && !strcmp(c, "link"))
+        snprintf(buf, len, "%s link %s", b, d);
+    else if (n == 3 && !strcmp(a, "devices") && !strcmp(c, "count"))
+        snprintf(buf, len, "number of %s devices", b);
+    else if (n == 3 && !strcmp(a, "devices"))
+        snprintf(buf, len, "%s %s", b, c);
+    else if (n == 3 && !strcmp(a, "policies"))
+        snprintf(buf, len, "%s %s", plot_policy_label(b), c);
+    else
+        snprintf(buf, len, "%s", key);
+    for (char *p = buf; *p; p++)
+        if (*p == '_' || *p == '.')
+            *p = ' ';
+}
+
 static void axis_label(char *buf, size_t len, const char *key, const char *unit)
 {
+    char w[160];
+    key_words(w, sizeof w, key);
     if (*unit)
-        snprintf(buf, len, "%.200s (%s)", key, unit);
+        snprintf(buf, len, "%s (%s) [%.150s]", w, unit, key);
     else
-        snprintf(buf, len, "%.200s", key);
+        snprintf(buf, len, "%s [%.150s]", w, key);
+}
+
+/* A tick label rounded to 3 significant digits, without exponent between
+ * 0.001 and 10^6: 3.16228 -> 3.16, 31.6228 -> 31.6, 1000 -> 1000. */
+static void tick_text(double v, char *buf, size_t len)
+{
+    double a = fabs(v);
+    if (a == 0) {
+        snprintf(buf, len, "0");
+        return;
+    }
+    if (a < 1e-3 || a >= 1e6) {
+        snprintf(buf, len, "%.3g", v);
+        return;
+    }
+    int mag = (int)floor(log10(a));
+    int dec = 2 - mag < 0 ? 0 : 2 - mag;
+    double step = pow(10, mag - 2);
+    snprintf(buf, len, "%.*f", dec, round(v / step) * step);
+    if (strchr(buf, '.')) { /* 2.50 -> 2.5, 3.00 -> 3 */
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+            *e-- = '\0';
+        if (*e == '.')
+            *e = '\0';
+    }
 }
 
 /* Explicit tics at the values when there are few of them: a sweep's values
@@ -770,7 +896,9 @@ static void value_tics(plot_gp *gp, const char *axname, const axis *a, int categ
     plot_gp_printf(gp, "set %stics (", axname);
     for (size_t j = 0; j < a->n; j++) {
         int p = a->order[j];
-        plot_gp_printf(gp, "%s'%.6g' %.10g", j ? ", " : "", a->num[p], categorical ? (double)j : a->num[p]);
+        char t[32];
+        tick_text(a->num[p], t, sizeof t);
+        plot_gp_printf(gp, "%s'%s' %.10g", j ? ", " : "", t, categorical ? (double)j : a->num[p]);
     }
     plot_gp_printf(gp, ")\n");
 }
@@ -864,7 +992,7 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     for (size_t g = 0; g < ng; g++)
         longest = strlen(gname[g]) > longest ? strlen(gname[g]) : longest;
     int width = 1200 + (longest > 25 ? (int)(longest - 25 < 60 ? longest - 25 : 60) * 8 : 0);
-    gp = plot_gp_open(out_path, width, 750, err);
+    gp = open_gp(sel, out_path, width, 750, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -888,9 +1016,9 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     plot_gp_printf(gp, "\n");
     plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
     if (logx)
-        plot_gp_printf(gp, "set logscale x 10\n");
+        plot_gp_printf(gp, "set logscale x 10\nset format x '%%.0te%%T'\n");
     if (logy)
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%g'\n");
+        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\n");
     else if (minpos > 0 && max > 0)
         plot_gp_printf(gp, "set yrange [0:*]\n");
     if (xmax > xmin) {
@@ -915,6 +1043,7 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
             plot_gp_printf(gp, "NaN NaN NaN NaN\n");
         plot_gp_printf(gp, "EOD\n");
     }
+    user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     for (size_t g = 0; g < ng; g++) {
         /* same policy, same colour; other keys' values change the dash and point */
@@ -1034,7 +1163,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
     }
     int logc = min > 0 && plot_want_log(sel->log_y, minpos, max, 100.0000001);
     int w = 360 + 70 * (int)(ax.n < 20 ? ax.n : 20), h = 260 + 50 * (int)(ay.n < 20 ? ay.n : 20);
-    gp = plot_gp_open(out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
+    gp = open_gp(sel, out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -1059,7 +1188,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
                    (double)ax.n - 0.5, (double)ay.n - 0.5);
     plot_gp_printf(gp, "set palette defined (0 '#ffffe5', 0.4 '#fec44f', 0.75 '#ec7014', 1 '#993404')\n");
     if (logc)
-        plot_gp_printf(gp, "set logscale cb 10\nset format cb '%%g'\n");
+        plot_gp_printf(gp, "set logscale cb 10\nset format cb '%%.0te%%T'\n");
     if (max > min)
         plot_gp_printf(gp, "set cbrange [%.10g:%.10g]\n", min, max);
     else
@@ -1079,6 +1208,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
     /* white text on the dark end of the palette, black elsewhere */
     double thr = logc ? exp(log(min) + 0.6 * (log(max) - log(min))) : min + 0.6 * (max - min);
     int fs = ax.n > 12 ? 8 : 11;
+    user_labels(gp, sel);
     plot_gp_printf(
         gp,
         "plot $m using 1:2:3:4:5:6:7 with boxxyerror fc palette z fs solid 1.0 border lc rgb '#ffffff', \\\n"

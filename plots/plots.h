@@ -21,6 +21,7 @@
 #include "dp_common.h"
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef enum {
@@ -50,6 +51,14 @@ typedef struct plot_sel {
     int log_y;              /* -1 auto, 0 linear, 1 log */
     int log_x;              /* -1 auto (log when the values span >= 2 decades), 0, 1 */
     const char *title;      /* NULL = a default title */
+    FILE *note;             /* where to say which runs (or sweep) are drawn; NULL = nowhere */
+    const char *out;        /* the output file (the command line's --out) */
+    const char *xlabel;     /* axis labels instead of the default ones (NULL = default) */
+    const char *ylabel;
+    int width_px, height_px; /* canvas size (0 = the plot's default; pdf: 100 px per inch) */
+    double from_s, to_s;     /* timeline: the window of simulated time (to_s <= 0: the end) */
+    int panels;              /* flops: 0 auto (a panel per run when the runs' lengths differ by
+                                20x or more and no x scale was asked), 1 a panel per run, 2 one */
 } plot_sel;
 
 /* Draw one plot of kind k into out_path. */
@@ -105,6 +114,7 @@ typedef struct plot_run {
     char label[48];     /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy */
     char scenario[128]; /* the scenario's name (user text: quote it) */
     double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
+    double tend_s; /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
 } plot_run;
 /* The runs sel asks for (see plot_sel), in the order ddp, deepspeed, cadp,
  * others by name, then by id.  one = 1: exactly one run (timeline).

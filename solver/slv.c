@@ -8,6 +8,7 @@
  * always sums to D when slv_solve returns 0.
  */
 #include "slv.h"
+#include "log.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -487,6 +488,8 @@ int slv_solve_problem(const char *method, const slv_problem *p, const slv_params
     memcpy(r->alloc, s->res.alloc, p->n * sizeof(int64_t));
     memcpy(r->relaxed, s->res.relaxed, p->n * sizeof(double));
     slv_free(s);
+    DP_LOG(LOG_SOLVER, LOG_INFO, -1, "%s on %zu devices: objective %.6g s (bound %.6g s), %s", method, p->n,
+           r->objective_s, r->lower_bound_s, slv_status_name(r->status));
     *out = r;
     return DP_OK;
 }

@@ -71,7 +71,9 @@ expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db --json
 if cmp -s "$T/out" "$T/a.json"; then ok; else bad "--json differs between two runs"; fi
 python3 - "$T/a.json" <<'PY' && ok || bad "run --json fields"
 import json, sys
-runs = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[1]))
+assert doc["format"] == "dpsim-runs" and doc["scenario"] == "tiny" and doc["dpsim_version"], doc.keys()
+runs = doc["runs"]
 # every registered policy, the paper's three first (more may follow)
 assert [r["policy"] for r in runs][:3] == ["ddp", "deepspeed", "cadp"], runs
 assert "hierarchical" not in [r["policy"] for r in runs]  # tiny has no sites: left out
@@ -79,6 +81,7 @@ for r in runs:
     for k in ("tsend_s", "ttraining_s", "ttotal_s", "tflops", "utilization", "devices"):
         assert k in r, k
     assert abs(r["ttotal_s"] - r["tsend_s"] - r["ttraining_s"]) < 1e-9 * r["ttotal_s"]
+    assert isinstance(r["options"], dict), r["options"]
 PY
 DB="$T/r.db"
 expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --db "$DB" --policy cadp,ddp --set training.epochs=3

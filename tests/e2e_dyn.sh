@@ -30,7 +30,8 @@ has() { # has FILE TEXT
 check() {
     python3 - "$@" <<'PY' && ok || bad "timeline $*"
 import json, sys
-runs = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
+_d = json.load(open(sys.argv[1]))
+runs = {r["policy"]: r for r in (_d["runs"] if isinstance(_d, dict) else _d)}
 r = runs[sys.argv[2]]
 want_t = float(sys.argv[3])
 assert abs(r["ttotal_s"] - want_t) < 1e-5, ("ttotal", r["ttotal_s"], want_t)
@@ -105,7 +106,8 @@ expect 0 "$BIN" run "$D/outage.yaml" --no-db --json -p ddp
 check "$T/out" ddp 3.5000020
 python3 - "$T/out" <<'PY' && ok || bad "outage: link statistics"
 import json, sys
-r = json.load(open(sys.argv[1]))[0]
+_d = json.load(open(sys.argv[1]))
+r = (_d["runs"] if isinstance(_d, dict) else _d)[0]
 link = {(s["name"], s["a"]): s["value"] for s in r["stats"] if s["scope"] == "link"}
 # link 1 is a's down link: model + data (1 MB + 2 B) and b's half of the ring (1 MB)
 assert abs(link[("link.bytes", 1)] - 2000002) < 1e-6, link

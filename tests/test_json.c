@@ -136,6 +136,51 @@ Test(json, doubles_round_trip_bit_exact)
     }
 }
 
+Test(json, doubles_print_as_the_shortest_text_that_round_trips)
+{
+    /* the example and friends: no 0.097000000000000003 */
+    const struct {
+        double v;
+        const char *text;
+    } c[] = {{0.097, "0.097"}, {0.1, "0.1"},           {1.0 / 3.0, "0.3333333333333333"},
+             {1e21, "1e+21"},  {26214400, "26214400"}, {nextafter(1.0, 2.0), "1.0000000000000002"}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char b[32];
+        json_fmt_double(c[i].v, b, sizeof b);
+        cr_expect_str_eq(b, c[i].text);
+    }
+    /* random bit patterns: always the same double back */
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        memcpy(&v, &x, sizeof v);
+        if (!isfinite(v))
+            continue;
+        char b[32], full[32];
+        json_fmt_double(v, b, sizeof b);
+        snprintf(full, sizeof full, "%.17g", v);
+        double back = strtod(b, NULL);
+        cr_assert(memcmp(&back, &v, sizeof v) == 0, "%s does not read back as %s", b, full);
+    }
+}
+
+Test(json, raw_values_are_copied_as_is)
+{
+    json_buf *j = json_new();
+    json_obj_begin(j);
+    json_key(j, "options");
+    json_raw(j, "{\"bucket\":26214400}");
+    json_key(j, "none");
+    json_raw(j, NULL);
+    json_obj_end(j);
+    cr_assert(json_ok(j));
+    cr_assert_str_eq(json_text(j), "{\"options\":{\"bucket\":26214400},\"none\":null}");
+    json_free(j);
+}
+
 Test(json, nan_and_infinity_become_null)
 {
     json_buf *j = json_new();

@@ -1407,8 +1407,8 @@ Test(store, export_csv_quotes_per_rfc4180_and_keeps_doubles_exact)
     text = slurp(path, &len);
     n = parse_csv(text, fields, ncol);
     cr_assert_eq(n, 2);
-    cr_expect_eq(ncol[0], 23);
-    cr_expect_eq(ncol[1], 23);
+    cr_expect_eq(ncol[0], 25); /* version 4 added invocation, scenario_dir */
+    cr_expect_eq(ncol[1], 25);
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "overrides_json")], "[\"a=1,2\",\"b=\\\"q\\\"\"]");
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "utilization")], ""); /* NULL */
     double back = strtod(fields[1][col_index(fields, ncol, "ttraining_s")], NULL);

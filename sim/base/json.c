@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct json_buf {
@@ -276,8 +277,28 @@ void json_num(json_buf *j, double v)
         return;
     }
     char b[32];
-    snprintf(b, sizeof b, "%.17g", v);
+    json_fmt_double(v, b, sizeof b);
     puts_(j, b);
+}
+
+void json_fmt_double(double v, char *buf, size_t cap)
+{
+    /* The shortest of %.15g, %.16g, %.17g that reads back to the same bits:
+     * 0.097 rather than 0.097000000000000003.  %.17g always round-trips. */
+    static const char *const fmt[] = {"%.15g", "%.16g"};
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(buf, cap, fmt[k], v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+    snprintf(buf, cap, "%.17g", v);
+}
+
+void json_raw(json_buf *j, const char *text)
+{
+    if (begin_value(j) != 0)
+        return;
+    puts_(j, text && *text ? text : "null");
 }
 
 void json_int(json_buf *j, int64_t v)

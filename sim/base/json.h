@@ -17,10 +17,11 @@
  * calls give byte-equal text: the database compares JSON text directly
  * (the unique index on sweep points).
  *
- * Numbers: json_num prints "%.17g", which round-trips every finite double
- * exactly.  JSON has no NaN or infinity: json_num writes `null` for them and
- * callers that care should avoid passing them.
- * Strings: `"`, `\` and control characters (< 0x20, and 0x7f) are escaped
+ * Numbers: json_num prints the shortest of "%.15g", "%.16g" and "%.17g"
+ * that reads back (strtod) to the same double, so every finite double
+ * round-trips exactly and 0.097 prints as 0.097.  JSON has no NaN or infinity: json_num writes `null` for
+ * them and callers that care should avoid passing them. Strings: `"`, `\` and control characters (< 0x20, and
+ * 0x7f) are escaped
  * (\" \\ \b \f \n \r \t, others \u00XX); valid UTF-8 is copied as is; a byte
  * that does not start a valid UTF-8 sequence is written as \ufffd, so the
  * output is always valid JSON in valid UTF-8.
@@ -38,6 +39,7 @@
 #ifndef DP_JSON_H
 #define DP_JSON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define JSON_MAX_DEPTH 64
@@ -59,6 +61,12 @@ void json_num(json_buf *j, double v);
 void json_int(json_buf *j, int64_t v);
 void json_bool(json_buf *j, int b);
 void json_null(json_buf *j);
+/* A value that is already JSON text (e.g. a stored options_json object),
+ * copied as is: the caller vouches that it is one valid JSON value (NULL or
+ * "" writes null). */
+void json_raw(json_buf *j, const char *text);
+/* The text json_num writes for v (finite), into buf (cap >= 32). */
+void json_fmt_double(double v, char *buf, size_t cap);
 
 /* The text written so far, NUL-terminated; borrowed, valid until the next
  * call on j or json_free.  Never NULL ("" for a NULL or failed buffer). */

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct command {
     const char *name;
@@ -40,7 +41,10 @@ static void usage(FILE *out)
             DPSIM_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options.\n"
+    fprintf(out, "\n'dpsim COMMAND --help' explains a command and its options ('man dpsim' has them\n"
+                 "all).  Options take --opt VALUE or --opt=VALUE; short ones bundle (-qd x.db).\n"
+                 "Most commands share -d/--db FILE, -q/--quiet, --json, -s/--set KEY=VALUE and\n"
+                 "--log CATEGORY[:LEVEL] (engine, net, policy, solver, store, all).\n"
                  "Exit codes: 0 success, 1 the run failed, 2 bad usage or bad input.\n"
                  "Start here: dpsim reproduce table3 --out table3/\n"
                  "What is simulated (world, policies, the C-ADP problem, outputs): docs/MODEL.md;\n"
@@ -127,6 +131,17 @@ void cli_now_iso(char *buf, size_t len)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *cli_invocation_id(void)
+{
+    static char id[64];
+    if (!id[0]) { /* start time and process id: unique per invocation on one host */
+        char now[32];
+        cli_now_iso(now, sizeof now);
+        snprintf(id, sizeof id, "%s-%ld", now, (long)getpid());
+    }
+    return id;
 }
 
 double cli_wall_s(void)

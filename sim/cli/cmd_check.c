@@ -19,31 +19,16 @@ static void help(void)
 
 int cmd_check(int argc, char **argv)
 {
-    const char *file = NULL;
-    scn_override ov[64];
-    size_t n_ov = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            help();
-            return EXIT_OK;
-        } else if (strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) {
-            if (++i >= argc)
-                return cli_usage_error("check", "%s needs KEY=VALUE", argv[i - 1]);
-            if (n_ov == 64 || cli_parse_override(argv[i], &ov[n_ov]))
-                return cli_usage_error("check", "bad override '%s' (want KEY=VALUE, at most 64)", argv[i]);
-            n_ov++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("check", "unknown option '%s'", argv[i]);
-        } else if (file) {
-            return cli_usage_error("check", "one scenario at a time (got '%s' and '%s')", file, argv[i]);
-        } else {
-            file = argv[i];
-        }
+    cli_opts o = {0};
+    int rc = cli_parse(argc, argv, "check", CLI_O_SET | CLI_O_LOG, NULL, NULL, NULL, NULL, help, &o);
+    if (rc >= 0 || (rc = cli_one_pos(&o, "SCENARIO")) >= 0) {
+        cli_opts_free(&o);
+        return rc;
     }
-    if (!file)
-        return cli_usage_error("check", "missing SCENARIO");
+    const char *file = o.pos[0];
     dp_err err = {0};
-    scn_scenario *s = cli_load_scenario(file, ov, n_ov, &err);
+    scn_scenario *s = cli_load_scenario(file, o.ov, o.n_ov, &err);
+    cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
     scn_print_summary(s, stdout);

@@ -4,42 +4,52 @@
 #include "policy/policy.h"
 #include "store/store.h"
 
+#include <getopt.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int need_arg(int *i, int argc, char **argv, const char *cmd, const char **out)
+typedef struct runs_args {
+    const char *scen, *pol;
+} runs_args;
+
+enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL };
+
+static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
-    if (++*i >= argc)
-        return cli_usage_error(cmd, "%s needs a value", argv[*i - 1]);
-    *out = argv[*i];
-    return 0;
+    runs_args *a = ctx;
+    if (key == K_SCENARIO)
+        a->scen = arg;
+    else if (key == 'p')
+        a->pol = arg;
+    else
+        return cli_usage_error("runs", "unknown option '%s'", label);
+    return -1;
+}
+
+static void runs_help(void)
+{
+    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
+           "List the runs stored in a results database, oldest first: id, start time,\n"
+           "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
+           "  -d, --db FILE        results database (default results.db)\n"
+           "      --scenario NAME  only runs of this scenario\n"
+           "  -p, --policy NAME    only runs of this policy\n");
 }
 
 int cmd_runs(int argc, char **argv)
 {
-    const char *db = "results.db", *scen = NULL, *pol = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
-                   "List the runs stored in a results database, oldest first: id, start time,\n"
-                   "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
-                   "  -d, --db FILE        results database (default results.db)\n"
-                   "      --scenario NAME  only runs of this scenario\n"
-                   "  -p, --policy NAME    only runs of this policy\n");
-            return EXIT_OK;
-        }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "runs", &db);
-        else if (!strcmp(argv[i], "--scenario"))
-            rc = need_arg(&i, argc, argv, "runs", &scen);
-        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--policy"))
-            rc = need_arg(&i, argc, argv, "runs", &pol);
-        else
-            return cli_usage_error("runs", "unexpected argument '%s'", argv[i]);
-        if (rc)
-            return rc;
-    }
+    static const struct option own[] = {{"scenario", required_argument, NULL, K_SCENARIO},
+                                        {"policy", required_argument, NULL, 'p'},
+                                        {NULL, 0, NULL, 0}};
+    runs_args a = {0};
+    cli_opts o = {0};
+    int prc = cli_parse(argc, argv, "runs", CLI_O_DB | CLI_O_LOG, own, "p:", runs_opt, &a, runs_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos)
+        return cli_usage_error("runs", "unexpected argument '%s'", o.pos[0]);
+    const char *db = o.db, *scen = a.scen, *pol = a.pol;
     dp_err err = {0};
     store *st = store_open_read(db, &err);
     if (!st)
@@ -53,28 +63,27 @@ int cmd_runs(int argc, char **argv)
  * json may be NULL when the command has no --json.  Returns -1 when the
  * arguments are fine (id and db set), else the exit code (help printed: 0;
  * bad usage: 2). */
+static const char *run_help_text;
+static void run_help(void)
+{
+    fputs(run_help_text, stdout);
+}
+
 static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
                     int *json)
 {
-    const char *id_s = NULL;
-    *db = "results.db";
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            fputs(help, stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db")) {
-            int rc = need_arg(&i, argc, argv, cmd, db);
-            if (rc)
-                return rc;
-        } else if (json && !strcmp(argv[i], "--json")) {
-            *json = 1;
-        } else if (argv[i][0] == '-' || id_s) {
-            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
-        } else {
-            id_s = argv[i];
-        }
-    }
+    cli_opts o = {0};
+    run_help_text = help;
+    int prc = cli_parse(argc, argv, cmd, CLI_O_DB | CLI_O_LOG | (json ? CLI_O_JSON : 0u), NULL, NULL, NULL,
+                        NULL, run_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos > 1)
+        return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[1]);
+    const char *id_s = o.n_pos ? o.pos[0] : NULL;
+    *db = o.db;
+    if (json)
+        *json = o.json;
     uint64_t v;
     if (!id_s || cli_parse_u64(id_s, &v) || v == 0 || v > INT64_MAX)
         return cli_usage_error(cmd, "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
@@ -91,8 +100,8 @@ int cmd_show(int argc, char **argv)
     int ra = run_args(argc, argv, "show",
                       "usage: dpsim show RUN [--db FILE] [--json]\n\n"
                       "Print a stored run again: its overrides, options, the trace files kept\n"
-                      "with it, its summary row and per-device breakdown (or, with --json, the\n"
-                      "same object `dpsim run --json` prints).\n\n"
+                      "with it, its summary row and per-device breakdown\n"
+                      "(or, with --json, the same object `dpsim run --json` prints).\n\n"
                       "  -d, --db FILE   results database (default results.db)\n"
                       "      --json      JSON output\n",
                       &db, &rid, &json);
@@ -113,13 +122,15 @@ int cmd_show(int argc, char **argv)
     if (!rc) {
         if (json) {
             json_buf *j = json_new();
-            report_json_run(j, r);
+            report_json_begin(j, name);
+            report_json_run(j, r, (const char *const *)ovs, n_ovs);
+            report_json_end(j);
             printf("%s\n", json_text(j));
             json_free(j);
         } else {
-            char en[256], ep[64], eo[1024];
-            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, dp_esc(en, sizeof en, name),
-                   dp_esc(ep, sizeof ep, policy), (unsigned long long)seed);
+            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, name, policy,
+                   (unsigned long long)seed);
+            char eo[600];
             for (size_t k = 0; k < n_ovs; k++)
                 printf("%s%s", k ? ", " : ", overrides: ", dp_esc(eo, sizeof eo, ovs[k]));
             printf("\noptions: %s\n", dp_esc(eo, sizeof eo, r->options_json ? r->options_json : "{}"));
@@ -150,36 +161,134 @@ int cmd_show(int argc, char **argv)
     return rc ? cli_fail(&err) : EXIT_OK;
 }
 
+typedef struct export_args {
+    const char *out;
+    int csv, full;
+    int64_t trace_run;
+} export_args;
+
+static int export_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    export_args *a = ctx;
+    uint64_t v;
+    if (key == 'o') {
+        a->out = arg;
+    } else if (key == K_CSV) {
+        a->csv = 1;
+    } else if (key == K_FULL) {
+        a->full = 1;
+    } else if (key == K_TRACE) {
+        if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("export", "--trace needs a run id as listed by 'dpsim runs' (got '%s')",
+                                   arg);
+        a->trace_run = (int64_t)v;
+    } else {
+        return cli_usage_error("export", "unknown option '%s'", label);
+    }
+    return -1;
+}
+
+static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                      char **policy_out, uint64_t *seed_out, dp_err *err_out);
+
+static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1_s)
+{
+    store_trace_segment(ctx, device, res_activity_name((res_activity)act), t0_s, t1_s);
+}
+
+/* export --trace RUN --full: simulate the run again and stream every
+ * activity of every device as it closes; the re-run must reproduce the
+ * stored run bit for bit (as `rerun` checks), else the file is dropped. */
+static int export_full(store *st, int64_t run, const char *path, dp_err *err)
+{
+    store_trace *t = store_trace_begin(st, run, path, 1, err);
+    if (!t)
+        return err->code ? err->code : DP_ERUN;
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed = 0;
+    cli_catch_interrupts();
+    policy_set_segment_hook(on_segment, t);
+    int rc = resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
+    policy_set_segment_hook(NULL, NULL);
+    if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
+        rc = dp_err_set(
+            err, DP_ERUN,
+            "run #%lld: the re-run ends at %.17g s, the stored run at %.17g s (a different build or "
+            "trace files?): the full timeline would not be this run's",
+            (long long)run, now->ttotal_s, old->ttotal_s);
+    res_run_free(old);
+    res_run_free(now);
+    dp_free(name);
+    dp_free(policy);
+    if (rc) {
+        store_trace_abort(t);
+        return rc;
+    }
+    return store_trace_end(t, err);
+}
+
+static void export_help(void)
+{
+    printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n"
+           "       dpsim export --trace RUN [--db FILE] --out FILE.json\n\n"
+           "--csv: write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
+           "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments,\n"
+           "run_stats, calibrations, run_files (the trace files each run read; their\n"
+           "contents stay in the database).\n\n"
+           "--trace RUN: write one run's timeline in the Chrome trace event format, which\n"
+           "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per device\n"
+           "group, a thread per device, a complete event per activity (receiving data,\n"
+           "computing, sending, receiving the model, waiting), a counter track of cluster\n"
+           "FLOPS, epoch ends as instant events, and metadata naming the scenario and the\n"
+           "policy.  It holds what the database stored: the timeline of the first 64\n"
+           "devices, coarsened to bins for long runs (see sim/store/JSON.md).  With --full\n"
+           "the run is simulated again (it must match the stored one bit for bit) and\n"
+           "every activity of every device is streamed to the file: exact, but large\n"
+           "for long runs.\n\n"
+           "  -d, --db FILE      results database (default results.db)\n"
+           "  -o, --out PATH     output directory (--csv, default export/) or file (--trace)\n"
+           "      --csv          CSV tables\n"
+           "      --trace RUN    Chrome trace event JSON of run RUN\n"
+           "      --full         --trace: simulate again and write the whole timeline\n");
+}
+
 int cmd_export(int argc, char **argv)
 {
-    const char *db = "results.db", *dir = "export";
-    int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n\n"
-                   "Write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
-                   "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments,\n"
-                   "run_stats, calibrations, run_files (the trace files each run read; their\n"
-                   "contents stay in the database).\n\n"
-                   "  -d, --db FILE   results database (default results.db)\n"
-                   "  -o, --out DIR   output directory (default export/)\n"
-                   "      --csv       CSV format (the only one)\n");
-            return EXIT_OK;
-        }
-        int rc = 0;
-        if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--db"))
-            rc = need_arg(&i, argc, argv, "export", &db);
-        else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out"))
-            rc = need_arg(&i, argc, argv, "export", &dir);
-        else if (!strcmp(argv[i], "--csv"))
-            csv = 1;
-        else
-            return cli_usage_error("export", "unexpected argument '%s'", argv[i]);
+    static const struct option own[] = {{"out", required_argument, NULL, 'o'},
+                                        {"csv", no_argument, NULL, K_CSV},
+                                        {"trace", required_argument, NULL, K_TRACE},
+                                        {"full", no_argument, NULL, K_FULL},
+                                        {NULL, 0, NULL, 0}};
+    export_args a = {0};
+    cli_opts o = {0};
+    int prc =
+        cli_parse(argc, argv, "export", CLI_O_DB | CLI_O_LOG, own, "o:", export_opt, &a, export_help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos)
+        return cli_usage_error("export", "unexpected argument '%s'", o.pos[0]);
+    const char *db = o.db, *dir = a.out ? a.out : "export";
+    int csv = a.csv;
+    if (csv && a.trace_run)
+        return cli_usage_error("export", "one format at a time: --csv or --trace RUN");
+    if (a.trace_run) {
+        if (!a.out)
+            return cli_usage_error("export", "--trace needs --out FILE.json");
+        dp_err err = {0};
+        store *st = store_open_read(db, &err);
+        if (!st)
+            return cli_fail(&err);
+        int rc = a.full ? export_full(st, a.trace_run, a.out, &err)
+                        : store_export_trace(st, a.trace_run, a.out, &err);
+        store_close(st);
         if (rc)
-            return rc;
+            return cli_fail(&err);
+        printf("%s\n", a.out);
+        return EXIT_OK;
     }
     if (!csv)
-        return cli_usage_error("export", "say the format: --csv");
+        return cli_usage_error("export", "say the format: --csv or --trace RUN");
     dp_err err = {0};
     store *st = store_open_read(db, &err);
     if (!st)
@@ -188,13 +297,18 @@ int cmd_export(int argc, char **argv)
     store_close(st);
     if (rc)
         return cli_fail(&err);
-    printf("wrote "
-           "%s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats,calibrations,"
-           "run_files}.csv\n",
+    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats}.csv\n",
            dir);
     return EXIT_OK;
 }
 
+/* dpsim rerun RUN: simulate a stored run again from what the database holds
+ * (scenario text, overrides, policy, seed) and compare every stored figure
+ * bit for bit.  Exit 0 when identical, 1 when anything differs. */
+/* Simulate stored run id again from what the database holds (scenario
+ * text, overrides, policy, seed).  *old_out: the stored results, *now_out:
+ * the new ones, *name_out / *policy_out: dp_malloc strings; the caller frees
+ * all four (also on failure).  0 or the failure's code, message in *err_out. */
 /* The loader's limit on a trace file (scenarios/README.md, "Limits"): a
  * stored copy is never larger. */
 #define RERUN_MAX_FILE_BYTES (64L * 1024 * 1024)
@@ -218,35 +332,12 @@ static void note_file_on_disk(uint64_t id, const scn_file *f)
     dp_free(now);
 }
 
-/* dpsim rerun RUN: simulate a stored run again from what the database holds
- * (scenario text, overrides, policy, seed, trace contents) and compare every stored figure
- * bit for bit.  Exit 0 when identical, 1 when anything differs. */
-int cmd_rerun(int argc, char **argv)
+static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                      char **policy_out, uint64_t *seed_out, dp_err *err_out)
 {
-    const char *db;
-    int64_t rid;
-    int ra = run_args(argc, argv, "rerun",
-                      "usage: dpsim rerun RUN [--db FILE]\n\n"
-                      "Simulate a stored run again from what the database holds (the scenario\n"
-                      "text, its overrides, the policy, the seed and the contents of the trace\n"
-                      "files it read) and compare Tsend, Ttraining, Ttotal, TFLOPS, utilisation,\n"
-                      "events and every device's figures with the stored ones, bit for bit.\n"
-                      "Nothing is written.  Works from any directory: the traces come from the\n"
-                      "database; a note says when a trace file on disk has changed or is gone\n"
-                      "since the run (the stored copy is used either way).  Runs stored before\n"
-                      "dpsim kept trace contents (schema version 3) read their traces from\n"
-                      "disk, relative paths against the current directory.\n\n"
-                      "Exit 0 when identical, 1 when anything differs or the run fails.\n",
-                      &db, &rid, NULL);
-    if (ra >= 0)
-        return ra;
-    uint64_t id = (uint64_t)rid;
-    dp_err err = {0};
-    store *st = store_open_read(db, &err);
-    if (!st)
-        return cli_fail(&err);
     res_run *old = NULL, *now = NULL;
     char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
+    dp_err err = {0};
     size_t n_ovs = 0;
     uint64_t seed = 0;
     scn_scenario *s = NULL;
@@ -256,6 +347,7 @@ int cmd_rerun(int argc, char **argv)
     int rc = store_get_run(st, (int64_t)id, &old, &err);
     if (!rc)
         rc = store_get_run_source(st, (int64_t)id, &text, &name, &ovs, &n_ovs, &policy, &seed, &err);
+    /* the trace files the run read, as they were: used instead of the disk */
     if (!rc)
         rc = store_get_run_files(st, (int64_t)id, &files, &n_files, &err);
     for (size_t k = 0; !rc && k < n_files; k++)
@@ -269,7 +361,18 @@ int cmd_rerun(int argc, char **argv)
     if (!rc) {
         char label[160];
         snprintf(label, sizeof label, "<run #%llu: %s>", (unsigned long long)id, name);
-        s = scn_load_string_files(label, text, strlen(text), NULL, files, n_files, ov, n_ovs, &err);
+        /* traces come from the stored copies; runs stored before dpsim
+         * kept them resolve paths as `run` did: against the scenario
+         * file's directory when it was stored and still exists */
+        char *dir = NULL;
+        struct stat sb;
+        if (store_get_run_dir(st, (int64_t)id, &dir, &err) == 0 && dir &&
+            (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            dp_free(dir);
+            dir = NULL;
+        }
+        s = scn_load_string_files(label, text, strlen(text), dir, files, n_files, ov, n_ovs, &err);
+        dp_free(dir);
         if (!s)
             rc = err.code ? err.code : DP_ERUN;
     }
@@ -279,6 +382,49 @@ int cmd_rerun(int argc, char **argv)
                         (unsigned long long)id, policy);
     if (!rc && !(now = policy_run(k, s, seed, &err)))
         rc = err.code;
+    *old_out = old;
+    *now_out = now;
+    *name_out = name;
+    *policy_out = policy;
+    *seed_out = seed;
+    *err_out = err;
+    scn_free(s);
+    store_files_free(files, n_files);
+    dp_free(ov);
+    dp_free(text);
+    store_strings_free(ovs, n_ovs);
+    return rc;
+}
+
+int cmd_rerun(int argc, char **argv)
+{
+    const char *db;
+    int64_t rid;
+    int ra = run_args(argc, argv, "rerun",
+                      "usage: dpsim rerun RUN [--db FILE]\n\n"
+                      "Simulate a stored run again from what the database holds (the scenario\n"
+                      "text, its overrides, the policy, the seed and the contents of the trace\n"
+                      "files it read) and compare Tsend, Ttraining, Ttotal, TFLOPS, utilisation,\n"
+                      "events and every device's figures with the stored ones, bit for bit.\n"
+                      "Nothing is written.  Works from any directory: the traces come from the\n"
+                      "database; a note says when a trace file on disk has changed or is gone\n"
+                      "since the run (the stored copy is used either way).  Runs stored before\n"
+                      "dpsim kept trace contents resolve trace paths against the scenario file's\n"
+                      "directory as the run saw it (when stored and still there), else the\n"
+                      "current directory.\n\n"
+                      "Exit 0 when identical, 1 when anything differs or the run fails.\n",
+                      &db, &rid, NULL);
+    if (ra >= 0)
+        return ra;
+    uint64_t id = (uint64_t)rid;
+    dp_err err = {0};
+    store *st = store_open_read(db, &err);
+    if (!st)
+        return cli_fail(&err);
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed = 0;
+    int rc = resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
     int same = 0;
     if (!rc) {
 #define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0)
@@ -295,20 +441,14 @@ int cmd_rerun(int argc, char **argv)
         for (size_t e = 0; same && e < old->n_epochs; e++)
             same = SAME(old->epochs[e].end_s, now->epochs[e].end_s);
 #undef SAME
-        char en[256], ep[64];
         printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n",
-               (unsigned long long)id, dp_esc(en, sizeof en, name), dp_esc(ep, sizeof ep, policy),
-               (unsigned long long)seed, old->ttotal_s, now->ttotal_s, same ? "identical" : "DIFFERENT");
+               (unsigned long long)id, name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
+               same ? "identical" : "DIFFERENT");
     }
     res_run_free(old);
     res_run_free(now);
-    scn_free(s);
-    store_files_free(files, n_files);
-    dp_free(ov);
-    dp_free(text);
     dp_free(name);
     dp_free(policy);
-    store_strings_free(ovs, n_ovs);
     store_close(st);
     if (rc)
         return cli_fail(&err);

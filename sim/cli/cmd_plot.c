@@ -5,6 +5,9 @@
 #include "plots.h"
 #include "store/store.h"
 
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_RUNS 64
@@ -18,10 +21,10 @@ static void help(void)
            "  compare    Tsend, Ttraining and Ttotal per policy as grouped bars, values\n"
            "             above the bars (the paper's Table 3 / Figure 5).  The y axis is\n"
            "             logarithmic when the values span more than two decades, unless\n"
-           "             --linear; --log forces it.\n"
-           "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6).\n"
-           "             The time axis is logarithmic when the runs' lengths\n"
-           "             differ by 20x or more (--logx / --linx to choose).\n"
+           "             --liny; --logy forces it.\n"
+           "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6);\n"
+           "             a panel per run when the runs' lengths differ by 20x or more\n"
+           "             (--panels; --logx for one log time axis, --linx for one linear).\n"
            "  timeline   one run as a Gantt chart: a row per device, coloured by what it\n"
            "             does (receiving data, computing, sending, receiving the model,\n"
            "             waiting), dotted lines at epoch ends.\n"
@@ -38,9 +41,9 @@ static void help(void)
            "  links      one run's links: busy fraction (bars) and peak utilisation\n"
            "             (points), from the statistics of scenarios with stragglers,\n"
            "             availability or outages (selection as timeline).\n\n"
-           "Selection (compare, flops: by default the latest successful run of each policy\n"
-           "of the latest scenario, preferring runs without --set overrides; timeline,\n"
-           "batches: the latest run):\n"
+           "Selection (compare, flops: by default the runs the latest `dpsim run` or\n"
+           "`dpsim reproduce` stored, the latest of each policy; timeline, batches, links:\n"
+           "the latest of those).  Which runs were drawn is said on stderr.\n"
            "  -d, --db FILE        results database (default results.db); only read\n"
            "  -o, --out FILE       output file (.png, .svg or .pdf), required\n"
            "  -r, --run ID         a run to draw (repeat for compare/flops; 'dpsim runs' lists ids)\n"
@@ -51,88 +54,160 @@ static void help(void)
            "                       tflops, utilization\n"
            "  -x, --x KEY          sweep, mix: the key on x (default the sweep's first)\n"
            "  -y, --y KEY          mix: the key on y (default the sweep's second)\n"
-           "      --log, --linear  log or linear y axis (mix: colour scale); default auto\n"
+           "      --logy, --liny   log or linear y axis (mix: colour scale); default auto\n"
+           "                       (--linear = --liny)\n"
            "      --logx, --linx   log or linear x axis (flops, sweep); default auto\n"
-           "  -t, --title TEXT     title instead of the default one\n\n"
+           "  -t, --title TEXT     title instead of the default one\n"
+           "      --xlabel TEXT    x axis label instead of the default one\n"
+           "      --ylabel TEXT    y axis label instead of the default one\n"
+           "      --size WxH       canvas size in pixels (pdf: 100 px per inch), e.g. 800x500\n"
+           "      --from S, --to S timeline: draw only simulated seconds S to S\n"
+           "      --panels[=yes|no|auto]  flops: a panel per run, each on its own time axis\n"
+           "                       (auto, the default: when the runs' lengths differ by 20x\n"
+           "                       or more and neither --logx nor --linx is given)\n\n"
+           "Log axes label their ticks in one style: 1e5, 2e5, 1e7.  Sweep axes name the\n"
+           "swept key in words (\"cpu download bandwidth (Mbps)\") and round tick values\n"
+           "to three digits.\n\n"
            "gnuplot is found on PATH, or set DPSIM_GNUPLOT to its path.\n"
            "Exit codes: 0 drawn, 1 gnuplot missing or failed (the database is untouched),\n"
            "2 bad usage or nothing to plot.\n");
 }
 
+typedef struct plot_args {
+    int64_t *ids;
+    plot_sel sel;
+} plot_args;
+
+enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS };
+
+static int on_opt(void *ctx, int key, const char *val, const char *a)
+{
+    plot_args *p = ctx;
+    plot_sel *sel = &p->sel;
+    uint64_t v;
+    switch (key) {
+    case 'o':
+        sel->out = val;
+        break;
+    case 'r':
+        if (cli_parse_u64(val, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("plot", "%s needs a run id, a positive integer (got '%s')", a, val);
+        if (sel->n_runs == MAX_RUNS)
+            return cli_usage_error("plot", "at most %d runs (got more)", MAX_RUNS);
+        p->ids[sel->n_runs++] = (int64_t)v;
+        break;
+    case 's':
+        sel->scenario = val;
+        break;
+    case 'p':
+        sel->policy = val;
+        break;
+    case K_SWEEP:
+        if (cli_parse_u64(val, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("plot", "--sweep needs a sweep id, a positive integer (got '%s')", val);
+        sel->sweep_id = (int64_t)v;
+        break;
+    case 'm':
+        sel->metric = val;
+        break;
+    case 'x':
+        sel->x_key = val;
+        break;
+    case 'y':
+        sel->y_key = val;
+        break;
+    case 't':
+        sel->title = val;
+        break;
+    case K_LOGY:
+        sel->log_y = 1;
+        break;
+    case K_LINY:
+        sel->log_y = 0;
+        break;
+    case K_LOGX:
+        sel->log_x = 1;
+        break;
+    case K_LINX:
+        sel->log_x = 0;
+        break;
+    case K_XLABEL:
+        sel->xlabel = val;
+        break;
+    case K_YLABEL:
+        sel->ylabel = val;
+        break;
+    case K_SIZE: {
+        unsigned w = 0, h = 0;
+        char tail;
+        if (sscanf(val, "%ux%u%c", &w, &h, &tail) != 2 || w < 100 || h < 100 || w > 20000 || h > 20000)
+            return cli_usage_error("plot", "--size needs WIDTHxHEIGHT in pixels, 100 to 20000 (got '%s')",
+                                   val);
+        sel->width_px = (int)w;
+        sel->height_px = (int)h;
+        break;
+    }
+    case K_FROM:
+    case K_TO: {
+        char *end;
+        double t = strtod(val, &end);
+        if (end == val || *end || !(t >= 0) || !isfinite(t))
+            return cli_usage_error("plot", "%s needs seconds of simulated time, >= 0 (got '%s')", a, val);
+        *(key == K_FROM ? &sel->from_s : &sel->to_s) = t;
+        break;
+    }
+    case K_PANELS:
+        if (!val || !strcmp(val, "yes"))
+            sel->panels = 1;
+        else if (!strcmp(val, "no"))
+            sel->panels = 2;
+        else if (!strcmp(val, "auto"))
+            sel->panels = 0;
+        else
+            return cli_usage_error("plot", "--panels takes yes, no or auto (got '%s')", val);
+        break;
+    default:
+        return cli_usage_error("plot", "unknown option '%s'", a);
+    }
+    return -1;
+}
+
 int cmd_plot(int argc, char **argv)
 {
-    const char *db = "results.db", *out = NULL, *kind_name = NULL;
+    static const struct option own[] = {{"out", required_argument, NULL, 'o'},
+                                        {"run", required_argument, NULL, 'r'},
+                                        {"scenario", required_argument, NULL, 's'},
+                                        {"policy", required_argument, NULL, 'p'},
+                                        {"sweep", required_argument, NULL, K_SWEEP},
+                                        {"metric", required_argument, NULL, 'm'},
+                                        {"x", required_argument, NULL, 'x'},
+                                        {"y", required_argument, NULL, 'y'},
+                                        {"title", required_argument, NULL, 't'},
+                                        {"logy", no_argument, NULL, K_LOGY},
+                                        {"liny", no_argument, NULL, K_LINY},
+                                        {"linear", no_argument, NULL, K_LINY},
+                                        {"logx", no_argument, NULL, K_LOGX},
+                                        {"linx", no_argument, NULL, K_LINX},
+                                        {"xlabel", required_argument, NULL, K_XLABEL},
+                                        {"ylabel", required_argument, NULL, K_YLABEL},
+                                        {"size", required_argument, NULL, K_SIZE},
+                                        {"from", required_argument, NULL, K_FROM},
+                                        {"to", required_argument, NULL, K_TO},
+                                        {"panels", optional_argument, NULL, K_PANELS},
+                                        {NULL, 0, NULL, 0}};
     int64_t ids[MAX_RUNS];
-    plot_sel sel = {0};
-    sel.log_x = sel.log_y = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED(what)                                                                                           \
-    do {                                                                                                     \
-        if (!val)                                                                                            \
-            return cli_usage_error("plot", "%s needs %s", a, what);                                          \
-        i++;                                                                                                 \
-    } while (0)
-        if (cli_is_help(a)) {
-            help();
-            return EXIT_OK;
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
-            NEED("a file");
-            db = val;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-            NEED("a file");
-            out = val;
-        } else if (!strcmp(a, "-r") || !strcmp(a, "--run")) {
-            NEED("a run id");
-            uint64_t v;
-            if (cli_parse_u64(val, &v) || v == 0 || v > INT64_MAX)
-                return cli_usage_error("plot", "%s needs a run id, a positive integer (got '%s')", a, val);
-            if (sel.n_runs == MAX_RUNS)
-                return cli_usage_error("plot", "at most %d runs (got more)", MAX_RUNS);
-            ids[sel.n_runs++] = (int64_t)v;
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--scenario")) {
-            NEED("a scenario name");
-            sel.scenario = val;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--policy")) {
-            NEED("a policy");
-            sel.policy = val;
-        } else if (!strcmp(a, "--sweep")) {
-            NEED("a sweep id");
-            uint64_t v;
-            if (cli_parse_u64(val, &v) || v == 0 || v > INT64_MAX)
-                return cli_usage_error("plot", "--sweep needs a sweep id, a positive integer (got '%s')",
-                                       val);
-            sel.sweep_id = (int64_t)v;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--metric")) {
-            NEED("a metric");
-            sel.metric = val;
-        } else if (!strcmp(a, "-x") || !strcmp(a, "--x")) {
-            NEED("a key");
-            sel.x_key = val;
-        } else if (!strcmp(a, "-y") || !strcmp(a, "--y")) {
-            NEED("a key");
-            sel.y_key = val;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--title")) {
-            NEED("a title");
-            sel.title = val;
-        } else if (!strcmp(a, "--log") || !strcmp(a, "--logy")) {
-            sel.log_y = 1;
-        } else if (!strcmp(a, "--linear") || !strcmp(a, "--liny")) {
-            sel.log_y = 0;
-        } else if (!strcmp(a, "--logx")) {
-            sel.log_x = 1;
-        } else if (!strcmp(a, "--linx")) {
-            sel.log_x = 0;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("plot", "unknown option '%s'", a);
-        } else if (kind_name) {
-            return cli_usage_error("plot", "one KIND at a time (got '%s' and '%s')", kind_name, a);
-        } else {
-            kind_name = a;
-        }
-#undef NEED
-    }
+    plot_args pa = {ids, {0}};
+    pa.sel.log_x = pa.sel.log_y = -1;
+    cli_opts o = {0};
+    int prc =
+        cli_parse(argc, argv, "plot", CLI_O_DB | CLI_O_LOG, own, "o:r:s:p:m:x:y:t:", on_opt, &pa, help, &o);
+    if (prc >= 0)
+        return prc;
+    if (o.n_pos > 1)
+        return cli_usage_error("plot", "one KIND at a time (got '%s' and '%s')", o.pos[0], o.pos[1]);
+    plot_sel sel = pa.sel;
+    const char *db = o.db, *out = sel.out, *kind_name = o.n_pos ? o.pos[0] : NULL;
+    sel.note = stderr;
     if (!kind_name)
         return cli_usage_error(
             "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness or links)");
@@ -155,9 +230,12 @@ int cmd_plot(int argc, char **argv)
                 "plot", "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization)",
                 sel.metric);
     }
-    if ((k == PLOT_TIMELINE || k == PLOT_BATCHES) && sel.n_runs > 1)
-        return cli_usage_error("plot", "a %s shows one run (got %zu --run)",
-                               k == PLOT_TIMELINE ? "timeline" : "batches plot", sel.n_runs);
+    if (sel.to_s > 0 && !(sel.from_s < sel.to_s))
+        return cli_usage_error("plot", "--from %g is not before --to %g", sel.from_s, sel.to_s);
+    if ((sel.from_s > 0 || sel.to_s > 0) && k != PLOT_TIMELINE)
+        return cli_usage_error("plot", "--from and --to zoom a timeline (got KIND %s)", kind_name);
+    if ((k == PLOT_TIMELINE || k == PLOT_BATCHES || k == PLOT_LINKS) && sel.n_runs > 1)
+        return cli_usage_error("plot", "a %s shows one run (got %zu --run)", kind_name, sel.n_runs);
     sel.run_ids = sel.n_runs ? ids : NULL;
     store *st = store_open_read(db, &err);
     if (!st)

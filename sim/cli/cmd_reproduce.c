@@ -15,6 +15,7 @@
 #include "dpsim_config.h"
 #include "plots.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <string.h>
 
@@ -47,10 +48,12 @@ static void help(void)
            "      --no-db        do not store the runs\n"
            "  -o, --out DIR      also draw the compare, flops and timeline plots there\n"
            "      --scenario F   use another testbed file instead of the built-in one\n"
-           "      --json         print the comparison as JSON\n"
+           "      --json         print the comparison as JSON (sim/store/JSON.md)\n"
            "      --with-related also run the load-balancing policies of the paper's related\n"
            "                     work (equal_finish, dlb, lbbsp, lbb) with DDP's data and\n"
-           "                     collective settings: a comparison beyond the paper\n");
+           "                     collective settings: a comparison beyond the paper\n"
+           "  -q, --quiet        no progress lines on stderr\n"
+           "      --log CAT[:LEVEL]  diagnostic lines on stderr (see dpsim run --help)\n");
 }
 
 typedef struct row {
@@ -67,41 +70,46 @@ static void print_row(const row *r)
         printf("  %-34s %14s %14.2f %9s   %s\n", r->figure, "-", r->sim, "-", r->role);
 }
 
+typedef struct repro_args {
+    const char *out, *file;
+    int related;
+} repro_args;
+
+enum { K_SCENARIO = 0x2000, K_RELATED };
+
+static const struct option own[] = {{"out", required_argument, NULL, 'o'},
+                                    {"scenario", required_argument, NULL, K_SCENARIO},
+                                    {"with-related", no_argument, NULL, K_RELATED},
+                                    {NULL, 0, NULL, 0}};
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    repro_args *a = ctx;
+    if (key == 'o')
+        a->out = arg;
+    else if (key == K_SCENARIO)
+        a->file = arg;
+    else if (key == K_RELATED)
+        a->related = 1;
+    else
+        return cli_usage_error("reproduce", "unknown option '%s'", label);
+    return -1;
+}
+
 int cmd_reproduce(int argc, char **argv)
 {
-    const char *what = NULL, *db = "results.db", *out = NULL, *file = NULL;
-    int json = 0, related = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            help();
-            return EXIT_OK;
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
-            if (++i >= argc)
-                return cli_usage_error("reproduce", "%s needs a file", a);
-            db = argv[i];
-        } else if (!strcmp(a, "--no-db")) {
-            db = NULL;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-            if (++i >= argc)
-                return cli_usage_error("reproduce", "%s needs a directory", a);
-            out = argv[i];
-        } else if (!strcmp(a, "--scenario")) {
-            if (++i >= argc)
-                return cli_usage_error("reproduce", "%s needs a file", a);
-            file = argv[i];
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--with-related")) {
-            related = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("reproduce", "unknown option '%s'", a);
-        } else if (what) {
-            return cli_usage_error("reproduce", "unexpected argument '%s'", a);
-        } else {
-            what = a;
-        }
+    repro_args a = {0};
+    cli_opts o = {0};
+    int prc = cli_parse(argc, argv, "reproduce", CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_LOG,
+                        own, "o:", on_opt, &a, help, &o);
+    if (prc >= 0) {
+        cli_opts_free(&o);
+        return prc;
     }
+    if (o.n_pos > 1)
+        return cli_usage_error("reproduce", "unexpected argument '%s'", o.pos[1]);
+    const char *what = o.n_pos ? o.pos[0] : NULL, *db = o.db, *out = a.out, *file = a.file;
+    int json = o.json, related = a.related;
     if (!what || strcmp(what, "table3") != 0)
         return cli_usage_error("reproduce", "say what to reproduce: table3%s%s", what ? " (got " : "",
                                what ? what : "");
@@ -112,11 +120,13 @@ int cmd_reproduce(int argc, char **argv)
     if (!s)
         return cli_fail(&err);
     cli_catch_interrupts();
+    cli_progress_init(o.quiet || json);
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);
         return cli_fail(&err);
     }
+    store_set_invocation(st, cli_invocation_id());
     /* the paper's three policies, in its order */
     const policy_def *pk[3] = {policy_find("ddp"), policy_find("deepspeed"), policy_find("cadp")};
     res_run *runs[4] = {0};
@@ -213,6 +223,14 @@ int cmd_reproduce(int argc, char **argv)
     if (json) {
         json_buf *j = json_new();
         json_obj_begin(j);
+        json_key(j, "format");
+        json_str(j, "dpsim-table3");
+        json_key(j, "format_version");
+        json_int(j, 1);
+        json_key(j, "dpsim_version");
+        json_str(j, DPSIM_VERSION);
+        json_key(j, "scenario");
+        json_str(j, s->name);
         json_key(j, "figures");
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
@@ -247,7 +265,7 @@ int cmd_reproduce(int argc, char **argv)
         json_key(j, "runs");
         json_arr_begin(j);
         for (int k = 0; k < 4; k++)
-            report_json_run(j, runs[k]);
+            report_json_run(j, runs[k], k == 3 ? ic_text : NULL, k == 3 ? 2 : 0);
         json_arr_end(j);
         if (related) {
             json_key(j, "beyond_the_paper");
@@ -259,7 +277,7 @@ int cmd_reproduce(int argc, char **argv)
             json_key(j, "runs");
             json_arr_begin(j);
             for (int k = 0; k < NREL; k++)
-                report_json_run(j, rel[k]);
+                report_json_run(j, rel[k], rel_ptr, 2 * NREL);
             json_arr_end(j);
             json_obj_end(j);
         }

@@ -4,6 +4,7 @@
 #include "cli/runner.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,9 +26,15 @@ static void help(void)
            "                          --set policies.cadp.solver=alm\n"
            "                          --set devices.cpu4.link.down=20Mbps\n"
            "                        (policy options: below and scenarios/README.md)\n"
-           "      --json            print a JSON array of runs instead of tables\n"
-           "  -q, --quiet           print the summary table only\n"
+           "      --json            print JSON instead of tables (shape: sim/store/JSON.md)\n"
+           "  -q, --quiet           print the summary table only, no progress\n"
+           "      --log CAT[:LEVEL] diagnostic lines on stderr stamped with simulated time;\n"
+           "                        CAT: engine, net, policy, solver, store or all; LEVEL:\n"
+           "                        error, warn, info (default), debug, trace (repeatable)\n"
            "  -h, --help            this help\n\n"
+           "Long runs show their progress on stderr (simulated time, the estimated end,\n"
+           "events/s, ETA): redrawn on a terminal, a line every 5 s otherwise.\n"
+           "Options take their value as --opt VALUE or --opt=VALUE; short ones bundle (-qp ddp).\n\n"
            "Exit codes: 0 ok, 1 the run failed (stall, database error), 2 bad input.\n\n"
            "Policies (scenario key policies.NAME.OPTION, or --set):\n");
     policy_print_help(stdout);
@@ -46,73 +53,54 @@ int cli_parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+typedef struct run_args {
+    const char *plist;
+    int have_seed;
+    uint64_t seed;
+} run_args;
+
+enum { K_SEED = 0x2000 };
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    run_args *a = ctx;
+    if (key == 'p') {
+        a->plist = arg;
+    } else if (key == K_SEED) {
+        if (cli_parse_u64(arg, &a->seed))
+            return cli_usage_error("run", "--seed needs a non-negative integer (got '%s')", arg);
+        a->have_seed = 1;
+    } else {
+        return cli_usage_error("run", "unknown option '%s'", label);
+    }
+    return -1;
+}
+
 int cmd_run(int argc, char **argv)
 {
-    const char *file = NULL, *db = "results.db", *plist = NULL;
-    int json = 0, quiet = 0, have_seed = 0;
-    uint64_t seed = 0;
-    scn_override ov[64];
-    const char *ov_text[64];
-    char *ov_copy[64];
-    size_t n_ov = 0;
-    int rc = EXIT_OK;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            help();
-            goto out;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--policy")) {
-            if (++i >= argc) {
-                rc = cli_usage_error("run", "%s needs a list", a);
-                goto out;
-            }
-            plist = argv[i];
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
-            if (++i >= argc) {
-                rc = cli_usage_error("run", "%s needs a file", a);
-                goto out;
-            }
-            db = argv[i];
-        } else if (!strcmp(a, "--no-db")) {
-            db = NULL;
-        } else if (!strcmp(a, "--seed")) {
-            if (++i >= argc || cli_parse_u64(argv[i], &seed)) {
-                rc = cli_usage_error("run", "--seed needs a non-negative integer (got '%s')",
-                                     i < argc ? argv[i] : "");
-                goto out;
-            }
-            have_seed = 1;
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--set")) {
-            if (++i >= argc || n_ov == 64) {
-                rc = cli_usage_error("run", "%s needs KEY=VALUE (at most 64)", a);
-                goto out;
-            }
-            ov_text[n_ov] = argv[i];
-            ov_copy[n_ov] = dp_strdup(argv[i]);
-            if (!ov_copy[n_ov] || cli_parse_override(ov_copy[n_ov], &ov[n_ov])) {
-                dp_free(ov_copy[n_ov]);
-                rc = cli_usage_error("run", "bad override '%s' (want KEY=VALUE)", argv[i]);
-                goto out;
-            }
-            n_ov++;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            rc = cli_usage_error("run", "unknown option '%s'", a);
-            goto out;
-        } else if (file) {
-            rc = cli_usage_error("run", "one scenario at a time (got '%s' and '%s')", file, a);
-            goto out;
-        } else {
-            file = a;
-        }
-    }
-    if (!file) {
-        rc = cli_usage_error("run", "missing SCENARIO");
+    static const struct option own[] = {{"policy", required_argument, NULL, 'p'},
+                                        {"seed", required_argument, NULL, K_SEED},
+                                        {NULL, 0, NULL, 0}};
+    run_args a = {0};
+    cli_opts o = {0};
+    int rc =
+        cli_parse(argc, argv, "run", CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_SET | CLI_O_LOG,
+                  own, "p:", on_opt, &a, help, &o);
+    if (rc >= 0)
+        goto out;
+    rc = EXIT_OK;
+    if (o.n_pos != 1) {
+        rc = o.n_pos
+                 ? cli_usage_error("run", "one scenario at a time (got '%s' and '%s')", o.pos[0], o.pos[1])
+                 : cli_usage_error("run", "missing SCENARIO");
         goto out;
     }
+    const char *file = o.pos[0], *db = o.db, *plist = a.plist;
+    int json = o.json, quiet = o.quiet, have_seed = a.have_seed;
+    uint64_t seed = a.seed;
+    const scn_override *ov = o.ov;
+    const char *const *ov_text = o.ov_text;
+    size_t n_ov = o.n_ov;
     dp_err err = {0};
     const policy_def *pk[POLICY_MAX];
     int np = runner_parse_policies(plist, pk, POLICY_MAX, &err);
@@ -130,22 +118,24 @@ int cmd_run(int argc, char **argv)
     if (!plist || !strcmp(plist, "all")) /* all: those that can run this scenario */
         np = policy_keep_applicable(s, pk, (size_t)np, stderr);
     cli_catch_interrupts();
+    cli_progress_init(quiet || json);
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);
         rc = cli_fail(&err);
         goto out;
     }
+    store_set_invocation(st, cli_invocation_id());
     res_run *runs[POLICY_MAX] = {0};
     int64_t ids[POLICY_MAX] = {0};
     int rr = runner_run(s, pk, (size_t)np, seed, st, ov_text, n_ov, runs, ids, &err);
     if (json) {
         json_buf *j = json_new();
-        json_arr_begin(j);
+        report_json_begin(j, s->name);
         for (int k = 0; k < np; k++)
             if (runs[k])
-                report_json_run(j, runs[k]);
-        json_arr_end(j);
+                report_json_run(j, runs[k], ov_text, n_ov);
+        report_json_end(j);
         if (rr == 0)
             printf("%s\n", json_text(j));
         json_free(j);
@@ -179,7 +169,6 @@ int cmd_run(int argc, char **argv)
     if (rr)
         rc = cli_fail(&err);
 out:
-    for (size_t k = 0; k < n_ov; k++)
-        dp_free(ov_copy[k]);
+    cli_opts_free(&o);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "policy/policy.h"
 #include "slv.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,45 +31,47 @@ static void help(void)
         "                       lower_bound_s, iterations, status, ...\n");
 }
 
+typedef struct solve_args {
+    const char *method, *rounding;
+    int paper;
+} solve_args;
+
+enum { K_PAPER = 0x2000 };
+
+static const struct option own[] = {{"method", required_argument, NULL, 'm'},
+                                    {"rounding", required_argument, NULL, 'r'},
+                                    {"paper-model", no_argument, NULL, K_PAPER},
+                                    {NULL, 0, NULL, 0}};
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    solve_args *a = ctx;
+    if (key == 'm')
+        a->method = arg;
+    else if (key == 'r')
+        a->rounding = arg;
+    else if (key == K_PAPER)
+        a->paper = 1;
+    else
+        return cli_usage_error("solve", "unknown option '%s'", label);
+    return -1;
+}
+
 int cmd_solve(int argc, char **argv)
 {
-    const char *file = NULL, *method = NULL, *rounding = NULL;
-    int json = 0, paper = 0;
-    scn_override ov[64];
-    size_t n_ov = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            help();
-            return EXIT_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--method")) {
-            if (++i >= argc)
-                return cli_usage_error("solve", "%s needs exact or alm", a);
-            method = argv[i];
-        } else if (!strcmp(a, "-r") || !strcmp(a, "--rounding")) {
-            if (++i >= argc)
-                return cli_usage_error("solve", "%s needs batch or largest-remainder", a);
-            rounding = argv[i];
-        } else if (!strcmp(a, "--paper-model")) {
-            paper = 1;
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--set")) {
-            if (++i >= argc || n_ov == 64 || cli_parse_override(argv[i], &ov[n_ov]))
-                return cli_usage_error("solve", "%s needs KEY=VALUE", a);
-            n_ov++;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("solve", "unknown option '%s'", a);
-        } else if (file) {
-            return cli_usage_error("solve", "one scenario at a time");
-        } else {
-            file = a;
-        }
+    solve_args a = {0};
+    cli_opts o = {0};
+    int prc =
+        cli_parse(argc, argv, "solve", CLI_O_SET | CLI_O_JSON | CLI_O_LOG, own, "m:r:", on_opt, &a, help, &o);
+    if (prc >= 0 || (prc = cli_one_pos(&o, "SCENARIO")) >= 0) {
+        cli_opts_free(&o);
+        return prc;
     }
-    if (!file)
-        return cli_usage_error("solve", "missing SCENARIO");
+    const char *file = o.pos[0], *method = a.method, *rounding = a.rounding;
+    int json = o.json, paper = a.paper;
     dp_err err = {0};
-    scn_scenario *s = cli_load_scenario(file, ov, n_ov, &err);
+    scn_scenario *s = cli_load_scenario(file, o.ov, o.n_ov, &err);
+    cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
     cadp_opts co;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -112,17 +113,54 @@ static char *read_text(const char *path, size_t *len, dp_err *err)
     return buf;
 }
 
-static int need(int *i, int argc, char **argv, const char *what)
+enum { K_SEEDS = 0x2000, K_SHARD, K_RETRY, K_DETAIL };
+
+typedef struct sweep_args {
+    sweep_cfg *cfg;
+    sweep_grid *g;
+    const char *plist, *shard;
+    dp_err *err;
+} sweep_args;
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
 {
-    if (*i + 1 >= argc)
-        return cli_usage_error("sweep", "%s needs %s", argv[*i], what);
-    ++*i;
-    return 0;
+    sweep_args *a = ctx;
+    uint64_t v;
+    switch (key) {
+    case 'V':
+        if (sweep_grid_add(a->g, arg, a->err))
+            return a->err->code == DP_EINPUT ? cli_usage_error("sweep", "%s", a->err->msg) : cli_fail(a->err);
+        break;
+    case 'p':
+        a->plist = arg;
+        break;
+    case K_SEEDS:
+        if (cli_parse_u64(arg, &v) || v < 1 || v > SWEEP_MAX_SEEDS)
+            return cli_usage_error("sweep", "--seeds %s: want 1 to %d", arg, SWEEP_MAX_SEEDS);
+        a->cfg->seeds = (unsigned)v;
+        break;
+    case 'j':
+        if (cli_parse_u64(arg, &v) || v < 1 || v > 1024)
+            return cli_usage_error("sweep", "--jobs %s: want 1 to 1024", arg);
+        a->cfg->jobs = (unsigned)v;
+        break;
+    case K_SHARD:
+        a->shard = arg;
+        break;
+    case K_RETRY:
+        a->cfg->retry_failed = 1;
+        break;
+    case K_DETAIL:
+        a->cfg->detail = 1;
+        break;
+    default:
+        return cli_usage_error("sweep", "unknown option '%s'", label);
+    }
+    return -1;
 }
 
 int cmd_sweep(int argc, char **argv)
 {
-    const char *file = NULL, *plist = NULL, *shard = NULL;
     sweep_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.db_path = "results.db";
@@ -136,68 +174,23 @@ int cmd_sweep(int argc, char **argv)
     sweep_grid *g = sweep_grid_new(&err);
     if (!g)
         return cli_fail(&err);
-    int rc = EXIT_OK;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        uint64_t v;
-        if (cli_is_help(a)) {
-            sweep_help();
-            goto out;
-        } else if (!strcmp(a, "-V") || !strcmp(a, "--vary")) {
-            if ((rc = need(&i, argc, argv, "KEY=SPEC")))
-                goto out;
-            if (sweep_grid_add(g, argv[i], &err)) {
-                rc = err.code == DP_EINPUT ? cli_usage_error("sweep", "%s", err.msg) : cli_fail(&err);
-                goto out;
-            }
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--policy")) {
-            if ((rc = need(&i, argc, argv, "a list")))
-                goto out;
-            plist = argv[i];
-        } else if (!strcmp(a, "--seeds")) {
-            if ((rc = need(&i, argc, argv, "a number")))
-                goto out;
-            if (cli_parse_u64(argv[i], &v) || v < 1 || v > SWEEP_MAX_SEEDS) {
-                rc = cli_usage_error("sweep", "--seeds %s: want 1 to %d", argv[i], SWEEP_MAX_SEEDS);
-                goto out;
-            }
-            cfg.seeds = (unsigned)v;
-        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
-            if ((rc = need(&i, argc, argv, "a number")))
-                goto out;
-            if (cli_parse_u64(argv[i], &v) || v < 1 || v > 1024) {
-                rc = cli_usage_error("sweep", "--jobs %s: want 1 to 1024", argv[i]);
-                goto out;
-            }
-            cfg.jobs = (unsigned)v;
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
-            if ((rc = need(&i, argc, argv, "a file")))
-                goto out;
-            cfg.db_path = argv[i];
-        } else if (!strcmp(a, "--shard")) {
-            if ((rc = need(&i, argc, argv, "K/N")))
-                goto out;
-            shard = argv[i];
-        } else if (!strcmp(a, "--retry-failed")) {
-            cfg.retry_failed = 1;
-        } else if (!strcmp(a, "--detail")) {
-            cfg.detail = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            cfg.progress = 0;
-            cfg.summary_out = NULL;
-        } else if (a[0] == '-' && a[1]) {
-            rc = cli_usage_error("sweep", "unknown option '%s'", a);
-            goto out;
-        } else if (file) {
-            rc = cli_usage_error("sweep", "one scenario at a time (got '%s' and '%s')", file, a);
-            goto out;
-        } else {
-            file = a;
-        }
-    }
-    if (!file) {
-        rc = cli_usage_error("sweep", "missing SCENARIO");
+    static const struct option own[] = {
+        {"vary", required_argument, NULL, 'V'},      {"policy", required_argument, NULL, 'p'},
+        {"seeds", required_argument, NULL, K_SEEDS}, {"jobs", required_argument, NULL, 'j'},
+        {"shard", required_argument, NULL, K_SHARD}, {"retry-failed", no_argument, NULL, K_RETRY},
+        {"detail", no_argument, NULL, K_DETAIL},     {NULL, 0, NULL, 0}};
+    sweep_args sa_ = {&cfg, g, NULL, NULL, &err};
+    cli_opts o = {0};
+    int rc = cli_parse(argc, argv, "sweep", CLI_O_DB | CLI_O_QUIET | CLI_O_LOG, own, "V:p:j:", on_opt, &sa_,
+                       sweep_help, &o);
+    if (rc >= 0 || (rc = cli_one_pos(&o, "SCENARIO")) >= 0)
         goto out;
+    rc = EXIT_OK;
+    const char *file = o.pos[0], *plist = sa_.plist, *shard = sa_.shard;
+    cfg.db_path = o.db;
+    if (o.quiet) {
+        cfg.progress = 0;
+        cfg.summary_out = NULL;
     }
     if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
         rc = cli_usage_error("sweep", "%s", err.msg);
@@ -278,19 +271,17 @@ int cmd_merge(int argc, char **argv)
         fprintf(stderr, "dpsim merge: out of memory\n");
         return EXIT_RUN;
     }
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            merge_help();
-            goto done;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            rc = cli_usage_error("merge", "unknown option '%s'", argv[i]);
-            goto done;
-        }
+    cli_opts o = {0};
+    int prc = cli_parse(argc, argv, "merge", CLI_O_LOG, NULL, NULL, NULL, NULL, merge_help, &o);
+    if (prc >= 0) {
+        rc = prc;
+        goto done;
+    }
+    for (size_t i = 0; i < o.n_pos; i++) {
         if (!out)
-            out = argv[i];
+            out = o.pos[i];
         else
-            in[n_in++] = argv[i];
+            in[n_in++] = o.pos[i];
     }
     if (!out || n_in == 0) {
         rc = cli_usage_error("merge", "want OUT.db and at least one IN.db");

@@ -1,6 +1,8 @@
 /* report.c: results as text tables and JSON. */
 #include "cli/report.h"
 
+#include "dpsim_config.h"
+
 #include <math.h>
 
 void report_table_header(FILE *out)
@@ -37,7 +39,28 @@ void report_devices(FILE *out, const res_run *r)
     }
 }
 
-void report_json_run(json_buf *j, const res_run *r)
+void report_json_begin(json_buf *j, const char *scenario)
+{
+    json_obj_begin(j);
+    json_key(j, "format");
+    json_str(j, "dpsim-runs");
+    json_key(j, "format_version");
+    json_int(j, 1);
+    json_key(j, "dpsim_version");
+    json_str(j, DPSIM_VERSION);
+    json_key(j, "scenario");
+    json_str(j, scenario);
+    json_key(j, "runs");
+    json_arr_begin(j);
+}
+
+void report_json_end(json_buf *j)
+{
+    json_arr_end(j);
+    json_obj_end(j);
+}
+
+void report_json_run(json_buf *j, const res_run *r, const char *const *overrides, size_t n_overrides)
 {
     json_obj_begin(j);
     json_key(j, "policy");
@@ -60,8 +83,13 @@ void report_json_run(json_buf *j, const res_run *r)
     json_num(j, r->bytes_total);
     json_key(j, "events");
     json_int(j, (int64_t)r->events);
-    json_key(j, "options");
-    json_str(j, r->options_json ? r->options_json : "{}");
+    json_key(j, "options"); /* the stored options text is a JSON object written by json.c */
+    json_raw(j, r->options_json && r->options_json[0] ? r->options_json : "{}");
+    json_key(j, "overrides");
+    json_arr_begin(j);
+    for (size_t k = 0; k < n_overrides; k++)
+        json_str(j, overrides[k]);
+    json_arr_end(j);
     json_key(j, "devices");
     json_arr_begin(j);
     for (size_t d = 0; d < r->n_devices; d++) {

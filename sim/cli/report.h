@@ -15,7 +15,14 @@ void report_table_row(FILE *out, const res_run *r, long long run_id);
 void report_devices(FILE *out, const res_run *r);
 /* A run's further statistics (res_stat), one per line; nothing if none. */
 void report_stats(FILE *out, const res_run *r);
-/* One run as a JSON object (deterministic: no wall time, no run id). */
-void report_json_run(json_buf *j, const res_run *r);
+/* JSON output, one shape for `run --json` and `show --json` (documented in
+ * sim/store/JSON.md): report_json_begin opens
+ *   {"format":"dpsim-runs","format_version":1,"dpsim_version":V,"scenario":NAME,"runs":[
+ * report_json_run adds one run object, report_json_end closes both.
+ * Deterministic: no wall time, no run id, no database path. */
+void report_json_begin(json_buf *j, const char *scenario);
+/* One run as a JSON object; overrides: the --set strings it ran with. */
+void report_json_run(json_buf *j, const res_run *r, const char *const *overrides, size_t n_overrides);
+void report_json_end(json_buf *j);
 
 #endif

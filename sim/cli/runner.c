@@ -60,7 +60,11 @@ int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uin
         char started[32];
         cli_now_iso(started, sizeof started);
         double w0 = cli_wall_s();
+        char what[96];
+        snprintf(what, sizeof what, "%s on %s", policy_name(pk[k]), s->name);
+        cli_progress_begin(what);
         res_run *r = policy_run(pk[k], s, seed, err);
+        cli_progress_end();
         if (!r) {
             dp_err_prefix(err, "%s on %s", policy_name(pk[k]), s->name);
             return err ? err->code : DP_ERUN;

@@ -19,6 +19,7 @@
  * instead of the O(L * F) of the textbook loop (tests/bench_net.c).
  */
 #include "net.h"
+#include "log.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -783,6 +784,8 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
         net_done_fn cb = f->done;
         void *cctx = f->ctx;
         uint64_t fid = flow_id(f);
+        DP_LOG(LOG_NET, LOG_DEBUG, sim_now(n->e), "flow %llu done (%.6g B)", (unsigned long long)fid,
+               f->bytes);
         flow_release(n, f);
         if (cb)
             cb(cctx, fid);

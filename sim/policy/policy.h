@@ -98,5 +98,19 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
  * with DP_ERUN "interrupted".  NULL (the default) = never.  The pointer is
  * borrowed for the life of the process. */
 void policy_set_interrupt(volatile sig_atomic_t *flag);
+/* A progress callback that running simulations call every 4096 events with
+ * the simulated time, the events run so far and the fraction of the
+ * training's samples processed (0 while the data is still being sent, 1 at
+ * the end).  It must not touch the simulation; it decides itself how often
+ * to print (host time).  NULL (the default) = none. */
+typedef void (*policy_progress_fn)(void *ctx, double now_s, uint64_t events, double frac_done);
+void policy_set_progress(policy_progress_fn fn, void *ctx);
+/* A hook that sees every activity interval of every device as it closes
+ * (device, res_activity, start, end in simulated seconds), before the
+ * runtime cuts its own timeline to 64 devices and coarsens long runs:
+ * `export --trace --full` streams them to a file.  It must not touch the
+ * simulation.  NULL (the default) = none. */
+typedef void (*policy_segment_fn)(void *ctx, size_t device, int act, double t0_s, double t1_s);
+void policy_set_segment_hook(policy_segment_fn fn, void *ctx);
 
 #endif

@@ -13,6 +13,7 @@
  *    bin showing its dominant activity).  Only the first TL_DEVICES devices
  *    get a timeline: a Gantt chart of more rows is unreadable anyway.
  */
+#include "log.h"
 #include "policy.h"
 #include "runtime_impl.h"
 
@@ -292,6 +293,8 @@ int prt_fail(prt *rt, int code, const char *fmt, ...)
             va_end(ap);
             rt->err->code = code;
         }
+        DP_LOG(LOG_POLICY, LOG_ERROR, sim_now(rt->e), "%s fails: %s", rt->r->policy,
+               rt->err ? rt->err->msg : "(no message)");
     }
     sim_stop(rt->e);
     return code;
@@ -364,6 +367,8 @@ int prt_end_epoch(prt *rt)
         fail_oom(rt);
         return DP_ENOMEM;
     }
+    DP_LOG(LOG_POLICY, LOG_INFO, sim_now(rt->e), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
+           rt->s->training.epochs);
     if (rt->epoch >= rt->s->training.epochs) {
         rt->finished = 1;
         return 0;
@@ -456,8 +461,19 @@ static int go_coarse(prt *rt)
     return 0;
 }
 
+static policy_segment_fn segment_fn;
+static void *segment_ctx;
+
+void policy_set_segment_hook(policy_segment_fn fn, void *ctx)
+{
+    segment_fn = fn;
+    segment_ctx = ctx;
+}
+
 static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1)
 {
+    if (segment_fn && t1 > t0)
+        segment_fn(segment_ctx, d, (int)a, t0, t1);
     timeline *tl = TL(rt);
     if (d >= tl->ndev || !(t1 > t0))
         return;
@@ -732,14 +748,30 @@ void policy_set_interrupt(volatile sig_atomic_t *flag)
     interrupt_flag = flag;
 }
 
+static policy_progress_fn progress_fn;
+static void *progress_ctx;
+
+void policy_set_progress(policy_progress_fn fn, void *ctx)
+{
+    progress_fn = fn;
+    progress_ctx = ctx;
+}
+
 int prt_run(prt *rt)
 {
     /* Polling the flag every 4096 events keeps the check off the hot path
      * and still stops within microseconds of host time. */
     uint64_t k = 0;
     while (!rt->finished && !rt->failed && sim_step(rt->e)) {
+        DP_LOG(LOG_ENGINE, LOG_TRACE, sim_now(rt->e), "event %llu done, %zu pending",
+               (unsigned long long)sim_events_run(rt->e), sim_pending(rt->e));
         if ((++k & 4095) != 0)
             continue;
+        if (progress_fn) {
+            double work = (double)rt->s->dataset.samples * rt->s->training.epochs;
+            progress_fn(progress_ctx, sim_now(rt->e), sim_events_run(rt->e),
+                        work > 0 ? rt->samples_done / work : 0);
+        }
         if (interrupt_flag && *interrupt_flag)
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));

@@ -18,6 +18,7 @@
  *    writes anything, so a file it refuses is left byte-for-byte unchanged.
  */
 #include "store.h"
+#include "log.h"
 
 #include "json.h"
 
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +40,7 @@ struct store {
     char *path;
     int readonly;
     long fail_after_rows; /* test hook: k-th child row of the next put fails */
+    char invocation[64];  /* stored in runs.invocation ("" = NULL) */
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -222,6 +225,17 @@ static const migration migrations[] = {
      " name TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL REFERENCES blobs(hash),"
      " bytes INTEGER NOT NULL, PRIMARY KEY(run_id, name));"
      "CREATE INDEX run_files_hash ON run_files(hash);"},
+    {6, "adding runs.invocation and runs.scenario_dir (version 6)",
+     /* Which command invocation stored the run (store_set_invocation), so
+      * that plots default to the runs the user just made; NULL for sweep
+      * points and runs stored before version 6. */
+     "ALTER TABLE runs ADD COLUMN invocation TEXT;"
+     /* The absolute directory of the scenario file, against which `rerun`
+      * resolves relative trace paths as `run` did (NULL: built-in or
+      * unknown). */
+     "ALTER TABLE runs ADD COLUMN scenario_dir TEXT;"
+     "CREATE INDEX runs_invocation ON runs(invocation) WHERE invocation IS NOT NULL;"},
+    /* ---- end of the polish branch's step ---- */
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -256,6 +270,7 @@ static int migrate(store *st, dp_err *err)
         char bump[96];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d; PRAGMA application_id = %d", m->version,
                  STORE_APP_ID);
+        DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: %s", st->path, m->what);
         rc = exec(st, m->sql);
         if (rc == SQLITE_OK)
             rc = exec(st, bump);
@@ -525,6 +540,12 @@ void store_test_fail_after_rows(store *st, long k)
         st->fail_after_rows = k > 0 ? k : 0;
 }
 
+void store_set_invocation(store *st, const char *id)
+{
+    if (st)
+        snprintf(st->invocation, sizeof st->invocation, "%s", id ? id : "");
+}
+
 /* ---- writing ---------------------------------------------------------- */
 
 static int check_writable(const store *st, dp_err *err)
@@ -631,6 +652,7 @@ static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json
 typedef struct run_row {
     int64_t scenario_id;
     const char *policy, *options_json, *overrides_json, *version, *started_at, *error, *point_json;
+    const char *scenario_dir;
     uint64_t seed;
     double wall_s;
     int64_t sweep_id;
@@ -640,14 +662,15 @@ typedef struct run_row {
 static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e =
-        prepare(st,
-                "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
-                " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
-                " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s)"
-                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-                " ?19, ?20, ?21, ?22)",
-                &s, "storing the run", err);
+    int e = prepare(
+        st,
+        "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
+        " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
+        " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s, invocation,"
+        " scenario_dir)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+        " ?19, ?20, ?21, ?22, ?23, ?24)",
+        &s, "storing the run", err);
     if (e)
         return e;
     sqlite3_bind_int64(s, 1, w->scenario_id);
@@ -678,6 +701,8 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         sqlite3_bind_double(s, 21, r->bin_s);
         sqlite3_bind_double(s, 22, r->timeline_res_s);
     } /* else metrics stay NULL */
+    bind_opt_text(s, 23, st->invocation[0] ? st->invocation : NULL);
+    bind_opt_text(s, 24, w->scenario_dir);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc == SQLITE_CONSTRAINT_UNIQUE)
@@ -690,6 +715,8 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, "storing the run", err);
     *run_id = sqlite3_last_insert_rowid(st->db);
+    DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: run #%" PRId64 " (%s, seed %" PRIu64 ") stored", st->path, *run_id,
+           w->policy, w->seed);
     return 0;
 }
 
@@ -934,7 +961,17 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         return DP_ENOMEM;
 
     int64_t id = 0;
-    run_row w = {.policy = r->policy,
+    /* the scenario file's absolute directory, for rerun's trace paths */
+    char dir[4096], *real = NULL;
+    const char *sdir = NULL;
+    if (s->path && s->path[0] != '<' && (real = realpath(s->path, NULL))) {
+        char *slash = strrchr(real, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash && slash != real ? (int)(slash - real) : 1, real);
+        free(real);
+        sdir = dir;
+    }
+    run_row w = {.scenario_dir = sdir,
+                 .policy = r->policy,
                  .options_json = r->options_json ? r->options_json : "{}",
                  .overrides_json = ov,
                  .version = version,
@@ -1395,6 +1432,26 @@ static int read_overrides(store *st, const char *json, char ***out, size_t *n_ou
     *out = v;
     *n_out = n;
     return 0;
+}
+
+int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err)
+{
+    *dir = NULL;
+    sqlite3_stmt *q;
+    int e = prepare(st, "SELECT scenario_dir FROM runs WHERE id = ?1", &q,
+                    "reading a run's scenario directory", err);
+    if (e)
+        return e;
+    sqlite3_bind_int64(q, 1, run_id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL &&
+        !(*dir = dp_strdup((const char *)sqlite3_column_text(q, 0)))) {
+        sqlite3_finalize(q);
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
+                                                 : db_fail(st, rc, "reading a run's scenario directory", err);
 }
 
 int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,

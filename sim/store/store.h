@@ -44,7 +44,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
@@ -143,6 +143,22 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
  * written to TABLE.csv.tmp and renamed, so an existing export is never left
  * half-written. */
 int store_export_csv(store *st, const char *dir, dp_err *err);
+/* Write run run_id as a Chrome trace event JSON file at path (Perfetto,
+ * chrome://tracing; layout in export_trace.c and sim/store/JSON.md),
+ * streamed, via path.part renamed into place.  DP_EINPUT when the run does
+ * not exist or failed; DP_ERUN on a write or database error. */
+int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err);
+/* The same file in three steps, for a caller that re-simulates the run and
+ * streams every activity (export --trace --full): begin writes the header
+ * and the names (full = 1: no stored segments will be added); segment adds
+ * one complete event (act: res_activity_name); end adds the stored
+ * segments (unless full), the FLOPS counter and the epoch ends, and renames
+ * the file into place.  end and abort free t. */
+typedef struct store_trace store_trace;
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err);
+void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s);
+int store_trace_end(store_trace *t, dp_err *err);
+void store_trace_abort(store_trace *t);
 
 /* Get the id of the sweep whose canonical spec JSON is spec_json, creating
  * the sweep row (and the scenario row of s) when absent. */
@@ -173,6 +189,15 @@ int store_stat_bins(sqlite3 *db, int64_t run_id, const char *name, int64_t **bin
  * segment row) of the next store_put_run fail as if the database had
  * failed (0 = off).  The hook disarms itself after that call. */
 void store_test_fail_after_rows(store *st, long k);
+/* Tag the runs this connection stores from now on with an invocation id
+ * (runs.invocation; copied, at most 63 bytes; NULL or "" = untagged), so
+ * that readers can find the runs of the latest command (plot's default).
+ * cli_invocation_id makes one per process. */
+void store_set_invocation(store *st, const char *id);
+/* The absolute directory of the scenario file run run_id was made from
+ * (runs.scenario_dir): *dir is a dp_malloc string, or NULL when unknown
+ * (built-in scenario, older file).  0 or an error code. */
+int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err);
 
 /* ---- merging databases (merge.c) ---------------------------------------- */
 

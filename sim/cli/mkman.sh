@@ -1,0 +1,29 @@
+#!/bin/sh
+# mkman.sh BIN OUT: the dpsim(1) manual page, generated at build time from
+# the binary's own --help texts (`dpsim --help` and `dpsim COMMAND --help`),
+# so the manual and --help cannot drift apart.  The help text is kept as
+# written (.nf), escaped for roff: backslashes, and lines starting with a
+# dot or an apostrophe.
+set -eu
+BIN=$1
+OUT=$2
+esc() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
+version=$("$BIN" --version | sed 's/^dpsim //')
+top=$("$BIN" --help)
+cmds=$(printf '%s\n' "$top" | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {exit}')
+{
+    printf '.TH DPSIM 1 "" "dpsim %s" "User Commands"\n' "$version"
+    printf '.SH NAME\ndpsim \\- discrete-event simulator of data-parallel training on heterogeneous, geo-distributed devices\n'
+    printf '.SH SYNOPSIS\n.B dpsim\n.I COMMAND\n[\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n'
+    printf '.SH DESCRIPTION\n.nf\n'
+    printf '%s\n' "$top" | esc
+    printf '.fi\n.SH COMMANDS\n'
+    for c in $cmds; do
+        printf '.SS %s\n.nf\n' "$c"
+        "$BIN" "$c" --help | esc
+        printf '.fi\n'
+    done
+    printf '.SH FILES\n.TP\n.I results.db\nthe default results database (SQLite); its schema: sim/store/SCHEMA.md in the sources\n'
+    printf '.SH SEE ALSO\n.BR gnuplot (1),\n.BR sqlite3 (1)\n'
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"

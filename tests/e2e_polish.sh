@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# e2e_polish.sh: what a new user meets, through the binary (issue 17):
+# option syntax (getopt_long), the JSON shape and its numbers, the plot's
+# default selection and its note, progress lines, --log, and the Chrome
+# trace export checked against the trace event format's rules.
+set -euo pipefail
+BIN=${DPSIM_BIN:?}
+SRC=${DPSIM_SRC:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    echo "FAIL: $*" >&2
+    fail=$((fail + 1))
+}
+expect() { # expect CODE CMD...: output in $T/out, $T/err
+    local want=$1
+    shift
+    local got=0
+    "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
+}
+has() { if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi; }
+hasnt() { if grep -qF -- "$2" "$1"; then bad "'$2' in $1"; else ok; fi; }
+TINY=$SRC/scenarios/tiny.yaml
+GEO=$SRC/scenarios/geo-3sites.yaml
+
+# --- (5) options: --opt=value, --opt value, bundled short options, one parser everywhere
+expect 0 "$BIN" run "$TINY" --db="$T/a.db" -qp ddp --set=training.epochs=1
+has "$T/out" "stored in $T/a.db"
+expect 0 "$BIN" run -qpcadp -d "$T/a.db" --set training.epochs=1 "$TINY"
+has "$T/out" "cadp"
+expect 0 "$BIN" runs --db="$T/a.db" --policy=cadp
+has "$T/out" "cadp"
+expect 0 "$BIN" show 2 --db="$T/a.db" --json
+expect 0 "$BIN" check "$TINY" --set=training.epochs=3
+expect 0 "$BIN" solve "$TINY" --method=alm --json
+expect 2 "$BIN" run "$TINY" --bogus
+has "$T/err" "unknown option '--bogus'"
+expect 2 "$BIN" run "$TINY" --db
+has "$T/err" "--db needs a value"
+expect 2 "$BIN" run "$TINY" -x
+has "$T/err" "unknown option '-x'"
+expect 2 "$BIN" export --db="$T/a.db"
+expect 2 "$BIN" plot compare --out="$T/x.png" --db="$T/a.db" --log
+has "$T/err" "--log needs a value"
+
+# --- (4) JSON: one shape for run and show, options an object, numbers exact
+expect 0 "$BIN" run "$TINY" --db "$T/j.db" --json --set training.epochs=3 -p ddp,deepspeed,cadp
+cp "$T/out" "$T/run.json"
+expect 0 "$BIN" show 1 --db "$T/j.db" --json
+cp "$T/out" "$T/show.json"
+expect 0 "$BIN" export --csv --db "$T/j.db" --out "$T/csv"
+python3 - "$T/run.json" "$T/show.json" "$T/csv/runs.csv" <<'PY' && ok || bad "JSON shape or numbers"
+import csv, json, sys
+run, show = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for doc in (run, show):
+    assert doc["format"] == "dpsim-runs" and doc["format_version"] == 1, doc
+    assert doc["scenario"] == "tiny" and doc["dpsim_version"], doc
+assert set(run) == set(show)
+assert run["runs"][0] == show["runs"][0], "show --json differs from run --json for the same run"
+r = run["runs"][0]
+assert isinstance(r["options"], dict) and r["overrides"] == ["training.epochs=3"], r
+import re
+def digits(t):
+    m = t.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    return len(m.rstrip("0")) if "e" in t or "." in t else len(m)
+for tok in re.findall(r'(?<=[:,\[])-?[0-9][0-9.eE+-]*', open(sys.argv[1]).read()):
+    short = repr(float(tok))
+    assert digits(tok) <= max(15, digits(short)), ("longer than it needs", tok, short)
+# every number reads back to the double stored in the database (CSV: %.17g)
+rows = {row["policy"]: row for row in csv.DictReader(open(sys.argv[3]))}
+for rr in run["runs"]:
+    for k in ("tsend_s", "ttraining_s", "ttotal_s", "tflops", "utilization", "samples_processed", "bytes_total"):
+        assert float(rows[rr["policy"]][k]) == rr[k], (rr["policy"], k, rows[rr["policy"]][k], rr[k])
+PY
+
+# --- (1) plot: the default is the latest invocation, and it says what it drew
+expect 0 "$BIN" run "$TINY" --db "$T/p.db" -q -p ddp,deepspeed,cadp
+expect 0 "$BIN" run "$GEO" --db "$T/p.db" -q --set training.epochs=1 -p ddp,cadp
+expect 0 "$BIN" plot compare --db "$T/p.db" --out "$T/c.png"
+has "$T/err" "of scenario 'geo-3sites'"
+has "$T/err" "#4 (DDP), #5 (C-ADP)"
+expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f.png" --scenario tiny
+has "$T/err" "#1 (DDP), #2 (DeepSpeed), #3 (C-ADP) of scenario 'tiny'"
+expect 0 "$BIN" plot timeline --db "$T/p.db" --out "$T/t.png"
+has "$T/err" "drawing run #5 (C-ADP)"
+
+# rerun resolves a scenario's relative trace paths as run did, from any directory
+expect 0 bash -c "cd '$T' && '$BIN' rerun 5 --db p.db"
+has "$T/out" "identical"
+
+# --- (2) progress: lines on stderr when not a terminal, none with --quiet or --json
+G1="--set training.epochs=1"
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp
+has "$T/err" "ddp on geo-3sites: t = "
+has "$T/err" "events/s"
+has "$T/err" "ETA"
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --quiet
+hasnt "$T/err" "events/s"
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --json
+hasnt "$T/err" "events/s"
+
+# --- (3) --log: off by default, categories and levels, bad specs refused
+expect 0 "$BIN" run "$TINY" --no-db -p cadp
+hasnt "$T/err" "[t="
+expect 0 "$BIN" run "$TINY" --db "$T/l.db" -p cadp --log policy --log=solver --log store:info
+has "$T/err" "policy info: cadp: epoch 2 of 2 ends"
+has "$T/err" "solver info: exact on 3 devices"
+has "$T/err" "store info: $T/l.db: run #1 (cadp, seed 7) stored"
+expect 0 "$BIN" run "$TINY" --no-db -p ddp --log net:debug --log engine:trace
+has "$T/err" "net debug: flow"
+has "$T/err" "engine trace: event 1 done"
+expect 0 "$BIN" run "$TINY" --no-db -p ddp --log all:warn
+hasnt "$T/err" "[t="
+expect 2 "$BIN" run "$TINY" --no-db --log gpu
+has "$T/err" "unknown category 'gpu'"
+expect 2 "$BIN" run "$TINY" --no-db --log net:loud
+has "$T/err" "unknown level 'loud'"
+
+# --- (6) export --trace: Chrome trace events, checked against the format's rules
+expect 0 "$BIN" export --trace 5 --db "$T/p.db" --out "$T/trace.json"
+expect 0 "$BIN" export --trace=1 --db="$T/p.db" -o "$T/trace1.json"
+expect 2 "$BIN" export --trace 99 --db "$T/p.db" --out "$T/none.json"
+expect 2 "$BIN" export --trace 1 --db "$T/p.db"
+expect 0 "$BIN" export --trace 4 --full --db "$T/p.db" --out "$T/tracefull.json"
+has "$T/tracefull.json" '"timeline":"full"'
+for f in trace trace1 tracefull; do
+python3 - "$T/$f.json" <<'PY' && ok || bad "trace format ($f)"
+import json, sys
+from collections import defaultdict
+doc = json.load(open(sys.argv[1]))
+meta = doc["otherData"]
+assert meta["scenario"] and meta["policy"] and meta["dpsim_version"], meta
+ev = doc["traceEvents"]
+assert ev, "no events"
+per_thread = defaultdict(list)
+kinds = defaultdict(int)
+names = {}
+for e in ev:
+    for k in ("ph", "ts", "pid", "tid"):
+        assert k in e, (k, e)
+    kinds[e["ph"]] += 1
+    if e["ph"] == "X":
+        assert e["dur"] >= 0, e
+        per_thread[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    if e["ph"] == "M" and e["name"] == "thread_name":
+        names[(e["pid"], e["tid"])] = e["args"]["name"]
+for key, spans in per_thread.items():
+    spans.sort()
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert b0 >= a1 - 1e-6 * max(1.0, abs(a1)), ("overlap on", key, (a0, a1), (b0, b1))
+    assert key in names, ("thread without a name", key)
+assert kinds["X"] > 0 and kinds["C"] > 0 and kinds["M"] > 0 and kinds["i"] > 0, dict(kinds)
+assert len(per_thread) == meta["devices"] or len(per_thread) == min(meta["devices"], 64), (len(per_thread), meta)
+PY
+done
+has "$T/trace.json" '"policy":"cadp"'
+
+# --- (7) plots as figures: --size, --xlabel/--ylabel, --from/--to, panels,
+# one log tick style, sweep axes in words with rounded ticks.  A wrapper
+# records the program dpsim sends to gnuplot.
+GP=$(command -v gnuplot)
+printf '#!/bin/sh\ntee "%s" | "%s" "$@"\n' "$T/gp.txt" "$GP" >"$T/rec.sh"
+chmod +x "$T/rec.sh"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f2.png" --size=800x500 --ylabel "FLOP rate"
+has "$T/gp.txt" "size 800,500"
+has "$T/gp.txt" "set multiplot layout 2,1" # DDP's days beside C-ADP's minutes: a panel each
+has "$T/gp.txt" "set ylabel 'FLOP rate'"
+hasnt "$T/gp.txt" "format y '%g'"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f3.png" --panels=no --logx
+hasnt "$T/gp.txt" "multiplot"
+has "$T/gp.txt" "set format x '%.0te%T'"
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot timeline --db "$T/p.db" --out "$T/t2.svg" --from 10 --to=50 --xlabel "t"
+has "$T/gp.txt" "set xrange [10:50]"
+has "$T/gp.txt" "from 10.0 s to 50.0 s"
+has "$T/gp.txt" "set xlabel 't'"
+expect 2 "$BIN" plot timeline --db "$T/p.db" --out "$T/t3.png" --from 50 --to 10
+expect 2 "$BIN" plot compare --db "$T/p.db" --out "$T/t3.png" --from 5
+expect 2 "$BIN" plot compare --db "$T/p.db" --out "$T/t3.png" --size 80
+expect 0 "$BIN" sweep "$TINY" --vary devices.cpu.link.down=1Mbps..100Mbps:log:5 --db "$T/sw.db" -q -j 2 -p cadp
+DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot sweep --db "$T/sw.db" --out "$T/s.png"
+has "$T/gp.txt" "set xlabel 'cpu download bandwidth (Mbps) [devices.cpu.link.down]"
+has "$T/gp.txt" "'3.16' 3.16227766"
+hasnt "$T/gp.txt" "3.16228'"
+has "$T/err" "drawing sweep #1 of scenario 'tiny'"
+
+# --- (8) the manual page: built from the --help texts, installed by meson install
+MAN=$(dirname "$BIN")/dpsim.1
+if [ -s "$MAN" ]; then ok; else bad "no $MAN"; fi
+MANWIDTH=200 man -l "$MAN" >"$T/man.txt" 2>/dev/null
+for c in check solve run reproduce runs show rerun export plot sweep merge; do
+    "$BIN" "$c" --help >"$T/h.txt"
+    # every line of the command's help appears in the rendered page
+    if python3 - "$T/h.txt" "$T/man.txt" <<'PY'; then ok; else bad "man page lacks 'dpsim $c --help'"; fi
+import sys
+man = " ".join(open(sys.argv[2]).read().split())
+for line in open(sys.argv[1]):
+    words = " ".join(line.split())
+    if words and words not in man:
+        sys.exit("missing: " + words)
+PY
+done
+BUILD=$(dirname "$BIN")
+if meson install -C "$BUILD" --no-rebuild --destdir "$T/inst" >"$T/inst.log" 2>&1; then ok; else bad "meson install: $(tail -3 "$T/inst.log")"; fi
+if find "$T/inst" -path '*/man1/dpsim.1' | grep -q .; then ok; else bad "meson install did not install man1/dpsim.1"; fi
+
+echo "e2e_polish: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
