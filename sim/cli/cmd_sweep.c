@@ -37,6 +37,16 @@ static void sweep_help(void)
            "                        (points p with p %% N == K-1), e.g. in a Slurm job array:\n"
            "                        --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT;\n"
            "                        then: dpsim merge all.db shard-*.db\n"
+           "      --shard slurm     the shard of this Slurm array task: SLURM_ARRAY_TASK_ID\n"
+           "                        (from SLURM_ARRAY_TASK_MIN, step SLURM_ARRAY_TASK_STEP) of\n"
+           "                        SLURM_ARRAY_TASK_COUNT; an error outside a job array\n"
+           "      --print-sbatch    write a Slurm job-array script for this sweep to stdout\n"
+           "                        (a shard per task on local disk, copied back, then a\n"
+           "                        dependent merge job) and exit; edit it, run it with bash\n"
+           "      --mpi             run under MPI: mpirun --enable-recovery -n P dpsim sweep ...\n"
+           "                        --mpi; rank 0 hands out runs (costliest first) to every\n"
+           "                        rank and alone writes the database (--jobs unused); only\n"
+           "                        in builds with MPI (meson -Dmpi)\n"
            "      --retry-failed    run again the points stored as failed\n"
            "      --detail          also store every run's timeline and FLOPS-over-time rows\n"
            "                        (for 'dpsim plot timeline/flops --run ID'; slower)\n"
@@ -120,9 +130,26 @@ static int need(int *i, int argc, char **argv, const char *what)
     return 0;
 }
 
+/* --print-sbatch: the script on stdout, SCENARIO made absolute so that
+ * tasks find it (and its traces) from any directory. */
+static int print_sbatch_script(int argc, char **argv, const char *file, const sweep_grid *g)
+{
+    char abs[4096];
+    if (strncmp(file, "builtin:", 8) == 0)
+        snprintf(abs, sizeof abs, "%s", file);
+    else if (!realpath(file, abs))
+        return cli_usage_error("sweep", "%s: %s", file, strerror(errno));
+    size_t np = sweep_grid_n_points(g);
+    dp_err err = {0};
+    if (sweep_sbatch_write(stdout, argc, argv, abs, np < 16 ? (unsigned)np : 16u, &err))
+        return cli_fail(&err);
+    return EXIT_OK;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL, *plist = NULL, *shard = NULL;
+    int print_sbatch = 0;
     sweep_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.db_path = "results.db";
@@ -178,6 +205,10 @@ int cmd_sweep(int argc, char **argv)
             if ((rc = need(&i, argc, argv, "K/N")))
                 goto out;
             shard = argv[i];
+        } else if (!strcmp(a, "--mpi")) {
+            cfg.mpi = 1;
+        } else if (!strcmp(a, "--print-sbatch")) {
+            print_sbatch = 1;
         } else if (!strcmp(a, "--retry-failed")) {
             cfg.retry_failed = 1;
         } else if (!strcmp(a, "--detail")) {
@@ -199,7 +230,15 @@ int cmd_sweep(int argc, char **argv)
         rc = cli_usage_error("sweep", "missing SCENARIO");
         goto out;
     }
-    if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
+    if (shard && !strcmp(shard, "slurm")) {
+        if (!print_sbatch &&
+            sweep_shard_slurm(getenv("SLURM_ARRAY_TASK_ID"), getenv("SLURM_ARRAY_TASK_COUNT"),
+                              getenv("SLURM_ARRAY_TASK_MIN"), getenv("SLURM_ARRAY_TASK_STEP"), &cfg.shard_k,
+                              &cfg.shard_n, &err)) {
+            rc = cli_usage_error("sweep", "%s", err.msg);
+            goto out;
+        }
+    } else if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
         rc = cli_usage_error("sweep", "%s", err.msg);
         goto out;
     }
@@ -210,6 +249,10 @@ int cmd_sweep(int argc, char **argv)
     }
     cfg.n_policies = (size_t)np;
     cfg.grid = g;
+    if (print_sbatch) {
+        rc = print_sbatch_script(argc - 1, argv + 1, file, g);
+        goto out;
+    }
 
     char *text = NULL;
     char dir[4096];
