@@ -63,6 +63,7 @@ typedef struct rhdr {
 } rhdr;
 
 static int g_rank = -1, g_size = 0, g_beats = 0, g_master_ran = 0, g_abandon = 0;
+static int g_dead; /* rank 0 took a rank for dead */
 
 static double timeout_s(void)
 {
@@ -98,7 +99,7 @@ int sweep_mpi_init(int *rank, int *size, dp_err *err)
     return 0;
 }
 
-void sweep_mpi_end(void)
+void sweep_mpi_end(int e, const dp_err *err)
 {
     if (g_rank == 0 && !g_master_ran) {
         /* Bad input or nothing to do: release the workers waiting for HELLO. */
@@ -110,8 +111,16 @@ void sweep_mpi_end(void)
     MPI_Finalized(&fin);
     if (fin)
         return;
-    if (g_abandon) /* a second interrupt: runs in flight are abandoned */
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (g_abandon || (g_rank == 0 && g_dead)) {
+        /* A second interrupt abandons the runs in flight; and with a dead
+         * rank MPI_Finalize may wait for it forever (its collective fence
+         * includes every rank; seen with Open MPI 4.1).  Everything is
+         * stored and printed: end the job.  The caller's message would
+         * come after MPI_Abort, so it is printed here. */
+        fprintf(stderr, "dpsim: %s\n", err && err->msg[0] ? err->msg : "sweep: a rank died");
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, e == DP_EINPUT ? 2 : 1);
+    }
     MPI_Finalize();
 }
 
@@ -799,7 +808,31 @@ int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err)
                 buf = nb;
                 cap = (size_t)n + 1;
             }
-            int rc = MPI_Recv(buf, n, MPI_BYTE, r, stt.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            /* Non-blocking: a large message comes in pieces, and a rank
+             * that dies half-way would leave a blocking receive waiting
+             * forever. */
+            MPI_Request rq;
+            int rc = MPI_Irecv(buf, n, MPI_BYTE, r, stt.MPI_TAG, MPI_COMM_WORLD, &rq);
+            double r0 = sweep_wall_s();
+            int got = 0;
+            while (rc == MPI_SUCCESS && !got) {
+                rc = MPI_Test(&rq, &got, MPI_STATUS_IGNORE);
+                if (!got && sweep_wall_s() - r0 > tmo)
+                    break;
+                if (!got)
+                    nap(50000L);
+            }
+            if (rc == MPI_SUCCESS && !got && r > 0 && r < g_size) {
+                /* The request stays posted: its buffer must outlive it. */
+                buf = NULL;
+                cap = 0;
+                if (ws[r].state == W_BUSY)
+                    note_lost(&m, "rank %d died (a message cut short) while sending %s at %s (seed %u)", r,
+                              ws[r].pend);
+                ws[r].state = W_DEAD;
+                g_dead = 1;
+                continue;
+            }
             if (rc == MPI_SUCCESS && r > 0 && r < g_size && ws[r].state != W_DEAD) {
                 ws[r].last = sweep_wall_s();
                 if (stt.MPI_TAG == TAG_RESULT && ws[r].state == W_BUSY) {
@@ -829,6 +862,7 @@ int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err)
         for (int r = 1; r < g_size; r++) {
             if (ws[r].state == W_BUSY && now - ws[r].last > tmo) {
                 ws[r].state = W_DEAD;
+                g_dead = 1;
                 note_lost(&m, "rank %d went silent (died?) while running %s at %s (seed %u)", r, ws[r].pend);
                 if (m.pg.tty && m.pg.drawn)
                     fputc('\n', m.pg.out);

@@ -334,7 +334,7 @@ int sweep_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
         return e;
     /* Rank 0 plans, stores and summarises; the others serve runs. */
     e = rank == 0 ? run_plan(c, stats, err) : sweep_mpi_worker(c, err);
-    sweep_mpi_end();
+    sweep_mpi_end(e, err);
     return e;
 #else
     return dp_err_set(

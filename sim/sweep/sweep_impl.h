@@ -89,12 +89,14 @@ double sweep_cost_estimate(const scn_scenario *s);
  * sweep_mpi_master: rank 0 hands p's pending tasks to the other ranks and
  * to a thread of its own, stores what comes back, draws progress; 0, or
  * DP_ERUN when interrupted, a rank died (its run in flight is left for a
- * resume) or the database failed.  sweep_mpi_end: on rank 0, tells workers
- * that are still waiting to stop (when sweep_mpi_master did not run, e.g.
- * bad input), then MPI_Finalize. */
+ * resume) or the database failed.  sweep_mpi_end(e, err): on rank 0,
+ * tells workers that are still waiting to stop (when sweep_mpi_master did
+ * not run, e.g. bad input), then MPI_Finalize; but when a rank died (or on
+ * a second interrupt) it prints err and ends the job with MPI_Abort, since
+ * MPI_Finalize can wait for a dead rank forever. */
 int sweep_mpi_init(int *rank, int *size, dp_err *err);
 int sweep_mpi_worker(const sweep_cfg *c, dp_err *err);
 int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err);
-void sweep_mpi_end(void);
+void sweep_mpi_end(int e, const dp_err *err);
 
 #endif
