@@ -89,7 +89,7 @@ done
 "$BIN" sweep "$TINY" "${GRID[@]}" --jobs 7 --db ignored.db --print-sbatch >job.sh
 if bash -n job.sh; then ok "--print-sbatch: the script passes bash -n"; else bad "--print-sbatch: bash -n"; fi
 if grep -q '^#SBATCH --array=0-9$' job.sh && grep -q -- "--shard slurm" job.sh && grep -q "'$TINY'" job.sh &&
-    ! grep -q -- "--print-sbatch\|ignored.db\|--jobs 7\|'7'" job.sh; then
+    ! grep -v '^#' job.sh | grep -q -- "--print-sbatch\|ignored.db\|--jobs 7\|'7'"; then
     ok "--print-sbatch: 10 tasks for 10 points, --shard slurm, absolute scenario, own --jobs/--db"
 else
     bad "--print-sbatch: content"
