@@ -21,8 +21,9 @@ skip() {
 command -v sqlite3 >/dev/null 2>&1 || skip "the sqlite3 command-line shell is missing"
 command -v mpirun >/dev/null 2>&1 || skip "mpirun is not installed (Debian: openmpi-bin libopenmpi-dev)"
 # AddressSanitizer's leak check reports Open MPI's own allocations that it
-# keeps until exit (measured: hundreds of blocks in libopen-pal/libmpi at
-# MPI_Finalize, none in dpsim), so every rank would exit 1.  Suppressing
+# keeps past MPI_Finalize (measured with Open MPI 4.1.4: a program that only
+# calls MPI_Init_thread and MPI_Finalize leaks about 120 KB in 3,350 blocks
+# per rank, in libmpi and its plugins), so every rank would exit 1.  Suppressing
 # them would also hide real leaks; the normal build runs these tests.
 if grep -q __asan_init "$BIN" 2>/dev/null; then
     skip "sanitizer build: Open MPI's own allocations show as leaks; the normal build runs the MPI tests"

@@ -624,5 +624,6 @@ double sweep_cost_estimate(const scn_scenario *s)
     if (batch <= 0 || s->n_devices == 0)
         return 0;
     double iters = ceil((double)s->dataset.samples / batch);
-    return (double)s->training.epochs * iters * (double)s->n_devices;
+    double n = (double)s->n_devices;
+    return (double)s->training.epochs * iters * n * n;
 }

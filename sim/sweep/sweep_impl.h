@@ -75,11 +75,15 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err);
 int sweep_wire_pack_run(const res_run *r, uint8_t **out, size_t *len, dp_err *err);
 int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err *err);
 
-/* grid.c: a cheap estimate of what a run of scenario s costs, in engine
- * events to within a constant: epochs x iterations per epoch x devices,
- * an iteration being the dataset over the devices' summed batches.  Only
- * its order matters (the MPI executor hands out the costliest runs first,
- * so a slow point does not start last and finish after everything else). */
+/* grid.c: a cheap estimate of what a run of scenario s costs, from its
+ * structure alone (nothing is simulated): epochs x iterations per epoch x
+ * devices^2, an iteration being the dataset over the devices' summed
+ * batches, and the square because a ring collective takes steps in
+ * proportion to the devices, for each device.  Coarse (it ignores the
+ * policy and link speeds, and a mix of slow CPUs with small batches costs
+ * more than it says); only its order matters: the MPI executor hands out
+ * the costliest runs first, so that a slow point does not start last and
+ * finish after everything else. */
 double sweep_cost_estimate(const scn_scenario *s);
 
 /* mpi.c (builds with MPI only, DPSIM_HAVE_MPI): the executor of
