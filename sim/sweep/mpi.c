@@ -607,21 +607,22 @@ static void store_result(master *m, int64_t pend, int status, const char *name, 
         m->pg.points_done++;
 }
 
-static void handle_result(master *m, const uint8_t *buf, int len, int rank)
+/* Store a RESULT; returns its status (RS_FATAL: the rank stops serving). */
+static int handle_result(master *m, const uint8_t *buf, int len, int rank)
 {
     rhdr h;
     if (len < (int)sizeof h)
-        return;
+        return 0;
     memcpy(&h, buf, sizeof h);
     h.started[sizeof h.started - 1] = '\0';
     if (h.pend < 0 || (size_t)h.pend >= m->p->n_pending || h.name_len < 0 ||
         (size_t)h.name_len > (size_t)len - sizeof h)
-        return;
+        return 0;
     char *name = dp_malloc((size_t)h.name_len + 1);
     if (!name) {
         if (!m->e)
             m->e = dp_err_set(m->err, DP_ENOMEM, "out of memory receiving a run");
-        return;
+        return 0;
     }
     memcpy(name, buf + sizeof h, (size_t)h.name_len);
     name[h.name_len] = '\0';
@@ -650,6 +651,7 @@ static void handle_result(master *m, const uint8_t *buf, int len, int rank)
         note_lost(m, "rank %d ran out of memory on %s at %s (seed %u)", rank, h.pend);
     }
     dp_free(name);
+    return (int)h.status;
 }
 
 int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err)
@@ -661,7 +663,10 @@ int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err)
     m.p = p;
     m.stats = stats;
     m.err = err;
-    double tmo = timeout_s();
+    /* Without heartbeats (an MPI without MPI_THREAD_MULTIPLE) a long run
+     * is indistinguishable from a dead rank: no rank is then taken for
+     * dead, and a death ends the job as mpirun decides. */
+    double tmo = g_beats ? timeout_s() : INFINITY;
     int nw = g_size - 1;
     wstate *ws = dp_calloc((size_t)g_size, sizeof *ws);
     m.left = dp_calloc(p->n_lpoints ? p->n_lpoints : 1, sizeof *m.left);
@@ -836,7 +841,10 @@ int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err)
             if (rc == MPI_SUCCESS && r > 0 && r < g_size && ws[r].state != W_DEAD) {
                 ws[r].last = sweep_wall_s();
                 if (stt.MPI_TAG == TAG_RESULT && ws[r].state == W_BUSY) {
-                    handle_result(&m, buf, n, r);
+                    if (handle_result(&m, buf, n, r) == RS_FATAL) {
+                        ws[r].state = W_DONE; /* it stopped serving */
+                        continue;
+                    }
                     int64_t t = next_task(&m);
                     if (send_task(&m, r, t) != 0) {
                         ws[r].state = W_DEAD;
