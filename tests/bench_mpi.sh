@@ -12,8 +12,17 @@
 #      once, --jobs 1 each, as two machines would).  The heavy value is the
 #      last of 20 on the inner axis, so every heavy point has an odd index
 #      and lands in shard 2: the case the issue describes, a shard of slow
-#      points finishing last.
-# Env: DPSIM_BIN, DPSIM_SRC (as for the tests), REPS.  Needs mpirun.
+#      points finishing last.  "static shards, --mpi" runs each shard
+#      under its own `mpirun -n 1 ... --mpi` (one simulating thread, the
+#      database written by another): the same executor as --mpi -n 2, only
+#      the hand-out differs, so it isolates what dynamic hand-out buys.
+# Why --mpi beats --jobs on a slow disk: every run is committed with an
+# fsync (SQLite's WAL, synchronous=FULL); a forked worker waits for it, and
+# holds the write lock meanwhile, while under --mpi rank 0 writes in its
+# main thread as the others go on simulating.  TMPDIR=/dev/shm (no fsync
+# cost) shows the difference without the disk.
+# Env: DPSIM_BIN, DPSIM_SRC (as for the tests), REPS, PARTS ("1 2").
+# Needs mpirun.
 set -euo pipefail
 
 BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
@@ -37,6 +46,8 @@ rate_of() { sed -n 's/.*, \([0-9.]*\) runs\/s$/\1/p' "$1" | tail -n1; }
 # 50 x 40 = 2,000 points.
 GRID=(--vary training.epochs=1 --vary devices.rtx3090.link.down=10Mbps..1Gbps:log:50
     --vary devices.rtx3090.link.up=10Mbps..1Gbps:log:40 --policy deepspeed)
+PARTS=${PARTS:-1 2}
+if [[ " $PARTS " == *" 1 "* ]]; then
 echo "1. throughput: 2,000 points of the paper testbed (1 epoch, deepspeed), median of $REPS"
 for mode in jobs mpi; do
     : >"rate.$mode"
@@ -63,12 +74,15 @@ for mode in jobs mpi; do
         "$(median <"wall.$mode")" "$REPS" "$(paste -sd' ' "wall.$mode")"
 done
 
+fi
+
 # 20 dataset sizes (19 light, the last 10x) x 10 link speeds = 200 points.
 MIX=(--vary training.epochs=1 --vary devices.rtx3090.link.down=10Mbps..1Gbps:log:10
     --vary dataset.samples=20000,20500,21000,21500,22000,22500,23000,23500,24000,24500,25000,25500,26000,26500,27000,27500,28000,28500,29000,250000
     --policy ddp)
+[[ " $PARTS " == *" 2 "* ]] || exit 0
 echo "2. load balance: 200 points, one in twenty heavy (dataset 10x), ddp; makespan (s), median of $REPS"
-for mode in static pool mpi; do
+for mode in static static-mpi pool mpi; do
     : >"span.$mode"
     for _ in $(seq 1 "$REPS"); do
         rm -f a.db* b.db* m.db*
@@ -80,6 +94,12 @@ for mode in static pool mpi; do
             "$BIN" sweep "$PAPER" "${MIX[@]}" --shard 2/2 --jobs 1 --db b.db -q
             wait "$p1"
             ;;
+        static-mpi)
+            "${MPIRUN[@]}" -n 1 "$BIN" sweep "$PAPER" "${MIX[@]}" --shard 1/2 --mpi --db a.db -q 2>/dev/null &
+            p1=$!
+            "${MPIRUN[@]}" -n 1 "$BIN" sweep "$PAPER" "${MIX[@]}" --shard 2/2 --mpi --db b.db -q 2>/dev/null
+            wait "$p1"
+            ;;
         pool) "$BIN" sweep "$PAPER" "${MIX[@]}" --jobs 2 --db m.db -q ;;
         mpi) "${MPIRUN[@]}" -n 2 "$BIN" sweep "$PAPER" "${MIX[@]}" --mpi --db m.db -q 2>/dev/null ;;
         esac
@@ -88,6 +108,7 @@ for mode in static pool mpi; do
     done
     case $mode in
     static) what="static shards 1/2 + 2/2" ;;
+    static-mpi) what="static shards, --mpi -n 1" ;;
     pool) what="--jobs 2 (forked pool)" ;;
     mpi) what="--mpi, mpirun -n 2" ;;
     esac

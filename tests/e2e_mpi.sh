@@ -3,7 +3,8 @@
 # -n 3 and -n 1 over a small grid store the same rows, bit for bit, as a
 # --jobs 1 sweep (metrics, devices, epochs, stats, FLOPS bins, timeline);
 # a worker rank killed with SIGKILL mid-sweep loses only its run in flight,
-# which a resume then runs, giving the same final set as --jobs 1.
+# which a resume then runs, giving the same final set as --jobs 1; SIGTERM
+# to rank 0 stops cleanly and a resume completes the set.
 # Skipped (exit 77) where the binary was built without MPI or mpirun is
 # missing, and in the sanitizer build (see below).
 # Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
@@ -158,6 +159,28 @@ else
     wait "$MP" || true
     MP=""
     bad "rank 1 not found among mpirun's children (the sweep ended before the kill?)"
+fi
+
+# ---- SIGTERM to rank 0: a clean stop, then resume --------------------------
+"${MPIRUN[@]}" -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db term.db >term.out 2>term.err &
+MP=$!
+for _ in $(seq 1 300); do
+    n=$(sqlite3 term.db "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge 2 ] && break
+    sleep 0.05
+done
+for p in $(pgrep -P "$MP" 2>/dev/null || true); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0; then kill -TERM "$p"; fi
+done
+wait "$MP" || true
+MP=""
+if grep -q "sweep interrupted: [0-9]* runs stored now, [1-9][0-9]* left" term.err &&
+    "${MPIRUN[@]}" -n 2 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db term.db >term2.out 2>&1 &&
+    dump term.db | cmp -s pref.txt -; then
+    ok "SIGTERM to rank 0: runs in flight stored, the rest left; the resume completes --jobs 1's set"
+else
+    bad "SIGTERM to rank 0 then resume"
+    tail -3 term.err term2.out
 fi
 
 echo "$pass passed, $fail failed"
