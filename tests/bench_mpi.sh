@@ -16,11 +16,13 @@
 #      under its own `mpirun -n 1 ... --mpi` (one simulating thread, the
 #      database written by another): the same executor as --mpi -n 2, only
 #      the hand-out differs, so it isolates what dynamic hand-out buys.
-# Why --mpi beats --jobs on a slow disk: every run is committed with an
-# fsync (SQLite's WAL, synchronous=FULL); a forked worker waits for it, and
-# holds the write lock meanwhile, while under --mpi rank 0 writes in its
-# main thread as the others go on simulating.  TMPDIR=/dev/shm (no fsync
-# cost) shows the difference without the disk.
+# On the shared 2-core development machine (load average about 15) --mpi
+# ran 2-4x faster than --jobs 2 with the same CPU time (user time equal):
+# the forked workers spend the difference waiting.  Not on fsync: the gap
+# is as large with the database on /dev/shm.  A guess, not verified: a
+# worker preempted while it holds the pool's write lock stalls the other,
+# while under --mpi only rank 0 writes and the simulating threads take no
+# lock.  On an idle machine the two should be closer.
 # Env: DPSIM_BIN, DPSIM_SRC (as for the tests), REPS, PARTS ("1 2").
 # Needs mpirun.
 set -euo pipefail
