@@ -74,6 +74,18 @@ SELECT $k, g.device, g.act, $f, g.t0_s), $f, g.t1_s) FROM run_segments g JOIN ru
   ORDER BY 1, 2, 3, g.rowid;"
 }
 nruns() { sqlite3 "$1" "SELECT count(*) FROM runs WHERE status = 'ok'"; }
+# rank_pid PARENT RANK: the pid of rank RANK among PARENT's (mpirun's)
+# children, from /proc (no procps needed); empty when not found.
+rank_pid() {
+    local d
+    for d in /proc/[0-9]*; do
+        if [ "$(awk '/^PPid:/ {print $2}' "$d/status" 2>/dev/null)" = "$1" ] &&
+            tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+            echo "${d#/proc/}"
+            return
+        fi
+    done
+}
 
 # ---- the same rows as --jobs 1 ------------------------------------------
 # tiny: 3 x 2 points x 3 policies, with --detail so that the FLOPS bins and
@@ -123,7 +135,8 @@ PGRID=(--vary training.epochs=1 --vary devices.rtx3090.link.down=10Mbps..1Gbps:l
 "$BIN" sweep "$PAPER" "${PGRID[@]}" --jobs 1 --db pref.db -q
 dump pref.db >pref.txt
 total=$(nruns pref.db)
-export DPSIM_MPI_TIMEOUT=2
+# A live rank beats every second; 4 s of silence leaves room for a busy machine.
+export DPSIM_MPI_TIMEOUT=4
 "${MPIRUN[@]}" -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db kill.db >kill.out 2>kill.err &
 MP=$!
 for _ in $(seq 1 300); do
@@ -131,10 +144,7 @@ for _ in $(seq 1 300); do
     [ "${n:-0}" -ge 2 ] && break
     sleep 0.05
 done
-victim=""
-for p in $(pgrep -P "$MP" 2>/dev/null || true); do # mpirun's own children only
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then victim=$p; fi
-done
+victim=$(rank_pid "$MP" 1) # mpirun's own children only
 if [ -n "$victim" ]; then
     kill -9 "$victim"
     # mpirun --enable-recovery exits 0 whatever the ranks do (Open MPI 4.1),
@@ -169,9 +179,8 @@ for _ in $(seq 1 300); do
     [ "${n:-0}" -ge 2 ] && break
     sleep 0.05
 done
-for p in $(pgrep -P "$MP" 2>/dev/null || true); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0; then kill -TERM "$p"; fi
-done
+r0=$(rank_pid "$MP" 0)
+if [ -n "$r0" ]; then kill -TERM "$r0"; fi
 wait "$MP" || true
 MP=""
 if grep -q "sweep interrupted: [0-9]* runs stored now, [1-9][0-9]* left" term.err &&

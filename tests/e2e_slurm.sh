@@ -75,7 +75,7 @@ for layout in "0 1" "1 1" "0 2"; do
     for i in 0 1 2; do
         grep -q "(shard $((i + 1))/3 of 10)" "t-$i.out" || shard_ok=0
     done
-    n=$(for i in 0 1 2; do sqlite3 "t-$i.db" "SELECT count(*) FROM runs"; done | paste -sd+ | bc)
+    n=$(for i in 0 1 2; do sqlite3 "t-$i.db" "SELECT count(*) FROM runs"; done | awk "{s += \$1} END {print s}")
     rm -f merged.db
     "$BIN" merge merged.db t-0.db t-1.db t-2.db >/dev/null
     if [ "$shard_ok" = 1 ] && [ "$n" -eq 20 ] && rows merged.db | cmp -s whole.txt -; then
