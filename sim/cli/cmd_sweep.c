@@ -38,6 +38,18 @@ static void sweep_help(void)
            "                        (points p with p %% N == K-1), e.g. in a Slurm job array:\n"
            "                        --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT;\n"
            "                        then: dpsim merge all.db shard-*.db\n"
+           "      --shard slurm     the shard of this Slurm array task: SLURM_ARRAY_TASK_ID\n"
+           "                        (from SLURM_ARRAY_TASK_MIN, step SLURM_ARRAY_TASK_STEP) of\n"
+           "                        SLURM_ARRAY_TASK_COUNT; an error outside a job array\n"
+           "      --print-sbatch    write a Slurm job-array script for this sweep to stdout\n"
+           "                        (a shard per task on local disk, copied back, then a\n"
+           "                        dependent merge job) and exit; edit it, run it with bash\n"
+           "      --mpi             run under MPI: mpirun --enable-recovery -n P dpsim sweep ...\n"
+           "                        --mpi; rank 0 hands out runs (costliest first) to every\n"
+           "                        rank and alone writes the database (--jobs unused); only\n"
+           "                        in builds with MPI (meson -Dmpi); a rank silent for\n"
+           "                        DPSIM_MPI_TIMEOUT seconds (default 30) is taken for dead\n"
+           "                        and its run in flight left for a resume\n"
            "      --retry-failed    run again the points stored as failed\n"
            "      --detail          also store every run's timeline and FLOPS-over-time rows\n"
            "                        (for 'dpsim plot timeline/flops --run ID'; slower)\n"
@@ -113,13 +125,14 @@ static char *read_text(const char *path, size_t *len, dp_err *err)
     return buf;
 }
 
-enum { K_SEEDS = 0x2000, K_SHARD, K_RETRY, K_DETAIL };
+enum { K_SEEDS = 0x2000, K_SHARD, K_RETRY, K_DETAIL, K_MPI, K_SBATCH };
 
 typedef struct sweep_args {
     sweep_cfg *cfg;
     sweep_grid *g;
     const char *plist, *shard;
     dp_err *err;
+    int print_sbatch;
 } sweep_args;
 
 static int on_opt(void *ctx, int key, const char *arg, const char *label)
@@ -153,10 +166,32 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
     case K_DETAIL:
         a->cfg->detail = 1;
         break;
+    case K_MPI:
+        a->cfg->mpi = 1;
+        break;
+    case K_SBATCH:
+        a->print_sbatch = 1;
+        break;
     default:
         return cli_usage_error("sweep", "unknown option '%s'", label);
     }
     return -1;
+}
+
+/* --print-sbatch: the script on stdout, SCENARIO made absolute so that
+ * tasks find it (and its traces) from any directory. */
+static int print_sbatch_script(int argc, char **argv, const char *file, const sweep_grid *g)
+{
+    char abs[4096];
+    if (strncmp(file, "builtin:", 8) == 0)
+        snprintf(abs, sizeof abs, "%s", file);
+    else if (!realpath(file, abs))
+        return cli_usage_error("sweep", "%s: %s", file, strerror(errno));
+    size_t np = sweep_grid_n_points(g);
+    dp_err err = {0};
+    if (sweep_sbatch_write(stdout, argc, argv, abs, np < 16 ? (unsigned)np : 16u, &err))
+        return cli_fail(&err);
+    return EXIT_OK;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -178,8 +213,9 @@ int cmd_sweep(int argc, char **argv)
         {"vary", required_argument, NULL, 'V'},      {"policy", required_argument, NULL, 'p'},
         {"seeds", required_argument, NULL, K_SEEDS}, {"jobs", required_argument, NULL, 'j'},
         {"shard", required_argument, NULL, K_SHARD}, {"retry-failed", no_argument, NULL, K_RETRY},
-        {"detail", no_argument, NULL, K_DETAIL},     {NULL, 0, NULL, 0}};
-    sweep_args sa_ = {&cfg, g, NULL, NULL, &err};
+        {"detail", no_argument, NULL, K_DETAIL},     {"mpi", no_argument, NULL, K_MPI},
+        {"print-sbatch", no_argument, NULL, K_SBATCH}, {NULL, 0, NULL, 0}};
+    sweep_args sa_ = {&cfg, g, NULL, NULL, &err, 0};
     cli_opts o = {0};
     int rc = cli_parse(argc, argv, "sweep", CLI_O_DB | CLI_O_QUIET | CLI_O_LOG, own, "V:p:j:", on_opt, &sa_,
                        sweep_help, &o);
@@ -192,7 +228,15 @@ int cmd_sweep(int argc, char **argv)
         cfg.progress = 0;
         cfg.summary_out = NULL;
     }
-    if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
+    if (shard && !strcmp(shard, "slurm")) {
+        if (!sa_.print_sbatch &&
+            sweep_shard_slurm(getenv("SLURM_ARRAY_TASK_ID"), getenv("SLURM_ARRAY_TASK_COUNT"),
+                              getenv("SLURM_ARRAY_TASK_MIN"), getenv("SLURM_ARRAY_TASK_STEP"), &cfg.shard_k,
+                              &cfg.shard_n, &err)) {
+            rc = cli_usage_error("sweep", "%s", err.msg);
+            goto out;
+        }
+    } else if (shard && sweep_shard_parse(shard, &cfg.shard_k, &cfg.shard_n, &err)) {
         rc = cli_usage_error("sweep", "%s", err.msg);
         goto out;
     }
@@ -203,6 +247,10 @@ int cmd_sweep(int argc, char **argv)
     }
     cfg.n_policies = (size_t)np;
     cfg.grid = g;
+    if (sa_.print_sbatch) {
+        rc = print_sbatch_script(argc - 1, argv + 1, file, g);
+        goto out;
+    }
 
     char *text = NULL;
     char dir[4096];

@@ -615,3 +615,15 @@ int sweep_grid_check(const sweep_grid *g, const sweep_source *src, const scn_sce
     }
     return 0;
 }
+
+double sweep_cost_estimate(const scn_scenario *s)
+{
+    double batch = 0;
+    for (size_t i = 0; i < s->n_groups; i++)
+        batch += (double)s->groups[i].count * (double)s->groups[i].batch;
+    if (batch <= 0 || s->n_devices == 0)
+        return 0;
+    double iters = ceil((double)s->dataset.samples / batch);
+    double n = (double)s->n_devices;
+    return (double)s->training.epochs * iters * n * n;
+}

@@ -279,14 +279,6 @@ static void worker_main(const plan *p, shared *sh, int wfd, pid_t parent)
 
 /* ---- progress ------------------------------------------------------------ */
 
-typedef struct progress {
-    FILE *out;
-    int on, tty, drawn;
-    double t0, last;
-    size_t total, done, failed;
-    size_t points_total, points_done;
-} progress;
-
 static void fmt_duration(char *buf, size_t len, double s)
 {
     if (!isfinite(s) || s < 0)
@@ -299,7 +291,7 @@ static void fmt_duration(char *buf, size_t len, double s)
         snprintf(buf, len, "%.1fs", s);
 }
 
-static void progress_draw(progress *pg, int final)
+void sweep_progress_draw(sweep_progress *pg, int final)
 {
     if (!pg->on)
         return;
@@ -366,7 +358,7 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err)
     for (size_t i = 0; i < p->n_pending; i++)
         left[p->tasks[p->pending[i]].lp]++;
 
-    progress pg = {0};
+    sweep_progress pg = {0};
     pg.out = c->progress_out ? c->progress_out : stderr;
     pg.on = c->progress != 0;
     pg.tty = pg.on && isatty(fileno(pg.out));
@@ -429,7 +421,7 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err)
             break;
         }
         if (pr <= 0) {
-            progress_draw(&pg, 0);
+            sweep_progress_draw(&pg, 0);
             continue;
         }
         ssize_t n = read(fds[0], buf + have, sizeof buf - have);
@@ -464,7 +456,7 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err)
         }
         memmove(buf, buf + off, have - off);
         have -= off;
-        progress_draw(&pg, 0);
+        sweep_progress_draw(&pg, 0);
     }
     close(fds[0]);
     for (unsigned j = 0; j < started; j++) {
@@ -479,7 +471,7 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err)
             e = dp_err_set(err, DP_ERUN, "sweep: worker %u (pid %ld) failed (exit status %d)", j + 1,
                            (long)pids[j], WEXITSTATUS(status));
     }
-    progress_draw(&pg, 1);
+    sweep_progress_draw(&pg, 1);
     stats->interrupted = stop_seen;
     if (sh->have_wlock)
         pthread_mutex_destroy(&sh->wlock);

@@ -320,6 +320,8 @@ static int is_stochastic(const scn_scenario *base, const sweep_grid *g)
     return 0;
 }
 
+static int run_plan(const sweep_cfg *c, sweep_stats *stats, dp_err *err);
+
 int sweep_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
 {
     sweep_stats dummy;
@@ -327,8 +329,29 @@ int sweep_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
         stats = &dummy;
     memset(stats, 0, sizeof *stats);
     int e = check_cfg(c, err);
-    if (e)
+    if (e || !c->mpi)
+        return e ? e : run_plan(c, stats, err);
+#if DPSIM_HAVE_MPI
+    int rank = 0, size = 1;
+    if ((e = sweep_mpi_init(&rank, &size, err)))
         return e;
+    /* Rank 0 plans, stores and summarises; the others serve runs. */
+    e = rank == 0 ? run_plan(c, stats, err) : sweep_mpi_worker(c, err);
+    sweep_mpi_end(e, err);
+    return e;
+#else
+    return dp_err_set(
+        err, DP_EINPUT,
+        "--mpi: this dpsim was built without MPI (install Open MPI, e.g. Debian's libopenmpi-dev and "
+        "openmpi-bin, then meson setup --reconfigure -Dmpi=enabled); use --jobs, or --shard with "
+        "dpsim merge, instead");
+#endif
+}
+
+/* The sweep as rank 0 (or a local sweep) runs it: plan, executor, summary. */
+static int run_plan(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
+{
+    int e = 0;
     double t0 = sweep_wall_s();
     plan p;
     memset(&p, 0, sizeof p);
@@ -381,8 +404,14 @@ int sweep_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
             stats->runs_before++;
     }
     int run_e = 0;
-    if (p.n_pending)
-        run_e = sweep_run_workers(&p, stats, err);
+    if (p.n_pending) {
+#if DPSIM_HAVE_MPI
+        if (c->mpi)
+            run_e = sweep_mpi_master(&p, stats, err);
+        else
+#endif
+            run_e = sweep_run_workers(&p, stats, err);
+    }
 
     /* Read the outcome of every run of the shard back from the file: the
      * summary covers earlier invocations too, and shows only what is

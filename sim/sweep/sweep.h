@@ -67,6 +67,28 @@ char *sweep_point_label(const sweep_grid *g, size_t point);
 
 /* Parse "K/N" (1 <= K <= N <= 1000000).  DP_EINPUT naming the text. */
 int sweep_shard_parse(const char *text, unsigned *k, unsigned *n, dp_err *err);
+/* The shard of a Slurm job-array task (`--shard slurm`), from the values
+ * of SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN and
+ * SLURM_ARRAY_TASK_STEP (NULL = unset): K = (ID - MIN) / STEP + 1, N =
+ * COUNT, so --array=0-15, 1-16 and 0-30:2 all give shards 1..16 of 16.
+ * MIN unset counts as 0 and STEP unset as 1.  DP_EINPUT naming the
+ * variables when ID or COUNT is unset (not in a job array) or a value is not
+ * a number, or when they do not fit (ID below MIN or off the step, K > N:
+ * e.g. an array given as a list like 1,5,9, whose ids are not a range). */
+int sweep_shard_slurm(const char *id, const char *count, const char *min, const char *step, unsigned *k,
+                      unsigned *n, dp_err *err);
+/* Write a Slurm job-array script for this sweep to out (`--print-sbatch`):
+ * argv[0..argc) is the sweep's command line after `sweep` (options and
+ * SCENARIO), passed on except --print-sbatch, --mpi, --quiet, --jobs,
+ * --db and --shard, which the script sets itself; scenario_abs replaces
+ * SCENARIO (an absolute path, so tasks find it from any directory).
+ * tasks: the array size written (the user edits it).  Each task runs its
+ * shard (`--shard slurm`) into a database on node-local disk and copies it
+ * back; run as `bash SCRIPT` it submits itself as the array and a dependent
+ * `dpsim merge` job. */
+int sweep_sbatch_write(FILE *out, int argc, char **argv, const char *scenario_abs, unsigned tasks,
+                       dp_err *err);
+
 /* 1 if point belongs to shard k of n. */
 int sweep_in_shard(size_t point, unsigned k, unsigned n);
 
@@ -120,6 +142,13 @@ typedef struct sweep_cfg {
      * 2 or more: runs in flight are abandoned (workers killed; nothing
      * partial is stored since each run is one transaction). */
     volatile sig_atomic_t *stop;
+    /* Run under MPI (`mpirun -n P dpsim sweep ... --mpi`): every rank calls
+     * sweep_run with the same cfg; rank 0 plans, hands out runs one at a
+     * time (costliest first) to the other ranks and to a thread of its own,
+     * and alone writes db_path; jobs is then unused.  DP_EINPUT in a build
+     * without MPI (dpsim_config.h DPSIM_HAVE_MPI 0).  On a rank other than
+     * 0, sweep_run returns when rank 0 is done, with stats zero. */
+    int mpi;
 } sweep_cfg;
 
 typedef struct sweep_stats {

@@ -53,8 +53,54 @@ scn_scenario *sweep_load_src(const sweep_source *src, const scn_override *ov, si
 double sweep_wall_s(void);
 void sweep_now_iso(char *buf, size_t len);
 
+/* pool.c: progress on stderr (or cfg->progress_out): a bar on a terminal,
+ * else a line every 5 s; shared by the forked pool and the MPI executor. */
+typedef struct sweep_progress {
+    FILE *out;
+    int on, tty, drawn;
+    double t0, last;
+    size_t total, done, failed;
+    size_t points_total, points_done;
+} sweep_progress;
+void sweep_progress_draw(sweep_progress *pg, int final);
+
 /* pool.c: run p's pending tasks in cfg->jobs forked workers, with progress;
  * counts into stats.  0, or DP_ERUN when interrupted or a worker died. */
 int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err);
+
+/* wire.c: a run as bytes (little-endian, doubles bit for bit) for the MPI
+ * executor, and back.  pack: *out is a dp_malloc'd buffer the caller
+ * frees.  unpack: *out a new run (res_run_free); DP_ERUN for bytes that are
+ * truncated, corrupt or from another wire version. */
+int sweep_wire_pack_run(const res_run *r, uint8_t **out, size_t *len, dp_err *err);
+int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err *err);
+
+/* grid.c: a cheap estimate of what a run of scenario s costs, from its
+ * structure alone (nothing is simulated): epochs x iterations per epoch x
+ * devices^2, an iteration being the dataset over the devices' summed
+ * batches, and the square because a ring collective takes steps in
+ * proportion to the devices, for each device.  Coarse (it ignores the
+ * policy and link speeds, and a mix of slow CPUs with small batches costs
+ * more than it says); only its order matters: the MPI executor hands out
+ * the costliest runs first, so that a slow point does not start last and
+ * finish after everything else. */
+double sweep_cost_estimate(const scn_scenario *s);
+
+/* mpi.c (builds with MPI only, DPSIM_HAVE_MPI): the executor of
+ * `sweep --mpi`.  sweep_mpi_init: MPI_Init_thread (once) and this rank's
+ * number and the world size.  sweep_mpi_worker: a rank other than 0 serves
+ * runs until rank 0 says stop; it never opens the database.
+ * sweep_mpi_master: rank 0 hands p's pending tasks to the other ranks and
+ * to a thread of its own, stores what comes back, draws progress; 0, or
+ * DP_ERUN when interrupted, a rank died (its run in flight is left for a
+ * resume) or the database failed.  sweep_mpi_end(e, err): on rank 0,
+ * tells workers that are still waiting to stop (when sweep_mpi_master did
+ * not run, e.g. bad input), then MPI_Finalize; but when a rank died (or on
+ * a second interrupt) it prints err and ends the job with MPI_Abort, since
+ * MPI_Finalize can wait for a dead rank forever. */
+int sweep_mpi_init(int *rank, int *size, dp_err *err);
+int sweep_mpi_worker(const sweep_cfg *c, dp_err *err);
+int sweep_mpi_master(plan *p, sweep_stats *stats, dp_err *err);
+void sweep_mpi_end(int e, const dp_err *err);
 
 #endif

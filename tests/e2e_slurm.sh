@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# e2e_slurm.sh: `dpsim sweep --shard slurm` and `--print-sbatch` with
+# Slurm's environment simulated (the variables set by hand, a fake sbatch
+# on PATH): the tasks of an array cover the grid once, merged they equal a
+# whole sweep; missing or inconsistent variables are usage errors; the
+# generated script passes `bash -n`, its task part run by hand stores the
+# shards and its submit part submits the array and a dependent merge.
+# Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
+set -euo pipefail
+
+BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
+SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
+TINY=$SRC/scenarios/tiny.yaml
+
+if ! command -v sqlite3 >/dev/null 2>&1; then
+    echo "e2e_slurm: the sqlite3 command-line shell is required (install the sqlite3 package)" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/e2e_slurm.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP"
+# Whatever Slurm the test itself may run under must not leak in.
+unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_STEP SLURM_ARRAY_JOB_ID \
+    SLURM_CPUS_PER_TASK 2>/dev/null || true
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+rows() { sqlite3 "$1" "SELECT point_json, policy, seed, status, printf('%.17g', ttotal_s), events FROM runs ORDER BY 1, 2, 3"; }
+
+GRID=(--vary devices.gpu.count=1..5 --vary devices.gpu.link.down=10Mbps,1Gbps --policy ddp,cadp)
+"$BIN" sweep "$TINY" "${GRID[@]}" --jobs 1 --db whole.db -q
+rows whole.db >whole.txt
+[ "$(wc -l <whole.txt)" -eq 20 ] && ok "reference sweep: 10 points x 2 policies" || bad "reference sweep"
+
+# expect_usage NAME NEEDLE ENV... : --shard slurm exits 2 naming NEEDLE.
+expect_usage() {
+    local name=$1 needle=$2
+    shift 2
+    local rc=0
+    env "$@" "$BIN" sweep "$TINY" "${GRID[@]}" --shard slurm --db never.db -q 2>err.txt || rc=$?
+    if [ "$rc" -eq 2 ] && grep -q -- "$needle" err.txt && [ ! -e never.db ]; then
+        ok "$name"
+    else
+        bad "$name (exit $rc)"
+        cat err.txt
+    fi
+}
+expect_usage "--shard slurm outside an array: exit 2 naming SLURM_ARRAY_TASK_ID" "SLURM_ARRAY_TASK_ID is not set"
+expect_usage "--shard slurm without SLURM_ARRAY_TASK_COUNT" "SLURM_ARRAY_TASK_COUNT is not set" \
+    SLURM_ARRAY_TASK_ID=0
+expect_usage "--shard slurm: task id beyond the count (a list array)" "task 7 is not one of 3 tasks" \
+    SLURM_ARRAY_TASK_ID=7 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0
+expect_usage "--shard slurm: id below MIN" "task 0 is not one of" \
+    SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1
+expect_usage "--shard slurm: id off the step" "task 3 is not one of" \
+    SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_STEP=2
+expect_usage "--shard slurm: not a number" "want whole numbers" SLURM_ARRAY_TASK_ID=x SLURM_ARRAY_TASK_COUNT=3
+
+# Three array layouts, each of 3 tasks, cover the grid once: --array=0-2,
+# --array=1-3 and --array=0-4:2.
+for layout in "0 1" "1 1" "0 2"; do
+    set -- $layout
+    min=$1 step=$2
+    rm -f t-*.db
+    for i in 0 1 2; do
+        id=$((min + i * step))
+        env SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=$min SLURM_ARRAY_TASK_STEP=$step \
+            "$BIN" sweep "$TINY" "${GRID[@]}" --shard slurm --jobs 1 --db "t-$i.db" >"t-$i.out" 2>&1
+    done
+    # Task i runs shard i+1 of 3: the points p with p mod 3 == i.
+    shard_ok=1
+    for i in 0 1 2; do
+        grep -q "(shard $((i + 1))/3 of 10)" "t-$i.out" || shard_ok=0
+    done
+    n=$(for i in 0 1 2; do sqlite3 "t-$i.db" "SELECT count(*) FROM runs"; done | awk "{s += \$1} END {print s}")
+    rm -f merged.db
+    "$BIN" merge merged.db t-0.db t-1.db t-2.db >/dev/null
+    if [ "$shard_ok" = 1 ] && [ "$n" -eq 20 ] && rows merged.db | cmp -s whole.txt -; then
+        ok "array MIN=$min STEP=$step: 3 tasks are shards 1..3 of 3, 20 runs in all, merged = the whole sweep"
+    else
+        bad "array MIN=$min STEP=$step: shards ($shard_ok), $n runs, or merged differs"
+    fi
+done
+
+# ---- --print-sbatch ------------------------------------------------------
+"$BIN" sweep "$TINY" "${GRID[@]}" --jobs 7 --db ignored.db --print-sbatch >job.sh
+if bash -n job.sh; then ok "--print-sbatch: the script passes bash -n"; else bad "--print-sbatch: bash -n"; fi
+if grep -q '^#SBATCH --array=0-9$' job.sh && grep -q -- "--shard slurm" job.sh && grep -q "'$TINY'" job.sh &&
+    ! grep -v '^#' job.sh | grep -q -- "--print-sbatch\|ignored.db\|--jobs 7\|'7'"; then
+    ok "--print-sbatch: 10 tasks for 10 points, --shard slurm, absolute scenario, own --jobs/--db"
+else
+    bad "--print-sbatch: content"
+    cat job.sh
+fi
+[ ! -e ignored.db ] && ok "--print-sbatch runs nothing" || bad "--print-sbatch created the database"
+
+# Its task part, run by hand as Slurm would (3 tasks here: the count comes
+# from the environment, not from the #SBATCH line).
+mkdir -p out node
+for i in 0 1 2; do
+    env SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_JOB_ID=42 \
+        SLURM_CPUS_PER_TASK=1 TMPDIR="$TMP/node" DPSIM="$BIN" DPSIM_OUT="$TMP/out" bash job.sh >"job-$i.log" 2>&1 ||
+        { bad "task $i of the script failed"; cat "job-$i.log"; }
+done
+rm -f merged2.db
+"$BIN" merge merged2.db out/shards/shard-*.db >/dev/null
+if [ "$(ls out/shards/*.db | wc -l)" -eq 3 ] && rows merged2.db | cmp -s whole.txt - && [ -z "$(ls node)" ]; then
+    ok "script tasks: 3 shards copied back from local disk (cleaned), merged = the whole sweep"
+else
+    bad "script tasks: shards or merge"
+    ls -R out node
+fi
+# Submitted again, each task resumes from its copied shard: nothing re-run.
+env SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_JOB_ID=43 TMPDIR="$TMP/node" DPSIM="$BIN" \
+    DPSIM_OUT="$TMP/out" bash job.sh >job-again.log 2>&1
+if [ "$(sqlite3 out/shards/shard-1.db "SELECT count(*) FROM runs")" -eq "$(sqlite3 t-1.db "SELECT count(*) FROM runs")" ] &&
+    grep -q "0 runs done (0 ok, 0 failed), [1-9][0-9]* stored before, 0 left" job-again.log; then
+    ok "script task resubmitted: resumes from its shard, nothing run twice"
+else
+    bad "script task resubmitted"
+    tail -3 job-again.log
+fi
+
+# Its submit part, with a fake sbatch that logs its arguments.
+mkdir -p fakebin
+cat >fakebin/sbatch <<'EOF'
+#!/bin/bash
+echo "$*" >>"$FAKE_LOG"
+echo "1234;cluster"
+EOF
+chmod +x fakebin/sbatch
+if env PATH="$TMP/fakebin:$PATH" FAKE_LOG="$TMP/sbatch.log" DPSIM="$BIN" DPSIM_OUT="$TMP/out" bash job.sh >submit.log &&
+    head -1 sbatch.log | grep -q -- "--parsable.* job.sh$" &&
+    sed -n 2p sbatch.log | grep -q -- "--dependency=afterany:1234 .*merge .*results.db.*shard-\*.db"; then
+    ok "script submit: the array, then dpsim merge after any end of job 1234"
+else
+    bad "script submit"
+    cat sbatch.log submit.log
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
