@@ -124,6 +124,12 @@ rm "$T/proj/traces/verizon-lte-down-1s.csv"
 expect 0 bash -c "cd '$T/elsewhere' && '$BIN' rerun 2 --db '$GDB'"
 has "$T/out" "identical"
 has "$T/out" "no longer readable"
+# a merged database keeps the runs' trace contents too (dpsim merge copies
+# blobs and run_files), so its runs re-run anywhere as well
+expect 0 "$BIN" merge "$T/merged.db" "$GDB"
+expect 0 bash -c "cd '$T/elsewhere' && '$BIN' rerun 2 --db '$T/merged.db'"
+has "$T/out" "identical"
+has "$T/out" "no longer readable"
 # a fresh run of the changed scenario now fails (the trace is gone), the
 # stored one still re-runs
 expect 2 "$BIN" run "$T/proj/scenarios/geo-3sites.yaml" --no-db --policy cadp

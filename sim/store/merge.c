@@ -259,8 +259,33 @@ static int merge_sweeps(merger *m, const idmap *scn, idmap *map, store_merge_sta
     return e;
 }
 
-static const char *const child_tables[] = {"run_devices", "run_epochs", "run_flops", "run_segments",
-                                           "run_stats"};
+/* The trace contents runs kept (content-addressed: a hash OUT holds already
+ * is the same bytes), before the runs whose run_files point at them. */
+static int merge_blobs(merger *m)
+{
+    sqlite3_stmt *rd = NULL, *wr = NULL;
+    int e = mprep(m, m->in, "SELECT hash, bytes, data FROM blobs ORDER BY hash", &rd);
+    if (!e)
+        e = mprep(m, m->out, "INSERT OR IGNORE INTO blobs(hash, bytes, data) VALUES(?1, ?2, ?3)", &wr);
+    int rc = SQLITE_DONE;
+    while (!e && (rc = sqlite3_step(rd)) == SQLITE_ROW) {
+        sqlite3_bind_value(wr, 1, sqlite3_column_value(rd, 0));
+        sqlite3_bind_value(wr, 2, sqlite3_column_value(rd, 1));
+        sqlite3_bind_value(wr, 3, sqlite3_column_value(rd, 2));
+        if (sqlite3_step(wr) != SQLITE_DONE)
+            e = mfail(m, m->out, "copying kept trace files");
+        sqlite3_reset(wr);
+        rc = SQLITE_DONE;
+    }
+    if (!e && rc != SQLITE_DONE)
+        e = mfail(m, m->in, "reading kept trace files");
+    sqlite3_finalize(rd);
+    sqlite3_finalize(wr);
+    return e;
+}
+
+static const char *const child_tables[] = {"run_devices",  "run_epochs", "run_flops",
+                                           "run_segments", "run_stats",  "run_files"};
 #define N_CHILD (sizeof child_tables / sizeof child_tables[0])
 
 static int step_done(merger *m, sqlite3_stmt *s, const char *what)
@@ -451,6 +476,8 @@ int store_merge(const char *out_path, const char *const *in_paths, size_t n_in, 
             e = merge_scenarios(&m, &scn, ms);
         if (!e)
             e = merge_sweeps(&m, &scn, &swp, ms);
+        if (!e)
+            e = merge_blobs(&m);
         if (!e)
             e = merge_runs(&m, &scn, &swp, ms);
         sqlite3_exec(m.in, "COMMIT", NULL, NULL, NULL);
