@@ -1218,49 +1218,64 @@ static int read_devices(store *st, int64_t run_id, res_run *r, dp_err *err)
     return e;
 }
 
-static int read_epochs(store *st, int64_t run_id, res_run *r, dp_err *err)
+/* Every row of `sql` (which takes the run id as ?1) through row(), which
+ * returns 0 or an error code (its message set); `what` names the rows in
+ * messages ("epochs").  The pattern every child table's reader shares. */
+typedef int (*row_fn)(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err);
+
+static int read_rows(store *st, const char *sql, const char *what, int64_t run_id, res_run *r, row_fn row,
+                     dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = prepare(st, "SELECT epoch, end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch", &s,
-                    "reading epochs", err);
+    char doing[64];
+    snprintf(doing, sizeof doing, "reading %s", what);
+    int e = prepare(st, sql, &s, doing, err);
     if (e)
         return e;
     sqlite3_bind_int64(s, 1, run_id);
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW)
-        if (res_add_epoch(r, sqlite3_column_int(s, 0), col_double(s, 1)) != 0)
-            e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading epochs of run %" PRId64, st->path,
-                           run_id);
+        e = row(st, s, run_id, r, err);
     if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading epochs", err);
+        e = db_fail(st, rc, doing, err);
     sqlite3_finalize(s);
     return e;
 }
 
+static int oom_reading(const store *st, int64_t run_id, const char *what, dp_err *err)
+{
+    return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %s of run %" PRId64, st->path, what, run_id);
+}
+
+static int epoch_row(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err)
+{
+    if (res_add_epoch(r, sqlite3_column_int(s, 0), col_double(s, 1)) != 0)
+        return oom_reading(st, run_id, "epochs", err);
+    return 0;
+}
+
+static int read_epochs(store *st, int64_t run_id, res_run *r, dp_err *err)
+{
+    return read_rows(st, "SELECT epoch, end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch", "epochs",
+                     run_id, r, epoch_row, err);
+}
+
+static int stat_row(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err)
+{
+    const char *name = (const char *)sqlite3_column_text(s, 0);
+    int scope = res_scope_by_name((const char *)sqlite3_column_text(s, 1));
+    double v = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
+    if (!name || scope < 0)
+        return corrupt(st, run_id, "statistic", err);
+    if (res_add_stat(r, name, (res_scope)scope, sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), v))
+        return oom_reading(st, run_id, "statistics", err);
+    return 0;
+}
+
 static int read_stats(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    sqlite3_stmt *s;
-    int e = prepare(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq", &s,
-                    "reading statistics", err);
-    if (e)
-        return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc = SQLITE_DONE;
-    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(s, 0);
-        int scope = res_scope_by_name((const char *)sqlite3_column_text(s, 1));
-        double v = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
-        if (!name || scope < 0)
-            e = corrupt(st, run_id, "statistic", err);
-        else if (res_add_stat(r, name, (res_scope)scope, sqlite3_column_int64(s, 2),
-                              sqlite3_column_int64(s, 3), v))
-            e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading statistics of run %" PRId64, st->path,
-                           run_id);
-    }
-    if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading statistics", err);
-    sqlite3_finalize(s);
-    return e;
+    return read_rows(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq",
+                     "statistics", run_id, r, stat_row, err);
 }
 
 static int read_flops(store *st, int64_t run_id, res_run *r, dp_err *err)
