@@ -208,7 +208,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
         in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
     }
-    in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
+    in->agg_s = isfinite(s->server.aggregate_Bps) ? M / s->server.aggregate_Bps : 0;
 done:
     dp_free(gp);
     dp_free(rate);
@@ -234,7 +234,7 @@ void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *
         .names = in->names,
         .epochs = s->training.epochs,
         .samples = s->dataset.samples,
-        .const_s = s->training.epochs * in->agg_s,
+        .agg_s = in->agg_s,
         .allow_exclude = o->exclude_slow,
     };
 }
@@ -264,9 +264,10 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
     int *batch = dp_calloc(K, sizeof *batch);
     const char **names = dp_calloc(K, sizeof *names);
     size_t *first = dp_calloc(K, sizeof *first), *count = dp_calloc(K, sizeof *count);
+    int64_t *units = dp_calloc(K, sizeof *units);
     slv_result *cr = NULL, *r = NULL;
     int rc = 0;
-    if (!send || !bt || !comm || !batch || !names || !first || !count) {
+    if (!send || !bt || !comm || !batch || !names || !first || !count || !units) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory");
         goto done;
     }
@@ -277,6 +278,7 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
             continue;
         first[k] = d;
         count[k] = m;
+        units[k] = (int64_t)m; /* the server averages each of the class's devices */
         send[k] = full->send_s[d] / (double)m;
         batch[k] = (int)((size_t)full->batch[d] * m); /* the caller checked it fits */
         bt[k] = full->batch_s[d];
@@ -292,6 +294,7 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
     cp.batch_s = bt;
     cp.comm_s = comm;
     cp.names = names;
+    cp.agg_units = units;
     if ((rc = slv_solve_problem(method, &cp, prm, &cr, err)))
         goto done;
     r = dp_malloc(sizeof *r);
@@ -331,6 +334,7 @@ done:
     dp_free((void *)names);
     dp_free(first);
     dp_free(count);
+    dp_free(units);
     *out = r;
     return rc;
 }
