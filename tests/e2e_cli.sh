@@ -168,5 +168,12 @@ expect 2 "$BIN" check "$T/wan-both.yaml"
 has "$T/err" "wan-both.yaml:29:37: wan.eu-us.bandwidth: given together with 'trace' ($T/wan-both.yaml:29:66)"
 has "$T/err" "wan.eu-us.bandwidth: given together with 'trace' ("
 
+# --- issue 11: planned vs simulated, side by side
+expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -q --policy cadp
+has "$T/out" "cadp: planned Ttotal "
+has "$T/out" " s vs simulated "
+expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -q --policy ddp
+if grep -q "planned Ttotal" "$T/out"; then bad "ddp has no plan"; else ok; fi
+
 echo "e2e_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
