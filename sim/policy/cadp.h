@@ -6,7 +6,10 @@
 
 #include "scenario.h"
 
-typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1 } cadp_solver;
+typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1, CADP_SOLVER_SIMULATE = 2 } cadp_solver;
+/* solver: simulate runs at most this many simulations to refine exact's
+ * allocation (cadp.c refine_by_simulation). */
+#define CADP_SIM_BUDGET 24
 typedef enum { CADP_ROUND_BATCH = 0, CADP_ROUND_LARGEST_REMAINDER = 1 } cadp_rounding;
 
 /* policies.cadp (the option table is in cadp.c). */
