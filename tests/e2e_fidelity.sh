@@ -3,6 +3,8 @@
 #  - C-ADP solver: simulate never simulates worse than exact (it keeps a move
 #    only when the simulated Ttotal drops), is deterministic, and records its
 #    simulations.
+#  - the planned-vs-simulated property over random small worlds
+#    (tests/fidelity_worlds.py).
 # Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
 set -euo pipefail
 BIN=${DPSIM_BIN:?}
@@ -39,6 +41,11 @@ print("%s: exact %.3f s, simulate %.3f s (%d simulations), planned %.3f s"
          st["plan.objective_s"]))
 PY
 done
+
+# --- the property over 48 seeded random small worlds (planned and simulated
+# side by side for every world; the simulated Ttotal never above the plan
+# where nothing is shared and nothing varies)
+if python3 "$SRC/tests/fidelity_worlds.py" "$BIN" 48 11; then ok; else bad "fidelity_worlds property"; fi
 
 echo "e2e_fidelity: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
