@@ -445,7 +445,15 @@ Test(policy, permanent_outage_is_a_run_error)
     dp_err err = {0};
     scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
     cr_assert(s, "%s", err.msg);
+    /* the link's long-run capacity is 0: C-ADP's planner refuses it */
     res_run *r = policy_run(policy_find("cadp"), s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_EINPUT);
+    cr_expect(strstr(err.msg, "device a: its link to the server has zero mean bandwidth"), "%s", err.msg);
+    res_run_free(r);
+    /* a policy that does not plan meets the outage in the run */
+    err = (dp_err){0};
+    r = policy_run(policy_find("ddp"), s, 1, &err);
     cr_expect_null(r);
     cr_expect_eq(err.code, DP_ERUN);
     cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);

@@ -515,7 +515,7 @@ Test(scenario, traces_in_scenarios)
     const scn_link *l = &s->groups[1].link;
     cr_assert_not_null(l->down_trace);
     cr_assert_eq(l->down_trace->loop, 0);          /* CSV default */
-    cr_assert_float_eq(l->down_Bps, 6.25e6, 1e-6); /* absent: the trace's mean */
+    cr_assert_float_eq(l->down_Bps, 12.5e6, 1e-6); /* absent: the trace's long-run mean (held 100 Mbit/s) */
     cr_assert_float_eq(trace_value_at(l->down_trace, 12), 12.5e6, 1e-6);
     cr_assert_float_eq(trace_mean(l->up_trace), 2.5e6, 1e-3);
     cr_assert_eq(l->up_trace->loop, 1);
@@ -691,7 +691,8 @@ Test(scenario, override_errors_name_the_override)
     scn_override j = {"polices.cadp.solver", "alm"};
     bad_ov(BASE, &j, 1, "override polices.cadp.solver=alm: polices: unknown key, did you mean 'policies'?");
     scn_override k = {"policies.cadp.solver", "almm"};
-    bad_ov(BASE, &k, 1, "policies.cadp.solver: expected one of exact, alm, did you mean 'alm'? (got almm)");
+    bad_ov(BASE, &k, 1,
+           "policies.cadp.solver: expected one of exact, alm, simulate, did you mean 'alm'? (got almm)");
     scn_override l = {"devices.gpu.count", "-1"};
     bad_ov(BASE, &l, 1, "override devices.gpu.count=-1: devices.gpu.count: must be >= 0 (got -1)");
     scn_override m = {"devices.7.count", "1"};

@@ -942,8 +942,10 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         return r;
     if ((r = get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
         return r;
-    if (!(L->up_Bps > 0) || !(L->down_Bps > 0))
-        return fail(c, l, kp, "link capacity must be > 0 (a trace with mean 0 needs an explicit up/down)");
+    /* a traced direction may end at 0 for good (a link that dies): its
+     * capacity is the trace's at every instant, the constant only a summary */
+    if ((!L->up_trace && !(L->up_Bps > 0)) || (!L->down_trace && !(L->down_Bps > 0)))
+        return fail(c, l, kp, "link capacity must be > 0");
     if ((r = get_outages(c, l, kp, &L->outages)) < 0)
         return r;
     return 0;
