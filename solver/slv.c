@@ -128,6 +128,13 @@ int slv_problem_check(const slv_problem *p, dp_err *err)
         return dp_err_set(err, DP_EINPUT, "solver: %d epochs, need >= 1", p->epochs);
     if (!isfinite(p->const_s) || p->const_s < 0)
         return dp_err_set(err, DP_EINPUT, "solver: constant term %g s must be finite and >= 0", p->const_s);
+    if (!isfinite(p->agg_s) || p->agg_s < 0)
+        return dp_err_set(err, DP_EINPUT, "solver: aggregation %g s per device must be finite and >= 0",
+                          p->agg_s);
+    for (size_t i = 0; p->agg_units && i < p->n; i++)
+        if (p->agg_units[i] < 1)
+            return dp_err_set(err, DP_EINPUT, "solver: entry %zu stands for %lld devices, need >= 1", i,
+                              (long long)p->agg_units[i]);
     if (!p->send_s || !p->batch || !p->batch_s)
         return dp_err_set(err, DP_EINPUT, "solver: send_s, batch and batch_s arrays are required");
     int64_t min_sum = 0, cap_sum = 0;
@@ -224,7 +231,7 @@ double slv_objective(const slv_problem *p, const int64_t *alloc)
     if (!p || !alloc || p->n == 0)
         return HUGE_VAL;
     int64_t sum = 0;
-    double smax = 0, tmax = 0;
+    double smax = 0, tmax = 0, units = 0;
     for (size_t i = 0; i < p->n; i++) {
         int64_t x = alloc[i];
         if (x < 0 || x > p->samples)
@@ -235,6 +242,7 @@ double slv_objective(const slv_problem *p, const int64_t *alloc)
             smax = s;
         if (x == 0 && p->allow_exclude)
             continue;
+        units += p->agg_units ? (double)p->agg_units[i] : 1.0;
         int64_t nb = (x + p->batch[i] - 1) / p->batch[i];
         double lvl = (p->comm_s ? p->comm_s[i] : 0.0) + p->batch_s[i] * (double)nb;
         if (lvl > tmax)
@@ -242,7 +250,7 @@ double slv_objective(const slv_problem *p, const int64_t *alloc)
     }
     if (sum != p->samples)
         return HUGE_VAL;
-    double f = smax + (double)p->epochs * tmax + p->const_s;
+    double f = smax + (double)p->epochs * (tmax + p->agg_s * units) + p->const_s;
     return isnan(f) ? HUGE_VAL : f;
 }
 
@@ -447,7 +455,7 @@ void slv_result_free(slv_result *r)
     dp_free(r);
 }
 
-int slv_solve_problem(const char *method, const slv_problem *p, const slv_params *params, slv_result **out,
+static int solve_once(const char *method, const slv_problem *p, const slv_params *params, slv_result **out,
                       dp_err *err)
 {
     if (!out)
@@ -492,4 +500,182 @@ int slv_solve_problem(const char *method, const slv_problem *p, const slv_params
            r->objective_s, r->lower_bound_s, slv_status_name(r->status));
     *out = r;
     return DP_OK;
+}
+
+/* ---- the participant search (aggregation per participant) ------------------ */
+
+/* p restricted to the devices with keep[i]: arrays into buf (n entries each). */
+typedef struct {
+    double *send, *bt, *comm;
+    int *batch;
+    int64_t *cap, *mn, *units;
+    const char **names;
+    size_t *idx;
+} sub_buf;
+
+static void sub_make(const slv_problem *p, const unsigned char *keep, sub_buf *b, slv_problem *q)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (!keep[i])
+            continue;
+        b->idx[k] = i;
+        b->send[k] = p->send_s[i];
+        b->bt[k] = p->batch_s[i];
+        b->comm[k] = p->comm_s ? p->comm_s[i] : 0.0;
+        b->batch[k] = p->batch[i];
+        b->cap[k] = p->cap ? p->cap[i] : -1;
+        b->mn[k] = p->min_share ? p->min_share[i] : 0;
+        b->units[k] = p->agg_units ? p->agg_units[i] : 1;
+        b->names[k] = p->names ? p->names[i] : NULL;
+        k++;
+    }
+    *q = *p;
+    q->n = k;
+    q->send_s = b->send;
+    q->batch_s = b->bt;
+    q->comm_s = b->comm;
+    q->batch = b->batch;
+    q->cap = b->cap;
+    q->min_share = b->mn;
+    q->agg_units = b->units;
+    q->names = p->names ? b->names : NULL;
+    q->agg_s = 0; /* the methods see the participants' exchange; F adds aggregation */
+}
+
+int slv_solve_problem(const char *method, const slv_problem *p, const slv_params *params, slv_result **out,
+                      dp_err *err)
+{
+    if (!p || p->agg_s == 0 || !p->allow_exclude) {
+        int rc = solve_once(method, p, params, out, err);
+        if (!rc && p && p->agg_s > 0) { /* every device participates: a constant */
+            (*out)->objective_s = slv_objective(p, (*out)->alloc);
+            double all = 0;
+            for (size_t i = 0; i < p->n; i++)
+                all += p->agg_units ? (double)p->agg_units[i] : 1.0;
+            double extra = (double)p->epochs * p->agg_s * all;
+            (*out)->lower_bound_s += extra;
+            (*out)->int_lower_bound_s += extra;
+            (*out)->relaxed_s += extra;
+        }
+        return rc;
+    }
+    if (!out)
+        return dp_err_set(err, DP_EINPUT, "solver: no output pointer");
+    *out = NULL;
+    int rc = slv_problem_check(p, err);
+    if (rc)
+        return rc;
+    size_t n = p->n;
+    sub_buf b = {dp_calloc(n, sizeof(double)),  dp_calloc(n, sizeof(double)),  dp_calloc(n, sizeof(double)),
+                 dp_calloc(n, sizeof(int)),     dp_calloc(n, sizeof(int64_t)), dp_calloc(n, sizeof(int64_t)),
+                 dp_calloc(n, sizeof(int64_t)), dp_calloc(n, sizeof(char *)),  dp_calloc(n, sizeof(size_t))};
+    unsigned char *keep = dp_malloc(n);
+    slv_result *best = NULL;
+    if (!b.send || !b.bt || !b.comm || !b.batch || !b.cap || !b.mn || !b.units || !b.names || !b.idx ||
+        !keep) {
+        rc = dp_err_set(err, DP_ENOMEM, "solver: out of memory for the participant search");
+        goto done;
+    }
+    memset(keep, 1, n);
+    double min_unit = HUGE_VAL;
+    for (size_t i = 0; i < n; i++)
+        min_unit = fmin(min_unit, p->agg_units ? (double)p->agg_units[i] : 1.0);
+    double bound = 0;
+    int worse = 0;
+    for (int step = 0; step <= 64 && worse < 2; step++) {
+        slv_problem q;
+        sub_make(p, keep, &b, &q);
+        slv_result *r = NULL;
+        dp_err e2 = {0};
+        int src = solve_once(method, &q, params, &r, step ? &e2 : err);
+        if (src) {
+            if (!step) {
+                rc = src;
+                goto done;
+            }
+            break; /* the rest cannot hold the data (caps): keep the best so far */
+        }
+        slv_result *full = dp_malloc(sizeof *full);
+        if (full) {
+            *full = *r;
+            full->n = n;
+            full->alloc = dp_calloc(n, sizeof(int64_t));
+            full->relaxed = dp_calloc(n, sizeof(double));
+        }
+        if (!full || !full->alloc || !full->relaxed) {
+            if (full) {
+                dp_free(full->alloc);
+                dp_free(full->relaxed);
+                dp_free(full);
+            }
+            slv_result_free(r);
+            rc = dp_err_set(err, DP_ENOMEM, "solver: out of memory for the participant search");
+            goto done;
+        }
+        for (size_t k = 0; k < q.n; k++) {
+            full->alloc[b.idx[k]] = r->alloc[k];
+            full->relaxed[b.idx[k]] = r->relaxed[k];
+        }
+        full->objective_s = slv_objective(p, full->alloc);
+        if (!step) /* over all devices: a bound for any set, plus one participant's aggregation */
+            bound = r->int_lower_bound_s + (double)p->epochs * p->agg_s * min_unit;
+        if (!best || full->objective_s < best->objective_s) {
+            slv_result_free(best);
+            best = full;
+            worse = 0;
+        } else {
+            slv_result_free(full);
+            worse++;
+        }
+        /* leave out the costliest participant that has no minimum share */
+        size_t drop = n, parts = 0;
+        double worst = -1;
+        for (size_t k = 0; k < q.n; k++) {
+            if (r->alloc[k] == 0) {
+                keep[b.idx[k]] = 0; /* the method left it out already */
+                continue;
+            }
+            parts++;
+            double c = q.send_s[k] + (double)p->epochs * q.batch_s[k] / q.batch[k];
+            if (q.min_share[k] == 0 && c > worst) {
+                worst = c;
+                drop = b.idx[k];
+            }
+        }
+        slv_result_free(r);
+        if (drop == n || parts < 2)
+            break;
+        keep[drop] = 0;
+    }
+    best->lower_bound_s = fmin(best->lower_bound_s + (double)p->epochs * p->agg_s * min_unit, bound);
+    best->int_lower_bound_s = fmin(bound, best->objective_s);
+    if (best->lower_bound_s > best->int_lower_bound_s)
+        best->lower_bound_s = best->int_lower_bound_s;
+    if (best->status == SLV_STATUS_OPTIMAL && best->objective_s > bound * (1 + 1e-12))
+        best->status = SLV_STATUS_NEAR_OPTIMAL;
+    double smax = 0, tmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        smax = fmax(smax, p->send_s[i] * (double)best->alloc[i]);
+        if (best->alloc[i] > 0)
+            tmax = fmax(tmax, (p->comm_s ? p->comm_s[i] : 0.0) +
+                                  p->batch_s[i] * (double)((best->alloc[i] + p->batch[i] - 1) / p->batch[i]));
+    }
+    best->send_s = smax;
+    best->epoch_s = tmax;
+    *out = best;
+    best = NULL;
+done:
+    slv_result_free(best);
+    dp_free(b.send);
+    dp_free(b.bt);
+    dp_free(b.comm);
+    dp_free(b.batch);
+    dp_free(b.cap);
+    dp_free(b.mn);
+    dp_free(b.units);
+    dp_free((void *)b.names);
+    dp_free(b.idx);
+    dp_free(keep);
+    return rc;
 }

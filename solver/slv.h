@@ -3,7 +3,8 @@
  * Problem: split D samples over N devices as integers x_i >= 0, sum x_i = D,
  * minimising the integer objective
  *
- *   F(x) = max_i a_i x_i + E * max_{i in P} (comm_i + t_i * ceil(x_i / bs_i)) + const_s
+ *   F(x) = max_i a_i x_i + E * max_{i in P} (comm_i + t_i * ceil(x_i / bs_i))
+ *          + E * agg_s * sum_{i in P} u_i + const_s
  *
  * where a_i = send_s[i] (seconds per sample sent), t_i = batch_s[i] (seconds per
  * batch of bs_i = batch[i] samples), comm_i = comm_s[i] (per-epoch model
@@ -45,6 +46,12 @@ typedef struct slv_problem {
     int64_t samples;          /* D >= 1, at most 2^53 (exact in a double) */
     double const_s;           /* constant added to the objective, finite, >= 0 */
     int allow_exclude;        /* 1: a device with x_i = 0 pays no comm_i; 0: the paper's model */
+    double agg_s;             /* per-epoch aggregation seconds per participating device (the
+                                 server averages participants one after another); finite, >= 0.
+                                 The methods (slv_set/slv_solve) take the participants as they
+                                 find them; slv_solve_problem also searches which to leave out */
+    const int64_t *agg_units; /* optional devices each entry stands for in that sum (a class of
+                                 m identical devices counts m); NULL = 1 each, entries >= 1 */
 } slv_problem;
 
 typedef struct slv_method slv_method;
@@ -138,7 +145,15 @@ void slv_free(slv_solver *s); /* NULL is a no-op */
 double slv_objective(const slv_problem *p, const int64_t *alloc);
 
 /* One call: method by name ("exact" | "alm"), solve, copy the result into *out
- * (caller frees with slv_result_free).  DP_EINPUT for an unknown method name. */
+ * (caller frees with slv_result_free).  DP_EINPUT for an unknown method name.
+ * With agg_s > 0 and allow_exclude, a participant costs E * agg_s * u_i
+ * beyond what the methods see, so the participant set is searched: solve
+ * over all devices, then repeatedly leave out the participant with the
+ * highest per-sample cost a_i + E t_i / bs_i (no minimum share) and solve
+ * again, keeping the best F; it stops after two leave-outs that do not
+ * improve F, or 64 in all.  This descent is not a proof: the result is
+ * OPTIMAL only when its F meets the bound (the all-device bound plus one
+ * participant's aggregation), else NEAR_OPTIMAL with that bound. */
 int slv_solve_problem(const char *method, const slv_problem *p, const slv_params *params, slv_result **out,
                       dp_err *err);
 void slv_result_free(slv_result *r); /* NULL is a no-op */

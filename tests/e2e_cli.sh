@@ -165,5 +165,24 @@ assert cadp["tflops"] > ddp["tflops"] and cadp["tflops"] > ds["tflops"]
 PY
 expect 2 "$BIN" reproduce table4
 
+# --- issue 11 item 5: a constant next to a trace is refused, naming both keys
+expect 2 "$BIN" check "$SRC/scenarios/geo-3sites.yaml" --set devices.laptop.link.down=1Mbps
+has "$T/err" "devices.laptop.link.down: given together with 'down_trace' ("
+has "$T/err" "geo-3sites.yaml:"
+sed -e "s|\\.\\./traces/|$SRC/traces/|g" \
+    -e 's|bandwidth: 1Gbps, latency: 40ms }|bandwidth: 1Gbps, latency: 40ms, trace: step.csv }|' \
+    "$SRC/scenarios/geo-3sites.yaml" >"$T/wan-both.yaml"
+cp "$SRC/traces/step-50-100Mbps.csv" "$T/step.csv"
+expect 2 "$BIN" check "$T/wan-both.yaml"
+has "$T/err" "wan-both.yaml:29:37: wan.eu-us.bandwidth: given together with 'trace' ($T/wan-both.yaml:29:66)"
+has "$T/err" "wan.eu-us.bandwidth: given together with 'trace' ("
+
+# --- issue 11: planned vs simulated, side by side
+expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -q --policy cadp
+has "$T/out" "cadp: planned Ttotal "
+has "$T/out" " s vs simulated "
+expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -q --policy ddp
+if grep -q "planned Ttotal" "$T/out"; then bad "ddp has no plan"; else ok; fi
+
 echo "e2e_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

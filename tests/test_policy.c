@@ -424,14 +424,13 @@ Test(policy, analytic_equals_flows_without_sharing)
 /* A link dead forever stalls the run: an error, not a hang or a crash. */
 Test(policy, permanent_outage_is_a_run_error)
 {
-    static const char *DEAD =
-        "name: dead\n"
-        "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
-        "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
-        "training: { epochs: 1 }\n"
-        "devices:\n"
-        "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-        "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n";
+    static const char *DEAD = "name: dead\n"
+                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+                              "training: { epochs: 1 }\n"
+                              "devices:\n"
+                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                              "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n";
     char dir[] = "/tmp/dpsim-test-XXXXXX";
     cr_assert(mkdtemp(dir));
     char csv[256], yaml[256];
@@ -446,7 +445,15 @@ Test(policy, permanent_outage_is_a_run_error)
     dp_err err = {0};
     scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
     cr_assert(s, "%s", err.msg);
+    /* the link's long-run capacity is 0: C-ADP's planner refuses it */
     res_run *r = policy_run(policy_find("cadp"), s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_EINPUT);
+    cr_expect(strstr(err.msg, "device a: its link to the server has zero mean bandwidth"), "%s", err.msg);
+    res_run_free(r);
+    /* a policy that does not plan meets the outage in the run */
+    err = (dp_err){0};
+    r = policy_run(policy_find("ddp"), s, 1, &err);
     cr_expect_null(r);
     cr_expect_eq(err.code, DP_ERUN);
     cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
@@ -468,7 +475,7 @@ Test(policy, ddp_stalled_in_a_collective_frees_it)
                               "training: { epochs: 1 }\n"
                               "devices:\n"
                               "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms, up_trace: dying.csv } }\n"
+                              "      link: { down: 8Mbps, latency: 1ms, up_trace: dying.csv } }\n"
                               "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
                               "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n";
     char dir[] = "/tmp/dpsim-test-XXXXXX";
@@ -777,7 +784,7 @@ Test(policy, cadp_plans_with_the_held_trace_value)
     const char *at = strstr(TWO, "  - { name: b");
     cr_assert(at && strstr(at, b_link));
     fwrite(TWO, 1, (size_t)(strstr(at, b_link) - TWO), f);
-    fputs("link: { up: 8Mbps, down: 8Mbps, latency: 10ms, down_trace: drop.csv } }", f);
+    fputs("link: { up: 8Mbps, latency: 10ms, down_trace: drop.csv } }", f);
     fputs(strstr(at, b_link) + strlen(b_link), f);
     fclose(f);
     dp_err err = {0};

@@ -506,7 +506,7 @@ Test(scenario, traces_in_scenarios)
     char txt[4096];
     snprintf(txt, sizeof txt, "%s",
              with("link: { up: 10Mbps, down: 10Mbps }",
-                  "link: { up: 10Mbps, down_trace: traces/step-50-100Mbps.csv, up_trace: { file: "
+                  "link: { down_trace: traces/step-50-100Mbps.csv, up_trace: { file: "
                   "traces/verizon-lte-down-1s.csv, mean: 20Mbps, loop: true } }"));
     dp_err e = {0};
     const char *src = getenv("DPSIM_SRC");
@@ -515,12 +515,28 @@ Test(scenario, traces_in_scenarios)
     const scn_link *l = &s->groups[1].link;
     cr_assert_not_null(l->down_trace);
     cr_assert_eq(l->down_trace->loop, 0);          /* CSV default */
-    cr_assert_float_eq(l->down_Bps, 6.25e6, 1e-6); /* absent: the trace's mean */
+    cr_assert_float_eq(l->down_Bps, 12.5e6, 1e-6); /* absent: the trace's long-run mean (held 100 Mbit/s) */
     cr_assert_float_eq(trace_value_at(l->down_trace, 12), 12.5e6, 1e-6);
     cr_assert_float_eq(trace_mean(l->up_trace), 2.5e6, 1e-3);
     cr_assert_eq(l->up_trace->loop, 1);
-    cr_assert_float_eq(l->up_Bps, 1.25e6, 1e-6);
+    cr_assert_float_eq(l->up_Bps, 2.5e6, 1e-3); /* absent: the rescaled trace's mean */
     scn_free(s);
+    /* issue 11 item 5: a constant next to the trace it would be ignored for
+     * is an error naming both keys and where they are */
+    snprintf(txt, sizeof txt, "%s",
+             with("link: { up: 10Mbps, down: 10Mbps }",
+                  "link: { up: 10Mbps, down: 1Mbps, down_trace: traces/step-50-100Mbps.csv }"));
+    s = scn_load_string("t.yaml", txt, strlen(txt), src ? src : "..", NULL, 0, &e);
+    cr_assert_null(s);
+    cr_expect(
+        strstr(e.msg, "t.yaml:19:31: devices.cpu.link.down: given together with 'down_trace' (t.yaml:19:50)"),
+        "%s", e.msg);
+    snprintf(txt, sizeof txt, "%s",
+             with("link: { up: 10Mbps, down: 10Mbps }",
+                  "link: { down: 10Mbps, up: 1Mbps, up_trace: traces/step-50-100Mbps.csv }"));
+    s = scn_load_string("t.yaml", txt, strlen(txt), src ? src : "..", NULL, 0, &e);
+    cr_assert_null(s);
+    cr_expect(strstr(e.msg, "devices.cpu.link.up: given together with 'up_trace'"), "%s", e.msg);
     /* Missing, malformed, a directory, bad options. */
     bad(with("down: 10Mbps }", "down: 10Mbps, down_trace: nope.csv }"),
         "t.yaml:19:51: devices.cpu.link.down_trace: trace file not found (got nope.csv)");
@@ -598,6 +614,7 @@ Test(scenario, overrides_edit_and_create)
         {"policies.ddp.bucket", "50MiB"},
         {"policies.cadp.solver", "alm"},
         {"devices.cpu.link.down_trace", trace_path},
+        {"devices.cpu.link.down", "~"}, /* a constant next to a trace is an error */
         {"devices.1.batch", "2"},
         {"devices.gpu.batch_table", "[[1, 0.01], [8, 0.05]]"},
         {"devices.gpu.batch_time", "~"},
@@ -674,7 +691,8 @@ Test(scenario, override_errors_name_the_override)
     scn_override j = {"polices.cadp.solver", "alm"};
     bad_ov(BASE, &j, 1, "override polices.cadp.solver=alm: polices: unknown key, did you mean 'policies'?");
     scn_override k = {"policies.cadp.solver", "almm"};
-    bad_ov(BASE, &k, 1, "policies.cadp.solver: expected one of exact, alm, did you mean 'alm'? (got almm)");
+    bad_ov(BASE, &k, 1,
+           "policies.cadp.solver: expected one of exact, alm, simulate, did you mean 'alm'? (got almm)");
     scn_override l = {"devices.gpu.count", "-1"};
     bad_ov(BASE, &l, 1, "override devices.gpu.count=-1: devices.gpu.count: must be >= 0 (got -1)");
     scn_override m = {"devices.7.count", "1"};

@@ -725,3 +725,42 @@ Test(solver, interrupt_flag_stops_a_solve, .init = live_start, .fini = live_chec
     }
     slv_set_interrupt(NULL);
 }
+
+/* Issue 11 item 2: the server averages only participants, so leaving a slow
+ * device out saves its aggregation.  Two GPUs (1 s per batch of 10) and a
+ * CPU (10 s per batch of 10), 0.01 s per sample sent, 1000 samples, 2
+ * epochs, 10 s of aggregation per participant per epoch.  By hand: the
+ * exchange-free optimum keeps the CPU at 40 samples (GPUs 480 = 48 batches):
+ * 4.8 + 2 x 48 + 2 x 3 x 10 = 160.8 s; without the CPU (500 each, 50 batches)
+ * 5 + 2 x 50 + 2 x 2 x 10 = 145 s.  Charging every device (the old constant)
+ * kept the CPU. */
+Test(solver, aggregation_counts_participants_only)
+{
+    for (int m = 0; m < 2; m++) {
+        prob q;
+        prob_init(&q, 3, 2, 1000);
+        for (int i = 0; i < 3; i++) {
+            q.b[i] = 10;
+            q.t[i] = i < 2 ? 1 : 10;
+        }
+        q.p.allow_exclude = 1;
+        q.p.agg_s = 10;
+        int64_t keep[3] = {480, 480, 40}, drop[3] = {500, 500, 0};
+        cr_expect_float_eq(slv_objective(&q.p, keep), 160.8, 1e-9);
+        cr_expect_float_eq(slv_objective(&q.p, drop), 145, 1e-9);
+        slv_result *r = NULL;
+        cr_assert_eq(slv_solve_problem(m ? "alm" : "exact", &q.p, NULL, &r, NULL), 0);
+        cr_expect_eq(r->alloc[2], 0, "%s kept the CPU (%lld samples)", m ? "alm" : "exact",
+                     (long long)r->alloc[2]);
+        cr_expect_float_eq(r->objective_s, 145, 1e-9, "%s: %g", m ? "alm" : "exact", r->objective_s);
+        cr_expect_leq(r->int_lower_bound_s, r->objective_s);
+        cr_expect_float_eq(r->epoch_s, 50, 1e-9);
+        slv_result_free(r);
+        /* the paper's model: every device participates, and pays */
+        q.p.allow_exclude = 0;
+        cr_assert_eq(slv_solve_problem(m ? "alm" : "exact", &q.p, NULL, &r, NULL), 0);
+        cr_expect_gt(r->alloc[2], 0);
+        cr_expect_float_eq(r->objective_s, slv_objective(&q.p, r->alloc), 1e-12);
+        slv_result_free(r);
+    }
+}

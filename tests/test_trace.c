@@ -458,8 +458,9 @@ Test(trace, property_saturating_flow_gets_the_integral)
 /* Means over a window, by hand: the step 1 B/s on [0, 10), 2 B/s after. */
 Test(trace, mean_over_a_window)
 {
-    trace *t = csv("0,8\n10,16\n", 0, 1);        /* held: 2 from t = 10 on */
-    cr_assert_float_eq(trace_mean(t), 1, 1e-12); /* the points alone: [0, 10] */
+    trace *t = csv("0,8\n10,16\n", 0, 1);               /* held: 2 from t = 10 on */
+    cr_assert_float_eq(trace_mean_listed(t), 1, 1e-12); /* the points alone: [0, 10] */
+    cr_assert_float_eq(trace_mean(t), 2, 1e-12);        /* long run: the held last value */
     cr_assert_float_eq(trace_mean_over(t, 0, 10), 1, 1e-12);
     cr_assert_float_eq(trace_mean_over(t, 0, 20), 1.5, 1e-12);
     cr_assert_float_eq(trace_mean_over(t, 0, 110), 210.0 / 110, 1e-12);
@@ -477,5 +478,73 @@ Test(trace, mean_over_a_window)
     trace_free(t);
     t = trace_constant(7);
     cr_assert_float_eq(trace_mean_over(t, 2, 9), 7, 1e-12);
+    trace_free(t);
+}
+
+typedef struct {
+    sim_engine *e;
+    double t;
+} done_at;
+static void on_done_at(void *ctx, uint64_t id)
+{
+    (void)id;
+    done_at *d = ctx;
+    d->t = sim_now(d->e);
+}
+
+/* Issue 11 item 1: 10 Mbit/s for one second, then 1 Gbit/s for ever.  Its
+ * mean is the long-run one, 1 Gbit/s (it was "10 Mbps", the listed part
+ * alone); `mean: 100Mbps` scales it by 0.1, so 50 MB take 1 s at 1 Mbit/s
+ * (125 kB) and then 49.875 MB at 100 Mbit/s: 4.99 s by hand (it was 1.03 s:
+ * a 10x scale gave 10 Gbit/s for ever). */
+Test(trace, non_looping_mean_is_the_long_run_one)
+{
+    const char *txt = "0,10000000\n1,1000000000\n";
+    trace_opts o = {TRACE_FMT_CSV, 0, 0, 0, 1};
+    dp_err e = {0};
+    trace *t = trace_read_buffer("a.csv", txt, strlen(txt), &o, &e);
+    cr_assert_not_null(t, "%s", e.msg);
+    cr_expect_float_eq(trace_mean(t) * 8, 1e9, 1e-3);
+    cr_expect_float_eq(trace_mean_listed(t) * 8, 1e7, 1e-6);
+    cr_expect_float_eq(trace_mean_over(t, 0, INFINITY), trace_mean(t), 1e-9);
+    trace_free(t);
+    o.scale_to_mean = 100e6 / 8;
+    t = trace_read_buffer("a.csv", txt, strlen(txt), &o, &e);
+    cr_assert_not_null(t, "%s", e.msg);
+    cr_expect_float_eq(trace_value_at(t, 0.5) * 8, 1e6, 1e-6);
+    cr_expect_float_eq(trace_value_at(t, 2) * 8, 100e6, 1e-3);
+    /* 50 MB through a link that follows it alone: the trace's integral */
+    sim_engine *eng = sim_engine_new(&e);
+    net *nw = net_new(eng, &e);
+    cr_assert(eng && nw);
+    int l = net_link_add(nw, 0, t, "l");
+    cr_assert_geq(l, 0);
+    int path[1] = {l};
+    done_at d = {eng, -1};
+    cr_assert(net_flow_start(nw, path, 1, 50e6, 0, INFINITY, on_done_at, &d));
+    sim_run(eng, 100);
+    cr_expect_float_eq(d.t, 4.99, 1e-9, "50 MB done at %.6f s", d.t);
+    net_free(nw);
+    sim_engine_free(eng);
+    trace_free(t);
+}
+
+/* Issue 11: what a looping mahimahi period carries.  5 packets at 0, 0.5,
+ * 1, 1.5 and 2.5 s, 1 s bins: the period rounds 2.5 s to 3 bins, each bin
+ * holds 2.5/3 s of the file (2, 2 and 1 packets), rates 3600, 3600 and
+ * 1800 B/s.  The mean is the file's rate, 7500 B / 2.5 s = 3000 B/s; one
+ * 3 s period carries 9000 B, not the file's 7500 B. */
+Test(trace, mahimahi_period_carries_the_rate)
+{
+    const char *txt = "0\n500\n1000\n1500\n2500\n";
+    trace_opts o = {TRACE_FMT_MAHIMAHI, 1.0, 0, 1, 0};
+    dp_err e = {0};
+    trace *t = trace_read_buffer("m.down", txt, strlen(txt), &o, &e);
+    cr_assert_not_null(t, "%s", e.msg);
+    cr_expect_float_eq(t->period_s, 3, 1e-12);
+    cr_expect_float_eq(trace_value_at(t, 0.5), 3600, 1e-9);
+    cr_expect_float_eq(trace_value_at(t, 2.5), 1800, 1e-9);
+    cr_expect_float_eq(trace_mean(t), 3000, 1e-9);
+    cr_expect_float_eq(trace_mean_over(t, 0, 3) * 3, 9000, 1e-6);
     trace_free(t);
 }

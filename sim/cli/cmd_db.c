@@ -148,6 +148,8 @@ int cmd_show(int argc, char **argv)
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
             printf("\n");
+            if (report_plan(stdout, r))
+                printf("\n");
             report_devices(stdout, r);
             report_stats(stdout, r);
         }

@@ -163,8 +163,12 @@ int cmd_solve(int argc, char **argv)
                    b, in.send_s[d] * (double)r->alloc[d], in.batch_s[d] * (double)b,
                    r->alloc[d] ? in.comm_s[d] : 0.0);
         }
-        printf("\n  objective     %12.3f s  (send %.3f + %d x epoch %.3f + aggregation %.3f)\n",
-               r->objective_s, r->send_s, s->training.epochs, r->epoch_s, p.const_s);
+        size_t parts = 0;
+        for (size_t d = 0; d < r->n; d++)
+            parts += r->alloc[d] > 0 || !p.allow_exclude;
+        printf("\n  objective     %12.3f s  (the planned Ttotal: send %.3f + %d x (epoch %.3f + aggregation "
+               "%zu x %.3f))\n",
+               r->objective_s, r->send_s, s->training.epochs, r->epoch_s, parts, p.agg_s);
         printf("  lower bound   %12.3f s  (relaxed optimum)\n", r->lower_bound_s);
         printf("  gap           %12.3f s  (%.4f%%)\n", gap,
                r->lower_bound_s > 0 ? 100 * gap / r->lower_bound_s : 0);

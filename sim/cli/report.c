@@ -4,6 +4,7 @@
 #include "dpsim_config.h"
 
 #include <math.h>
+#include <string.h>
 
 void report_table_header(FILE *out)
 {
@@ -148,6 +149,21 @@ void report_json_run(json_buf *j, const res_run *r, const char *const *overrides
         json_arr_end(j);
     }
     json_obj_end(j);
+}
+
+int report_plan(FILE *out, const res_run *r)
+{
+    for (size_t k = 0; k < r->n_stats; k++) {
+        const res_stat *x = &r->stats[k];
+        if (x->scope != RES_SCOPE_RUN || strcmp(x->name, "plan.objective_s") != 0)
+            continue;
+        double d = r->ttotal_s - x->value;
+        if (out)
+            fprintf(out, "%s: planned Ttotal %.2f s vs simulated %.2f s (%+.2f s, %+.1f%%)\n", r->policy,
+                    x->value, r->ttotal_s, d, x->value > 0 ? 100 * d / x->value : 0.0);
+        return 1;
+    }
+    return 0;
 }
 
 void report_stats(FILE *out, const res_run *r)

@@ -266,6 +266,14 @@ size_t net_link_count(const net *n)
 {
     return n->n_links;
 }
+int net_link_has_trace(const net *n, int l)
+{
+    return n->links[l].tr != NULL;
+}
+int net_link_active(const net *n, int l)
+{
+    return n->links[l].n_active;
+}
 double net_link_bytes(const net *n, int l)
 {
     return n->links[l].bytes;

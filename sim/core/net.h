@@ -54,6 +54,10 @@ int net_link_set_down(net *n, int link, int down);
 double net_link_peak_util(const net *n, int link);
 const char *net_link_name(const net *n, int link);
 size_t net_link_count(const net *n);
+/* 1 if the link's capacity follows a trace. */
+int net_link_has_trace(const net *n, int link);
+/* Flows on the link now, past their latency phase. */
+int net_link_active(const net *n, int link);
 /* Bytes delivered by finished flows that crossed the link, and by cut
  * flows up to their cut. */
 double net_link_bytes(const net *n, int link);

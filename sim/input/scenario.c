@@ -838,6 +838,23 @@ static int conv_server_network(cv *c, const yt_node *root)
     return 0;
 }
 
+/* A constant capacity next to a trace of the same link would be ignored
+ * (the trace sets the capacity at every instant), so it is an error naming
+ * both keys rather than a silent no-op (issue 11 item 5). */
+static int both_keys(cv *c, const yt_node *m, const char *path, const char *key, const char *tkey)
+{
+    const yt_node *k = yt_get(m, key), *t = yt_get(m, tkey);
+    if (yt_is_null(k) || yt_is_null(t))
+        return 0;
+    char kp[300], wt[400];
+    join(kp, sizeof kp, path, key);
+    where(c, t, wt, sizeof wt);
+    return fail(c, k, kp,
+                "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
+                "remove '%s', or rescale the trace with { file: ..., mean: ... }",
+                tkey, wt, key, key);
+}
+
 static int conv_wan(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"between", "bandwidth", "latency", "trace", "outages", NULL};
@@ -887,6 +904,8 @@ static int conv_wan(cv *c, const yt_node *root)
         }
         if ((r = get_trace(c, it, kp, "trace", 1, &w->trace)) < 0)
             return r;
+        if ((r = both_keys(c, it, kp, "bandwidth", "trace")) < 0)
+            return r;
         if ((r = get_pos(c, it, kp, "bandwidth", SCN_UNIT_BANDWIDTH, w->trace == NULL,
                          w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
             return r;
@@ -911,6 +930,9 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         return r;
     if ((r = get_trace(c, l, kp, "down_trace", 1, &L->down_trace)) < 0)
         return r;
+    if ((r = both_keys(c, l, kp, "up", "up_trace")) < 0 ||
+        (r = both_keys(c, l, kp, "down", "down_trace")) < 0)
+        return r;
     /* With a trace the constant is optional: it defaults to the trace's mean. */
     if ((r = get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
                      L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
@@ -920,8 +942,10 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         return r;
     if ((r = get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
         return r;
-    if (!(L->up_Bps > 0) || !(L->down_Bps > 0))
-        return fail(c, l, kp, "link capacity must be > 0 (a trace with mean 0 needs an explicit up/down)");
+    /* a traced direction may end at 0 for good (a link that dies): its
+     * capacity is the trace's at every instant, the constant only a summary */
+    if ((!L->up_trace && !(L->up_Bps > 0)) || (!L->down_trace && !(L->down_Bps > 0)))
+        return fail(c, l, kp, "link capacity must be > 0");
     if ((r = get_outages(c, l, kp, &L->outages)) < 0)
         return r;
     return 0;

@@ -31,9 +31,16 @@ static const char *trace_desc(const trace *t, char *buf, size_t len)
 {
     if (!t)
         return "";
-    char m[48];
+    char m[48], l[48];
     q(trace_mean(t), SCN_UNIT_BANDWIDTH, m, sizeof m);
-    snprintf(buf, len, " [trace: %zu points, mean %s%s]", t->n, m, t->loop ? ", looping" : "");
+    if (t->loop || t->n < 2) {
+        snprintf(buf, len, " [trace: %zu points, mean %s%s]", t->n, m, t->loop ? ", looping" : "");
+        return buf;
+    }
+    /* not looping: the listed part, then the last value for ever */
+    q(trace_mean_listed(t), SCN_UNIT_BANDWIDTH, l, sizeof l);
+    snprintf(buf, len, " [trace: %zu points, %s over [0, %.6g s], then %s for ever: mean %s]", t->n, l,
+             t->t_s[t->n - 1], m, m);
     return buf;
 }
 

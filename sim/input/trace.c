@@ -598,7 +598,7 @@ double trace_next_change(const trace *t, double x, double *value_out)
     return cand;
 }
 
-double trace_mean(const trace *t)
+double trace_mean_listed(const trace *t)
 {
     if (!t || t->n == 0)
         return 0;
@@ -613,6 +613,17 @@ double trace_mean(const trace *t)
         sum += t->value[k] * (next - t->t_s[k]);
     }
     return sum / end;
+}
+
+double trace_mean(const trace *t)
+{
+    if (!t || t->n == 0)
+        return 0;
+    /* The long-run mean, what a run long enough sees: one period's when the
+     * trace repeats; without repeats the last value holds for ever, so it
+     * outweighs any finite prefix (issue 11: averaging only the listed part
+     * called 10 Mbit/s then 1 Gbit/s for ever "10 Mbps"). */
+    return looping(t) ? trace_mean_listed(t) : t->value[t->n - 1];
 }
 
 /* Integral of the trace over [0, x] within its points (0 <= x; for a

@@ -74,15 +74,22 @@ double trace_value_at(const trace *t, double t_s);
 /* The first breakpoint strictly after t_s, or INFINITY if the value never
  * changes again.  Sets *value_out to the value from that breakpoint on. */
 double trace_next_change(const trace *t, double t_s, double *value_out);
-/* Time-weighted mean over one period (or over [0, t_s[n-1]] without loop;
- * the value itself when n == 1). */
+/* The long-run mean: over one period for a looping trace; for a
+ * non-looping one its last value, which holds for ever (a run long enough
+ * sees nothing else).  This is the mean `mean:` rescales to, the default
+ * of a traced link's up/down/bandwidth, and what `dpsim check` calls the
+ * mean (it also prints trace_mean_listed).  Planners use trace_mean_over
+ * over the window they plan for. */
 double trace_mean(const trace *t);
+/* Time-weighted mean of the listed part: over one period when the trace
+ * has one, else over [0, t_s[n-1]] (the last value left out); the value
+ * itself when n == 1. */
+double trace_mean_listed(const trace *t);
 /* Time-weighted mean over [t0_s, t1_s], with the last value held (or the
  * trace repeated) past its end, as the simulation sees it; the value at t0_s
  * when t1_s <= t0_s; for an infinite t1_s the long-run mean (one period's,
- * or the last value).  A non-looping trace's
- * trace_mean leaves out its last value, which holds for the rest of a run:
- * planners use this over the window they plan for. */
+ * or the last value, = trace_mean).  Planners use this over the window
+ * they plan for. */
 double trace_mean_over(const trace *t, double t0_s, double t1_s);
 
 #endif

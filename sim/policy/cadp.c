@@ -22,6 +22,7 @@
  * receives the model (and its data, unless the data persist).
  */
 #include "cadp.h"
+#include "policy.h"
 #include "runtime.h"
 #include "slv.h"
 #include "world.h"
@@ -208,7 +209,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
         in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
     }
-    in->agg_s = isfinite(s->server.aggregate_Bps) ? (double)n * M / s->server.aggregate_Bps : 0;
+    in->agg_s = isfinite(s->server.aggregate_Bps) ? M / s->server.aggregate_Bps : 0;
 done:
     dp_free(gp);
     dp_free(rate);
@@ -234,7 +235,7 @@ void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *
         .names = in->names,
         .epochs = s->training.epochs,
         .samples = s->dataset.samples,
-        .const_s = s->training.epochs * in->agg_s,
+        .agg_s = in->agg_s,
         .allow_exclude = o->exclude_slow,
     };
 }
@@ -264,9 +265,10 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
     int *batch = dp_calloc(K, sizeof *batch);
     const char **names = dp_calloc(K, sizeof *names);
     size_t *first = dp_calloc(K, sizeof *first), *count = dp_calloc(K, sizeof *count);
+    int64_t *units = dp_calloc(K, sizeof *units);
     slv_result *cr = NULL, *r = NULL;
     int rc = 0;
-    if (!send || !bt || !comm || !batch || !names || !first || !count) {
+    if (!send || !bt || !comm || !batch || !names || !first || !count || !units) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory");
         goto done;
     }
@@ -277,6 +279,7 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
             continue;
         first[k] = d;
         count[k] = m;
+        units[k] = (int64_t)m; /* the server averages each of the class's devices */
         send[k] = full->send_s[d] / (double)m;
         batch[k] = (int)((size_t)full->batch[d] * m); /* the caller checked it fits */
         bt[k] = full->batch_s[d];
@@ -292,6 +295,7 @@ static int solve_classes(const scn_scenario *s, const slv_problem *full, const c
     cp.batch_s = bt;
     cp.comm_s = comm;
     cp.names = names;
+    cp.agg_units = units;
     if ((rc = slv_solve_problem(method, &cp, prm, &cr, err)))
         goto done;
     r = dp_malloc(sizeof *r);
@@ -331,6 +335,7 @@ done:
     dp_free((void *)names);
     dp_free(first);
     dp_free(count);
+    dp_free(units);
     *out = r;
     return rc;
 }
@@ -808,27 +813,180 @@ static void on_ready(prt *rt, void *ctx)
     start_epoch_on(rt, ctx);
 }
 
+/* solver: simulate.  While a refinement simulates an allocation, C-ADP runs
+ * with it instead of planning (per thread: sweeps run in parallel). */
+static _Thread_local const int64_t *forced_alloc;
+extern const policy_def policy_cadp;
+
+static int simulate_alloc(const scn_scenario *s, uint64_t seed, const int64_t *alloc, res_run **out,
+                          dp_err *err)
+{
+    const int64_t *prev = forced_alloc;
+    forced_alloc = alloc;
+    *out = policy_run(&policy_cadp, s, seed, err);
+    forced_alloc = prev;
+    return *out ? 0 : (err && err->code ? err->code : DP_ERUN);
+}
+
+/* y = x moved a fraction lam of the way to the allocation that would
+ * equalise the participants' busy time (Ttotal - wait) if it grew linearly
+ * with samples; whole samples, sum D kept (largest remainders). */
+static void rebalance(const res_run *r, const int64_t *x, size_t n, int64_t D, double lam, int64_t *y,
+                      double *frac)
+{
+    double rate_sum = 0;
+    for (size_t d = 0; d < n; d++) {
+        double busy = r->ttotal_s - r->devices[d].wait_s;
+        frac[d] = x[d] > 0 && busy > 0 ? (double)x[d] / busy : 0;
+        rate_sum += frac[d];
+    }
+    int64_t sum = 0;
+    for (size_t d = 0; d < n; d++) {
+        double t = rate_sum > 0 ? (double)D * frac[d] / rate_sum : (double)x[d];
+        double v = (1 - lam) * (double)x[d] + lam * t;
+        y[d] = (int64_t)floor(v);
+        frac[d] = v - (double)y[d];
+        sum += y[d];
+    }
+    while (sum < D) { /* the largest remainders, lowest index first on ties */
+        size_t b = 0;
+        for (size_t d = 1; d < n; d++)
+            if (frac[d] > frac[b])
+                b = d;
+        y[b]++;
+        frac[b] = -1;
+        sum++;
+    }
+}
+
+/* Refine x (n entries, sum D) with the simulator as the objective
+ * (CADP_SIM_BUDGET simulations at most, deterministic: the run's seed).
+ * Moves: towards equal busy time (rebalance, lam = 1, 1/2, 1/4 ... while
+ * it does not help), and when that is spent, `step` samples from the
+ * participant that waited least (the critical one) to the one that waited
+ * most (halved after a move that does not help).  A move is kept only when
+ * it lowers the simulated Ttotal.  *best_s gets the best simulated Ttotal,
+ * *sims the simulations run. */
+static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x, size_t n, double *best_s,
+                                int *sims, dp_err *err)
+{
+    int64_t *y = dp_malloc(n * sizeof *y);
+    double *frac = dp_malloc(n * sizeof *frac);
+    if (!y || !frac) {
+        dp_free(y);
+        dp_free(frac);
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    }
+    res_run *r = NULL;
+    int rc = simulate_alloc(s, seed, x, &r, err);
+    *sims = 1;
+    if (rc) {
+        dp_free(y);
+        dp_free(frac);
+        return rc;
+    }
+    double best = r->ttotal_s, lam = 1;
+    size_t parts = 0;
+    for (size_t d = 0; d < n; d++)
+        parts += x[d] > 0;
+    int64_t D = s->dataset.samples, step = D / (int64_t)(8 * (parts ? parts : 1));
+    if (step < 1)
+        step = 1;
+    while (step >= 1 && *sims < CADP_SIM_BUDGET) {
+        int pairwise = lam < 1.0 / 16;
+        if (pairwise) {
+            size_t crit = n, slack = n;
+            for (size_t d = 0; d < n; d++) {
+                if (x[d] == 0)
+                    continue;
+                if (crit == n || r->devices[d].wait_s < r->devices[crit].wait_s)
+                    crit = d;
+                if (slack == n || r->devices[d].wait_s > r->devices[slack].wait_s)
+                    slack = d;
+            }
+            if (crit == n || crit == slack)
+                break;
+            int64_t m = step < x[crit] ? step : x[crit];
+            memcpy(y, x, n * sizeof *y);
+            y[crit] -= m;
+            y[slack] += m;
+        } else {
+            rebalance(r, x, n, D, lam, y, frac);
+            if (!memcmp(x, y, n * sizeof *y)) {
+                lam /= 2;
+                continue;
+            }
+        }
+        res_run *t = NULL;
+        if ((rc = simulate_alloc(s, seed, y, &t, err)))
+            break;
+        ++*sims;
+        if (t->ttotal_s < best) {
+            best = t->ttotal_s;
+            memcpy(x, y, n * sizeof *x);
+            res_run_free(r);
+            r = t;
+        } else {
+            res_run_free(t);
+            if (pairwise)
+                step /= 2;
+            else
+                lam /= 2;
+        }
+    }
+    res_run_free(r);
+    dp_free(y);
+    dp_free(frac);
+    *best_s = best;
+    return rc;
+}
+
 static int cadp_start(prt *rt, const void *opts)
 {
     const cadp_opts *o = opts;
     const scn_scenario *s = prt_scn(rt);
-    cadp_inputs in;
-    slv_params prm;
-    slv_params_default(&prm);
-    prm.rounding = cadp_slv_rounding(o);
-    slv_result *res = NULL;
-    int solves = 0;
-    int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, &solves, prt_err(rt));
-    if (rc)
-        return rc;
-    cadp_inputs_free(&in);
-    /* what the planner expects, to hold against what the run gives */
-    if (prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, res->objective_s) ||
-        prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, res->send_s) ||
-        prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, res->epoch_s) ||
-        prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, solves)) {
+    int64_t *alloc = dp_calloc(prt_n(rt), sizeof *alloc);
+    if (!alloc)
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    if (forced_alloc) {
+        memcpy(alloc, forced_alloc, prt_n(rt) * sizeof *alloc);
+    } else {
+        cadp_inputs in;
+        slv_params prm;
+        slv_params_default(&prm);
+        prm.rounding = cadp_slv_rounding(o);
+        slv_result *res = NULL;
+        int solves = 0;
+        int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, &solves, prt_err(rt));
+        if (rc) {
+            dp_free(alloc);
+            return rc;
+        }
+        cadp_inputs_free(&in);
+        memcpy(alloc, res->alloc, prt_n(rt) * sizeof *alloc);
+        /* what the planner expects, to hold against what the run gives */
+        rc = prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, res->objective_s) ||
+             prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, res->send_s) ||
+             prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, res->epoch_s) ||
+             prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, solves);
         slv_result_free(res);
-        return DP_ENOMEM;
+        if (rc) {
+            dp_free(alloc);
+            return DP_ENOMEM;
+        }
+        if (o->solver == CADP_SOLVER_SIMULATE) {
+            double best = 0;
+            int sims = 0;
+            if ((rc = refine_by_simulation(s, prt_seed(rt), alloc, prt_n(rt), &best, &sims, prt_err(rt)))) {
+                dp_free(alloc);
+                return rc;
+            }
+            if (prt_stat(rt, "plan.simulations", RES_SCOPE_RUN, 0, 0, sims) ||
+                prt_stat(rt, "plan.simulated_s", RES_SCOPE_RUN, 0, 0, best)) {
+                dp_free(alloc);
+                return DP_ENOMEM;
+            }
+        }
     }
     cadp_state *st = dp_calloc(1, sizeof *st);
     double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
@@ -838,7 +996,7 @@ static int cadp_start(prt *rt, const void *opts)
         st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
     prt_set_state(rt, st);
     if (!st || !st->dev || !bytes || !skip || !ctx) {
-        slv_result_free(res);
+        dp_free(alloc);
         dp_free(bytes);
         dp_free(skip);
         dp_free(ctx);
@@ -846,7 +1004,7 @@ static int cadp_start(prt *rt, const void *opts)
     }
     st->fail_on = scn_has_failures(s);
     if (st->fail_on && !(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc))) {
-        slv_result_free(res);
+        dp_free(alloc);
         dp_free(bytes);
         dp_free(skip);
         dp_free(ctx);
@@ -854,21 +1012,21 @@ static int cadp_start(prt *rt, const void *opts)
     }
     for (size_t d = 0; d < prt_n(rt); d++) {
         if (st->alloc)
-            st->alloc[d] = res->alloc[d];
-        prt_share(rt)[d] = res->alloc[d];
+            st->alloc[d] = alloc[d];
+        prt_share(rt)[d] = alloc[d];
         st->dev[d] = (cadp_dev){.rt = rt, .d = d};
-        if (st->fail_on && res->alloc[d] > 0) { /* a participant from the start */
+        if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
             st->dev[d].pend = 1;
-            prt_left(rt)[d] = res->alloc[d];
+            prt_left(rt)[d] = alloc[d];
         }
         ctx[d] = &st->dev[d];
-        skip[d] = res->alloc[d] == 0;
-        bytes[d] = (double)res->alloc[d] * s->dataset.sample_bytes;
+        skip[d] = alloc[d] == 0;
+        bytes[d] = (double)alloc[d] * s->dataset.sample_bytes;
         st->parts += !skip[d];
     }
-    slv_result_free(res);
-    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
+    dp_free(alloc);
+    int rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
     dp_free(bytes);
     dp_free(skip);
     dp_free(ctx);
@@ -894,7 +1052,7 @@ static void cadp_free(prt *rt, const void *opts)
 
 const char *cadp_method(const cadp_opts *o)
 {
-    return o->solver == CADP_SOLVER_ALM ? "alm" : "exact";
+    return o->solver == CADP_SOLVER_ALM ? "alm" : "exact"; /* simulate starts from exact */
 }
 
 int cadp_slv_rounding(const cadp_opts *o)
@@ -902,12 +1060,14 @@ int cadp_slv_rounding(const cadp_opts *o)
     return o->rounding == CADP_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
 }
 
-static const char *const solver_names[] = {"exact", "alm", NULL};
+static const char *const solver_names[] = {"exact", "alm", "simulate", NULL};
 static const char *const rounding_names[] = {"batch", "largest_remainder", NULL};
 
 static const popt cadp_table[] = {
     {"solver", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(cadp_opts, solver), CADP_SOLVER_EXACT, 0, 0,
-     solver_names, "exact: the optimal integer allocation; alm: the paper's augmented Lagrangian"},
+     solver_names,
+     "exact: the optimal integer allocation; alm: the paper's augmented Lagrangian; simulate: exact, "
+     "then refined with the simulator as the objective"},
     {"rounding", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(cadp_opts, rounding), CADP_ROUND_BATCH, 0, 0,
      rounding_names, "how the relaxed allocation becomes whole samples"},
     {"exclude_slow", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, exclude_slow), 1, 0, 0, NULL,

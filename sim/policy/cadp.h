@@ -6,7 +6,10 @@
 
 #include "scenario.h"
 
-typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1 } cadp_solver;
+typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1, CADP_SOLVER_SIMULATE = 2 } cadp_solver;
+/* solver: simulate runs at most this many simulations to refine exact's
+ * allocation (cadp.c refine_by_simulation). */
+#define CADP_SIM_BUDGET 24
 typedef enum { CADP_ROUND_BATCH = 0, CADP_ROUND_LARGEST_REMAINDER = 1 } cadp_rounding;
 
 /* policies.cadp (the option table is in cadp.c). */
@@ -20,8 +23,8 @@ typedef struct cadp_opts {
 /* Per-device solver inputs (docs/MODEL.md section 5): a_i = sample_bytes over
  * the rate the device gets from the server, c_i via t_i(bs_i) over the mean
  * speed factor of a speed trace, comm_i = M / down + M / up + both
- * latencies (the per-epoch model exchange), and the per-epoch aggregation as
- * a constant.  Rates follow the world's routes (world_wan_route) and the
+ * latencies (the per-epoch model exchange), and the per-epoch aggregation
+ * per participant (slv_problem.agg_s).  Rates follow the world's routes (world_wan_route) and the
  * TCP window cap; each device's as if it sent alone (cadp.c).  Arrays are
  * dp_malloc'd; free with cadp_inputs_free.  DP_EINPUT names the device with
  * a zero bandwidth. */
@@ -30,7 +33,8 @@ typedef struct cadp_inputs {
     double *send_s, *batch_s, *comm_s;
     int *batch;
     const char **names; /* borrowed from the scenario */
-    double agg_s;       /* per-epoch aggregation time, all devices */
+    double agg_s;       /* per-epoch aggregation time per participant (M / aggregate rate):
+                           the server averages only the devices given data */
 } cadp_inputs;
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
 /* The same with each varying link at its mean over a window (trace.h

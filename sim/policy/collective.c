@@ -16,6 +16,7 @@
 #include "runtime_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct coll {
@@ -230,6 +231,38 @@ static double analytic_s(const coll *c, int account)
     return c->rounds * worst;
 }
 
+/* The analytic mode sees neither other traffic nor capacity changes during
+ * a collective: when a ring link carries other flows now or follows a
+ * trace, the run gets the statistic analytic.approximate = 1 and one
+ * warning on stderr (scenarios/README.md). */
+static void note_approximate(const coll *c)
+{
+    prt *rt = c->rt;
+    if (rt->analytic_approx)
+        return;
+    net *n = world_net(rt->w);
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++) {
+            int tr = net_link_has_trace(n, links[j]);
+            if (!tr && !net_link_active(n, links[j]))
+                continue;
+            rt->analytic_approx = 1;
+            if (res_add_stat(rt->r, "analytic.approximate", RES_SCOPE_RUN, 0, 0, 1))
+                prt_fail(rt, DP_ENOMEM, "out of memory");
+            fprintf(stderr,
+                    "dpsim: warning: %s: analytic collective over link %s, which %s: its time is approximate "
+                    "(collective: flows is exact)\n",
+                    rt->r->policy, net_link_name(n, links[j]),
+                    tr ? "follows a trace" : "carries other traffic");
+            return;
+        }
+    }
+}
+
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
     coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL};
@@ -248,6 +281,7 @@ static int start(prt *rt, coll *c, prt_coll_mode mode)
     if (mode == PRT_COLL_ANALYTIC) {
         if (c->broken)
             return 0; /* blocked on a member that is down (finish never runs) */
+        note_approximate(c);
         double t = analytic_s(c, 1);
         if (!isfinite(t) || t < 0) {
             coll_end_acts(rt, c);

@@ -49,6 +49,10 @@ double prt_now(const prt *rt)
 {
     return sim_now(rt->e);
 }
+uint64_t prt_seed(const prt *rt)
+{
+    return rt->r->seed;
+}
 dp_err *prt_err(const prt *rt)
 {
     return rt->err;

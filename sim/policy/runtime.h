@@ -92,6 +92,7 @@ const scn_scenario *prt_scn(const prt *rt); /* borrowed for the run */
 world *prt_world(const prt *rt);
 sim_engine *prt_engine(const prt *rt);
 double prt_now(const prt *rt);
+uint64_t prt_seed(const prt *rt); /* the run's seed (a planner that simulates reuses it) */
 dp_err *prt_err(const prt *rt);
 int prt_failed(const prt *rt);
 /* Samples per epoch (share) and samples left in the current epoch (left),

@@ -39,12 +39,13 @@ struct prt {
     int *coll_dev;         /* per device: collectives in flight it is a member of */
     unsigned *coll_link_n; /* per network link: ring flows on it (analytic collectives; 0 between) */
     size_t coll_link_cap;  /* entries of coll_link_n */
+    int analytic_approx;   /* an analytic collective met a traced or busy link (warned once) */
     double *part_done;     /* per device: fraction of a batch done in pieces */
     void *policy_state;
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */
     const void *popts;
-    uint64_t gen; /* prt_abort bumps it: older prt_at events are dropped */
+    uint64_t gen;       /* prt_abort bumps it: older prt_at events are dropped */
     struct coll *colls; /* collectives in flight (collective.c's list), freed by prt_free */
     int restarts;
     double lost_s, resent_bytes, blocked_s;
