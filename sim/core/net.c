@@ -92,6 +92,7 @@ struct net {
     uint64_t reshare_ev, done_ev;
     int full; /* the pending reshare must recompute the shares */
     uint64_t reshares, fills;
+    uint64_t cap_changes; /* capacity changes so far (net_cap_changes) */
     unsigned stamp;
     /* reshare scratch, kept between calls */
     int *touched;
@@ -185,6 +186,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     double t = sim_now(e), v;
     l->nominal = trace_value_at(l->tr, t);
     l->cap = l->down ? 0 : l->nominal;
+    n->cap_changes++;
     if (l->n_active > 0)
         mark_dirty(n);
     else
@@ -205,6 +207,7 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
     link *l = &n->links[n->n_links];
     memset(l, 0, sizeof *l);
     l->cap = l->nominal = cap_Bps;
+    n->cap_changes++;
     int idx = (int)n->n_links++;
     if (name && !(l->name = dp_strdup(name)))
         return DP_ENOMEM;
@@ -230,6 +233,7 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
         return DP_EINPUT;
     n->links[link_i].nominal = cap_Bps;
     n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
+    n->cap_changes++;
     if (n->links[link_i].n_active > 0)
         mark_dirty(n);
     else
@@ -244,6 +248,7 @@ int net_link_set_down(net *n, int link_i, int down)
     link *l = &n->links[link_i];
     l->down = down != 0;
     l->cap = l->down ? 0 : l->nominal;
+    n->cap_changes++;
     mark_dirty(n);
     return 0;
 }
@@ -504,6 +509,11 @@ size_t net_flows_pending(const net *n)
 {
     return n->n_pending;
 }
+uint64_t net_cap_changes(const net *n)
+{
+    return n->cap_changes;
+}
+
 uint64_t net_reshares(const net *n)
 {
     return n->reshares;

@@ -270,6 +270,8 @@ void prt_free(prt *rt)
     dp_free(rt->server_bytes);
     dp_free(rt->coll_dev);
     dp_free(rt->coll_link_n);
+    dp_free(rt->ring_lat);
+    dp_free(rt->ring_rate);
     dp_free(tl->hist);
     dp_free(tl->cslots);
     dp_free(tl->xctx);

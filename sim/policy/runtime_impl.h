@@ -39,12 +39,19 @@ struct prt {
     int *coll_dev;         /* per device: collectives in flight it is a member of */
     unsigned *coll_link_n; /* per network link: ring flows on it (analytic collectives; 0 between) */
     size_t coll_link_cap;  /* entries of coll_link_n */
-    double *part_done;     /* per device: fraction of a batch done in pieces */
+    /* The full ring's edges (member i -> i+1 over all devices) for analytic
+     * collectives: path latency and rate, computed as edge() does; valid
+     * while ring_ok and the network's capacity-change count is ring_caps
+     * (routes never change; rates change only with capacities). */
+    double *ring_lat, *ring_rate;
+    uint64_t ring_caps;
+    int ring_ok;
+    double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */
     const void *popts;
-    uint64_t gen; /* prt_abort bumps it: older prt_at events are dropped */
+    uint64_t gen;       /* prt_abort bumps it: older prt_at events are dropped */
     struct coll *colls; /* collectives in flight (collective.c's list), freed by prt_free */
     int restarts;
     double lost_s, resent_bytes, blocked_s;
