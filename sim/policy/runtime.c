@@ -228,7 +228,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
-    if (scn_has_failures(s))
+    rt->may_fail = scn_has_failures(s);
+    if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
     for (size_t d = 0; d < n; d++) {
         rt->act[d] = RES_ACT_WAIT;

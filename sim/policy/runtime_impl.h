@@ -46,6 +46,7 @@ struct prt {
     double *ring_lat, *ring_rate;
     uint64_t ring_caps;
     int ring_ok;
+    int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
     double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;
     /* the dynamic world */
