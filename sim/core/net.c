@@ -42,6 +42,7 @@ typedef struct link {
     unsigned stamp;
     double R;
     int nu, off, cnt;
+    int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
 } link;
 
 typedef struct trace_ctx {
@@ -101,6 +102,8 @@ struct net {
     size_t cap_csr;
     lvl *heap;
     size_t n_heap, cap_heap;
+    int *deferred; /* links whose level changed while a bottleneck froze its flows */
+    size_t n_deferred, cap_deferred;
     flow **finished;
     size_t cap_finished;
 };
@@ -156,6 +159,7 @@ void net_free(net *n)
     dp_free(n->touched);
     dp_free(n->csr);
     dp_free(n->heap);
+    dp_free(n->deferred);
     dp_free(n->finished);
     dp_free(n);
 }
@@ -573,8 +577,14 @@ static inline double link_level(const link *l)
     return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY;
 }
 
-/* Freeze flow f at `rate`; take it out of every finite link it crosses. */
-static int freeze(net *n, flow *f, double rate)
+/* Freeze flow f at `rate`; take it out of every finite link it crosses.
+ * With `defer`, a link whose level changes goes on n->deferred instead of
+ * the heap (push_deferred pushes its final level once): a bottleneck's
+ * flows are frozen together, and pushing every intermediate level was most
+ * of a reshare's heap work (stale entries; F flows through one NIC pushed
+ * the NIC F times).  The fill is unchanged: an entry is used only when its
+ * level is the link's current one, and entries order by (level, link). */
+static int freeze(net *n, flow *f, double rate, int defer)
 {
     f->frozen = 1;
     f->rate = rate;
@@ -585,10 +595,32 @@ static int freeze(net *n, flow *f, double rate)
         l->R -= rate;
         if (l->R < 0)
             l->R = 0;
-        if (--l->nu > 0 && heap_push(n, link_level(l), f->path[k]))
-            return -1;
+        if (--l->nu > 0) {
+            if (!defer) {
+                if (heap_push(n, link_level(l), f->path[k]))
+                    return -1;
+            } else if (!l->deferred) {
+                if (grow((void **)&n->deferred, &n->cap_deferred, n->n_deferred + 1, sizeof(int)))
+                    return -1;
+                l->deferred = 1;
+                n->deferred[n->n_deferred++] = f->path[k];
+            }
+        }
     }
     return 0;
+}
+
+static int push_deferred(net *n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n->n_deferred; i++) {
+        link *l = &n->links[n->deferred[i]];
+        l->deferred = 0;
+        if (l->nu > 0 && !rc && heap_push(n, link_level(l), n->deferred[i]))
+            rc = -1;
+    }
+    n->n_deferred = 0;
+    return rc;
 }
 
 static void on_done(sim_engine *e, void *ctx, uint64_t id);
@@ -718,7 +750,7 @@ void net_reshare_now(net *n)
         lvl top = heap_pop(n);
         if (top.who < 0) {
             flow *f = F(n, n->active[-(top.who + 1)]);
-            if (!f->frozen && freeze(n, f, top.level))
+            if (!f->frozen && freeze(n, f, top.level, 0))
                 goto oom;
             continue;
         }
@@ -728,9 +760,11 @@ void net_reshare_now(net *n)
         double level = top.level;
         for (int j = 0; j < l->cnt; j++) {
             flow *f = F(n, n->active[n->csr[l->off + j]]);
-            if (!f->frozen && freeze(n, f, level))
+            if (!f->frozen && freeze(n, f, level, 1))
                 goto oom;
         }
+        if (push_deferred(n))
+            goto oom;
     }
     /* peak utilisation: rates hold until the next reshare */
     for (size_t t = 0; t < n_touched; t++) {
@@ -744,6 +778,9 @@ void net_reshare_now(net *n)
 oom:
     /* Out of memory mid-reshare: leave every flow stalled; the caller's
      * run ends with a stall error rather than wrong numbers. */
+    for (size_t i = 0; i < n->n_deferred; i++)
+        n->links[n->deferred[i]].deferred = 0;
+    n->n_deferred = 0;
     for (size_t k = 0; k < n->n_active; k++)
         F(n, n->active[k])->rate = 0;
     if (n->done_ev)
