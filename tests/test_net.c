@@ -417,3 +417,25 @@ Test(net, cut_pending_flow_and_partial_peak)
     cr_expect_eq(net_flows_pending(fx.n), 0);
     fx_free(&fx);
 }
+
+/* Caches of capacity-derived figures (the analytic collective's ring
+ * rates) are keyed on this count: every way a capacity changes bumps it. */
+Test(net, cap_changes_counts_every_capacity_change)
+{
+    fixture fx;
+    fx_init(&fx);
+    uint64_t c0 = net_cap_changes(fx.n);
+    int l = net_link_add(fx.n, 1e6, NULL, "l");
+    uint64_t c1 = net_cap_changes(fx.n);
+    cr_expect_gt(c1, c0);
+    cr_assert_eq(net_link_set_capacity(fx.n, l, 2e6), 0);
+    uint64_t c2 = net_cap_changes(fx.n);
+    cr_expect_gt(c2, c1);
+    cr_assert_eq(net_link_set_down(fx.n, l, 1), 0);
+    uint64_t c3 = net_cap_changes(fx.n);
+    cr_expect_gt(c3, c2);
+    net_reshare_now(fx.n);
+    sim_run(fx.e, INFINITY);
+    cr_expect_eq(net_cap_changes(fx.n), c3, "flows and reshares are not capacity changes");
+    fx_free(&fx);
+}

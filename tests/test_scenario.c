@@ -764,3 +764,31 @@ Test(scenario, out_of_memory_never_crashes_or_leaks)
     }
     cr_assert(ok);
 }
+
+/* The duplicate-name check is a hash set over group names: many groups
+ * (colliding slots), a duplicate found far from its first, and no false
+ * match among thousands of distinct names. */
+Test(scenario, duplicate_names_among_many_groups)
+{
+    const size_t n = 3000;
+    size_t cap = n * 120 + 512, len = 0;
+    char *t = malloc(cap);
+    cr_assert_not_null(t);
+    len +=
+        (size_t)snprintf(t + len, cap - len,
+                         "name: t\nmodel: { params: 1000, flops_per_sample: 1e6 }\n"
+                         "dataset: { samples: 100, sample_bytes: 1KB }\ntraining: { epochs: 1 }\ndevices:\n");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "  - { name: d%zu, kind: cpu, memory: 1GiB, batch: 4, batch_time: 1s, "
+                                "link: { up: 1Mbps, down: 1Mbps } }\n",
+                                i);
+    scn_scenario *s = load_ok(t, NULL, 0);
+    cr_expect_eq(s->n_groups, n);
+    scn_free(s);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "  - { name: d1234, kind: cpu, memory: 1GiB, batch: 4, batch_time: 1s, "
+                            "link: { up: 1Mbps, down: 1Mbps } }\n");
+    bad(t, "devices[3000].name: duplicate device name, also devices[1234] at line 1240 (got d1234)");
+    free(t);
+}

@@ -43,6 +43,7 @@ typedef struct link {
     unsigned stamp;
     double R;
     int nu, off, cnt;
+    int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
 } link;
 
 typedef struct trace_ctx {
@@ -93,6 +94,7 @@ struct net {
     uint64_t reshare_ev, done_ev;
     int full; /* the pending reshare must recompute the shares */
     uint64_t reshares, fills;
+    uint64_t cap_changes; /* capacity changes so far (net_cap_changes) */
     unsigned stamp;
     /* reshare scratch, kept between calls */
     int *touched;
@@ -101,6 +103,8 @@ struct net {
     size_t cap_csr;
     lvl *heap;
     size_t n_heap, cap_heap;
+    int *deferred; /* links whose level changed while a bottleneck froze its flows */
+    size_t n_deferred, cap_deferred;
     flow **finished;
     size_t cap_finished;
 };
@@ -156,6 +160,7 @@ void net_free(net *n)
     dp_free(n->touched);
     dp_free(n->csr);
     dp_free(n->heap);
+    dp_free(n->deferred);
     dp_free(n->finished);
     dp_free(n);
 }
@@ -186,6 +191,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     double t = sim_now(e), v;
     l->nominal = trace_value_at(l->tr, t);
     l->cap = l->down ? 0 : l->nominal;
+    n->cap_changes++;
     if (l->n_active > 0)
         mark_dirty(n);
     else
@@ -206,6 +212,7 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
     link *l = &n->links[n->n_links];
     memset(l, 0, sizeof *l);
     l->cap = l->nominal = cap_Bps;
+    n->cap_changes++;
     int idx = (int)n->n_links++;
     if (name && !(l->name = dp_strdup(name)))
         return DP_ENOMEM;
@@ -231,6 +238,7 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
         return DP_EINPUT;
     n->links[link_i].nominal = cap_Bps;
     n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
+    n->cap_changes++;
     if (n->links[link_i].n_active > 0)
         mark_dirty(n);
     else
@@ -245,6 +253,7 @@ int net_link_set_down(net *n, int link_i, int down)
     link *l = &n->links[link_i];
     l->down = down != 0;
     l->cap = l->down ? 0 : l->nominal;
+    n->cap_changes++;
     mark_dirty(n);
     return 0;
 }
@@ -513,6 +522,11 @@ size_t net_flows_pending(const net *n)
 {
     return n->n_pending;
 }
+uint64_t net_cap_changes(const net *n)
+{
+    return n->cap_changes;
+}
+
 uint64_t net_reshares(const net *n)
 {
     return n->reshares;
@@ -572,8 +586,14 @@ static inline double link_level(const link *l)
     return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY;
 }
 
-/* Freeze flow f at `rate`; take it out of every finite link it crosses. */
-static int freeze(net *n, flow *f, double rate)
+/* Freeze flow f at `rate`; take it out of every finite link it crosses.
+ * With `defer`, a link whose level changes goes on n->deferred instead of
+ * the heap (push_deferred pushes its final level once): a bottleneck's
+ * flows are frozen together, and pushing every intermediate level was most
+ * of a reshare's heap work (stale entries; F flows through one NIC pushed
+ * the NIC F times).  The fill is unchanged: an entry is used only when its
+ * level is the link's current one, and entries order by (level, link). */
+static int freeze(net *n, flow *f, double rate, int defer)
 {
     f->frozen = 1;
     f->rate = rate;
@@ -584,10 +604,32 @@ static int freeze(net *n, flow *f, double rate)
         l->R -= rate;
         if (l->R < 0)
             l->R = 0;
-        if (--l->nu > 0 && heap_push(n, link_level(l), f->path[k]))
-            return -1;
+        if (--l->nu > 0) {
+            if (!defer) {
+                if (heap_push(n, link_level(l), f->path[k]))
+                    return -1;
+            } else if (!l->deferred) {
+                if (grow((void **)&n->deferred, &n->cap_deferred, n->n_deferred + 1, sizeof(int)))
+                    return -1;
+                l->deferred = 1;
+                n->deferred[n->n_deferred++] = f->path[k];
+            }
+        }
     }
     return 0;
+}
+
+static int push_deferred(net *n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n->n_deferred; i++) {
+        link *l = &n->links[n->deferred[i]];
+        l->deferred = 0;
+        if (l->nu > 0 && !rc && heap_push(n, link_level(l), n->deferred[i]))
+            rc = -1;
+    }
+    n->n_deferred = 0;
+    return rc;
 }
 
 static void on_done(sim_engine *e, void *ctx, uint64_t id);
@@ -717,7 +759,7 @@ void net_reshare_now(net *n)
         lvl top = heap_pop(n);
         if (top.who < 0) {
             flow *f = F(n, n->active[-(top.who + 1)]);
-            if (!f->frozen && freeze(n, f, top.level))
+            if (!f->frozen && freeze(n, f, top.level, 0))
                 goto oom;
             continue;
         }
@@ -727,9 +769,11 @@ void net_reshare_now(net *n)
         double level = top.level;
         for (int j = 0; j < l->cnt; j++) {
             flow *f = F(n, n->active[n->csr[l->off + j]]);
-            if (!f->frozen && freeze(n, f, level))
+            if (!f->frozen && freeze(n, f, level, 1))
                 goto oom;
         }
+        if (push_deferred(n))
+            goto oom;
     }
     /* peak utilisation: rates hold until the next reshare */
     for (size_t t = 0; t < n_touched; t++) {
@@ -743,6 +787,9 @@ void net_reshare_now(net *n)
 oom:
     /* Out of memory mid-reshare: leave every flow stalled; the caller's
      * run ends with a stall error rather than wrong numbers. */
+    for (size_t i = 0; i < n->n_deferred; i++)
+        n->links[n->deferred[i]].deferred = 0;
+    n->n_deferred = 0;
     for (size_t k = 0; k < n->n_active; k++)
         F(n, n->active[k])->rate = 0;
     if (n->done_ev)

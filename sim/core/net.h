@@ -82,7 +82,10 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes);
 double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */
 size_t net_flows_pending(const net *n); /* still in their latency phase */
-uint64_t net_reshares(const net *n);    /* recomputations so far */
+/* Links added or capacities set, traced or taken down so far: a cache of
+ * anything computed from capacities is valid while this is unchanged. */
+uint64_t net_cap_changes(const net *n);
+uint64_t net_reshares(const net *n); /* recomputations so far */
 /* Of those, the ones that ran progressive filling (a change on a link no
  * active flow crosses changes no share and skips it). */
 uint64_t net_fills(const net *n);

@@ -48,6 +48,11 @@ typedef struct cv {
     scn_scenario *s;
     const scn_file *given; /* trace contents to use instead of the disk (rerun) */
     size_t n_given;
+    /* conv_devices: open-addressing set of group names seen so far (group
+     * index + 1, 0 = empty; mask + 1 slots, a power of two over twice the
+     * groups), so the duplicate-name check is linear, not quadratic. */
+    size_t *names;
+    size_t names_mask;
 } cv;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -997,6 +1002,15 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
     return 0;
 }
 
+/* FNV-1a: the group-name set's hash. */
+static size_t name_hash(const char *t)
+{
+    uint64_t h = 14695981039346656037u;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 1099511628211u;
+    return (size_t)h;
+}
+
 static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t *total)
 {
     static const char *const keys[] = {
@@ -1027,12 +1041,16 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
     snprintf(nkp, sizeof nkp, "devices[%zu].name", gi);
     if (check_name(c, n, nkp))
         return DP_EINPUT;
-    for (size_t j = 0; j < gi; j++)
+    size_t slot = name_hash(n->text) & c->names_mask;
+    for (; c->names[slot]; slot = (slot + 1) & c->names_mask) {
+        size_t j = c->names[slot] - 1;
         if (strcmp(s->groups[j].name, n->text) == 0)
             return fail(c, n, nkp, "duplicate device name, also devices[%zu] at line %d (got %s)", j,
                         s->groups[j].line, got(n, gt, sizeof gt));
+    }
     if (dup_str(c, &g->name, n->text))
         return DP_ENOMEM;
+    c->names[slot] = gi + 1;
     snprintf(path, sizeof path, "devices.%s", g->name);
 
     int64_t v;
@@ -1157,7 +1175,7 @@ static int conv_devices(cv *c, const yt_node *root)
     scn_scenario *s = c->s;
     const yt_node *l = yt_get(root, "devices");
     char g[80];
-    int r;
+    int r = 0;
     if (l->kind != YT_SEQ)
         return fail(c, l, "devices", "expected a list of device groups (got %s)", got(l, g, sizeof g));
     if (l->n == 0)
@@ -1166,12 +1184,22 @@ static int conv_devices(cv *c, const yt_node *root)
         return fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
     if (!(s->groups = dp_calloc(l->n, sizeof *s->groups)))
         return oom(c);
+    size_t slots = 16;
+    while (slots < 2 * l->n)
+        slots *= 2;
+    if (!(c->names = dp_calloc(slots, sizeof *c->names)))
+        return oom(c);
+    c->names_mask = slots - 1;
     int64_t total = 0;
     for (size_t i = 0; i < l->n; i++) {
         s->n_groups = i + 1; /* so scn_free sees what is half built */
         if ((r = conv_group(c, l->items[i], i, &s->groups[i], &total)) < 0)
-            return r;
+            break;
     }
+    dp_free(c->names);
+    c->names = NULL;
+    if (r < 0)
+        return r;
     if (total == 0)
         return fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)", l->n);
     if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
@@ -1286,7 +1314,7 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
         }
     }
     scn_scenario *s = dp_calloc(1, sizeof *s);
-    cv c = {name, base_dir, err, s, files, files ? n_files : 0};
+    cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0};
     if (!s) {
         yt_free(doc);
         oom(&c);
@@ -1462,7 +1490,7 @@ const yt_node *scn_policies(const scn_scenario *s)
 
 static cv reader(const scn_scenario *s, dp_err *err)
 {
-    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0};
+    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0};
 }
 
 int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_err *err, const char *fmt,

@@ -235,7 +235,7 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
         while (*f2 == ' ' || *f2 == '\t')
             f2++;
         int col2 = col0 + (int)(f2 - line);
-        double t, v;
+        double t = 0, v = 0; /* set by parse_num only on success */
         int bad1 = parse_num(line, &t), bad2 = parse_num(f2, &v);
         if ((bad1 || bad2) && rows == 0) {
             rows = -1; /* header: only as the first line */

@@ -178,13 +178,13 @@ static int count_links(const coll *c, int delta)
     return 0;
 }
 
-/* Ring edge i now: its path latency and the seconds its flow of `chunk`
- * bytes transfers.  Max-min fairness gives a flow at least min over its
+/* Ring edge i now: its path latency and its rate (edge: the seconds its
+ * flow of `chunk` bytes transfers).  Max-min fairness gives a flow at least min over its
  * links of capacity / flows on the link (and its TCP window cap), so with
  * the round's flows counted on every link (count_links) this is exact for
  * the flows of a round's most loaded link, and an upper bound for the rest
  * (exact when flows that share a link have equal latencies). */
-static void edge(const coll *c, size_t i, double *lat, double *xfer)
+static double edge_rate(const coll *c, size_t i, double *lat)
 {
     prt *rt = c->rt;
     int links[NET_MAX_PATH];
@@ -198,7 +198,40 @@ static void edge(const coll *c, size_t i, double *lat, double *xfer)
     }
     if (rt->s->network.tcp_window_bytes > 0 && *lat > 0)
         rate = fmin(rate, rt->s->network.tcp_window_bytes / (2 * *lat));
+    return rate;
+}
+
+static void edge(const coll *c, size_t i, double *lat, double *xfer)
+{
+    double rate = edge_rate(c, i, lat);
     *xfer = c->chunk > 0 ? c->chunk / rate : 0;
+}
+
+/* The full ring's edge latencies and rates (rt->ring_*), recomputed only
+ * when a capacity changed since: DDP starts one collective per bucket, and
+ * recomputing every route and link count each time was most of an
+ * analytic run.  The rates are edge()'s, so the times are the same bits.
+ * 0 or DP_ENOMEM. */
+static int ring_fill(const coll *c)
+{
+    prt *rt = c->rt;
+    uint64_t caps = net_cap_changes(world_net(rt->w));
+    if (rt->ring_ok && rt->ring_caps == caps)
+        return 0;
+    if (!rt->ring_lat) {
+        rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
+        rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
+        if (!rt->ring_lat || !rt->ring_rate)
+            return DP_ENOMEM;
+    }
+    if (count_links(c, 1))
+        return DP_ENOMEM;
+    for (size_t i = 0; i < c->m; i++)
+        rt->ring_rate[i] = edge_rate(c, i, &rt->ring_lat[i]);
+    count_links(c, -1);
+    rt->ring_caps = caps;
+    rt->ring_ok = 1;
+    return 0;
 }
 
 /* Duration of the collective (rounds x the slowest edge), or a negative
@@ -208,13 +241,18 @@ static double analytic_s(const coll *c, int account)
 {
     if (!c->rounds)
         return 0;
-    if (count_links(c, 1))
+    int full = !c->members && c->m == c->rt->n;
+    if (full ? ring_fill(c) : count_links(c, 1))
         return -1;
     prt *rt = c->rt;
     double worst = 0;
     for (size_t i = 0; i < c->m; i++) {
         double lat, xfer;
-        edge(c, i, &lat, &xfer);
+        if (full) {
+            lat = rt->ring_lat[i];
+            xfer = c->chunk > 0 ? c->chunk / rt->ring_rate[i] : 0;
+        } else
+            edge(c, i, &lat, &xfer);
         if (lat + xfer > worst)
             worst = lat + xfer;
         if (account) {
@@ -227,7 +265,8 @@ static double analytic_s(const coll *c, int account)
             rt->coll_recv_s[next] += c->rounds * xfer;
         }
     }
-    count_links(c, -1);
+    if (!full)
+        count_links(c, -1);
     return c->rounds * worst;
 }
 
@@ -272,7 +311,7 @@ double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 static int start(prt *rt, coll *c, prt_coll_mode mode)
 {
     coll_link(rt, c);
-    for (size_t i = 0; i < c->m; i++)
+    for (size_t i = 0; rt->may_fail && i < c->m; i++) /* without failures all are up */
         if (!world_dev_is_up(rt->w, member(c, i)))
             c->broken = 1; /* a member is down: the collective blocks */
     coll_begin_acts(rt, c);

@@ -40,7 +40,15 @@ struct prt {
     unsigned *coll_link_n; /* per network link: ring flows on it (analytic collectives; 0 between) */
     size_t coll_link_cap;  /* entries of coll_link_n */
     int analytic_approx;   /* an analytic collective met a traced or busy link (warned once) */
-    double *part_done;     /* per device: fraction of a batch done in pieces */
+    /* The full ring's edges (member i -> i+1 over all devices) for analytic
+     * collectives: path latency and rate, computed as edge() does; valid
+     * while ring_ok and the network's capacity-change count is ring_caps
+     * (routes never change; rates change only with capacities). */
+    double *ring_lat, *ring_rate;
+    uint64_t ring_caps;
+    int ring_ok;
+    int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
+    double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench_scale.sh: issue 16's scale figures, medians of REPS runs of host CPU
+# time (user + system: a shared machine does not inflate it) and wall time:
+#   1. `dpsim reproduce table3` end to end;
+#   2. DDP with analytic collectives on the paper testbed's model and links
+#      scaled to N devices (default 100,000: half RTX 3090s, a quarter 4-core
+#      CPUs, an eighth each 16- and 8-core CPUs), 2 epochs, 10^7 samples;
+#   3. `dpsim check` on G distinct device groups (default 40,000; a YAML
+#      document is limited to 10^6 nodes, about 40,000 such groups).
+#   DPSIM_BIN=$PWD/build/dpsim DPSIM_SRC=$PWD bash tests/bench_scale.sh
+#   REPS=3 N=100000 G=40000 (defaults)
+set -euo pipefail
+
+BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
+SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
+REPS=${REPS:-3}
+N=${N:-100000}
+G=${G:-40000}
+TIME=${TIME_BIN:-/usr/bin/time}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench_scale.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+[ -x "$TIME" ] || { echo "bench_scale: needs GNU time at $TIME (apt-get install time)" >&2; exit 2; }
+((N >= 8)) || { echo "bench_scale: N must be at least 8" >&2; exit 2; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                                             printf "median %.3g (min %.3g, max %.3g, %d reps)", m, v[1], v[NR], NR }'; }
+
+# bench NAME CMD...: REPS runs; CPU and wall seconds, peak RSS.
+bench() {
+    local name=$1
+    shift
+    local cpu=() wall=() rss=()
+    for _ in $(seq 1 "$REPS"); do
+        "$TIME" -f '%U %S %e %M' -o "$TMP/t" "$@" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; exit 1; }
+        read -r u s e m <"$TMP/t"
+        cpu+=("$(echo "$u + $s" | bc)") wall+=("$e") rss+=("$m")
+    done
+    echo "$name"
+    echo "  CPU s:   $(printf '%s\n' "${cpu[@]}" | median)"
+    echo "  wall s:  $(printf '%s\n' "${wall[@]}" | median)"
+    echo "  peak MB: $(printf '%s\n' "${rss[@]}" | awk '{ print $1 / 1024 }' | median)"
+}
+
+echo "bench_scale ($(nproc) cores, $("$BIN" --version))"
+bench "reproduce table3" "$BIN" reproduce table3 --out "$TMP/t3"
+
+g=$((N / 2)) c4=$((N / 4)) c16=$((N / 8))
+c8=$((N - g - c4 - c16))
+bench "ddp analytic, $N devices, 2 epochs" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
+    --set training.epochs=2 --set dataset.samples=10000000 --set devices.rtx3090.count=$g \
+    --set devices.cpu4.count=$c4 --set devices.cpu16.count=$c16 --set devices.cpu8.count=$c8 \
+    --set policies.ddp.collective=analytic
+
+{
+    printf 'name: groups\nmodel: { params: 1000, flops_per_sample: 1e6 }\n'
+    printf 'dataset: { samples: 1000, sample_bytes: 1KB }\ntraining: { epochs: 1 }\ndevices:\n'
+    awk -v g="$G" 'BEGIN { for (i = 0; i < g; i++)
+        printf "  - { name: d%d, kind: cpu, memory: 1GiB, batch: 4, batch_time: %.3fs, link: { up: 1Mbps, down: 1Mbps } }\n", i, 1 + (i % 997) / 1000 }'
+} >"$TMP/groups.yaml"
+bench "dpsim check, $G distinct groups" "$BIN" check "$TMP/groups.yaml"
