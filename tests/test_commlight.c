@@ -197,7 +197,8 @@ static void expect_cadp_equivalent(const char *text, const scn_override *ov, siz
 {
     scn_override all[8];
     cr_assert(n + 3 <= 8);
-    memcpy(all, ov, n * sizeof *ov);
+    if (n) /* ov may be NULL when n is 0, and memcpy wants a pointer either way */
+        memcpy(all, ov, n * sizeof *ov);
     all[n] = (scn_override){"policies.localsgd.sync", "server"};
     all[n + 1] = (scn_override){"policies.localsgd.steps", "0"};
     all[n + 2] = (scn_override){"policies.localsgd.allocation", "cadp"};
