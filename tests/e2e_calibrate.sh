@@ -74,6 +74,12 @@ cmp -s "$T/a" "$T/b" && ok || bad "two fits differ"
 # AT BOUND: an unreachable Tsend
 expect 0 "$BIN" calibrate "$TINY" --no-db -q --fit devices.cpu.link.down=5Mbps..50Mbps:log --target ddp.tsend_s=0.2
 has "$T/out" "AT BOUND (high)"
+# the shared option syntax (getopt_long): --opt=value, -fVALUE, bundled -q
+expect 0 "$BIN" calibrate "$TINY" --no-db -q --fit=devices.cpu.link.down=5Mbps..50Mbps:log -tddp.tsend_s=0.2 \
+    --set=training.epochs=1
+has "$T/out" "AT BOUND (high)"
+expect 2 "$BIN" calibrate "$TINY" --no-db --fits=x=1..2 --target=ddp.tsend_s=1
+has "$T/err" "unknown option '--fits=x=1..2'"
 
 echo "e2e_calibrate: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

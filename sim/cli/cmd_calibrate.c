@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "dpsim_config.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,71 +130,88 @@ static void print_fit(const calib_problem *p, const calib_result *r, double wall
            r->cost, r->evaluations, r->starts, r->best_start + 1, wall);
 }
 
+enum { K_SET_FOR = 0x2000, K_STARTS, K_SEED };
+
+typedef struct calib_args {
+    calib_spec *sp;
+    const char *out;
+} calib_args;
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    calib_args *ca = ctx;
+    calib_spec *sp = ca->sp;
+    uint64_t v = 0;
+    switch (key) {
+    case 'o':
+        ca->out = arg;
+        break;
+    case 'f':
+        if (sp->n_fit == CALIB_MAX_PARAMS)
+            return cli_usage_error("calibrate", "at most %d --fit", CALIB_MAX_PARAMS);
+        sp->fit[sp->n_fit++] = arg;
+        break;
+    case 't':
+        if (sp->n_target == CALIB_MAX_TARGETS)
+            return cli_usage_error("calibrate", "at most %d --target", CALIB_MAX_TARGETS);
+        sp->target[sp->n_target++] = arg;
+        break;
+    case K_SET_FOR:
+        if (sp->n_for == CALIB_MAX_SETS)
+            return cli_usage_error("calibrate", "at most %d --set-for", CALIB_MAX_SETS);
+        sp->set_for[sp->n_for++] = arg;
+        break;
+    case K_STARTS:
+        if (cli_parse_u64(arg, &v) || v < 1 || v > CALIB_MAX_STARTS)
+            return cli_usage_error("calibrate", "--starts wants 1 to %d (got '%s')", CALIB_MAX_STARTS, arg);
+        sp->starts = (unsigned)v;
+        break;
+    case K_SEED:
+        if (cli_parse_u64(arg, &sp->seed) || sp->seed == 0)
+            return cli_usage_error("calibrate", "--seed wants a positive integer (got '%s')", arg);
+        break;
+    default:
+        return cli_usage_error("calibrate", "unknown option '%s'", label);
+    }
+    return -1;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     calib_spec sp = {0};
-    const char *db = "results.db", *out = NULL;
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-#define NEED(what)                                                                                           \
-    do {                                                                                                     \
-        if (++i >= argc)                                                                                     \
-            return cli_usage_error("calibrate", "%s needs %s", a, what);                                     \
-    } while (0)
-        if (cli_is_help(a)) {
-            help();
-            return EXIT_OK;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--fit")) {
-            NEED("KEY=LO..HI");
-            if (sp.n_fit == CALIB_MAX_PARAMS)
-                return cli_usage_error("calibrate", "at most %d --fit", CALIB_MAX_PARAMS);
-            sp.fit[sp.n_fit++] = argv[i];
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--target")) {
-            NEED("POLICY.METRIC=VALUE");
-            if (sp.n_target == CALIB_MAX_TARGETS)
-                return cli_usage_error("calibrate", "at most %d --target", CALIB_MAX_TARGETS);
-            sp.target[sp.n_target++] = argv[i];
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--set")) {
-            NEED("KEY=VALUE");
-            if (sp.n_set == CALIB_MAX_SETS)
-                return cli_usage_error("calibrate", "at most %d --set", CALIB_MAX_SETS);
-            sp.set[sp.n_set++] = argv[i];
-        } else if (!strcmp(a, "--set-for")) {
-            NEED("POLICY:KEY=VALUE");
-            if (sp.n_for == CALIB_MAX_SETS)
-                return cli_usage_error("calibrate", "at most %d --set-for", CALIB_MAX_SETS);
-            sp.set_for[sp.n_for++] = argv[i];
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-            NEED("a file");
-            out = argv[i];
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--db")) {
-            NEED("a file");
-            db = argv[i];
-        } else if (!strcmp(a, "--no-db")) {
-            db = NULL;
-        } else if (!strcmp(a, "--starts")) {
-            uint64_t v = 0;
-            NEED("a number");
-            if (cli_parse_u64(argv[i], &v) || v < 1 || v > CALIB_MAX_STARTS)
-                return cli_usage_error("calibrate", "--starts wants 1 to %d (got '%s')", CALIB_MAX_STARTS,
-                                       argv[i]);
-            sp.starts = (unsigned)v;
-        } else if (!strcmp(a, "--seed")) {
-            NEED("a number");
-            if (cli_parse_u64(argv[i], &sp.seed) || sp.seed == 0)
-                return cli_usage_error("calibrate", "--seed wants a positive integer (got '%s')", argv[i]);
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("calibrate", "unknown option '%s'", a);
-        } else if (sp.scenario) {
-            return cli_usage_error("calibrate", "unexpected argument '%s'", a);
-        } else {
-            sp.scenario = a;
-        }
-#undef NEED
+    const char *db, *out = NULL;
+    int quiet;
+    static const struct option own[] = {{"fit", required_argument, NULL, 'f'},
+                                        {"target", required_argument, NULL, 't'},
+                                        {"set-for", required_argument, NULL, K_SET_FOR},
+                                        {"out", required_argument, NULL, 'o'},
+                                        {"starts", required_argument, NULL, K_STARTS},
+                                        {"seed", required_argument, NULL, K_SEED},
+                                        {NULL, 0, NULL, 0}};
+    calib_args ca = {&sp, NULL};
+    cli_opts o = {0};
+    int prc = cli_parse(argc, argv, "calibrate", CLI_O_DB | CLI_O_NODB | CLI_O_QUIET | CLI_O_SET | CLI_O_LOG,
+                        own, "f:t:o:", on_opt, &ca, help, &o);
+    if (prc >= 0) {
+        cli_opts_free(&o);
+        return prc;
     }
+    if (o.n_pos > 1) {
+        int rc = cli_usage_error("calibrate", "unexpected argument '%s'", o.pos[1]);
+        cli_opts_free(&o);
+        return rc;
+    }
+    sp.scenario = o.n_pos ? o.pos[0] : NULL;
+    out = ca.out;
+    db = o.db;
+    quiet = o.quiet;
+    if (o.n_ov > CALIB_MAX_SETS) {
+        cli_opts_free(&o);
+        return cli_usage_error("calibrate", "at most %d --set", CALIB_MAX_SETS);
+    }
+    for (size_t k = 0; k < o.n_ov; k++)
+        sp.set[sp.n_set++] = o.ov_text[k]; /* borrowed from argv: outlives o */
+    cli_opts_free(&o);
     if (!sp.scenario)
         return cli_usage_error("calibrate", "which scenario? (a file or builtin:paper-testbed)");
     if (!sp.n_fit || !sp.n_target)
