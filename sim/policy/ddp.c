@@ -26,19 +26,7 @@ static const popt ddp_table[] = {
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, collective), PRT_COLL_FLOWS, 0, 0,
      popt_collective_names,
      "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
-    {"timeout", "timeout_s", POPT_QUANTITY, SCN_UNIT_TIME, offsetof(ddp_opts, fail.timeout_s), 1800, 0, 1e12,
-     NULL, POPT_FAILURES "a collective that lost a member gives up after this (PyTorch's 30 min)"},
-    {"on_failure", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.elastic), 0, 0, 0,
-     popt_on_failure_names,
-     POPT_FAILURES
-     "wait (restart with every device once all are back) or elastic (restart with the survivors)"},
-    {"checkpoint_every", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.ckpt_every), 1, 1, 1000000,
-     NULL, POPT_FAILURES "epochs between checkpoints"},
-    {"checkpoint_write", "checkpoint_write_s", POPT_QUANTITY, SCN_UNIT_TIME,
-     offsetof(ddp_opts, fail.ckpt_write_s), 30, -1, 1e12, NULL,
-     POPT_FAILURES "time to write a checkpoint once uploaded to the server"},
-    {"max_restarts", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ddp_opts, fail.max_restarts), 100, 0,
-     1000000000, NULL, POPT_FAILURES "restarts from one checkpoint before the run fails (no progress)"},
+    POPT_SYNC_FAILURE_ROWS(ddp_opts, fail),
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 

@@ -224,6 +224,56 @@ typedef struct sync_fail_cfg {
     int max_restarts;
 } sync_fail_cfg;
 extern const char *const popt_on_failure_names[]; /* wait, elastic */
+/* The failure options of a policy on sync.c (DDP, ZeRO): the option-table
+ * rows for a sync_fail_cfg member `field` of options struct `type`, so every
+ * such policy offers the same keys, defaults and help. */
+#define POPT_SYNC_FAILURE_ROWS(type, field)                                                                  \
+    {"timeout",                                                                                              \
+     "timeout_s",                                                                                            \
+     POPT_QUANTITY,                                                                                          \
+     SCN_UNIT_TIME,                                                                                          \
+     offsetof(type, field.timeout_s),                                                                        \
+     1800,                                                                                                   \
+     0,                                                                                                      \
+     1e12,                                                                                                   \
+     NULL,                                                                                                   \
+     POPT_FAILURES "a collective that lost a member gives up after this (PyTorch's 30 min)"},                \
+        {"on_failure",                                                                                       \
+         NULL,                                                                                               \
+         POPT_ENUM,                                                                                          \
+         SCN_UNIT_NUMBER,                                                                                    \
+         offsetof(type, field.elastic),                                                                      \
+         0,                                                                                                  \
+         0,                                                                                                  \
+         0,                                                                                                  \
+         popt_on_failure_names,                                                                              \
+         POPT_FAILURES "wait (restart with every device once all are back) or elastic (restart with the "    \
+                       "survivors)"},                                                                        \
+        {"checkpoint_every",                                                                                 \
+         NULL,                                                                                               \
+         POPT_INT,                                                                                           \
+         SCN_UNIT_NUMBER,                                                                                    \
+         offsetof(type, field.ckpt_every),                                                                   \
+         1,                                                                                                  \
+         1,                                                                                                  \
+         1000000,                                                                                            \
+         NULL,                                                                                               \
+         POPT_FAILURES "epochs between checkpoints"},                                                        \
+        {"checkpoint_write",                                                                                 \
+         "checkpoint_write_s",                                                                               \
+         POPT_QUANTITY,                                                                                      \
+         SCN_UNIT_TIME,                                                                                      \
+         offsetof(type, field.ckpt_write_s),                                                                 \
+         30,                                                                                                 \
+         -1,                                                                                                 \
+         1e12,                                                                                               \
+         NULL,                                                                                               \
+         POPT_FAILURES "time to write a checkpoint once uploaded to the server"},                            \
+    {                                                                                                        \
+        "max_restarts", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(type, field.max_restarts), 100, 0,         \
+            1000000000, NULL,                                                                                \
+            POPT_FAILURES "restarts from one checkpoint before the run fails (no progress)"                  \
+    }
 void sync_on_device(prt *rt, size_t d, int up);
 
 typedef struct sync_hooks sync_hooks;
