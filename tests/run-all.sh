@@ -4,7 +4,10 @@
 #      and end-to-end test;
 #   2. the sanitizer build (-Db_sanitize=address,undefined): the same suite;
 #   3. valgrind over the end-to-end commands with the normal build's binary
-#      (tests/valgrind.sh).
+#      (tests/valgrind.sh);
+#   4. the release build (-O3, NDEBUG), compiled with warnings as errors:
+#      optimisation enables warnings (-Wmaybe-uninitialized...) the other
+#      builds do not see; it counts as one test.
 # Prints one closing line "tests: N passed, M failed" over all three and
 # exits non-zero if anything failed.
 #
@@ -102,6 +105,20 @@ vfail=$(awk '/^valgrind:/ {print $4}' "$vlog" | tail -n1)
 rm -f "$vlog"
 passed=$((passed + ${vok:-0}))
 failed=$((failed + ${vfail:-0}))
+
+# Release: compile only (the suites above already ran the same code).
+rlog=$(mktemp)
+if { [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_ndebug=true -Dtests=disabled; } >"$rlog" 2>&1 &&
+    meson compile -C build-release >>"$rlog" 2>&1; then
+    echo "release build: ok"
+    passed=$((passed + 1))
+else
+    cat "$rlog"
+    echo "release build: FAILED (meson compile -C build-release)"
+    failed=$((failed + 1))
+    status=1
+fi
+rm -f "$rlog"
 
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1 # a build or setup step failed before any test could

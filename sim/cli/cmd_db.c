@@ -94,8 +94,8 @@ static int run_args(int argc, char **argv, const char *cmd, const char *help, co
 
 int cmd_show(int argc, char **argv)
 {
-    const char *db;
-    int64_t rid;
+    const char *db = NULL;
+    int64_t rid = 0;
     int json = 0;
     int ra = run_args(argc, argv, "show",
                       "usage: dpsim show RUN [--db FILE] [--json]\n\n"
@@ -400,8 +400,8 @@ static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_o
 
 int cmd_rerun(int argc, char **argv)
 {
-    const char *db;
-    int64_t rid;
+    const char *db = NULL;
+    int64_t rid = 0;
     int ra = run_args(argc, argv, "rerun",
                       "usage: dpsim rerun RUN [--db FILE]\n\n"
                       "Simulate a stored run again from what the database holds (the scenario\n"
