@@ -54,12 +54,18 @@ PY
 # C-ADP: epoch 2 runs from 4 s; b has done 2 batches and computes its 3rd
 # at 6.25 s: its 2 unfinished samples (2 B of data resent) go to a, which
 # ends its own 4 at 8 s and those at 10 s; b's 2.25 s of the epoch are lost.
+# The load-balancing policies (equal_finish, dlb, lbbsp, lbb) run on the
+# same machinery and, with two equal devices (1 sample each per iteration
+# of 2), give DDP's timeline; elastic: a alone computes both samples of each
+# iteration (2 s), 4 iterations from 8.25 s.
+LBP="equal_finish dlb lbbsp lbb"
 for o in wait elastic; do
-    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json --set policies.ddp.on_failure=$o \
-        --set policies.deepspeed.on_failure=$o
+    sets=(--set policies.ddp.on_failure=$o --set policies.deepspeed.on_failure=$o)
+    for p in $LBP; do sets+=(--set policies.$p.on_failure=$o); done
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${sets[@]}"
     cp "$T/out" "$T/crash-$o.json"
 done
-for p in ddp deepspeed; do
+for p in ddp deepspeed $LBP; do
     check "$T/crash-wait.json" $p 13.5 failures=1 restarts=1 compute_lost_s=3.75 blocked_s=3.25 bytes_resent=8
     check "$T/crash-elastic.json" $p 16.25 failures=1 restarts=1 compute_lost_s=3.75 blocked_s=2 bytes_resent=4
 done
@@ -74,6 +80,35 @@ check "$T/out" ddp 16.25 bytes_resent=8
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p ddp --set policies.ddp.data=shard \
     --set policies.ddp.on_failure=elastic --set training.epochs=3
 check "$T/out" ddp 20.75 restarts=1 bytes_resent=12
+# the same for the load balancers: a's share grows to 8 (4 B of data), and b
+# (its disk kept: out of the job, its shard is left alone) rejoins at the
+# checkpoint after epoch 2 with the model only; its share is 4 again
+for p in $LBP; do
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p $p --set policies.$p.data=shard \
+        --set policies.$p.on_failure=elastic --set training.epochs=3
+    check "$T/out" $p 20.75 restarts=1 bytes_resent=12
+done
+# lbb with data lost: b receives its replica (8 B) with the checkpoint; a
+# checkpoint every 2 epochs: back to epoch 1 at 9.5 s (lost: a 0-7 s, b
+# 0-6.25 s), and epoch 1's per-device statistics are kept once, not twice
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p lbb --set devices.b.availability.data_persists=false
+check "$T/out" lbb 13.5 bytes_resent=16
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p dlb --set policies.dlb.checkpoint_every=2
+check "$T/out" dlb 17.5 restarts=1 compute_lost_s=13.25
+python3 - "$T/out" <<'PY' && ok || bad "dlb: one batch_mean row per device and epoch after a rollback"
+import json, sys
+_d = json.load(open(sys.argv[1]))
+r = (_d["runs"] if isinstance(_d, dict) else _d)[0]
+rows = [(s["a"], s["b"]) for s in r["stats"] if s["name"] == "batch_mean"]
+assert sorted(rows) == [(0, 1), (0, 2), (1, 1), (1, 2)], rows
+PY
+# gone for good: wait ends the run naming b; elastic goes on with a (b lost
+# at 6 s: 1.5 + 2 s lost; a alone from 8 s, 16 s)
+expect 1 "$BIN" run "$D/crash.yaml" --no-db -p lbbsp --set devices.b.availability.trace=gone.csv
+has "$T/err" "device b went down at t = 6 s and never comes back"
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p lbbsp --set devices.b.availability.trace=gone.csv \
+    --set policies.lbbsp.on_failure=elastic
+check "$T/out" lbbsp 16 restarts=1 compute_lost_s=3.5
 # C-ADP, 3 epochs: b is back (9.5 s) for epoch 3, planned in again: 10 s to 14 s;
 # with its data lost it also receives its 4 samples again (2 + 4 B resent)
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3
@@ -154,6 +189,13 @@ expect 0 "$BIN" run "$SRC/scenarios/geo-3sites.yaml" --no-db --json -p cadp "${G
 grep -v '"wall_s"' "$T/out" | sed 's/"wall_s":[^,]*,//' >"$T/d2"
 if cmp -s "$T/d1" "$T/d2"; then ok; else bad "same seed, different bytes with failures on"; fi
 has "$T/d1" '"failures"'
+# the load balancers too (flaky.yaml: seeded failures, stragglers)
+for i in 1 2; do
+    expect 0 "$BIN" run "$D/flaky.yaml" --no-db --json -p equal_finish,dlb,lbbsp,lbb --seed 7
+    sed 's/"wall_s":[^,]*,//' "$T/out" >"$T/lb$i"
+done
+if cmp -s "$T/lb1" "$T/lb2"; then ok; else bad "load balancers: same seed, different bytes with failures on"; fi
+has "$T/lb1" '"restarts"'
 for j in 1 2; do
     expect 0 "$BIN" sweep "$D/flaky.yaml" --vary availability.mtbf=2s,5s,20s \
         --vary policies.ddp.on_failure=wait,elastic --seeds 2 --jobs $j --db "$T/sw$j.db" -q
@@ -167,7 +209,7 @@ def load(d):
     key = lambda r: (r.get("point_json", ""), r.get("policy", ""), r.get("seed", ""))
     return sorted((key(r), {k: v for k, v in r.items() if k not in drop}) for r in rows)
 a, b = load(sys.argv[1]), load(sys.argv[2])
-assert len(a) == 36 and a == b, (len(a), len(b))
+assert len(a) == 84 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 7 policies
 PY
 
 # --- the loader: FILE:LINE:COL for the new keys
@@ -177,7 +219,7 @@ bad_yaml() { # bad_yaml NAME EDIT TEXT: sed EDIT on crash.yaml must be refused w
     expect 2 "$BIN" check "$T/$1.yaml"
     has "$T/err" "$3"
 }
-bad_yaml both 's|{ trace: down.csv }|{ trace: down.csv, mtbf: 1h }|' "$T/both.yaml:23:"
+bad_yaml both 's|{ trace: down.csv }|{ trace: down.csv, mtbf: 1h }|' "$T/both.yaml:25:"
 has "$T/err" "give either a trace or mtbf and mttr"
 bad_yaml order 's|link: { up: 1Gbps, down: 1Gbps }$|link: { up: 1Gbps, down: 1Gbps, outages: [[5s, 9s], [7s, 8s]] }|' \
     "devices.a.link.outages[1]: outages must be in order"
