@@ -109,6 +109,77 @@ has "$T/err" "device b went down at t = 6 s and never comes back"
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p lbbsp --set devices.b.availability.trace=gone.csv \
     --set policies.lbbsp.on_failure=elastic
 check "$T/out" lbbsp 16 restarts=1 compute_lost_s=3.5
+# --- local SGD (steps: 2, ring, analytic): rounds of 2 batches, 4 s per epoch.
+# Epoch 2's second round starts at 6 s; b's batch is cut at 6.25 s (0.25 s
+# lost), its last sample of the epoch skipped; a ends the round alone (a
+# ring of one) at 8 s.  3 epochs: b is down when epoch 3 starts (its 4
+# samples skipped), back at 9.5 s, so it receives the model (4 B) at the
+# round of 10 s and takes part with nothing left; a ends at 12 s.
+LS=(-p localsgd --set policies.localsgd.steps=2 --set policies.localsgd.collective=analytic)
+for sync in ring server; do
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${LS[@]}" --set policies.localsgd.sync=$sync
+    check "$T/out" localsgd 8 failures=1 compute_lost_s=0.25 samples_skipped=1 bytes_resent=0 restarts=0
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${LS[@]}" --set policies.localsgd.sync=$sync \
+        --set training.epochs=3
+    check "$T/out" localsgd 12 compute_lost_s=0.25 samples_skipped=5 bytes_resent=4 rounds=6
+done
+# data lost: b also receives its 4 samples again; gone for good at 6.25 s
+# (gone-late.csv): a goes on alone, same times
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${LS[@]}" --set training.epochs=3 \
+    --set devices.b.availability.data_persists=false
+check "$T/out" localsgd 12 bytes_resent=8
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${LS[@]}" --set training.epochs=3 \
+    --set devices.b.availability.trace=gone-late.csv
+check "$T/out" localsgd 12 samples_skipped=5 bytes_resent=0
+# a failure during the average: a 250 MB model (1 s per ring round of M/2 at
+# 1 Gbps, 2 s per all-reduce, 2 s to send it), b down 5-6 s (blip.csv).
+# b down 4.5-5.5 s (blip.csv).
+# Ring: model at 2 s, batches 2-4 s, all-reduce from 4 s cut at 4.5 s: a runs
+# it again alone (instant), b's 2 s of the round are lost and its 2 samples
+# left skipped; a's round 4.5-6.5 s ends epoch 1.  Epoch 2: b, back, receives
+# the model 6.5-8.5 s (250 MB resent) while a computes; b computes its 2
+# samples 8.5-10.5 s, all-reduce 10.5-12.5 s, last round 12.5-14.5 s,
+# all-reduce 14.5-16.5 s.
+# Server: every round is download 2 s, batches 2 s, upload 2 s: b's upload
+# is cut at 4.5 s (its round lost), a's arrives at 6 s; b, back, receives
+# the model with a's download, 6-8 s: 4 more rounds of 6 s, 24 s.
+for sync in ring:16.5 server:24; do
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${LS[@]}" --set policies.localsgd.sync=${sync%:*} \
+        --set model.params=62500000 --set devices.b.availability.trace=blip.csv
+    check "$T/out" localsgd ${sync#*:} compute_lost_s=2 samples_skipped=2 bytes_resent=250000000
+done
+# both gone for good: exit 1, naming the last and when
+expect 1 "$BIN" run "$D/crash.yaml" --no-db "${LS[@]}" --set devices.a.availability.trace=gone.csv \
+    --set devices.b.availability.trace=gone.csv
+has "$T/err" "every device is down for good at t = 6 s"
+
+# --- the asynchronous parameter server (pull, 1 s batch, push; ~instant
+# transfers): 4 s per epoch.  b's third batch of epoch 2 (6-7 s) is lost at
+# 6.25 s (pushes_lost 1, 0.25 s lost), its last sample skipped; a ends
+# epoch 2 at 8 s.  Lock-step SSP (max_staleness 0) gives the same: b drops
+# out of the clocks.  3 epochs: b is down at 8 s, skips epoch 3 (4 more
+# samples); 4 epochs: back, it pulls at 12 s and both end at 16 s; with its
+# data lost it receives shard and model (8 B) instead of the pull.
+for s in -1 0; do
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p asyncps --set policies.asyncps.max_staleness=$s
+    check "$T/out" asyncps 8 failures=1 compute_lost_s=0.25 pushes_lost=1 samples_skipped=1 rounds=14
+done
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p asyncps --set training.epochs=3
+check "$T/out" asyncps 12 samples_skipped=5 rounds=18 bytes_resent=0
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p asyncps --set training.epochs=4 \
+    --set devices.b.availability.data_persists=false
+check "$T/out" asyncps 16 samples_skipped=5 rounds=26 bytes_resent=8
+# the 250 MB model (2 s per pull or push): b's first push (3-5 s) is cut at
+# 4.5 s (1 s of compute lost, 3 samples skipped); a's 4 samples take 5 s
+# each (pull, batch, push): epoch 1 ends at 20 s, epoch 2 on both at 40 s
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p asyncps --set model.params=62500000 \
+    --set devices.b.availability.trace=blip.csv
+check "$T/out" asyncps 40 compute_lost_s=1 pushes_lost=1 samples_skipped=3
+# every device gone for good: exit 1, not a run that ends early or hangs
+expect 1 "$BIN" run "$D/crash.yaml" --no-db -p asyncps --set devices.a.availability.trace=gone.csv \
+    --set devices.b.availability.trace=gone.csv
+has "$T/err" "every device is down for good at t = 6 s"
+
 # C-ADP, 3 epochs: b is back (9.5 s) for epoch 3, planned in again: 10 s to 14 s;
 # with its data lost it also receives its 4 samples again (2 + 4 B resent)
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3
@@ -180,6 +251,8 @@ expect 1 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -p ddp --set availability
 has "$T/err" "no progress: 20 restarts"
 # a policy without an on_device hook is refused, not run wrong
 expect 0 "$BIN" run "$D/crash.yaml" --no-db -p cadp
+expect 2 "$BIN" run "$D/crash.yaml" --no-db -p flsgd
+has "$T/err" "crash.yaml: policy flsgd does not model device failures"
 
 # --- determinism with failures on: same seed, same bytes; sweeps --jobs 1 = --jobs 2
 GEO=(--set availability.mtbf=30min --set availability.mttr=5min --set training.epochs=2)
@@ -189,13 +262,15 @@ expect 0 "$BIN" run "$SRC/scenarios/geo-3sites.yaml" --no-db --json -p cadp "${G
 grep -v '"wall_s"' "$T/out" | sed 's/"wall_s":[^,]*,//' >"$T/d2"
 if cmp -s "$T/d1" "$T/d2"; then ok; else bad "same seed, different bytes with failures on"; fi
 has "$T/d1" '"failures"'
-# the load balancers too (flaky.yaml: seeded failures, stragglers)
+# the load balancers, local SGD and the asynchronous server too (flaky.yaml:
+# seeded failures, stragglers)
 for i in 1 2; do
-    expect 0 "$BIN" run "$D/flaky.yaml" --no-db --json -p equal_finish,dlb,lbbsp,lbb --seed 7
+    expect 0 "$BIN" run "$D/flaky.yaml" --no-db --json -p equal_finish,dlb,lbbsp,lbb,localsgd,asyncps --seed 7
     sed 's/"wall_s":[^,]*,//' "$T/out" >"$T/lb$i"
 done
 if cmp -s "$T/lb1" "$T/lb2"; then ok; else bad "load balancers: same seed, different bytes with failures on"; fi
 has "$T/lb1" '"restarts"'
+has "$T/lb1" '"pushes_lost"'
 for j in 1 2; do
     expect 0 "$BIN" sweep "$D/flaky.yaml" --vary availability.mtbf=2s,5s,20s \
         --vary policies.ddp.on_failure=wait,elastic --seeds 2 --jobs $j --db "$T/sw$j.db" -q
@@ -209,7 +284,7 @@ def load(d):
     key = lambda r: (r.get("point_json", ""), r.get("policy", ""), r.get("seed", ""))
     return sorted((key(r), {k: v for k, v in r.items() if k not in drop}) for r in rows)
 a, b = load(sys.argv[1]), load(sys.argv[2])
-assert len(a) == 84 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 7 policies
+assert len(a) == 108 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 9 policies
 PY
 
 # --- the loader: FILE:LINE:COL for the new keys

@@ -223,29 +223,11 @@ static int fl_start(prt *rt, const void *opts)
     st->o = *(const fl_opts *)opts;
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int rc = 0;
-    if (!st->dev || !st->parts || !bytes || !skip || !ctx || cl_stats_init(&st->cs, n)) {
-        rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-        goto done;
-    }
-    equal_split(rt, PRT_DATA_SHARD, bytes);
-    for (size_t d = 0; d < n; d++) {
+    if (!st->dev || !st->parts || cl_stats_init(&st->cs, n))
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+    for (size_t d = 0; d < n; d++)
         st->dev[d] = (fl_dev){rt, d, 0, 0, 0};
-        ctx[d] = &st->dev[d];
-        skip[d] = prt_share(rt)[d] == 0;
-        prt_left(rt)[d] = prt_share(rt)[d];
-        if (!skip[d])
-            st->parts[st->n_parts++] = d;
-    }
-    rc = prt_distribute(rt, bytes, skip, run, ctx);
-done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
-    return rc;
+    return cl_distribute(rt, 1, st->dev, sizeof *st->dev, st->parts, &st->n_parts, run);
 }
 
 static void fl_free(prt *rt, const void *opts)
