@@ -180,6 +180,50 @@ expect 1 "$BIN" run "$D/crash.yaml" --no-db -p asyncps --set devices.a.availabil
     --set devices.b.availability.trace=gone.csv
 has "$T/err" "every device is down for good at t = 6 s"
 
+# --- FL-SGD (steps: 2, analytic ring or server): averages in the background
+# every 2 steps.  The crash as for local SGD: b's batch cut at 6.25 s (its
+# work since the average launched at 6 s lost), a closes epoch 2 at 8 s;
+# 3 epochs: b, back at 9.5 s, receives the model (4 B) when the average of
+# 10 s ends; a closes epoch 3 at 12 s.
+FL=(-p flsgd --set policies.flsgd.steps=2 --set policies.flsgd.collective=analytic)
+for sync in ring server; do
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${FL[@]}" --set policies.flsgd.sync=$sync
+    check "$T/out" flsgd 8 compute_lost_s=0.25 samples_skipped=1 bytes_resent=0
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${FL[@]}" --set policies.flsgd.sync=$sync \
+        --set training.epochs=3
+    check "$T/out" flsgd 12 compute_lost_s=0.25 samples_skipped=5 bytes_resent=4 rounds=6
+done
+# A 150 MB model: 1.2 s per transfer, 0.6 s per ring round.  Model at 1.2 s,
+# batches from 1.2 s; the first average launches at 3.2 s with 2 batches of
+# each.  b down at 4 s (blip4.csv, back at 5.5 s):
+#  ring: the all-reduce (3.2-4.4 s) loses b: a runs it alone (at once); b
+#    loses all it computed (2.8 s: its part of the average too) and skips 1
+#    sample; a closes epoch 1 at 5.2 s alone; b skips epoch 2 (down at 5.2
+#    s: 4 more); after a's average at 7.2 s b receives the model (7.2-8.4
+#    s); a's last batch ends at 9.2 s, the forced average of both 10.4 s.
+#  server: b's upload is cut (2.8 s lost, 1 skipped); a's arrives at 4.4 s,
+#    its download ends at 5.6 s, when b (back) gets the model (5.6-6.8 s);
+#    the forced average of a alone (5.6-8 s) closes epoch 1; epoch 2 on
+#    both: batches 8-10 s, an average 10-12.4 s beside batches 10-12 s, the
+#    forced one 12.4-14.8 s.
+# b down 4.5-5.5 s instead (blip.csv): the ring average (3.2-4.4 s) is done:
+#  b loses only its work since 3.2 s (1.3 s), has no sample left, and is down
+#  at 5.2 s (epoch 2: 4 skipped): 10.4 s again; server: b's download
+#  (4.4-5.6 s) is cut, the rest as above: 14.8 s, nothing skipped.
+for c in ring:blip4:10.4:2.8:5 server:blip4:14.8:2.8:1 ring:blip:10.4:1.3:4 server:blip:14.8:1.3:0; do
+    IFS=: read -r sync trace t lost skip <<<"$c"
+    expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${FL[@]}" --set policies.flsgd.sync=$sync \
+        --set model.params=37500000 --set devices.b.availability.trace=$trace.csv
+    check "$T/out" flsgd $t compute_lost_s=$lost samples_skipped=$skip bytes_resent=150000000
+done
+# no epoch ends with every device down: a gone at 6 s, b down 6.25-9.5 s:
+# epoch 2 closes when b is back; both gone for good: exit 1
+expect 0 "$BIN" run "$D/crash.yaml" --no-db --json "${FL[@]}" --set devices.a.availability.trace=gone.csv
+check "$T/out" flsgd 9.5 failures=2 samples_skipped=3
+expect 1 "$BIN" run "$D/crash.yaml" --no-db "${FL[@]}" --set devices.a.availability.trace=gone.csv \
+    --set devices.b.availability.trace=gone.csv
+has "$T/err" "every device is down for good at t = 6 s"
+
 # C-ADP, 3 epochs: b is back (9.5 s) for epoch 3, planned in again: 10 s to 14 s;
 # with its data lost it also receives its 4 samples again (2 + 4 B resent)
 expect 0 "$BIN" run "$D/crash.yaml" --no-db --json -p cadp --set training.epochs=3
@@ -251,8 +295,9 @@ expect 1 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -p ddp --set availability
 has "$T/err" "no progress: 20 restarts"
 # a policy without an on_device hook is refused, not run wrong
 expect 0 "$BIN" run "$D/crash.yaml" --no-db -p cadp
-expect 2 "$BIN" run "$D/crash.yaml" --no-db -p flsgd
-has "$T/err" "crash.yaml: policy flsgd does not model device failures"
+expect 2 "$BIN" run "$D/crash.yaml" --no-db -p hierarchical --set 'devices.a.site=x' --set 'devices.b.site=x' \
+    --set 'sites=[{name: x}]'
+has "$T/err" "crash.yaml: policy hierarchical does not model device failures"
 
 # --- determinism with failures on: same seed, same bytes; sweeps --jobs 1 = --jobs 2
 GEO=(--set availability.mtbf=30min --set availability.mttr=5min --set training.epochs=2)
@@ -265,7 +310,7 @@ has "$T/d1" '"failures"'
 # the load balancers, local SGD and the asynchronous server too (flaky.yaml:
 # seeded failures, stragglers)
 for i in 1 2; do
-    expect 0 "$BIN" run "$D/flaky.yaml" --no-db --json -p equal_finish,dlb,lbbsp,lbb,localsgd,asyncps --seed 7
+    expect 0 "$BIN" run "$D/flaky.yaml" --no-db --json -p equal_finish,dlb,lbbsp,lbb,localsgd,flsgd,asyncps --seed 7
     sed 's/"wall_s":[^,]*,//' "$T/out" >"$T/lb$i"
 done
 if cmp -s "$T/lb1" "$T/lb2"; then ok; else bad "load balancers: same seed, different bytes with failures on"; fi
@@ -284,7 +329,7 @@ def load(d):
     key = lambda r: (r.get("point_json", ""), r.get("policy", ""), r.get("seed", ""))
     return sorted((key(r), {k: v for k, v in r.items() if k not in drop}) for r in rows)
 a, b = load(sys.argv[1]), load(sys.argv[2])
-assert len(a) == 108 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 9 policies
+assert len(a) == 120 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 10 policies
 PY
 
 # --- the loader: FILE:LINE:COL for the new keys

@@ -41,7 +41,8 @@ static const char *CRASH =
     "  dlb: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
     "  lbbsp: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
     "  lbb: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
-    "  localsgd: { steps: 2, collective: analytic }\n";
+    "  localsgd: { steps: 2, collective: analytic }\n"
+    "  flsgd: { steps: 2, collective: analytic }\n";
 
 static const char *const LB[] = {"equal_finish", "dlb", "lbbsp", "lbb"};
 
@@ -66,14 +67,16 @@ static void setup(void)
     put("crash.yaml", CRASH);
     put("down.csv", "time_s,up\n0,1\n6.25,0\n9.5,1\n");
     put("gone.csv", "time_s,up\n0,1\n6.25,0\n");
+    put("blip.csv", "time_s,up\n0,1\n4.5,0\n5.5,1\n");
+    put("late.csv", "time_s,up\n0,1\n5.75,0\n");
     snprintf(path, sizeof path, "%s/crash.yaml", dir);
 }
 
 static void teardown(void)
 {
     char p[300];
-    const char *files[] = {"crash.yaml", "down.csv", "gone.csv"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *files[] = {"crash.yaml", "down.csv", "gone.csv", "blip.csv", "late.csv"};
+    for (size_t i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         remove(p);
     }
@@ -167,6 +170,43 @@ Test(fail, localsgd_averages_over_the_devices_up)
     res_run_free(r);
 }
 
+/* Local SGD when every device of a round is down but one is back: b is
+ * down 4.5-5.5 s (its batch 4-5 s cut: 0.5 s lost, 3 samples skipped), a
+ * goes down for good at 5.75 s (its round since 4 s lost: 1.75 s, 2 samples
+ * skipped).  b, up again, takes the next round at once: it receives the
+ * model (4 B) and, with nothing left, ends epoch 2 at 5.75 s. */
+Test(fail, localsgd_a_device_back_takes_an_empty_round)
+{
+    scn_override ov[] = {{"devices.b.availability.trace", "blip.csv"},
+                         {"devices.a.availability.trace", "late.csv"}};
+    res_run *r = run_ok("localsgd", ov, 2);
+    expect_close(r->ttotal_s, 5.75);
+    expect_close(stat(r, "compute_lost_s"), 2.25);
+    expect_close(stat(r, "samples_skipped"), 5);
+    expect_close(stat(r, "bytes_resent"), 4);
+    res_run_free(r);
+}
+
+/* FL-SGD, averages in the background every 2 steps: the one launched at
+ * 6 s ends at once; b's batch is cut at 6.25 s (its 0.25 s since that launch
+ * lost, 1 sample skipped) and a closes epoch 2 at 8 s.  3 epochs: b, back
+ * at 9.5 s, receives the model (4 B) when the average of 10 s ends. */
+Test(fail, flsgd_averages_without_the_device_down)
+{
+    for (int server = 0; server < 2; server++) {
+        for (int epochs = 2; epochs <= 3; epochs++) {
+            scn_override ov[] = {{"policies.flsgd.sync", server ? "server" : "ring"},
+                                 {"training.epochs", epochs == 2 ? "2" : "3"}};
+            res_run *r = run_ok("flsgd", ov, 2);
+            expect_close(r->ttotal_s, epochs == 2 ? 8 : 12);
+            expect_close(stat(r, "compute_lost_s"), 0.25);
+            expect_close(stat(r, "samples_skipped"), epochs == 2 ? 1 : 5);
+            expect_close(stat(r, "bytes_resent"), epochs == 2 ? 0 : 4);
+            res_run_free(r);
+        }
+    }
+}
+
 /* The asynchronous server: pull, batch, push, 4 s an epoch.  b's third
  * batch of epoch 2 (6-7 s) is lost at 6.25 s; a ends epoch 2 at 8 s; 14
  * updates (8 + 4 + b's 2).  Lock-step SSP gives the same. */
@@ -191,8 +231,8 @@ Test(fail, asyncps_skips_a_worker_that_is_down)
     res_run_free(r);
 }
 
-/* A device that never returns: wait ends the run naming it; local SGD and
- * the server go on with a (Ttotal as with b back: b had nothing left to do
+/* A device that never returns: wait ends the run naming it; local SGD,
+ * FL-SGD and the server go on with a (Ttotal as with b back: b had nothing left to do
  * by 9.5 s in 2 epochs); with both gone, the run fails, it does not hang. */
 Test(fail, a_device_gone_for_good_never_hangs)
 {
@@ -206,8 +246,8 @@ Test(fail, a_device_gone_for_good_never_hangs)
         cr_expect(strstr(err.msg, "device b went down at t = 6.25 s and never comes back"), "%s", err.msg);
         res_run_free(r);
     }
-    const char *const alone[] = {"localsgd", "asyncps"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *const alone[] = {"localsgd", "flsgd", "asyncps"};
+    for (size_t i = 0; i < 3; i++) {
         res_run *r = run_ok(alone[i], gone, 1);
         expect_close(r->ttotal_s, 8);
         res_run_free(r);
@@ -226,8 +266,8 @@ Test(fail, a_device_gone_for_good_never_hangs)
 Test(fail, same_seed_same_run_with_failures)
 {
     scn_override ov[] = {{"availability.mtbf", "3s"}, {"availability.mttr", "1s"}, {"training.epochs", "3"}};
-    const char *const pk[] = {"equal_finish", "dlb", "lbbsp", "lbb", "localsgd", "asyncps"};
-    for (size_t i = 0; i < 6; i++) {
+    const char *const pk[] = {"equal_finish", "dlb", "lbbsp", "lbb", "localsgd", "flsgd", "asyncps"};
+    for (size_t i = 0; i < 7; i++) {
         res_run *r[2];
         for (int k = 0; k < 2; k++) {
             dp_err err = {0};

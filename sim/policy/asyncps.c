@@ -19,6 +19,11 @@
  * An epoch is one pass over the data: a device out of samples waits, and
  * the epoch ends when every push of it has been applied.  The next epoch
  * starts with a pull on every device.
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): the server
+ * skips a worker that is down; its gradient not yet at the server is lost
+ * (a push there is applied), its samples not started are skipped; back, it
+ * pulls at the next epoch.
  */
 #include "commlight.h"
 #include "runtime.h"
@@ -65,8 +70,9 @@ typedef struct aps_state {
     cl_stats cs;
     /* worlds with failures (scenarios/README.md) */
     int fail_on;
-    int waiting;           /* 1: the next epoch's start, 2: the epoch's end waits for a device to return */
-    int64_t skipped, lost; /* samples a device down did not start; pushes lost */
+    size_t *parts, n_parts; /* devices with a share */
+    int waiting;            /* 1: the next epoch's start, 2: the epoch's end waits for a device to return */
+    int64_t skipped, lost;  /* samples a device down did not start; pushes lost */
 } aps_state;
 
 static void pull(prt *rt, aps_dev *v);
@@ -284,33 +290,13 @@ static void on_resent(prt *rt, void *ctx)
     compute(rt, v);
 }
 
-static const char *dev_name(prt *rt, size_t d)
-{
-    return prt_scn(rt)->devices[d].name;
-}
-
 /* 1 if no device with a share is up: the job waits (`why`: st->waiting),
- * or fails if none can return. */
+ * or the run failed if none can return. */
 static int none_up(prt *rt, aps_state *st, int why)
 {
-    int up = 0, can = 0;
-    size_t last = st->n;
-    for (size_t d = 0; d < st->n; d++) {
-        if (prt_share(rt)[d] == 0)
-            continue;
-        up |= prt_device_up(rt, d);
-        can |= isfinite(world_dev_next_change(prt_world(rt), d));
-        if (last == st->n ||
-            world_dev_down_since(prt_world(rt), d) > world_dev_down_since(prt_world(rt), last))
-            last = d;
-    }
-    st->waiting = up ? 0 : why;
-    if (!up && !can)
-        prt_fail(rt, DP_ERUN,
-                 "every device is down for good at t = %.6g s (the last, %s, went down at t = %.6g s): "
-                 "nothing can resume the job",
-                 prt_now(rt), dev_name(rt, last), world_dev_down_since(prt_world(rt), last));
-    return !up;
+    int none = cl_none_up(rt, st->parts, st->n_parts);
+    st->waiting = none ? why : 0;
+    return none;
 }
 
 /* With failures, the devices down when an epoch starts skip it; if none is
@@ -424,7 +410,8 @@ static int aps_start(prt *rt, const void *opts)
     st->s = ((const aps_opts *)opts)->max_staleness;
     st->n = n;
     st->dev = dp_calloc(n, sizeof *st->dev);
-    if (!st->dev || cl_stats_init(&st->cs, n))
+    st->parts = dp_calloc(n, sizeof *st->parts);
+    if (!st->dev || !st->parts || cl_stats_init(&st->cs, n))
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     double *bytes = dp_calloc(n, sizeof *bytes); /* equal_split's, unused: cl_distribute sends */
     if (!bytes)
@@ -457,7 +444,7 @@ static int aps_start(prt *rt, const void *opts)
             if (st->s >= 0)
                 st->at_clock[0]++;
         }
-    return cl_distribute(rt, 0, st->dev, sizeof *st->dev, NULL, NULL, on_ready);
+    return cl_distribute(rt, 0, st->dev, sizeof *st->dev, st->parts, &st->n_parts, on_ready);
 }
 
 static void aps_free(prt *rt, const void *opts)
@@ -466,6 +453,7 @@ static void aps_free(prt *rt, const void *opts)
     aps_state *st = prt_state(rt);
     if (st) {
         dp_free(st->dev);
+        dp_free(st->parts);
         dp_free(st->at_clock);
         dp_free(st->w_head);
         dp_free(st->w_tail);

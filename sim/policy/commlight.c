@@ -195,3 +195,30 @@ done:
     dp_free(ctx);
     return rc;
 }
+
+int cl_none_up(prt *rt, const size_t *parts, size_t n)
+{
+    world *w = prt_world(rt);
+    int up = 0, can = 0;
+    size_t last = n ? parts[0] : 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = parts[i];
+        up |= prt_device_up(rt, d);
+        can |= isfinite(world_dev_next_change(w, d));
+        if (world_dev_down_since(w, d) > world_dev_down_since(w, last))
+            last = d;
+    }
+    if (!up && !can)
+        prt_fail(
+            rt, DP_ERUN,
+            "every device is down for good at t = %.6g s (the last, %s, went down at t = %.6g s): nothing "
+            "can resume the job",
+            prt_now(rt), prt_scn(rt)->devices[last].name, world_dev_down_since(w, last));
+    return !up;
+}
+
+double cl_aggregate_s(const prt *rt, double models)
+{
+    const scn_scenario *s = prt_scn(rt);
+    return isfinite(s->server.aggregate_Bps) ? models * s->model.model_bytes / s->server.aggregate_Bps : 0;
+}

@@ -74,6 +74,14 @@ int cl_max_batch(const scn_scenario *s, size_t d, int cap);
 int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts, size_t *n_parts,
                   prt_fn on_ready);
 
+/* Worlds with failures: 1 if none of parts[0..n) is up (the policy waits
+ * for a return); if none can return either, the run fails (exit 1) naming
+ * the last device down and when. */
+int cl_none_up(prt *rt, const size_t *parts, size_t n);
+/* Seconds the server takes to average `models` models (0 at an unlimited
+ * aggregate rate). */
+double cl_aggregate_s(const prt *rt, double models);
+
 /* Option value names. */
 extern const char *const cl_sync_names[]; /* ring, server */
 

@@ -22,6 +22,11 @@
  * device's batch grows by that factor up to what its memory holds (and its
  * share), and its H shrinks to keep its samples per round (H x batch) as
  * they were: H_d = ceil(H x b0_d / b_d).
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): a round runs
+ * over the participants up (`in`); one going down leaves it (its round's
+ * work lost, its samples not started skipped), a ring it was in runs again
+ * without it; back, it receives the model at the next round.
  */
 #include "cadp.h"
 #include "commlight.h"
@@ -191,10 +196,7 @@ static void average(prt *rt, ls_state *st)
     st->syncing = 1;
     double M = prt_scn(rt)->model.model_bytes;
     if (st->o.sync == LS_SYNC_SERVER) {
-        const scn_scenario *s = prt_scn(rt);
-        double agg =
-            isfinite(s->server.aggregate_Bps) ? (double)st->arrived * M / s->server.aggregate_Bps : 0;
-        if (prt_at(rt, prt_now(rt) + agg, aggregated, NULL))
+        if (prt_at(rt, prt_now(rt) + cl_aggregate_s(rt, (double)st->arrived), aggregated, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
@@ -279,11 +281,6 @@ static void on_ready(prt *rt, void *ctx)
 
 /* ---- failures ---------------------------------------------------------------- */
 
-static const char *dev_name(prt *rt, size_t d)
-{
-    return prt_scn(rt)->devices[d].name;
-}
-
 /* Device v leaves the round under way: what it computed in it is lost, its
  * samples of the epoch not started are skipped. */
 static void leave_round(prt *rt, ls_state *st, ls_dev *v)
@@ -298,25 +295,6 @@ static void leave_round(prt *rt, ls_state *st, ls_dev *v)
         v->arrived = 0;
         st->arrived--;
     }
-}
-
-/* Nobody can take part: wait for a return, or fail if none can come. */
-static void wait_for_return(prt *rt, ls_state *st)
-{
-    st->waiting = 1;
-    st->syncing = 0;
-    size_t last = st->parts[0];
-    for (size_t i = 0; i < st->n_parts; i++) {
-        size_t d = st->parts[i];
-        if (isfinite(world_dev_next_change(prt_world(rt), d)))
-            return;
-        if (world_dev_down_since(prt_world(rt), d) > world_dev_down_since(prt_world(rt), last))
-            last = d;
-    }
-    prt_fail(rt, DP_ERUN,
-             "every device is down for good at t = %.6g s (the last, %s, went down at t = %.6g s): nothing "
-             "can resume the job",
-             prt_now(rt), dev_name(rt, last), world_dev_down_since(prt_world(rt), last));
 }
 
 /* The next round (after an average, or a return while waiting): without
@@ -338,6 +316,7 @@ static void next_round(prt *rt, ls_state *st)
     }
     st->n_in = 0;
     st->waiting = 0;
+    st->syncing = 0;
     int resend = 0;
     for (size_t d = 0; d < n; d++)
         skip[d] = 1;
@@ -359,8 +338,8 @@ static void next_round(prt *rt, ls_state *st)
             resend = 1;
         }
     }
-    if (st->n_in == 0) {
-        wait_for_return(rt, st);
+    if (st->n_in == 0) { /* nobody up: wait for a return (or the run failed) */
+        st->waiting = cl_none_up(rt, st->parts, st->n_parts);
         goto done;
     }
     if (resend && prt_resend(rt, bytes, skip, on_ready, ctx)) {
@@ -400,7 +379,7 @@ static void ls_on_device(prt *rt, const void *opts, size_t d, int up)
     if (st->syncing) /* the ring lost a member: the others run it again */
         prt_abort(rt);
     if (st->n_in == 0) {
-        wait_for_return(rt, st);
+        next_round(rt, st); /* a device back and up takes it; else the job waits */
     } else if (st->syncing || st->arrived == st->n_in) {
         average(rt, st);
     }

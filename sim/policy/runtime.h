@@ -184,6 +184,12 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
  * failure.  m < 2 ends at once. */
 int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
                      prt_fn fn, void *ctx);
+/* Give up the collectives a device going down broke (they never end): the
+ * members stop showing as communicating for them.  For a policy whose
+ * collectives run beside compute (FL-SGD's background average) and which
+ * starts its average again among the devices left, where prt_abort would
+ * also drop every compute. */
+void coll_drop_broken(prt *rt);
 /* The analytic duration of a collective over all devices now (tests,
  * docs); negative when out of memory. */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
