@@ -19,6 +19,11 @@
  * An epoch is one pass over the data: a device out of samples waits, and
  * the epoch ends when every push of it has been applied.  The next epoch
  * starts with a pull on every device.
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): the server
+ * skips a worker that is down; its gradient not yet at the server is lost
+ * (a push there is applied), its samples not started are skipped; back, it
+ * pulls at the next epoch.
  */
 #include "commlight.h"
 #include "runtime.h"
@@ -30,6 +35,9 @@ typedef struct aps_opts {
     int max_staleness; /* -1 = unbounded */
 } aps_opts;
 
+/* Where a device is in its loop (what a failure loses). */
+typedef enum { AP_PULL = 0, AP_COMPUTE, AP_PUSH, AP_QUEUED, AP_WAIT, AP_IDLE } aps_phase;
+
 typedef struct aps_dev {
     prt *rt;
     size_t d;
@@ -38,6 +46,10 @@ typedef struct aps_dev {
     int n;          /* samples of the batch in flight */
     int active;     /* still has work this epoch (or a push not applied) */
     size_t next;    /* server queue / wait list link (index + 1, 0 = none) */
+    /* worlds with failures */
+    int phase;    /* aps_phase */
+    double c0;    /* its compute seconds when it started its pull */
+    int has_data; /* holds its shard */
 } aps_dev;
 
 typedef struct aps_state {
@@ -56,6 +68,11 @@ typedef struct aps_state {
     size_t *w_head, *w_tail;
     int64_t n_clocks, min_clock, released; /* wait lists up to `released` were drained */
     cl_stats cs;
+    /* worlds with failures (scenarios/README.md) */
+    int fail_on;
+    size_t *parts, n_parts; /* devices with a share */
+    int waiting;            /* 1: the next epoch's start, 2: the epoch's end waits for a device to return */
+    int64_t skipped, lost;  /* samples a device down did not start; pushes lost */
 } aps_state;
 
 static void pull(prt *rt, aps_dev *v);
@@ -70,6 +87,7 @@ static void on_push(void *ctx, uint64_t id)
     prt *rt = v->rt;
     aps_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
+    v->phase = AP_QUEUED;
     v->next = 0;
     if (st->q_tail)
         st->dev[st->q_tail - 1].next = v->d + 1;
@@ -84,6 +102,7 @@ static void after_compute(prt *rt, void *ctx)
 {
     aps_dev *v = ctx;
     double M = prt_scn(rt)->model.model_bytes;
+    v->phase = AP_PUSH;
     prt_set_act(rt, v->d, RES_ACT_SEND);
     prt_add_server_bytes(rt, v->d, M);
     if (!world_transfer(prt_world(rt), (int)v->d + 1, 0, M, on_push, v))
@@ -97,6 +116,7 @@ static void compute(prt *rt, aps_dev *v)
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[v->d].group].batch;
     v->n = left[v->d] < bs ? (int)left[v->d] : bs;
     left[v->d] -= v->n;
+    v->phase = AP_COMPUTE;
     st->cs.steps[v->d]++;
     prt_compute(rt, v->d, v->n, 1.0, after_compute, v, NULL);
 }
@@ -115,6 +135,8 @@ static void pull(prt *rt, aps_dev *v)
     aps_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
     v->pulled = st->version;
+    v->phase = AP_PULL;
+    v->c0 = prt_compute_s(rt, v->d);
     prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
     prt_add_server_bytes(rt, v->d, M);
     if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_pull, v))
@@ -130,6 +152,7 @@ static int may_go(const aps_state *st, const aps_dev *v)
 static void wait_push(aps_state *st, aps_dev *v)
 {
     int64_t c = v->clock;
+    v->phase = AP_WAIT;
     v->next = 0;
     if (st->w_tail[c])
         st->dev[st->w_tail[c] - 1].next = v->d + 1;
@@ -153,12 +176,42 @@ static void release(prt *rt, aps_state *st)
         while (k) {
             aps_dev *v = &st->dev[k - 1];
             k = v->next;
-            pull(rt, v);
+            if (v->active) /* else it went down while waiting */
+                pull(rt, v);
         }
     }
 }
 
 static void epoch_start(prt *rt, aps_state *st);
+static int none_up(prt *rt, aps_state *st, int why);
+
+/* Every push of the epoch is applied and nobody works: the next epoch
+ * (with failures: once a device is up, so the job never runs ahead with
+ * every device down). */
+static void maybe_epoch_end(prt *rt, aps_state *st)
+{
+    if (st->q_head || st->busy || st->working)
+        return;
+    if (st->fail_on && none_up(rt, st, 2))
+        return;
+    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+        (cl_emit(rt, &st->cs) ||
+         (st->fail_on && (prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped) ||
+                          prt_stat(rt, "pushes_lost", RES_SCOPE_RUN, 0, 0, (double)st->lost)))))
+        return;
+    if (prt_end_epoch(rt) > 0)
+        epoch_start(rt, st);
+}
+
+/* Device v is out of this epoch: inactive, its samples not started skipped. */
+static void drop_out(prt *rt, aps_state *st, aps_dev *v)
+{
+    st->skipped += prt_left(rt)[v->d];
+    prt_left(rt)[v->d] = 0;
+    v->active = 0;
+    v->phase = AP_IDLE;
+    st->working--;
+}
 
 static void applied(prt *rt, void *ctx)
 {
@@ -175,7 +228,9 @@ static void applied(prt *rt, void *ctx)
     if (st->s >= 0)
         st->at_clock[v->clock]--;
     v->clock++;
-    if (prt_left(rt)[v->d] > 0) {
+    if (!prt_device_up(rt, v->d)) { /* its push counted; it went down since */
+        drop_out(rt, st, v);
+    } else if (prt_left(rt)[v->d] > 0) {
         if (st->s >= 0)
             st->at_clock[v->clock]++;
         if (may_go(st, v))
@@ -184,6 +239,7 @@ static void applied(prt *rt, void *ctx)
             wait_push(st, v);
     } else {
         v->active = 0;
+        v->phase = AP_IDLE;
         st->working--;
     }
     if (st->s >= 0)
@@ -192,13 +248,7 @@ static void applied(prt *rt, void *ctx)
         serve(rt, st);
         return;
     }
-    if (st->working)
-        return;
-    /* every push of the epoch is applied */
-    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && cl_emit(rt, &st->cs))
-        return;
-    if (prt_end_epoch(rt) > 0)
-        epoch_start(rt, st);
+    maybe_epoch_end(rt, st);
 }
 
 static void serve(prt *rt, aps_state *st)
@@ -213,8 +263,10 @@ static void reset_clocks(aps_state *st)
     st->working = 0;
     st->min_clock = 0;
     st->released = 0;
-    for (int64_t c = 0; st->s >= 0 && c < st->n_clocks; c++)
+    for (int64_t c = 0; st->s >= 0 && c < st->n_clocks; c++) {
         st->at_clock[c] = 0;
+        st->w_head[c] = st->w_tail[c] = 0; /* a device down may be left in one */
+    }
     for (size_t d = 0; d < st->n; d++) {
         aps_dev *v = &st->dev[d];
         v->clock = 0;
@@ -222,8 +274,82 @@ static void reset_clocks(aps_state *st)
     }
 }
 
+static void on_ready(prt *rt, void *ctx)
+{
+    aps_dev *v = ctx;
+    v->has_data = 1;
+    v->pulled = 0; /* the initial model is version 0 */
+    compute(rt, v);
+}
+
+/* Back without its shard: it received shard and model (pulled when sent). */
+static void on_resent(prt *rt, void *ctx)
+{
+    aps_dev *v = ctx;
+    v->has_data = 1;
+    compute(rt, v);
+}
+
+/* 1 if no device with a share is up: the job waits (`why`: st->waiting),
+ * or the run failed if none can return. */
+static int none_up(prt *rt, aps_state *st, int why)
+{
+    int none = cl_none_up(rt, st->parts, st->n_parts);
+    st->waiting = none ? why : 0;
+    return none;
+}
+
+/* With failures, the devices down when an epoch starts skip it; if none is
+ * up the epoch waits for one.  Returns 1 when the epoch can start. */
+static int epoch_devices(prt *rt, aps_state *st)
+{
+    if (none_up(rt, st, 1))
+        return 0;
+    for (size_t d = 0; d < st->n; d++)
+        if (!prt_device_up(rt, d)) {
+            st->skipped += prt_left(rt)[d];
+            prt_left(rt)[d] = 0;
+        }
+    return 1;
+}
+
+/* Devices back without their shard receive it with the model (resent). */
+static int resend_lost_data(prt *rt, aps_state *st)
+{
+    size_t n = st->n;
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    int rc = 0, any = 0;
+    if (!bytes || !skip || !ctx) {
+        rc = prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t d = 0; d < n; d++) {
+        aps_dev *v = &st->dev[d];
+        skip[d] = !v->active || v->has_data;
+        ctx[d] = v;
+        if (!skip[d]) {
+            bytes[d] = (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
+            v->pulled = st->version;
+            v->phase = AP_PULL;
+            v->c0 = prt_compute_s(rt, d);
+            any = 1;
+        }
+    }
+    if (any && prt_resend(rt, bytes, skip, on_resent, ctx))
+        rc = prt_fail(rt, DP_ENOMEM, "out of memory");
+done:
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+    return rc;
+}
+
 static void epoch_start(prt *rt, aps_state *st)
 {
+    if (st->fail_on && !epoch_devices(rt, st))
+        return;
     reset_clocks(st);
     for (size_t d = 0; d < st->n; d++)
         if (prt_left(rt)[d] > 0) {
@@ -232,16 +358,45 @@ static void epoch_start(prt *rt, aps_state *st)
             if (st->s >= 0)
                 st->at_clock[0]++;
         }
+    if (st->fail_on && resend_lost_data(rt, st))
+        return;
     for (size_t d = 0; d < st->n && !prt_failed(rt); d++)
-        if (st->dev[d].active)
+        if (st->dev[d].active && (!st->fail_on || st->dev[d].has_data))
             pull(rt, &st->dev[d]);
 }
 
-static void on_ready(prt *rt, void *ctx)
+/* A device down loses the batch it computes on (pulled, computed or pushed
+ * but not yet at the server): pushes_lost, its compute since the pull
+ * lost; a push already at the server is applied.  Either way it is out of
+ * the epoch.  Back, it pulls at the next epoch's start. */
+static void aps_on_device(prt *rt, const void *opts, size_t d, int up)
 {
-    aps_dev *v = ctx;
-    v->pulled = 0; /* the initial model is version 0 */
-    compute(rt, v);
+    (void)opts;
+    aps_state *st = prt_state(rt);
+    if (!st || prt_failed(rt) || prt_share(rt)[d] == 0)
+        return;
+    aps_dev *v = &st->dev[d];
+    if (up) {
+        if (st->waiting == 1)
+            epoch_start(rt, st);
+        else if (st->waiting == 2)
+            maybe_epoch_end(rt, st);
+        return;
+    }
+    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+        v->has_data = 0;
+    if (!v->active || v->phase == AP_QUEUED)
+        return; /* idle, or its push is at the server (applied() drops it out) */
+    if (v->phase == AP_COMPUTE || v->phase == AP_PUSH) {
+        st->lost++;
+        prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
+    }
+    if (st->s >= 0)
+        st->at_clock[v->clock]--;
+    drop_out(rt, st, v);
+    if (st->s >= 0)
+        release(rt, st);
+    maybe_epoch_end(rt, st);
 }
 
 static int aps_start(prt *rt, const void *opts)
@@ -255,15 +410,15 @@ static int aps_start(prt *rt, const void *opts)
     st->s = ((const aps_opts *)opts)->max_staleness;
     st->n = n;
     st->dev = dp_calloc(n, sizeof *st->dev);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int rc = 0;
-    if (!st->dev || !bytes || !skip || !ctx || cl_stats_init(&st->cs, n)) {
-        rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-        goto done;
-    }
+    st->parts = dp_calloc(n, sizeof *st->parts);
+    if (!st->dev || !st->parts || cl_stats_init(&st->cs, n))
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+    double *bytes = dp_calloc(n, sizeof *bytes); /* equal_split's, unused: cl_distribute sends */
+    if (!bytes)
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     equal_split(rt, PRT_DATA_SHARD, bytes);
+    dp_free(bytes);
+    st->fail_on = scn_has_failures(s);
     st->agg_s = isfinite(s->server.aggregate_Bps) ? s->model.model_bytes / s->server.aggregate_Bps : 0;
     int64_t most = 0;
     for (size_t d = 0; d < n; d++) {
@@ -276,31 +431,20 @@ static int aps_start(prt *rt, const void *opts)
         st->at_clock = dp_calloc((size_t)st->n_clocks, sizeof *st->at_clock);
         st->w_head = dp_calloc((size_t)st->n_clocks, sizeof *st->w_head);
         st->w_tail = dp_calloc((size_t)st->n_clocks, sizeof *st->w_tail);
-        if (!st->at_clock || !st->w_head || !st->w_tail) {
-            rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
-            goto done;
-        }
+        if (!st->at_clock || !st->w_head || !st->w_tail)
+            return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
-    for (size_t d = 0; d < n; d++) {
-        prt_left(rt)[d] = prt_share(rt)[d];
-        st->dev[d] = (aps_dev){rt, d, 0, 0, 0, 0, 0};
-        ctx[d] = &st->dev[d];
-        skip[d] = prt_share(rt)[d] == 0;
-    }
+    for (size_t d = 0; d < n; d++)
+        st->dev[d] = (aps_dev){rt, d, 0, 0, 0, 0, 0, AP_PULL, 0, 0};
     reset_clocks(st);
     for (size_t d = 0; d < n; d++)
-        if (!skip[d]) {
+        if (prt_share(rt)[d] > 0) {
             st->dev[d].active = 1;
             st->working++;
             if (st->s >= 0)
                 st->at_clock[0]++;
         }
-    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
-done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
-    return rc;
+    return cl_distribute(rt, 0, st->dev, sizeof *st->dev, st->parts, &st->n_parts, on_ready);
 }
 
 static void aps_free(prt *rt, const void *opts)
@@ -309,6 +453,7 @@ static void aps_free(prt *rt, const void *opts)
     aps_state *st = prt_state(rt);
     if (st) {
         dp_free(st->dev);
+        dp_free(st->parts);
         dp_free(st->at_clock);
         dp_free(st->w_head);
         dp_free(st->w_tail);
@@ -333,4 +478,5 @@ const policy_def policy_asyncps = {
     .opts_size = sizeof(aps_opts),
     .start = aps_start,
     .free = aps_free,
+    .on_device = aps_on_device,
 };

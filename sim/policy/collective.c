@@ -29,6 +29,7 @@ typedef struct coll {
     size_t *members;          /* NULL: every device, in scenario order */
     int broken;               /* a member went down: it never ends (until prt_abort) */
     struct coll *prev, *next; /* rt->colls: every collective in flight */
+    int dropped;              /* broken and given up by its policy (coll_drop_broken) */
 } coll;
 
 static size_t member(const coll *c, size_t i)
@@ -107,9 +108,22 @@ void coll_abort_all(prt *rt)
 {
     while (rt->colls) {
         coll *c = rt->colls;
-        coll_end_acts(rt, c);
+        if (!c->dropped)
+            coll_end_acts(rt, c);
         coll_free(c);
     }
+}
+
+/* A dropped collective stays listed (flows of its round may still call
+ * back; they never complete the round, as the lost member's were cut) and
+ * is freed with the run. */
+void coll_drop_broken(prt *rt)
+{
+    for (coll *c = rt->colls; c; c = c->next)
+        if (c->broken && !c->dropped) {
+            c->dropped = 1;
+            coll_end_acts(rt, c);
+        }
 }
 
 static void finish(prt *rt, void *ctx)
@@ -304,7 +318,7 @@ static void note_approximate(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL};
+    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0};
     return analytic_s(&c, 0);
 }
 
@@ -340,7 +354,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL};
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0};
     return start(rt, c, mode);
 }
 
@@ -360,7 +374,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL};
+    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0};
     return start(rt, c, mode);
 }
 

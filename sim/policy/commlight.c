@@ -163,3 +163,62 @@ int cl_max_batch(const scn_scenario *s, size_t d, int cap)
         fit = (double)cap;
     return fit < 1 ? 1 : (int)fit;
 }
+
+int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts, size_t *n_parts,
+                  prt_fn on_ready)
+{
+    size_t n = prt_n(rt);
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    int rc = 0;
+    if (!bytes || !skip || !ctx) {
+        rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+        goto done;
+    }
+    if (equal)
+        equal_split(rt, PRT_DATA_SHARD, bytes);
+    if (n_parts)
+        *n_parts = 0;
+    for (size_t d = 0; d < n; d++) {
+        bytes[d] = (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
+        ctx[d] = (char *)devs + d * dev_size;
+        skip[d] = prt_share(rt)[d] == 0;
+        prt_left(rt)[d] = prt_share(rt)[d];
+        if (!skip[d] && parts)
+            parts[(*n_parts)++] = d;
+    }
+    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
+done:
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+    return rc;
+}
+
+int cl_none_up(prt *rt, const size_t *parts, size_t n)
+{
+    world *w = prt_world(rt);
+    int up = 0, can = 0;
+    size_t last = n ? parts[0] : 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = parts[i];
+        up |= prt_device_up(rt, d);
+        can |= isfinite(world_dev_next_change(w, d));
+        if (world_dev_down_since(w, d) > world_dev_down_since(w, last))
+            last = d;
+    }
+    if (!up && !can)
+        prt_fail(
+            rt, DP_ERUN,
+            "every device is down for good at t = %.6g s (the last, %s, went down at t = %.6g s): nothing "
+            "can resume the job",
+            prt_now(rt), prt_scn(rt)->devices[last].name, world_dev_down_since(w, last));
+    return !up;
+}
+
+double cl_aggregate_s(const prt *rt, double models)
+{
+    const scn_scenario *s = prt_scn(rt);
+    return isfinite(s->server.aggregate_Bps) ? models * s->model.model_bytes / s->server.aggregate_Bps : 0;
+}

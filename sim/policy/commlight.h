@@ -64,6 +64,24 @@ int cl_emit(prt *rt, const cl_stats *st);
  * capped at `cap`; at least 1. */
 int cl_max_batch(const scn_scenario *s, size_t d, int cap);
 
+/* The start every one of these policies shares: with `equal`, the equal
+ * split into prt_share (else the policy set prt_share); `left` loaded from
+ * it; each participant (share > 0) sent its shard (share x sample bytes)
+ * and the model, on_ready(rt, devs + d x dev_size) running when device d
+ * holds both (devs: the policy's per-device structs, dev_size bytes each);
+ * the participants listed in parts[0..*n_parts), scenario order (both may
+ * be NULL).  0 or an error (message in prt_err). */
+int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts, size_t *n_parts,
+                  prt_fn on_ready);
+
+/* Worlds with failures: 1 if none of parts[0..n) is up (the policy waits
+ * for a return); if none can return either, the run fails (exit 1) naming
+ * the last device down and when. */
+int cl_none_up(prt *rt, const size_t *parts, size_t n);
+/* Seconds the server takes to average `models` models (0 at an unlimited
+ * aggregate rate). */
+double cl_aggregate_s(const prt *rt, double models);
+
 /* Option value names. */
 extern const char *const cl_sync_names[]; /* ring, server */
 

@@ -230,8 +230,9 @@ static int ds_check(const scn_scenario *s, const void *opts, dp_err *err)
     const ds_opts *o = opts;
     if (o->stage == 3 && scn_has_failures(s))
         return dp_err_set(err, DP_EINPUT,
-                          "policies.deepspeed.stage: stage 3 does not model device failures yet; this "
-                          "scenario has `availability` (use stage 1 or 2)");
+                          "policies.deepspeed.stage: stage 3 does not model device failures yet (its "
+                          "per-step parameter all-gathers run outside the checkpoint and restart of stages "
+                          "1-2); this scenario has `availability` (use stage 1 or 2)");
     return coll_check_flows(s, "deepspeed", (prt_coll_mode)o->collective, err);
 }
 

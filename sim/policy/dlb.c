@@ -92,4 +92,5 @@ const policy_def policy_dlb = {
     .check = dlb_check,
     .start = dlb_start,
     .free = dlb_free,
+    .on_device = lb_on_device,
 };

@@ -44,4 +44,5 @@ const policy_def policy_equal_finish = {
     .check = ef_check,
     .start = ef_start,
     .free = ef_free,
+    .on_device = lb_on_device,
 };

@@ -17,6 +17,13 @@
  *
  * Statistics: an update's staleness is 1 (period) for a background average
  * and 0 for the forced one.
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): averages run
+ * over the devices up and holding the model (`in`); a device going down
+ * leaves the average in flight (a ring restarts among the others after
+ * coll_drop_broken; the server stops waiting for its upload) and the epoch
+ * (its samples not started skipped); back, it receives the model when the
+ * next average ends.
  */
 #include "commlight.h"
 #include "runtime.h"
@@ -37,6 +44,16 @@ typedef struct fl_dev {
     size_t d;
     int64_t acc_steps, acc_samples; /* steps finished since the last average started */
     int n;                          /* samples of the step in progress */
+    int exh;                        /* counted in `exhausted` this epoch */
+    /* worlds with failures */
+    int in;        /* takes part in averages (up, holding the model) */
+    int in_avg;    /* its work is in the average in flight */
+    int phase;     /* sync: server, in that average: 1 uploading, 2 uploaded, 3 downloading */
+    int back;      /* up again: receives the model when the next average ends */
+    int has_data;  /* holds its shard */
+    int64_t snap;  /* samples it gave the average in flight */
+    double c_last; /* its compute seconds at the launch of the last average it joined */
+    double c_prev; /* ... and of the one before (start of the work in flight) */
 } fl_dev;
 
 typedef struct fl_state {
@@ -49,11 +66,19 @@ typedef struct fl_state {
     int64_t snap_batch, snap_devs;
     size_t uploaded, downloaded;
     cl_stats cs;
+    /* worlds with failures (scenarios/README.md) */
+    int fail_on;
+    size_t *mem, n_avg; /* members of the average in flight (n_parts without failures) */
+    size_t dl_target;   /* sync: server: downloads of that average */
+    int waiting;        /* no participant up: 1 an epoch's start, 2 its end waits for a return */
+    int64_t skipped;    /* samples of an epoch a device down did not start */
 } fl_state;
 
 static void run(prt *rt, void *ctx);
 static void launch(prt *rt, fl_state *st, int forced);
 static void maybe_launch(prt *rt, fl_state *st);
+static void epoch_start(prt *rt, fl_state *st);
+static void rejoin(prt *rt, fl_state *st);
 
 static void avg_done(prt *rt, void *ctx)
 {
@@ -62,17 +87,20 @@ static void avg_done(prt *rt, void *ctx)
     st->inflight = 0;
     st->cs.rounds++;
     cl_update(&st->cs, st->snap_batch, st->snap_devs, st->forced ? 0 : 1);
+    for (size_t i = 0; i < st->n_parts; i++)
+        st->dev[st->parts[i]].in_avg = 0;
     if (st->forced) {
-        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && cl_emit(rt, &st->cs))
+        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+            (cl_emit(rt, &st->cs) ||
+             (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
             return;
         if (prt_end_epoch(rt) <= 0)
             return;
-        st->closing = 0;
-        st->exhausted = 0;
-        for (size_t i = 0; i < st->n_parts && !prt_failed(rt); i++)
-            run(rt, &st->dev[st->parts[i]]);
+        epoch_start(rt, st);
         return;
     }
+    if (st->fail_on)
+        rejoin(rt, st);
     if (st->closing) {
         launch(rt, st, 1);
         return;
@@ -89,7 +117,8 @@ static void on_download(void *ctx, uint64_t id)
     fl_state *st = prt_state(rt);
     if (st->forced)
         prt_set_act(rt, v->d, RES_ACT_WAIT);
-    if (++st->downloaded == st->n_parts)
+    v->phase = 0;
+    if (++st->downloaded == st->dl_target)
         avg_done(rt, NULL);
 }
 
@@ -98,8 +127,18 @@ static void averaged(prt *rt, void *ctx)
     (void)ctx;
     fl_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
-    for (size_t i = 0; i < st->n_parts; i++) {
-        fl_dev *v = &st->dev[st->parts[i]];
+    st->dl_target = 0;
+    for (size_t i = 0; i < st->n_avg; i++)
+        st->dl_target += !st->fail_on || prt_device_up(rt, st->mem[i]);
+    if (st->dl_target == 0) { /* every member went down since its upload */
+        avg_done(rt, NULL);
+        return;
+    }
+    for (size_t i = 0; i < st->n_avg; i++) {
+        fl_dev *v = &st->dev[st->mem[i]];
+        if (st->fail_on && !prt_device_up(rt, v->d))
+            continue;
+        v->phase = 3;
         if (st->forced)
             prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, v->d, M);
@@ -110,6 +149,27 @@ static void averaged(prt *rt, void *ctx)
     }
 }
 
+/* Every member's model is at the server: average them. */
+static void aggregate(prt *rt, fl_state *st)
+{
+    if (prt_at(rt, prt_now(rt) + cl_aggregate_s(rt, (double)st->uploaded), averaged, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* sync: ring, among the members of the average (all participants without
+ * failures). */
+static void ring_average(prt *rt, fl_state *st)
+{
+    double M = prt_scn(rt)->model.model_bytes;
+    const size_t *mem = st->n_avg == prt_n(rt) ? NULL : st->mem;
+    if (st->o.collective == PRT_COLL_ANALYTIC)
+        cl_tally_ring(rt, &st->cs, mem, st->n_avg, COLL_ALLREDUCE, M);
+    if (mem)
+        coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, mem, st->n_avg, avg_done, NULL);
+    else
+        coll_start(rt, COLL_ALLREDUCE, M, st->o.collective, avg_done, NULL);
+}
+
 static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
@@ -118,14 +178,9 @@ static void on_upload(void *ctx, uint64_t id)
     fl_state *st = prt_state(rt);
     if (st->forced)
         prt_set_act(rt, v->d, RES_ACT_WAIT);
-    if (++st->uploaded < st->n_parts)
-        return;
-    const scn_scenario *s = prt_scn(rt);
-    double agg = isfinite(s->server.aggregate_Bps)
-                     ? (double)st->n_parts * s->model.model_bytes / s->server.aggregate_Bps
-                     : 0;
-    if (prt_at(rt, prt_now(rt) + agg, averaged, NULL))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    v->phase = 2;
+    if (++st->uploaded == st->n_avg)
+        aggregate(rt, st);
 }
 
 /* Start an average of what every device accumulated.  Devices that are
@@ -135,26 +190,33 @@ static void launch(prt *rt, fl_state *st, int forced)
     st->inflight = 1;
     st->forced = forced;
     st->snap_batch = st->snap_devs = 0;
+    st->n_avg = 0;
     for (size_t i = 0; i < st->n_parts; i++) {
         fl_dev *v = &st->dev[st->parts[i]];
+        if (!v->in)
+            continue; /* down, or receiving the model */
         st->snap_batch += v->acc_samples;
         st->snap_devs += v->acc_samples > 0;
+        v->snap = v->acc_samples;
         v->acc_steps = v->acc_samples = 0;
+        v->in_avg = 1;
+        v->c_prev = v->c_last;
+        v->c_last = prt_compute_s(rt, v->d);
+        st->mem[st->n_avg++] = v->d;
     }
     double M = prt_scn(rt)->model.model_bytes;
     if (st->o.sync == FL_SYNC_RING) {
-        const size_t *mem = st->n_parts == prt_n(rt) ? NULL : st->parts;
-        if (st->o.collective == PRT_COLL_ANALYTIC)
-            cl_tally_ring(rt, &st->cs, mem, st->n_parts, COLL_ALLREDUCE, M);
-        if (mem)
-            coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, mem, st->n_parts, avg_done, NULL);
-        else
-            coll_start(rt, COLL_ALLREDUCE, M, st->o.collective, avg_done, NULL);
+        ring_average(rt, st);
         return;
     }
     st->uploaded = st->downloaded = 0;
-    for (size_t i = 0; i < st->n_parts; i++) {
-        fl_dev *v = &st->dev[st->parts[i]];
+    if (st->n_avg == 0) { /* nobody up: nothing to average */
+        averaged(rt, NULL);
+        return;
+    }
+    for (size_t i = 0; i < st->n_avg; i++) {
+        fl_dev *v = &st->dev[st->mem[i]];
+        v->phase = 1;
         if (forced)
             prt_set_act(rt, v->d, RES_ACT_SEND);
         prt_add_server_bytes(rt, v->d, M);
@@ -172,6 +234,8 @@ static void maybe_launch(prt *rt, fl_state *st)
     int working = 0;
     for (size_t i = 0; i < st->n_parts; i++) {
         fl_dev *v = &st->dev[st->parts[i]];
+        if (!v->in)
+            continue; /* down, or receiving the model: not waited for */
         int out = prt_left(rt)[v->d] <= 0;
         if (v->acc_steps < st->o.steps && !out)
             return;
@@ -191,6 +255,22 @@ static void after_step(prt *rt, void *ctx)
     run(rt, v);
 }
 
+static int none_up(prt *rt, fl_state *st, int why);
+
+/* Device v has no samples left this epoch; the last one closes it (with
+ * failures: once a participant is up, so no epoch ends with all down). */
+static void exhaust(prt *rt, fl_state *st, fl_dev *v)
+{
+    if (v->exh)
+        return;
+    v->exh = 1;
+    if (++st->exhausted == st->n_parts && !(st->fail_on && none_up(rt, st, 2))) {
+        st->closing = 1;
+        if (!st->inflight)
+            launch(rt, st, 1);
+    }
+}
+
 static void run(prt *rt, void *ctx)
 {
     fl_dev *v = ctx;
@@ -198,11 +278,7 @@ static void run(prt *rt, void *ctx)
     int64_t *left = prt_left(rt);
     if (left[v->d] <= 0) {
         prt_set_act(rt, v->d, RES_ACT_WAIT);
-        if (++st->exhausted == st->n_parts) {
-            st->closing = 1;
-            if (!st->inflight)
-                launch(rt, st, 1);
-        }
+        exhaust(rt, st, v);
         return;
     }
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[v->d].group].batch;
@@ -211,6 +287,169 @@ static void run(prt *rt, void *ctx)
     v->n = n;
     st->cs.steps[v->d]++;
     prt_compute(rt, v->d, n, 1.0, after_step, v, NULL);
+}
+
+static void on_ready(prt *rt, void *ctx)
+{
+    ((fl_dev *)ctx)->has_data = 1;
+    run(rt, ctx);
+}
+
+/* ---- failures ---------------------------------------------------------------- */
+
+/* Back with the model (and its shard): it takes part again. */
+static void on_rejoined(prt *rt, void *ctx)
+{
+    fl_dev *v = ctx;
+    v->in = 1;
+    v->back = 0;
+    v->has_data = 1;
+    v->acc_steps = v->acc_samples = 0;
+    v->c_last = prt_compute_s(rt, v->d);
+    run(rt, v);
+}
+
+/* Devices back and up receive the model from the server (and their shard
+ * if they lost it): resent bytes. */
+static void rejoin(prt *rt, fl_state *st)
+{
+    size_t n = prt_n(rt);
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    int any = 0;
+    if (!bytes || !skip || !ctx) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t d = 0; d < n; d++) {
+        fl_dev *v = &st->dev[d];
+        skip[d] = !v->back || !prt_device_up(rt, d);
+        ctx[d] = v;
+        if (skip[d])
+            continue;
+        v->back = 0; /* once: the transfer is under way */
+        bytes[d] = v->has_data ? 0 : (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
+        any = 1;
+    }
+    if (any && prt_resend(rt, bytes, skip, on_rejoined, ctx))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+done:
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+}
+
+/* 1 if no participant is up: the job waits for a return (st->waiting =
+ * `why`: 1 to start the epoch, 2 to close it), or the run failed. */
+static int none_up(prt *rt, fl_state *st, int why)
+{
+    int none = cl_none_up(rt, st->parts, st->n_parts);
+    st->waiting = none ? why : 0;
+    return none;
+}
+
+/* A new epoch: every participant runs; with failures those down skip it,
+ * those back join once they hold the model, and with nobody up the epoch
+ * waits for a return (or the run fails if none can come). */
+static void epoch_start(prt *rt, fl_state *st)
+{
+    st->closing = 0;
+    st->exhausted = 0;
+    for (size_t i = 0; i < st->n_parts; i++)
+        st->dev[st->parts[i]].exh = 0;
+    if (st->fail_on) {
+        if (none_up(rt, st, 1))
+            return;
+        for (size_t i = 0; i < st->n_parts; i++) {
+            fl_dev *v = &st->dev[st->parts[i]];
+            if (!prt_device_up(rt, v->d)) {
+                st->skipped += prt_left(rt)[v->d];
+                prt_left(rt)[v->d] = 0;
+                v->exh = 1;
+                st->exhausted++;
+            }
+        }
+        rejoin(rt, st);
+    }
+    for (size_t i = 0; i < st->n_parts && !prt_failed(rt); i++) {
+        fl_dev *v = &st->dev[st->parts[i]];
+        if (v->in && !v->exh)
+            run(rt, v);
+    }
+}
+
+/* Device v goes down: it leaves the averaging.  Its work since its last
+ * contribution that reaches an average is lost; its samples not started
+ * are skipped.  An average in flight goes on without it: a ring it was in
+ * runs again among the others (their contributions unchanged); the server
+ * does not wait for its upload, and a model it already received counts. */
+static void went_down(prt *rt, fl_state *st, fl_dev *v)
+{
+    int avg_loses = v->in_avg && (st->o.sync == FL_SYNC_RING || v->phase == 1);
+    v->in = 0;
+    prt_add_lost_s(rt, prt_compute_s(rt, v->d) - (avg_loses ? v->c_prev : v->c_last));
+    st->skipped += prt_left(rt)[v->d];
+    prt_left(rt)[v->d] = 0;
+    v->acc_steps = v->acc_samples = 0;
+    if (v->in_avg && st->inflight) {
+        if (avg_loses) {
+            st->snap_batch -= v->snap;
+            st->snap_devs -= v->snap > 0;
+            v->in_avg = 0;
+            size_t m = 0;
+            for (size_t i = 0; i < st->n_avg; i++)
+                if (st->mem[i] != v->d)
+                    st->mem[m++] = st->mem[i];
+            st->n_avg = m;
+            if (st->o.sync == FL_SYNC_RING) {
+                coll_drop_broken(rt);
+                ring_average(rt, st);
+            } else if (st->uploaded == st->n_avg) {
+                aggregate(rt, st);
+            }
+        } else if (v->phase == 3) { /* its download is cut */
+            v->in_avg = 0;
+            if (--st->dl_target == st->downloaded)
+                avg_done(rt, NULL);
+        }
+    }
+    if (prt_failed(rt))
+        return;
+    if (!v->exh)
+        exhaust(rt, st, v); /* may close the epoch */
+    maybe_launch(rt, st);   /* it no longer holds an average back */
+}
+
+static void fl_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    fl_state *st = prt_state(rt);
+    if (!st || prt_failed(rt) || prt_share(rt)[d] == 0)
+        return; /* not a participant */
+    fl_dev *v = &st->dev[d];
+    if (up) {
+        v->back = 1;
+        if (st->waiting == 1) {
+            epoch_start(rt, st);
+        } else if (st->waiting == 2) { /* the epoch closes now; v rejoins after its last average */
+            st->waiting = 0;
+            st->closing = 1;
+            if (!st->inflight)
+                launch(rt, st, 1);
+        }
+        return;
+    }
+    v->back = 0;
+    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+        v->has_data = 0;
+    if (v->in) {
+        went_down(rt, st, v);
+    } else if (!v->exh) { /* it was receiving the model to rejoin: its epoch is skipped */
+        st->skipped += prt_left(rt)[d];
+        prt_left(rt)[d] = 0;
+        exhaust(rt, st, v);
+    }
 }
 
 static int fl_start(prt *rt, const void *opts)
@@ -223,29 +462,13 @@ static int fl_start(prt *rt, const void *opts)
     st->o = *(const fl_opts *)opts;
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int rc = 0;
-    if (!st->dev || !st->parts || !bytes || !skip || !ctx || cl_stats_init(&st->cs, n)) {
-        rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-        goto done;
-    }
-    equal_split(rt, PRT_DATA_SHARD, bytes);
-    for (size_t d = 0; d < n; d++) {
-        st->dev[d] = (fl_dev){rt, d, 0, 0, 0};
-        ctx[d] = &st->dev[d];
-        skip[d] = prt_share(rt)[d] == 0;
-        prt_left(rt)[d] = prt_share(rt)[d];
-        if (!skip[d])
-            st->parts[st->n_parts++] = d;
-    }
-    rc = prt_distribute(rt, bytes, skip, run, ctx);
-done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
-    return rc;
+    st->mem = dp_calloc(n, sizeof *st->mem);
+    if (!st->dev || !st->parts || !st->mem || cl_stats_init(&st->cs, n))
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+    st->fail_on = scn_has_failures(prt_scn(rt));
+    for (size_t d = 0; d < n; d++)
+        st->dev[d] = (fl_dev){.rt = rt, .d = d, .in = 1};
+    return cl_distribute(rt, 1, st->dev, sizeof *st->dev, st->parts, &st->n_parts, on_ready);
 }
 
 static void fl_free(prt *rt, const void *opts)
@@ -255,6 +478,7 @@ static void fl_free(prt *rt, const void *opts)
     if (st) {
         dp_free(st->dev);
         dp_free(st->parts);
+        dp_free(st->mem);
         cl_stats_free(&st->cs);
     }
     dp_free(st);
@@ -288,4 +512,5 @@ const policy_def policy_flsgd = {
     .check = fl_check,
     .start = fl_start,
     .free = fl_free,
+    .on_device = fl_on_device,
 };

@@ -256,11 +256,9 @@ static int hi_start(prt *rt, const void *opts)
     st->all = dp_calloc(n, sizeof *st->all);
     size_t *count = dp_calloc(ns, sizeof *count);
     int *site_of = dp_calloc(ns, sizeof *site_of); /* scenario site -> our site + 1 */
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
+    double *bytes = dp_calloc(n, sizeof *bytes);   /* equal_split's, unused: cl_distribute sends */
     int rc = 0;
-    if (!st->dev || !st->site || !st->leaders || !st->all || !count || !site_of || !bytes || !skip || !ctx ||
+    if (!st->dev || !st->site || !st->leaders || !st->all || !count || !site_of || !bytes ||
         cl_stats_init(&st->cs, n)) {
         rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
         goto done;
@@ -281,21 +279,16 @@ static int hi_start(prt *rt, const void *opts)
         int sk = s->groups[s->devices[d].group].site;
         int k = prt_share(rt)[d] > 0 ? site_of[sk] - 1 : 0;
         st->dev[d] = (hi_dev){rt, d, k, 0, 0};
-        ctx[d] = &st->dev[d];
-        skip[d] = prt_share(rt)[d] == 0;
-        prt_left(rt)[d] = prt_share(rt)[d];
-        if (!skip[d])
+        if (prt_share(rt)[d] > 0)
             st->site[k].members[st->site[k].m++] = d;
     }
     for (size_t k = 0; k < st->n_sites; k++)
         st->leaders[k] = st->site[k].members[0];
-    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
+    rc = cl_distribute(rt, 0, st->dev, sizeof *st->dev, NULL, NULL, on_ready);
 done:
     dp_free(count);
     dp_free(site_of);
     dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
     return rc;
 }
 

@@ -110,7 +110,12 @@ static int lbb_iter_end(lb *st)
     const int *cur = lb_cur(st), *cap = lb_cap(st);
     const double *t = lb_t(st);
     size_t slow = 0, fast = 0;
+    while (fast + 1 < n && cap[fast] == 0) /* cap 0: out of the job (a failure), not the fastest */
+        fast++;
+    slow = fast;
     for (size_t d = 0; d < n; d++) {
+        if (cap[d] == 0)
+            continue;
         if (cur[d] > 0 && t[d] > 0) {
             size_t i = d * (size_t)ls->W + (size_t)ls->pos[d];
             ls->hb[i] = cur[d];
@@ -186,4 +191,5 @@ const policy_def policy_lbb = {
     .check = lbb_check,
     .start = lbb_start,
     .free = lbb_free,
+    .on_device = lb_on_device,
 };

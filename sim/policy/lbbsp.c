@@ -95,4 +95,5 @@ const policy_def policy_lbbsp = {
     .check = lbbsp_check,
     .start = lbbsp_start,
     .free = lbbsp_free,
+    .on_device = lb_on_device,
 };

@@ -53,6 +53,7 @@ struct lb {
     int64_t it;    /* iteration within the epoch, 0-based */
     double *x;
     int *b, *cap, *cur;
+    int *cap0; /* memory caps; cap is cap0 for the members of a run with failures, 0 for the others */
     double *t, *t_end;
     double t0; /* the iteration's start */
     /* this epoch, per device */
@@ -487,6 +488,16 @@ static int hk_compute(prt *rt, size_t d, int n, prt_fn fn, void *fctx, double *d
     return 0;
 }
 
+/* Device d's figures of the epoch under way start again. */
+static void clear_epoch(lb *st, size_t d)
+{
+    st->ep_t[d] = 0;
+    st->ep_wait[d] = 0;
+    st->ep_samples[d] = 0;
+    st->ep_min[d] = INT32_MAX;
+    st->ep_max[d] = 0;
+}
+
 static int epoch_stats(lb *st)
 {
     prt *rt = st->rt;
@@ -502,11 +513,7 @@ static int epoch_stats(lb *st)
         prt_share(rt)[d] = st->ep_samples[d];
         st->ep_last_t[d] = st->ep_t[d];
         st->ep_last_samples[d] = st->ep_samples[d];
-        st->ep_t[d] = 0;
-        st->ep_wait[d] = 0;
-        st->ep_samples[d] = 0;
-        st->ep_min[d] = INT32_MAX;
-        st->ep_max[d] = 0;
+        clear_epoch(st, d);
     }
     return 0;
 }
@@ -518,7 +525,7 @@ static void on_shard_xfer(void *ctx, uint64_t id)
     lb *st = x->st;
     prt_set_act(st->rt, x->d, RES_ACT_WAIT);
     if (--st->pending == 0)
-        sync_next(st->rt);
+        sync_next_epoch(st->rt);
 }
 
 /* Shard: fetch what each device's next epoch needs beyond what it holds;
@@ -534,8 +541,11 @@ static int shard_fetch(lb *st)
     round_lr(st, w, (double)st->D / (double)st->B, st->D, NULL, need);
     st->pending = 0;
     for (size_t d = 0; d < st->n; d++) {
+        if (st->cap[d] == 0)
+            continue; /* out of the job after a failure: its disk is left alone */
         int64_t extra = need[d] - st->held[d];
         st->held[d] = need[d];
+        sync_hold(rt, d, need[d]);
         if (extra <= 0)
             continue;
         double bytes = (double)extra * sb;
@@ -587,27 +597,76 @@ static void hk_synced(prt *rt, void *ctx)
         return;
     if (st->o->data == PRT_DATA_SHARD && shard_fetch(st))
         return;
-    sync_next(rt);
+    sync_next_epoch(rt);
+}
+
+/* The method's initial split (under the current caps) into b, and each
+ * device's share of an epoch into prt_share and cur (returned). */
+static int initial_split(lb *st, int **need)
+{
+    int rc = st->m->init(st);
+    if (rc)
+        return rc;
+    round_lr(st, st->x, 1.0, st->B, st->cap, st->b);
+    double *w = st->t_end;
+    for (size_t d = 0; d < st->n; d++)
+        w[d] = st->b[d];
+    *need = st->cur;
+    round_lr(st, w, (double)st->D / (double)st->B, st->D, NULL, *need);
+    for (size_t d = 0; d < st->n; d++)
+        prt_share(st->rt)[d] = (*need)[d];
+    return 0;
 }
 
 static int hk_split(prt *rt, double *bytes, void *ctx)
 {
     lb *st = ctx;
-    int rc = st->m->init(st);
+    int *need;
+    int rc = initial_split(st, &need);
     if (rc)
         return rc;
-    round_lr(st, st->x, 1.0, st->B, st->cap, st->b);
     double sb = prt_scn(rt)->dataset.sample_bytes;
-    double *w = st->t_end;
-    for (size_t d = 0; d < st->n; d++)
-        w[d] = st->b[d];
-    int *need = st->cur;
-    round_lr(st, w, (double)st->D / (double)st->B, st->D, NULL, need);
     for (size_t d = 0; d < st->n; d++) {
         st->held[d] = need[d];
-        prt_share(rt)[d] = need[d];
         bytes[d] = (st->o->data == PRT_DATA_SHARD ? (double)need[d] : (double)st->D) * sb;
     }
+    return 0;
+}
+
+/* ---- failures ------------------------------------------------------------------ */
+
+/* sync.c restarts the job from its checkpoint (or lets devices back join at
+ * one) with the devices of `members`: the balancer starts over from its
+ * initial split over them (the others' caps are 0, so they get nothing),
+ * the epoch from its first iteration.  Every member must hold its share of
+ * the epoch: sync.c sends what `held` lacks. */
+static int hk_restart(prt *rt, const char *members, const int64_t *held, void *ctx)
+{
+    lb *st = ctx;
+    int64_t room = 0;
+    for (size_t d = 0; d < st->n; d++) {
+        st->cap[d] = members[d] ? st->cap0[d] : 0;
+        room += st->cap[d];
+    }
+    if (room < st->B)
+        return prt_fail(rt, DP_ERUN,
+                        "at t = %.6g s the devices up hold at most %lld samples per iteration in memory, "
+                        "fewer than the global batch of %lld: the job cannot restart without the devices "
+                        "down",
+                        prt_now(rt), (long long)room, (long long)st->B);
+    int *need;
+    int rc = initial_split(st, &need);
+    if (rc) { /* init set the message in prt_err */
+        char msg[sizeof prt_err(rt)->msg];
+        snprintf(msg, sizeof msg, "%s", prt_err(rt)->msg);
+        return prt_fail(rt, rc, "%s", msg);
+    }
+    for (size_t d = 0; d < st->n; d++) {
+        st->held[d] = held[d] > need[d] ? held[d] : need[d];
+        clear_epoch(st, d);
+    }
+    st->it = 0;
+    st->pending = 0;
     return 0;
 }
 
@@ -622,6 +681,7 @@ static void lb_destroy(lb *st)
     dp_free(st->x);
     dp_free(st->b);
     dp_free(st->cap);
+    dp_free(st->cap0);
     dp_free(st->cur);
     dp_free(st->t);
     dp_free(st->t_end);
@@ -657,6 +717,7 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->x = dp_calloc(n, sizeof *st->x);
     st->b = dp_calloc(n, sizeof *st->b);
     st->cap = dp_calloc(n, sizeof *st->cap);
+    st->cap0 = dp_calloc(n, sizeof *st->cap0);
     st->cur = dp_calloc(n, sizeof *st->cur);
     st->t = dp_calloc(n, sizeof *st->t);
     st->t_end = dp_calloc(n, sizeof *st->t_end);
@@ -670,21 +731,21 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->held = dp_calloc(n, sizeof *st->held);
     st->xfer = dp_calloc(n, sizeof *st->xfer);
     st->order = dp_calloc(n, sizeof *st->order);
-    if (!st->x || !st->b || !st->cap || !st->cur || !st->t || !st->t_end || !st->ep_t || !st->ep_wait ||
-        !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max || !st->ep_last_t ||
-        !st->held || !st->xfer || !st->order) {
+    if (!st->x || !st->b || !st->cap || !st->cap0 || !st->cur || !st->t || !st->t_end || !st->ep_t ||
+        !st->ep_wait || !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max ||
+        !st->ep_last_t || !st->held || !st->xfer || !st->order) {
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }
     for (size_t d = 0; d < n; d++) {
-        st->cap[d] = (int)mem_cap(s, &s->groups[s->devices[d].group], st->B);
+        st->cap[d] = st->cap0[d] = (int)mem_cap(s, &s->groups[s->devices[d].group], st->B);
         st->ep_min[d] = INT32_MAX;
     }
     if (m->alloc && !(st->mstate = m->alloc(st))) {
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }
-    st->hooks = (sync_hooks){hk_split, hk_plan, hk_batch, hk_compute, hk_synced, st};
+    st->hooks = (sync_hooks){hk_split, hk_plan, hk_batch, hk_compute, hk_synced, st, hk_restart};
     sync_cfg cfg = {
         .micro_per_sync = 1,
         .overlap = o->overlap,
@@ -695,11 +756,18 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
         .hooks = &st->hooks,
+        .fail = o->fail,
     };
     int rc = sync_start(rt, &cfg);
     if (!sync_hooks_ctx(rt)) /* sync.c did not keep it: ours to free */
         lb_destroy(st);
     return rc;
+}
+
+void lb_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    sync_on_device(rt, d, up);
 }
 
 void lb_free(prt *rt)

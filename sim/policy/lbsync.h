@@ -38,6 +38,7 @@ typedef struct lb_opts {
     double threshold;         /* lbb: relative gap that triggers a re-solve */
     int window;               /* lbb: (batch, time) pairs per device in the fit */
     int quantum;              /* lbb: samples moved otherwise */
+    sync_fail_cfg fail;       /* worlds with failures: as DDP */
 } lb_opts;
 
 /* The common rows of each option table (a macro: tables are static arrays). */
@@ -92,10 +93,17 @@ typedef struct lb_opts {
          1,                                                                                                  \
          NULL,                                                                                               \
          "share of a batch's time spent in the backward pass"},                                              \
-    {                                                                                                        \
-        "collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(lb_opts, collective), PRT_COLL_FLOWS, 0, 0, \
-            popt_collective_names, "flows: ring rounds as network flows; analytic: closed form, no sharing"  \
-    }
+        {"collective",                                                                                       \
+         NULL,                                                                                               \
+         POPT_ENUM,                                                                                          \
+         SCN_UNIT_NUMBER,                                                                                    \
+         offsetof(lb_opts, collective),                                                                      \
+         PRT_COLL_FLOWS,                                                                                     \
+         0,                                                                                                  \
+         0,                                                                                                  \
+         popt_collective_names,                                                                              \
+         "flows: ring rounds as network flows; analytic: closed form, no sharing"},                          \
+        POPT_SYNC_FAILURE_ROWS(lb_opts, fail)
 
 typedef struct lb lb;
 
@@ -114,6 +122,9 @@ typedef struct lb_method {
 
 int lb_check(const scn_scenario *s, const char *policy, const lb_opts *o, dp_err *err);
 int lb_start(prt *rt, const lb_opts *o, const lb_method *m);
+/* Every policy's on_device: sync.c's failure handling (sync_on_device); a
+ * restart starts the balancer over on the devices it runs with. */
+void lb_on_device(prt *rt, const void *opts, size_t d, int up);
 void lb_free(prt *rt);
 
 /* ---- for the methods ---------------------------------------------------- */

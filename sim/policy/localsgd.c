@@ -22,6 +22,11 @@
  * device's batch grows by that factor up to what its memory holds (and its
  * share), and its H shrinks to keep its samples per round (H x batch) as
  * they were: H_d = ceil(H x b0_d / b_d).
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): a round runs
+ * over the participants up (`in`); one going down leaves it (its round's
+ * work lost, its samples not started skipped), a ring it was in runs again
+ * without it; back, it receives the model at the next round.
  */
 #include "cadp.h"
 #include "commlight.h"
@@ -55,6 +60,12 @@ typedef struct ls_dev {
     double t0;       /* when this round started on the device */
     double last_dt;  /* its previous step's duration */
     int64_t samples; /* this round */
+    /* worlds with failures */
+    int in;       /* in the round under way */
+    int arrived;  /* handed its model in this round */
+    int back;     /* up again: joins the next round with the model from the server */
+    int has_data; /* holds its shard */
+    double c0;    /* its compute seconds when the round began */
 } ls_dev;
 
 typedef struct ls_state {
@@ -65,6 +76,13 @@ typedef struct ls_state {
     size_t arrived; /* participants done with the round (uploaded, for server) */
     int64_t since_growth;
     cl_stats cs;
+    /* worlds with failures (docs: scenarios/README.md) */
+    int fail_on;
+    size_t n_in;     /* participants in the round under way (n_parts without failures) */
+    size_t *ring;    /* those in the round, for sync: ring */
+    int syncing;     /* the round's average is under way */
+    int waiting;     /* no participant is up: the next round waits for a return */
+    int64_t skipped; /* samples of an epoch a device down did not start */
 } ls_state;
 
 static void begin_round(prt *rt, ls_dev *v);
@@ -91,6 +109,7 @@ static int round_end(prt *rt, ls_state *st)
     st->cs.rounds++;
     cl_update(&st->cs, batch, devs, 0);
     st->arrived = 0;
+    st->syncing = 0;
     if (st->o.batch_growth > 1 && ++st->since_growth >= st->o.growth_every) {
         st->since_growth = 0;
         const scn_scenario *s = prt_scn(rt);
@@ -111,20 +130,23 @@ static int round_end(prt *rt, ls_state *st)
     }
     if (prt_work_left(rt))
         return 1;
-    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && cl_emit(rt, &st->cs))
+    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+        (cl_emit(rt, &st->cs) ||
+         (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
         return 0;
     return prt_end_epoch(rt) > 0;
 }
 
 /* ---- sync: ring ---- */
+static void next_round(prt *rt, ls_state *st);
+
 static void ring_done(prt *rt, void *ctx)
 {
     (void)ctx;
     ls_state *st = prt_state(rt);
     if (!round_end(rt, st))
         return;
-    for (size_t i = 0; i < st->n_parts; i++)
-        begin_round(rt, &st->dev[st->parts[i]]);
+    next_round(rt, st);
 }
 
 /* ---- sync: server ---- */
@@ -142,9 +164,23 @@ static void aggregated(prt *rt, void *ctx)
     ls_state *st = prt_state(rt);
     if (!round_end(rt, st))
         return;
+    next_round(rt, st);
+}
+
+/* The participants in the new round fetch the averaged model (sync:
+ * server) or start at once (ring); with failures, next_round picked them. */
+static void start_round(prt *rt, ls_state *st)
+{
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t i = 0; i < st->n_parts; i++) {
         ls_dev *v = &st->dev[st->parts[i]];
+        if (!v->in || v->back)
+            continue; /* out, or receiving the model from the server (next_round) */
+        v->c0 = prt_compute_s(rt, v->d);
+        if (st->o.sync == LS_SYNC_RING) {
+            begin_round(rt, v);
+            continue;
+        }
         prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, v->d, M);
         if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_download, v)) {
@@ -154,6 +190,33 @@ static void aggregated(prt *rt, void *ctx)
     }
 }
 
+/* Every participant in the round has handed its model in: average. */
+static void average(prt *rt, ls_state *st)
+{
+    st->syncing = 1;
+    double M = prt_scn(rt)->model.model_bytes;
+    if (st->o.sync == LS_SYNC_SERVER) {
+        if (prt_at(rt, prt_now(rt) + cl_aggregate_s(rt, (double)st->arrived), aggregated, NULL))
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    const size_t *mem = st->n_parts == prt_n(rt) ? NULL : st->parts;
+    size_t m = st->n_parts;
+    if (st->n_in < st->n_parts) { /* failures: the ring of those in the round */
+        m = 0;
+        for (size_t i = 0; i < st->n_parts; i++)
+            if (st->dev[st->parts[i]].in)
+                st->ring[m++] = st->parts[i];
+        mem = st->ring;
+    }
+    if (st->o.collective == PRT_COLL_ANALYTIC)
+        cl_tally_ring(rt, &st->cs, mem, m, COLL_ALLREDUCE, M);
+    if (mem)
+        coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, mem, m, ring_done, NULL);
+    else
+        coll_start(rt, COLL_ALLREDUCE, M, st->o.collective, ring_done, NULL);
+}
+
 static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
@@ -161,14 +224,9 @@ static void on_upload(void *ctx, uint64_t id)
     prt *rt = v->rt;
     ls_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
-    if (++st->arrived < st->n_parts)
-        return;
-    const scn_scenario *s = prt_scn(rt);
-    double agg = isfinite(s->server.aggregate_Bps)
-                     ? (double)st->n_parts * s->model.model_bytes / s->server.aggregate_Bps
-                     : 0;
-    if (prt_at(rt, prt_now(rt) + agg, aggregated, NULL))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    v->arrived = 1;
+    if (++st->arrived == st->n_in)
+        average(rt, st);
 }
 
 /* The device's part of the round is over: hand its model in. */
@@ -183,16 +241,9 @@ static void device_done(prt *rt, ls_state *st, ls_dev *v)
         return;
     }
     prt_set_act(rt, v->d, RES_ACT_WAIT);
-    if (++st->arrived < st->n_parts)
-        return;
-    double M = prt_scn(rt)->model.model_bytes;
-    const size_t *mem = st->n_parts == prt_n(rt) ? NULL : st->parts;
-    if (st->o.collective == PRT_COLL_ANALYTIC)
-        cl_tally_ring(rt, &st->cs, mem, st->n_parts, COLL_ALLREDUCE, M);
-    if (mem)
-        coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, mem, st->n_parts, ring_done, NULL);
-    else
-        coll_start(rt, COLL_ALLREDUCE, M, st->o.collective, ring_done, NULL);
+    v->arrived = 1;
+    if (++st->arrived == st->n_in)
+        average(rt, st);
 }
 
 static void step(prt *rt, void *ctx)
@@ -221,7 +272,117 @@ static void begin_round(prt *rt, ls_dev *v)
 
 static void on_ready(prt *rt, void *ctx)
 {
-    begin_round(rt, ctx);
+    ls_dev *v = ctx;
+    v->has_data = 1;
+    v->back = 0;
+    v->c0 = prt_compute_s(rt, v->d);
+    begin_round(rt, v);
+}
+
+/* ---- failures ---------------------------------------------------------------- */
+
+/* Device v leaves the round under way: what it computed in it is lost, its
+ * samples of the epoch not started are skipped. */
+static void leave_round(prt *rt, ls_state *st, ls_dev *v)
+{
+    v->in = 0;
+    st->n_in--;
+    prt_add_lost_s(rt, prt_compute_s(rt, v->d) - v->c0);
+    st->skipped += prt_left(rt)[v->d];
+    prt_left(rt)[v->d] = 0;
+    v->samples = 0;
+    if (v->arrived) {
+        v->arrived = 0;
+        st->arrived--;
+    }
+}
+
+/* The next round (after an average, or a return while waiting): without
+ * failures every participant; with them the participants up, those back
+ * first receiving the model (and their shard if they lost it). */
+static void next_round(prt *rt, ls_state *st)
+{
+    if (!st->fail_on) {
+        start_round(rt, st);
+        return;
+    }
+    size_t n = prt_n(rt);
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    if (!bytes || !skip || !ctx) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    st->n_in = 0;
+    st->waiting = 0;
+    st->syncing = 0;
+    int resend = 0;
+    for (size_t d = 0; d < n; d++)
+        skip[d] = 1;
+    for (size_t i = 0; i < st->n_parts; i++) {
+        ls_dev *v = &st->dev[st->parts[i]];
+        v->arrived = 0;
+        v->in = prt_device_up(rt, v->d);
+        if (!v->in) {
+            st->skipped += prt_left(rt)[v->d];
+            prt_left(rt)[v->d] = 0;
+            continue;
+        }
+        st->n_in++;
+        v->c0 = prt_compute_s(rt, v->d);
+        if (v->back) {
+            skip[v->d] = 0;
+            ctx[v->d] = v;
+            bytes[v->d] = v->has_data ? 0 : (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
+            resend = 1;
+        }
+    }
+    if (st->n_in == 0) { /* nobody up: wait for a return (or the run failed) */
+        st->waiting = cl_none_up(rt, st->parts, st->n_parts);
+        goto done;
+    }
+    if (resend && prt_resend(rt, bytes, skip, on_ready, ctx)) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    start_round(rt, st);
+done:
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+}
+
+static void ls_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    ls_state *st = prt_state(rt);
+    if (!st || prt_failed(rt) || prt_share(rt)[d] == 0)
+        return; /* not a participant */
+    ls_dev *v = &st->dev[d];
+    if (up) {
+        v->back = 1;
+        if (st->waiting)
+            next_round(rt, st);
+        return;
+    }
+    v->back = 0;
+    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+        v->has_data = 0;
+    if (!v->in)
+        return;
+    /* sync: server: a model the server holds counts (the device misses the
+     * download only) */
+    if (st->o.sync == LS_SYNC_SERVER && v->arrived)
+        return;
+    leave_round(rt, st, v);
+    if (st->syncing) /* the ring lost a member: the others run it again */
+        prt_abort(rt);
+    if (st->n_in == 0) {
+        next_round(rt, st); /* a device back and up takes it; else the job waits */
+    } else if (st->syncing || st->arrived == st->n_in) {
+        average(rt, st);
+    }
 }
 
 /* C-ADP's allocation for this scenario, with the scenario's policies.cadp
@@ -261,35 +422,21 @@ static int ls_start(prt *rt, const void *opts)
     st->o = *(const ls_opts *)opts;
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int rc = 0;
-    if (!st->dev || !st->parts || !bytes || !skip || !ctx || cl_stats_init(&st->cs, n)) {
-        rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-        goto done;
-    }
-    if (st->o.allocation == LS_ALLOC_CADP) {
-        if ((rc = cadp_alloc(rt, prt_share(rt))))
-            goto done;
-        for (size_t d = 0; d < n; d++)
-            bytes[d] = (double)prt_share(rt)[d] * s->dataset.sample_bytes;
-    } else {
-        equal_split(rt, PRT_DATA_SHARD, bytes);
-    }
-    for (size_t d = 0; d < n; d++) {
-        st->dev[d] = (ls_dev){rt, d, s->groups[s->devices[d].group].batch, st->o.steps, 0, 0, 0, 0};
-        ctx[d] = &st->dev[d];
-        skip[d] = prt_share(rt)[d] == 0;
-        prt_left(rt)[d] = prt_share(rt)[d];
-        if (!skip[d])
-            st->parts[st->n_parts++] = d;
-    }
-    rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
-done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
+    st->ring = dp_calloc(n, sizeof *st->ring);
+    st->fail_on = scn_has_failures(s);
+    if (!st->dev || !st->parts || !st->ring || cl_stats_init(&st->cs, n))
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+    int rc;
+    if (st->o.allocation == LS_ALLOC_CADP && (rc = cadp_alloc(rt, prt_share(rt))))
+        return rc;
+    for (size_t d = 0; d < n; d++)
+        st->dev[d] =
+            (ls_dev){rt, d, s->groups[s->devices[d].group].batch, st->o.steps, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    rc = cl_distribute(rt, st->o.allocation != LS_ALLOC_CADP, st->dev, sizeof *st->dev, st->parts,
+                       &st->n_parts, on_ready);
+    for (size_t i = 0; i < st->n_parts; i++)
+        st->dev[st->parts[i]].in = 1;
+    st->n_in = st->n_parts;
     return rc;
 }
 
@@ -300,6 +447,7 @@ static void ls_free(prt *rt, const void *opts)
     if (st) {
         dp_free(st->dev);
         dp_free(st->parts);
+        dp_free(st->ring);
         cl_stats_free(&st->cs);
     }
     dp_free(st);
@@ -349,4 +497,5 @@ const policy_def policy_localsgd = {
     .check = ls_check,
     .start = ls_start,
     .free = ls_free,
+    .on_device = ls_on_device,
 };

@@ -712,6 +712,15 @@ void prt_rollback(prt *rt, int epoch)
 {
     while (rt->r->n_epochs && rt->r->epochs[rt->r->n_epochs - 1].epoch >= epoch)
         rt->r->n_epochs--;
+    /* per-epoch statistics of the epochs done again go too (the load
+     * balancers' batch_mean...), so each epoch keeps one row per device */
+    size_t k = 0;
+    for (size_t i = 0; i < rt->r->n_stats; i++) {
+        const res_stat *x = &rt->r->stats[i];
+        if (x->scope != RES_SCOPE_DEVICE_EPOCH || x->b < epoch)
+            rt->r->stats[k++] = *x;
+    }
+    rt->r->n_stats = k;
     rt->epoch = epoch;
     for (size_t d = 0; d < rt->n; d++)
         rt->left[d] = rt->share[d];

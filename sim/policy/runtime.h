@@ -118,8 +118,8 @@ double prt_compute_s(const prt *rt, size_t d);
  * dropped when they come up).  Activities go to waiting. */
 void prt_abort(prt *rt);
 /* Go back to the start of `epoch` (after a restart from a checkpoint):
- * epoch ends recorded from `epoch` on are forgotten, `left` reloads from
- * `share`. */
+ * epoch ends and device-epoch statistics recorded from `epoch` on are
+ * forgotten, `left` reloads from `share`. */
 void prt_rollback(prt *rt, int epoch);
 /* prt_distribute again, after a failure: counts the bytes as resent and
  * leaves Tsend and each device's data_ready alone. */
@@ -184,6 +184,12 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
  * failure.  m < 2 ends at once. */
 int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
                      prt_fn fn, void *ctx);
+/* Give up the collectives a device going down broke (they never end): the
+ * members stop showing as communicating for them.  For a policy whose
+ * collectives run beside compute (FL-SGD's background average) and which
+ * starts its average again among the devices left, where prt_abort would
+ * also drop every compute. */
+void coll_drop_broken(prt *rt);
 /* The analytic duration of a collective over all devices now (tests,
  * docs); negative when out of memory. */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
@@ -306,10 +312,25 @@ struct sync_hooks {
     int (*compute)(prt *rt, size_t d, int n, prt_fn fn, void *fctx, double *dt, void *ctx);
     void (*synced)(prt *rt, void *ctx);
     void *ctx;
+    /* Worlds with failures (may be NULL: the policy then gets the equal
+     * split over the members): a restart or an elastic join is about to
+     * start the group anew at the checkpoint's next epoch with the devices
+     * of `members` (1 = in); set prt_share of each (0 for the others: what
+     * it must hold) and reset the iteration.  `held`: the samples each
+     * device holds now (0 after a failure that lost its data).  0, or the
+     * run failed (prt_fail). */
+    int (*restart)(prt *rt, const char *members, const int64_t *held, void *ctx);
 };
 int sync_start(prt *rt, const sync_cfg *cfg);
 /* Start the next group now (from a `synced` hook, possibly later). */
 void sync_next(prt *rt);
+/* The same at an epoch boundary (after prt_end_epoch started the next
+ * epoch): writes the checkpoint first when one is due (worlds with
+ * failures), as sync.c does by itself without hooks. */
+void sync_next_epoch(prt *rt);
+/* A policy with hooks moved data to device d itself (lbsync.c's shard
+ * fetches): it now holds `samples`, so a restart resends only what it lacks. */
+void sync_hold(prt *rt, size_t d, int64_t samples);
 /* The hooks' ctx of the running sync state (NULL: none, or no hooks). */
 void *sync_hooks_ctx(const prt *rt);
 void sync_free(prt *rt);

@@ -142,18 +142,28 @@ static void last_started(prt *rt, double t0, double dt)
             prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
+void sync_next_epoch(prt *rt)
+{
+    sync_state *st = prt_state(rt);
+    if (st->fail_on && (prt_epoch(rt) - 1) % st->cfg.fail.ckpt_every == 0)
+        checkpoint(rt);
+    else
+        group_start(rt, NULL);
+}
+
+void sync_hold(prt *rt, size_t d, int64_t samples)
+{
+    sync_state *st = prt_state(rt);
+    st->held[d] = st->target[d] = samples;
+}
+
 static void epoch_or_group_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    sync_state *st = prt_state(rt);
     if (prt_work_left(rt))
         group_start(rt, NULL);
-    else if (prt_end_epoch(rt) > 0) {
-        if (st->fail_on && (prt_epoch(rt) - 1) % st->cfg.fail.ckpt_every == 0)
-            checkpoint(rt);
-        else
-            group_start(rt, NULL);
-    }
+    else if (prt_end_epoch(rt) > 0)
+        sync_next_epoch(rt);
 }
 
 static void group_synced(prt *rt, void *ctx)
@@ -326,7 +336,17 @@ static void start_members(prt *rt, const char *want, int all_load)
     for (size_t d = 0; d < n; d++)
         if (want[d])
             st->mem[st->m++] = d;
-    member_split(rt, st);
+    const sync_hooks *h = st->cfg.hooks;
+    if (h && h->restart) {
+        if (h->restart(rt, want, st->held, h->ctx)) {
+            dp_free(bytes);
+            dp_free(skip);
+            dp_free(ctx);
+            return;
+        }
+    } else {
+        member_split(rt, st);
+    }
     double sb = prt_scn(rt)->dataset.sample_bytes;
     int64_t D = prt_scn(rt)->dataset.samples;
     st->ready_devs = 0;
