@@ -154,13 +154,14 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < np; k++)
             if (runs[k])
                 report_table_row(stdout, runs[k], ids[k]);
-        int first = 1; /* what C-ADP planned against what the run gave */
+        int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)
-            if (runs[k] && report_plan(NULL, runs[k])) {
+            if (runs[k] && (report_plan(NULL, runs[k]) || report_fast_forward(NULL, runs[k]))) {
                 if (first)
                     printf("\n");
                 first = 0;
                 report_plan(stdout, runs[k]);
+                report_fast_forward(stdout, runs[k]);
             }
         if (!quiet)
             for (int k = 0; k < np; k++)
