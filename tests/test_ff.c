@@ -253,9 +253,8 @@ Test(ff, flows_never_fast_forward)
 
 Test(ff, noise_traces_and_other_policies_never_fast_forward)
 {
-    scn_override noisy[] = {{"training.epochs", "6"},
-                            {"policies.ddp.collective", "analytic"},
-                            {"devices.gpu.noise", "0.05"}};
+    scn_override noisy[] = {
+        {"training.epochs", "6"}, {"policies.ddp.collective", "analytic"}, {"devices.gpu.noise", "0.05"}};
     cr_expect_eq(compare("tiny.yaml", "ddp", noisy, 3), 0);
     scn_override geo[] = {{"training.epochs", "4"}, {"policies.ddp.collective", "analytic"}};
     cr_expect_eq(compare("geo-3sites.yaml", "ddp", geo, 2), 0); /* WAN and link traces, noise */

@@ -193,6 +193,11 @@ typedef struct timeline {
      * moved (Tsend only moves to "now"). */
     size_t computing;
     double busy_int, busy_t, busy_at_tsend;
+    /* hist_add's last bin index per device, (size_t)(hl_t / hl_res): a
+     * device's next interval starts where its last ended, so that division
+     * is not done again (the same function of the same values). */
+    double hl_t[TL_DEVICES], hl_res[TL_DEVICES];
+    size_t hl_k[TL_DEVICES];
 } timeline;
 
 static timeline *TL(prt *rt)
@@ -221,8 +226,6 @@ static void busy_advance(prt *rt)
 {
     busy_advance_to(rt, abs_now(rt));
 }
-
-
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
@@ -498,7 +501,11 @@ static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t
 {
     hist_fit(tl, t1);
     double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    size_t k0 = (size_t)(t0 / tl->res_s), k1 = (size_t)(t1 / tl->res_s);
+    size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
+    size_t k1 = (size_t)(t1 / tl->res_s);
+    tl->hl_t[d] = t1;
+    tl->hl_res[d] = tl->res_s;
+    tl->hl_k[d] = k1;
     if (k1 >= TL_BINS)
         k1 = TL_BINS - 1;
     /* Ternaries, not fmax/fmin: the times are finite (never NaN), where
@@ -874,18 +881,19 @@ void policy_set_fast_forward(int on)
 
 /* Bytes of one epoch's journal (18-34 per entry); an epoch with more is
  * simulated, never fast-forwarded. */
-#define J_MAX ((size_t)64 << 20)
+#define J_MAX  ((size_t)64 << 20)
 #define J_HEAD 10
 
 typedef struct ffj {
     unsigned char *v; /* this epoch's entries, packed; v[n, n_prev) still the previous epoch's */
     size_t n, n_prev, cap;
-    int last_kind;    /* of the last entry journaled */
-    int on;      /* journaling this epoch: it began at a rebase, nothing unjournaled since */
-    int match;   /* every entry so far equals the previous epoch's */
-    int prev_ok; /* v[0, n_prev) was a whole epoch */
+    int last_kind; /* of the last entry journaled */
+    int n_ends;    /* J_EPOCH entries in this epoch's journal */
+    int on;        /* journaling this epoch: it began at a rebase, nothing unjournaled since */
+    int match;     /* every entry so far equals the previous epoch's */
+    int prev_ok;   /* v[0, n_prev) was a whole epoch */
     double span_prev;
-    uint64_t ev0, ev_prev; /* events at this epoch's start; events of the previous epoch */
+    uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
     unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
     size_t st_n, st_cap, tmp_cap;
     double *net0; /* per link: bytes and busy seconds at this epoch's start */
@@ -1024,6 +1032,7 @@ static void jrec(prt *rt, jent e)
     memcpy(f->v + f->n, p, len);
     f->n += len;
     f->last_kind = e.kind;
+    f->n_ends += e.kind == J_EPOCH;
 }
 
 static void jbreak(prt *rt)
@@ -1163,7 +1172,7 @@ static int ff_boundary(prt *rt)
     ffj *f = rt->ff;
     double span = sim_now(rt->e);
     uint64_t ev = sim_events_run(rt->e);
-    int whole = f->on && net_unchanged(rt) && f->n > 0 && f->last_kind == J_EPOCH;
+    int whole = f->on && net_unchanged(rt) && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
     net *nt = world_net(rt->w);
     size_t sn = 0;
     int clean = TL(rt)->computing == 0 && rt->coll_active == 0 && net_flows_active(nt) == 0 &&
@@ -1199,6 +1208,7 @@ static int ff_boundary(prt *rt)
     f->tmp = t;
     f->tmp_cap = tc;
     f->n = 0;
+    f->n_ends = 0;
     f->match = 1;
     f->on = !f->dead;
     f->ev0 = ev;
@@ -1214,7 +1224,6 @@ void policy_set_interrupt(volatile sig_atomic_t *flag)
 {
     interrupt_flag = flag;
 }
-
 
 void policy_set_progress(policy_progress_fn fn, void *ctx)
 {

@@ -61,11 +61,11 @@ struct prt {
      * engine's clock restarts at 0 at each clean epoch boundary; `base` is
      * the absolute time of the engine's 0 (one addition per epoch), and
      * everything recorded is base + engine time. */
-    int periodic;        /* prt_periodic */
-    int boundary;        /* an epoch ended: try a rebase after this event */
-    double base;         /* absolute time of the engine's 0 */
-    uint64_t ff_events;  /* events of the epochs fast-forwarded */
-    struct ffj *ff;      /* the epoch journal (runtime.c), NULL when not periodic */
+    int periodic;       /* prt_periodic */
+    int boundary;       /* an epoch ended: try a rebase after this event */
+    double base;        /* absolute time of the engine's 0 */
+    uint64_t ff_events; /* events of the epochs fast-forwarded */
+    struct ffj *ff;     /* the epoch journal (runtime.c), NULL when not periodic */
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
