@@ -265,3 +265,27 @@ Test(ff, noise_traces_and_other_policies_never_fast_forward)
     scn_override cadp[] = {{"training.epochs", "6"}};
     cr_expect_eq(compare("tiny.yaml", "cadp", cadp, 1), 0);
 }
+
+/* The shortest runs: epoch 4 alone replayed; 3 epochs, none. */
+Test(ff, fewest_epochs)
+{
+    scn_override ov[] = {{"training.epochs", "4"}, {"policies.ddp.collective", "analytic"}};
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 4);
+    ov[0].value = "3";
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 0);
+}
+
+/* A long run: the timeline turns coarse (past 20,000 segments) and the
+ * FLOPS bins double during the replayed epochs; still the same bits. */
+Test(ff, long_run_coarse_timeline_and_bins)
+{
+    scn_override ov[] = {
+        {"training.epochs", "400"}, {"policies.ddp.collective", "analytic"}, {"policies.ddp.data", "shard"}};
+    scn_scenario *s = load("tiny.yaml", ov, 3);
+    res_run *r = run("ddp", s, 1);
+    cr_expect_gt(r->timeline_res_s, 0, "the timeline is coarse");
+    cr_expect_gt(r->bin_s, 1, "the FLOPS bins doubled");
+    res_run_free(r);
+    scn_free(s);
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 3), 4);
+}
