@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,11 @@ int dpsim_main(int argc, char **argv)
      * the store and the exports report as a full disk, rather than SIGXFSZ
      * killing the process mid-write (run, reproduce, sweep, merge, export). */
     signal(SIGXFSZ, SIG_IGN);
+    /* every command (run, reproduce, sweep, rerun, calibrate): simulate
+     * every epoch; the same results, for comparing (docs/MODEL.md) */
+    const char *noff = getenv("DPSIM_NO_FAST_FORWARD");
+    if (noff && *noff && strcmp(noff, "0") != 0)
+        policy_set_fast_forward(0);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -148,7 +148,9 @@ int cmd_show(int argc, char **argv)
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
             printf("\n");
-            if (report_plan(stdout, r))
+            int note = report_plan(stdout, r);
+            note |= report_fast_forward(stdout, r);
+            if (note)
                 printf("\n");
             report_devices(stdout, r);
             report_stats(stdout, r);

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/runner.h"
+#include "policy/policy.h"
 #include "dpsim_config.h"
 #include "plots.h"
 
@@ -52,6 +53,8 @@ static void help(void)
            "      --with-related also run the load-balancing policies of the paper's related\n"
            "                     work (equal_finish, dlb, lbbsp, lbb) with DDP's data and\n"
            "                     collective settings: a comparison beyond the paper\n"
+           "      --no-fast-forward  simulate every epoch, even those proven to repeat (the\n"
+           "                     same results, slower; docs/MODEL.md \"Steady state\")\n"
            "  -q, --quiet        no progress lines on stderr\n"
            "      --log CAT[:LEVEL]  diagnostic lines on stderr (see dpsim run --help)\n");
 }
@@ -75,11 +78,12 @@ typedef struct repro_args {
     int related;
 } repro_args;
 
-enum { K_SCENARIO = 0x2000, K_RELATED };
+enum { K_SCENARIO = 0x2000, K_RELATED, K_NO_FF };
 
 static const struct option own[] = {{"out", required_argument, NULL, 'o'},
                                     {"scenario", required_argument, NULL, K_SCENARIO},
                                     {"with-related", no_argument, NULL, K_RELATED},
+                                    {"no-fast-forward", no_argument, NULL, K_NO_FF},
                                     {NULL, 0, NULL, 0}};
 
 static int on_opt(void *ctx, int key, const char *arg, const char *label)
@@ -91,6 +95,8 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
         a->file = arg;
     else if (key == K_RELATED)
         a->related = 1;
+    else if (key == K_NO_FF)
+        policy_set_fast_forward(0);
     else
         return cli_usage_error("reproduce", "unknown option '%s'", label);
     return -1;

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/runner.h"
+#include "policy/policy.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,8 @@ static void help(void)
            "  -d, --db FILE         results database (default results.db)\n"
            "      --no-db           do not store the results\n"
            "      --seed N          random seed (default: the scenario's training.seed)\n"
+           "      --no-fast-forward simulate every epoch, even those proven to repeat (same\n"
+           "                        results; docs/MODEL.md \"Steady state\")\n"
            "  -s, --set KEY=VALUE   override a scenario value, e.g.\n"
            "                          --set policies.ddp.bucket=50MiB\n"
            "                          --set policies.cadp.solver=alm\n"
@@ -59,7 +62,7 @@ typedef struct run_args {
     uint64_t seed;
 } run_args;
 
-enum { K_SEED = 0x2000 };
+enum { K_SEED = 0x2000, K_NO_FF };
 
 static int on_opt(void *ctx, int key, const char *arg, const char *label)
 {
@@ -70,6 +73,8 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
         if (cli_parse_u64(arg, &a->seed))
             return cli_usage_error("run", "--seed needs a non-negative integer (got '%s')", arg);
         a->have_seed = 1;
+    } else if (key == K_NO_FF) {
+        policy_set_fast_forward(0);
     } else {
         return cli_usage_error("run", "unknown option '%s'", label);
     }
@@ -80,6 +85,7 @@ int cmd_run(int argc, char **argv)
 {
     static const struct option own[] = {{"policy", required_argument, NULL, 'p'},
                                         {"seed", required_argument, NULL, K_SEED},
+                                        {"no-fast-forward", no_argument, NULL, K_NO_FF},
                                         {NULL, 0, NULL, 0}};
     run_args a = {0};
     cli_opts o = {0};
@@ -148,13 +154,14 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < np; k++)
             if (runs[k])
                 report_table_row(stdout, runs[k], ids[k]);
-        int first = 1; /* what C-ADP planned against what the run gave */
+        int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)
-            if (runs[k] && report_plan(NULL, runs[k])) {
+            if (runs[k] && (report_plan(NULL, runs[k]) || report_fast_forward(NULL, runs[k]))) {
                 if (first)
                     printf("\n");
                 first = 0;
                 report_plan(stdout, runs[k]);
+                report_fast_forward(stdout, runs[k]);
             }
         if (!quiet)
             for (int k = 0; k < np; k++)

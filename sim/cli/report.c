@@ -166,6 +166,22 @@ int report_plan(FILE *out, const res_run *r)
     return 0;
 }
 
+int report_fast_forward(FILE *out, const res_run *r)
+{
+    for (size_t k = 0; k < r->n_stats; k++) {
+        const res_stat *x = &r->stats[k];
+        if (x->scope != RES_SCOPE_RUN || strcmp(x->name, "fast_forward") != 0)
+            continue;
+        if (out)
+            fprintf(out,
+                    "%s: fast_forward: epochs %lld-%lld (they repeat epoch %lld bit for bit: replayed, not "
+                    "simulated; docs/MODEL.md)\n",
+                    r->policy, (long long)x->a, (long long)x->b, (long long)x->a - 1);
+        return 1;
+    }
+    return 0;
+}
+
 void report_stats(FILE *out, const res_run *r)
 {
     if (!r->n_stats)

@@ -17,6 +17,10 @@ void report_devices(FILE *out, const res_run *r);
  * "POLICY: planned Ttotal X s vs simulated Y s (difference)".  Returns 1 if
  * printed (out NULL: only tells), 0 if the run has no plan. */
 int report_plan(FILE *out, const res_run *r);
+/* For a run that fast-forwarded (statistic fast_forward): one line
+ * "POLICY: fast_forward: epochs A-B (...)".  Returns 1 if printed (out
+ * NULL: only tells), 0 if the run simulated every epoch. */
+int report_fast_forward(FILE *out, const res_run *r);
 /* A run's further statistics (res_stat), one per line; nothing if none. */
 void report_stats(FILE *out, const res_run *r);
 /* JSON output, one shape for `run --json` and `show --json` (documented in

@@ -549,3 +549,39 @@ uint64_t sim_run(sim_engine *e, double until_s)
     }
     return e->ran - before_n;
 }
+
+/* Every entry still queued after compact() is live; all must be at now.
+ * They move into the heap with time 0 (same keys, so the same order) and
+ * the buckets are emptied: bucket positions were computed from the old
+ * origin. */
+int sim_rebase(sim_engine *e)
+{
+    compact(e); /* cancelled entries may sit at any time: drop them first */
+    for (size_t i = 0; i < e->n; i++)
+        if (e->heap[i].t != e->now)
+            return DP_EINPUT;
+    for (size_t b = e->cur; b < e->K; b++)
+        for (uint32_t i = 0; i < e->bk[b].n; i++)
+            if (e->bk[b].v[i].t != e->now)
+                return DP_EINPUT;
+    for (size_t i = 0; i < e->n_top; i++)
+        if (e->top[i].t != e->now)
+            return DP_EINPUT;
+    while (e->cap < e->live)
+        if (heap_grow(e))
+            return DP_ENOMEM;
+    for (size_t b = e->cur; b < e->K; b++) {
+        for (uint32_t i = 0; i < e->bk[b].n; i++)
+            sift_up(e->heap, e->n++, e->bk[b].v[i]);
+        e->bk[b].n = 0;
+    }
+    for (size_t i = 0; i < e->n_top; i++)
+        sift_up(e->heap, e->n++, e->top[i]);
+    e->n_top = 0;
+    e->K = 0;
+    e->cur = 0;
+    for (size_t i = 0; i < e->n; i++)
+        e->heap[i].t = 0; /* all equal: the heap order (by key) still holds */
+    e->now = 0;
+    return 0;
+}

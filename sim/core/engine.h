@@ -54,5 +54,12 @@ size_t sim_pending(const sim_engine *e);
 uint64_t sim_events_run(const sim_engine *e);
 /* Time of the earliest pending event (INFINITY when none). */
 double sim_next_time(sim_engine *e);
+/* Restart the clock at 0: every pending event's time becomes 0 and now
+ * becomes 0.  Allowed only when every pending (not cancelled) event is at
+ * now, so no time is rounded and the order of events is unchanged; the
+ * caller keeps the offset (the runtime's epoch base, runtime.c).  0, or
+ * DP_EINPUT (nothing changed) when some pending event is later than now.
+ * Call it between events or from a handler. */
+int sim_rebase(sim_engine *e);
 
 #endif

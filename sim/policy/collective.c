@@ -269,19 +269,30 @@ static double analytic_s(const coll *c, int account)
             edge(c, i, &lat, &xfer);
         if (lat + xfer > worst)
             worst = lat + xfer;
-        if (account) {
+        if (account && !full) {
             /* every member sends and receives in every round; its links
              * are busy for its own flow's transfer time, not the slowest
              * edge's */
             size_t d = member(c, i), next = member(c, (i + 1) % c->m);
-            rt->coll_bytes[d] += c->chunk * c->rounds;
-            rt->coll_busy_s[d] += c->rounds * xfer; /* d's up link: edge i */
-            rt->coll_recv_s[next] += c->rounds * xfer;
+            prt_rec_coll(rt, d, next, c->chunk * c->rounds, c->rounds * xfer); /* d's up link: edge i */
         }
     }
+    if (account && full)
+        prt_rec_ring(rt, c->chunk, c->rounds); /* the same, from the ring cache */
     if (!full)
         count_links(c, -1);
     return c->rounds * worst;
+}
+
+void coll_ring_account(prt *rt, double chunk, int rounds)
+{
+    for (size_t i = 0; i < rt->n; i++) {
+        double xfer = chunk > 0 ? chunk / rt->ring_rate[i] : 0;
+        size_t next = (i + 1) % rt->n;
+        rt->coll_bytes[i] += chunk * rounds;
+        rt->coll_busy_s[i] += rounds * xfer;
+        rt->coll_recv_s[next] += rounds * xfer;
+    }
 }
 
 /* The analytic mode sees neither other traffic nor capacity changes during

@@ -59,6 +59,12 @@ static void ddp_on_device(prt *rt, const void *opts, size_t d, int up)
     sync_on_device(rt, d, up);
 }
 
+static size_t ddp_steady_state(prt *rt, const void *opts, unsigned char *buf, size_t cap)
+{
+    (void)opts;
+    return sync_steady_state(rt, buf, cap);
+}
+
 static void ddp_free(prt *rt, const void *opts)
 {
     (void)opts;
@@ -76,4 +82,5 @@ const policy_def policy_ddp = {
     .start = ddp_start,
     .free = ddp_free,
     .on_device = ddp_on_device,
+    .steady_state = ddp_steady_state,
 };

@@ -242,6 +242,13 @@ static void ds_on_device(prt *rt, const void *opts, size_t d, int up)
     sync_on_device(rt, d, up); /* stage 3 is refused in worlds with failures (ds_check) */
 }
 
+/* Stages 1-2 run on sync.c; stage 3 keeps state of its own: it cannot tell. */
+static size_t ds_steady_state(prt *rt, const void *opts, unsigned char *buf, size_t cap)
+{
+    const ds_opts *o = opts;
+    return o->stage == 3 ? 0 : sync_steady_state(rt, buf, cap);
+}
+
 static const popt ds_table[] = {
     {"stage", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(ds_opts, stage), 2, 1, 3, NULL,
      "ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters partitioned"},
@@ -274,4 +281,5 @@ const policy_def policy_deepspeed = {
     .start = ds_start,
     .free = ds_free,
     .on_device = ds_on_device,
+    .steady_state = ds_steady_state,
 };

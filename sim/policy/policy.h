@@ -98,6 +98,11 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
  * with DP_ERUN "interrupted".  NULL (the default) = never.  The pointer is
  * borrowed for the life of the process. */
 void policy_set_interrupt(volatile sig_atomic_t *flag);
+/* Steady-state fast-forward (docs/MODEL.md "Steady state"): on (1, the
+ * default) lets a run skip the simulation of epochs proven to repeat,
+ * replaying their records instead (bit-identical results); 0 simulates
+ * every epoch (`DPSIM_NO_FAST_FORWARD=1`, tests comparing both). */
+void policy_set_fast_forward(int on);
 /* A progress callback that running simulations call every 4096 events with
  * the simulated time, the events run so far and the fraction of the
  * training's samples processed (0 while the data is still being sent, 1 at

@@ -12,6 +12,10 @@
  *    like the FLOPS bins) replace them and become segments at the end (each
  *    bin showing its dominant activity).  Only the first TL_DEVICES devices
  *    get a timeline: a Gantt chart of more rows is unreadable anyway.
+ *  - Time: the engine's clock is relative to `base` (0 unless the world is
+ *    periodic, see "epoch boundaries"); every time recorded is
+ *    base + engine time, computed where it is recorded (abs_now), so a
+ *    record replayed by a fast-forward does the same arithmetic.
  */
 #include "log.h"
 #include "policy.h"
@@ -26,6 +30,23 @@
 #define SEG_EXACT  20000
 #define TL_BINS    2048
 #define TL_DEVICES 64
+
+/* ---- the epoch journal (declarations; "epoch boundaries" below) ---------- */
+
+/* What the runtime records, one entry per call, with engine (relative)
+ * times: replaying the entries with another base repeats the records of an
+ * epoch exactly.  Stored packed (jrec): a 10-byte header (kind, a, d, n)
+ * and the kind's doubles (jdoubles) of r, r0, v1, v2 in that order. */
+typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_EPOCH } jkind;
+typedef struct jent {
+    int kind, d, n, a;
+    double r, r0, v1, v2;
+} jent;
+static void jrec(prt *rt, jent e);
+static void jbreak(prt *rt);
+static void ff_init(prt *rt);
+static void ff_free(prt *rt);
+static int ff_boundary(prt *rt);
 
 /* ---- accessors (runtime.h) ---------------------------------------------------- */
 
@@ -83,6 +104,7 @@ void prt_set_state(prt *rt, void *state)
 }
 int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, double value)
 {
+    jbreak(rt); /* not journaled: an epoch recording one is never replayed */
     if (res_add_stat(rt->r, name, scope, a, b, value))
         return prt_fail(rt, DP_ENOMEM, "out of memory recording statistic %s", name);
     return 0;
@@ -98,22 +120,27 @@ double prt_compute_s(const prt *rt, size_t d)
 }
 void prt_add_restart(prt *rt)
 {
+    jbreak(rt);
     rt->restarts++;
 }
 void prt_add_lost_s(prt *rt, double s)
 {
+    jbreak(rt);
     rt->lost_s += s;
 }
 void prt_add_blocked_s(prt *rt, double s)
 {
+    jbreak(rt);
     rt->blocked_s += s;
 }
 void prt_add_resent(prt *rt, double bytes)
 {
+    jbreak(rt);
     rt->resent_bytes += bytes;
 }
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
+    jbreak(rt);
     rt->server_bytes[d] += bytes;
 }
 
@@ -166,6 +193,11 @@ typedef struct timeline {
      * moved (Tsend only moves to "now"). */
     size_t computing;
     double busy_int, busy_t, busy_at_tsend;
+    /* hist_add's last bin index per device, (size_t)(hl_t / hl_res): a
+     * device's next interval starts where its last ended, so that division
+     * is not done again (the same function of the same values). */
+    double hl_t[TL_DEVICES], hl_res[TL_DEVICES];
+    size_t hl_k[TL_DEVICES];
 } timeline;
 
 static timeline *TL(prt *rt)
@@ -175,13 +207,24 @@ static timeline *TL(prt *rt)
 
 static void on_world_device(void *ctx, size_t d, int up);
 
-/* Bring the compute integral up to now. */
-static void busy_advance(prt *rt)
+/* Absolute simulated time now (base + 0.0 == the engine's time exactly
+ * while base is 0, i.e. in every world that is not periodic). */
+static double abs_now(const prt *rt)
+{
+    return rt->base + sim_now(rt->e);
+}
+
+/* Bring the compute integral up to absolute time now. */
+static void busy_advance_to(prt *rt, double now)
 {
     timeline *tl = TL(rt);
-    double now = sim_now(rt->e);
     tl->busy_int += (double)tl->computing * (now - tl->busy_t);
     tl->busy_t = now;
+}
+
+static void busy_advance(prt *rt)
+{
+    busy_advance_to(rt, abs_now(rt));
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
@@ -234,6 +277,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         goto fail;
     }
     rt->may_fail = scn_has_failures(s);
+    ff_init(rt);
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
     for (size_t d = 0; d < n; d++) {
@@ -286,6 +330,7 @@ void prt_free(prt *rt)
     for (size_t b = 0; b < tl->n_blocks; b++)
         dp_free(tl->blocks[b]);
     dp_free(tl->blocks);
+    ff_free(rt);
     dp_free(rt);
 }
 
@@ -300,7 +345,7 @@ int prt_fail(prt *rt, int code, const char *fmt, ...)
             va_end(ap);
             rt->err->code = code;
         }
-        DP_LOG(LOG_POLICY, LOG_ERROR, sim_now(rt->e), "%s fails: %s", rt->r->policy,
+        DP_LOG(LOG_POLICY, LOG_ERROR, abs_now(rt), "%s fails: %s", rt->r->policy,
                rt->err ? rt->err->msg : "(no message)");
     }
     sim_stop(rt->e);
@@ -368,14 +413,14 @@ int prt_work_left(const prt *rt)
     return 0;
 }
 
-int prt_end_epoch(prt *rt)
+/* The epoch ends at absolute time now: record it, move on.  The same
+ * for a simulated epoch and a replayed one. */
+static int end_epoch_at(prt *rt, double now)
 {
-    if (res_add_epoch(rt->r, rt->epoch, sim_now(rt->e))) {
+    if (res_add_epoch(rt->r, rt->epoch, now)) {
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    DP_LOG(LOG_POLICY, LOG_INFO, sim_now(rt->e), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
-           rt->s->training.epochs);
     if (rt->epoch >= rt->s->training.epochs) {
         rt->finished = 1;
         return 0;
@@ -384,6 +429,22 @@ int prt_end_epoch(prt *rt)
     for (size_t d = 0; d < rt->n; d++)
         rt->left[d] = rt->share[d];
     return 1;
+}
+
+int prt_end_epoch(prt *rt)
+{
+    jrec(rt, (jent){J_EPOCH, 0, 0, 0, sim_now(rt->e), 0, 0, 0});
+    DP_LOG(LOG_POLICY, LOG_INFO, abs_now(rt), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
+           rt->s->training.epochs);
+    int rc = end_epoch_at(rt, abs_now(rt));
+    if (rc > 0 && rt->periodic)
+        rt->boundary = 1; /* prt_run tries a rebase once this handler returns */
+    return rc;
+}
+
+int prt_periodic(const prt *rt)
+{
+    return rt->periodic;
 }
 
 /* ---- FLOPS bins -------------------------------------------------------------- */
@@ -440,7 +501,11 @@ static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t
 {
     hist_fit(tl, t1);
     double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    size_t k0 = (size_t)(t0 / tl->res_s), k1 = (size_t)(t1 / tl->res_s);
+    size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
+    size_t k1 = (size_t)(t1 / tl->res_s);
+    tl->hl_t[d] = t1;
+    tl->hl_res[d] = tl->res_s;
+    tl->hl_k[d] = k1;
     if (k1 >= TL_BINS)
         k1 = TL_BINS - 1;
     /* Ternaries, not fmax/fmin: the times are finite (never NaN), where
@@ -454,7 +519,7 @@ static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t
 }
 
 /* Switch from exact segments to histograms: replay the segments so far. */
-static int go_coarse(prt *rt)
+static int go_coarse(prt *rt, double now)
 {
     timeline *tl = TL(rt);
     tl->hist = dp_calloc(tl->ndev * TL_BINS * RES_ACT_COUNT, sizeof *tl->hist);
@@ -462,7 +527,7 @@ static int go_coarse(prt *rt)
         return DP_ENOMEM;
     tl->coarse = 1;
     tl->res_s = 1e-3;
-    hist_fit(tl, sim_now(rt->e));
+    hist_fit(tl, now);
     for (size_t k = 0; k < rt->r->n_segments; k++) {
         res_segment *sg = &rt->r->segments[k];
         hist_add(tl, (size_t)sg->device, sg->act, sg->t0_s, sg->t1_s);
@@ -493,7 +558,7 @@ static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1
                 fail_oom(rt);
             return;
         }
-        if (go_coarse(rt)) {
+        if (go_coarse(rt, t1)) {
             fail_oom(rt);
             return;
         }
@@ -502,7 +567,7 @@ static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1
 }
 
 /* Histograms -> segments: each bin shows its dominant activity. */
-static void timeline_finish(prt *rt)
+static void timeline_finish(prt *rt, double T)
 {
     timeline *tl = TL(rt);
     if (!tl->coarse)
@@ -511,7 +576,7 @@ static void timeline_finish(prt *rt)
     for (size_t d = 0; d < tl->ndev; d++) {
         const double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
         for (size_t k = 0; k < TL_BINS; k++) {
-            double t0 = (double)k * tl->res_s, t1 = fmin((double)(k + 1) * tl->res_s, sim_now(rt->e));
+            double t0 = (double)k * tl->res_s, t1 = fmin((double)(k + 1) * tl->res_s, T);
             if (t1 <= t0)
                 break;
             int best = RES_ACT_WAIT;
@@ -529,18 +594,56 @@ static void timeline_finish(prt *rt)
     }
 }
 
-void prt_set_act(prt *rt, size_t d, res_activity a)
+static void set_act_at(prt *rt, size_t d, res_activity a, double now)
 {
-    if (rt->act[d] == a)
-        return;
-    double now = sim_now(rt->e), dur = now - rt->act_since[d];
+    double dur = now - rt->act_since[d];
     rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += dur;
     timeline_add(rt, d, rt->act[d], rt->act_since[d], now);
     rt->act[d] = a;
     rt->act_since[d] = now;
 }
 
+void prt_set_act(prt *rt, size_t d, res_activity a)
+{
+    if (rt->act[d] == a)
+        return;
+    jrec(rt, (jent){J_ACT, (int)d, 0, (int)a, sim_now(rt->e), 0, 0, 0});
+    set_act_at(rt, d, a, abs_now(rt));
+}
+
+void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
+{
+    jrec(rt, (jent){J_COLL, (int)d, 0, (int)next, 0, 0, bytes, busy_s});
+    rt->coll_bytes[d] += bytes;
+    rt->coll_busy_s[d] += busy_s;
+    rt->coll_recv_s[next] += busy_s;
+}
+
+void prt_rec_ring(prt *rt, double chunk, int rounds)
+{
+    jrec(rt, (jent){J_RING, 0, rounds, 0, 0, 0, chunk, 0});
+    coll_ring_account(rt, chunk, rounds);
+}
+
 /* ---- compute ------------------------------------------------------------------- */
+
+/* A batch of device d, started at engine time t0 and ending at engine time
+ * now, is done: its records, with the engine's origin at absolute `base`. */
+static void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double part, int step,
+                            double base)
+{
+    rt->busy_compute[d] += now - t0;
+    busy_advance_to(rt, base + now);
+    TL(rt)->computing--;
+    /* a batch run in pieces (forward, backward) counts once, when whole */
+    rt->part_done[d] += step ? 1 : part;
+    if (rt->part_done[d] >= 1 - 1e-9) {
+        rt->batches[d]++;
+        rt->part_done[d] = 0;
+    }
+    rt->samples_done += n * part;
+    prt_add_flops(rt, base + t0, base + now, rt->s->model.flops_per_sample * n * part);
+}
 
 static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
 {
@@ -549,17 +652,8 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     prt *rt = c->rt;
     double now = sim_now(e);
     c->ev = 0;
-    rt->busy_compute[c->d] += now - c->t0;
-    busy_advance(rt);
-    TL(rt)->computing--;
-    /* a batch run in pieces (forward, backward) counts once, when whole */
-    rt->part_done[c->d] += c->step ? 1 : c->part;
-    if (rt->part_done[c->d] >= 1 - 1e-9) {
-        rt->batches[c->d]++;
-        rt->part_done[c->d] = 0;
-    }
-    rt->samples_done += c->n * c->part;
-    prt_add_flops(rt, c->t0, now, rt->s->model.flops_per_sample * c->n * c->part);
+    jrec(rt, (jent){J_CDONE, (int)c->d, c->n, c->step, now, c->t0, c->part, 0});
+    compute_done_at(rt, c->d, c->t0, now, c->n, c->part, c->step, rt->base);
     prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
 }
@@ -579,6 +673,7 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         fail_oom(rt);
         return DP_ENOMEM;
     }
+    jrec(rt, (jent){J_CSTART, (int)d, 0, 0, sim_now(rt->e), 0, 0, 0});
     busy_advance(rt);
     TL(rt)->computing++;
     return 0;
@@ -605,7 +700,8 @@ static void on_xfer_done(void *ctx, uint64_t id)
     xfer_ctx *x = ctx;
     prt *rt = x->rt;
     size_t d = x->d;
-    double now = sim_now(rt->e);
+    double now = abs_now(rt);
+    jbreak(rt); /* the data distribution is not journaled */
     if (x->is_data == 1) {
         rt->r->devices[d].data_ready_s = now;
         if (now > rt->tsend_s) {
@@ -671,6 +767,7 @@ static void drop_compute(prt *rt, size_t d)
     compute_slot *c = &TL(rt)->cslots[d];
     if (!c->ev)
         return;
+    jbreak(rt);
     sim_cancel(rt->e, c->ev);
     c->ev = 0;
     rt->busy_compute[d] += sim_now(rt->e) - c->t0;
@@ -697,6 +794,7 @@ static void on_world_device(void *ctx, size_t d, int up)
 
 void prt_abort(prt *rt)
 {
+    jbreak(rt);
     rt->gen++;
     for (size_t d = 0; d < rt->n; d++) {
         drop_compute(rt, d);
@@ -710,6 +808,7 @@ void prt_abort(prt *rt)
 
 void prt_rollback(prt *rt, int epoch)
 {
+    jbreak(rt);
     while (rt->r->n_epochs && rt->r->epochs[rt->r->n_epochs - 1].epoch >= epoch)
         rt->r->n_epochs--;
     /* per-epoch statistics of the epochs done again go too (the load
@@ -758,6 +857,374 @@ static void dyn_stats(prt *rt, double T)
         fail_oom(rt);
 }
 
+/* ---- epoch boundaries: rebase and fast-forward ------------------------------
+ *
+ * In a periodic world (prt_periodic) a policy with a steady_state hook ends
+ * an epoch, and starts the next from an event at now.  Once that handler
+ * has returned, if nothing but events at now is pending (no batch,
+ * collective or flow in flight), the engine's clock restarts at 0
+ * (sim_rebase, exact) and base grows by the epoch's engine time: one
+ * addition per epoch.  From there on, an epoch is the same deterministic
+ * function of the state at its start, in engine time, whatever its base.
+ *
+ * The journal keeps the records of the current epoch (jent, engine times),
+ * each compared on arrival with the previous epoch's entry it overwrites.
+ * At the boundary after epoch j: if epochs j-1 and j were journaled whole
+ * (no unjournaled record, no network traffic), their journals, lengths and
+ * event counts are equal bit for bit, and the state now (runtime and
+ * policy) equals the state at the start of epoch j, then epoch j+1 would
+ * repeat epoch j, and so would every later one: the journal is replayed for
+ * the remaining epochs through the same record functions with each epoch's
+ * base, which is the arithmetic of the full simulation, so the results are
+ * the same bits.  The run gets the statistic fast_forward (a = first
+ * replayed epoch, b = last). */
+
+static int ff_enabled = 1;
+static policy_progress_fn progress_fn;
+static void *progress_ctx;
+
+void policy_set_fast_forward(int on)
+{
+    ff_enabled = on != 0;
+}
+
+/* Bytes of one epoch's journal (18-34 per entry); an epoch with more is
+ * simulated, never fast-forwarded. */
+#define J_MAX  ((size_t)64 << 20)
+#define J_HEAD 10
+
+typedef struct ffj {
+    unsigned char *v; /* this epoch's entries, packed; v[n, n_prev) still the previous epoch's */
+    size_t n, n_prev, cap;
+    int last_kind; /* of the last entry journaled */
+    int n_ends;    /* J_EPOCH entries in this epoch's journal */
+    int on;        /* journaling this epoch: it began at a rebase, nothing unjournaled since */
+    int match;     /* every entry so far equals the previous epoch's */
+    int prev_ok;   /* v[0, n_prev) was a whole epoch */
+    double span_prev;
+    uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
+    unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
+    size_t st_n, st_cap, tmp_cap;
+    double *net0; /* per link: bytes and busy seconds at this epoch's start */
+    size_t n_links;
+    int dead; /* journal given up for the run (too large, out of memory) */
+} ffj;
+
+/* Every group's speed and link, every WAN link constant; no noise, no
+ * failures, stragglers or outages: nothing in the world depends on the
+ * absolute time or draws random numbers. */
+static int world_periodic(const scn_scenario *s)
+{
+    if (scn_is_dynamic(s))
+        return 0;
+    for (size_t i = 0; i < s->n_groups; i++) {
+        const scn_group *g = &s->groups[i];
+        if (g->count > 0 && (g->noise_cv > 0 || g->speed_trace || g->link.up_trace || g->link.down_trace))
+            return 0;
+    }
+    for (size_t i = 0; i < s->n_wan; i++)
+        if (s->wan[i].trace)
+            return 0;
+    return 1;
+}
+
+static void ff_init(prt *rt)
+{
+    if (rt->ff || !rt->pdef || !rt->pdef->steady_state || !world_periodic(rt->s))
+        return;
+    ffj *f = dp_calloc(1, sizeof *f);
+    if (!f)
+        return; /* not periodic then: the run is simulated as before */
+    f->n_links = net_link_count(world_net(rt->w));
+    f->net0 = dp_calloc(2 * f->n_links + 1, sizeof *f->net0);
+    if (!f->net0) {
+        dp_free(f);
+        return;
+    }
+    rt->ff = f;
+    rt->periodic = 1;
+}
+
+static void ff_free(prt *rt)
+{
+    ffj *f = rt->ff;
+    if (!f)
+        return;
+    dp_free(f->v);
+    dp_free(f->st);
+    dp_free(f->tmp);
+    dp_free(f->net0);
+    dp_free(f);
+}
+
+static int same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* Which of r, r0, v1, v2 (bits 0-3) a kind stores. */
+static unsigned jdoubles(int kind)
+{
+    switch (kind) {
+    case J_CDONE:
+        return 1 | 2 | 4;
+    case J_COLL:
+        return 4 | 8;
+    case J_RING:
+        return 4;
+    default: /* J_ACT, J_CSTART, J_EPOCH */
+        return 1;
+    }
+}
+
+/* Unpack the entry at p into *e; returns its size. */
+static size_t junpack(const unsigned char *p, jent *e)
+{
+    *e = (jent){p[0], 0, 0, p[1], 0, 0, 0, 0};
+    int32_t d, n;
+    memcpy(&d, p + 2, 4);
+    memcpy(&n, p + 6, 4);
+    e->d = d;
+    e->n = n;
+    size_t off = J_HEAD;
+    double *x[4] = {&e->r, &e->r0, &e->v1, &e->v2};
+    unsigned m = jdoubles(e->kind);
+    for (int k = 0; k < 4; k++)
+        if (m & (1u << k)) {
+            memcpy(x[k], p + off, 8);
+            off += 8;
+        }
+    return off;
+}
+
+static void jdrop(ffj *f)
+{
+    f->dead = 1;
+    f->on = 0;
+    dp_free(f->v);
+    f->v = NULL;
+    f->n = f->n_prev = f->cap = 0;
+}
+
+static void jrec(prt *rt, jent e)
+{
+    ffj *f = rt->ff;
+    if (!f || !f->on)
+        return;
+    unsigned char p[J_HEAD + 32];
+    int32_t d = e.d, n = e.n;
+    p[0] = (unsigned char)e.kind;
+    p[1] = (unsigned char)e.a; /* an activity, 0/1 (step) or 0 */
+    memcpy(p + 2, &d, 4);
+    memcpy(p + 6, &n, 4);
+    size_t len = J_HEAD;
+    const double x[4] = {e.r, e.r0, e.v1, e.v2};
+    unsigned m = jdoubles(e.kind);
+    for (int k = 0; k < 4; k++)
+        if (m & (1u << k)) {
+            memcpy(p + len, &x[k], 8);
+            len += 8;
+        }
+    if (f->n + len > f->cap) {
+        size_t nc = f->cap ? 2 * f->cap : 65536;
+        unsigned char *nv = nc <= J_MAX ? dp_realloc(f->v, nc) : NULL;
+        if (!nv) {
+            jdrop(f);
+            return;
+        }
+        f->v = nv;
+        f->cap = nc;
+    }
+    /* compared with the previous epoch's bytes it overwrites: bit for bit */
+    if (f->n + len > f->n_prev || memcmp(f->v + f->n, p, len) != 0)
+        f->match = 0;
+    memcpy(f->v + f->n, p, len);
+    f->n += len;
+    f->last_kind = e.kind;
+    f->n_ends += e.kind == J_EPOCH;
+}
+
+static void jbreak(prt *rt)
+{
+    if (rt->ff)
+        rt->ff->on = 0;
+}
+
+/* Each link's bytes and busy seconds into out[0 .. 2 * links). */
+static void net_totals(prt *rt, double *out)
+{
+    net *n = world_net(rt->w);
+    for (size_t l = 0; l < rt->ff->n_links; l++) {
+        out[2 * l] = net_link_bytes(n, (int)l);
+        out[2 * l + 1] = net_link_busy_s(n, (int)l);
+    }
+}
+
+static int net_unchanged(prt *rt)
+{
+    ffj *f = rt->ff;
+    net *n = world_net(rt->w);
+    for (size_t l = 0; l < f->n_links; l++)
+        if (!same_bits(f->net0[2 * l], net_link_bytes(n, (int)l)) ||
+            !same_bits(f->net0[2 * l + 1], net_link_busy_s(n, (int)l)))
+            return 0;
+    return 1;
+}
+
+static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, size_t len)
+{
+    if (*off + len > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *off + len)
+            nc *= 2;
+        unsigned char *nb = dp_realloc(*buf, nc);
+        if (!nb)
+            return DP_ENOMEM;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *off, src, len);
+    *off += len;
+    return 0;
+}
+
+/* The state that decides the run's future at a boundary, into f->tmp:
+ * the runtime's (per device: share, left, activity, collectives, part of a
+ * batch, transfers pending; what is in flight; pending events) then the
+ * policy's.  Its size, 0 when the policy cannot tell, (size_t)-1 when out
+ * of memory. */
+static size_t state_now(prt *rt)
+{
+    ffj *f = rt->ff;
+    size_t off = 0, n = rt->n, pend = sim_pending(rt->e);
+    int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
+    if (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->part_done, n * sizeof *rt->part_done) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
+        put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
+        put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
+        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen))
+        return (size_t)-1;
+    for (;;) {
+        size_t room = f->tmp_cap - off;
+        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp + off, room);
+        if (k == 0)
+            return 0;
+        if (k <= room)
+            return off + k;
+        size_t need = off + k;
+        unsigned char *nb = dp_realloc(f->tmp, need);
+        if (!nb)
+            return (size_t)-1;
+        f->tmp = nb;
+        f->tmp_cap = need;
+    }
+}
+
+/* Replay the journal v[0, n) (one epoch of `span` engine seconds and `ev`
+ * events) for every epoch left, each with its own base. */
+static void ff_replay(prt *rt, double span, uint64_t ev)
+{
+    ffj *f = rt->ff;
+    int first = rt->epoch;
+    while (!rt->finished && !rt->failed) {
+        double base = rt->base;
+        for (size_t i = 0; i < f->n && !rt->failed;) {
+            jent je;
+            i += junpack(f->v + i, &je);
+            const jent *e = &je;
+            switch (e->kind) {
+            case J_ACT:
+                set_act_at(rt, (size_t)e->d, (res_activity)e->a, base + e->r);
+                break;
+            case J_CSTART:
+                busy_advance_to(rt, base + e->r);
+                TL(rt)->computing++;
+                break;
+            case J_CDONE:
+                compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
+                break;
+            case J_RING:
+                coll_ring_account(rt, e->v1, e->n);
+                break;
+            case J_COLL:
+                rt->coll_bytes[e->d] += e->v1;
+                rt->coll_busy_s[e->d] += e->v2;
+                rt->coll_recv_s[e->a] += e->v2;
+                break;
+            default: /* J_EPOCH, the journal's last entry */
+                end_epoch_at(rt, base + e->r);
+                break;
+            }
+        }
+        rt->ff_events += ev;
+        rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
+    }
+    int last = rt->s->training.epochs;
+    DP_LOG(LOG_POLICY, LOG_INFO, rt->base, "%s: fast_forward: epochs %d-%d repeat epoch %d", rt->r->policy,
+           first, last, first - 1);
+    if (!rt->failed)
+        prt_stat(rt, "fast_forward", RES_SCOPE_RUN, first, last, last - first + 1);
+    if (progress_fn)
+        progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events, 1.0);
+}
+
+/* After the handler that ended an epoch: rebase if the boundary is clean,
+ * then fast-forward or start journaling the new epoch.  0, or DP_ENOMEM
+ * (the run failed). */
+static int ff_boundary(prt *rt)
+{
+    rt->boundary = 0;
+    ffj *f = rt->ff;
+    double span = sim_now(rt->e);
+    uint64_t ev = sim_events_run(rt->e);
+    int whole = f->on && net_unchanged(rt) && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
+    net *nt = world_net(rt->w);
+    size_t sn = 0;
+    int clean = TL(rt)->computing == 0 && rt->coll_active == 0 && net_flows_active(nt) == 0 &&
+                net_flows_pending(nt) == 0;
+    if (clean && (sn = state_now(rt)) == (size_t)-1) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    if (!clean || sn == 0 || sim_rebase(rt->e)) {
+        /* not a clean boundary: time goes on from here, unjournaled */
+        f->on = 0;
+        f->prev_ok = 0;
+        f->st_n = 0;
+        return 0;
+    }
+    rt->base += span;
+    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && same_bits(span, f->span_prev) &&
+                  ev - f->ev0 == f->ev_prev && sn == f->st_n && memcmp(f->tmp, f->st, sn) == 0;
+    if (repeats && ff_enabled) {
+        /* v holds the epoch just ended; base is already the next one's origin */
+        ff_replay(rt, span, ev - f->ev0);
+        return rt->failed ? DP_ENOMEM : 0;
+    }
+    f->prev_ok = whole;
+    f->n_prev = whole ? f->n : 0;
+    f->span_prev = span;
+    f->ev_prev = ev - f->ev0;
+    unsigned char *t = f->st;
+    size_t tc = f->st_cap;
+    f->st = f->tmp;
+    f->st_cap = f->tmp_cap;
+    f->st_n = sn;
+    f->tmp = t;
+    f->tmp_cap = tc;
+    f->n = 0;
+    f->n_ends = 0;
+    f->match = 1;
+    f->on = !f->dead;
+    f->ev0 = ev;
+    net_totals(rt, f->net0);
+    return 0;
+}
+
 /* ---- run and results ---------------------------------------------------------- */
 
 static volatile sig_atomic_t *interrupt_flag;
@@ -767,9 +1234,6 @@ void policy_set_interrupt(volatile sig_atomic_t *flag)
     interrupt_flag = flag;
 }
 
-static policy_progress_fn progress_fn;
-static void *progress_ctx;
-
 void policy_set_progress(policy_progress_fn fn, void *ctx)
 {
     progress_fn = fn;
@@ -778,28 +1242,31 @@ void policy_set_progress(policy_progress_fn fn, void *ctx)
 
 int prt_run(prt *rt)
 {
+    ff_init(rt);
     /* Polling the flag every 4096 events keeps the check off the hot path
      * and still stops within microseconds of host time. */
     uint64_t k = 0;
     while (!rt->finished && !rt->failed && sim_step(rt->e)) {
-        DP_LOG(LOG_ENGINE, LOG_TRACE, sim_now(rt->e), "event %llu done, %zu pending",
+        DP_LOG(LOG_ENGINE, LOG_TRACE, abs_now(rt), "event %llu done, %zu pending",
                (unsigned long long)sim_events_run(rt->e), sim_pending(rt->e));
+        if (rt->boundary && !rt->finished && !rt->failed && ff_boundary(rt))
+            break; /* out of memory (the run failed) */
         if ((++k & 4095) != 0)
             continue;
         if (progress_fn) {
             double work = (double)rt->s->dataset.samples * rt->s->training.epochs;
-            progress_fn(progress_ctx, sim_now(rt->e), sim_events_run(rt->e),
+            progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e),
                         work > 0 ? rt->samples_done / work : 0);
         }
         if (interrupt_flag && *interrupt_flag)
             return dp_err_set(rt->err, DP_ERUN,
-                              "interrupted at simulated t = %.6g s; this run was not stored", sim_now(rt->e));
+                              "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
         if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
             return dp_err_set(rt->err, DP_ERUN,
                               "stopped after %llu events (the limit on events per run) at simulated "
                               "t = %.6g s of a run this large; use fewer epochs or devices, or analytic "
                               "collectives",
-                              (unsigned long long)sim_events_run(rt->e), sim_now(rt->e));
+                              (unsigned long long)sim_events_run(rt->e), abs_now(rt));
     }
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;
@@ -807,7 +1274,7 @@ int prt_run(prt *rt)
         return dp_err_set(rt->err, DP_ERUN,
                           "stopped at simulated t = %.6g s: an event could not be scheduled (%s); "
                           "this run was not stored",
-                          sim_now(rt->e), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
+                          abs_now(rt), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
     if (!rt->finished) {
         net *n = world_net(rt->w);
         char stuck[512] = "";
@@ -818,7 +1285,7 @@ int prt_run(prt *rt)
                                         net_link_name(n, (int)l));
         return dp_err_set(rt->err, DP_ERUN,
                           "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: %s%s",
-                          sim_now(rt->e), net_flows_active(n) + net_flows_pending(n),
+                          abs_now(rt), net_flows_active(n) + net_flows_pending(n),
                           len ? "zero capacity with no recovery on " : "nothing left to happen", stuck);
     }
     return 0;
@@ -827,18 +1294,18 @@ int prt_run(prt *rt)
 res_run *prt_results(prt *rt)
 {
     res_run *r = rt->r;
-    double T = sim_now(rt->e);
+    double T = abs_now(rt);
     for (size_t d = 0; d < rt->n; d++) { /* close every open interval at T */
         rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += T - rt->act_since[d];
         timeline_add(rt, d, rt->act[d], rt->act_since[d], T);
         rt->act_since[d] = T;
     }
-    timeline_finish(rt);
+    timeline_finish(rt, T);
     r->tsend_s = rt->tsend_s;
     r->ttotal_s = T;
     r->ttraining_s = T - rt->tsend_s;
     r->samples_processed = rt->samples_done;
-    r->events = sim_events_run(rt->e);
+    r->events = sim_events_run(rt->e) + rt->ff_events;
     dyn_stats(rt, T);
     double busy = 0;
     net *n = world_net(rt->w);

@@ -81,6 +81,19 @@ typedef struct policy_def {
      * (scenario `availability`).  NULL: the policy cannot run in such a
      * world, and runs that need it are refused with a message. */
     void (*on_device)(prt *rt, const void *opts, size_t d, int up);
+    /* Optional: steady-state fast-forward (docs/MODEL.md, "Steady state").
+     * Called at an epoch boundary, between events, once the epoch's last
+     * handler has returned: write into buf (at most cap bytes) everything of
+     * the policy's state that decides what it does from now on, and return
+     * its size (the runtime calls again with a larger buf when it exceeds
+     * cap), or 0 when the policy cannot tell (then no fast-forward, and time
+     * is not restarted at this boundary).  A policy with this hook promises
+     * that, in a periodic world (prt_periodic), its epochs depend on that
+     * state and on times relative to prt_now only, that it keeps no
+     * simulated time across an epoch boundary, and that it starts each
+     * next epoch from an event at prt_now (prt_at), so nothing else is
+     * pending at the boundary.  NULL: the policy never fast-forwards. */
+    size_t (*steady_state)(prt *rt, const void *opts, unsigned char *buf, size_t cap);
 } policy_def;
 
 #define POLICY_OPTS_MAX 256
@@ -167,6 +180,13 @@ int prt_end_epoch(prt *rt);
 /* Schedule fn(rt, ctx) at absolute time t (>= now); DP_ENOMEM when the
  * event queue is full (the caller fails the run). */
 int prt_at(prt *rt, double t, prt_fn fn, void *ctx);
+/* 1 when the world is periodic (no noise, trace, straggler, failure or
+ * outage) and the policy has a steady_state hook: the runtime then restarts
+ * the engine's clock at 0 at each clean epoch boundary (prt_now is the time
+ * since that boundary; everything recorded is shifted back exactly), and
+ * may fast-forward through epochs that repeat.  Such a policy starts the
+ * next epoch from prt_at(rt, prt_now(rt), ...) after prt_end_epoch. */
+int prt_periodic(const prt *rt);
 
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
@@ -334,6 +354,9 @@ void sync_hold(prt *rt, size_t d, int64_t samples);
 /* The hooks' ctx of the running sync state (NULL: none, or no hooks). */
 void *sync_hooks_ctx(const prt *rt);
 void sync_free(prt *rt);
+/* The steady_state hook of a policy on sync.c without hooks (DDP, ZeRO
+ * stages 1-2): see policy_def.  0 with failures or hooks. */
+size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap);
 /* Equal split into prt_share and the bytes each device receives. */
 int equal_split(prt *rt, prt_data_mode data, double *bytes);
 

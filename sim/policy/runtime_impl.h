@@ -57,7 +57,26 @@ struct prt {
     struct coll *colls; /* collectives in flight (collective.c's list), freed by prt_free */
     int restarts;
     double lost_s, resent_bytes, blocked_s;
+    /* steady state (runtime.c "epoch boundaries"): in a periodic world the
+     * engine's clock restarts at 0 at each clean epoch boundary; `base` is
+     * the absolute time of the engine's 0 (one addition per epoch), and
+     * everything recorded is base + engine time. */
+    int periodic;       /* prt_periodic */
+    int boundary;       /* an epoch ended: try a rebase after this event */
+    double base;        /* absolute time of the engine's 0 */
+    uint64_t ff_events; /* events of the epochs fast-forwarded */
+    struct ffj *ff;     /* the epoch journal (runtime.c), NULL when not periodic */
 };
+
+/* collective.c: an analytic collective's accounting for member d (bytes
+ * sent = received, and the seconds its up link, and next's down link, are
+ * busy), through the runtime so a fast-forward can replay it. */
+void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s);
+/* The same for every member of a collective over the full ring, from the
+ * ring cache (rt->ring_rate, valid: capacities do not change in a world
+ * that fast-forwards): one journal entry instead of one per device. */
+void prt_rec_ring(prt *rt, double chunk, int rounds);
+void coll_ring_account(prt *rt, double chunk, int rounds);
 
 /* collective.c: device d went down (collectives it is in block for good);
  * abort every collective in flight (a restart). */

@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SEEN_PAIRS 8 /* last_started: distinct (t0, dt) pairs remembered per group */
 
@@ -147,7 +148,10 @@ void sync_next_epoch(prt *rt)
     sync_state *st = prt_state(rt);
     if (st->fail_on && (prt_epoch(rt) - 1) % st->cfg.fail.ckpt_every == 0)
         checkpoint(rt);
-    else
+    else if (prt_periodic(rt)) { /* from an event at now: a clean boundary (runtime.h) */
+        if (prt_at(rt, prt_now(rt), group_start, NULL))
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+    } else
         group_start(rt, NULL);
 }
 
@@ -579,6 +583,36 @@ int sync_start(prt *rt, const sync_cfg *cfg)
     dp_free(bytes);
     dp_free(ctx);
     return rc;
+}
+
+/* At an epoch boundary everything a group resets (buckets, ready times)
+ * is about to be reset; what carries over is the optimizer-step count, the
+ * members and, per device, the micro-steps its group still owes (0 at a
+ * boundary).  The configuration never changes.  Policies with hooks
+ * (lbsync.c) keep state of their own: they cannot tell. */
+size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap)
+{
+    const sync_state *st = prt_state(rt);
+    if (!st || st->cfg.hooks || st->fail_on || st->state != ST_RUN)
+        return 0;
+    size_t n = prt_n(rt);
+    size_t need = 2 * sizeof(int) + sizeof st->m + st->m * sizeof *st->mem + n * sizeof(int);
+    if (need > cap)
+        return need;
+    size_t off = 0;
+    memcpy(buf + off, &st->since_gather, sizeof(int));
+    off += sizeof(int);
+    memcpy(buf + off, &st->K, sizeof(int));
+    off += sizeof(int);
+    memcpy(buf + off, &st->m, sizeof st->m);
+    off += sizeof st->m;
+    memcpy(buf + off, st->mem, st->m * sizeof *st->mem);
+    off += st->m * sizeof *st->mem;
+    for (size_t d = 0; d < n; d++) {
+        memcpy(buf + off, &st->dev[d].in_group, sizeof(int));
+        off += sizeof(int);
+    }
+    return off;
 }
 
 void sync_free(prt *rt)

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# e2e_ff.sh: steady-state fast-forward (issue 16; docs/MODEL.md "Steady
+# state") through the real binary.
+#  - `reproduce table3 --json` is byte-identical with and without the
+#    fast-forward (DPSIM_NO_FAST_FORWARD=1), apart from the fast_forward
+#    statistic, which only the fast-forwarded DDP and DeepSpeed runs carry;
+#  - `run` prints the note, `--no-fast-forward` simulates every epoch (no
+#    note, the same table), `show` prints the note again, and `rerun` of a
+#    fast-forwarded run gives the same numbers;
+#  - a world with noise never fast-forwards.
+set -uo pipefail
+BIN=${DPSIM_BIN:?}
+SRC=${DPSIM_SRC:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    echo "FAIL: $*" >&2
+    fail=$((fail + 1))
+}
+# The fast_forward statistic, the only one these runs record, left out.
+strip_ff() { sed -E 's/,"stats":\[\{"name":"fast_forward","scope":"run","a":[0-9]+,"b":[0-9]+,"value":[0-9]+\}\]//g' "$1"; }
+
+"$BIN" reproduce table3 --no-db --json >"$T/ff.json" 2>"$T/err" || bad "reproduce: $(head -c 300 "$T/err")"
+DPSIM_NO_FAST_FORWARD=1 "$BIN" reproduce table3 --no-db --json >"$T/full.json" 2>"$T/err" ||
+    bad "reproduce (full): $(head -c 300 "$T/err")"
+"$BIN" reproduce table3 --no-db --json --no-fast-forward >"$T/full2.json" 2>"$T/err" ||
+    bad "reproduce --no-fast-forward: $(head -c 300 "$T/err")"
+if cmp -s "$T/full.json" "$T/full2.json"; then ok; else bad "--no-fast-forward differs from DPSIM_NO_FAST_FORWARD=1"; fi
+n=$(grep -o '"name":"fast_forward","scope":"run","a":4,"b":50,"value":47' "$T/ff.json" | wc -l)
+# DDP, DeepSpeed, DDP with the 10 Gbit/s interconnect
+if [ "$n" -eq 3 ]; then ok; else bad "table3: $n runs fast-forwarded epochs 4-50 (want 3)"; fi
+if grep -q fast_forward "$T/full.json"; then bad "table3 without fast-forward has the statistic"; else ok; fi
+if cmp -s <(strip_ff "$T/ff.json") "$T/full.json"; then
+    ok
+else
+    bad "table3: fast-forwarded and full runs differ:"
+    diff <(strip_ff "$T/ff.json" | tr ',' '\n') <(tr ',' '\n' <"$T/full.json") | head -20 >&2
+fi
+
+# run: the note; --no-fast-forward: the same table, no note
+set_tiny=(--set training.epochs=12 --set policies.ddp.collective=analytic)
+"$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp -q --db "$T/r.db" "${set_tiny[@]}" >"$T/run" 2>"$T/err" ||
+    bad "run: $(head -c 300 "$T/err")"
+if grep -q '^ddp: fast_forward: epochs 4-12 (they repeat epoch 3 bit for bit' "$T/run"; then ok; else
+    bad "run prints no fast_forward note: $(cat "$T/run")"
+fi
+"$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp -q --no-db --no-fast-forward "${set_tiny[@]}" >"$T/run2" \
+    2>"$T/err" || bad "run --no-fast-forward: $(head -c 300 "$T/err")"
+if grep -q fast_forward "$T/run2"; then bad "--no-fast-forward still fast-forwards"; else ok; fi
+if cmp -s <(grep '^ddp ' "$T/run" | sed -E 's/ +(#[0-9]+|-)$//') <(grep '^ddp ' "$T/run2" | sed -E 's/ +(#[0-9]+|-)$//'); then ok; else
+    bad "run and run --no-fast-forward print different tables"
+fi
+"$BIN" show 1 --db "$T/r.db" >"$T/show" 2>"$T/err" || bad "show: $(head -c 300 "$T/err")"
+if grep -q '^ddp: fast_forward: epochs 4-12' "$T/show"; then ok; else bad "show prints no fast_forward note"; fi
+if "$BIN" rerun 1 --db "$T/r.db" >"$T/rerun" 2>&1; then ok; else bad "rerun of a fast-forwarded run: $(head -c 400 "$T/rerun")"; fi
+
+# noise: never
+"$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp --no-db --json "${set_tiny[@]}" --set devices.gpu.noise=0.05 \
+    >"$T/noise.json" 2>"$T/err" || bad "run (noise): $(head -c 300 "$T/err")"
+if grep -q fast_forward "$T/noise.json"; then bad "a world with noise fast-forwarded"; else ok; fi
+
+echo "e2e_ff: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,291 @@
+/* Steady-state fast-forward (docs/MODEL.md "Steady state", runtime.c
+ * "epoch boundaries"): the engine's exact rebase, and runs with and without
+ * the fast-forward compared bit for bit: every scalar, every device row,
+ * every epoch end, every FLOPS bin, every timeline segment, every statistic
+ * but fast_forward itself.  Worlds that are not periodic (noise, traces),
+ * policies without the hook (C-ADP, ZeRO-3) and epochs that use the network
+ * (flow collectives) must not fast-forward. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "policy/policy.h"
+
+/* ---- the engine's rebase -------------------------------------------------- */
+
+static double fired_t[8];
+static int fired_k[8], n_fired;
+
+static void rec(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    fired_t[n_fired] = sim_now(e);
+    fired_k[n_fired++] = (int)(intptr_t)ctx;
+}
+
+static void noop(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)ctx;
+    (void)id;
+}
+
+Test(ff, rebase_refused_when_an_event_is_later)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    cr_assert(e);
+    sim_at(e, 1.5, noop, NULL);
+    cr_assert(sim_step(e));
+    sim_at(e, 1.5, noop, NULL);
+    sim_at(e, 2.0, noop, NULL);
+    cr_expect_eq(sim_rebase(e), DP_EINPUT);
+    cr_expect_eq(sim_now(e), 1.5, "a refused rebase changes nothing");
+    cr_expect_eq(sim_pending(e), 2);
+    cr_expect_eq(sim_next_time(e), 1.5);
+    sim_engine_free(e);
+}
+
+/* Events at now keep their order and fire at 0; cancelled later ones are
+ * dropped, not counted as later; the clock goes on from 0. */
+Test(ff, rebase_is_exact_and_keeps_order)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    cr_assert(e);
+    n_fired = 0;
+    sim_at(e, 0.1 + 0.2, noop, NULL);
+    cr_assert(sim_step(e));
+    double now = sim_now(e);
+    uint64_t late = sim_at(e, 7.0, rec, (void *)(intptr_t)9);
+    for (int k = 0; k < 3; k++)
+        sim_at(e, now, rec, (void *)(intptr_t)k);
+    cr_assert(sim_cancel(e, late));
+    cr_assert_eq(sim_rebase(e), 0);
+    cr_expect_eq(sim_now(e), 0.0);
+    cr_expect_eq(sim_pending(e), 3);
+    sim_at(e, 0.25, rec, (void *)(intptr_t)3);
+    while (sim_step(e))
+        ;
+    cr_assert_eq(n_fired, 4);
+    for (int k = 0; k < 3; k++) {
+        cr_expect_eq(fired_k[k], k);
+        cr_expect_eq(fired_t[k], 0.0);
+    }
+    cr_expect_eq(fired_k[3], 3);
+    cr_expect_eq(fired_t[3], 0.25);
+    sim_engine_free(e);
+}
+
+/* A rebase from inside a handler, with the queue empty otherwise: what
+ * the runtime does at an epoch boundary. */
+static void rebase_now(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    *(int *)ctx = sim_rebase(e);
+}
+
+Test(ff, rebase_inside_a_handler)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    cr_assert(e);
+    int rc = -1;
+    sim_at(e, 3.0, rebase_now, &rc);
+    cr_assert(sim_step(e));
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(sim_now(e), 0.0);
+    n_fired = 0;
+    sim_at(e, 1.0, rec, (void *)(intptr_t)1);
+    cr_assert(sim_step(e));
+    cr_expect_eq(fired_t[0], 1.0);
+    sim_engine_free(e);
+}
+
+/* ---- full vs fast-forwarded runs ------------------------------------------ */
+
+static scn_scenario *load(const char *file, const scn_override *ov, size_t n)
+{
+    char path[4096];
+    const char *src = getenv("DPSIM_SRC");
+    cr_assert(src, "DPSIM_SRC is not set (run through meson test)");
+    snprintf(path, sizeof path, "%s/scenarios/%s", src, file);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(path, ov, n, &err);
+    cr_assert(s, "%s", err.msg);
+    return s;
+}
+
+static res_run *run(const char *policy, const scn_scenario *s, int ff)
+{
+    dp_err err = {0};
+    policy_set_fast_forward(ff);
+    res_run *r = policy_run(policy_find(policy), s, s->training.seed, &err);
+    policy_set_fast_forward(1);
+    cr_assert(r, "%s: %s", policy, err.msg);
+    return r;
+}
+
+static const res_stat *find_stat(const res_run *r, const char *name)
+{
+    for (size_t k = 0; k < r->n_stats; k++)
+        if (!strcmp(r->stats[k].name, name))
+            return &r->stats[k];
+    return NULL;
+}
+
+#define SAME_BITS(a, b, what)                                                                                \
+    cr_expect(memcmp(&(a), &(b), sizeof(a)) == 0, "%s: %s differs: %.17g vs %.17g", tag, what, (double)(a),  \
+              (double)(b))
+
+/* Every stored figure of two runs, bit for bit (wall_s aside: host time). */
+static void expect_same(const res_run *a, const res_run *b, const char *tag)
+{
+    SAME_BITS(a->tsend_s, b->tsend_s, "tsend_s");
+    SAME_BITS(a->ttraining_s, b->ttraining_s, "ttraining_s");
+    SAME_BITS(a->ttotal_s, b->ttotal_s, "ttotal_s");
+    SAME_BITS(a->tflops, b->tflops, "tflops");
+    SAME_BITS(a->utilization, b->utilization, "utilization");
+    SAME_BITS(a->samples_processed, b->samples_processed, "samples_processed");
+    SAME_BITS(a->bytes_total, b->bytes_total, "bytes_total");
+    cr_expect_eq(a->events, b->events, "%s: events %llu vs %llu", tag, (unsigned long long)a->events,
+                 (unsigned long long)b->events);
+    cr_assert_eq(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        const res_device *x = &a->devices[d], *y = &b->devices[d];
+        cr_expect_eq(x->samples, y->samples);
+        cr_expect_eq(x->batches, y->batches, "%s: device %zu batches", tag, d);
+        SAME_BITS(x->compute_s, y->compute_s, "compute_s");
+        SAME_BITS(x->send_s, y->send_s, "send_s");
+        SAME_BITS(x->recv_s, y->recv_s, "recv_s");
+        SAME_BITS(x->wait_s, y->wait_s, "wait_s");
+        SAME_BITS(x->bytes_sent, y->bytes_sent, "bytes_sent");
+        SAME_BITS(x->bytes_recv, y->bytes_recv, "bytes_recv");
+        SAME_BITS(x->data_ready_s, y->data_ready_s, "data_ready_s");
+    }
+    cr_assert_eq(a->n_epochs, b->n_epochs, "%s: epochs", tag);
+    for (size_t k = 0; k < a->n_epochs; k++) {
+        cr_expect_eq(a->epochs[k].epoch, b->epochs[k].epoch);
+        SAME_BITS(a->epochs[k].end_s, b->epochs[k].end_s, "epoch end");
+    }
+    SAME_BITS(a->bin_s, b->bin_s, "bin_s");
+    cr_assert_eq(a->n_bins, b->n_bins, "%s: FLOPS bins", tag);
+    for (size_t k = 0; k < a->n_bins; k++)
+        SAME_BITS(a->flops_bins[k], b->flops_bins[k], "FLOPS bin");
+    SAME_BITS(a->timeline_res_s, b->timeline_res_s, "timeline_res_s");
+    cr_assert_eq(a->n_segments, b->n_segments, "%s: %zu vs %zu segments", tag, a->n_segments, b->n_segments);
+    for (size_t k = 0; k < a->n_segments; k++) {
+        const res_segment *x = &a->segments[k], *y = &b->segments[k];
+        cr_expect(x->device == y->device && x->act == y->act, "%s: segment %zu", tag, k);
+        SAME_BITS(x->t0_s, y->t0_s, "segment start");
+        SAME_BITS(x->t1_s, y->t1_s, "segment end");
+    }
+    size_t nb = 0;
+    for (size_t k = 0; k < b->n_stats; k++)
+        if (strcmp(b->stats[k].name, "fast_forward") != 0) {
+            const res_stat *x = nb < a->n_stats ? &a->stats[nb] : NULL;
+            cr_expect(x && !strcmp(x->name, b->stats[k].name) && x->a == b->stats[k].a &&
+                          x->b == b->stats[k].b &&
+                          memcmp(&x->value, &b->stats[k].value, sizeof x->value) == 0,
+                      "%s: statistic %s", tag, b->stats[k].name);
+            nb++;
+        }
+    cr_expect_eq(nb, a->n_stats, "%s: statistics", tag);
+}
+
+/* Run both ways; returns the fast_forward statistic's first epoch (0:
+ * none) after checking the results are the same bits. */
+static int compare(const char *file, const char *policy, const scn_override *ov, size_t n)
+{
+    scn_scenario *s = load(file, ov, n);
+    res_run *full = run(policy, s, 0), *ff = run(policy, s, 1);
+    char tag[128];
+    snprintf(tag, sizeof tag, "%s %s", file, policy);
+    cr_expect_null(find_stat(full, "fast_forward"), "%s: fast-forwarded with it off", tag);
+    expect_same(full, ff, tag);
+    const res_stat *st = find_stat(ff, "fast_forward");
+    int first = 0;
+    if (st) {
+        cr_expect_eq(st->b, s->training.epochs, "%s: fast-forwards to the last epoch", tag);
+        cr_expect_eq(st->value, (double)(st->b - st->a + 1));
+        first = (int)st->a;
+    }
+    res_run_free(full);
+    res_run_free(ff);
+    scn_free(s);
+    return first;
+}
+
+Test(ff, tiny_ddp_analytic)
+{
+    scn_override ov[] = {{"training.epochs", "9"}, {"policies.ddp.collective", "analytic"}};
+    /* epochs 2 and 3 are journaled whole and equal; 4-9 are replayed */
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 4);
+}
+
+Test(ff, tiny_deepspeed_stages_1_and_2)
+{
+    scn_override ov[] = {{"training.epochs", "7"},
+                         {"policies.deepspeed.collective", "analytic"},
+                         {"policies.deepspeed.stage", "1"},
+                         {"policies.deepspeed.grad_accum", "3"}};
+    cr_expect_eq(compare("tiny.yaml", "deepspeed", ov, 4), 4);
+    ov[2].value = "2";
+    cr_expect_eq(compare("tiny.yaml", "deepspeed", ov, 4), 4);
+}
+
+/* The paper's testbed, shortened (the full one: tests/e2e_ff.sh). */
+Test(ff, paper_testbed_ddp_and_deepspeed)
+{
+    scn_override ov[] = {{"training.epochs", "6"}, {"dataset.samples", "4000"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "ddp", ov, 2), 4);
+    cr_expect_eq(compare("paper-testbed.yaml", "deepspeed", ov, 2), 4);
+}
+
+/* With a device interconnect and ring flows crossing it: every epoch's
+ * all-reduces use the network, so nothing is replayed, yet time restarts
+ * at each boundary both ways. */
+Test(ff, flows_never_fast_forward)
+{
+    scn_override ov[] = {{"training.epochs", "5"}};
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 1), 0);
+}
+
+Test(ff, noise_traces_and_other_policies_never_fast_forward)
+{
+    scn_override noisy[] = {
+        {"training.epochs", "6"}, {"policies.ddp.collective", "analytic"}, {"devices.gpu.noise", "0.05"}};
+    cr_expect_eq(compare("tiny.yaml", "ddp", noisy, 3), 0);
+    scn_override geo[] = {{"training.epochs", "4"}, {"policies.ddp.collective", "analytic"}};
+    cr_expect_eq(compare("geo-3sites.yaml", "ddp", geo, 2), 0); /* WAN and link traces, noise */
+    scn_override z3[] = {{"training.epochs", "6"},
+                         {"policies.deepspeed.collective", "analytic"},
+                         {"policies.deepspeed.stage", "3"}};
+    cr_expect_eq(compare("tiny.yaml", "deepspeed", z3, 3), 0);
+    scn_override cadp[] = {{"training.epochs", "6"}};
+    cr_expect_eq(compare("tiny.yaml", "cadp", cadp, 1), 0);
+}
+
+/* The shortest runs: epoch 4 alone replayed; 3 epochs, none. */
+Test(ff, fewest_epochs)
+{
+    scn_override ov[] = {{"training.epochs", "4"}, {"policies.ddp.collective", "analytic"}};
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 4);
+    ov[0].value = "3";
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 0);
+}
+
+/* A long run: the timeline turns coarse (past 20,000 segments) and the
+ * FLOPS bins double during the replayed epochs; still the same bits. */
+Test(ff, long_run_coarse_timeline_and_bins)
+{
+    scn_override ov[] = {
+        {"training.epochs", "400"}, {"policies.ddp.collective", "analytic"}, {"policies.ddp.data", "shard"}};
+    scn_scenario *s = load("tiny.yaml", ov, 3);
+    res_run *r = run("ddp", s, 1);
+    cr_expect_gt(r->timeline_res_s, 0, "the timeline is coarse");
+    cr_expect_gt(r->bin_s, 1, "the FLOPS bins doubled");
+    res_run_free(r);
+    scn_free(s);
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 3), 4);
+}
