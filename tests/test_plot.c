@@ -205,7 +205,7 @@ static int draw(plot_kind k, const plot_sel *sel, const char *name, dp_err *err)
 {
     char out[300];
     snprintf(out, sizeof out, "%s/%s", dir, name);
-    return plots_draw(store_db(st), k, sel, out, err);
+    return plots_draw(st, k, sel, out, err);
 }
 
 static plot_sel auto_sel(void)
@@ -415,7 +415,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     plot_sel sel = auto_sel();
     plot_run *runs;
     size_t n;
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 3);
     cr_expect_eq(runs[0].id, ids[0]);
     cr_expect_str_eq(runs[0].label, "DDP");
@@ -426,7 +426,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     int64_t two[] = {what_if, ids[0]};
     sel.run_ids = two;
     sel.n_runs = 2;
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
     char want[48];
     snprintf(want, sizeof want, "DDP #%lld", (long long)ids[0]);
     cr_expect_str_eq(runs[0].label, want);
@@ -434,7 +434,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     /* timeline: the latest run of a policy */
     sel = auto_sel();
     sel.policy = "deepspeed";
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 1, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 1, &runs, &n, &err), 0, "%s", err.msg);
     cr_expect_eq(n, 1);
     cr_expect_eq(runs[0].id, ids[1]);
     dp_free(runs);
@@ -470,7 +470,7 @@ Test(plot, real_simulator_runs)
     /* the Table 3 set */
     char out[300];
     snprintf(out, sizeof out, "%s/t3/sub", dir);
-    cr_assert_eq(plots_table3(store_db(st), ids, 3, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(plots_table3(st, ids, 3, out, &err), 0, "%s", err.msg);
     static const char *const names[] = {"table3-compare.png", "table3-flops.png", "table3-timeline-ddp.png",
                                         "table3-timeline-deepspeed.png", "table3-timeline-cadp.png"};
     for (size_t k = 0; k < 5; k++) {
@@ -773,7 +773,7 @@ Test(plot, bad_selections_are_input_errors)
     sel = auto_sel();
     sel.sweep_id = 12345;
     cr_expect_eq(draw(PLOT_SWEEP, &sel, "s.png", &err), DP_EINPUT);
-    cr_expect_eq(plots_draw(store_db(st), PLOT_KIND_COUNT, &sel, "x.png", &err), DP_EINPUT);
+    cr_expect_eq(plots_draw(st, PLOT_KIND_COUNT, &sel, "x.png", &err), DP_EINPUT);
     cr_expect_eq(plots_draw(NULL, PLOT_COMPARE, &sel, "x.png", &err), DP_EINPUT);
     /* nothing was drawn by any of these */
     char path[300];
