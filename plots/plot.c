@@ -166,6 +166,21 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
     return 0;
 }
 
+int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err)
+{
+    plot_run *r;
+    size_t n;
+    int rc = plot_runs_select(st, sel, 1, &r, &n, err);
+    if (rc)
+        return rc;
+    if (n == 1)
+        *run = r[0];
+    else /* plot_runs_select(one = 1) gives exactly one run or an error */
+        rc = dp_err_set(err, DP_EINPUT, "a plot of one run got %zu runs", n);
+    dp_free(r);
+    return rc;
+}
+
 /* ---- sweep points ------------------------------------------------------- */
 
 typedef struct jp {

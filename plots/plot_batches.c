@@ -19,9 +19,9 @@ static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7"
 
 int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(st, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
     store_batches bt;
@@ -40,7 +40,7 @@ int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_e
         goto done;
     size_t n_dev = bt.n_devices, nd = n_dev < MAX_DEV ? n_dev : MAX_DEV;
     int64_t n_ep = bt.n_epochs;
-    if (!(gp = plot_gp_open(out_path, 1200, 900, err))) {
+    if (!(gp = plot_open(sel, out_path, 1200, 900, err))) {
         rc = err ? err->code : DP_ERUN;
         goto done;
     }
@@ -73,9 +73,8 @@ int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_e
     char t1[600];
     snprintf(t1, sizeof t1, "Batch per device and epoch, run #%lld: %s on scenario '%s'%s", (long long)r->id,
              plot_policy_label(r->policy), r->scenario, n_dev > MAX_DEV ? " (first 16 devices)" : "");
-    plot_gp_printf(gp, "set title ");
-    plot_gp_str(gp, sel->title ? sel->title : t1);
-    plot_gp_printf(gp, " font ',14'\nset ylabel 'samples per iteration (mean; bar: min to max)'\n"
+    plot_title(gp, sel->title, t1, NULL);
+    plot_gp_printf(gp, "set ylabel 'samples per iteration (mean; bar: min to max)'\n"
                        "set yrange [0:*]\nplot ");
     for (size_t d = 0; d < nd; d++) {
         plot_gp_printf(gp, "%s$d%zu using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 0.8 lc rgb '%s' title ",
@@ -95,6 +94,5 @@ done:
     plot_gp_abort(gp);
     store_devices_free(&dev);
     store_batches_free(&bt);
-    dp_free(r);
     return rc;
 }

@@ -28,30 +28,6 @@
 
 #define TITLE_MAX 600
 
-/* set title 'line1' [. "\n" . 'line2'] */
-static void set_title(plot_gp *gp, const char *user, const char *line1, const char *line2)
-{
-    plot_gp_printf(gp, "set title ");
-    if (user) {
-        plot_gp_str(gp, user);
-    } else {
-        plot_gp_str(gp, line1);
-        if (line2 && *line2) {
-            plot_gp_printf(gp, " . \"\\n\" . ");
-            plot_gp_str(gp, line2);
-        }
-    }
-    plot_gp_printf(gp, " font ',14'\n");
-}
-
-/* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
-/* The user's --size, else the plot's own. */
-static plot_gp *open_gp(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err)
-{
-    return plot_gp_open(out_path, sel->width_px > 0 ? sel->width_px : w,
-                        sel->height_px > 0 ? sel->height_px : h, err);
-}
-
 /* The user's --xlabel / --ylabel, written last before `plot` so they win. */
 static void user_labels(plot_gp *gp, const plot_sel *sel)
 {
@@ -67,6 +43,7 @@ static void user_labels(plot_gp *gp, const plot_sel *sel)
     }
 }
 
+/* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
 static void fmt_seconds(double v, char *buf, size_t len)
 {
     if (v == 0)
@@ -122,7 +99,7 @@ int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_e
         return dp_err_set(err, DP_EINPUT, "compare: the selected runs have no positive times to draw");
     }
     int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
-    plot_gp *gp = open_gp(sel, out_path, 1200, 700, err);
+    plot_gp *gp = plot_open(sel, out_path, 1200, 700, err);
     if (!gp) {
         dp_free(r);
         return err ? err->code : DP_ERUN;
@@ -130,7 +107,7 @@ int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_e
     char scn[200], t1[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Tsend, Ttraining and Ttotal per policy, %s", scn);
-    set_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
+    plot_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
     plot_gp_printf(gp, "set ylabel 'simulated time (s%s)'\n", logy ? ", log scale" : "");
     plot_gp_printf(gp, "set xtics ('Tsend' 0, 'Ttraining' 1, 'Ttotal' 2) scale 0 font ',13'\n"
                        "set xrange [-0.5:2.5]\nset grid ytics lc rgb '#d0d0d0'\n"
@@ -270,18 +247,18 @@ int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err
     double tdiv, fdiv;
     const char *tu = plot_time_unit(tmax, &tdiv);
     const char *fu = flops_unit(fmax, &fdiv);
-    if (!(gp = open_gp(sel, out_path, 1200, 700, err))) {
+    if (!(gp = plot_open(sel, out_path, 1200, 700, err))) {
         rc = err ? err->code : DP_ERUN;
         goto done;
     }
     char scn[200], t1[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Cluster FLOPS over simulated time, %s", scn);
-    set_title(gp, sel->title, t1,
-              logx
-                  ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
-              : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
-                       : NULL);
+    plot_title(
+        gp, sel->title, t1,
+        logx     ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
+        : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
+                 : NULL);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s%s)'\n", tu, logx ? ", log scale" : "");
     char yl[160];
     snprintf(yl, sizeof yl, "cluster FLOPS (%s, paper's count%s)", fu, logy ? ", log scale" : "");
@@ -380,22 +357,19 @@ static const struct {
 
 int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(st, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
     store_timeline_info info;
-    if ((rc = store_timeline_info_get(st, r->id, &info, err))) {
-        dp_free(r);
+    if ((rc = store_timeline_info_get(st, r->id, &info, err)))
         return rc;
-    }
     int64_t n_dev = (int64_t)info.n_devices;
     double tmax = info.end_s, res_s = info.res_s;
     if (n_dev == 0 || !info.has_segments || !(tmax > 0)) {
         rc = dp_err_set(err, DP_EINPUT, "timeline: run %lld has no %s to draw", (long long)r->id,
                         n_dev == 0 ? "devices" : "timeline segments");
-        dp_free(r);
         return rc;
     }
     double t_lo = sel->from_s > 0 ? sel->from_s : 0,
@@ -403,18 +377,15 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
     if (!(t_lo < t_hi)) {
         rc = dp_err_set(err, DP_EINPUT, "timeline: --from %g s is not before the run's end (%g s)", t_lo,
                         t_hi);
-        dp_free(r);
         return rc;
     }
     double tdiv;
     const char *tu = plot_time_unit(t_hi, &tdiv);
     int height = 170 + 26 * (int)(n_dev < 80 ? n_dev : 80);
     height = height < 520 ? 520 : height;
-    plot_gp *gp = open_gp(sel, out_path, 1400, height, err);
-    if (!gp) {
-        dp_free(r);
+    plot_gp *gp = plot_open(sel, out_path, 1400, height, err);
+    if (!gp)
         return err ? err->code : DP_ERUN;
-    }
     char t1[TITLE_MAX];
     snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
              plot_policy_label(r->policy), r->scenario);
@@ -435,7 +406,7 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
         fmt_seconds(t_hi, w + l + 4, sizeof w - l - 4);
         snprintf(t1 + strlen(t1), sizeof t1 - strlen(t1), ", from %s", w);
     }
-    set_title(gp, sel->title, t1, sub);
+    plot_title(gp, sel->title, t1, sub);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
     plot_gp_printf(gp, "set ylabel 'device'\nset xrange [%.10g:%.10g]\nset yrange [%.10g:-0.5]\n",
                    t_lo / tdiv, t_hi / tdiv, (double)n_dev - 0.5);
@@ -505,11 +476,9 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
         first = 0;
     }
     plot_gp_printf(gp, "\n");
-    dp_free(r);
     return plot_gp_close(gp, err);
 fail:
     plot_gp_abort(gp);
-    dp_free(r);
     return rc;
 }
 
@@ -893,7 +862,7 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
     for (size_t g = 0; g < ng; g++)
         longest = strlen(gname[g]) > longest ? strlen(gname[g]) : longest;
     int width = 1200 + (longest > 25 ? (int)(longest - 25 < 60 ? longest - 25 : 60) * 8 : 0);
-    gp = open_gp(sel, out_path, width, 750, err);
+    gp = plot_open(sel, out_path, width, 750, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -905,7 +874,7 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
         snprintf(t2, sizeof t2, "mean over up to %zu seeds; error bars: 95%% t-interval of the mean", max_n);
     else
         snprintf(t2, sizeof t2, "one seed per point");
-    set_title(gp, sel->title, t1, t2);
+    plot_title(gp, sel->title, t1, t2);
     axis_label(xl, sizeof xl, xk, ax.unit);
     if (logx)
         snprintf(xl + strlen(xl), sizeof xl - strlen(xl), ", log scale");
@@ -1064,7 +1033,7 @@ int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *
     }
     int logc = min > 0 && plot_want_log(sel->log_y, minpos, max, 100.0000001);
     int w = 360 + 70 * (int)(ax.n < 20 ? ax.n : 20), h = 260 + 50 * (int)(ay.n < 20 ? ay.n : 20);
-    gp = open_gp(sel, out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
+    gp = plot_open(sel, out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -1074,7 +1043,7 @@ int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *
              plot_policy_label(policy), (long long)d.sweep_id, d.scenario);
     snprintf(t2, sizeof t2, "cell: mean over %s%s; blank: not in the sweep",
              max_n >= 2 ? "seeds" : "one seed", others ? " and the other swept keys" : "");
-    set_title(gp, sel->title, t1, t2);
+    plot_title(gp, sel->title, t1, t2);
     axis_label(lab, sizeof lab, xk, ax.unit);
     plot_gp_printf(gp, "set xlabel ");
     plot_gp_str(gp, lab);

@@ -17,18 +17,16 @@ typedef struct lrow {
 
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(st, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
     static lrow rows[LINKS_MAX];
     size_t nl = 0;
     store_stats stats;
-    if ((rc = store_stats_get(st, r->id, "link", &stats, err))) {
-        dp_free(r);
+    if ((rc = store_stats_get(st, r->id, "link", &stats, err)))
         return rc;
-    }
     for (size_t k = 0; k < stats.n; k++) {
         const store_stat *s = &stats.stat[k];
         if (nl == 0 || rows[nl - 1].link != s->a) {
@@ -54,26 +52,21 @@ int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err
                         "links: run %lld has no link statistics (they are recorded in scenarios with "
                         "stragglers, availability or outages)",
                         (long long)r->id);
-        dp_free(r);
         return rc;
     }
     /* device names, for the labels (by position, at most LINKS_MAX) */
     char names[LINKS_MAX][100];
     size_t nd = 0;
     store_devices devs;
-    if ((rc = store_devices_get(st, r->id, &devs, err))) {
-        dp_free(r);
+    if ((rc = store_devices_get(st, r->id, &devs, err)))
         return rc;
-    }
     for (; nd < LINKS_MAX && nd < devs.n; nd++)
         snprintf(names[nd], sizeof names[0], "%s", devs.name[nd]);
     store_devices_free(&devs);
     int width = 300 + 22 * (int)nl;
-    plot_gp *gp = plot_gp_open(out_path, width < 900 ? 900 : width > 4000 ? 4000 : width, 700, err);
-    if (!gp) {
-        dp_free(r);
+    plot_gp *gp = plot_open(sel, out_path, width < 900 ? 900 : width > 4000 ? 4000 : width, 700, err);
+    if (!gp)
         return err ? err->code : DP_ERUN;
-    }
     char t1[300];
     snprintf(t1, sizeof t1, "Links of run #%lld: %s on scenario ", (long long)r->id,
              plot_policy_label(r->policy));
@@ -115,6 +108,5 @@ int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err
                        isfinite(rows[k].peak) ? rows[k].peak : 0);
     plot_gp_printf(gp, "EOD\nplot $l using 1:2 with boxes fc rgb '#56b4e9' title 'busy fraction', \\\n"
                        "  $l using 1:3 with points pt 7 ps 1.2 lc rgb '#d55e00' title 'peak utilisation'\n");
-    dp_free(r);
     return plot_gp_close(gp, err);
 }

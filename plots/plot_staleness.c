@@ -70,7 +70,7 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
                         "run asyncps, flsgd, localsgd or hierarchical, or choose runs with --run)");
         goto done;
     }
-    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    plot_gp *gp = plot_open(sel, out_path, 1200, 700, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto done;

@@ -108,6 +108,12 @@ void plot_gp_printf(plot_gp *gp, const char *fmt, ...) DP_PRINTF(2, 3);
 void plot_gp_str(plot_gp *gp, const char *s);
 int plot_gp_close(plot_gp *gp, dp_err *err);
 void plot_gp_abort(plot_gp *gp);
+/* plot_gp_open at the user's --size (sel->width_px, height_px), else at the
+ * plot's own w x h. */
+plot_gp *plot_open(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err);
+/* `set title` with the user's --title (user, not NULL) or line1 and an
+ * optional second line, every text through plot_gp_str. */
+void plot_title(plot_gp *gp, const char *user, const char *line1, const char *line2);
 
 /* One selected run (plot.c), what compare, flops and timeline need. */
 typedef struct plot_run {
@@ -123,6 +129,9 @@ typedef struct plot_run {
  * DP_EINPUT when there is none, a run id does not exist or did not
  * succeed.  *runs is a dp_malloc array the caller frees with dp_free. */
 int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err);
+/* The start of every plot of one run (timeline, batches, links): the run
+ * sel picks (plot_runs_select with one = 1), copied into *run. */
+int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err);
 
 /* A flat JSON object of strings or numbers (a sweep point), parsed:
  * keys[i] -> vals[i] (numbers keep their text).  Free with

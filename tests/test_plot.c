@@ -780,3 +780,48 @@ Test(plot, bad_selections_are_input_errors)
     snprintf(path, sizeof path, "%s/t.png", dir);
     cr_expect_eq(access(path, F_OK), -1);
 }
+
+/* --size reaches every kind, the one-run plots (batches, links) and the
+ * staleness histogram included: the terminal line of the program a fake
+ * gnuplot saves names the user's canvas, and without --size the plot's own. */
+Test(plot, size_option_reaches_every_kind)
+{
+    scn_scenario s = fake_scn("sz", "name: sz\n");
+    res_run *r = hand_run("dlb", 2, NULL, 4, 1);
+    for (int d = 0; d < 2; d++) {
+        res_add_stat(r, "batch_mean", RES_SCOPE_DEVICE_EPOCH, d, 1, 8);
+        res_add_stat(r, "batch_min", RES_SCOPE_DEVICE_EPOCH, d, 1, 7);
+        res_add_stat(r, "batch_max", RES_SCOPE_DEVICE_EPOCH, d, 1, 9);
+    }
+    res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, 0, 0, 0.5);
+    res_add_stat(r, "link.device", RES_SCOPE_LINK, 0, 0, 1);
+    res_add_stat(r, "update.staleness", RES_SCOPE_BIN, 0, 0, 4);
+    int64_t id = put(&s, r, 0, NULL);
+    char saved[300], body[400];
+    snprintf(saved, sizeof saved, "%s/program.gp", dir);
+    snprintf(body, sizeof body, "cat > '%s'\nexit 1", saved);
+    setenv("DPSIM_GNUPLOT", fake_gnuplot(body), 1);
+    const plot_kind kinds[] = {PLOT_COMPARE, PLOT_FLOPS, PLOT_TIMELINE,
+                               PLOT_BATCHES, PLOT_LINKS, PLOT_STALENESS};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int sized = 0; sized < 2; sized++) {
+            plot_sel sel = auto_sel();
+            sel.run_ids = &id;
+            sel.n_runs = 1;
+            if (sized)
+                sel.width_px = 640, sel.height_px = 480;
+            dp_err err = {0};
+            remove(saved);
+            cr_expect_eq(draw(kinds[k], &sel, "sz.png", &err), DP_ERUN, "kind %d: %s", (int)kinds[k],
+                         err.msg);
+            FILE *f = fopen(saved, "r");
+            cr_assert_not_null(f, "kind %d: no program saved", (int)kinds[k]);
+            char line[512];
+            int found = 0;
+            while (fgets(line, sizeof line, f))
+                found |= strstr(line, "set terminal pngcairo size 640,480 ") != NULL;
+            fclose(f);
+            cr_expect_eq(found, sized, "kind %d, --size %s", (int)kinds[k], sized ? "given" : "not given");
+        }
+    unsetenv("DPSIM_GNUPLOT");
+}
