@@ -415,39 +415,42 @@ Test(store, fresh_file_gets_current_schema)
     store_close(NULL);
 }
 
+/* The tables of the released version 1 schema: a frozen copy, on purpose
+ * not shared with store.c (version 2 added runs.timeline_res_s). */
+#define V1_TABLES                                                                                            \
+    "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"          \
+    " text TEXT NOT NULL, created_at TEXT NOT NULL);"                                                        \
+    "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"     \
+    " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"                                            \
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"       \
+    " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"          \
+    " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"         \
+    " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"                \
+    " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"        \
+    " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL);"                                \
+    "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"                    \
+    " WHERE sweep_id IS NOT NULL;"                                                                           \
+    "CREATE INDEX runs_scenario ON runs(scenario_id);"                                                       \
+    "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                \
+    " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"     \
+    " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"              \
+    " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"                                        \
+    "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                 \
+    " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"                             \
+    "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                  \
+    " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"             \
+    "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"               \
+    " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"                  \
+    "CREATE INDEX run_segments_run ON run_segments(run_id);"
+
 /* A version 1 file (the first released schema) with a run in it is
  * migrated forward on open, its rows intact; old runs read back with an
- * exact timeline (timeline_res_s NULL -> 0).  The SQL below is a frozen copy
- * of the released version 1 schema, on purpose not shared with store.c. */
+ * exact timeline (timeline_res_s NULL -> 0). */
 Test(store, version_1_file_is_migrated_forward)
 {
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    const char *v1 =
-        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
-        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
-        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
-        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
-        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
-        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
-        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL);"
-        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
-        " WHERE sweep_id IS NOT NULL;"
-        "CREATE INDEX runs_scenario ON runs(scenario_id);"
-        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
-        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
-        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
-        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
-        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
-        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
-        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+    const char *v1 = V1_TABLES
         "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
         "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
         " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s)"
@@ -490,36 +493,14 @@ Test(store, version_1_file_is_migrated_forward)
 /* A version 2 file (runs.timeline_res_s, before trace files were kept)
  * with a run in it is migrated to version 3 on open: the blobs and
  * run_files tables appear, the old run reads back with no trace files, and
- * new runs keep theirs.  Frozen copy of the released version 2 schema. */
+ * new runs keep theirs.  The version 2 schema: version 1's and its one
+ * added column. */
 Test(store, version_2_file_is_migrated_forward)
 {
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    const char *v2 =
-        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
-        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
-        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
-        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
-        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
-        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
-        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL, timeline_res_s REAL);"
-        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
-        " WHERE sweep_id IS NOT NULL;"
-        "CREATE INDEX runs_scenario ON runs(scenario_id);"
-        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
-        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
-        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
-        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
-        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
-        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
-        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+    const char *v2 = V1_TABLES
+        "ALTER TABLE runs ADD COLUMN timeline_res_s REAL;"
         "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
         "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
         " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s,"

@@ -1283,17 +1283,35 @@ static int flops_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void 
     return 0;
 }
 
+/* An array for the rows of a run's child table, sized by count_sql (which
+ * takes the run id as ?1): *out (a T ** passed as void *, written with
+ * memcpy) gets n zeroed elements of size bytes, or stays NULL when n is 0. */
+static int alloc_rows(store *st, const char *count_sql, int64_t run_id, const char *what, size_t size,
+                      void *out, size_t *n, dp_err *err)
+{
+    char doing[64];
+    snprintf(doing, sizeof doing, "reading %s", what);
+    int64_t count = 0;
+    *n = 0;
+    int e = count_rows(st, count_sql, run_id, &count, doing, err);
+    if (e || count <= 0)
+        return e;
+    void *p = dp_calloc((size_t)count, size);
+    if (!p)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " %s", st->path, count, what);
+    memcpy(out, &p, sizeof p);
+    *n = (size_t)count;
+    return 0;
+}
+
 static int read_flops(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    int64_t n = 0;
-    int e = count_rows(st, "SELECT count(*) FROM run_flops WHERE run_id = ?1", run_id, &n,
-                       "reading FLOPS bins", err);
+    size_t n = 0;
+    int e = alloc_rows(st, "SELECT count(*) FROM run_flops WHERE run_id = ?1", run_id, "FLOPS bins",
+                       sizeof *r->flops_bins, &r->flops_bins, &n, err);
     if (e || n == 0)
         return e;
-    r->flops_bins = dp_calloc((size_t)n, sizeof *r->flops_bins);
-    if (!r->flops_bins)
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " FLOPS bins", st->path, n);
-    r->n_bins = (size_t)n;
+    r->n_bins = n;
     size_t got = 0;
     e = store_sql_rows(st, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", "FLOPS bins",
                        run_id, NULL, r, flops_row, &got, err);
@@ -1329,15 +1347,12 @@ static int segment_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, voi
 
 static int read_segments(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    int64_t n = 0;
-    int e = count_rows(st, "SELECT count(*) FROM run_segments WHERE run_id = ?1", run_id, &n,
-                       "reading timeline segments", err);
+    size_t n = 0;
+    int e = alloc_rows(st, "SELECT count(*) FROM run_segments WHERE run_id = ?1", run_id, "timeline segments",
+                       sizeof *r->segments, &r->segments, &n, err);
     if (e || n == 0)
         return e;
-    r->segments = dp_calloc((size_t)n, sizeof *r->segments);
-    if (!r->segments)
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " segments", st->path, n);
-    r->cap_segments = (size_t)n;
+    r->cap_segments = n;
     /* Insertion order is rowid order: the stored timeline is the merged
      * one, copied as is (re-merging could only change it if it had been
      * edited by hand). */
