@@ -2,10 +2,10 @@
  * choosing runs from the results database, sweep points (flat JSON objects
  * of quantities with units), policy names and colours, metric columns.
  *
- * The database is only read, with prepared statements; a metric name that
- * becomes a column name in SQL comes from the fixed table below, never from
- * the user's text.  The entry points are in draw.c, the drawing in
- * plot_kinds.c, the gnuplot process in gnuplot.c.
+ * The database is only read, through the store's typed reads (store.h);
+ * a metric name is checked against the fixed table below (and again by
+ * store_sweep_runs_get) before it is used.  The entry points are in draw.c,
+ * the drawing in plot_kinds.c, the gnuplot process in gnuplot.c.
  */
 #include "plots.h"
 #include "policy/policy.h"
