@@ -607,6 +607,23 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     return 0;
 }
 
+/* Start a write (BEGIN IMMEDIATE: the write lock is taken first, see the
+ * invariants above) and find or add its scenario row, *scn its id.  `what`
+ * names the write in messages ("a run").  On error the caller rolls back as
+ * after any other failed step (rollback() is a no-op outside a
+ * transaction). */
+static int begin_write(store *st, const char *what, const char *name, const char *text, uint64_t hash,
+                       const char *created_at, int64_t *scn, dp_err *err)
+{
+    int rc = exec(st, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) {
+        char doing[80];
+        snprintf(doing, sizeof doing, "starting to store %s", what);
+        return store_sql_fail(st, rc, doing, err);
+    }
+    return scenario_id(st, name, text, hash, created_at, scn, err);
+}
+
 /* Bind ?1..?5 to a sweep point's identity (the runs_point index's columns). */
 static void bind_point_key(sqlite3_stmt *s, int64_t sweep_id, const char *point_json, const char *policy,
                            uint64_t seed, const char *version)
@@ -973,11 +990,8 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
                  .wall_s = r->wall_s,
                  .sweep_id = sweep_id,
                  .r = r};
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = store_sql_fail(st, rc, "starting to store a run", err);
-    if (!e)
-        e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
+    int rc;
+    e = begin_write(st, "a run", s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, r->policy, r->seed, version, err);
     if (!e)
@@ -1026,12 +1040,9 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                  .wall_s = 0.0,
                  .sweep_id = sweep_id,
                  .r = NULL};
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = store_sql_fail(st, rc, "starting to store a failed run", err);
-    if (!e)
-        e = scenario_id(st, scenario_name, scenario_text ? scenario_text : "", text_hash, started_at,
-                        &w.scenario_id, err);
+    int rc;
+    e = begin_write(st, "a failed run", scenario_name, scenario_text ? scenario_text : "", text_hash,
+                    started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, policy, seed, version, err);
     if (!e)
@@ -1058,11 +1069,8 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
     if (e)
         return e;
     int64_t scn = 0;
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = store_sql_fail(st, rc, "starting to store a calibration", err);
-    if (!e)
-        e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &scn, err);
+    int rc;
+    e = begin_write(st, "a calibration", s->name, s->text, s->text_hash, started_at, &scn, err);
     sqlite3_stmt *q = NULL;
     if (!e)
         e = store_sql_prepare(
@@ -1663,10 +1671,8 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
     if (e)
         return e;
     int64_t scn = 0, id = 0, id_scn = 0;
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        return store_sql_fail(st, rc, "starting to store a sweep", err);
-    e = scenario_id(st, s->name, s->text, s->text_hash, NULL, &scn, err);
+    int rc;
+    e = begin_write(st, "a sweep", s->name, s->text, s->text_hash, NULL, &scn, err);
     sqlite3_stmt *q = NULL;
     if (!e)
         e = store_sql_prepare(
