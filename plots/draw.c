@@ -25,14 +25,14 @@ int plot_kind_by_name(const char *name)
  * new policy needs nothing here. */
 /* ---- entry points ------------------------------------------------------- */
 
-int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err)
+int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_sel dflt = {0};
     dflt.log_x = dflt.log_y = -1;
     if (!sel)
         sel = &dflt;
     const char *format;
-    if (!db)
+    if (!st)
         return dp_err_set(err, DP_EINPUT, "plot: no database");
     if (!out_path || !*out_path)
         return dp_err_set(err, DP_EINPUT, "plot: no output file (want FILE.png, .svg or .pdf)");
@@ -40,21 +40,21 @@ int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_pa
         return DP_EINPUT;
     switch (k) {
     case PLOT_COMPARE:
-        return plot_draw_compare(db, sel, out_path, err);
+        return plot_draw_compare(st, sel, out_path, err);
     case PLOT_FLOPS:
-        return plot_draw_flops(db, sel, out_path, err);
+        return plot_draw_flops(st, sel, out_path, err);
     case PLOT_TIMELINE:
-        return plot_draw_timeline(db, sel, out_path, err);
+        return plot_draw_timeline(st, sel, out_path, err);
     case PLOT_SWEEP:
-        return plot_draw_sweep(db, sel, out_path, err);
+        return plot_draw_sweep(st, sel, out_path, err);
     case PLOT_MIX:
-        return plot_draw_mix(db, sel, out_path, err);
+        return plot_draw_mix(st, sel, out_path, err);
     case PLOT_BATCHES:
-        return plot_draw_batches(db, sel, out_path, err);
+        return plot_draw_batches(st, sel, out_path, err);
     case PLOT_STALENESS:
-        return plot_draw_staleness(db, sel, out_path, err);
+        return plot_draw_staleness(st, sel, out_path, err);
     case PLOT_LINKS:
-        return plot_draw_links(db, sel, out_path, err);
+        return plot_draw_links(st, sel, out_path, err);
     default:
         return dp_err_set(
             err, DP_EINPUT,
@@ -91,9 +91,9 @@ static int make_dir(const char *dir, dp_err *err)
     return 0;
 }
 
-int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err)
+int plots_table3(store *st, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err)
 {
-    if (!db || !out_dir || !*out_dir || (n && !run_ids))
+    if (!st || !out_dir || !*out_dir || (n && !run_ids))
         return dp_err_set(err, DP_EINPUT, "plots_table3: missing database, runs or directory");
     int rc = make_dir(out_dir, err);
     if (rc)
@@ -107,15 +107,15 @@ int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_
     sel.n_runs = n;
     sel.log_x = sel.log_y = -1;
     snprintf(path, len, "%s/table3-compare.png", out_dir);
-    rc = plots_draw(db, PLOT_COMPARE, &sel, path, err);
+    rc = plots_draw(st, PLOT_COMPARE, &sel, path, err);
     if (!rc) {
         snprintf(path, len, "%s/table3-flops.png", out_dir);
-        rc = plots_draw(db, PLOT_FLOPS, &sel, path, err);
+        rc = plots_draw(st, PLOT_FLOPS, &sel, path, err);
     }
     plot_run *runs = NULL;
     size_t m = 0;
     if (!rc)
-        rc = plot_runs_select(db, &sel, 0, &runs, &m, err);
+        rc = plot_runs_select(st, &sel, 0, &runs, &m, err);
     for (size_t k = 0; !rc && k < m; k++) {
         /* the policy name comes from the database: keep file-name-safe characters only */
         char safe[32];
@@ -132,7 +132,7 @@ int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_
         plot_sel one = sel;
         one.run_ids = &runs[k].id;
         one.n_runs = 1;
-        rc = plots_draw(db, PLOT_TIMELINE, &one, path, err);
+        rc = plots_draw(st, PLOT_TIMELINE, &one, path, err);
     }
     dp_free(runs);
     dp_free(path);

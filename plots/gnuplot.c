@@ -477,3 +477,24 @@ void plot_gp_abort(plot_gp *gp)
     unlink(gp->part);
     gp_free(gp);
 }
+
+plot_gp *plot_open(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err)
+{
+    return plot_gp_open(out_path, sel && sel->width_px > 0 ? sel->width_px : w,
+                        sel && sel->height_px > 0 ? sel->height_px : h, err);
+}
+
+void plot_title(plot_gp *gp, const char *user, const char *line1, const char *line2)
+{
+    plot_gp_printf(gp, "set title ");
+    if (user) {
+        plot_gp_str(gp, user);
+    } else {
+        plot_gp_str(gp, line1);
+        if (line2 && *line2) {
+            plot_gp_printf(gp, " . \"\\n\" . ");
+            plot_gp_str(gp, line2);
+        }
+    }
+    plot_gp_printf(gp, " font ',14'\n");
+}

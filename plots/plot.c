@@ -2,10 +2,10 @@
  * choosing runs from the results database, sweep points (flat JSON objects
  * of quantities with units), policy names and colours, metric columns.
  *
- * The database is only read, with prepared statements; a metric name that
- * becomes a column name in SQL comes from the fixed table below, never from
- * the user's text.  The entry points are in draw.c, the drawing in
- * plot_kinds.c, the gnuplot process in gnuplot.c.
+ * The database is only read, through the store's typed reads (store.h);
+ * a metric name is checked against the fixed table below (and again by
+ * store_sweep_runs_get) before it is used.  The entry points are in draw.c,
+ * the drawing in plot_kinds.c, the gnuplot process in gnuplot.c.
  */
 #include "plots.h"
 #include "policy/policy.h"
@@ -83,72 +83,6 @@ const char *plot_time_unit(double max_s, double *div)
 
 /* ---- choosing runs ------------------------------------------------------ */
 
-static int db_fail(sqlite3 *db, dp_err *err, const char *what)
-{
-    const char *file = sqlite3_db_filename(db, "main");
-    return dp_err_set(err, DP_ERUN, "results database %s: %s: %s", file && *file ? file : "(memory)", what,
-                      sqlite3_errmsg(db));
-}
-
-static const char *db_name(sqlite3 *db)
-{
-    const char *file = sqlite3_db_filename(db, "main");
-    return file && *file ? file : "the database";
-}
-
-static void copy_text(char *dst, size_t cap, const unsigned char *src)
-{
-    snprintf(dst, cap, "%s", src ? (const char *)src : "");
-}
-
-static double col_double(sqlite3_stmt *q, int c)
-{
-    return sqlite3_column_type(q, c) == SQLITE_NULL ? NAN : sqlite3_column_double(q, c);
-}
-
-/* Load run id into *r; DP_EINPUT when absent or not ok. */
-static int load_run(sqlite3 *db, int64_t id, plot_run *r, dp_err *err)
-{
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT r.policy, s.name, r.status, r.error, r.tsend_s, r.ttraining_s, r.ttotal_s,"
-                           " r.tflops, r.bin_s FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-                           " WHERE r.id = ?1",
-                           -1, &q, NULL) != SQLITE_OK)
-        return db_fail(db, err, "reading a run");
-    sqlite3_bind_int64(q, 1, id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_DONE) {
-        sqlite3_finalize(q);
-        return dp_err_set(err, DP_EINPUT, "no run %lld in %s ('dpsim runs --db %s' lists them)",
-                          (long long)id, db_name(db), db_name(db));
-    }
-    if (rc != SQLITE_ROW) {
-        rc = db_fail(db, err, "reading a run");
-        sqlite3_finalize(q);
-        return rc;
-    }
-    const char *status = (const char *)sqlite3_column_text(q, 2);
-    if (!status || strcmp(status, "ok") != 0) {
-        const char *e = (const char *)sqlite3_column_text(q, 3);
-        rc = dp_err_set(err, DP_EINPUT, "run %lld failed (%.300s): it has nothing to plot", (long long)id,
-                        e ? e : "no message");
-        sqlite3_finalize(q);
-        return rc;
-    }
-    memset(r, 0, sizeof *r);
-    r->id = id;
-    copy_text(r->policy, sizeof r->policy, sqlite3_column_text(q, 0));
-    copy_text(r->scenario, sizeof r->scenario, sqlite3_column_text(q, 1));
-    r->tsend_s = col_double(q, 4);
-    r->ttraining_s = col_double(q, 5);
-    r->ttotal_s = col_double(q, 6);
-    r->tflops = col_double(q, 7);
-    r->bin_s = col_double(q, 8);
-    sqlite3_finalize(q);
-    return 0;
-}
-
 static int cmp_runs(const void *a, const void *b)
 {
     const plot_run *x = a, *y = b;
@@ -161,233 +95,55 @@ static int cmp_runs(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The default selection when the latest run outside sweeps (of
- * sel->scenario, of sel->policy for a timeline) was stored by a tagged
- * invocation (runs.invocation, schema version 4): that invocation's runs,
- * i.e. what the user's last `run` or `reproduce` made.  An invocation may
- * hold runs of several override sets (`reproduce` adds a what-if DDP run
- * with a faster interconnect): the set with the most runs wins, then the
- * latest.  Returns 1 with *ids filled, 0 when the latest run is untagged
- * (older files: the rules of default_ids below apply), or a negative code. */
-static int invocation_ids(sqlite3 *db, const plot_sel *sel, int one, int64_t **ids, size_t *n, dp_err *err)
+/* Load run id into *r; DP_EINPUT when absent or not ok. */
+static int load_run(store *st, int64_t id, plot_run *r, dp_err *err)
 {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT r.invocation FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-                           " WHERE r.status = 'ok' AND r.sweep_id IS NULL AND (?1 IS NULL OR s.name = ?1)"
-                           " AND (?2 IS NULL OR r.policy = ?2) ORDER BY r.id DESC LIMIT 1",
-                           -1, &q, NULL) != SQLITE_OK)
-        return db_fail(db, err, "choosing runs");
-    if (sel->scenario)
-        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
-    if (one && sel->policy)
-        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
-    char *inv = NULL;
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-        inv = dp_strdup((const char *)sqlite3_column_text(q, 0));
-    sqlite3_finalize(q);
-    if (!inv)
-        return 0;
-    /* the group (scenario text, overrides) of that invocation with the most runs */
-    int rc = sqlite3_prepare_v2(db,
-                                "SELECT r.scenario_id, r.overrides_json, max(r.id) FROM runs r"
-                                " JOIN scenarios s ON s.id = r.scenario_id WHERE r.status = 'ok'"
-                                " AND r.invocation = ?3 AND (?1 IS NULL OR s.name = ?1)"
-                                " AND (?2 IS NULL OR r.policy = ?2) GROUP BY r.scenario_id, r.overrides_json"
-                                " ORDER BY count(*) DESC, max(r.id) DESC LIMIT 1",
-                                -1, &q, NULL);
-    if (rc != SQLITE_OK) {
-        dp_free(inv);
-        return db_fail(db, err, "choosing runs");
-    }
-    if (sel->scenario)
-        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
-    if (one && sel->policy)
-        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 3, inv, -1, SQLITE_STATIC);
-    if (sqlite3_step(q) != SQLITE_ROW) {
-        sqlite3_finalize(q);
-        dp_free(inv);
-        return 0;
-    }
-    int64_t scn = sqlite3_column_int64(q, 0), last = sqlite3_column_int64(q, 2);
-    char *ov = dp_strdup(sqlite3_column_text(q, 1) ? (const char *)sqlite3_column_text(q, 1) : "[]");
-    sqlite3_finalize(q);
-    size_t cap = 16, k = 0;
-    int64_t *v = dp_malloc(cap * sizeof *v);
-    if (!ov || !v) {
-        dp_free(ov);
-        dp_free(inv);
-        dp_free(v);
-        return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
-    }
-    if (one) {
-        v[k++] = last;
-    } else if (sqlite3_prepare_v2(db,
-                                  "SELECT max(id) FROM runs WHERE status = 'ok' AND invocation = ?1"
-                                  " AND scenario_id = ?2 AND overrides_json = ?3 GROUP BY policy",
-                                  -1, &q, NULL) != SQLITE_OK) {
-        rc = db_fail(db, err, "choosing runs");
-    } else {
-        sqlite3_bind_text(q, 1, inv, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 2, scn);
-        sqlite3_bind_text(q, 3, ov, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            if (k == cap) {
-                int64_t *nv = dp_realloc(v, 2 * cap * sizeof *v);
-                if (!nv)
-                    break;
-                v = nv;
-                cap *= 2;
-            }
-            v[k++] = sqlite3_column_int64(q, 0);
-        }
-        rc = rc == SQLITE_DONE  ? 0
-             : rc == SQLITE_ROW ? dp_err_set(err, DP_ENOMEM, "out of memory choosing runs")
-                                : db_fail(db, err, "choosing runs");
-        sqlite3_finalize(q);
-    }
-    dp_free(ov);
-    dp_free(inv);
-    if (rc) {
-        dp_free(v);
+    store_run_info info;
+    int rc = store_run_info_get(st, id, &info, err);
+    if (rc)
         return rc;
-    }
-    *ids = v;
-    *n = k;
-    return 1;
-}
-
-/* Ids of the default selection for files without invocation tags.  The anchor is the latest successful run
- * outside sweeps (of sel->scenario if given), preferring runs without
- * overrides: `reproduce table3` stores a what-if DDP run with a faster
- * interconnect after the three plain ones, and it must not replace the
- * plain DDP bar.  Then the latest run of each policy with the anchor's
- * scenario text and overrides, so the bars compare like with like. */
-static int default_ids(sqlite3 *db, const plot_sel *sel, int one, int64_t **ids, size_t *n, dp_err *err)
-{
-    sqlite3_stmt *q = NULL;
-    int rc;
-    const char *anchor_sql =
-        "SELECT r.id, r.scenario_id, r.overrides_json FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-        " WHERE r.status = 'ok' AND (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2)"
-        " ORDER BY (r.sweep_id IS NULL) DESC, (r.overrides_json = '[]') DESC, r.id DESC LIMIT 1";
-    if (sqlite3_prepare_v2(db, anchor_sql, -1, &q, NULL) != SQLITE_OK)
-        return db_fail(db, err, "choosing runs");
-    if (sel->scenario)
-        sqlite3_bind_text(q, 1, sel->scenario, -1, SQLITE_STATIC);
-    if (one && sel->policy)
-        sqlite3_bind_text(q, 2, sel->policy, -1, SQLITE_STATIC);
-    rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW) {
-        if (rc == SQLITE_DONE)
-            rc = dp_err_set(err, DP_EINPUT,
-                            "no successful run%s%s%s%s%s in %s ('dpsim runs --db %s' lists them)",
-                            sel->scenario ? " of scenario '" : "", sel->scenario ? sel->scenario : "",
-                            sel->scenario ? "'" : "", one && sel->policy ? " with policy " : "",
-                            one && sel->policy ? sel->policy : "", db_name(db), db_name(db));
-        else
-            rc = db_fail(db, err, "choosing runs");
-        sqlite3_finalize(q);
-        return rc;
-    }
-    int64_t anchor = sqlite3_column_int64(q, 0);
-    int64_t scn = sqlite3_column_int64(q, 1);
-    char *ov = dp_strdup(sqlite3_column_text(q, 2) ? (const char *)sqlite3_column_text(q, 2) : "[]");
-    sqlite3_finalize(q);
-    if (!ov)
-        return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
-    if (one) {
-        dp_free(ov);
-        *ids = dp_malloc(sizeof **ids);
-        if (!*ids)
-            return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
-        (*ids)[0] = anchor;
-        *n = 1;
-        return 0;
-    }
-    if (sqlite3_prepare_v2(db,
-                           "SELECT max(id) FROM runs WHERE status = 'ok' AND scenario_id = ?1"
-                           " AND overrides_json = ?2 AND sweep_id IS ?3 GROUP BY policy",
-                           -1, &q, NULL) != SQLITE_OK) {
-        dp_free(ov);
-        return db_fail(db, err, "choosing runs");
-    }
-    sqlite3_bind_int64(q, 1, scn);
-    sqlite3_bind_text(q, 2, ov, -1, SQLITE_STATIC);
-    /* the anchor's sweep: NULL, unless the database holds only sweep runs */
-    sqlite3_stmt *qs = NULL;
-    int64_t sweep = 0;
-    if (sqlite3_prepare_v2(db, "SELECT sweep_id FROM runs WHERE id = ?1", -1, &qs, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(qs, 1, anchor);
-        if (sqlite3_step(qs) == SQLITE_ROW && sqlite3_column_type(qs, 0) != SQLITE_NULL)
-            sweep = sqlite3_column_int64(qs, 0);
-    }
-    sqlite3_finalize(qs);
-    if (sweep)
-        sqlite3_bind_int64(q, 3, sweep);
-    size_t cap = 8, k = 0;
-    int64_t *v = dp_malloc(cap * sizeof *v);
-    rc = v ? 0 : dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
-    while (!rc && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        rc = 0;
-        if (k == cap) {
-            int64_t *nv = dp_realloc(v, 2 * cap * sizeof *v);
-            if (!nv) {
-                rc = dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
-                break;
-            }
-            v = nv;
-            cap *= 2;
-        }
-        v[k++] = sqlite3_column_int64(q, 0);
-    }
-    if (rc == SQLITE_DONE)
-        rc = 0;
-    else if (rc > 0)
-        rc = db_fail(db, err, "choosing runs");
-    sqlite3_finalize(q);
-    dp_free(ov);
-    if (rc) {
-        dp_free(v);
-        return rc;
-    }
-    *ids = v;
-    *n = k;
+    memset(r, 0, sizeof *r);
+    r->id = info.id;
+    snprintf(r->policy, sizeof r->policy, "%s", info.policy);
+    snprintf(r->scenario, sizeof r->scenario, "%s", info.scenario);
+    r->tsend_s = info.tsend_s;
+    r->ttraining_s = info.ttraining_s;
+    r->ttotal_s = info.ttotal_s;
+    r->tflops = info.tflops;
+    r->bin_s = info.bin_s;
     return 0;
 }
 
-int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)
+int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)
 {
     *runs = NULL;
     *n = 0;
-    int64_t *own = NULL;
+    store_ids own = {0};
     const int64_t *ids = sel->run_ids;
     size_t m = sel->n_runs;
     if (m == 0) {
-        int rc = invocation_ids(db, sel, one, &own, &m, err);
-        if (rc < 0)
+        int rc = store_select_runs(st, sel->scenario, sel->policy, one, &own, err);
+        if (rc)
             return rc;
-        if (rc == 0 && (rc = default_ids(db, sel, one, &own, &m, err)))
-            return rc;
-        ids = own;
+        ids = own.id;
+        m = own.n;
     } else if (one && m != 1) {
         return dp_err_set(err, DP_EINPUT, "a timeline shows one run (got %zu run ids)", m);
     }
     plot_run *r = dp_calloc(m ? m : 1, sizeof *r);
     if (!r) {
-        dp_free(own);
+        store_ids_free(&own);
         return dp_err_set(err, DP_ENOMEM, "out of memory choosing runs");
     }
     for (size_t k = 0; k < m; k++) {
-        int rc = load_run(db, ids[k], &r[k], err);
+        int rc = load_run(st, ids[k], &r[k], err);
         if (rc) {
-            dp_free(own);
+            store_ids_free(&own);
             dp_free(r);
             return rc;
         }
     }
-    dp_free(own);
+    store_ids_free(&own);
     qsort(r, m, sizeof *r, cmp_runs);
     for (size_t k = 0; k < m; k++) {
         int shared = (k > 0 && !strcmp(r[k - 1].policy, r[k].policy)) ||
@@ -408,6 +164,21 @@ int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs,
     *runs = r;
     *n = m;
     return 0;
+}
+
+int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err)
+{
+    plot_run *r;
+    size_t n;
+    int rc = plot_runs_select(st, sel, 1, &r, &n, err);
+    if (rc)
+        return rc;
+    if (n == 1)
+        *run = r[0];
+    else /* plot_runs_select(one = 1) gives exactly one run or an error */
+        rc = dp_err_set(err, DP_EINPUT, "a plot of one run got %zu runs", n);
+    dp_free(r);
+    return rc;
 }
 
 /* ---- sweep points ------------------------------------------------------- */

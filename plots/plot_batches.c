@@ -13,97 +13,57 @@
 
 #define MAX_DEV 16
 
-static int fail_sql(sqlite3 *db, sqlite3_stmt *q, dp_err *err)
-{
-    int rc = dp_err_set(err, DP_ERUN, "plot batches: reading the database: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(q);
-    return rc;
-}
-
 static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
                                       "#f0e442", "#000000", "#999999", "#882255", "#44aa99", "#117733",
                                       "#332288", "#aa4499", "#88ccee", "#ddcc77"};
 
-int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(db, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(DISTINCT a), max(b) FROM run_stats WHERE run_id = ?1"
-                           " AND scope = 'device_epoch' AND name = 'batch_mean'",
-                           -1, &q, NULL) != SQLITE_OK) {
-        dp_free(r);
-        return fail_sql(db, q, err);
-    }
-    sqlite3_bind_int64(q, 1, r->id);
-    if (sqlite3_step(q) != SQLITE_ROW) {
-        dp_free(r);
-        return fail_sql(db, q, err);
-    }
-    int64_t n_dev = sqlite3_column_int64(q, 0), n_ep = sqlite3_column_int64(q, 1);
-    sqlite3_finalize(q);
-    if (n_dev == 0) {
+    store_batches bt;
+    store_devices dev = {0};
+    plot_gp *gp = NULL;
+    if ((rc = store_batches_get(st, r->id, MAX_DEV, &bt, err)))
+        goto done;
+    if (bt.n_devices == 0) {
         rc = dp_err_set(err, DP_EINPUT,
                         "batches: run #%lld (%s) has no batch statistics per device and epoch; the "
                         "load-balancing policies (equal_finish, dlb, lbbsp, lbb) record them",
                         (long long)r->id, r->policy);
-        dp_free(r);
-        return rc;
+        goto done;
     }
-    size_t nd = n_dev < MAX_DEV ? (size_t)n_dev : MAX_DEV;
-    plot_gp *gp = plot_gp_open(out_path, 1200, 900, err);
-    if (!gp) {
-        dp_free(r);
-        return err ? err->code : DP_ERUN;
+    if ((rc = store_devices_get(st, r->id, &dev, err)))
+        goto done;
+    size_t n_dev = bt.n_devices, nd = n_dev < MAX_DEV ? n_dev : MAX_DEV;
+    int64_t n_ep = bt.n_epochs;
+    if (!(gp = plot_open(sel, out_path, 1200, 900, err))) {
+        rc = err ? err->code : DP_ERUN;
+        goto done;
     }
-    /* inline data: one block per device, rows "epoch mean min max wait" */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT m.b, m.value, lo.value, hi.value, w.value, d.name"
-                           " FROM run_stats m"
-                           " JOIN run_stats lo ON lo.run_id = m.run_id AND lo.a = m.a AND lo.b = m.b"
-                           "  AND lo.scope = 'device_epoch' AND lo.name = 'batch_min'"
-                           " JOIN run_stats hi ON hi.run_id = m.run_id AND hi.a = m.a AND hi.b = m.b"
-                           "  AND hi.scope = 'device_epoch' AND hi.name = 'batch_max'"
-                           " LEFT JOIN run_stats w ON w.run_id = m.run_id AND w.a = m.a AND w.b = m.b"
-                           "  AND w.scope = 'device_epoch' AND w.name = 'wait_s'"
-                           " LEFT JOIN run_devices d ON d.run_id = m.run_id AND d.idx = m.a"
-                           " WHERE m.run_id = ?1 AND m.a = ?2 AND m.scope = 'device_epoch'"
-                           "  AND m.name = 'batch_mean' ORDER BY m.b",
-                           -1, &q, NULL) != SQLITE_OK) {
-        plot_gp_abort(gp);
-        dp_free(r);
-        return fail_sql(db, q, err);
-    }
+    /* inline data: one block per device, rows "epoch mean min max wait";
+     * bt.row is ordered by device, then epoch */
     char names[MAX_DEV][96];
+    size_t i = 0;
     for (size_t d = 0; d < nd; d++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, r->id);
-        sqlite3_bind_int64(q, 2, (sqlite3_int64)d);
         snprintf(names[d], sizeof names[d], "device %zu", d);
         plot_gp_printf(gp, "$d%zu << EOD\n", d);
-        int step;
-        while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-            double w = sqlite3_column_type(q, 4) == SQLITE_NULL ? 0 : sqlite3_column_double(q, 4);
+        while (i < bt.n && bt.row[i].device < (int64_t)d)
+            i++;
+        for (; i < bt.n && bt.row[i].device == (int64_t)d; i++) {
+            const store_batch_row *x = &bt.row[i];
             /* devices side by side within an epoch, so bars do not hide each other */
-            double x =
-                (double)sqlite3_column_int64(q, 0) + 0.5 * ((double)d - 0.5 * (double)(nd - 1)) / (double)nd;
-            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g\n", x, sqlite3_column_double(q, 1),
-                           sqlite3_column_double(q, 2), sqlite3_column_double(q, 3), w);
-            if (sqlite3_column_type(q, 5) != SQLITE_NULL)
-                snprintf(names[d], sizeof names[d], "%s", (const char *)sqlite3_column_text(q, 5));
-        }
-        if (step != SQLITE_DONE) {
-            plot_gp_abort(gp);
-            dp_free(r);
-            return fail_sql(db, q, err);
+            double pos = (double)x->epoch + 0.5 * ((double)d - 0.5 * (double)(nd - 1)) / (double)nd;
+            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g\n", pos, x->mean, x->min, x->max, x->wait_s);
+            const char *name = store_device_name(&dev, (int64_t)d);
+            if (name)
+                snprintf(names[d], sizeof names[d], "%s", name);
         }
         plot_gp_printf(gp, "EOD\n");
     }
-    sqlite3_finalize(q);
     plot_gp_printf(
         gp,
         "set multiplot layout 2,1\nset grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n"
@@ -113,9 +73,8 @@ int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
     char t1[600];
     snprintf(t1, sizeof t1, "Batch per device and epoch, run #%lld: %s on scenario '%s'%s", (long long)r->id,
              plot_policy_label(r->policy), r->scenario, n_dev > MAX_DEV ? " (first 16 devices)" : "");
-    plot_gp_printf(gp, "set title ");
-    plot_gp_str(gp, sel->title ? sel->title : t1);
-    plot_gp_printf(gp, " font ',14'\nset ylabel 'samples per iteration (mean; bar: min to max)'\n"
+    plot_title(gp, sel->title, t1, NULL);
+    plot_gp_printf(gp, "set ylabel 'samples per iteration (mean; bar: min to max)'\n"
                        "set yrange [0:*]\nplot ");
     for (size_t d = 0; d < nd; d++) {
         plot_gp_printf(gp, "%s$d%zu using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 0.8 lc rgb '%s' title ",
@@ -129,6 +88,11 @@ int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
                        d ? ", \\\n  " : "", d, palette[d % (sizeof palette / sizeof *palette)]);
     }
     plot_gp_printf(gp, "\nunset multiplot\n");
-    dp_free(r);
-    return plot_gp_close(gp, err);
+    rc = plot_gp_close(gp, err);
+    gp = NULL;
+done:
+    plot_gp_abort(gp);
+    store_devices_free(&dev);
+    store_batches_free(&bt);
+    return rc;
 }

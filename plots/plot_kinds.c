@@ -28,30 +28,6 @@
 
 #define TITLE_MAX 600
 
-/* set title 'line1' [. "\n" . 'line2'] */
-static void set_title(plot_gp *gp, const char *user, const char *line1, const char *line2)
-{
-    plot_gp_printf(gp, "set title ");
-    if (user) {
-        plot_gp_str(gp, user);
-    } else {
-        plot_gp_str(gp, line1);
-        if (line2 && *line2) {
-            plot_gp_printf(gp, " . \"\\n\" . ");
-            plot_gp_str(gp, line2);
-        }
-    }
-    plot_gp_printf(gp, " font ',14'\n");
-}
-
-/* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
-/* The user's --size, else the plot's own. */
-static plot_gp *open_gp(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err)
-{
-    return plot_gp_open(out_path, sel->width_px > 0 ? sel->width_px : w,
-                        sel->height_px > 0 ? sel->height_px : h, err);
-}
-
 /* The user's --xlabel / --ylabel, written last before `plot` so they win. */
 static void user_labels(plot_gp *gp, const plot_sel *sel)
 {
@@ -67,6 +43,7 @@ static void user_labels(plot_gp *gp, const plot_sel *sel)
     }
 }
 
+/* "1412 s", "12915 s", "1.84e7 s": short enough to sit above a bar. */
 static void fmt_seconds(double v, char *buf, size_t len)
 {
     if (v == 0)
@@ -97,31 +74,13 @@ static void scenario_phrase(const plot_run *r, size_t n, char *buf, size_t len)
     snprintf(buf, len, "scenario '%s'", n ? r[0].scenario : "");
 }
 
-static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **q, dp_err *err)
-{
-    if (sqlite3_prepare_v2(db, sql, -1, q, NULL) == SQLITE_OK)
-        return 0;
-    const char *file = sqlite3_db_filename(db, "main");
-    return dp_err_set(err, DP_ERUN, "results database %s: %s", file && *file ? file : "(memory)",
-                      sqlite3_errmsg(db));
-}
-
-static int step_fail(sqlite3 *db, sqlite3_stmt *q, dp_err *err)
-{
-    const char *file = sqlite3_db_filename(db, "main");
-    int rc = dp_err_set(err, DP_ERUN, "results database %s: %s", file && *file ? file : "(memory)",
-                        sqlite3_errmsg(db));
-    sqlite3_finalize(q);
-    return rc;
-}
-
 /* ---- compare ------------------------------------------------------------ */
 
-int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run *r;
     size_t n;
-    int rc = plot_runs_select(db, sel, 0, &r, &n, err);
+    int rc = plot_runs_select(st, sel, 0, &r, &n, err);
     if (rc)
         return rc;
     double minpos = INFINITY, max = 0;
@@ -140,7 +99,7 @@ int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
         return dp_err_set(err, DP_EINPUT, "compare: the selected runs have no positive times to draw");
     }
     int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
-    plot_gp *gp = open_gp(sel, out_path, 1200, 700, err);
+    plot_gp *gp = plot_open(sel, out_path, 1200, 700, err);
     if (!gp) {
         dp_free(r);
         return err ? err->code : DP_ERUN;
@@ -148,7 +107,7 @@ int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp
     char scn[200], t1[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Tsend, Ttraining and Ttotal per policy, %s", scn);
-    set_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
+    plot_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
     plot_gp_printf(gp, "set ylabel 'simulated time (s%s)'\n", logy ? ", log scale" : "");
     plot_gp_printf(gp, "set xtics ('Tsend' 0, 'Ttraining' 1, 'Ttotal' 2) scale 0 font ',13'\n"
                        "set xrange [-0.5:2.5]\nset grid ytics lc rgb '#d0d0d0'\n"
@@ -227,35 +186,44 @@ static const char *flops_unit(double max, double *div)
     return "FLOP/s";
 }
 
-int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+/* A run's highest FLOPS bin (0 when it has none). */
+static double flops_peak(const store_flops *f)
+{
+    double peak = 0;
+    int any = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (!isnan(f->flops[i]) && (!any || f->flops[i] > peak)) {
+            peak = f->flops[i];
+            any = 1;
+        }
+    return peak;
+}
+
+int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run *r;
     size_t n;
-    int rc = plot_runs_select(db, sel, 0, &r, &n, err);
+    int rc = plot_runs_select(st, sel, 0, &r, &n, err);
     if (rc)
         return rc;
-    /* First pass: extents, to pick units and log axes before writing. */
-    sqlite3_stmt *q = NULL;
-    if ((rc = prepare(db, "SELECT count(*), max(flops), max(bin) FROM run_flops WHERE run_id = ?1", &q,
-                      err))) {
+    /* Every run's bins first: their extents pick units and log axes
+     * before anything is written. */
+    store_flops *f = dp_calloc(n ? n : 1, sizeof *f);
+    if (!f) {
         dp_free(r);
-        return rc;
+        return dp_err_set(err, DP_ENOMEM, "out of memory reading FLOPS bins");
     }
+    plot_gp *gp = NULL;
     double fmax = 0, tmax = 0, tend_min = INFINITY, tend_max = 0, peak_min = INFINITY, bin_min = INFINITY;
     size_t with_bins = 0;
     for (size_t k = 0; k < n; k++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, r[k].id);
-        if (sqlite3_step(q) != SQLITE_ROW) {
-            rc = step_fail(db, q, err);
-            dp_free(r);
-            return rc;
-        }
-        if (sqlite3_column_int64(q, 0) == 0 || !(r[k].bin_s > 0))
+        if ((rc = store_flops_get(st, r[k].id, &f[k], err)))
+            goto done;
+        if (f[k].n == 0 || !(r[k].bin_s > 0))
             continue;
         with_bins++;
-        double peak = sqlite3_column_double(q, 1);
-        double tend = (double)(sqlite3_column_int64(q, 2) + 1) * r[k].bin_s;
+        double peak = flops_peak(&f[k]);
+        double tend = (double)(f[k].bin[f[k].n - 1] + 1) * r[k].bin_s;
         r[k].tend_s = tend;
         fmax = peak > fmax ? peak : fmax;
         if (peak > 0 && peak < peak_min)
@@ -265,10 +233,9 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         tend_max = tend > tend_max ? tend : tend_max;
         bin_min = r[k].bin_s < bin_min ? r[k].bin_s : bin_min;
     }
-    sqlite3_finalize(q);
     if (!with_bins) {
-        dp_free(r);
-        return dp_err_set(err, DP_EINPUT, "flops: the selected runs have no FLOPS-over-time bins");
+        rc = dp_err_set(err, DP_EINPUT, "flops: the selected runs have no FLOPS-over-time bins");
+        goto done;
     }
     /* Runs of very different length (C-ADP's hour beside DDP's weeks): a
      * panel per run, each on its own linear time axis, reads at a glance;
@@ -280,19 +247,18 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     double tdiv, fdiv;
     const char *tu = plot_time_unit(tmax, &tdiv);
     const char *fu = flops_unit(fmax, &fdiv);
-    plot_gp *gp = open_gp(sel, out_path, 1200, 700, err);
-    if (!gp) {
-        dp_free(r);
-        return err ? err->code : DP_ERUN;
+    if (!(gp = plot_open(sel, out_path, 1200, 700, err))) {
+        rc = err ? err->code : DP_ERUN;
+        goto done;
     }
     char scn[200], t1[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Cluster FLOPS over simulated time, %s", scn);
-    set_title(gp, sel->title, t1,
-              logx
-                  ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
-              : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
-                       : NULL);
+    plot_title(
+        gp, sel->title, t1,
+        logx     ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
+        : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
+                 : NULL);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s%s)'\n", tu, logx ? ", log scale" : "");
     char yl[160];
     snprintf(yl, sizeof yl, "cluster FLOPS (%s, paper's count%s)", fu, logy ? ", log scale" : "");
@@ -309,21 +275,14 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\n");
     else
         plot_gp_printf(gp, "set yrange [0:%.10g]\n", fmax / fdiv * 1.1);
-    if ((rc = prepare(db, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", &q, err))) {
-        plot_gp_abort(gp);
-        dp_free(r);
-        return rc;
-    }
     for (size_t k = 0; k < n; k++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, r[k].id);
         plot_gp_printf(gp, "$f%zu << EOD\n", k);
         double last = NAN, bin = r[k].bin_s;
         int64_t b = -1;
         int rows = 0;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            b = sqlite3_column_int64(q, 0);
-            last = sqlite3_column_type(q, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 1);
+        for (size_t i = 0; i < f[k].n; i++) {
+            b = f[k].bin[i];
+            last = f[k].flops[i];
             double t0 = (double)b * bin;
             if (logx && b == 0)
                 t0 = bin / 2;
@@ -333,12 +292,6 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
                 plot_gp_printf(gp, "%.10g NaN\n", t0 / tdiv);
             rows++;
         }
-        if (rc != SQLITE_DONE) {
-            rc = step_fail(db, q, err);
-            plot_gp_abort(gp);
-            dp_free(r);
-            return rc;
-        }
         if (rows && bin > 0) /* close the last bin: steps hold a value until the next point */
             plot_gp_printf(gp, "%.10g %.10g\n", (double)(b + 1) * bin / tdiv,
                            isfinite(last) ? last / fdiv : NAN);
@@ -346,7 +299,6 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
             plot_gp_printf(gp, "NaN NaN\n");
         plot_gp_printf(gp, "EOD\n");
     }
-    sqlite3_finalize(q);
     if (panels) {
         /* the title block above, then one row per run sharing the FLOPS scale */
         plot_gp_printf(gp, "set multiplot layout %zu,1 margins 0.08,0.82,0.1,0.88 spacing 0,0.08\n", n);
@@ -366,21 +318,27 @@ int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
             plot_gp_printf(gp, "\n");
         }
         plot_gp_printf(gp, "unset multiplot\n");
-        dp_free(r);
-        return plot_gp_close(gp, err);
+    } else {
+        user_labels(gp, sel);
+        plot_gp_printf(gp, "plot ");
+        for (size_t k = 0; k < n; k++) {
+            /* later lines thinner, so a line drawn over an equal one still shows */
+            double lw = 4.0 - 0.9 * (double)k < 1.3 ? 1.3 : 4.0 - 0.9 * (double)k;
+            plot_gp_printf(gp, "%s$f%zu using 1:2 with steps lw %.1f lc rgb '%s' title ", k ? ", \\\n  " : "",
+                           k, lw, plot_policy_color(r[k].policy, k));
+            plot_gp_str(gp, r[k].label);
+        }
+        plot_gp_printf(gp, "\n");
     }
-    user_labels(gp, sel);
-    plot_gp_printf(gp, "plot ");
-    for (size_t k = 0; k < n; k++) {
-        /* later lines thinner, so a line drawn over an equal one still shows */
-        double lw = 4.0 - 0.9 * (double)k < 1.3 ? 1.3 : 4.0 - 0.9 * (double)k;
-        plot_gp_printf(gp, "%s$f%zu using 1:2 with steps lw %.1f lc rgb '%s' title ", k ? ", \\\n  " : "", k,
-                       lw, plot_policy_color(r[k].policy, k));
-        plot_gp_str(gp, r[k].label);
-    }
-    plot_gp_printf(gp, "\n");
+    rc = plot_gp_close(gp, err);
+    gp = NULL;
+done:
+    plot_gp_abort(gp);
+    for (size_t k = 0; k < n; k++)
+        store_flops_free(&f[k]);
+    dp_free(f);
     dp_free(r);
-    return plot_gp_close(gp, err);
+    return rc;
 }
 
 /* ---- timeline ----------------------------------------------------------- */
@@ -397,39 +355,21 @@ static const struct {
 };
 #define N_ACTS (sizeof acts / sizeof *acts)
 
-int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(db, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
-    sqlite3_stmt *q = NULL;
-    int64_t n_dev = 0;
-    double tmax = 0;
-    if ((rc = prepare(db,
-                      "SELECT (SELECT count(*) FROM run_devices WHERE run_id = ?1),"
-                      " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1),"
-                      " (SELECT timeline_res_s FROM runs WHERE id = ?1)",
-                      &q, err))) {
-        dp_free(r);
+    store_timeline_info info;
+    if ((rc = store_timeline_info_get(st, r->id, &info, err)))
         return rc;
-    }
-    sqlite3_bind_int64(q, 1, r->id);
-    if (sqlite3_step(q) != SQLITE_ROW) {
-        rc = step_fail(db, q, err);
-        dp_free(r);
-        return rc;
-    }
-    n_dev = sqlite3_column_int64(q, 0);
-    int have_segments = sqlite3_column_type(q, 1) != SQLITE_NULL;
-    tmax = sqlite3_column_double(q, 1);
-    double res_s = sqlite3_column_type(q, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(q, 2);
-    sqlite3_finalize(q);
-    if (n_dev == 0 || !have_segments || !(tmax > 0)) {
+    int64_t n_dev = (int64_t)info.n_devices;
+    double tmax = info.end_s, res_s = info.res_s;
+    if (n_dev == 0 || !info.has_segments || !(tmax > 0)) {
         rc = dp_err_set(err, DP_EINPUT, "timeline: run %lld has no %s to draw", (long long)r->id,
                         n_dev == 0 ? "devices" : "timeline segments");
-        dp_free(r);
         return rc;
     }
     double t_lo = sel->from_s > 0 ? sel->from_s : 0,
@@ -437,18 +377,15 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
     if (!(t_lo < t_hi)) {
         rc = dp_err_set(err, DP_EINPUT, "timeline: --from %g s is not before the run's end (%g s)", t_lo,
                         t_hi);
-        dp_free(r);
         return rc;
     }
     double tdiv;
     const char *tu = plot_time_unit(t_hi, &tdiv);
     int height = 170 + 26 * (int)(n_dev < 80 ? n_dev : 80);
     height = height < 520 ? 520 : height;
-    plot_gp *gp = open_gp(sel, out_path, 1400, height, err);
-    if (!gp) {
-        dp_free(r);
+    plot_gp *gp = plot_open(sel, out_path, 1400, height, err);
+    if (!gp)
         return err ? err->code : DP_ERUN;
-    }
     char t1[TITLE_MAX];
     snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
              plot_policy_label(r->policy), r->scenario);
@@ -469,7 +406,7 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
         fmt_seconds(t_hi, w + l + 4, sizeof w - l - 4);
         snprintf(t1 + strlen(t1), sizeof t1 - strlen(t1), ", from %s", w);
     }
-    set_title(gp, sel->title, t1, sub);
+    plot_title(gp, sel->title, t1, sub);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
     plot_gp_printf(gp, "set ylabel 'device'\nset xrange [%.10g:%.10g]\nset yrange [%.10g:-0.5]\n",
                    t_lo / tdiv, t_hi / tdiv, (double)n_dev - 0.5);
@@ -477,52 +414,38 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
                        "grid xtics lc rgb '#e0e0e0'\n"
                        "set style fill solid 1.0 noborder\nset tics front\n");
     /* ytics: one per device, its name (user text) quoted. */
-    if ((rc = prepare(db, "SELECT idx, name FROM run_devices WHERE run_id = ?1 ORDER BY idx", &q, err)))
+    store_devices dev;
+    if ((rc = store_devices_get(st, r->id, &dev, err)))
         goto fail;
-    sqlite3_bind_int64(q, 1, r->id);
     plot_gp_printf(gp, "set ytics (");
-    int first = 1;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        plot_gp_printf(gp, "%s", first ? "" : ", ");
-        plot_gp_str(gp, (const char *)sqlite3_column_text(q, 1));
-        plot_gp_printf(gp, " %lld", (long long)sqlite3_column_int64(q, 0));
-        first = 0;
+    for (size_t k = 0; k < dev.n; k++) {
+        plot_gp_printf(gp, "%s", k ? ", " : "");
+        plot_gp_str(gp, dev.name[k]);
+        plot_gp_printf(gp, " %lld", (long long)dev.idx[k]);
     }
-    if (rc != SQLITE_DONE) {
-        rc = step_fail(db, q, err);
-        goto fail;
-    }
-    sqlite3_finalize(q);
+    store_devices_free(&dev);
     plot_gp_printf(gp, ") scale 0%s\n", n_dev > 40 ? " font ',8'" : "");
     /* epoch ends */
-    if ((rc =
-             prepare(db, "SELECT end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch LIMIT 201", &q, err)))
+    store_values ends;
+    if ((rc = store_epoch_ends_get(st, r->id, 201, &ends, err)))
         goto fail;
-    sqlite3_bind_int64(q, 1, r->id);
-    double ends[201];
-    int n_ends = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_ends < 201)
-        ends[n_ends++] = sqlite3_column_double(q, 0);
-    sqlite3_finalize(q);
-    if (n_ends <= 200) /* more would hide the segments */
-        for (int e = 0; e < n_ends; e++)
+    if (ends.n <= 200) /* more would hide the segments */
+        for (size_t e = 0; e < ends.n; e++)
             plot_gp_printf(
                 gp, "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead lc rgb '#333333' dt 3 front\n",
-                ends[e] / tdiv, ends[e] / tdiv);
+                ends.v[e] / tdiv, ends.v[e] / tdiv);
+    store_values_free(&ends);
     /* one data block per activity */
-    if ((rc = prepare(db, "SELECT device, t0_s, t1_s FROM run_segments WHERE run_id = ?1 AND act = ?2", &q,
-                      err)))
-        goto fail;
     int drawn[N_ACTS] = {0};
     const double min_w = tmax / tdiv / 1150; /* ~1 px of the ~1150 px wide plot area */
     for (size_t a = 0; a < N_ACTS; a++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, r->id);
-        sqlite3_bind_text(q, 2, acts[a].act, -1, SQLITE_STATIC);
+        store_segments seg;
+        if ((rc = store_segments_get(st, r->id, acts[a].act, &seg, err)))
+            goto fail;
         int rows = 0;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-            int64_t d = sqlite3_column_int64(q, 0);
-            double t0 = sqlite3_column_double(q, 1) / tdiv, t1s = sqlite3_column_double(q, 2) / tdiv;
+        for (size_t i = 0; i < seg.n; i++) {
+            int64_t d = seg.seg[i].device;
+            double t0 = seg.seg[i].t0_s / tdiv, t1s = seg.seg[i].t1_s / tdiv;
             if (d < 0 || d >= n_dev || !isfinite(t0) || !isfinite(t1s) || t1s < t0)
                 continue;
             /* Shorter than a pixel would vanish: draw it a pixel wide (the
@@ -537,18 +460,14 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
                            (double)d - 0.38, (double)d + 0.38);
             rows++;
         }
-        if (rc != SQLITE_DONE) {
-            rc = step_fail(db, q, err);
-            goto fail;
-        }
+        store_segments_free(&seg);
         if (rows)
             plot_gp_printf(gp, "EOD\n");
         drawn[a] = rows > 0;
     }
-    sqlite3_finalize(q);
     user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
-    first = 1;
+    int first = 1;
     for (size_t a = 0; a < N_ACTS; a++) {
         if (!drawn[a])
             continue;
@@ -557,11 +476,9 @@ int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, d
         first = 0;
     }
     plot_gp_printf(gp, "\n");
-    dp_free(r);
     return plot_gp_close(gp, err);
 fail:
     plot_gp_abort(gp);
-    dp_free(r);
     return rc;
 }
 
@@ -602,7 +519,7 @@ static const char *row_val(const srow *r, const char *key)
 }
 
 /* The successful runs of the selected sweep with their points and metric. */
-static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
+static int sweep_load(store *st, const plot_sel *sel, sdata *d, dp_err *err)
 {
     memset(d, 0, sizeof *d);
     const char *col, *label;
@@ -613,80 +530,33 @@ static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
             err, DP_EINPUT,
             "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization)", metric);
     d->metric_label = label;
-    sqlite3_stmt *q = NULL;
     int rc;
-    const char *file = sqlite3_db_filename(db, "main");
-    file = file && *file ? file : "the database";
     d->sweep_id = sel->sweep_id;
-    if (d->sweep_id == 0) {
-        if ((rc = prepare(db, "SELECT max(sweep_id) FROM runs WHERE sweep_id IS NOT NULL AND status = 'ok'",
-                          &q, err)))
-            return rc;
-        if (sqlite3_step(q) != SQLITE_ROW)
-            return step_fail(db, q, err);
-        if (sqlite3_column_type(q, 0) == SQLITE_NULL) {
-            sqlite3_finalize(q);
-            return dp_err_set(err, DP_EINPUT,
-                              "no sweep with successful runs in %s (make one with 'dpsim sweep')", file);
-        }
-        d->sweep_id = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-    }
-    if (!(rc = prepare(db,
-                       "SELECT s.name FROM sweeps w JOIN scenarios s ON s.id = w.scenario_id WHERE w.id = ?1",
-                       &q, err))) {
-        sqlite3_bind_int64(q, 1, d->sweep_id);
-        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-            snprintf(d->scenario, sizeof d->scenario, "%s", (const char *)sqlite3_column_text(q, 0));
-        sqlite3_finalize(q);
-    }
+    if (d->sweep_id == 0 && (rc = store_sweep_latest(st, &d->sweep_id, err)))
+        return rc;
+    if ((rc = store_sweep_scenario(st, d->sweep_id, d->scenario, sizeof d->scenario, err)))
+        return rc;
     if (sel->note)
         fprintf(sel->note, "drawing sweep #%lld of scenario '%s'%s\n", (long long)d->sweep_id, d->scenario,
                 sel->sweep_id ? "" : " (the latest; choose another with --sweep ID)");
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"
-             " AND %s IS NOT NULL ORDER BY id",
-             col, col);
-    if ((rc = prepare(db, sql, &q, err)))
+    store_sweep_runs runs;
+    if ((rc = store_sweep_runs_get(st, d->sweep_id, col, &runs, err)))
         return rc;
-    sqlite3_bind_int64(q, 1, d->sweep_id);
-    size_t cap = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (d->n == cap) {
-            size_t nc = cap ? 2 * cap : 64;
-            srow *nr = dp_realloc(d->rows, nc * sizeof *nr);
-            if (!nr) {
-                rc = dp_err_set(err, DP_ENOMEM, "out of memory reading sweep %lld", (long long)d->sweep_id);
-                goto fail;
-            }
-            d->rows = nr;
-            cap = nc;
-        }
+    d->rows = dp_calloc(runs.n, sizeof *d->rows);
+    if (!d->rows) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory reading sweep %lld", (long long)d->sweep_id);
+        goto fail;
+    }
+    for (; d->n < runs.n; d->n++) {
         srow *row = &d->rows[d->n];
-        memset(row, 0, sizeof *row);
-        snprintf(row->policy, sizeof row->policy, "%s",
-                 sqlite3_column_text(q, 0) ? (const char *)sqlite3_column_text(q, 0) : "");
-        if ((rc = plot_json_object((const char *)sqlite3_column_text(q, 1), &row->keys, &row->vals, &row->nk,
-                                   err))) {
+        snprintf(row->policy, sizeof row->policy, "%s", runs.run[d->n].policy);
+        if ((rc = plot_json_object(runs.run[d->n].point_json, &row->keys, &row->vals, &row->nk, err))) {
             dp_err_prefix(err, "sweep %lld", (long long)d->sweep_id);
             goto fail;
         }
-        row->value = sqlite3_column_double(q, 2) * scale;
-        d->n++;
+        row->value = runs.run[d->n].value * scale;
     }
-    if (rc != SQLITE_DONE) {
-        rc = step_fail(db, q, err);
-        q = NULL;
-        goto fail;
-    }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (d->n == 0) {
-        rc = dp_err_set(err, DP_EINPUT, "sweep %lld has no successful runs in %s", (long long)d->sweep_id,
-                        file);
-        goto fail;
-    }
+    store_sweep_runs_free(&runs);
     /* union of keys */
     size_t kcap = 0;
     for (size_t i = 0; i < d->n; i++)
@@ -716,7 +586,7 @@ static int sweep_load(sqlite3 *db, const plot_sel *sel, sdata *d, dp_err *err)
     }
     return 0;
 fail:
-    sqlite3_finalize(q);
+    store_sweep_runs_free(&runs);
     sdata_free(d);
     return rc;
 }
@@ -903,10 +773,10 @@ static void value_tics(plot_gp *gp, const char *axname, const axis *a, int categ
     plot_gp_printf(gp, ")\n");
 }
 
-int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     sdata d;
-    int rc = sweep_load(db, sel, &d, err);
+    int rc = sweep_load(st, sel, &d, err);
     if (rc)
         return rc;
     const char *xk;
@@ -992,7 +862,7 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
     for (size_t g = 0; g < ng; g++)
         longest = strlen(gname[g]) > longest ? strlen(gname[g]) : longest;
     int width = 1200 + (longest > 25 ? (int)(longest - 25 < 60 ? longest - 25 : 60) * 8 : 0);
-    gp = open_gp(sel, out_path, width, 750, err);
+    gp = plot_open(sel, out_path, width, 750, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -1004,7 +874,7 @@ int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
         snprintf(t2, sizeof t2, "mean over up to %zu seeds; error bars: 95%% t-interval of the mean", max_n);
     else
         snprintf(t2, sizeof t2, "one seed per point");
-    set_title(gp, sel->title, t1, t2);
+    plot_title(gp, sel->title, t1, t2);
     axis_label(xl, sizeof xl, xk, ax.unit);
     if (logx)
         snprintf(xl + strlen(xl), sizeof xl - strlen(xl), ", log scale");
@@ -1072,10 +942,10 @@ out:
     return rc;
 }
 
-int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     sdata d;
-    int rc = sweep_load(db, sel, &d, err);
+    int rc = sweep_load(st, sel, &d, err);
     if (rc)
         return rc;
     const char *policy = sel->policy ? sel->policy : "cadp";
@@ -1163,7 +1033,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
     }
     int logc = min > 0 && plot_want_log(sel->log_y, minpos, max, 100.0000001);
     int w = 360 + 70 * (int)(ax.n < 20 ? ax.n : 20), h = 260 + 50 * (int)(ay.n < 20 ? ay.n : 20);
-    gp = open_gp(sel, out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
+    gp = plot_open(sel, out_path, w < 1000 ? 1000 : w, h < 700 ? 700 : h, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto out;
@@ -1173,7 +1043,7 @@ int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err
              plot_policy_label(policy), (long long)d.sweep_id, d.scenario);
     snprintf(t2, sizeof t2, "cell: mean over %s%s; blank: not in the sweep",
              max_n >= 2 ? "seeds" : "one seed", others ? " and the other swept keys" : "");
-    set_title(gp, sel->title, t1, t2);
+    plot_title(gp, sel->title, t1, t2);
     axis_label(lab, sizeof lab, xk, ax.unit);
     plot_gp_printf(gp, "set xlabel ");
     plot_gp_str(gp, lab);

@@ -15,71 +15,58 @@ typedef struct lrow {
 
 #define LINKS_MAX 400
 
-int plot_draw_links(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
-    plot_run *r;
-    size_t n;
-    int rc = plot_runs_select(db, sel, 1, &r, &n, err);
+    plot_run run;
+    const plot_run *r = &run;
+    int rc = plot_one_run(st, sel, &run, err);
     if (rc)
         return rc;
-    sqlite3_stmt *q = NULL;
     static lrow rows[LINKS_MAX];
     size_t nl = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT a, name, value FROM run_stats WHERE run_id = ?1 AND scope = 'link' "
-                           "ORDER BY a, seq",
-                           -1, &q, NULL) != SQLITE_OK) {
-        rc = dp_err_set(err, DP_ERUN, "links: %s", sqlite3_errmsg(db));
-        dp_free(r);
+    store_stats stats;
+    if ((rc = store_stats_get(st, r->id, "link", &stats, err)))
         return rc;
-    }
-    sqlite3_bind_int64(q, 1, r->id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        int64_t a = sqlite3_column_int64(q, 0);
-        const char *name = (const char *)sqlite3_column_text(q, 1);
-        double v = sqlite3_column_type(q, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 2);
-        if (nl == 0 || rows[nl - 1].link != a) {
+    for (size_t k = 0; k < stats.n; k++) {
+        const store_stat *s = &stats.stat[k];
+        if (nl == 0 || rows[nl - 1].link != s->a) {
             if (nl == LINKS_MAX)
                 break;
-            rows[nl++] = (lrow){a, 0, 0, 0, -2, 0};
+            rows[nl++] = (lrow){s->a, 0, 0, 0, -2, 0};
         }
         lrow *x = &rows[nl - 1];
-        if (strcmp(name, "link.busy_fraction") == 0)
-            x->busy = v;
-        else if (strcmp(name, "link.peak_util") == 0)
-            x->peak = v;
-        else if (strcmp(name, "link.bytes") == 0)
-            x->bytes = v;
-        else if (strcmp(name, "link.device") == 0)
-            x->dev = v;
-        else if (strcmp(name, "link.dir") == 0)
-            x->dir = v;
+        if (strcmp(s->name, "link.busy_fraction") == 0)
+            x->busy = s->value;
+        else if (strcmp(s->name, "link.peak_util") == 0)
+            x->peak = s->value;
+        else if (strcmp(s->name, "link.bytes") == 0)
+            x->bytes = s->value;
+        else if (strcmp(s->name, "link.device") == 0)
+            x->dev = s->value;
+        else if (strcmp(s->name, "link.dir") == 0)
+            x->dir = s->value;
     }
-    sqlite3_finalize(q);
+    store_stats_free(&stats);
     if (nl == 0) {
         rc = dp_err_set(err, DP_EINPUT,
                         "links: run %lld has no link statistics (they are recorded in scenarios with "
                         "stragglers, availability or outages)",
                         (long long)r->id);
-        dp_free(r);
         return rc;
     }
-    /* device names, for the labels */
+    /* device names, for the labels (by position, at most LINKS_MAX) */
     char names[LINKS_MAX][100];
     size_t nd = 0;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM run_devices WHERE run_id = ?1 ORDER BY idx", -1, &q, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, r->id);
-        while (nd < LINKS_MAX && sqlite3_step(q) == SQLITE_ROW)
-            snprintf(names[nd++], sizeof names[0], "%s", (const char *)sqlite3_column_text(q, 0));
-        sqlite3_finalize(q);
-    }
+    store_devices devs;
+    if ((rc = store_devices_get(st, r->id, &devs, err)))
+        return rc;
+    for (; nd < LINKS_MAX && nd < devs.n; nd++)
+        snprintf(names[nd], sizeof names[0], "%s", devs.name[nd]);
+    store_devices_free(&devs);
     int width = 300 + 22 * (int)nl;
-    plot_gp *gp = plot_gp_open(out_path, width < 900 ? 900 : width > 4000 ? 4000 : width, 700, err);
-    if (!gp) {
-        dp_free(r);
+    plot_gp *gp = plot_open(sel, out_path, width < 900 ? 900 : width > 4000 ? 4000 : width, 700, err);
+    if (!gp)
         return err ? err->code : DP_ERUN;
-    }
     char t1[300];
     snprintf(t1, sizeof t1, "Links of run #%lld: %s on scenario ", (long long)r->id,
              plot_policy_label(r->policy));
@@ -121,6 +108,5 @@ int plot_draw_links(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_e
                        isfinite(rows[k].peak) ? rows[k].peak : 0);
     plot_gp_printf(gp, "EOD\nplot $l using 1:2 with boxes fc rgb '#56b4e9' title 'busy fraction', \\\n"
                        "  $l using 1:3 with points pt 7 ps 1.2 lc rgb '#d55e00' title 'peak utilisation'\n");
-    dp_free(r);
     return plot_gp_close(gp, err);
 }

@@ -6,49 +6,34 @@
  * averages are 1 period stale.  Runs without the histogram are left out
  * (the default selection is the latest run of every policy). */
 #include "plots.h"
-#include "store/store.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct hist {
-    int64_t *bin, *edge;
-    double *count;
-    size_t n;
-    double total;
-} hist;
-
-static void hist_free(hist *h)
-{
-    dp_free(h->bin);
-    dp_free(h->edge);
-    dp_free(h->count);
-}
-
-int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err)
+int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run *r;
     size_t n;
-    int rc = plot_runs_select(db, sel, 0, &r, &n, err);
+    int rc = plot_runs_select(st, sel, 0, &r, &n, err);
     if (rc)
         return rc;
-    hist *h = dp_calloc(n ? n : 1, sizeof *h);
+    store_hist *h = dp_calloc(n ? n : 1, sizeof *h);
     size_t *keep = dp_calloc(n ? n : 1, sizeof *keep);
+    double *total = dp_calloc(n ? n : 1, sizeof *total); /* each run's count of updates */
     /* the bins any run has, sorted: x positions */
     int64_t *xs = NULL, *xedge = NULL;
     size_t nx = 0, nk = 0, capx = 0;
-    if (!h || !keep) {
+    if (!h || !keep || !total) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory");
         goto done;
     }
     for (size_t k = 0; k < n && !rc; k++) {
-        if ((rc = store_stat_bins(db, r[k].id, "update.staleness", &h[k].bin, &h[k].edge, &h[k].count,
-                                  &h[k].n, err)))
+        if ((rc = store_hist_get(st, r[k].id, "update.staleness", &h[k], err)))
             break;
         for (size_t i = 0; i < h[k].n; i++)
-            h[k].total += h[k].count[i];
-        if (!(h[k].total > 0))
+            total[k] += h[k].count[i];
+        if (!(total[k] > 0))
             continue;
         keep[nk++] = k;
         for (size_t i = 0; i < h[k].n; i++) {
@@ -85,7 +70,7 @@ int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, 
                         "run asyncps, flsgd, localsgd or hierarchical, or choose runs with --run)");
         goto done;
     }
-    plot_gp *gp = plot_gp_open(out_path, 1200, 700, err);
+    plot_gp *gp = plot_open(sel, out_path, 1200, 700, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto done;
@@ -124,13 +109,14 @@ int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, 
     plot_gp_printf(gp, ") scale 0%s\n", nx > 16 ? " rotate by 45 right" : "");
     const double group = 0.8, w = group / (double)nk;
     for (size_t q = 0; q < nk; q++) {
-        const hist *hk = &h[keep[q]];
+        const store_hist *hk = &h[keep[q]];
+        const double hk_total = total[keep[q]];
         plot_gp_printf(gp, "$s%zu << EOD\n", q);
         for (size_t i = 0; i < hk->n; i++) {
             size_t j = 0;
             while (xs[j] != hk->bin[i])
                 j++;
-            double x = (double)j - group / 2 + w * ((double)q + 0.5), y = 100 * hk->count[i] / hk->total;
+            double x = (double)j - group / 2 + w * ((double)q + 0.5), y = 100 * hk->count[i] / hk_total;
             plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g %.10g\n", x, y, x - 0.45 * w, x + 0.45 * w, 0.0,
                            y);
         }
@@ -160,8 +146,9 @@ int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, 
     rc = plot_gp_close(gp, err);
 done:
     for (size_t k = 0; h && k < n; k++)
-        hist_free(&h[k]);
+        store_hist_free(&h[k]);
     dp_free(h);
+    dp_free(total);
     dp_free(keep);
     dp_free(xs);
     dp_free(xedge);

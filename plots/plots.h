@@ -1,7 +1,8 @@
 /* plots.h: plots drawn by gnuplot from the results database.
  *
- * Data flows one way: store (SQLite) -> plots.  Each function reads what it
- * needs with read-only queries (schema: sim/store/SCHEMA.md), writes a
+ * Data flows one way: store -> plots.  Each function reads what it needs
+ * through the store's typed reads (sim/store/store.h; the plots never see
+ * SQL), writes a
  * gnuplot program with inline data blocks ($data << EOD ... EOD) into a pipe
  * to `gnuplot` (found on PATH, or $DPSIM_GNUPLOT), and checks gnuplot's exit
  * status.  No temporary script is left behind.  Every string that comes from
@@ -19,7 +20,7 @@
 #define DP_PLOTS_H
 
 #include "dp_common.h"
-#include <sqlite3.h>
+#include "store/store.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -36,7 +37,8 @@ typedef enum {
     PLOT_KIND_COUNT
 } plot_kind;
 
-/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" | "links" -> kind, -1 if unknown. */
+/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" | "links" -> kind, -1 if
+ * unknown. */
 int plot_kind_by_name(const char *name);
 
 typedef struct plot_sel {
@@ -62,11 +64,11 @@ typedef struct plot_sel {
 } plot_sel;
 
 /* Draw one plot of kind k into out_path. */
-int plots_draw(sqlite3 *db, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err);
+int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err);
 
 /* The Table 3 set: DIR/table3-compare.png, DIR/table3-flops.png and one
  * DIR/table3-timeline-POLICY.png per run (DIR is created if absent). */
-int plots_table3(sqlite3 *db, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err);
+int plots_table3(store *st, const int64_t *run_ids, size_t n, const char *out_dir, dp_err *err);
 
 /* ---- shared by the plots sources and tests (not for other modules) --------------- */
 
@@ -106,6 +108,12 @@ void plot_gp_printf(plot_gp *gp, const char *fmt, ...) DP_PRINTF(2, 3);
 void plot_gp_str(plot_gp *gp, const char *s);
 int plot_gp_close(plot_gp *gp, dp_err *err);
 void plot_gp_abort(plot_gp *gp);
+/* plot_gp_open at the user's --size (sel->width_px, height_px), else at the
+ * plot's own w x h. */
+plot_gp *plot_open(const plot_sel *sel, const char *out_path, int w, int h, dp_err *err);
+/* `set title` with the user's --title (user, not NULL) or line1 and an
+ * optional second line, every text through plot_gp_str. */
+void plot_title(plot_gp *gp, const char *user, const char *line1, const char *line2);
 
 /* One selected run (plot.c), what compare, flops and timeline need. */
 typedef struct plot_run {
@@ -120,7 +128,10 @@ typedef struct plot_run {
  * others by name, then by id.  one = 1: exactly one run (timeline).
  * DP_EINPUT when there is none, a run id does not exist or did not
  * succeed.  *runs is a dp_malloc array the caller frees with dp_free. */
-int plot_runs_select(sqlite3 *db, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err);
+int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err);
+/* The start of every plot of one run (timeline, batches, links): the run
+ * sel picks (plot_runs_select with one = 1), copied into *run. */
+int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err);
 
 /* A flat JSON object of strings or numbers (a sweep point), parsed:
  * keys[i] -> vals[i] (numbers keep their text).  Free with
@@ -149,16 +160,16 @@ int plot_want_log(int opt, double min_pos, double max, double ratio);
 const char *plot_time_unit(double max_s, double *div);
 
 /* The drawers of plot_kinds.c (arguments checked by plots_draw). */
-int plot_draw_compare(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
-int plot_draw_flops(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
-int plot_draw_timeline(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
-int plot_draw_sweep(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
-int plot_draw_mix(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_batches.c */
-int plot_draw_batches(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_staleness.c */
-int plot_draw_staleness(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
-int plot_draw_links(sqlite3 *db, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

@@ -4,29 +4,8 @@
 # the fit stored in the database, the calibrated scenario written and
 # loadable.  Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-expect() { # expect CODE CMD...: output in $T/out, $T/err
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
-TINY=$SRC/scenarios/tiny.yaml
 FIT=(--fit devices.cpu.link.down=5Mbps..200Mbps:log --fit devices.gpu.batch_time=5ms..100ms)
 TGT=(--target ddp.tsend_s=0.48067567567567565 --target cadp.ttraining_s=1.137)
 
@@ -81,5 +60,4 @@ has "$T/out" "AT BOUND (high)"
 expect 2 "$BIN" calibrate "$TINY" --no-db --fits=x=1..2 --target=ddp.tsend_s=1
 has "$T/err" "unknown option '--fits=x=1..2'"
 
-echo "e2e_calibrate: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_calibrate

@@ -8,15 +8,7 @@
 # UNDETERMINED (no target moves with them once they are faster than the GPU
 # links) and not slower than the GPU links.
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 # The README's command: indented lines after the marker, up to a blank line.
 cmd=$(awk '/<!-- calib:table3 -->/ {on = 1; next} on && /^$/ {exit} on {sub(/^    /, ""); print}' \

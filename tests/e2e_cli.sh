@@ -3,28 +3,7 @@
 # run (text, JSON, database), runs/show/rerun/export, reproduce table3.
 # Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-# expect CODE CMD...: run CMD, check its exit code; output in $T/out, $T/err
-expect() {
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 # --- help and usage
 expect 0 "$BIN" --help
@@ -184,5 +163,4 @@ has "$T/out" " s vs simulated "
 expect 0 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -q --policy ddp
 if grep -q "planned Ttotal" "$T/out"; then bad "ddp has no plan"; else ok; fi
 
-echo "e2e_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_cli

@@ -4,28 +4,8 @@
 # tests/data/dyn/, a device gone for good, determinism with failures on,
 # and the loader's messages for the new keys.
 set -uo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 D=$SRC/tests/data/dyn
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-expect() {
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
 # check FILE POLICY TTOTAL STAT=VALUE...: the run's Ttotal and run statistics, to 1e-5 s
 check() {
     python3 - "$@" <<'PY' && ok || bad "timeline $*"
@@ -353,5 +333,4 @@ bad_yaml half 's|trace: down.csv|trace: half.csv|' "holds 1 (up) or 0 (down) onl
 expect 2 "$BIN" run "$D/crash.yaml" --no-db -p deepspeed --set policies.deepspeed.stage=3
 has "$T/err" "stage 3 does not model device failures"
 
-echo "e2e_dyn: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_dyn

@@ -7,17 +7,7 @@
 #    (tests/fidelity_worlds.py).
 # Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 # --- solver: simulate vs exact
 for sc in tiny geo-3sites stragglers; do
@@ -75,5 +65,4 @@ if grep -qF "1 Mbps over [0, 1 s], then 100 Mbps for ever: mean 100 Mbps" "$T/ch
 # where nothing is shared and nothing varies)
 if python3 "$SRC/tests/fidelity_worlds.py" "$BIN" 48 11; then ok; else bad "fidelity_worlds property"; fi
 
-echo "e2e_fidelity: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_fidelity

@@ -5,12 +5,8 @@
 # of a small sweep.  A commit that changes any of them must say which
 # figure moved and why (regenerate with DPSIM_GOLDEN_UPDATE=1).
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 G=$SRC/tests/golden
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
 same() { # same GOLDEN_NAME FILE
     if [ "${DPSIM_GOLDEN_UPDATE:-0}" = 1 ]; then
         cp "$2" "$G/$1"

@@ -14,37 +14,17 @@
 #  - every input in tests/regress/ (crashes and hangs found by fuzzing).
 # Needs $DPSIM_BIN, $DPSIM_SRC and the sqlite3 CLI.
 set -uo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-TINY=$SRC/scenarios/tiny.yaml
-T=$(mktemp -d)
-chmod 755 "$T"
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
+chmod 755 "$T" # read by another user (the read-only database case)
 BG=
-cleanup() {
+# before e2e_lib.sh removes $T
+e2e_cleanup() {
     [ -n "$BG" ] && kill "$BG" 2>/dev/null
     mountpoint -q "$T/small" 2>/dev/null && umount "$T/small"
     chattr -R -i "$T" 2>/dev/null
-    rm -rf "$T"
 }
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-# expect CODE CMD...: run CMD (at most 120 s), check its exit code; output in $T/out, $T/err
-expect() {
-    local want=$1
-    shift
-    local got=0
-    timeout 120 "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qiF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+E2E_TIMEOUT=120 # expect: at most 120 s per command
+# has -i below: messages are matched ignoring case
 same() { # same A B WHAT
     if [ "$1" = "$2" ]; then ok; else bad "$3: '$1' != '$2'"; fi
 }
@@ -70,12 +50,12 @@ else
     AS=()
 fi
 expect 1 "${AS[@]}" "$BIN" run "$TINY" -q --policy cadp --db "$T/ro/r.db"
-has "$T/err" "read-only"
-has "$T/err" "r.db"
+has -i "$T/err" "read-only"
+has -i "$T/err" "r.db"
 same "$(state "$T/ro/r.db")" "$BASE" "read-only db rows"
 # reading it still works
 expect 0 "${AS[@]}" "$BIN" runs --db "$T/ro/r.db"
-has "$T/out" "cadp"
+has -i "$T/out" "cadp"
 
 # --- locked: another process holds a write transaction beyond the busy timeout (10 s)
 cp "$T/base.db" "$T/lk.db"
@@ -91,8 +71,8 @@ for _ in $(seq 50); do # until the holder has the write lock
 done
 start=$SECONDS
 expect 1 "$BIN" run "$TINY" -q --policy cadp --db "$T/lk.db"
-has "$T/err" "lk.db"
-has "$T/err" "locked"
+has -i "$T/err" "lk.db"
+has -i "$T/err" "locked"
 [ $((SECONDS - start)) -lt 60 ] && ok || bad "locked db waited $((SECONDS - start)) s"
 echo "ROLLBACK;" >&7
 exec 7>&-
@@ -108,7 +88,7 @@ cp "$T/junk.db" "$T/junk.orig"
 for c in "run $TINY -q --policy cadp" "runs" "show 1" "export --csv --out $T/exp"; do
     # shellcheck disable=SC2086
     expect 1 "$BIN" $c --db "$T/junk.db"
-    has "$T/err" "not an SQLite database"
+    has -i "$T/err" "not an SQLite database"
 done
 cmp -s "$T/junk.db" "$T/junk.orig" && ok || bad "junk.db was modified"
 [ ! -e "$T/junk.db-wal" ] && ok || bad "junk.db got a WAL file"
@@ -118,10 +98,10 @@ cp "$T/base.db" "$T/new.db"
 sqlite3 "$T/new.db" "PRAGMA user_version = 99"
 NEW=$(state "$T/new.db")
 expect 1 "$BIN" run "$TINY" -q --policy cadp --db "$T/new.db"
-has "$T/err" "newer"
-has "$T/err" "99"
+has -i "$T/err" "newer"
+has -i "$T/err" "99"
 expect 1 "$BIN" runs --db "$T/new.db"
-has "$T/err" "newer"
+has -i "$T/err" "newer"
 same "$(state "$T/new.db")" "$NEW" "newer-schema db rows"
 
 # --- full disk, 1: a file size limit (writes fail with EFBIG; dpsim ignores
@@ -131,8 +111,8 @@ size_kb=$(($(stat -c %s "$T/base.db") / 1024))
 for lim in 1 40; do
     cp "$T/base.db" "$T/full.db"
     expect 1 bash -c "ulimit -f $lim; exec \"\$0\" run \"\$1\" -q --policy ddp --db \"\$2\"" "$BIN" "$TINY" "$T/full.db"
-    has "$T/err" "full.db"
-    has "$T/err" "disk full or the file size limited"
+    has -i "$T/err" "full.db"
+    has -i "$T/err" "disk full or the file size limited"
     same "$(state "$T/full.db")" "$BASE" "size-limited ($lim KiB) db rows"
 done
 # --- full disk, 2: a real ENOSPC on a tiny filesystem, where mounting is allowed
@@ -141,8 +121,8 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=$((size_kb + 48))k tmpfs "$T/s
     cp "$T/base.db" "$T/small/full.db"
     head -c $((40 * 1024)) /dev/zero >"$T/small/fill" 2>/dev/null
     expect 1 "$BIN" run "$TINY" -q --db "$T/small/full.db" --set training.epochs=50
-    has "$T/err" "full.db"
-    has "$T/err" "disk full"
+    has -i "$T/err" "full.db"
+    has -i "$T/err" "disk full"
     rm -f "$T/small/fill" # room for sqlite3 to open it again
     same "$(state "$T/small/full.db")" "$BASE" "full-disk db rows"
     umount "$T/small"
@@ -171,7 +151,7 @@ for sig in INT TERM; do
     wait "$pid" || rc=$?
     same "$rc" 1 "exit code after SIG$sig"
     [ $((SECONDS - t0)) -lt 10 ] && ok || bad "SIG$sig took $((SECONDS - t0)) s to stop"
-    has "$T/sig.err" "interrupted"
+    has -i "$T/sig.err" "interrupted"
     same "$(sqlite3 "$db" "PRAGMA integrity_check; SELECT group_concat(policy) FROM runs;" | tr '\n' ' ')" \
         "ok cadp " "rows after SIG$sig"
 done
@@ -185,11 +165,11 @@ printf '#!/bin/sh\ncat >/dev/null\necho "warning: something odd" >&2\nexit 3\n' 
 chmod +x "$T"/gp/*
 for g in quits fails oneline reads; do
     expect 1 env DPSIM_GNUPLOT="$T/gp/$g" "$BIN" plot compare --db "$T/base.db" --out "$T/gp/$g.png"
-    has "$T/err" "gnuplot"
+    has -i "$T/err" "gnuplot"
 done
-has "$T/err" "something odd"
+has -i "$T/err" "something odd"
 expect 1 env DPSIM_GNUPLOT="$T/gp/nonexistent" "$BIN" plot compare --db "$T/base.db" --out "$T/gp/x.png"
-has "$T/err" "nonexistent"
+has -i "$T/err" "nonexistent"
 
 # --- determinism: --json byte-identical across runs and builds
 GEO=$SRC/scenarios/geo-3sites.yaml
@@ -207,14 +187,14 @@ done
 # --- absurd sizes through the binary: refused at once, exit 2
 for o in devices.gpu.count=1000000000000 dataset.samples=1000000000000000000 training.epochs=1000000000; do
     expect 2 "$BIN" run "$TINY" --no-db --set "$o"
-    has "$T/err" "limit"
+    has -i "$T/err" "limit"
 done
 truncate -s 1G "$T/huge.csv"
 sed "s|latency: 5ms }|latency: 5ms, down_trace: $T/huge.csv }|" "$TINY" >"$T/huge.yaml"
 expect 2 "$BIN" check "$T/huge.yaml"
-has "$T/err" "64 MiB"
+has -i "$T/err" "64 MiB"
 expect 2 "$BIN" run "$TINY" --no-db --policy ddp --set devices.gpu.count=999999 --set dataset.samples=100000000
-has "$T/err" "collective=analytic"
+has -i "$T/err" "collective=analytic"
 
 # --- inputs found by fuzzing (tests/regress/): each is an ordinary error or
 # an ordinary run, within the time limit, never a crash (exit > 2)
@@ -226,5 +206,4 @@ for f in "$SRC"/tests/regress/*; do
     if [ "$got" -le 2 ]; then ok; else bad "regress $(basename "$f"): exit $got: $(head -c 300 "$T/err")"; fi
 done
 
-echo "e2e_hardening: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_hardening

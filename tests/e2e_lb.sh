@@ -7,27 +7,7 @@
 # --with-related` (the default output unchanged before the added section).
 # Needs $DPSIM_BIN and $DPSIM_SRC.
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-expect() {
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() {
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 # --- stragglers: every load balancer, JSON
 expect 0 "$BIN" run "$SRC/scenarios/stragglers.yaml" --policy equal_finish,dlb,lbbsp,lbb --db "$T/s.db" --json
@@ -92,5 +72,4 @@ head -n "$(wc -l <"$T/t3")" "$T/t3r" | cmp -s - "$T/t3" && ok || bad "--with-rel
 has "$T/t3r" "Beyond the paper"
 for p in equal_finish dlb lbbsp lbb; do has "$T/t3r" "$p "; done
 
-echo "e2e_lb: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_lb

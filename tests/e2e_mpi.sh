@@ -10,9 +10,7 @@
 # Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
 set -euo pipefail
 
-BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
-SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
-TINY=$SRC/scenarios/tiny.yaml
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 PAPER=$SRC/scenarios/paper-testbed.yaml
 
 skip() {
@@ -30,14 +28,11 @@ if grep -q __asan_init "$BIN" 2>/dev/null; then
     skip "sanitizer build: Open MPI's own allocations show as leaks; the normal build runs the MPI tests"
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/e2e_mpi.XXXXXX")
 MP=""
-cleanup() {
+e2e_cleanup() { # before e2e_lib.sh removes $T
     if [ -n "$MP" ]; then kill -9 "$MP" 2>/dev/null || true; fi
-    rm -rf "$TMP"
 }
-trap cleanup EXIT
-cd "$TMP"
+cd "$T"
 
 if "$BIN" sweep "$TINY" --vary devices.gpu.count=1 --mpi --db probe.db -q 2>probe.err; then
     :
@@ -45,10 +40,6 @@ elif grep -q "built without MPI" probe.err; then
     skip "this dpsim was built without MPI (meson -Dmpi=enabled with libopenmpi-dev)"
 fi
 
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Open MPI refuses root without this; --oversubscribe: more ranks than cores.
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root --enable-recovery)
@@ -192,5 +183,4 @@ else
     tail -3 term.err term2.out
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_mpi

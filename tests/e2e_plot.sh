@@ -5,16 +5,7 @@
 # message and exit 1 with the database untouched; bad usage is exit 2.
 set -euo pipefail
 
-BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
-SRC=${DPSIM_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-T=$(mktemp -d /tmp/dpsim-e2e-plot-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 # valid FILE: the signature its extension promises and a non-trivial size
 valid() {
@@ -29,18 +20,6 @@ valid() {
     *.pdf) [[ $(head -c 5 "$f") == %PDF- ]] ;;
     *) return 1 ;;
     esac
-}
-
-# expect CODE NAME -- CMD...: run CMD, check its exit code
-expect() {
-    local want=$1 name=$2
-    shift 3
-    local rc=0
-    "$@" >"$T/out" 2>"$T/err" || rc=$?
-    if [[ $rc == "$want" ]]; then ok "$name"; else
-        bad "$name (exit $rc, want $want)"
-        cat "$T/err"
-    fi
 }
 
 DB=$T/r.db
@@ -143,5 +122,4 @@ valid "$T/stale.png" && ok "staleness plot is a valid png" || bad "staleness plo
 expect 2 "staleness without histograms" -- "$BIN" plot staleness --db "$T/ddp.db" --out "$T/s2.png"
 grep -q "no staleness histogram\|none of the selected runs has a staleness" "$T/err" && ok "says why" || bad "says why"
 
-echo "$pass passed, $fail failed"
-((fail == 0))
+e2e_done e2e_plot

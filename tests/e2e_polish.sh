@@ -4,27 +4,7 @@
 # default selection and its note, progress lines, --log, and the Chrome
 # trace export checked against the trace event format's rules.
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-expect() { # expect CODE CMD...: output in $T/out, $T/err
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi; }
-hasnt() { if grep -qF -- "$2" "$1"; then bad "'$2' in $1"; else ok; fi; }
-TINY=$SRC/scenarios/tiny.yaml
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 GEO=$SRC/scenarios/geo-3sites.yaml
 
 # --- (5) options: --opt=value, --opt value, bundled short options, one parser everywhere
@@ -207,5 +187,4 @@ BUILD=$(dirname "$BIN")
 if meson install -C "$BUILD" --no-rebuild --destdir "$T/inst" >"$T/inst.log" 2>&1; then ok; else bad "meson install: $(tail -3 "$T/inst.log")"; fi
 if find "$T/inst" -path '*/man1/dpsim.1' | grep -q .; then ok; else bad "meson install did not install man1/dpsim.1"; fi
 
-echo "e2e_polish: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_polish

@@ -5,10 +5,7 @@
 # ./build/dpsim), so the README cannot drift from the binary.  Each must
 # exit 0.
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 mkdir -p "$T/clone/build"
 cp -r "$SRC/scenarios" "$SRC/traces" "$T/clone/"
 ln -s "$BIN" "$T/clone/build/dpsim"
@@ -19,15 +16,12 @@ awk '/^## Using it/ {on = 1; next} on && /^## / {exit}
                      print line; line = ""}' "$SRC/README.md" >"$T/commands"
 n=$(wc -l <"$T/commands")
 [ "$n" -ge 10 ] || { echo "FAIL: found only $n commands in README.md's 'Using it'" >&2; exit 1; }
-pass=0
-fail=0
 cd "$T/clone"
 while IFS= read -r cmd; do
     if bash -c "$cmd" >"$T/out" 2>"$T/err" </dev/null; then
-        pass=$((pass + 1))
+        ok
     else
-        echo "FAIL: README command exited $?: $cmd :: $(head -c 400 "$T/err")" >&2
-        fail=$((fail + 1))
+        bad "README command exited $?: $cmd :: $(head -c 400 "$T/err")"
     fi
 done <"$T/commands"
 echo "e2e_readme: $pass of $n README commands ran, $fail failed"

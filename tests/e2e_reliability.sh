@@ -8,29 +8,9 @@
 #  - `run` on what `check` accepts ends with a message, never silently.
 # Inputs: tests/regress/issue19/ (mutations of scenarios/tiny.yaml).
 set -uo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 R=$SRC/tests/regress/issue19
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-# expect CODE CMD...: run CMD (at most 60 s); output in $T/out, $T/err
-expect() {
-    local want=$1
-    shift
-    local got=0
-    timeout 60 "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+E2E_TIMEOUT=60 # expect: at most 60 s per command
 # short FILE: no number of more than 20 digits in a row
 short() {
     if grep -qE '[0-9]{21}' "$1"; then bad "a long number in $1: $(head -c 400 "$1")"; else ok; fi
@@ -111,5 +91,4 @@ expect 0 "$BIN" run "$E" --no-db --policy ddp
 clean "$T/out"
 has "$T/out" 'ti\x1b[31mny\nx.yaml'
 
-echo "e2e_reliability: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_reliability

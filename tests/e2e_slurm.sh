@@ -8,26 +8,18 @@
 # Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
 set -euo pipefail
 
-BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
-SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
-TINY=$SRC/scenarios/tiny.yaml
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 if ! command -v sqlite3 >/dev/null 2>&1; then
     echo "e2e_slurm: the sqlite3 command-line shell is required (install the sqlite3 package)" >&2
     echo "0 passed, 1 failed"
     exit 1
 fi
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/e2e_slurm.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-cd "$TMP"
+cd "$T"
 # Whatever Slurm the test itself may run under must not leak in.
 unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_STEP SLURM_ARRAY_JOB_ID \
     SLURM_CPUS_PER_TASK 2>/dev/null || true
 
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 rows() { sqlite3 "$1" "SELECT point_json, policy, seed, status, printf('%.17g', ttotal_s), events FROM runs ORDER BY 1, 2, 3"; }
 
 GRID=(--vary devices.gpu.count=1..5 --vary devices.gpu.link.down=10Mbps,1Gbps --policy ddp,cadp)
@@ -102,7 +94,7 @@ fi
 mkdir -p out node
 for i in 0 1 2; do
     env SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_JOB_ID=42 \
-        SLURM_CPUS_PER_TASK=1 TMPDIR="$TMP/node" DPSIM="$BIN" DPSIM_OUT="$TMP/out" bash job.sh >"job-$i.log" 2>&1 ||
+        SLURM_CPUS_PER_TASK=1 TMPDIR="$T/node" DPSIM="$BIN" DPSIM_OUT="$T/out" bash job.sh >"job-$i.log" 2>&1 ||
         { bad "task $i of the script failed"; cat "job-$i.log"; }
 done
 rm -f merged2.db
@@ -114,8 +106,8 @@ else
     ls -R out node
 fi
 # Submitted again, each task resumes from its copied shard: nothing re-run.
-env SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_JOB_ID=43 TMPDIR="$TMP/node" DPSIM="$BIN" \
-    DPSIM_OUT="$TMP/out" bash job.sh >job-again.log 2>&1
+env SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_JOB_ID=43 TMPDIR="$T/node" DPSIM="$BIN" \
+    DPSIM_OUT="$T/out" bash job.sh >job-again.log 2>&1
 if [ "$(sqlite3 out/shards/shard-1.db "SELECT count(*) FROM runs")" -eq "$(sqlite3 t-1.db "SELECT count(*) FROM runs")" ] &&
     grep -q "0 runs done (0 ok, 0 failed), [1-9][0-9]* stored before, 0 left" job-again.log; then
     ok "script task resubmitted: resumes from its shard, nothing run twice"
@@ -132,7 +124,7 @@ echo "$*" >>"$FAKE_LOG"
 echo "1234;cluster"
 EOF
 chmod +x fakebin/sbatch
-if env PATH="$TMP/fakebin:$PATH" FAKE_LOG="$TMP/sbatch.log" DPSIM="$BIN" DPSIM_OUT="$TMP/out" bash job.sh >submit.log &&
+if env PATH="$T/fakebin:$PATH" FAKE_LOG="$T/sbatch.log" DPSIM="$BIN" DPSIM_OUT="$T/out" bash job.sh >submit.log &&
     head -1 sbatch.log | grep -q -- "--parsable.* job.sh$" &&
     sed -n 2p sbatch.log | grep -q -- "--dependency=afterany:1234 .*merge .*results.db.*shard-\*.db"; then
     ok "script submit: the array, then dpsim merge after any end of job 1234"
@@ -141,5 +133,4 @@ else
     cat sbatch.log submit.log
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_slurm

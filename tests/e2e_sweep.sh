@@ -6,9 +6,7 @@
 # Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
 set -euo pipefail
 
-BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
-SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
-TINY=$SRC/scenarios/tiny.yaml
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 PAPER=$SRC/scenarios/paper-testbed.yaml
 
 if ! command -v sqlite3 >/dev/null 2>&1; then
@@ -17,19 +15,11 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
     exit 1
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/e2e_sweep.XXXXXX")
 BG=""
-cleanup() {
+e2e_cleanup() { # before e2e_lib.sh removes $T
     if [ -n "$BG" ]; then kill -9 "$BG" 2>/dev/null || true; fi
-    rm -rf "$TMP"
 }
-trap cleanup EXIT
-cd "$TMP"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+cd "$T"
 check() { # check NAME COMMAND...: the command must succeed
     local name=$1
     shift
@@ -189,5 +179,4 @@ expect_exit 2 "merge refuses OUT as input" "output database itself" -- merge mer
 "$BIN" sweep "$TINY" "${GRID[@]}" --jobs 2 --db merged.db >mres.out 2>&1
 check "merged file resumes as the whole sweep" grep -q "45 stored before" mres.out
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_sweep

@@ -205,7 +205,7 @@ static int draw(plot_kind k, const plot_sel *sel, const char *name, dp_err *err)
 {
     char out[300];
     snprintf(out, sizeof out, "%s/%s", dir, name);
-    return plots_draw(store_db(st), k, sel, out, err);
+    return plots_draw(st, k, sel, out, err);
 }
 
 static plot_sel auto_sel(void)
@@ -415,7 +415,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     plot_sel sel = auto_sel();
     plot_run *runs;
     size_t n;
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 3);
     cr_expect_eq(runs[0].id, ids[0]);
     cr_expect_str_eq(runs[0].label, "DDP");
@@ -426,7 +426,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     int64_t two[] = {what_if, ids[0]};
     sel.run_ids = two;
     sel.n_runs = 2;
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 0, &runs, &n, &err), 0, "%s", err.msg);
     char want[48];
     snprintf(want, sizeof want, "DDP #%lld", (long long)ids[0]);
     cr_expect_str_eq(runs[0].label, want);
@@ -434,7 +434,7 @@ Test(plot, default_selection_is_the_latest_run_of_each_policy_without_overrides)
     /* timeline: the latest run of a policy */
     sel = auto_sel();
     sel.policy = "deepspeed";
-    cr_assert_eq(plot_runs_select(store_db(st), &sel, 1, &runs, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(plot_runs_select(st, &sel, 1, &runs, &n, &err), 0, "%s", err.msg);
     cr_expect_eq(n, 1);
     cr_expect_eq(runs[0].id, ids[1]);
     dp_free(runs);
@@ -470,7 +470,7 @@ Test(plot, real_simulator_runs)
     /* the Table 3 set */
     char out[300];
     snprintf(out, sizeof out, "%s/t3/sub", dir);
-    cr_assert_eq(plots_table3(store_db(st), ids, 3, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(plots_table3(st, ids, 3, out, &err), 0, "%s", err.msg);
     static const char *const names[] = {"table3-compare.png", "table3-flops.png", "table3-timeline-ddp.png",
                                         "table3-timeline-deepspeed.png", "table3-timeline-cadp.png"};
     for (size_t k = 0; k < 5; k++) {
@@ -773,10 +773,55 @@ Test(plot, bad_selections_are_input_errors)
     sel = auto_sel();
     sel.sweep_id = 12345;
     cr_expect_eq(draw(PLOT_SWEEP, &sel, "s.png", &err), DP_EINPUT);
-    cr_expect_eq(plots_draw(store_db(st), PLOT_KIND_COUNT, &sel, "x.png", &err), DP_EINPUT);
+    cr_expect_eq(plots_draw(st, PLOT_KIND_COUNT, &sel, "x.png", &err), DP_EINPUT);
     cr_expect_eq(plots_draw(NULL, PLOT_COMPARE, &sel, "x.png", &err), DP_EINPUT);
     /* nothing was drawn by any of these */
     char path[300];
     snprintf(path, sizeof path, "%s/t.png", dir);
     cr_expect_eq(access(path, F_OK), -1);
+}
+
+/* --size reaches every kind, the one-run plots (batches, links) and the
+ * staleness histogram included: the terminal line of the program a fake
+ * gnuplot saves names the user's canvas, and without --size the plot's own. */
+Test(plot, size_option_reaches_every_kind)
+{
+    scn_scenario s = fake_scn("sz", "name: sz\n");
+    res_run *r = hand_run("dlb", 2, NULL, 4, 1);
+    for (int d = 0; d < 2; d++) {
+        res_add_stat(r, "batch_mean", RES_SCOPE_DEVICE_EPOCH, d, 1, 8);
+        res_add_stat(r, "batch_min", RES_SCOPE_DEVICE_EPOCH, d, 1, 7);
+        res_add_stat(r, "batch_max", RES_SCOPE_DEVICE_EPOCH, d, 1, 9);
+    }
+    res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, 0, 0, 0.5);
+    res_add_stat(r, "link.device", RES_SCOPE_LINK, 0, 0, 1);
+    res_add_stat(r, "update.staleness", RES_SCOPE_BIN, 0, 0, 4);
+    int64_t id = put(&s, r, 0, NULL);
+    char saved[300], body[400];
+    snprintf(saved, sizeof saved, "%s/program.gp", dir);
+    snprintf(body, sizeof body, "cat > '%s'\nexit 1", saved);
+    setenv("DPSIM_GNUPLOT", fake_gnuplot(body), 1);
+    const plot_kind kinds[] = {PLOT_COMPARE, PLOT_FLOPS, PLOT_TIMELINE,
+                               PLOT_BATCHES, PLOT_LINKS, PLOT_STALENESS};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int sized = 0; sized < 2; sized++) {
+            plot_sel sel = auto_sel();
+            sel.run_ids = &id;
+            sel.n_runs = 1;
+            if (sized)
+                sel.width_px = 640, sel.height_px = 480;
+            dp_err err = {0};
+            remove(saved);
+            cr_expect_eq(draw(kinds[k], &sel, "sz.png", &err), DP_ERUN, "kind %d: %s", (int)kinds[k],
+                         err.msg);
+            FILE *f = fopen(saved, "r");
+            cr_assert_not_null(f, "kind %d: no program saved", (int)kinds[k]);
+            char line[512];
+            int found = 0;
+            while (fgets(line, sizeof line, f))
+                found |= strstr(line, "set terminal pngcairo size 640,480 ") != NULL;
+            fclose(f);
+            cr_expect_eq(found, sized, "kind %d, --size %s", (int)kinds[k], sized ? "given" : "not given");
+        }
+    unsetenv("DPSIM_GNUPLOT");
 }

@@ -215,7 +215,7 @@ Test(plugin, runs_stores_and_plots)
     plot_sel sel;
     memset(&sel, 0, sizeof sel);
     sel.log_x = sel.log_y = -1;
-    cr_assert_eq(plots_draw(store_db(st), PLOT_COMPARE, &sel, out, &e), 0, "%s", e.msg);
+    cr_assert_eq(plots_draw(st, PLOT_COMPARE, &sel, out, &e), 0, "%s", e.msg);
     FILE *f = fopen(out, "r");
     cr_assert_not_null(f);
     static char svg[1 << 20];

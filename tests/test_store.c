@@ -11,6 +11,7 @@
 #include "results.h"
 #include "scenario.h"
 #include "store/store.h"
+#include "store/store_sql.h" /* rows built and inspected directly */
 
 #include <errno.h>
 #include <float.h>
@@ -414,39 +415,42 @@ Test(store, fresh_file_gets_current_schema)
     store_close(NULL);
 }
 
+/* The tables of the released version 1 schema: a frozen copy, on purpose
+ * not shared with store.c (version 2 added runs.timeline_res_s). */
+#define V1_TABLES                                                                                            \
+    "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"          \
+    " text TEXT NOT NULL, created_at TEXT NOT NULL);"                                                        \
+    "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"     \
+    " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"                                            \
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"       \
+    " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"          \
+    " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"         \
+    " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"                \
+    " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"        \
+    " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL);"                                \
+    "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"                    \
+    " WHERE sweep_id IS NOT NULL;"                                                                           \
+    "CREATE INDEX runs_scenario ON runs(scenario_id);"                                                       \
+    "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                \
+    " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"     \
+    " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"              \
+    " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"                                        \
+    "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                 \
+    " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"                             \
+    "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"                  \
+    " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"             \
+    "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"               \
+    " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"                  \
+    "CREATE INDEX run_segments_run ON run_segments(run_id);"
+
 /* A version 1 file (the first released schema) with a run in it is
  * migrated forward on open, its rows intact; old runs read back with an
- * exact timeline (timeline_res_s NULL -> 0).  The SQL below is a frozen copy
- * of the released version 1 schema, on purpose not shared with store.c. */
+ * exact timeline (timeline_res_s NULL -> 0). */
 Test(store, version_1_file_is_migrated_forward)
 {
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    const char *v1 =
-        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
-        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
-        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
-        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
-        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
-        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
-        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL);"
-        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
-        " WHERE sweep_id IS NOT NULL;"
-        "CREATE INDEX runs_scenario ON runs(scenario_id);"
-        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
-        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
-        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
-        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
-        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
-        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
-        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+    const char *v1 = V1_TABLES
         "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
         "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
         " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s)"
@@ -489,36 +493,14 @@ Test(store, version_1_file_is_migrated_forward)
 /* A version 2 file (runs.timeline_res_s, before trace files were kept)
  * with a run in it is migrated to version 3 on open: the blobs and
  * run_files tables appear, the old run reads back with no trace files, and
- * new runs keep theirs.  Frozen copy of the released version 2 schema. */
+ * new runs keep theirs.  The version 2 schema: version 1's and its one
+ * added column. */
 Test(store, version_2_file_is_migrated_forward)
 {
     sqlite3 *db;
     cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    const char *v2 =
-        "CREATE TABLE scenarios(id INTEGER PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
-        " text TEXT NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " spec_json TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);"
-        "CREATE TABLE runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
-        " policy TEXT NOT NULL, options_json TEXT NOT NULL, overrides_json TEXT NOT NULL DEFAULT '[]',"
-        " seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL,"
-        " status TEXT NOT NULL DEFAULT 'ok', error TEXT, sweep_id INTEGER REFERENCES sweeps(id),"
-        " point_json TEXT, tsend_s REAL, ttraining_s REAL, ttotal_s REAL, tflops REAL, utilization REAL,"
-        " samples_processed REAL, bytes_total REAL, events INTEGER, bin_s REAL, timeline_res_s REAL);"
-        "CREATE UNIQUE INDEX runs_point ON runs(sweep_id, point_json, policy, seed, version)"
-        " WHERE sweep_id IS NOT NULL;"
-        "CREATE INDEX runs_scenario ON runs(scenario_id);"
-        "CREATE TABLE run_devices(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " idx INTEGER NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, samples INTEGER,"
-        " batches INTEGER, compute_s REAL, send_s REAL, recv_s REAL, wait_s REAL, bytes_sent REAL,"
-        " bytes_recv REAL, data_ready_s REAL, PRIMARY KEY(run_id, idx));"
-        "CREATE TABLE run_epochs(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " epoch INTEGER NOT NULL, end_s REAL NOT NULL, PRIMARY KEY(run_id, epoch));"
-        "CREATE TABLE run_flops(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " bin INTEGER NOT NULL, t0_s REAL NOT NULL, flops REAL NOT NULL, PRIMARY KEY(run_id, bin));"
-        "CREATE TABLE run_segments(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-        " device INTEGER NOT NULL, act TEXT NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
-        "CREATE INDEX run_segments_run ON run_segments(run_id);"
+    const char *v2 = V1_TABLES
+        "ALTER TABLE runs ADD COLUMN timeline_res_s REAL;"
         "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
         "INSERT INTO runs(id, scenario_id, policy, options_json, seed, version, started_at, wall_s,"
         " tsend_s, ttraining_s, ttotal_s, tflops, utilization, samples_processed, bytes_total, events, bin_s,"
@@ -1485,5 +1467,275 @@ Test(store, database_in_read_only_directory_can_still_be_read)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
         cr_skip_test("cannot drop root privileges here");
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only open failed (status %d)", status);
+    res_run_free(r);
+}
+
+/* ---- typed reads (query.c): what the plots draw ------------------------- */
+
+/* A run of make_run with statistics of every scope the plots read. */
+static res_run *make_run_with_stats(void)
+{
+    res_run *r = make_run(7, 10);
+    /* batches: devices 0 and 1 have every figure for epochs 1 and 2 (device 1
+     * without wait_s), device 2 only a mean (counted, but not a full row) */
+    for (int d = 0; d < 2; d++)
+        for (int e = 1; e <= 2; e++) {
+            cr_assert_eq(res_add_stat(r, "batch_mean", RES_SCOPE_DEVICE_EPOCH, d, e, 10 * d + e), 0);
+            cr_assert_eq(res_add_stat(r, "batch_min", RES_SCOPE_DEVICE_EPOCH, d, e, 10 * d + e - 0.5), 0);
+            cr_assert_eq(res_add_stat(r, "batch_max", RES_SCOPE_DEVICE_EPOCH, d, e, 10 * d + e + 0.5), 0);
+            if (d == 0)
+                cr_assert_eq(res_add_stat(r, "wait_s", RES_SCOPE_DEVICE_EPOCH, d, e, 0.25 * e), 0);
+        }
+    cr_assert_eq(res_add_stat(r, "batch_mean", RES_SCOPE_DEVICE_EPOCH, 2, 3, 99), 0);
+    /* links, stored out of link order */
+    cr_assert_eq(res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, 5, 0, 0.25), 0);
+    cr_assert_eq(res_add_stat(r, "link.peak_util", RES_SCOPE_LINK, 2, 0, NAN), 0);
+    cr_assert_eq(res_add_stat(r, "link.device", RES_SCOPE_LINK, 5, 0, 1), 0);
+    /* a histogram, and another one that must not be mixed in */
+    cr_assert_eq(res_add_stat(r, "update.staleness", RES_SCOPE_BIN, 6, 64, 1), 0);
+    cr_assert_eq(res_add_stat(r, "update.staleness", RES_SCOPE_BIN, 0, 0, 3), 0);
+    cr_assert_eq(res_add_stat(r, "other.hist", RES_SCOPE_BIN, 1, 1, 8), 0);
+    return r;
+}
+
+Test(store, typed_reads_give_what_was_stored)
+{
+    res_run *r = make_run_with_stats();
+    store *st = open_rw();
+    int64_t id = put(st, r, NULL, 0);
+    dp_err err = {0};
+
+    store_run_info info;
+    cr_assert_eq(store_run_info_get(st, id, &info, &err), 0, "%s", err.msg);
+    cr_expect_eq(info.id, id);
+    cr_expect_str_eq(info.policy, "ddp");
+    cr_expect_str_eq(info.scenario, "tiny");
+    expect_bits(info.tsend_s, r->tsend_s);
+    expect_bits(info.ttraining_s, r->ttraining_s);
+    expect_bits(info.ttotal_s, r->ttotal_s);
+    expect_bits(info.tflops, r->tflops);
+    expect_bits(info.bin_s, 0.3);
+
+    store_flops f;
+    cr_assert_eq(store_flops_get(st, id, &f, &err), 0, "%s", err.msg);
+    cr_assert_eq(f.n, 4);
+    for (size_t k = 0; k < f.n; k++) {
+        cr_expect_eq(f.bin[k], (int64_t)k);
+        expect_bits(f.flops[k], 1.0e12 / (double)(k + 3));
+    }
+    store_flops_free(&f);
+    cr_expect_null(f.bin);
+
+    /* segments k = 0..9: device k % 3, activity k % 4, [0.1 k, 0.1 k + 0.05] */
+    store_timeline_info ti;
+    cr_assert_eq(store_timeline_info_get(st, id, &ti, &err), 0, "%s", err.msg);
+    cr_expect_eq(ti.n_devices, 3);
+    cr_expect(ti.has_segments);
+    expect_bits(ti.end_s, 9 * 0.1 + 0.05);
+    expect_bits(ti.res_s, 0.125);
+    store_segments sg;
+    cr_assert_eq(store_segments_get(st, id, res_activity_name((res_activity)2), &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(sg.n, 2); /* k = 2 and 6, in stored order */
+    cr_expect_eq(sg.seg[0].device, 2);
+    expect_bits(sg.seg[0].t0_s, 2 * 0.1);
+    expect_bits(sg.seg[0].t1_s, 2 * 0.1 + 0.05);
+    cr_expect_eq(sg.seg[1].device, 0);
+    expect_bits(sg.seg[1].t0_s, 6 * 0.1);
+    store_segments_free(&sg);
+    cr_assert_eq(store_segments_get(st, id, "no such activity", &sg, &err), 0, "%s", err.msg);
+    cr_expect_eq(sg.n, 0);
+    store_segments_free(&sg);
+
+    store_devices dv;
+    cr_assert_eq(store_devices_get(st, id, &dv, &err), 0, "%s", err.msg);
+    cr_assert_eq(dv.n, 3);
+    for (size_t k = 0; k < dv.n; k++)
+        cr_expect_eq(dv.idx[k], (int64_t)k);
+    cr_expect_str_eq(dv.name[1], "rtx3090[1] \"x\",y");
+    cr_expect_str_eq(store_device_name(&dv, 2), "rtx3090[2] \"x\",y");
+    cr_expect_null(store_device_name(&dv, 3));
+    store_devices_free(&dv);
+
+    store_values ends;
+    cr_assert_eq(store_epoch_ends_get(st, id, 2, &ends, &err), 0, "%s", err.msg);
+    cr_assert_eq(ends.n, 2); /* of 3 epochs, the limit */
+    expect_bits(ends.v[0], 0.7);
+    expect_bits(ends.v[1], 2 * 0.7);
+    store_values_free(&ends);
+
+    store_batches bt;
+    cr_assert_eq(store_batches_get(st, id, 1, &bt, &err), 0, "%s", err.msg);
+    cr_expect_eq(bt.n_devices, 3);
+    cr_expect_eq(bt.n_epochs, 3);
+    cr_assert_eq(bt.n, 2); /* device 0 only (max_devices 1), epochs 1, 2 */
+    cr_expect_eq(bt.row[1].device, 0);
+    cr_expect_eq(bt.row[1].epoch, 2);
+    expect_bits(bt.row[1].mean, 2);
+    expect_bits(bt.row[1].min, 1.5);
+    expect_bits(bt.row[1].max, 2.5);
+    expect_bits(bt.row[1].wait_s, 0.5);
+    store_batches_free(&bt);
+    cr_assert_eq(store_batches_get(st, id, 16, &bt, &err), 0, "%s", err.msg);
+    cr_assert_eq(bt.n, 4); /* device 2 has no min/max: no row */
+    cr_expect_eq(bt.row[2].device, 1);
+    expect_bits(bt.row[2].mean, 11);
+    expect_bits(bt.row[2].wait_s, 0); /* no wait_s stored: 0 */
+    store_batches_free(&bt);
+
+    store_stats ls;
+    cr_assert_eq(store_stats_get(st, id, "link", &ls, &err), 0, "%s", err.msg);
+    cr_assert_eq(ls.n, 3);
+    cr_expect_eq(ls.stat[0].a, 2);
+    cr_expect_str_eq(ls.stat[0].name, "link.peak_util");
+    cr_expect(isnan(ls.stat[0].value));
+    cr_expect_str_eq(ls.stat[1].name, "link.busy_fraction"); /* link 5 in stored order */
+    cr_expect_str_eq(ls.stat[2].name, "link.device");
+    expect_bits(ls.stat[2].value, 1);
+    store_stats_free(&ls);
+
+    store_hist h;
+    cr_assert_eq(store_hist_get(st, id, "update.staleness", &h, &err), 0, "%s", err.msg);
+    cr_assert_eq(h.n, 2);
+    cr_expect_eq(h.bin[0], 0);
+    cr_expect_eq(h.edge[1], 64);
+    expect_bits(h.count[0], 3);
+    expect_bits(h.count[1], 1);
+    store_hist_free(&h);
+    cr_assert_eq(store_hist_get(st, id, "no.such", &h, &err), 0, "%s", err.msg);
+    cr_expect_eq(h.n, 0);
+    store_hist_free(&h);
+
+    cr_expect_eq(store_run_info_get(st, id + 1, &info, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "no run") != NULL, "%s", err.msg);
+    close_checked(st);
+    res_run_free(r);
+}
+
+/* The plots' default selection: untagged files take the latest run of
+ * each policy; a tagged invocation takes its largest override set. */
+Test(store, select_runs_follows_the_latest_invocation)
+{
+    res_run *r = make_run(1, 0);
+    store *st = open_rw();
+    dp_err err = {0};
+    store_ids ids;
+    cr_expect_eq(store_select_runs(st, NULL, NULL, 0, &ids, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "no successful run") != NULL, "%s", err.msg);
+
+    int64_t a = put(st, r, NULL, 0);
+    snprintf(r->policy, sizeof r->policy, "cadp");
+    int64_t b = put(st, r, NULL, 0);
+    cr_assert_eq(store_select_runs(st, NULL, NULL, 0, &ids, &err), 0, "%s", err.msg);
+    cr_assert_eq(ids.n, 2);
+    cr_expect((ids.id[0] == a && ids.id[1] == b) || (ids.id[0] == b && ids.id[1] == a));
+    store_ids_free(&ids);
+    cr_assert_eq(store_select_runs(st, NULL, "ddp", 1, &ids, &err), 0, "%s", err.msg);
+    cr_assert_eq(ids.n, 1);
+    cr_expect_eq(ids.id[0], a);
+    store_ids_free(&ids);
+
+    /* a tagged invocation: one run with overrides, then two without */
+    store_set_invocation(st, "inv-1");
+    snprintf(r->policy, sizeof r->policy, "ddp");
+    const char *ov[] = {"devices.a.link.down=1Gbps"};
+    int64_t c = put(st, r, ov, 1);
+    int64_t d = put(st, r, NULL, 0);
+    snprintf(r->policy, sizeof r->policy, "cadp");
+    int64_t e = put(st, r, NULL, 0);
+    cr_assert_eq(store_select_runs(st, NULL, NULL, 0, &ids, &err), 0, "%s", err.msg);
+    cr_assert_eq(ids.n, 2);
+    cr_expect((ids.id[0] == d && ids.id[1] == e) || (ids.id[0] == e && ids.id[1] == d), "%lld %lld",
+              (long long)ids.id[0], (long long)ids.id[1]);
+    store_ids_free(&ids);
+    /* one ddp run: its two groups tie (one run each): the latest wins */
+    cr_assert_eq(store_select_runs(st, NULL, "ddp", 1, &ids, &err), 0, "%s", err.msg);
+    cr_assert_eq(ids.n, 1);
+    cr_expect_eq(ids.id[0], d);
+    store_ids_free(&ids);
+    (void)c;
+    cr_expect_eq(store_select_runs(st, "nosuch", NULL, 0, &ids, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "'nosuch'") != NULL, "%s", err.msg);
+    cr_expect_null(ids.id);
+    close_checked(st);
+    res_run_free(r);
+}
+
+Test(store, sweep_reads_take_a_fixed_metric_column)
+{
+    res_run *r = make_run(3, 0);
+    store *st = open_rw();
+    scn_scenario s = fake_scn("tiny", SCN_TEXT);
+    dp_err err = {0};
+    int64_t sw = 0, latest = 0;
+    cr_expect_eq(store_sweep_latest(st, &latest, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "no sweep") != NULL, "%s", err.msg);
+    cr_assert_eq(store_sweep_get_or_create(st, &s, "{\"axes\":[]}", &sw, &err), 0, "%s", err.msg);
+    const char *pts[] = {"{\"k\":\"1\"}", "{\"k\":\"2\"}"};
+    for (int k = 0; k < 2; k++) {
+        r->ttotal_s = 10.0 + k;
+        cr_assert_eq(store_put_run(st, &s, NULL, 0, r, "0.1.0", "t", sw, pts[k], NULL, &err), 0, "%s",
+                     err.msg);
+    }
+    cr_assert_eq(store_sweep_latest(st, &latest, &err), 0, "%s", err.msg);
+    cr_expect_eq(latest, sw);
+    char name[16];
+    cr_assert_eq(store_sweep_scenario(st, sw, name, sizeof name, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(name, "tiny");
+    store_sweep_runs sr;
+    cr_assert_eq(store_sweep_runs_get(st, sw, "ttotal_s", &sr, &err), 0, "%s", err.msg);
+    cr_assert_eq(sr.n, 2);
+    cr_expect_str_eq(sr.run[1].policy, "ddp");
+    cr_expect_str_eq(sr.run[1].point_json, pts[1]);
+    expect_bits(sr.run[1].value, 11.0);
+    store_sweep_runs_free(&sr);
+    /* utilization is NaN (NULL) in every run: none has the metric */
+    cr_expect_eq(store_sweep_runs_get(st, sw, "utilization", &sr, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "no successful runs") != NULL, "%s", err.msg);
+    /* a metric outside the fixed list never reaches SQL */
+    cr_expect_eq(store_sweep_runs_get(st, sw, "ttotal_s FROM runs; --", &sr, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "unknown metric") != NULL, "%s", err.msg);
+    cr_expect_null(sr.run);
+    close_checked(st);
+    res_run_free(r);
+}
+
+Test(store, typed_reads_out_of_memory_leave_nothing)
+{
+    res_run *r = make_run_with_stats();
+    store *st = open_rw();
+    int64_t id = put(st, r, NULL, 0);
+    dp_err err = {0};
+    /* every allocation point of each read fails once in turn: an error, a
+     * zeroed result, no leak (the teardown counts blocks) */
+    int failed[3] = {0};
+    for (long k = 1; k <= 40; k++) {
+        store_devices dv;
+        store_stats ls;
+        store_ids ids;
+        dp_alloc_fail_after(k);
+        int rc1 = store_devices_get(st, id, &dv, &err);
+        dp_alloc_fail_after(0);
+        failed[0] += rc1 == DP_ENOMEM;
+        if (rc1)
+            cr_expect(dv.n == 0 && !dv.name && !dv.idx);
+        store_devices_free(&dv);
+        dp_alloc_fail_after(k);
+        int rc2 = store_stats_get(st, id, "link", &ls, &err);
+        dp_alloc_fail_after(0);
+        failed[1] += rc2 == DP_ENOMEM;
+        if (rc2)
+            cr_expect(ls.n == 0 && !ls.stat);
+        store_stats_free(&ls);
+        dp_alloc_fail_after(k);
+        int rc3 = store_select_runs(st, NULL, NULL, 0, &ids, &err);
+        dp_alloc_fail_after(0);
+        failed[2] += rc3 == DP_ENOMEM;
+        if (rc3)
+            cr_expect(ids.n == 0 && !ids.id);
+        store_ids_free(&ids);
+    }
+    for (int k = 0; k < 3; k++) /* each read did meet an allocation failure */
+        cr_expect_gt(failed[k], 0, "read %d never failed", k);
+    close_checked(st);
     res_run_free(r);
 }

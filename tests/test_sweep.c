@@ -5,6 +5,7 @@
  * Every test checks the live-allocation counter (Criterion under ASan does
  * not fail a test on a leak). */
 #include "store/store.h"
+#include "store/store_sql.h" /* rows built and inspected directly */
 #include "sweep/sweep.h"
 
 #include <criterion/criterion.h>

@@ -240,7 +240,7 @@ int cmd_plot(int argc, char **argv)
     store *st = store_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
-    int rc = plots_draw(store_db(st), (plot_kind)k, &sel, out, &err);
+    int rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
     store_close(st);
     if (rc)
         return cli_fail(&err);

@@ -398,7 +398,7 @@ int cmd_reproduce(int argc, char **argv)
     }
     if (out && st) {
         int64_t pid[3] = {ids[0], ids[1], ids[2]};
-        rc = plots_table3(store_db(st), pid, 3, out, &err);
+        rc = plots_table3(st, pid, 3, out, &err);
         if (!rc && !json)
             printf("plots: %s/table3-compare.png, %s/table3-flops.png, %s/table3-timeline-*.png\n", out, out,
                    out);

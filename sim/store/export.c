@@ -7,7 +7,7 @@
  * failure (disk full, permission) never leaves a truncated TABLE.csv where
  * a good one was.
  */
-#include "store.h"
+#include "store_sql.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -17,7 +17,7 @@
  * (otherData.timeline_res_s > 0).  The file is streamed row by row, written
  * beside its name and renamed, so a failure leaves no half file. */
 #include "json.h"
-#include "store.h"
+#include "store_sql.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * way sharded sweeps (--shard K/N on several machines) come back together.
  * Scenarios matched by hash, sweeps by spec, runs with every child row, ids
  * remapped, in one transaction on OUT. */
-#include "store.h"
+#include "store_sql.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -17,8 +17,8 @@
  *  - store_open reads the header (user_version, application_id) before it
  *    writes anything, so a file it refuses is left byte-for-byte unchanged.
  */
-#include "store.h"
 #include "log.h"
+#include "store_sql.h"
 
 #include "json.h"
 
@@ -47,7 +47,7 @@ struct store {
 
 /* Turn an SQLite result code into a DP_ERUN message naming the file.
  * `what` says what the store was doing ("storing run", ...). */
-static int db_fail(const store *st, int rc, const char *what, dp_err *err)
+int store_sql_fail(const store *st, int rc, const char *what, dp_err *err)
 {
     const char *path = st->path;
     const char *detail = st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
@@ -103,12 +103,12 @@ static int exec(store *st, const char *sql)
     return sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 }
 
-static int prepare(store *st, const char *sql, sqlite3_stmt **stmt, const char *what, dp_err *err)
+int store_sql_prepare(store *st, const char *sql, sqlite3_stmt **stmt, const char *what, dp_err *err)
 {
     int rc = sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL);
     if (rc != SQLITE_OK) {
         *stmt = NULL;
-        return db_fail(st, rc, what, err);
+        return store_sql_fail(st, rc, what, err);
     }
     return 0;
 }
@@ -118,18 +118,6 @@ static void rollback(store *st)
 {
     if (!sqlite3_get_autocommit(st->db))
         exec(st, "ROLLBACK");
-}
-
-/* NULL <-> NaN: SQLite stores a NaN as NULL, so NULL reads back as NaN. */
-static double col_double(sqlite3_stmt *s, int i)
-{
-    return sqlite3_column_type(s, i) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(s, i);
-}
-
-static const char *col_text(sqlite3_stmt *s, int i)
-{
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? (const char *)t : "";
 }
 
 static int bind_opt_text(sqlite3_stmt *s, int i, const char *v)
@@ -246,13 +234,13 @@ static int migrate(store *st, dp_err *err)
         const migration *m = &migrations[i];
         int rc = exec(st, "BEGIN IMMEDIATE");
         if (rc != SQLITE_OK)
-            return db_fail(st, rc, "starting a schema migration", err);
+            return store_sql_fail(st, rc, "starting a schema migration", err);
         /* Re-read inside the write lock: another process may have migrated
          * the file since we looked. */
         int64_t v = 0;
         rc = pragma_int(st, "PRAGMA user_version", &v);
         if (rc != SQLITE_OK) {
-            int e = db_fail(st, rc, "reading the schema version", err);
+            int e = store_sql_fail(st, rc, "reading the schema version", err);
             rollback(st);
             return e;
         }
@@ -277,7 +265,7 @@ static int migrate(store *st, dp_err *err)
         if (rc == SQLITE_OK)
             rc = exec(st, "COMMIT");
         if (rc != SQLITE_OK) {
-            int e = db_fail(st, rc, m->what, err);
+            int e = store_sql_fail(st, rc, m->what, err);
             rollback(st);
             return e;
         }
@@ -306,11 +294,11 @@ static int set_wal(store *st, dp_err *err)
         }
         if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) {
             if (rc != SQLITE_OK)
-                return db_fail(st, rc, "switching to WAL journal mode", err);
+                return store_sql_fail(st, rc, "switching to WAL journal mode", err);
             return 0;
         }
         if (waited_ms >= STORE_BUSY_TIMEOUT_MS)
-            return db_fail(st, rc, "switching to WAL journal mode", err);
+            return store_sql_fail(st, rc, "switching to WAL journal mode", err);
         sqlite3_sleep(50);
         waited_ms += 50;
     }
@@ -350,7 +338,7 @@ static int open_checks(store *st, int readonly, dp_err *err)
     if (rc == SQLITE_OK)
         rc = exec(st, "COMMIT");
     if (rc != SQLITE_OK) {
-        int e = db_fail(st, rc, "reading the database header", err);
+        int e = store_sql_fail(st, rc, "reading the database header", err);
         rollback(st);
         return e;
     }
@@ -381,7 +369,7 @@ static int open_checks(store *st, int readonly, dp_err *err)
                               st->path, version);
         rc = exec(st, "PRAGMA query_only = 1");
         if (rc != SQLITE_OK)
-            return db_fail(st, rc, "opening read-only", err);
+            return store_sql_fail(st, rc, "opening read-only", err);
         return 0;
     }
 
@@ -390,7 +378,7 @@ static int open_checks(store *st, int readonly, dp_err *err)
         return e;
     rc = exec(st, "PRAGMA foreign_keys = ON");
     if (rc != SQLITE_OK)
-        return db_fail(st, rc, "enabling foreign keys", err);
+        return store_sql_fail(st, rc, "enabling foreign keys", err);
     if (version < STORE_SCHEMA_VERSION)
         return migrate(st, err);
     return 0;
@@ -416,10 +404,11 @@ static int reopen_immutable_if_needed(store *st, dp_err *err)
         snprintf(wal, n + 5, "%s-wal", st->path);
         struct stat sb;
         if (stat(wal, &sb) == 0 && sb.st_size > 0)
-            e = db_fail(st, rc,
-                        "reading the database header (its -wal file holds data and no -shm file can be "
-                        "created beside it)",
-                        err);
+            e = store_sql_fail(
+                st, rc,
+                "reading the database header (its -wal file holds data and no -shm file can be "
+                "created beside it)",
+                err);
     }
     if (!e) {
         /* URI: percent-encode every byte but unreserved ones and '/'. */
@@ -439,7 +428,7 @@ static int reopen_immutable_if_needed(store *st, dp_err *err)
         st->db = NULL;
         rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         if (rc != SQLITE_OK)
-            e = db_fail(st, rc, "opening", err);
+            e = store_sql_fail(st, rc, "opening", err);
     }
     dp_free(wal);
     dp_free(uri);
@@ -469,7 +458,7 @@ store *store_open(const char *path, int readonly, dp_err *err)
     int flags = readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
-        db_fail(st, rc, "opening", err);
+        store_sql_fail(st, rc, "opening", err);
         store_close(st);
         return NULL;
     }
@@ -579,14 +568,15 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, hash);
     sqlite3_stmt *s;
-    int e = prepare(st, "SELECT id, text FROM scenarios WHERE hash = ?1", &s, "looking up the scenario", err);
+    int e = store_sql_prepare(st, "SELECT id, text FROM scenarios WHERE hash = ?1", &s,
+                              "looking up the scenario", err);
     if (e)
         return e;
     sqlite3_bind_text(s, 1, hex, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
         *id = sqlite3_column_int64(s, 0);
-        int same = strcmp(col_text(s, 1), text) == 0;
+        int same = strcmp(store_col_text(s, 1), text) == 0;
         sqlite3_finalize(s);
         if (!same)
             return dp_err_set(err, DP_ERUN,
@@ -597,12 +587,12 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     }
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)
-        return db_fail(st, rc, "looking up the scenario", err);
+        return store_sql_fail(st, rc, "looking up the scenario", err);
 
-    e = prepare(st,
-                "INSERT INTO scenarios(name, hash, text, created_at)"
-                " VALUES(?1, ?2, ?3, COALESCE(?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))",
-                &s, "storing the scenario", err);
+    e = store_sql_prepare(st,
+                          "INSERT INTO scenarios(name, hash, text, created_at)"
+                          " VALUES(?1, ?2, ?3, COALESCE(?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))",
+                          &s, "storing the scenario", err);
     if (e)
         return e;
     sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
@@ -612,9 +602,26 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)
-        return db_fail(st, rc, "storing the scenario", err);
+        return store_sql_fail(st, rc, "storing the scenario", err);
     *id = sqlite3_last_insert_rowid(st->db);
     return 0;
+}
+
+/* Start a write (BEGIN IMMEDIATE: the write lock is taken first, see the
+ * invariants above) and find or add its scenario row, *scn its id.  `what`
+ * names the write in messages ("a run").  On error the caller rolls back as
+ * after any other failed step (rollback() is a no-op outside a
+ * transaction). */
+static int begin_write(store *st, const char *what, const char *name, const char *text, uint64_t hash,
+                       const char *created_at, int64_t *scn, dp_err *err)
+{
+    int rc = exec(st, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) {
+        char doing[80];
+        snprintf(doing, sizeof doing, "starting to store %s", what);
+        return store_sql_fail(st, rc, doing, err);
+    }
+    return scenario_id(st, name, text, hash, created_at, scn, err);
 }
 
 /* Bind ?1..?5 to a sweep point's identity (the runs_point index's columns). */
@@ -636,16 +643,16 @@ static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json
     if (sweep_id == 0)
         return 0;
     sqlite3_stmt *s;
-    int e = prepare(st,
-                    "DELETE FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
-                    " AND seed = ?4 AND version = ?5 AND status = 'failed'",
-                    &s, "replacing a failed sweep point", err);
+    int e = store_sql_prepare(st,
+                              "DELETE FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
+                              " AND seed = ?4 AND version = ?5 AND status = 'failed'",
+                              &s, "replacing a failed sweep point", err);
     if (e)
         return e;
     bind_point_key(s, sweep_id, point_json, policy, seed, version);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? 0 : db_fail(st, rc, "replacing a failed sweep point", err);
+    return rc == SQLITE_DONE ? 0 : store_sql_fail(st, rc, "replacing a failed sweep point", err);
 }
 
 /* The run row; metrics from r (NULL for a failed run). */
@@ -662,7 +669,7 @@ typedef struct run_row {
 static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = prepare(
+    int e = store_sql_prepare(
         st,
         "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
         " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
@@ -713,7 +720,7 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
         return dp_err_set(err, DP_ERUN, "%s: sweep id %" PRId64 " does not exist", st->path, w->sweep_id);
     if (rc != SQLITE_DONE)
-        return db_fail(st, rc, "storing the run", err);
+        return store_sql_fail(st, rc, "storing the run", err);
     *run_id = sqlite3_last_insert_rowid(st->db);
     DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: run #%" PRId64 " (%s, seed %" PRIu64 ") stored", st->path, *run_id,
            w->policy, w->seed);
@@ -735,34 +742,34 @@ static int step_row(rows *w, sqlite3_stmt *s, const char *what, dp_err *err)
                           w->st->path, w->n, what);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : db_fail(w->st, rc, what, err);
+    return rc == SQLITE_DONE ? 0 : store_sql_fail(w->st, rc, what, err);
 }
 
 static int insert_children(store *st, int64_t run_id, const res_run *r, long fail_at, dp_err *err)
 {
     rows w = {st, 0, fail_at};
     sqlite3_stmt *dev = NULL, *ep = NULL, *fl = NULL, *seg = NULL, *sta = NULL;
-    int e =
-        prepare(st,
-                "INSERT INTO run_devices(run_id, idx, name, grp, kind, samples, batches, compute_s, send_s,"
-                " recv_s, wait_s, bytes_sent, bytes_recv, data_ready_s)"
-                " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                &dev, "storing devices", err);
+    int e = store_sql_prepare(
+        st,
+        "INSERT INTO run_devices(run_id, idx, name, grp, kind, samples, batches, compute_s, send_s,"
+        " recv_s, wait_s, bytes_sent, bytes_recv, data_ready_s)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        &dev, "storing devices", err);
     if (!e)
-        e = prepare(st, "INSERT INTO run_epochs(run_id, epoch, end_s) VALUES(?1, ?2, ?3)", &ep,
-                    "storing epochs", err);
+        e = store_sql_prepare(st, "INSERT INTO run_epochs(run_id, epoch, end_s) VALUES(?1, ?2, ?3)", &ep,
+                              "storing epochs", err);
     if (!e)
-        e = prepare(st, "INSERT INTO run_flops(run_id, bin, t0_s, flops) VALUES(?1, ?2, ?3, ?4)", &fl,
-                    "storing FLOPS bins", err);
+        e = store_sql_prepare(st, "INSERT INTO run_flops(run_id, bin, t0_s, flops) VALUES(?1, ?2, ?3, ?4)",
+                              &fl, "storing FLOPS bins", err);
     if (!e)
-        e = prepare(st,
-                    "INSERT INTO run_segments(run_id, device, act, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)",
-                    &seg, "storing timeline segments", err);
+        e = store_sql_prepare(
+            st, "INSERT INTO run_segments(run_id, device, act, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)", &seg,
+            "storing timeline segments", err);
     if (!e)
-        e = prepare(st,
-                    "INSERT INTO run_stats(run_id, seq, name, scope, a, b, value)"
-                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    &sta, "storing statistics", err);
+        e = store_sql_prepare(st,
+                              "INSERT INTO run_stats(run_id, seq, name, scope, a, b, value)"
+                              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                              &sta, "storing statistics", err);
 
     for (size_t i = 0; !e && i < r->n_devices; i++) {
         const res_device *d = &r->devices[i];
@@ -835,13 +842,15 @@ static int insert_files(store *st, int64_t run_id, const scn_scenario *s, dp_err
     if (!s->n_files)
         return 0;
     sqlite3_stmt *get = NULL, *blob = NULL, *rf = NULL;
-    int e = prepare(st, "SELECT bytes, data FROM blobs WHERE hash = ?1", &get, "storing trace files", err);
+    int e = store_sql_prepare(st, "SELECT bytes, data FROM blobs WHERE hash = ?1", &get,
+                              "storing trace files", err);
     if (!e)
-        e = prepare(st, "INSERT INTO blobs(hash, bytes, data) VALUES(?1, ?2, ?3)", &blob,
-                    "storing trace files", err);
+        e = store_sql_prepare(st, "INSERT INTO blobs(hash, bytes, data) VALUES(?1, ?2, ?3)", &blob,
+                              "storing trace files", err);
     if (!e)
-        e = prepare(st, "INSERT INTO run_files(run_id, name, path, hash, bytes) VALUES(?1, ?2, ?3, ?4, ?5)",
-                    &rf, "storing trace files", err);
+        e = store_sql_prepare(
+            st, "INSERT INTO run_files(run_id, name, path, hash, bytes) VALUES(?1, ?2, ?3, ?4, ?5)", &rf,
+            "storing trace files", err);
     for (size_t i = 0; !e && i < s->n_files; i++) {
         const scn_file *f = &s->files[i];
         if (!f->name || !f->path || (f->len && !f->data) || f->len > (size_t)INT32_MAX) {
@@ -868,9 +877,9 @@ static int insert_files(store *st, int64_t run_id, const scn_scenario *s, dp_err
             rc = sqlite3_step(blob);
             sqlite3_reset(blob);
             if (rc != SQLITE_DONE)
-                e = db_fail(st, rc, "storing trace files", err);
+                e = store_sql_fail(st, rc, "storing trace files", err);
         } else {
-            e = db_fail(st, rc, "storing trace files", err);
+            e = store_sql_fail(st, rc, "storing trace files", err);
         }
         sqlite3_reset(get);
         if (e)
@@ -883,7 +892,7 @@ static int insert_files(store *st, int64_t run_id, const scn_scenario *s, dp_err
         rc = sqlite3_step(rf);
         sqlite3_reset(rf);
         if (rc != SQLITE_DONE)
-            e = db_fail(st, rc, "storing trace files", err);
+            e = store_sql_fail(st, rc, "storing trace files", err);
     }
     sqlite3_finalize(get);
     sqlite3_finalize(blob);
@@ -981,11 +990,8 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
                  .wall_s = r->wall_s,
                  .sweep_id = sweep_id,
                  .r = r};
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = db_fail(st, rc, "starting to store a run", err);
-    if (!e)
-        e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
+    int rc;
+    e = begin_write(st, "a run", s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, r->policy, r->seed, version, err);
     if (!e)
@@ -995,7 +1001,7 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
     if (!e)
         e = insert_files(st, id, s, err);
     if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = db_fail(st, rc, "committing the run", err);
+        e = store_sql_fail(st, rc, "committing the run", err);
     if (e)
         rollback(st);
     dp_free(ov);
@@ -1034,18 +1040,15 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                  .wall_s = 0.0,
                  .sweep_id = sweep_id,
                  .r = NULL};
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = db_fail(st, rc, "starting to store a failed run", err);
-    if (!e)
-        e = scenario_id(st, scenario_name, scenario_text ? scenario_text : "", text_hash, started_at,
-                        &w.scenario_id, err);
+    int rc;
+    e = begin_write(st, "a failed run", scenario_name, scenario_text ? scenario_text : "", text_hash,
+                    started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, policy, seed, version, err);
     if (!e)
         e = insert_run(st, &w, &id, err);
     if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = db_fail(st, rc, "committing the failed run", err);
+        e = store_sql_fail(st, rc, "committing the failed run", err);
     if (e)
         rollback(st);
     dp_free(ov);
@@ -1066,14 +1069,11 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
     if (e)
         return e;
     int64_t scn = 0;
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        e = db_fail(st, rc, "starting to store a calibration", err);
-    if (!e)
-        e = scenario_id(st, s->name, s->text, s->text_hash, started_at, &scn, err);
+    int rc;
+    e = begin_write(st, "a calibration", s->name, s->text, s->text_hash, started_at, &scn, err);
     sqlite3_stmt *q = NULL;
     if (!e)
-        e = prepare(
+        e = store_sql_prepare(
             st,
             "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations, version,"
             " started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -1091,11 +1091,11 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
         sqlite3_bind_text(q, 7, started_at, -1, SQLITE_TRANSIENT);
         rc = sqlite3_step(q);
         if (rc != SQLITE_DONE)
-            e = db_fail(st, rc, "storing the calibration", err);
+            e = store_sql_fail(st, rc, "storing the calibration", err);
     }
     sqlite3_finalize(q);
     if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = db_fail(st, rc, "committing the calibration", err);
+        e = store_sql_fail(st, rc, "committing the calibration", err);
     if (e)
         rollback(st);
     else if (id)
@@ -1110,7 +1110,7 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
 static int begin_read(store *st, const char *what, dp_err *err)
 {
     int rc = exec(st, "BEGIN");
-    return rc == SQLITE_OK ? 0 : db_fail(st, rc, what, err);
+    return rc == SQLITE_OK ? 0 : store_sql_fail(st, rc, what, err);
 }
 
 static int end_read(store *st, int e, const char *what, dp_err *err)
@@ -1120,13 +1120,13 @@ static int end_read(store *st, int e, const char *what, dp_err *err)
         return e;
     }
     int rc = exec(st, "COMMIT");
-    return rc == SQLITE_OK ? 0 : db_fail(st, rc, what, err);
+    return rc == SQLITE_OK ? 0 : store_sql_fail(st, rc, what, err);
 }
 
 static int count_rows(store *st, const char *sql, int64_t run_id, int64_t *n, const char *what, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = prepare(st, sql, &s, what, err);
+    int e = store_sql_prepare(st, sql, &s, what, err);
     if (e)
         return e;
     sqlite3_bind_int64(s, 1, run_id);
@@ -1134,7 +1134,7 @@ static int count_rows(store *st, const char *sql, int64_t run_id, int64_t *n, co
     if (rc == SQLITE_ROW)
         *n = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    return rc == SQLITE_ROW ? 0 : db_fail(st, rc, what, err);
+    return rc == SQLITE_ROW ? 0 : store_sql_fail(st, rc, what, err);
 }
 
 static int corrupt(const store *st, int64_t run_id, const char *what, dp_err *err)
@@ -1145,100 +1145,101 @@ static int corrupt(const store *st, int64_t run_id, const char *what, dp_err *er
 static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = prepare(st,
-                    "SELECT policy, options_json, seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
-                    " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
-                    " FROM runs WHERE id = ?1",
-                    &s, "reading the run", err);
+    int e =
+        store_sql_prepare(st,
+                          "SELECT policy, options_json, seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
+                          " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
+                          " FROM runs WHERE id = ?1",
+                          &s, "reading the run", err);
     if (e)
         return e;
     sqlite3_bind_int64(s, 1, run_id);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        snprintf(r->policy, sizeof r->policy, "%s", col_text(s, 0));
-        r->options_json = dp_strdup(col_text(s, 1));
+        snprintf(r->policy, sizeof r->policy, "%s", store_col_text(s, 0));
+        r->options_json = dp_strdup(store_col_text(s, 1));
         r->seed = (uint64_t)sqlite3_column_int64(s, 2);
-        r->wall_s = col_double(s, 3);
-        r->tsend_s = col_double(s, 4);
-        r->ttraining_s = col_double(s, 5);
-        r->ttotal_s = col_double(s, 6);
-        r->tflops = col_double(s, 7);
-        r->utilization = col_double(s, 8);
-        r->samples_processed = col_double(s, 9);
-        r->bytes_total = col_double(s, 10);
+        r->wall_s = store_col_double(s, 3);
+        r->tsend_s = store_col_double(s, 4);
+        r->ttraining_s = store_col_double(s, 5);
+        r->ttotal_s = store_col_double(s, 6);
+        r->tflops = store_col_double(s, 7);
+        r->utilization = store_col_double(s, 8);
+        r->samples_processed = store_col_double(s, 9);
+        r->bytes_total = store_col_double(s, 10);
         r->events = (uint64_t)sqlite3_column_int64(s, 11);
-        r->bin_s = col_double(s, 12);
+        r->bin_s = store_col_double(s, 12);
         r->timeline_res_s = sqlite3_column_type(s, 13) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 13);
         if (!r->options_json)
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
     } else if (rc == SQLITE_DONE)
         e = dp_err_set(err, DP_EINPUT, "%s: no run with id %" PRId64, st->path, run_id);
     else
-        e = db_fail(st, rc, "reading the run", err);
+        e = store_sql_fail(st, rc, "reading the run", err);
     sqlite3_finalize(s);
     return e;
 }
 
-static int read_devices(store *st, int64_t run_id, res_run *r, dp_err *err)
-{
-    sqlite3_stmt *s;
-    int e = prepare(st,
-                    "SELECT idx, name, grp, kind, samples, batches, compute_s, send_s, recv_s, wait_s,"
-                    " bytes_sent, bytes_recv, data_ready_s FROM run_devices WHERE run_id = ?1 ORDER BY idx",
-                    &s, "reading devices", err);
-    if (e)
-        return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    size_t i = 0;
-    int rc = SQLITE_DONE;
-    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (i >= r->n_devices || sqlite3_column_int64(s, 0) != (int64_t)i) {
-            e = corrupt(st, run_id, "device", err);
-            break;
-        }
-        res_device *d = &r->devices[i++];
-        snprintf(d->name, sizeof d->name, "%s", col_text(s, 1));
-        snprintf(d->group, sizeof d->group, "%s", col_text(s, 2));
-        snprintf(d->kind, sizeof d->kind, "%s", col_text(s, 3));
-        d->samples = sqlite3_column_int64(s, 4);
-        d->batches = sqlite3_column_int64(s, 5);
-        d->compute_s = col_double(s, 6);
-        d->send_s = col_double(s, 7);
-        d->recv_s = col_double(s, 8);
-        d->wait_s = col_double(s, 9);
-        d->bytes_sent = col_double(s, 10);
-        d->bytes_recv = col_double(s, 11);
-        d->data_ready_s = col_double(s, 12);
-    }
-    if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading devices", err);
-    if (!e && i != r->n_devices)
-        e = corrupt(st, run_id, "device", err);
-    sqlite3_finalize(s);
-    return e;
-}
-
-/* Every row of `sql` (which takes the run id as ?1) through row(), which
- * returns 0 or an error code (its message set); `what` names the rows in
- * messages ("epochs").  The pattern every child table's reader shares. */
-typedef int (*row_fn)(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err);
-
-static int read_rows(store *st, const char *sql, const char *what, int64_t run_id, res_run *r, row_fn row,
-                     dp_err *err)
+int store_sql_rows(store *st, const char *sql, const char *what, int64_t id, const char *text, void *ctx,
+                   store_row_fn row, size_t *n_rows, dp_err *err)
 {
     sqlite3_stmt *s;
     char doing[64];
     snprintf(doing, sizeof doing, "reading %s", what);
-    int e = prepare(st, sql, &s, doing, err);
+    size_t i = 0;
+    if (n_rows)
+        *n_rows = 0;
+    int e = store_sql_prepare(st, sql, &s, doing, err);
     if (e)
         return e;
-    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_int64(s, 1, id);
+    if (text)
+        sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW)
-        e = row(st, s, run_id, r, err);
+        e = row(st, s, id, i++, ctx, err);
     if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, doing, err);
+        e = store_sql_fail(st, rc, doing, err);
     sqlite3_finalize(s);
+    if (n_rows)
+        *n_rows = i;
+    return e;
+}
+
+/* The child tables of store_get_run: each reader is a row function over
+ * store_sql_rows, its context the res_run being filled. */
+
+static int device_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
+{
+    res_run *r = ctx;
+    if (i >= r->n_devices || sqlite3_column_int64(s, 0) != (int64_t)i)
+        return corrupt(st, run_id, "device", err);
+    res_device *d = &r->devices[i];
+    snprintf(d->name, sizeof d->name, "%s", store_col_text(s, 1));
+    snprintf(d->group, sizeof d->group, "%s", store_col_text(s, 2));
+    snprintf(d->kind, sizeof d->kind, "%s", store_col_text(s, 3));
+    d->samples = sqlite3_column_int64(s, 4);
+    d->batches = sqlite3_column_int64(s, 5);
+    d->compute_s = store_col_double(s, 6);
+    d->send_s = store_col_double(s, 7);
+    d->recv_s = store_col_double(s, 8);
+    d->wait_s = store_col_double(s, 9);
+    d->bytes_sent = store_col_double(s, 10);
+    d->bytes_recv = store_col_double(s, 11);
+    d->data_ready_s = store_col_double(s, 12);
+    return 0;
+}
+
+static int read_devices(store *st, int64_t run_id, res_run *r, dp_err *err)
+{
+    size_t n = 0;
+    int e = store_sql_rows(
+        st,
+        "SELECT idx, name, grp, kind, samples, batches, compute_s, send_s, recv_s, wait_s,"
+        " bytes_sent, bytes_recv, data_ready_s FROM run_devices WHERE run_id = ?1 ORDER BY idx",
+        "devices", run_id, NULL, r, device_row, &n, err);
+    if (!e && n != r->n_devices)
+        e = corrupt(st, run_id, "device", err);
     return e;
 }
 
@@ -1247,65 +1248,82 @@ static int oom_reading(const store *st, int64_t run_id, const char *what, dp_err
     return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %s of run %" PRId64, st->path, what, run_id);
 }
 
-static int epoch_row(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err)
+static int epoch_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
 {
-    if (res_add_epoch(r, sqlite3_column_int(s, 0), col_double(s, 1)) != 0)
+    (void)i;
+    if (res_add_epoch(ctx, sqlite3_column_int(s, 0), store_col_double(s, 1)) != 0)
         return oom_reading(st, run_id, "epochs", err);
     return 0;
 }
 
 static int read_epochs(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    return read_rows(st, "SELECT epoch, end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch", "epochs",
-                     run_id, r, epoch_row, err);
+    return store_sql_rows(st, "SELECT epoch, end_s FROM run_epochs WHERE run_id = ?1 ORDER BY epoch",
+                          "epochs", run_id, NULL, r, epoch_row, NULL, err);
 }
 
-static int stat_row(store *st, sqlite3_stmt *s, int64_t run_id, res_run *r, dp_err *err)
+static int stat_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
 {
+    (void)i;
     const char *name = (const char *)sqlite3_column_text(s, 0);
     int scope = res_scope_by_name((const char *)sqlite3_column_text(s, 1));
-    double v = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
+    double v = store_col_double(s, 4);
     if (!name || scope < 0)
         return corrupt(st, run_id, "statistic", err);
-    if (res_add_stat(r, name, (res_scope)scope, sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), v))
+    if (res_add_stat(ctx, name, (res_scope)scope, sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), v))
         return oom_reading(st, run_id, "statistics", err);
     return 0;
 }
 
 static int read_stats(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    return read_rows(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq",
-                     "statistics", run_id, r, stat_row, err);
+    return store_sql_rows(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq",
+                          "statistics", run_id, NULL, r, stat_row, NULL, err);
+}
+
+/* r->n_bins holds the capacity while reading: bins are 0, 1, ... */
+static int flops_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
+{
+    res_run *r = ctx;
+    if (i >= r->n_bins || sqlite3_column_int64(s, 0) != (int64_t)i)
+        return corrupt(st, run_id, "FLOPS bin", err);
+    r->flops_bins[i] = store_col_double(s, 1);
+    return 0;
+}
+
+/* An array for the rows of a run's child table, sized by count_sql (which
+ * takes the run id as ?1): *out (a T ** passed as void *, written with
+ * memcpy) gets n zeroed elements of size bytes, or stays NULL when n is 0. */
+static int alloc_rows(store *st, const char *count_sql, int64_t run_id, const char *what, size_t size,
+                      void *out, size_t *n, dp_err *err)
+{
+    char doing[64];
+    snprintf(doing, sizeof doing, "reading %s", what);
+    int64_t count = 0;
+    *n = 0;
+    int e = count_rows(st, count_sql, run_id, &count, doing, err);
+    if (e || count <= 0)
+        return e;
+    void *p = dp_calloc((size_t)count, size);
+    if (!p)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " %s", st->path, count, what);
+    memcpy(out, &p, sizeof p);
+    *n = (size_t)count;
+    return 0;
 }
 
 static int read_flops(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    int64_t n = 0;
-    int e = count_rows(st, "SELECT count(*) FROM run_flops WHERE run_id = ?1", run_id, &n,
-                       "reading FLOPS bins", err);
+    size_t n = 0;
+    int e = alloc_rows(st, "SELECT count(*) FROM run_flops WHERE run_id = ?1", run_id, "FLOPS bins",
+                       sizeof *r->flops_bins, &r->flops_bins, &n, err);
     if (e || n == 0)
         return e;
-    r->flops_bins = dp_calloc((size_t)n, sizeof *r->flops_bins);
-    if (!r->flops_bins)
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " FLOPS bins", st->path, n);
-    sqlite3_stmt *s;
-    e = prepare(st, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", &s,
-                "reading FLOPS bins", err);
-    if (e)
-        return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    size_t i = 0;
-    int rc = SQLITE_DONE;
-    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (i >= (size_t)n || sqlite3_column_int64(s, 0) != (int64_t)i)
-            e = corrupt(st, run_id, "FLOPS bin", err);
-        else
-            r->flops_bins[i++] = col_double(s, 1);
-    }
-    if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading FLOPS bins", err);
-    sqlite3_finalize(s);
-    r->n_bins = i;
+    r->n_bins = n;
+    size_t got = 0;
+    e = store_sql_rows(st, "SELECT bin, flops FROM run_flops WHERE run_id = ?1 ORDER BY bin", "FLOPS bins",
+                       run_id, NULL, r, flops_row, &got, err);
+    r->n_bins = e ? 0 : got;
     return e;
 }
 
@@ -1319,44 +1337,36 @@ static int activity_from_name(const char *name, res_activity *out)
     return -1;
 }
 
+static int segment_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
+{
+    (void)i;
+    res_run *r = ctx;
+    int64_t dev = sqlite3_column_int64(s, 0);
+    res_segment g;
+    if (r->n_segments >= r->cap_segments || dev < 0 || (uint64_t)dev >= r->n_devices ||
+        activity_from_name(store_col_text(s, 1), &g.act) != 0)
+        return corrupt(st, run_id, "timeline segment", err);
+    g.device = (int)dev;
+    g.t0_s = store_col_double(s, 2);
+    g.t1_s = store_col_double(s, 3);
+    r->segments[r->n_segments++] = g;
+    return 0;
+}
+
 static int read_segments(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
-    int64_t n = 0;
-    int e = count_rows(st, "SELECT count(*) FROM run_segments WHERE run_id = ?1", run_id, &n,
-                       "reading timeline segments", err);
+    size_t n = 0;
+    int e = alloc_rows(st, "SELECT count(*) FROM run_segments WHERE run_id = ?1", run_id, "timeline segments",
+                       sizeof *r->segments, &r->segments, &n, err);
     if (e || n == 0)
         return e;
-    r->segments = dp_calloc((size_t)n, sizeof *r->segments);
-    if (!r->segments)
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading %" PRId64 " segments", st->path, n);
-    r->cap_segments = (size_t)n;
-    sqlite3_stmt *s;
+    r->cap_segments = n;
     /* Insertion order is rowid order: the stored timeline is the merged
      * one, copied as is (re-merging could only change it if it had been
      * edited by hand). */
-    e = prepare(st, "SELECT device, act, t0_s, t1_s FROM run_segments WHERE run_id = ?1 ORDER BY rowid", &s,
-                "reading timeline segments", err);
-    if (e)
-        return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc = SQLITE_DONE;
-    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        res_segment *g = &r->segments[r->n_segments];
-        int64_t dev = sqlite3_column_int64(s, 0);
-        if (r->n_segments >= (size_t)n || dev < 0 || (uint64_t)dev >= r->n_devices ||
-            activity_from_name(col_text(s, 1), &g->act) != 0) {
-            e = corrupt(st, run_id, "timeline segment", err);
-            break;
-        }
-        g->device = (int)dev;
-        g->t0_s = col_double(s, 2);
-        g->t1_s = col_double(s, 3);
-        r->n_segments++;
-    }
-    if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading timeline segments", err);
-    sqlite3_finalize(s);
-    return e;
+    return store_sql_rows(st,
+                          "SELECT device, act, t0_s, t1_s FROM run_segments WHERE run_id = ?1 ORDER BY rowid",
+                          "timeline segments", run_id, NULL, r, segment_row, NULL, err);
 }
 
 int store_get_run(store *st, int64_t run_id, res_run **out, dp_err *err)
@@ -1408,7 +1418,8 @@ void store_strings_free(char **v, size_t n)
 static int read_overrides(store *st, const char *json, char ***out, size_t *n_out, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = prepare(st, "SELECT value, type FROM json_each(?1) ORDER BY key", &s, "reading overrides", err);
+    int e = store_sql_prepare(st, "SELECT value, type FROM json_each(?1) ORDER BY key", &s,
+                              "reading overrides", err);
     if (e)
         return e;
     sqlite3_bind_text(s, 1, json, -1, SQLITE_TRANSIENT);
@@ -1416,7 +1427,7 @@ static int read_overrides(store *st, const char *json, char ***out, size_t *n_ou
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (strcmp(col_text(s, 1), "text") != 0) {
+        if (strcmp(store_col_text(s, 1), "text") != 0) {
             e = dp_err_set(err, DP_ERUN, "%s: stored overrides are not a list of strings: %s", st->path,
                            json);
             break;
@@ -1431,14 +1442,14 @@ static int read_overrides(store *st, const char *json, char ***out, size_t *n_ou
             v = nv;
             cap = c;
         }
-        if (!(v[n] = dp_strdup(col_text(s, 0)))) {
+        if (!(v[n] = dp_strdup(store_col_text(s, 0)))) {
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading overrides", st->path);
             break;
         }
         n++;
     }
     if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading overrides", err);
+        e = store_sql_fail(st, rc, "reading overrides", err);
     sqlite3_finalize(s);
     if (e) {
         store_strings_free(v, n);
@@ -1453,8 +1464,8 @@ int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err)
 {
     *dir = NULL;
     sqlite3_stmt *q;
-    int e = prepare(st, "SELECT scenario_dir FROM runs WHERE id = ?1", &q,
-                    "reading a run's scenario directory", err);
+    int e = store_sql_prepare(st, "SELECT scenario_dir FROM runs WHERE id = ?1", &q,
+                              "reading a run's scenario directory", err);
     if (e)
         return e;
     sqlite3_bind_int64(q, 1, run_id);
@@ -1465,8 +1476,9 @@ int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err)
         return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
     }
     sqlite3_finalize(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
-                                                 : db_fail(st, rc, "reading a run's scenario directory", err);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE
+               ? 0
+               : store_sql_fail(st, rc, "reading a run's scenario directory", err);
 }
 
 int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,
@@ -1485,25 +1497,25 @@ int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char *
     char *text = NULL, *name = NULL, *pol = NULL, *ovj = NULL, **ov = NULL;
     size_t n_ov = 0;
     uint64_t sd = 0;
-    e = prepare(st,
-                "SELECT s.text, s.name, r.overrides_json, r.policy, r.seed FROM runs r"
-                " JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
-                &s, "reading a run's source", err);
+    e = store_sql_prepare(st,
+                          "SELECT s.text, s.name, r.overrides_json, r.policy, r.seed FROM runs r"
+                          " JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
+                          &s, "reading a run's source", err);
     if (!e) {
         sqlite3_bind_int64(s, 1, run_id);
         int rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
-            text = dp_strdup(col_text(s, 0));
-            name = dp_strdup(col_text(s, 1));
-            ovj = dp_strdup(col_text(s, 2));
-            pol = dp_strdup(col_text(s, 3));
+            text = dp_strdup(store_col_text(s, 0));
+            name = dp_strdup(store_col_text(s, 1));
+            ovj = dp_strdup(store_col_text(s, 2));
+            pol = dp_strdup(store_col_text(s, 3));
             sd = (uint64_t)sqlite3_column_int64(s, 4);
             if (!text || !name || !ovj || !pol)
                 e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
         } else if (rc == SQLITE_DONE)
             e = dp_err_set(err, DP_EINPUT, "%s: no run with id %" PRId64, st->path, run_id);
         else
-            e = db_fail(st, rc, "reading a run's source", err);
+            e = store_sql_fail(st, rc, "reading a run's source", err);
         sqlite3_finalize(s);
     }
     if (!e)
@@ -1548,10 +1560,11 @@ int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_f
     sqlite3_stmt *s = NULL;
     scn_file *v = NULL;
     size_t n = 0;
-    e = prepare(st,
-                "SELECT f.name, f.path, f.hash, b.data FROM run_files f JOIN blobs b ON b.hash = f.hash"
-                " WHERE f.run_id = ?1 ORDER BY f.rowid",
-                &s, "reading a run's trace files", err);
+    e = store_sql_prepare(
+        st,
+        "SELECT f.name, f.path, f.hash, b.data FROM run_files f JOIN blobs b ON b.hash = f.hash"
+        " WHERE f.run_id = ?1 ORDER BY f.rowid",
+        &s, "reading a run's trace files", err);
     int rc = SQLITE_DONE;
     if (!e)
         sqlite3_bind_int64(s, 1, run_id);
@@ -1566,8 +1579,8 @@ int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_f
         memset(f, 0, sizeof *f);
         const void *d = sqlite3_column_blob(s, 3);
         size_t len = (size_t)sqlite3_column_bytes(s, 3);
-        f->name = dp_strdup(col_text(s, 0));
-        f->path = dp_strdup(col_text(s, 1));
+        f->name = dp_strdup(store_col_text(s, 0));
+        f->path = dp_strdup(store_col_text(s, 1));
         f->data = dp_malloc(len + 1);
         if (!f->name || !f->path || !f->data) {
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading trace files", st->path);
@@ -1580,13 +1593,13 @@ int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_f
         f->hash = scn_hash(f->data, len);
         char hex[17];
         snprintf(hex, sizeof hex, "%016" PRIx64, f->hash);
-        if (strcmp(hex, col_text(s, 2)) != 0)
+        if (strcmp(hex, store_col_text(s, 2)) != 0)
             e = dp_err_set(err, DP_ERUN,
                            "%s: run %" PRId64 ": stored trace file '%s' does not match its hash %s", st->path,
-                           run_id, f->name, col_text(s, 2));
+                           run_id, f->name, store_col_text(s, 2));
     }
     if (!e && rc != SQLITE_DONE)
-        e = db_fail(st, rc, "reading a run's trace files", err);
+        e = store_sql_fail(st, rc, "reading a run's trace files", err);
     if (s)
         sqlite3_finalize(s);
     e = end_read(st, e, "reading a run's trace files", err);
@@ -1614,11 +1627,12 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
     if (!st || !out)
         return dp_err_set(err, DP_EINPUT, "store_list_runs: %s is NULL", st ? "out" : "store");
     sqlite3_stmt *s;
-    int e = prepare(st,
-                    "SELECT r.id, r.started_at, s.name, r.policy, r.seed, r.status, r.tsend_s, r.ttraining_s,"
-                    " r.ttotal_s, r.tflops FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-                    " WHERE (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2) ORDER BY r.id",
-                    &s, "listing runs", err);
+    int e = store_sql_prepare(
+        st,
+        "SELECT r.id, r.started_at, s.name, r.policy, r.seed, r.status, r.tsend_s, r.ttraining_s,"
+        " r.ttotal_s, r.tflops FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
+        " WHERE (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2) ORDER BY r.id",
+        &s, "listing runs", err);
     if (e)
         return e;
     bind_opt_text(s, 1, scenario);
@@ -1628,8 +1642,8 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
     int rc = SQLITE_DONE;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         fprintf(out, "%6" PRId64 "  %-20s  %-24s  %-10s  %10" PRIu64 "  %-6s",
-                (int64_t)sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3),
-                (uint64_t)sqlite3_column_int64(s, 4), col_text(s, 5));
+                (int64_t)sqlite3_column_int64(s, 0), store_col_text(s, 1), store_col_text(s, 2),
+                store_col_text(s, 3), (uint64_t)sqlite3_column_int64(s, 4), store_col_text(s, 5));
         print_metric(out, s, 6, 12);
         print_metric(out, s, 7, 12);
         print_metric(out, s, 8, 12);
@@ -1637,7 +1651,7 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
         fputc('\n', out);
     }
     if (rc != SQLITE_DONE)
-        e = db_fail(st, rc, "listing runs", err);
+        e = store_sql_fail(st, rc, "listing runs", err);
     sqlite3_finalize(s);
     if (!e && (fflush(out) != 0 || ferror(out)))
         e = dp_err_set(err, DP_ERUN, "%s: writing the run list failed: %s", st->path, strerror(errno));
@@ -1657,13 +1671,11 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
     if (e)
         return e;
     int64_t scn = 0, id = 0, id_scn = 0;
-    int rc = exec(st, "BEGIN IMMEDIATE");
-    if (rc != SQLITE_OK)
-        return db_fail(st, rc, "starting to store a sweep", err);
-    e = scenario_id(st, s->name, s->text, s->text_hash, NULL, &scn, err);
+    int rc;
+    e = begin_write(st, "a sweep", s->name, s->text, s->text_hash, NULL, &scn, err);
     sqlite3_stmt *q = NULL;
     if (!e)
-        e = prepare(
+        e = store_sql_prepare(
             st,
             "INSERT INTO sweeps(scenario_id, spec_json, created_at)"
             " VALUES(?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) ON CONFLICT(spec_json) DO NOTHING",
@@ -1674,11 +1686,11 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
         rc = sqlite3_step(q);
         sqlite3_finalize(q);
         if (rc != SQLITE_DONE)
-            e = db_fail(st, rc, "storing the sweep", err);
+            e = store_sql_fail(st, rc, "storing the sweep", err);
     }
     if (!e)
-        e = prepare(st, "SELECT id, scenario_id FROM sweeps WHERE spec_json = ?1", &q, "looking up the sweep",
-                    err);
+        e = store_sql_prepare(st, "SELECT id, scenario_id FROM sweeps WHERE spec_json = ?1", &q,
+                              "looking up the sweep", err);
     if (!e) {
         sqlite3_bind_text(q, 1, spec_json, -1, SQLITE_TRANSIENT);
         rc = sqlite3_step(q);
@@ -1686,7 +1698,7 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
             id = sqlite3_column_int64(q, 0);
             id_scn = sqlite3_column_int64(q, 1);
         } else
-            e = db_fail(st, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "looking up the sweep", err);
+            e = store_sql_fail(st, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "looking up the sweep", err);
         sqlite3_finalize(q);
     }
     /* One spec, one scenario: resuming a sweep over an edited scenario file
@@ -1697,7 +1709,7 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
                        ", not for '%s' (scenario %" PRId64 "); include the scenario hash in the spec",
                        st->path, id, id_scn, s->name, scn);
     if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = db_fail(st, rc, "committing the sweep", err);
+        e = store_sql_fail(st, rc, "committing the sweep", err);
     if (e) {
         rollback(st);
         return e;
@@ -1713,73 +1725,19 @@ int store_point_done(store *st, int64_t sweep_id, const char *point_json, const 
         return dp_err_set(err, DP_EINPUT, "store_point_done: NULL argument");
     *done = 0;
     sqlite3_stmt *s;
-    int e = prepare(st,
-                    "SELECT status FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
-                    " AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
-                    &s, "checking a sweep point", err);
+    int e =
+        store_sql_prepare(st,
+                          "SELECT status FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
+                          " AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
+                          &s, "checking a sweep point", err);
     if (e)
         return e;
     bind_point_key(s, sweep_id, point_json, policy, seed, version);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
-        *done = strcmp(col_text(s, 0), "ok") == 0 ? 1 : 2;
+        *done = strcmp(store_col_text(s, 0), "ok") == 0 ? 1 : 2;
     else if (rc != SQLITE_DONE)
-        e = db_fail(st, rc, "checking a sweep point", err);
+        e = store_sql_fail(st, rc, "checking a sweep point", err);
     sqlite3_finalize(s);
-    return e;
-}
-
-int store_stat_bins(sqlite3 *db, int64_t run_id, const char *name, int64_t **bin, int64_t **edge,
-                    double **count, size_t *n, dp_err *err)
-{
-    *bin = *edge = NULL;
-    *count = NULL;
-    *n = 0;
-    sqlite3_stmt *s;
-    int rc = sqlite3_prepare_v2(db,
-                                "SELECT a, b, value FROM run_stats WHERE run_id = ?1 AND name = ?2 AND "
-                                "scope = 'bin' ORDER BY a",
-                                -1, &s, NULL);
-    if (rc != SQLITE_OK)
-        return dp_err_set(err, DP_ERUN, "reading histogram %s of run %" PRId64 ": %s", name, run_id,
-                          sqlite3_errmsg(db));
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
-    size_t cap = 0;
-    int e = 0;
-    while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            int64_t *nb = dp_realloc(*bin, cap * sizeof *nb),
-                    *ne = nb ? dp_realloc(*edge, cap * sizeof *ne) : NULL;
-            if (nb)
-                *bin = nb;
-            if (ne)
-                *edge = ne;
-            double *nc = ne ? dp_realloc(*count, cap * sizeof *nc) : NULL;
-            if (nc)
-                *count = nc;
-            if (!nb || !ne || !nc) {
-                e = dp_err_set(err, DP_ENOMEM, "out of memory reading histogram %s", name);
-                break;
-            }
-        }
-        (*bin)[*n] = sqlite3_column_int64(s, 0);
-        (*edge)[*n] = sqlite3_column_int64(s, 1);
-        (*count)[*n] = sqlite3_column_double(s, 2);
-        (*n)++;
-    }
-    if (!e && rc != SQLITE_DONE)
-        e = dp_err_set(err, DP_ERUN, "reading histogram %s of run %" PRId64 ": %s", name, run_id,
-                       sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-    if (e) {
-        dp_free(*bin);
-        dp_free(*edge);
-        dp_free(*count);
-        *bin = *edge = NULL;
-        *count = NULL;
-        *n = 0;
-    }
     return e;
 }

@@ -39,7 +39,6 @@
 #include "results.h"
 #include "scenario.h"
 
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -171,19 +170,158 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
 int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
                      const char *version, int *done, dp_err *err);
 
-/* The SQLite connection, borrowed for read-only queries (plots) and tests;
- * valid until store_close.  Do not close it or leave a transaction open. */
-sqlite3 *store_db(store *st);
 /* The file name given to store_open (borrowed, lives as long as st). */
 const char *store_path(const store *st);
 
-/* The histogram `name` (scope bin, run_stats) of run run_id, read from db
- * (a store_db connection): *n bins in bin order, bin[k] its index, edge[k]
- * its lower edge, count[k] its value; three dp_malloc arrays the caller
- * frees (NULL, *n = 0 when the run has no such histogram).  0 or DP_ERUN
- * (database error), DP_ENOMEM. */
-int store_stat_bins(sqlite3 *db, int64_t run_id, const char *name, int64_t **bin, int64_t **edge,
-                    double **count, size_t *n, dp_err *err);
+/* ---- typed reads (query.c): what the plots draw ------------------------
+ *
+ * Plain C structs and arrays, so that no caller sees SQL.  Each result that
+ * holds memory has its own free function, which accepts a zeroed result and
+ * leaves the result zeroed; on error every result is left zeroed.  Reals
+ * stored as NULL read as NaN unless said otherwise.  Errors: DP_ERUN for a
+ * database error (the message names the file), DP_EINPUT where said,
+ * DP_ENOMEM. */
+
+/* One run's row: its policy, scenario name and headline metrics. */
+typedef struct store_run_info {
+    int64_t id;
+    char policy[32];
+    char scenario[128]; /* the scenario's name (user text) */
+    double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
+} store_run_info;
+/* DP_EINPUT when run_id does not exist or did not succeed (the message
+ * quotes its error). */
+int store_run_info_get(store *st, int64_t run_id, store_run_info *out, dp_err *err);
+
+typedef struct store_ids {
+    int64_t *id;
+    size_t n;
+} store_ids;
+void store_ids_free(store_ids *ids);
+/* The default runs of a plot (plots/README.md): the runs the latest tagged
+ * invocation stored outside sweeps (runs.invocation; of its override sets,
+ * the one with the most runs), the latest of each policy; for files whose
+ * latest run is untagged, the latest run outside sweeps preferring one
+ * without overrides, and the latest run of each policy with its scenario
+ * text and overrides.  scenario (NULL = any) filters on the scenario's name.
+ * one = 1: only the latest run of that group, of `policy` when not NULL
+ * (policy is ignored when one = 0).  Ids in no particular order.  DP_EINPUT
+ * when no successful run matches. */
+int store_select_runs(store *st, const char *scenario, const char *policy, int one, store_ids *out,
+                      dp_err *err);
+
+/* A run's FLOPS bins (run_flops) in bin order. */
+typedef struct store_flops {
+    int64_t *bin;
+    double *flops;
+    size_t n;
+} store_flops;
+int store_flops_get(store *st, int64_t run_id, store_flops *out, dp_err *err);
+void store_flops_free(store_flops *f);
+
+/* The extent of a run's timeline. */
+typedef struct store_timeline_info {
+    size_t n_devices;
+    int has_segments; /* 0: no run_segments rows (end_s is then 0) */
+    double end_s;     /* the latest segment end */
+    double res_s;     /* runs.timeline_res_s: > 0 a coarsened timeline's bin, else 0 */
+} store_timeline_info;
+int store_timeline_info_get(store *st, int64_t run_id, store_timeline_info *out, dp_err *err);
+
+/* A run's devices (run_devices) by index: idx[k] and name[k]. */
+typedef struct store_devices {
+    int64_t *idx;
+    char **name;
+    size_t n;
+} store_devices;
+int store_devices_get(store *st, int64_t run_id, store_devices *out, dp_err *err);
+void store_devices_free(store_devices *d);
+/* The name of device idx in d, NULL when d has none. */
+const char *store_device_name(const store_devices *d, int64_t idx);
+
+/* The end of each epoch (run_epochs), in epoch order, at most `limit`. */
+typedef struct store_values {
+    double *v;
+    size_t n;
+} store_values;
+int store_epoch_ends_get(store *st, int64_t run_id, size_t limit, store_values *out, dp_err *err);
+void store_values_free(store_values *v);
+
+/* A run's timeline segments of one activity (act: res_activity_name), in
+ * the order the database returns them (stored order). */
+typedef struct store_segment {
+    int64_t device;
+    double t0_s, t1_s;
+} store_segment;
+typedef struct store_segments {
+    store_segment *seg;
+    size_t n;
+} store_segments;
+int store_segments_get(store *st, int64_t run_id, const char *act, store_segments *out, dp_err *err);
+void store_segments_free(store_segments *s);
+
+/* The latest sweep with a successful run; DP_EINPUT when there is none. */
+int store_sweep_latest(store *st, int64_t *sweep_id, dp_err *err);
+/* The scenario name of a sweep into buf ("" when unknown). */
+int store_sweep_scenario(store *st, int64_t sweep_id, char *buf, size_t cap, dp_err *err);
+/* The successful runs of a sweep with a value of `metric` (a runs column:
+ * ttotal_s, tsend_s, ttraining_s, tflops, utilization; anything else is
+ * DP_EINPUT), in id order: policy, point (the stored JSON, NULL if none)
+ * and value.  DP_EINPUT when the sweep has none. */
+typedef struct store_sweep_run {
+    char policy[32];
+    char *point_json;
+    double value;
+} store_sweep_run;
+typedef struct store_sweep_runs {
+    store_sweep_run *run;
+    size_t n;
+} store_sweep_runs;
+int store_sweep_runs_get(store *st, int64_t sweep_id, const char *metric, store_sweep_runs *out, dp_err *err);
+void store_sweep_runs_free(store_sweep_runs *r);
+
+/* A load-balancing run's per-device, per-epoch batch statistics
+ * (run_stats scope device_epoch: batch_mean, batch_min, batch_max and
+ * wait_s, NULLs read as 0): n_devices and n_epochs over every batch_mean row;
+ * rows of the devices below max_devices that have all three batch
+ * figures, by device then epoch. */
+typedef struct store_batch_row {
+    int64_t device, epoch;
+    double mean, min, max, wait_s;
+} store_batch_row;
+typedef struct store_batches {
+    size_t n_devices;
+    int64_t n_epochs;
+    store_batch_row *row;
+    size_t n;
+} store_batches;
+int store_batches_get(store *st, int64_t run_id, size_t max_devices, store_batches *out, dp_err *err);
+void store_batches_free(store_batches *b);
+
+/* A run's statistics of one scope (run_stats; "link", ...), ordered by a
+ * then by the order they were stored. */
+typedef struct store_stat {
+    int64_t a, b;
+    char *name;
+    double value;
+} store_stat;
+typedef struct store_stats {
+    store_stat *stat;
+    size_t n;
+} store_stats;
+int store_stats_get(store *st, int64_t run_id, const char *scope, store_stats *out, dp_err *err);
+void store_stats_free(store_stats *s);
+
+/* The histogram `name` (scope bin, run_stats) of a run: n bins in bin
+ * order, bin[k] its index, edge[k] its lower edge, count[k] its value
+ * (NULL reads as 0).  n = 0 when the run has no such histogram. */
+typedef struct store_hist {
+    int64_t *bin, *edge;
+    double *count;
+    size_t n;
+} store_hist;
+int store_hist_get(store *st, int64_t run_id, const char *name, store_hist *out, dp_err *err);
+void store_hist_free(store_hist *h);
 
 /* Test hook: make the k-th child row insert (device, epoch, FLOPS bin or
  * segment row) of the next store_put_run fail as if the database had

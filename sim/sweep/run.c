@@ -18,6 +18,7 @@
  * point), so a worker usually reuses the scenario it loaded for the last run.
  */
 #include "sweep/sweep_impl.h"
+#include "store/store_sql.h" /* its point bookkeeping query (sim/store/README.md) */
 
 #include "dpsim_config.h"
 #include "json.h"

@@ -1,0 +1,55 @@
+/* store_sql.h: the store's SQL internals, shared by its own sources
+ * (store.c, query.c, export.c, export_trace.c, merge.c).
+ *
+ * The store is the one owner of SQL: <sqlite3.h> is included here and in
+ * sim/store's .c files only, never by a public header (store.h gives typed
+ * reads instead; tests/check_sql_owner.sh keeps it so).  Outside sim/store
+ * only two kinds of file include this header: tests that build or inspect
+ * rows directly, and sim/sweep/run.c, whose point bookkeeping still runs its
+ * own query (a known leftover, listed in sim/store/README.md).
+ */
+#ifndef DP_STORE_SQL_H
+#define DP_STORE_SQL_H
+
+#include "store.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The SQLite connection, borrowed; valid until store_close.  Do not close
+ * it or leave a transaction open. */
+sqlite3 *store_db(store *st);
+
+/* An SQLite result code as a DP_E* error naming the file; `what` says what
+ * the store was doing ("reading devices"). */
+int store_sql_fail(const store *st, int rc, const char *what, dp_err *err);
+/* Prepare constant SQL (values go through bound parameters only). */
+int store_sql_prepare(store *st, const char *sql, sqlite3_stmt **stmt, const char *what, dp_err *err);
+
+/* Row callback of store_sql_rows: row i (0-based) of statement s; returns 0
+ * or an error code with its message set. */
+typedef int (*store_row_fn)(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err);
+
+/* Every row of `sql` through row(): ?1 is bound to id, ?2 to text when it
+ * is not NULL.  `what` names the rows in messages ("epochs").  *n_rows (may
+ * be NULL) gets the number of rows handed to row().  The loop every
+ * table reader of the store shares. */
+int store_sql_rows(store *st, const char *sql, const char *what, int64_t id, const char *text, void *ctx,
+                   store_row_fn row, size_t *n_rows, dp_err *err);
+
+/* NULL <-> NaN: SQLite stores a NaN as NULL, so NULL reads back as NaN. */
+static inline double store_col_double(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(s, i);
+}
+
+/* A text column, "" for NULL. */
+static inline const char *store_col_text(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? (const char *)t : "";
+}
+
+#endif
