@@ -1718,26 +1718,52 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
     return 0;
 }
 
-int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
-                     const char *version, int *done, dp_err *err)
+int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
+                        const char *version, int *done, double *ttotal_s, char *msg, size_t msg_cap, dp_err *err)
 {
     if (!st || !policy || !version || !done)
-        return dp_err_set(err, DP_EINPUT, "store_point_done: NULL argument");
+        return dp_err_set(err, DP_EINPUT, "store_point_outcome: NULL argument");
     *done = 0;
+    if (ttotal_s)
+        *ttotal_s = NAN;
+    if (msg && msg_cap)
+        msg[0] = '\0';
     sqlite3_stmt *s;
-    int e =
-        store_sql_prepare(st,
-                          "SELECT status FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
-                          " AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
-                          &s, "checking a sweep point", err);
+    int e = store_sql_prepare(st,
+                              "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json IS ?2"
+                              " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
+                              &s, "checking a sweep point", err);
     if (e)
         return e;
     bind_point_key(s, sweep_id, point_json, policy, seed, version);
     int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
+    if (rc == SQLITE_ROW) {
         *done = strcmp(store_col_text(s, 0), "ok") == 0 ? 1 : 2;
-    else if (rc != SQLITE_DONE)
+        if (ttotal_s && *done == 1 && sqlite3_column_type(s, 1) != SQLITE_NULL)
+            *ttotal_s = sqlite3_column_double(s, 1);
+        if (msg && msg_cap && *done == 2) {
+            const unsigned char *m = sqlite3_column_text(s, 2);
+            snprintf(msg, msg_cap, "%s", m ? (const char *)m : "(no message)");
+        }
+    } else if (rc != SQLITE_DONE)
         e = store_sql_fail(st, rc, "checking a sweep point", err);
     sqlite3_finalize(s);
     return e;
+}
+
+int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
+                     const char *version, int *done, dp_err *err)
+{
+    return store_point_outcome(st, sweep_id, point_json, policy, seed, version, done, NULL, NULL, 0, err);
+}
+
+int store_read_begin(store *st, dp_err *err)
+{
+    int rc = sqlite3_exec(store_db(st), "BEGIN", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : store_sql_fail(st, rc, "starting a read", err);
+}
+
+void store_read_end(store *st)
+{
+    sqlite3_exec(store_db(st), "COMMIT", NULL, NULL, NULL);
 }

@@ -169,6 +169,15 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
  * text (use the json writer with keys in a fixed order). */
 int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
                      const char *version, int *done, dp_err *err);
+/* The same, with what a summary needs: *ttotal_s (may be NULL) the stored
+ * Ttotal of an ok point (NaN otherwise), msg (may be NULL) the error of a
+ * failed one. */
+int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
+                        const char *version, int *done, double *ttotal_s, char *msg, size_t msg_cap, dp_err *err);
+/* Hold one read transaction over many reads (one snapshot, one lock
+ * instead of one per query); store_read_end ends it. */
+int store_read_begin(store *st, dp_err *err);
+void store_read_end(store *st);
 
 /* The file name given to store_open (borrowed, lives as long as st). */
 const char *store_path(const store *st);

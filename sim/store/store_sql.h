@@ -4,9 +4,7 @@
  * The store is the one owner of SQL: <sqlite3.h> is included here and in
  * sim/store's .c files only, never by a public header (store.h gives typed
  * reads instead; tests/check_sql_owner.sh keeps it so).  Outside sim/store
- * only two kinds of file include this header: tests that build or inspect
- * rows directly, and sim/sweep/run.c, whose point bookkeeping still runs its
- * own query (a known leftover, listed in sim/store/README.md).
+ * only tests that build or inspect rows directly include this header.
  */
 #ifndef DP_STORE_SQL_H
 #define DP_STORE_SQL_H

@@ -18,7 +18,6 @@
  * point), so a worker usually reuses the scenario it loaded for the last run.
  */
 #include "sweep/sweep_impl.h"
-#include "store/store_sql.h" /* its point bookkeeping query (sim/store/README.md) */
 
 #include "dpsim_config.h"
 #include "json.h"
@@ -79,21 +78,12 @@ static int plan_build(plan *p, dp_err *err)
 
 static int read_outcomes(plan *p, store *st, outcome *o, dp_err *err)
 {
-    sqlite3 *db = store_db(st);
-    sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(
-        db,
-        "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json = ?2"
-        " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
-        -1, &q, NULL);
-    if (rc != SQLITE_OK)
-        return dp_err_set(err, DP_ERUN, "%s: reading the sweep's runs: %s", store_path(st),
-                          sqlite3_errmsg(db));
     /* One snapshot for all lookups, and one lock instead of one per query. */
-    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    int e = store_read_begin(st, err);
+    if (e)
+        return e;
     char *pj = NULL;
     size_t pj_point = SIZE_MAX;
-    int e = 0;
     for (size_t i = 0; i < p->n_tasks && !e; i++) {
         task *t = &p->tasks[i];
         if (t->point != pj_point) {
@@ -105,35 +95,23 @@ static int read_outcomes(plan *p, store *st, outcome *o, dp_err *err)
                 break;
             }
         }
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->sweep_id);
-        sqlite3_bind_text(q, 2, pj, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 3, policy_name(p->pk[t->pi]), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 4, (int64_t)t->seed);
-        sqlite3_bind_text(q, 5, DPSIM_VERSION, -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
+        int done = 0;
+        double ttotal = NAN;
+        char msg[sizeof o->ex_msg[0]];
+        e = store_point_outcome(st, p->sweep_id, pj, policy_name(p->pk[t->pi]), t->seed, DPSIM_VERSION, &done,
+                                &ttotal, msg, sizeof msg, err);
+        if (e)
+            break;
+        t->state = (int8_t)done;
         if (o && o->ttotal)
-            o->ttotal[i] = NAN;
-        if (rc == SQLITE_ROW) {
-            const unsigned char *status = sqlite3_column_text(q, 0);
-            t->state = status && strcmp((const char *)status, "ok") == 0 ? 1 : 2;
-            if (o && o->ttotal && t->state == 1 && sqlite3_column_type(q, 1) != SQLITE_NULL)
-                o->ttotal[i] = sqlite3_column_double(q, 1);
-            if (o && t->state == 2 && o->n_ex < 3) {
-                const unsigned char *m = sqlite3_column_text(q, 2);
-                o->ex_task[o->n_ex] = i;
-                snprintf(o->ex_msg[o->n_ex], sizeof o->ex_msg[0], "%s", m ? (const char *)m : "(no message)");
-                o->n_ex++;
-            }
-        } else if (rc == SQLITE_DONE) {
-            t->state = 0;
-        } else {
-            e = dp_err_set(err, DP_ERUN, "%s: reading the sweep's runs: %s", store_path(st),
-                           sqlite3_errmsg(db));
+            o->ttotal[i] = ttotal;
+        if (o && done == 2 && o->n_ex < 3) {
+            o->ex_task[o->n_ex] = i;
+            memcpy(o->ex_msg[o->n_ex], msg, sizeof msg);
+            o->n_ex++;
         }
     }
-    sqlite3_finalize(q);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    store_read_end(st);
     dp_free(pj);
     return e;
 }
