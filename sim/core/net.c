@@ -44,6 +44,10 @@ typedef struct link {
     double R;
     int nu, off, cnt;
     int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
+    /* held by a closed-form schedule (net_link_hold): hold(hold_ctx) runs
+     * before anything changes its shares */
+    net_hold_fn hold;
+    void *hold_ctx;
 } link;
 
 typedef struct trace_ctx {
@@ -168,6 +172,18 @@ void net_free(net *n)
 static void mark_dirty(net *n);
 static void mark_touched(net *n);
 
+/* A change to a held link's shares is about to happen: its holder takes
+ * its flows back first (and releases the link). */
+static void unhold(net *n, int link_i)
+{
+    link *l = &n->links[link_i];
+    if (l->hold) {
+        net_hold_fn fn = l->hold;
+        l->hold = NULL;
+        fn(l->hold_ctx);
+    }
+}
+
 /* ---- links ---------------------------------------------------------------- */
 
 static void link_busy_inc(net *n, link *l)
@@ -187,6 +203,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     trace_ctx *tc = ctx;
     net *n = tc->n;
+    unhold(n, tc->link);
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
     l->nominal = trace_value_at(l->tr, t);
@@ -236,6 +253,7 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
+    unhold(n, link_i);
     n->links[link_i].nominal = cap_Bps;
     n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
     n->cap_changes++;
@@ -250,6 +268,7 @@ int net_link_set_down(net *n, int link_i, int down)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links)
         return DP_EINPUT;
+    unhold(n, link_i);
     link *l = &n->links[link_i];
     l->down = down != 0;
     l->cap = l->down ? 0 : l->nominal;
@@ -292,6 +311,39 @@ double net_link_busy_s(const net *n, int l)
 {
     const link *k = &n->links[l];
     return k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+}
+
+int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links || !hook)
+        return DP_EINPUT;
+    link *l = &n->links[link_i];
+    if (l->hold || l->n_active || l->tr || !(l->cap > 0) || !isfinite(l->cap))
+        return DP_EINPUT;
+    l->hold = hook;
+    l->hold_ctx = ctx;
+    return 0;
+}
+
+void net_link_release(net *n, int link_i)
+{
+    if (link_i >= 0 && (size_t)link_i < n->n_links)
+        n->links[link_i].hold = NULL;
+}
+
+void net_link_account(net *n, int link_i, double bytes, double busy_s, double rate)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return;
+    link *l = &n->links[link_i];
+    l->bytes += bytes;
+    l->busy_s += busy_s;
+    /* as a reshare computes it for a lone flow of this rate */
+    double R = l->cap - rate;
+    if (R < 0)
+        R = 0;
+    if (l->cap > 0 && l->cap - R > l->peak * l->cap)
+        l->peak = (l->cap - R) / l->cap;
 }
 
 /* ---- flows ------------------------------------------------------------------ */
@@ -401,6 +453,8 @@ static void advance(net *n)
 
 static int activate(net *n, flow *f)
 {
+    for (int k = 0; k < f->np; k++) /* its links' holders take their flows back first */
+        unhold(n, f->path[k]);
     if (grow((void **)&n->active, &n->cap_active, n->n_active + 1, sizeof(uint32_t)))
         return -1;
     advance(n); /* t_last must not predate a flow that joins the set */
