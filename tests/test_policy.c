@@ -716,25 +716,26 @@ Test(policy, utilisation_counts_the_training_window)
  * (shard, 1 sample of 1 B) and model 4e6 B from a server in eu: the us
  * devices' two model flows share the eu->us WAN: 0.011 + 2 x 4e6 / 1e6 =
  * 8.011 s; one batch of 1 s; 6 rounds. */
+static const char *ALT = "name: alt\n"
+                         "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+                         "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
+                         "training: { epochs: 1 }\n"
+                         "sites: [eu, us]\n"
+                         "server: { site: eu }\n"
+                         "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
+                         "devices:\n"
+                         "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "policies: { ddp: { data: shard, overlap: false } }\n";
+
 Test(policy, analytic_ring_sees_shared_wan)
 {
-    static const char *ALT = "name: alt\n"
-                             "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
-                             "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
-                             "training: { epochs: 1 }\n"
-                             "sites: [eu, us]\n"
-                             "server: { site: eu }\n"
-                             "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
-                             "devices:\n"
-                             "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "policies: { ddp: { data: shard, overlap: false } }\n";
     double T[2], sent[2][4], busy[2][4];
     for (int mode = 0; mode < 2; mode++) {
         scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
@@ -1098,32 +1099,21 @@ Test(policy, closed_form_rounds_star_staggered_latencies)
     compare_modes(STAR, ov, 1, "ddp", 0);
 }
 
-/* A ring over two sites whose edges share the WAN (analytic_ring_sees_shared_wan's
- * world, and geo-3sites-like): rounds stay flows, the same bits. */
+/* A ring over two sites whose edges share the WAN (ALT, geo-3sites-like):
+ * rounds stay flows, the same bits. */
 Test(policy, closed_form_not_used_on_a_shared_wan)
 {
-    static const char *ALT2 = "name: alt\n"
-                              "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
-                              "dataset: { name: d, samples: 8, sample_bytes: 1 }\n"
-                              "training: { epochs: 2 }\n"
-                              "sites: [eu, us]\n"
-                              "server: { site: eu }\n"
-                              "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
-                              "devices:\n"
-                              "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                              "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 80Mbps, down: 80Mbps, latency: 3ms } }\n"
-                              "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                              "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 80Mbps, down: 80Mbps, latency: 2ms } }\n"
-                              "policies: { ddp: { data: shard, overlap: false } }\n";
-    compare_modes(ALT2, NULL, 0, "ddp", 1);
+    /* staggered latencies, two epochs of two steps */
+    scn_override ov0[4] = {{"devices.b1.link.latency", "3ms"},
+                           {"devices.b2.link.latency", "2ms"},
+                           {"dataset.samples", "8"},
+                           {"training.epochs", "2"}};
+    compare_modes(ALT, ov0, 4, "ddp", 1);
     /* sites in ring order, one edge per WAN direction: nothing shared, the
      * closed form applies (the scenario-level check still says "maybe not") */
-    scn_override ov[2] = {{"devices.b1.site", "eu"}, {"devices.a2.site", "us"}};
-    compare_modes(ALT2, ov, 2, "ddp", 0);
+    scn_override ov[6] = {
+        ov0[0], ov0[1], ov0[2], ov0[3], {"devices.b1.site", "eu"}, {"devices.a2.site", "us"}};
+    compare_modes(ALT, ov, 6, "ddp", 0);
 }
 
 /* A trace on a ring link: its rounds stay flows (bit for bit); an outage
@@ -1134,8 +1124,8 @@ Test(policy, closed_form_trace_and_outage)
     char text[8192];
     const char *src = getenv("DPSIM_SRC"), *at = strstr(STAR, "down: 60Mbps");
     cr_assert(src && at);
-    snprintf(text, sizeof text, "%.*sdown_trace: %s/tests/data/trace-outage.csv%s", (int)(at - STAR), STAR, src,
-             at + strlen("down: 60Mbps"));
+    snprintf(text, sizeof text, "%.*sdown_trace: %s/tests/data/trace-outage.csv%s", (int)(at - STAR), STAR,
+             src, at + strlen("down: 60Mbps"));
     compare_modes(text, NULL, 0, "ddp", 1);
     /* the first collective starts after the model (2e6 x 4 B) reaches
      * every device, about 2.2 s; outages of b's link inside later ones */
@@ -1173,18 +1163,13 @@ static int foe_start(prt *rt, const void *opts)
         return DP_ENOMEM;
     return coll_start(rt, COLL_ALLREDUCE, 8e6, PRT_COLL_FLOWS, foe_ring_done, NULL);
 }
-static void foe_free(prt *rt, const void *opts)
-{
-    (void)rt;
-    (void)opts;
-}
 static const policy_def policy_foe = {
     .name = "ringfoe",
     .label = "ringfoe",
     .color = "#000000",
     .summary = "a ring with a foreign flow (test)",
     .start = foe_start,
-    .free = foe_free,
+    .free = early_free, /* nothing to free either */
 };
 
 Test(policy, closed_form_foreign_flow_takes_the_round_back)
