@@ -4,6 +4,7 @@
  * budget of a run in sim/policy/policy.c) and checks the code, the message
  * naming the limit, that it fails fast, and that nothing leaks. */
 #include "policy/policy.h"
+#include "policy/runtime.h"
 #include "scenario.h"
 #include "trace.h"
 #include "yamltree.h"
@@ -185,12 +186,14 @@ Test(limits, long_trace_line)
     cr_assert(strstr(err.msg, "long.csv:1"), "%s", err.msg);
 }
 
-/* A ring collective as flows over 50,001 devices needs 1e10 events: refused
- * before the run starts, naming the way out (analytic collectives). */
+/* A ring collective as flows over 50,001 devices round by round needs 1e10
+ * events: where its rounds cannot run in closed form (here: links with
+ * outages) it is refused before the run starts, naming the way out
+ * (analytic collectives). */
 Test(limits, flows_ring_over_many_devices, .timeout = 120)
 {
     dp_err err = {0};
-    scn_scenario *s = load(text_of("10000000", "1", "50001", ""), &err);
+    scn_scenario *s = load(text_of("10000000", "1", "50001", ", outages: [[1h, 2h]] "), &err);
     cr_assert_not_null(s, "%s", err.msg);
     const policy_def *ks[2] = {policy_find("ddp"), policy_find("deepspeed")};
     for (int k = 0; k < 2; k++) {
@@ -202,6 +205,23 @@ Test(limits, flows_ring_over_many_devices, .timeout = 120)
         cr_assert(strstr(err.msg, "limit"), "%s", err.msg);
         cr_assert_lt(now_s() - t0, 2.0);
     }
+    scn_free(s);
+}
+
+/* The same ring on links that change by themselves in no way runs its
+ * rounds in closed form (one event per collective): not refused. */
+Test(limits, flows_ring_closed_form_not_refused)
+{
+    dp_err err = {0};
+    scn_scenario *s = load(text_of("10000000", "1", "50001", ""), &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    cr_assert(coll_closed_form_possible(s));
+    cr_assert_eq(coll_check_flows(s, "ddp", PRT_COLL_FLOWS, &err), 0, "%s", err.msg);
+    scn_free(s);
+    s = load(text_of("10000000", "1", "50001", ", outages: [[1h, 2h]] "), &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    cr_assert(!coll_closed_form_possible(s));
+    cr_assert_eq(coll_check_flows(s, "ddp", PRT_COLL_FLOWS, &err), DP_EINPUT);
     scn_free(s);
 }
 

@@ -439,3 +439,66 @@ Test(net, cap_changes_counts_every_capacity_change)
     cr_expect_eq(net_cap_changes(fx.n), c3, "flows and reshares are not capacity changes");
     fx_free(&fx);
 }
+
+/* ---- held links (closed-form schedules, collective.c) --------------------- */
+
+static int holds_called;
+static void hold_hook(void *ctx)
+{
+    (void)ctx;
+    holds_called++;
+}
+
+/* A link can be held only while nothing uses it and its capacity is
+ * constant and positive; the holder hears of the first flow that becomes
+ * active on it (at its activation, not its start), of a capacity change
+ * and of an outage, each time with the link already released. */
+Test(net, held_link_calls_its_holder_first)
+{
+    fixture fx;
+    fx_init(&fx);
+    int a = net_link_add(fx.n, 1e6, NULL, "a"), b = net_link_add(fx.n, INFINITY, NULL, "b");
+    int z = net_link_add(fx.n, 0, NULL, "z");
+    cr_expect_eq(net_link_hold(fx.n, b, hold_hook, NULL), DP_EINPUT); /* infinite: never a bottleneck */
+    cr_expect_eq(net_link_hold(fx.n, z, hold_hook, NULL), DP_EINPUT); /* stalled */
+    cr_assert_eq(net_link_hold(fx.n, a, hold_hook, NULL), 0);
+    cr_expect_eq(net_link_hold(fx.n, a, hold_hook, NULL), DP_EINPUT); /* held */
+    holds_called = 0;
+    cr_assert(net_flow_start(fx.n, &a, 1, 1e6, 0.5, INFINITY, on_done, &fx.tags[0]));
+    cr_expect_eq(holds_called, 0); /* in its latency phase: not yet */
+    sim_run(fx.e, 0.6);
+    cr_expect_eq(holds_called, 1);
+    cr_expect_eq(net_link_hold(fx.n, a, hold_hook, NULL), DP_EINPUT); /* carries a flow */
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 1.5);
+    cr_assert_eq(net_link_hold(fx.n, a, hold_hook, NULL), 0);
+    net_link_set_capacity(fx.n, a, 2e6);
+    cr_expect_eq(holds_called, 2);
+    cr_assert_eq(net_link_hold(fx.n, a, hold_hook, NULL), 0);
+    net_link_set_down(fx.n, a, 1);
+    cr_expect_eq(holds_called, 3);
+    net_link_set_down(fx.n, a, 0);
+    cr_expect_eq(holds_called, 3);
+    cr_assert_eq(net_link_hold(fx.n, a, hold_hook, NULL), 0);
+    net_link_release(fx.n, a);
+    net_link_set_capacity(fx.n, a, 1e6);
+    cr_expect_eq(holds_called, 3); /* released: no call */
+    fx_free(&fx);
+}
+
+/* net_link_account adds what a lone flow would have: bytes, busy time, and
+ * its share of the capacity to the peak. */
+Test(net, account_adds_a_lone_flows_statistics)
+{
+    fixture fx;
+    fx_init(&fx);
+    int a = net_link_add(fx.n, 1e6, NULL, "a");
+    net_link_account(fx.n, a, 3e6, 3.5, 5e5);
+    expect_close(net_link_bytes(fx.n, a), 3e6);
+    expect_close(net_link_busy_s(fx.n, a), 3.5);
+    expect_close(net_link_peak_util(fx.n, a), 0.5);
+    net_link_account(fx.n, a, 1e6, 1, 1e6);
+    expect_close(net_link_bytes(fx.n, a), 4e6);
+    expect_close(net_link_peak_util(fx.n, a), 1.0);
+    fx_free(&fx);
+}

@@ -22,6 +22,7 @@
 #include "policy/policy.h"
 #include "compute.h"
 #include "policy/runtime.h"
+#include "world.h"
 #include "slv.h"
 
 #define REL 1e-9
@@ -715,25 +716,26 @@ Test(policy, utilisation_counts_the_training_window)
  * (shard, 1 sample of 1 B) and model 4e6 B from a server in eu: the us
  * devices' two model flows share the eu->us WAN: 0.011 + 2 x 4e6 / 1e6 =
  * 8.011 s; one batch of 1 s; 6 rounds. */
+static const char *ALT = "name: alt\n"
+                         "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+                         "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
+                         "training: { epochs: 1 }\n"
+                         "sites: [eu, us]\n"
+                         "server: { site: eu }\n"
+                         "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
+                         "devices:\n"
+                         "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                         "policies: { ddp: { data: shard, overlap: false } }\n";
+
 Test(policy, analytic_ring_sees_shared_wan)
 {
-    static const char *ALT = "name: alt\n"
-                             "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
-                             "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
-                             "training: { epochs: 1 }\n"
-                             "sites: [eu, us]\n"
-                             "server: { site: eu }\n"
-                             "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
-                             "devices:\n"
-                             "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                             "policies: { ddp: { data: shard, overlap: false } }\n";
     double T[2], sent[2][4], busy[2][4];
     for (int mode = 0; mode < 2; mode++) {
         scn_override ov[1] = {{"policies.ddp.collective", mode ? "analytic" : "flows"}};
@@ -1010,5 +1012,185 @@ Test(policy, cadp_records_its_plan)
     slv_result_free(p);
     cadp_inputs_free(&in);
     res_run_free(r);
+    scn_free(s);
+}
+
+/* ---- ring rounds in closed form against round-by-round flows -------------
+ * collective.c runs a ring's rounds as one event when each of its links
+ * carries only one ring flow and nothing else (docs/MODEL.md section 2).
+ * Each case runs twice, round by round (coll_set_per_flow(1), the reference)
+ * and with the closed form allowed, and the results must agree: to a few
+ * ulps where the closed form applies (the same rates; only the order of
+ * floating-point operations differs), bit for bit where it does not. */
+
+/* Four devices on a star with staggered latencies and rates, DDP with
+ * overlap (several buckets, so several collectives). */
+static const char *STAR = "name: star\n"
+                          "model: { name: m, params: 2000000, flops_per_sample: 1.0e6 }\n"
+                          "dataset: { name: d, samples: 64, sample_bytes: 1000 }\n"
+                          "training: { epochs: 2 }\n"
+                          "devices:\n"
+                          "  - { name: a, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
+                          "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+                          "  - { name: b, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.5s,\n"
+                          "      link: { up: 40Mbps, down: 100Mbps, latency: 17ms } }\n"
+                          "  - { name: c, kind: cpu, memory: 1GiB, batch: 4, batch_time: 0.9s,\n"
+                          "      link: { up: 25Mbps, down: 60Mbps, latency: 5ms } }\n"
+                          "  - { name: e, kind: cpu, memory: 1GiB, batch: 4, batch_time: 0.4s,\n"
+                          "      link: { up: 90Mbps, down: 30Mbps, latency: 40ms } }\n"
+                          "policies: { ddp: { data: shard, bucket: 2MB },\n"
+                          "            deepspeed: { data: shard, bucket: 2MB } }\n";
+
+#define CF_REL 1e-12
+
+static void expect_near(double got, double want, const char *what)
+{
+    cr_expect(fabs(got - want) <= CF_REL * fmax(1.0, fabs(want)), "%s = %.17g, per flow %.17g", what, got,
+              want);
+}
+
+/* The figures, per-device bytes and times and per-link statistics of two
+ * runs agree to CF_REL (exact = 1: bit for bit, and the same events). */
+static void expect_agree(const res_run *cf, const res_run *pf, int exact)
+{
+    if (exact) {
+        expect_same_run(cf, pf);
+    } else {
+        cr_expect_lt(cf->events, pf->events, "closed form %llu events, per flow %llu",
+                     (unsigned long long)cf->events, (unsigned long long)pf->events);
+        expect_near(cf->tsend_s, pf->tsend_s, "tsend");
+        expect_near(cf->ttotal_s, pf->ttotal_s, "ttotal");
+    }
+    cr_assert_eq(cf->n_devices, pf->n_devices);
+    for (size_t d = 0; d < cf->n_devices; d++) {
+        const res_device *a = &cf->devices[d], *b = &pf->devices[d];
+        expect_near(a->bytes_sent, b->bytes_sent, "bytes_sent");
+        expect_near(a->bytes_recv, b->bytes_recv, "bytes_recv");
+        expect_near(a->send_s, b->send_s, "send_s");
+        expect_near(a->recv_s, b->recv_s, "recv_s");
+        expect_near(a->wait_s, b->wait_s, "wait_s");
+    }
+    cr_assert_eq(cf->n_stats, pf->n_stats);
+    for (size_t k = 0; k < cf->n_stats; k++) {
+        cr_assert_str_eq(cf->stats[k].name, pf->stats[k].name);
+        expect_near(cf->stats[k].value, pf->stats[k].value, cf->stats[k].name);
+    }
+}
+
+/* Run policy `name` on text + overrides round by round and in closed form. */
+static void compare_modes(const char *text, const scn_override *ov, size_t n, const char *name, int exact)
+{
+    scn_scenario *s = load(text, ov, n);
+    coll_set_per_flow(1);
+    res_run *pf = run(policy_find(name), s);
+    coll_set_per_flow(0);
+    res_run *cf = run(policy_find(name), s);
+    expect_agree(cf, pf, exact);
+    res_run_free(pf);
+    res_run_free(cf);
+    scn_free(s);
+}
+
+Test(policy, closed_form_rounds_star_staggered_latencies)
+{
+    compare_modes(STAR, NULL, 0, "ddp", 0);
+    compare_modes(STAR, NULL, 0, "deepspeed", 0);
+    scn_override ov[1] = {{"network.tcp_window", "64KiB"}}; /* rates capped by window / RTT */
+    compare_modes(STAR, ov, 1, "ddp", 0);
+}
+
+/* A ring over two sites whose edges share the WAN (ALT, geo-3sites-like):
+ * rounds stay flows, the same bits. */
+Test(policy, closed_form_not_used_on_a_shared_wan)
+{
+    /* staggered latencies, two epochs of two steps */
+    scn_override ov0[4] = {{"devices.b1.link.latency", "3ms"},
+                           {"devices.b2.link.latency", "2ms"},
+                           {"dataset.samples", "8"},
+                           {"training.epochs", "2"}};
+    compare_modes(ALT, ov0, 4, "ddp", 1);
+    /* sites in ring order, one edge per WAN direction: nothing shared, the
+     * closed form applies (the scenario-level check still says "maybe not") */
+    scn_override ov[6] = {
+        ov0[0], ov0[1], ov0[2], ov0[3], {"devices.b1.site", "eu"}, {"devices.a2.site", "us"}};
+    compare_modes(ALT, ov, 6, "ddp", 0);
+}
+
+/* A trace on a ring link: its rounds stay flows (bit for bit); an outage
+ * in the middle of a collective on a constant ring link: the collective
+ * hands its current round back to the net as flows at the outage. */
+Test(policy, closed_form_trace_and_outage)
+{
+    char text[8192];
+    const char *src = getenv("DPSIM_SRC"), *at = strstr(STAR, "down: 60Mbps");
+    cr_assert(src && at);
+    snprintf(text, sizeof text, "%.*sdown_trace: %s/tests/data/trace-outage.csv%s", (int)(at - STAR), STAR,
+             src, at + strlen("down: 60Mbps"));
+    compare_modes(text, NULL, 0, "ddp", 1);
+    /* the first collective starts after the model (2e6 x 4 B) reaches
+     * every device, about 2.2 s; outages of b's link inside later ones */
+    scn_override out[1] = {{"devices.b.link.outages", "[[3s, 3.5s], [9.05s, 9.3s]]"}};
+    compare_modes(STAR, out, 1, "ddp", 0);
+}
+
+/* A foreign flow crosses a ring link in the middle of a collective: a
+ * test policy runs one all-reduce of 8e6 B over STAR's devices and sends
+ * 3e6 B from the server to device e 0.7 s in, over e's down link (3.75e6
+ * B/s), which the slowest ring edge c -> e (3.125e6 B/s, 45 ms) crosses. */
+static int foe_flows_done;
+static void foe_flow_done(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    (void)id;
+    foe_flows_done++;
+}
+static void foe_send(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cr_assert(world_transfer(prt_world(rt), 0, 4, 3e6, foe_flow_done, NULL));
+}
+static void foe_ring_done(prt *rt, void *ctx)
+{
+    (void)ctx;
+    prt_end_epoch(rt);
+}
+static int foe_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_share(rt)[d] = 16;
+    if (prt_at(rt, 0.7, foe_send, NULL))
+        return DP_ENOMEM;
+    return coll_start(rt, COLL_ALLREDUCE, 8e6, PRT_COLL_FLOWS, foe_ring_done, NULL);
+}
+static const policy_def policy_foe = {
+    .name = "ringfoe",
+    .label = "ringfoe",
+    .color = "#000000",
+    .summary = "a ring with a foreign flow (test)",
+    .start = foe_start,
+    .free = early_free, /* nothing to free either */
+};
+
+Test(policy, closed_form_foreign_flow_takes_the_round_back)
+{
+    dp_err err = {0};
+    cr_assert_eq(policy_register(&policy_foe, &err), 0, "%s", err.msg);
+    scn_override ov[1] = {{"training.epochs", "1"}};
+    scn_scenario *s = load(STAR, ov, 1);
+    foe_flows_done = 0;
+    coll_set_per_flow(1);
+    res_run *pf = run(&policy_foe, s);
+    cr_expect_eq(foe_flows_done, 1);
+    coll_set_per_flow(0);
+    res_run *cf = run(&policy_foe, s);
+    cr_expect_eq(foe_flows_done, 2);
+    expect_agree(cf, pf, 0);
+    /* the foreign flow slowed the ring (halving c -> e's rate for a while):
+     * alone it is 6 rounds of the slowest edge, 0.045 + 2e6 / 3.125e6 s */
+    double alone = 6 * (0.045 + 2e6 / 3.125e6);
+    cr_expect_gt(pf->ttotal_s, alone + 0.1, "%.17g vs %.17g alone", pf->ttotal_s, alone);
+    res_run_free(pf);
+    res_run_free(cf);
     scn_free(s);
 }

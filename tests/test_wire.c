@@ -149,7 +149,7 @@ Test(wire, cost_estimate_orders_like_events)
      * a higher estimate, in the same order. */
     const scn_override variants[][2] = {
         {{"devices.gpu.count", "1"}, {"training.epochs", "1"}},
-        {{"devices.gpu.count", "2"}, {"training.epochs", "1"}},
+        {{"devices.gpu.count", "2"}, {"training.epochs", "2"}},
         {{"devices.gpu.count", "2"}, {"training.epochs", "3"}},
         {{"devices.gpu.count", "4"}, {"training.epochs", "6"}},
     };

@@ -44,6 +44,10 @@ typedef struct link {
     double R;
     int nu, off, cnt;
     int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
+    /* held by a closed-form schedule (net_link_hold): hold(hold_ctx) runs
+     * before anything changes its shares */
+    net_hold_fn hold;
+    void *hold_ctx;
 } link;
 
 typedef struct trace_ctx {
@@ -168,6 +172,18 @@ void net_free(net *n)
 static void mark_dirty(net *n);
 static void mark_touched(net *n);
 
+/* A change to a held link's shares is about to happen: its holder takes
+ * its flows back first (and releases the link). */
+static void unhold(net *n, int link_i)
+{
+    link *l = &n->links[link_i];
+    if (l->hold) {
+        net_hold_fn fn = l->hold;
+        l->hold = NULL;
+        fn(l->hold_ctx);
+    }
+}
+
 /* ---- links ---------------------------------------------------------------- */
 
 static void link_busy_inc(net *n, link *l)
@@ -187,6 +203,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     trace_ctx *tc = ctx;
     net *n = tc->n;
+    unhold(n, tc->link);
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
     l->nominal = trace_value_at(l->tr, t);
@@ -236,6 +253,7 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
+    unhold(n, link_i);
     n->links[link_i].nominal = cap_Bps;
     n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
     n->cap_changes++;
@@ -250,6 +268,7 @@ int net_link_set_down(net *n, int link_i, int down)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links)
         return DP_EINPUT;
+    unhold(n, link_i);
     link *l = &n->links[link_i];
     l->down = down != 0;
     l->cap = l->down ? 0 : l->nominal;
@@ -292,6 +311,39 @@ double net_link_busy_s(const net *n, int l)
 {
     const link *k = &n->links[l];
     return k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+}
+
+int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links || !hook)
+        return DP_EINPUT;
+    link *l = &n->links[link_i];
+    if (l->hold || l->n_active || l->tr || !(l->cap > 0) || !isfinite(l->cap))
+        return DP_EINPUT;
+    l->hold = hook;
+    l->hold_ctx = ctx;
+    return 0;
+}
+
+void net_link_release(net *n, int link_i)
+{
+    if (link_i >= 0 && (size_t)link_i < n->n_links)
+        n->links[link_i].hold = NULL;
+}
+
+void net_link_account(net *n, int link_i, double bytes, double busy_s, double rate)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return;
+    link *l = &n->links[link_i];
+    l->bytes += bytes;
+    l->busy_s += busy_s;
+    /* as a reshare computes it for a lone flow of this rate */
+    double R = l->cap - rate;
+    if (R < 0)
+        R = 0;
+    if (l->cap > 0 && l->cap - R > l->peak * l->cap)
+        l->peak = (l->cap - R) / l->cap;
 }
 
 /* ---- flows ------------------------------------------------------------------ */
@@ -379,25 +431,30 @@ static void mark_touched(net *n)
         n->reshare_ev = sim_at(n->e, sim_now(n->e), on_reshare, n);
 }
 
+/* Bring a flow's remaining bytes dt seconds on at its rate. */
+static inline void flow_advance(flow *f, double dt)
+{
+    if (f->rate > 0) {
+        f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
+        if (f->remaining < 0)
+            f->remaining = 0;
+    }
+}
+
 /* Bring every active flow's remaining bytes up to now. */
 static void advance(net *n)
 {
     double now = sim_now(n->e), dt = now - n->t_last;
-    if (dt > 0) {
-        for (size_t k = 0; k < n->n_active; k++) {
-            flow *f = F(n, n->active[k]);
-            if (f->rate > 0) {
-                f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
-                if (f->remaining < 0)
-                    f->remaining = 0;
-            }
-        }
-    }
+    if (dt > 0)
+        for (size_t k = 0; k < n->n_active; k++)
+            flow_advance(F(n, n->active[k]), dt);
     n->t_last = now;
 }
 
 static int activate(net *n, flow *f)
 {
+    for (int k = 0; k < f->np; k++) /* its links' holders take their flows back first */
+        unhold(n, f->path[k]);
     if (grow((void **)&n->active, &n->cap_active, n->n_active + 1, sizeof(uint32_t)))
         return -1;
     advance(n); /* t_last must not predate a flow that joins the set */
@@ -561,24 +618,39 @@ static int heap_push(net *n, double level, int32_t who)
     return 0;
 }
 
-static lvl heap_pop(net *n)
+/* Put x at position i of the heap's first m entries and move it down to
+ * its place. */
+static void heap_sift_down(lvl *h, size_t m, size_t i, lvl x)
 {
-    lvl top = n->heap[0], x = n->heap[--n->n_heap];
-    size_t i = 0, m = n->n_heap;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= m)
             break;
-        if (c + 1 < m && lvl_less(&n->heap[c + 1], &n->heap[c]))
+        if (c + 1 < m && lvl_less(&h[c + 1], &h[c]))
             c++;
-        if (!lvl_less(&n->heap[c], &x))
+        if (!lvl_less(&h[c], &x))
             break;
-        n->heap[i] = n->heap[c];
+        h[i] = h[c];
         i = c;
     }
-    if (m)
-        n->heap[i] = x;
+    h[i] = x;
+}
+
+static lvl heap_pop(net *n)
+{
+    lvl top = n->heap[0], x = n->heap[--n->n_heap];
+    if (n->n_heap)
+        heap_sift_down(n->heap, n->n_heap, 0, x);
     return top;
+}
+
+/* Make the n_heap entries a heap (Floyd, O(n)).  Entries are distinct in
+ * (level, who), so the pops come in the same order as after pushing them
+ * one by one: the fill is unchanged bit for bit. */
+static void heap_build(net *n)
+{
+    for (size_t i = n->n_heap / 2; i-- > 0;)
+        heap_sift_down(n->heap, n->n_heap, i, n->heap[i]);
 }
 
 static inline double link_level(const link *l)
@@ -669,11 +741,8 @@ static void reshare_light(net *n)
     double now = sim_now(n->e), dt = now - n->t_last, first = INFINITY;
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (dt > 0 && f->rate > 0) {
-            f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
-            if (f->remaining < 0)
-                f->remaining = 0;
-        }
+        if (dt > 0)
+            flow_advance(f, dt);
         if (!f->frozen)
             f->rate = INFINITY;
         if (f->remaining <= 0)
@@ -699,21 +768,33 @@ void net_reshare_now(net *n)
         n->reshare_ev = 0;
     }
     n->full = 0;
-    advance(n);
     n->reshares++;
     n->fills++;
     unsigned stamp = ++n->stamp;
-    size_t n_touched = 0, n_entries = 0;
+    size_t n_touched = 0, n_entries = 0, unfrozen = 0;
+    double dt = sim_now(n->e) - n->t_last;
+    n->t_last = sim_now(n->e);
 
-    /* 1. links crossed by active flows, and how many flows each carries */
+    /* 1. in one pass over the flows (a reshare is bound by memory traffic:
+     * F flows through one NIC): bring each up to now (as advance() does),
+     * count the flows on every finite link, note the flows to freeze (those
+     * crossing a finite link or with a cap of their own; the rest are
+     * unconstrained, step 5) and put every cap among the candidates */
+    if (grow((void **)&n->heap, &n->cap_heap, n->n_active + 1, sizeof(lvl)))
+        goto oom;
+    n->n_heap = 0;
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
+        if (dt > 0)
+            flow_advance(f, dt);
         f->frozen = 0;
         f->rate = 0;
+        int bounded = isfinite(f->cap);
         for (int j = 0; j < f->np; j++) {
             link *l = &n->links[f->path[j]];
             if (!isfinite(l->cap))
                 continue;
+            bounded = 1;
             if (l->stamp != stamp) {
                 if (grow((void **)&n->touched, &n->cap_touched, n_touched + 1, sizeof(int)))
                     goto oom;
@@ -724,6 +805,9 @@ void net_reshare_now(net *n)
             l->cnt++;
             n_entries++;
         }
+        unfrozen += (size_t)bounded;
+        if (isfinite(f->cap))
+            n->heap[n->n_heap++] = (lvl){f->cap, -(int32_t)k - 1};
     }
     /* 2. link -> flows adjacency (CSR) */
     if (grow((void **)&n->csr, &n->cap_csr, n_entries + 1, sizeof(uint32_t)))
@@ -744,23 +828,25 @@ void net_reshare_now(net *n)
                 n->csr[l->off + l->nu++] = (uint32_t)k;
         }
     }
-    /* 3. candidates: every link's level, every flow's own cap */
-    n->n_heap = 0;
+    /* 3. candidates: every link's level with the caps, made a heap in
+     * O(L + F) (heap_build) rather than pushed one by one */
+    if (grow((void **)&n->heap, &n->cap_heap, n->n_heap + n_touched + 1, sizeof(lvl)))
+        goto oom;
     for (size_t t = 0; t < n_touched; t++)
-        if (heap_push(n, link_level(&n->links[n->touched[t]]), n->touched[t]))
-            goto oom;
-    for (size_t k = 0; k < n->n_active; k++) {
-        flow *f = F(n, n->active[k]);
-        if (isfinite(f->cap) && heap_push(n, f->cap, -(int32_t)k - 1))
-            goto oom;
-    }
-    /* 4. fill */
-    while (n->n_heap) {
+        n->heap[n->n_heap++] = (lvl){link_level(&n->links[n->touched[t]]), n->touched[t]};
+    heap_build(n);
+    /* 4. fill, until every bounded flow is frozen: what is left in the heap
+     * then is stale or a frozen flow's cap (F flows through one NIC left F
+     * stale access-link entries to pop, half a reshare's cost) */
+    while (n->n_heap && unfrozen > 0) {
         lvl top = heap_pop(n);
         if (top.who < 0) {
             flow *f = F(n, n->active[-(top.who + 1)]);
-            if (!f->frozen && freeze(n, f, top.level, 0))
-                goto oom;
+            if (!f->frozen) {
+                if (freeze(n, f, top.level, 0))
+                    goto oom;
+                unfrozen--;
+            }
             continue;
         }
         link *l = &n->links[top.who];
@@ -769,8 +855,11 @@ void net_reshare_now(net *n)
         double level = top.level;
         for (int j = 0; j < l->cnt; j++) {
             flow *f = F(n, n->active[n->csr[l->off + j]]);
-            if (!f->frozen && freeze(n, f, level, 1))
-                goto oom;
+            if (!f->frozen) {
+                if (freeze(n, f, level, 1))
+                    goto oom;
+                unfrozen--;
+            }
         }
         if (push_deferred(n))
             goto oom;

@@ -65,6 +65,25 @@ double net_link_bytes(const net *n, int link);
  * their latency phase do not count), up to now. */
 double net_link_busy_s(const net *n, int link);
 
+/* ---- links held by a closed-form schedule ----
+ * A caller that computes its flows' progress itself (collective.c: a ring
+ * whose links carry nothing else, each crossed by one of its flows, so
+ * every flow runs at its own bottleneck rate) holds those links and adds
+ * what they carried with net_link_account.  The first time anything could
+ * change a held link's shares (a flow becoming active on it, a capacity
+ * change, an outage) hook(ctx) runs first, at that instant, with the link
+ * already released; it must start, as real flows, what its schedule still
+ * had to send (and release its other links), so the results are those of
+ * flows from the start (docs/MODEL.md section 2).
+ * net_link_hold: 0, or DP_EINPUT when the link is held, carries an active
+ * flow, follows a trace, has zero or infinite capacity. */
+typedef void (*net_hold_fn)(void *ctx);
+int net_link_hold(net *n, int link, net_hold_fn hook, void *ctx);
+void net_link_release(net *n, int link);
+/* Add bytes, busy seconds and a flow's rate (for the peak utilisation) to
+ * a link's statistics, as flows that crossed it alone would have. */
+void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
+
 /* Start a flow now.  links: path (duplicates and infinite-capacity links
  * are allowed; at most NET_MAX_PATH).  bytes >= 0, latency_s >= 0,
  * rate_cap_Bps > 0 or INFINITY.  Returns a flow id (never 0), or 0 on bad

@@ -15,8 +15,10 @@
  */
 #include "runtime_impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct coll {
@@ -30,7 +32,60 @@ typedef struct coll {
     int broken;               /* a member went down: it never ends (until prt_abort) */
     struct coll *prev, *next; /* rt->colls: every collective in flight */
     int dropped;              /* broken and given up by its policy (coll_drop_broken) */
+    struct closed *cf;        /* the rounds left run in closed form (below), or NULL */
 } coll;
+
+/* ---- rounds in closed form ---------------------------------------------
+ * When every finite link on the ring's paths is crossed by one ring edge
+ * only, carries no other flow, follows no trace and devices cannot fail,
+ * each flow runs alone at its bottleneck rate (the minimum capacity on its
+ * path, and its TCP window cap) from the end of its latency until its last
+ * byte: flow i of a round starting at t ends at (t + lat_i) + bytes/rate_i,
+ * the round ends at the latest of these, and nothing else can happen on
+ * those links.  The collective then holds the links (net_link_hold) and
+ * runs its remaining rounds as one event at the end of the last, adding
+ * what its flows carried to the links' statistics.  If anything would
+ * touch a held link before then (another flow, a capacity change), the
+ * net calls closed_takeback first, which starts the current round's
+ * unfinished flows as real flows with the bytes they still had, and the
+ * collective goes on with flows.  The result equals the per-flow
+ * simulation's up to rounding (docs/MODEL.md section 2: each flow's rate
+ * is the same; only the order of floating-point operations differs, and
+ * the per-flow net ends a flow whose remaining bytes fall below 1e-9 of its
+ * size at the next event, which this does not). */
+#define CLOSED_CANDS 8
+
+typedef struct closed {
+    int round0;   /* the first round run in closed form */
+    double t0;    /* when it started */
+    double *lat;  /* per edge: path latency */
+    double *x;    /* per edge: transfer seconds of one chunk (chunk / rate) */
+    double *rate; /* per edge: its flow's rate */
+    /* the edges that can end a round (distinct (lat, x) within rounding of
+     * the slowest): a round's end is the latest of their ends, computed as
+     * the per-flow net computes a lone flow's end */
+    double cand_lat[CLOSED_CANDS], cand_x[CLOSED_CANDS];
+    int n_cand;
+    uint64_t ev; /* the engine event at the end of the last round */
+} closed;
+
+/* Off: every round as flows (tests compare both; DPSIM_COLL_PER_FLOW=1
+ * sets it for a whole process). */
+static int per_flow_only = -1;
+
+void coll_set_per_flow(int on)
+{
+    per_flow_only = on != 0;
+}
+
+static int closed_allowed(void)
+{
+    if (per_flow_only < 0) {
+        const char *v = getenv("DPSIM_COLL_PER_FLOW");
+        per_flow_only = v && *v && strcmp(v, "0") != 0;
+    }
+    return !per_flow_only;
+}
 
 static size_t member(const coll *c, size_t i)
 {
@@ -66,10 +121,13 @@ static void coll_end_acts(prt *rt, const coll *c)
     }
 }
 
+static void closed_drop(coll *c);
+
 static void coll_free(coll *c)
 {
     if (c) {
         prt *rt = c->rt;
+        closed_drop(c);
         if (c->prev)
             c->prev->next = c->next;
         else if (rt->colls == c)
@@ -140,21 +198,259 @@ static void finish(prt *rt, void *ctx)
 
 static void start_round(coll *c);
 
-static void on_flow(void *ctx, uint64_t id)
+/* The last flow of round c->round ended. */
+static void round_done(coll *c)
 {
-    (void)id;
-    coll *c = ctx;
-    if (--c->pending > 0)
-        return;
     if (++c->round < c->rounds)
         start_round(c);
     else
         finish(c->rt, c);
 }
 
+static void on_flow(void *ctx, uint64_t id)
+{
+    (void)id;
+    coll *c = ctx;
+    if (--c->pending > 0)
+        return;
+    round_done(c);
+}
+
+/* ---- rounds in closed form (see the top of this part) ---- */
+
+/* Ring edge i's path. */
+static void edge_path(const coll *c, size_t i, int *links, size_t *nl, double *lat)
+{
+    world_path(c->rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, nl, lat);
+}
+
+/* The TCP window cap world_transfer gives a flow of path latency lat. */
+static double window_cap(const prt *rt, double lat)
+{
+    double w = rt->s->network.tcp_window_bytes;
+    return w > 0 && lat > 0 ? w / (2 * lat) : INFINITY;
+}
+
+/* Release the finite links of edges [0, upto) and the first `links_upto`
+ * of edge `upto`'s (the links closed_start held). */
+static void closed_release(coll *c, size_t upto, size_t links_upto)
+{
+    net *n = world_net(c->rt->w);
+    for (size_t i = 0; i <= upto && i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        edge_path(c, i, links, &nl, &lat);
+        if (i == upto)
+            nl = links_upto < nl ? links_upto : nl;
+        for (size_t j = 0; j < nl; j++)
+            if (isfinite(net_link_capacity(n, links[j])))
+                net_link_release(n, links[j]);
+    }
+}
+
+static void closed_free(coll *c)
+{
+    if (!c->cf)
+        return;
+    dp_free(c->cf->lat);
+    dp_free(c->cf->x);
+    dp_free(c->cf->rate);
+    dp_free(c->cf);
+    c->cf = NULL;
+}
+
+/* A collective freed mid-schedule (a run that stopped, its results
+ * already taken): let the links go. */
+static void closed_drop(coll *c)
+{
+    if (!c->cf)
+        return;
+    sim_cancel(c->rt->e, c->cf->ev);
+    closed_release(c, c->m, 0);
+    closed_free(c);
+}
+
+/* Where a round starting at t ends. */
+static double closed_step(const closed *k, double t)
+{
+    double end = -INFINITY;
+    for (int j = 0; j < k->n_cand; j++) {
+        double e = (t + k->cand_lat[j]) + k->cand_x[j];
+        if (e > end)
+            end = e;
+    }
+    return end;
+}
+
+/* Add `rounds` whole rounds of every edge to its links' statistics. */
+static void closed_account(coll *c, double rounds)
+{
+    if (!(rounds > 0))
+        return;
+    net *n = world_net(c->rt->w);
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        edge_path(c, i, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            if (isfinite(net_link_capacity(n, links[j])))
+                net_link_account(n, links[j], rounds * c->chunk, rounds * c->cf->x[i], c->cf->rate[i]);
+    }
+}
+
+static void closed_end(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    coll *c = ctx;
+    c->cf->ev = 0;
+    closed_release(c, c->m, 0);
+    closed_account(c, (double)(c->rounds - c->cf->round0));
+    closed_free(c);
+    c->round = c->rounds;
+    finish(c->rt, c);
+}
+
+static void round_done_ev(prt *rt, void *ctx)
+{
+    (void)rt;
+    round_done(ctx);
+}
+
+/* The net is about to change a held link's shares (now): account the
+ * rounds done, start the current round's unfinished flows as real flows
+ * with what they have left, and go on with flows. */
+static void closed_takeback(void *ctx)
+{
+    coll *c = ctx;
+    prt *rt = c->rt;
+    closed *k = c->cf;
+    net *n = world_net(rt->w);
+    double now = sim_now(rt->e), t = k->t0;
+    int r = k->round0;
+    for (double next; r < c->rounds && (next = closed_step(k, t)) <= now; r++)
+        t = next;
+    sim_cancel(rt->e, k->ev);
+    closed_release(c, c->m, 0);
+    closed_account(c, (double)(r - k->round0));
+    c->round = r;
+    c->cf = NULL; /* the flows started below must not find it */
+    c->pending = 0;
+    for (size_t i = 0; r < c->rounds && i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        edge_path(c, i, links, &nl, &lat);
+        double a = t + k->lat[i], end = a + k->x[i], left = c->chunk, delay = 0;
+        if (end <= now) {
+            left = 0; /* done */
+        } else if (a <= now) {
+            double sent = fmin(k->rate[i] * (now - a), c->chunk);
+            left = c->chunk - sent;
+            for (size_t j = 0; j < nl; j++)
+                if (isfinite(net_link_capacity(n, links[j])))
+                    net_link_account(n, links[j], sent, now - a, k->rate[i]);
+        } else {
+            delay = a - now;
+        }
+        if (end <= now) {
+            for (size_t j = 0; j < nl; j++)
+                if (isfinite(net_link_capacity(n, links[j])))
+                    net_link_account(n, links[j], c->chunk, k->x[i], k->rate[i]);
+            continue;
+        }
+        if (!net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c)) {
+            prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+            break;
+        }
+        c->pending++;
+    }
+    c->cf = k;
+    closed_free(c);
+    if (c->pending == 0 && !rt->failed && prt_at(rt, now, round_done_ev, c))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* Run the rounds from c->round on in closed form if the ring's links allow
+ * it (above): 1 if so, 0 to run them as flows. */
+static int closed_start(coll *c)
+{
+    prt *rt = c->rt;
+    if (!closed_allowed() || rt->may_fail || c->broken || c->round >= c->rounds)
+        return 0;
+    net *n = world_net(rt->w);
+    closed *k = dp_calloc(1, sizeof *k);
+    if (!k)
+        return 0;
+    c->cf = k;
+    k->lat = dp_malloc(c->m * sizeof *k->lat);
+    k->x = dp_malloc(c->m * sizeof *k->x);
+    k->rate = dp_malloc(c->m * sizeof *k->rate);
+    if (!k->lat || !k->x || !k->rate) {
+        closed_free(c);
+        return 0;
+    }
+    double slowest = 0;
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        edge_path(c, i, links, &nl, &k->lat[i]);
+        double rate = window_cap(rt, k->lat[i]);
+        for (size_t j = 0; j < nl; j++) {
+            double cap = net_link_capacity(n, links[j]);
+            if (!isfinite(cap))
+                continue;
+            if (net_link_hold(n, links[j], closed_takeback, c)) { /* shared, busy, traced or stalled */
+                closed_release(c, i, j);
+                closed_free(c);
+                return 0;
+            }
+            rate = fmin(rate, cap);
+        }
+        k->rate[i] = rate;
+        k->x[i] = c->chunk > 0 ? c->chunk / rate : 0;
+        slowest = fmax(slowest, k->lat[i] + k->x[i]);
+    }
+    /* the edges that can end a round: within rounding of the slowest over
+     * the whole schedule (8 ulps of its last end) */
+    double t0 = sim_now(rt->e), horizon = t0 + (double)(c->rounds - c->round + 1) * slowest;
+    double eps = 8 * DBL_EPSILON * horizon;
+    for (size_t i = 0; i < c->m; i++) {
+        if (k->lat[i] + k->x[i] < slowest - eps)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < k->n_cand && !seen; j++)
+            seen = k->cand_lat[j] == k->lat[i] && k->cand_x[j] == k->x[i];
+        if (seen)
+            continue;
+        if (k->n_cand == CLOSED_CANDS) { /* too many near-ties: flows decide */
+            closed_release(c, c->m, 0);
+            closed_free(c);
+            return 0;
+        }
+        k->cand_lat[k->n_cand] = k->lat[i];
+        k->cand_x[k->n_cand++] = k->x[i];
+    }
+    k->round0 = c->round;
+    k->t0 = t0;
+    double t = t0;
+    for (int r = c->round; r < c->rounds; r++)
+        t = closed_step(k, t);
+    if (!(k->ev = sim_at(rt->e, t, closed_end, c))) {
+        closed_release(c, c->m, 0);
+        closed_free(c);
+        return 0;
+    }
+    return 1;
+}
+
 static void start_round(coll *c)
 {
     prt *rt = c->rt;
+    if (closed_start(c))
+        return;
     c->pending = (int)c->m;
     for (size_t i = 0; i < c->m; i++) {
         int from = (int)member(c, i) + 1, to = (int)member(c, (i + 1) % c->m) + 1;
@@ -329,7 +625,7 @@ static void note_approximate(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0};
+    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0, NULL};
     return analytic_s(&c, 0);
 }
 
@@ -365,7 +661,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0};
+    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0, NULL};
     return start(rt, c, mode);
 }
 
@@ -385,7 +681,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0};
+    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL};
     return start(rt, c, mode);
 }
 
@@ -394,17 +690,40 @@ double coll_ring_events(size_t n)
     return n < 2 ? 0 : 4.0 * (double)(n - 1) * (double)n;
 }
 
+static int link_static(const trace *up, const trace *down, const scn_outages *o)
+{
+    return !up && !down && o->n == 0;
+}
+
+int coll_closed_form_possible(const scn_scenario *s)
+{
+    if (scn_has_failures(s))
+        return 0;
+    /* with an interconnect, rings cross its links (constant, no outages) */
+    for (size_t g = 0; s->interconnect.bandwidth_Bps <= 0 && g < s->n_groups; g++)
+        if (!link_static(s->groups[g].link.up_trace, s->groups[g].link.down_trace,
+                         &s->groups[g].link.outages))
+            return 0;
+    /* a ring crossing sites may send several edges over one WAN link */
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (s->groups[g].site >= 0 && s->groups[g].site != s->groups[0].site)
+            return 0;
+    return 1;
+}
+
 /* A ring collective as flows is 2(N-1) rounds of N flows, two events each:
  * past the event budget one collective alone would take hours (10^6
- * devices: 4e12 events), so refuse it up front. */
+ * devices: 4e12 events), so refuse it up front, unless its rounds can run
+ * in closed form (one event per collective, O(N) work). */
 int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mode, dp_err *err)
 {
     double ring_events = coll_ring_events(s->n_devices);
-    if (mode == PRT_COLL_FLOWS && ring_events > (double)PRT_MAX_EVENTS)
+    if (mode == PRT_COLL_FLOWS && ring_events > (double)PRT_MAX_EVENTS && !coll_closed_form_possible(s))
         return dp_err_set(
             err, DP_EINPUT,
             "one ring all-reduce over %zu devices as flows takes %.3g events, over the limit of "
-            "%.3g events per run; set policies.%s.collective=analytic",
+            "%.3g events per run (rounds run in closed form only without failures, link traces, "
+            "outages or sites); set policies.%s.collective=analytic",
             s->n_devices, ring_events, (double)PRT_MAX_EVENTS, policy);
     return 0;
 }

@@ -213,10 +213,20 @@ void coll_drop_broken(prt *rt);
 /* The analytic duration of a collective over all devices now (tests,
  * docs); negative when out of memory. */
 double coll_analytic_s(prt *rt, coll_kind k, double bytes);
-/* Events one ring collective as flows takes over n devices: policies that
- * use flows refuse scenarios past the per-run event budget up front. */
+/* Events one ring collective as flows takes over n devices, round by
+ * round: policies that use flows refuse scenarios past the per-run event
+ * budget up front, unless coll_closed_form_possible (one event per
+ * collective: collective.c). */
 double coll_ring_events(size_t n);
 int coll_check_flows(const scn_scenario *s, const char *policy, prt_coll_mode mode, dp_err *err);
+/* 1 when a ring over every device can run its rounds in closed form in
+ * this scenario (no failures; no trace or outage on the links a ring
+ * crosses; no WAN link that several ring edges could share). */
+int coll_closed_form_possible(const scn_scenario *s);
+/* Tests: 1 runs every collective round as flows (the reference the closed
+ * form is checked against), 0 lets rounds run in closed form (default;
+ * DPSIM_COLL_PER_FLOW=1 in the environment gives 1 for a process). */
+void coll_set_per_flow(int on);
 
 /* ---- synchronous data parallelism in groups (sync.c) ------------------- */
 /* The machinery DDP and DeepSpeed stages 1-2 share.  Equal split (floor(D/N)

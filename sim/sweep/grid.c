@@ -11,6 +11,7 @@
 #include "sweep/sweep_impl.h"
 
 #include "json.h"
+#include "policy/runtime.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -625,5 +626,5 @@ double sweep_cost_estimate(const scn_scenario *s)
         return 0;
     double iters = ceil((double)s->dataset.samples / batch);
     double n = (double)s->n_devices;
-    return (double)s->training.epochs * iters * n * n;
+    return (double)s->training.epochs * iters * n * (coll_closed_form_possible(s) ? 1 : n);
 }

@@ -79,7 +79,9 @@ int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err 
  * structure alone (nothing is simulated): epochs x iterations per epoch x
  * devices^2, an iteration being the dataset over the devices' summed
  * batches, and the square because a ring collective takes steps in
- * proportion to the devices, for each device.  Coarse (it ignores the
+ * proportion to the devices, for each device (devices alone where rings
+ * run in closed form, one event per collective: coll_closed_form_possible).
+ * Coarse (it ignores the
  * policy and link speeds, and a mix of slow CPUs with small batches costs
  * more than it says); only its order matters: the MPI executor hands out
  * the costliest runs first, so that a slow point does not start last and
