@@ -273,11 +273,34 @@ check "$T/out" ddp 16 restarts=1
 expect 1 "$BIN" run "$SRC/scenarios/tiny.yaml" --no-db -p ddp --set availability.mtbf=5s \
     --set availability.mttr=1s --set policies.ddp.timeout=1s --set policies.ddp.max_restarts=20
 has "$T/err" "no progress: 20 restarts"
-# a policy without an on_device hook is refused, not run wrong
-expect 0 "$BIN" run "$D/crash.yaml" --no-db -p cadp
-expect 2 "$BIN" run "$D/crash.yaml" --no-db -p hierarchical --set 'devices.a.site=x' --set 'devices.b.site=x' \
-    --set 'sites=[{name: x}]'
-has "$T/err" "crash.yaml: policy hierarchical does not model device failures"
+# (a policy without an on_device hook is refused: tests/test_fail.c, as no
+# built-in policy lacks one)
+
+# --- hierarchical averaging (sites.yaml: sites x = a, b and y = c, d;
+# rounds of 2 steps, 2 s; 4 s an epoch).  A member (b) or the leader of x
+# (a) down at 6.25 s: its batch of 6-7 s cut (0.25 s lost, 1 sample
+# skipped), x averages over the other, the WAN over one device a site:
+# Ttotal 8 s.  Both down: x is skipped, 0.5 s lost, 2 samples skipped.
+# 3 epochs: back at 9.5 s, each receives the model (4 B) for the round of
+# 10 s with its epoch-3 samples skipped; Ttotal 12 s.  Ring and server alike.
+# (On 1 Gbps links the averages take microseconds: checked to 1e-5.)
+for w in ring server; do
+    HS=(--set policies.hierarchical.wan=$w)
+    expect 0 "$BIN" run "$D/sites.yaml" --no-db --json -p hierarchical "${HS[@]}" \
+        --set devices.b.availability.trace=down.csv
+    check "$T/out" hierarchical 8 failures=1 compute_lost_s=0.25 samples_skipped=1 bytes_resent=0 rounds=4
+    expect 0 "$BIN" run "$D/sites.yaml" --no-db --json -p hierarchical "${HS[@]}" \
+        --set devices.a.availability.trace=down.csv
+    check "$T/out" hierarchical 8 failures=1 compute_lost_s=0.25 samples_skipped=1 rounds=4
+    expect 0 "$BIN" run "$D/sites.yaml" --no-db --json -p hierarchical "${HS[@]}" --set training.epochs=3 \
+        --set devices.a.availability.trace=down.csv --set devices.b.availability.trace=down.csv
+    check "$T/out" hierarchical 12 failures=2 compute_lost_s=0.5 samples_skipped=10 bytes_resent=8 rounds=6
+    # every device gone for good: exit 1 naming the time, no hang
+    expect 1 "$BIN" run "$D/sites.yaml" --no-db -p hierarchical "${HS[@]}" \
+        --set devices.a.availability.trace=gone.csv --set devices.b.availability.trace=gone.csv \
+        --set devices.c.availability.trace=gone.csv --set devices.d.availability.trace=gone.csv
+    has "$T/err" "every device is down for good at t = 6 s"
+done
 
 # --- determinism with failures on: same seed, same bytes; sweeps --jobs 1 = --jobs 2
 GEO=(--set availability.mtbf=30min --set availability.mttr=5min --set training.epochs=2)
@@ -296,6 +319,14 @@ done
 if cmp -s "$T/lb1" "$T/lb2"; then ok; else bad "load balancers: same seed, different bytes with failures on"; fi
 has "$T/lb1" '"restarts"'
 has "$T/lb1" '"pushes_lost"'
+# hierarchical averaging: seeded failures of every device on sites.yaml
+for i in 1 2; do
+    expect 0 "$BIN" run "$D/sites.yaml" --no-db --json -p hierarchical --seed 7 --set training.epochs=4 \
+        --set availability.mtbf=3s --set availability.mttr=1s
+    sed 's/"wall_s":[^,]*,//' "$T/out" >"$T/hi$i"
+done
+if cmp -s "$T/hi1" "$T/hi2"; then ok; else bad "hierarchical: same seed, different bytes with failures on"; fi
+has "$T/hi1" '"samples_skipped"'
 for j in 1 2; do
     expect 0 "$BIN" sweep "$D/flaky.yaml" --vary availability.mtbf=2s,5s,20s \
         --vary policies.ddp.on_failure=wait,elastic --seeds 2 --jobs $j --db "$T/sw$j.db" -q

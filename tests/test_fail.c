@@ -8,7 +8,9 @@
  * timelines are exact to 1e-9.  Device b goes down at 6.25 s and comes back
  * at 9.5 s (down.csv), or never (gone.csv: down at 6.25 s for good).
  * tests/e2e_dyn.sh runs the same timelines through the command line, plus
- * the slow-link cases (a failure during an average).
+ * the slow-link cases (a failure during an average).  Hierarchical
+ * averaging has its own world of two sites (sites.yaml, below), with slow
+ * links for crashes during its WAN and return phases.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -44,6 +46,29 @@ static const char *CRASH =
     "  localsgd: { steps: 2, collective: analytic }\n"
     "  flsgd: { steps: 2, collective: analytic }\n";
 
+/* Hierarchical averaging: sites x (a, b) and y (c, d) of the same devices,
+ * 16 samples (4 each), rounds of 2 steps (2 s; 4 s an epoch); links of
+ * 100 Tbps, so the 4 averages before a crash take under 1e-10 s.  No device
+ * fails unless an override gives it a trace. */
+static const char *SITES = "name: sites\n"
+                           "model: { name: m, params: 1, flops_per_sample: 1.0e6 }\n"
+                           "dataset: { name: sixteen, samples: 16, sample_bytes: 1B }\n"
+                           "training: { epochs: 2, seed: 1 }\n"
+                           "sites: [ { name: x }, { name: y } ]\n"
+                           "wan: [ { between: [x, y], bandwidth: 100Tbps, latency: 0s } ]\n"
+                           "server: { site: x }\n"
+                           "devices:\n"
+                           "  - { name: a, kind: gpu, site: x, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                           "      link: { up: 100Tbps, down: 100Tbps, latency: 0s } }\n"
+                           "  - { name: b, kind: gpu, site: x, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                           "      link: { up: 100Tbps, down: 100Tbps, latency: 0s } }\n"
+                           "  - { name: c, kind: gpu, site: y, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                           "      link: { up: 100Tbps, down: 100Tbps, latency: 0s } }\n"
+                           "  - { name: d, kind: gpu, site: y, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                           "      link: { up: 100Tbps, down: 100Tbps, latency: 0s } }\n"
+                           "policies:\n"
+                           "  hierarchical: { steps: 2, collective: analytic }\n";
+
 static const char *const LB[] = {"equal_finish", "dlb", "lbbsp", "lbb"};
 
 static long live0;
@@ -65,18 +90,23 @@ static void setup(void)
     live0 = dp_alloc_live();
     cr_assert(mkdtemp(dir));
     put("crash.yaml", CRASH);
+    put("sites.yaml", SITES);
     put("down.csv", "time_s,up\n0,1\n6.25,0\n9.5,1\n");
     put("gone.csv", "time_s,up\n0,1\n6.25,0\n");
     put("blip.csv", "time_s,up\n0,1\n4.5,0\n5.5,1\n");
     put("late.csv", "time_s,up\n0,1\n5.75,0\n");
+    put("t15.csv", "time_s,up\n0,1\n15.5,0\n");
+    put("t18.csv", "time_s,up\n0,1\n18.5,0\n");
+    put("t19.csv", "time_s,up\n0,1\n19.5,0\n");
     snprintf(path, sizeof path, "%s/crash.yaml", dir);
 }
 
 static void teardown(void)
 {
     char p[300];
-    const char *files[] = {"crash.yaml", "down.csv", "gone.csv", "blip.csv", "late.csv"};
-    for (size_t i = 0; i < 5; i++) {
+    const char *files[] = {"crash.yaml", "down.csv", "gone.csv", "blip.csv", "late.csv",
+                           "sites.yaml", "t15.csv",  "t18.csv",  "t19.csv"};
+    for (size_t i = 0; i < 9; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         remove(p);
     }
@@ -85,14 +115,23 @@ static void teardown(void)
 }
 TestSuite(fail, .init = setup, .fini = teardown);
 
-/* Run `policy` on crash.yaml with overrides; NULL (error in *err) if it failed. */
-static res_run *run_with(const char *policy, const scn_override *ov, size_t n, dp_err *err)
+/* Run `policy` on `file` (in the test directory) with overrides; NULL
+ * (error in *err) if it failed. */
+static res_run *run_file(const char *file, const char *policy, const scn_override *ov, size_t n, dp_err *err)
 {
-    scn_scenario *s = scn_load_file(path, ov, n, err);
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    scn_scenario *s = scn_load_file(p, ov, n, err);
     cr_assert(s, "%s", err->msg);
     res_run *r = policy_run(policy_find(policy), s, 1, err);
     scn_free(s);
     return r;
+}
+
+/* Run `policy` on crash.yaml with overrides; NULL (error in *err) if it failed. */
+static res_run *run_with(const char *policy, const scn_override *ov, size_t n, dp_err *err)
+{
+    return run_file("crash.yaml", policy, ov, n, err);
 }
 
 static res_run *run_ok(const char *policy, const scn_override *ov, size_t n)
@@ -286,4 +325,250 @@ Test(fail, same_seed_same_run_with_failures)
         res_run_free(r[0]);
         res_run_free(r[1]);
     }
+}
+
+/* ---- hierarchical averaging on sites.yaml (2 sites x 2 devices) -------------- */
+
+/* hierarchical on sites.yaml with `ov` plus each combination of its options
+ * that a failure touches (wan ring / server, collective analytic / flows):
+ * the 4 runs in r[0..4). */
+static void hi_runs(const scn_override *ov, size_t n, res_run *r[4])
+{
+    for (int k = 0; k < 4; k++) {
+        scn_override all[8];
+        cr_assert(n + 2 <= 8);
+        memcpy(all, ov, n * sizeof *ov);
+        all[n] = (scn_override){"policies.hierarchical.wan", k & 1 ? "server" : "ring"};
+        all[n + 1] = (scn_override){"policies.hierarchical.collective", k & 2 ? "flows" : "analytic"};
+        dp_err err = {0};
+        r[k] = run_file("sites.yaml", "hierarchical", all, n + 2, &err);
+        cr_assert(r[k], "wan %s, %s: %s", k & 1 ? "server" : "ring", k & 2 ? "flows" : "analytic", err.msg);
+    }
+}
+
+static void hi_free(res_run *r[4])
+{
+    for (int k = 0; k < 4; k++)
+        res_run_free(r[k]);
+}
+
+/* hi_runs, then each run's Ttotal and run statistics (NAN: not checked). */
+static void hi_expect(const scn_override *ov, size_t n, double ttotal, double failures, double lost,
+                      double skipped, double resent, double rounds)
+{
+    res_run *r[4];
+    hi_runs(ov, n, r);
+    const char *name[] = {"failures", "compute_lost_s", "samples_skipped", "bytes_resent", "rounds"};
+    double want[] = {failures, lost, skipped, resent, rounds};
+    for (int k = 0; k < 4; k++) {
+        expect_close(r[k]->ttotal_s, ttotal);
+        for (size_t i = 0; i < 5; i++)
+            if (!isnan(want[i]))
+                expect_close(stat(r[k], name[i]), want[i]);
+    }
+    hi_free(r);
+}
+
+/* A member crash: b (site x, led by a) goes down at 6.25 s in the round of
+ * 6-8 s of epoch 2: its batch of 6-7 s is cut (0.25 s lost, the round's
+ * work since 6 s), its last sample skipped; x averages over a alone at 8 s,
+ * the WAN over a and c: Ttotal 8 s, 4 rounds.  steps: 0 (one round an
+ * epoch, 4-8 s): b's round began at 4 s, 2.25 s lost, 2 rounds.  3 epochs:
+ * b skips epoch 3 (4 more samples); back at 9.5 s, it receives the model
+ * (4 B; 8 B with its shard when data does not persist) for the round of
+ * 10 s, with nothing left; a, c, d end at 12 s. */
+Test(fail, hierarchical_member_crash)
+{
+    scn_override ov[] = {{"devices.b.availability.trace", "down.csv"},
+                         {"training.epochs", "3"},
+                         {"devices.b.availability.data_persists", "false"}};
+    scn_override whole[] = {ov[0], {"policies.hierarchical.steps", "0"}};
+    hi_expect(ov, 1, 8, 1, 0.25, 1, 0, 4);
+    hi_expect(whole, 2, 8, 1, 2.25, 1, 0, 2);
+    hi_expect(ov, 2, 12, 1, 0.25, 5, 4, 6);
+    hi_expect(ov, 3, 12, 1, 0.25, 5, 8, 6);
+}
+
+/* A leader crash: a (x's leader) goes down at 6.25 s: the same timeline as
+ * b's, b now leading x (the lowest-index device of x up).  With a gone for
+ * good and 3 epochs, b leads x to the end: epoch 3 from 8 s, Ttotal 12 s,
+ * a's 4 samples of epoch 3 skipped too. */
+Test(fail, hierarchical_leader_crash)
+{
+    scn_override ov[] = {{"devices.a.availability.trace", "down.csv"}, {"training.epochs", "3"}};
+    scn_override gone[] = {{"devices.a.availability.trace", "gone.csv"}, ov[1]};
+    hi_expect(ov, 1, 8, 1, 0.25, 1, 0, 4);
+    hi_expect(gone, 2, 12, 1, 0.25, 5, 0, 6);
+}
+
+/* A whole site down: a and b go down at 6.25 s (0.25 s lost each, 1
+ * sample skipped each); the WAN step skips x and y ends the run at 8 s.
+ * 3 epochs: both skip epoch 3 (8 more samples), come back at 9.5 s and
+ * receive the model (4 B each) for the round of 10 s: Ttotal 12 s. */
+Test(fail, hierarchical_site_down)
+{
+    scn_override ov[] = {{"devices.a.availability.trace", "down.csv"},
+                         {"devices.b.availability.trace", "down.csv"},
+                         {"training.epochs", "3"}};
+    hi_expect(ov, 2, 8, 2, 0.5, 2, 0, 4);
+    hi_expect(ov, 3, 12, 2, 0.5, 10, 8, 6);
+}
+
+/* Every device down at 6.25 s (1 s lost, 4 samples skipped): the round is
+ * given up and the job waits.  At 9.5 s a is back first (the traces are
+ * read in device order): it receives the model (4 B) and, with nothing
+ * left, ends epoch 2 alone at 9.5 s.  3 epochs: b, c, d, back too, receive
+ * the model (12 B) and epoch 3 runs 9.5-13.5 s.  Gone for good: the run
+ * fails, naming the time; it does not hang. */
+Test(fail, hierarchical_every_device_down_waits)
+{
+    scn_override ov[] = {{"devices.a.availability.trace", "down.csv"},
+                         {"devices.b.availability.trace", "down.csv"},
+                         {"devices.c.availability.trace", "down.csv"},
+                         {"devices.d.availability.trace", "down.csv"},
+                         {"training.epochs", "3"}};
+    hi_expect(ov, 4, 9.5, 4, 1, 4, 4, NAN);
+    hi_expect(ov, 5, 13.5, 4, 1, 4, 16, NAN);
+    for (int wan = 0; wan < 2; wan++) {
+        scn_override gone[5];
+        for (int i = 0; i < 4; i++)
+            gone[i] = (scn_override){ov[i].key, "gone.csv"};
+        gone[4] = (scn_override){"policies.hierarchical.wan", wan ? "server" : "ring"};
+        dp_err err = {0};
+        res_run *x = run_file("sites.yaml", "hierarchical", gone, 5, &err);
+        cr_expect_null(x);
+        cr_expect_eq(err.code, DP_ERUN);
+        cr_expect(strstr(err.msg, "every device is down for good at t = 6.25 s"), "%s", err.msg);
+        res_run_free(x);
+    }
+}
+
+/* Crashes during the WAN phase, over a WAN of 32 bps (the two directions
+ * share it): the data (8 B to each of c and d) takes 4 s; the WAN ring
+ * moves M/2 = 16 bits each way per step, 1 s for its 2 steps; a push or
+ * pull across it (32 bits) 1 s, those of site x nothing.
+ *  ring: rounds of 2 s + 1 s from 4 s, the last 13-16 s.  A leader (a, or
+ *   c) down at 15.5 s breaks the WAN ring; b (or d), holding its site's
+ *   average, leads the ring again from 15.5 s: Ttotal 16.5 s, nothing lost.
+ *   Both a and b down: x's average (their 2 s each) is lost, the ring
+ *   restarts over c alone: Ttotal 15.5 s, 4 s lost.
+ *  server: rounds of 2 s + 2 s (c's push, then its pull), the last 16-20 s.
+ *   a down at 18.5 s: the server holds x's model (a pushed at 18 s); b pulls
+ *   it at 19 s: Ttotal 20 s.  c down at 18.5 s (its push cut) or 19.5 s
+ *   (its pull cut): d pushes or pulls from then: Ttotal 20.5 s, nothing
+ *   lost.  c and d down at 18.5 s: y's 4 s are lost, the server averages x
+ *   alone at once: Ttotal 18.5 s. */
+Test(fail, hierarchical_leader_crash_in_the_wan_phase)
+{
+    const char *slow = "[ { between: [x, y], bandwidth: 32bps, latency: 0s } ]";
+    struct {
+        const char *wan, *down1, *down2, *trace;
+        double ttotal, lost;
+    } c[] = {
+        {"ring", "a", NULL, "t15.csv", 16.5, 0},   {"ring", "c", NULL, "t15.csv", 16.5, 0},
+        {"ring", "a", "b", "t15.csv", 15.5, 4},    {"server", "a", NULL, "t18.csv", 20, 0},
+        {"server", "c", NULL, "t18.csv", 20.5, 0}, {"server", "c", NULL, "t19.csv", 20.5, 0},
+        {"server", "c", "d", "t18.csv", 18.5, 4},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char k1[64], k2[64];
+        snprintf(k1, sizeof k1, "devices.%s.availability.trace", c[i].down1);
+        snprintf(k2, sizeof k2, "devices.%s.availability.trace", c[i].down2 ? c[i].down2 : c[i].down1);
+        scn_override ov[] = {
+            {"wan", slow}, {"policies.hierarchical.wan", c[i].wan}, {k1, c[i].trace}, {k2, c[i].trace}};
+        dp_err err = {0};
+        res_run *r = run_file("sites.yaml", "hierarchical", ov, 4, &err);
+        cr_assert(r, "%s", err.msg);
+        expect_close(r->ttotal_s, c[i].ttotal);
+        expect_close(stat(r, "compute_lost_s"), c[i].lost);
+        expect_close(stat(r, "samples_skipped"), 0);
+        expect_close(stat(r, "rounds"), 4);
+        res_run_free(r);
+    }
+}
+
+/* Crashes while the result returns inside a site: a's up link at 32 bps
+ * makes x's ring 1 s (2 steps of 16 bits), a's WAN step (ring: 2 x 16 bits;
+ * server: its 32-bit push) 1 s and its send of the result to b 1 s: rounds
+ * of 5 s, the last 15-20 s, the send 19-20 s.  b (waiting for it) or a
+ * (sending it) down at 19.5 s: the send is cut and the last round ends at
+ * 19.5 s.  3 epochs: with a gone, b fetches the model from the server
+ * (4 B) and leads x, whose steps are then 2 s a round (its links are
+ * fast): 19.5 + 2 x 2 = 23.5 s; with b gone, a alone in x takes 3 s a
+ * round (no site ring, its 1-s WAN step): 25.5 s. */
+Test(fail, hierarchical_crash_while_returning)
+{
+    for (int wan = 0; wan < 2; wan++) {
+        for (int who = 0; who < 2; who++) {
+            for (int epochs = 2; epochs <= 3; epochs++) {
+                scn_override ov[] = {
+                    {"devices.a.link.up", "32bps"},
+                    {"policies.hierarchical.wan", wan ? "server" : "ring"},
+                    {who ? "devices.b.availability.trace" : "devices.a.availability.trace", "t19.csv"},
+                    {"training.epochs", epochs == 2 ? "2" : "3"}};
+                dp_err err = {0};
+                res_run *r = run_file("sites.yaml", "hierarchical", ov, 4, &err);
+                cr_assert(r, "%s", err.msg);
+                expect_close(r->ttotal_s, epochs == 2 ? 19.5 : who ? 25.5 : 23.5);
+                expect_close(stat(r, "compute_lost_s"), 0);
+                expect_close(stat(r, "samples_skipped"), epochs == 2 ? 0 : 4);
+                expect_close(stat(r, "bytes_resent"), epochs == 3 && !who ? 4 : 0);
+                res_run_free(r);
+            }
+        }
+    }
+}
+
+/* Seeded failures of every device (mean 3 s up, 1 s down): the same seed
+ * gives the same run, to the bit, under each option. */
+Test(fail, hierarchical_same_seed_same_run)
+{
+    scn_override ov[] = {{"availability.mtbf", "3s"}, {"availability.mttr", "1s"}, {"training.epochs", "4"}};
+    res_run *a[4], *b[4];
+    hi_runs(ov, 3, a);
+    hi_runs(ov, 3, b);
+    for (int k = 0; k < 4; k++) {
+        cr_expect(memcmp(&a[k]->ttotal_s, &b[k]->ttotal_s, sizeof(double)) == 0, "option set %d", k);
+        cr_expect_eq(a[k]->n_stats, b[k]->n_stats);
+        for (size_t j = 0; j < a[k]->n_stats && j < b[k]->n_stats; j++)
+            cr_expect(memcmp(&a[k]->stats[j].value, &b[k]->stats[j].value, sizeof(double)) == 0, "%s",
+                      a[k]->stats[j].name);
+        cr_expect_gt(stat(a[k], "failures"), 0);
+    }
+    hi_free(a);
+    hi_free(b);
+}
+
+/* A policy without an on_device hook (a plugin: every built-in policy has
+ * one now) is refused in a world with failures, not run wrong. */
+static int nohook_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    return dp_err_set(prt_err(rt), DP_EINPUT, "started although refused");
+}
+
+static void nohook_free(prt *rt, const void *opts)
+{
+    (void)rt;
+    (void)opts;
+}
+
+static const policy_def nohook = {
+    .name = "nohook",
+    .label = "No hook",
+    .color = "#000000",
+    .summary = "a test policy without an on_device hook",
+    .start = nohook_start,
+    .free = nohook_free,
+};
+
+Test(fail, a_policy_without_a_hook_is_refused)
+{
+    dp_err err = {0};
+    cr_assert_eq(policy_register(&nohook, &err), 0, "%s", err.msg);
+    res_run *r = run_with("nohook", NULL, 0, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_EINPUT);
+    cr_expect(strstr(err.msg, "crash.yaml: policy nohook does not model device failures"), "%s", err.msg);
+    res_run_free(r);
 }

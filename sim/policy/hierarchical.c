@@ -14,6 +14,21 @@
  *     every other device of its site (direct transfers, all at once).
  * The round ends when every device holds the result.  A scenario without
  * sites is refused (check).
+ *
+ * Failures (worlds with `availability`; scenarios/README.md): a round runs
+ * over the participants up at its start (`in`), a site over its members in
+ * the round, and a site with none left is skipped by the WAN phase.  The
+ * leader is the lowest-index member of the site in the round, so a leader
+ * going down is replaced by the next one, which holds the site's average
+ * too.  A device going down before its site's average ends loses its
+ * round's work (the site's ring, if running, restarts among the others); a
+ * site losing its last member before its average is safe (the WAN ring
+ * ended, or its upload reached the server) loses every member's work; a
+ * broken WAN ring restarts among the leaders left; a leader lost while
+ * returning the result leaves the members still waiting for it to fetch
+ * the model from the server before the next round.  A device back
+ * receives the model (and its shard unless data_persists) and joins at the
+ * next round; with nobody up the job waits for a return (cl_none_up).
  */
 #include "commlight.h"
 #include "runtime.h"
@@ -35,14 +50,32 @@ typedef struct hi_dev {
     int site;
     int done;
     int64_t samples;
+    /* worlds with failures */
+    int in;       /* in the round under way */
+    int arrived;  /* done with its steps in this round */
+    int recv;     /* receiving the result from its leader (phase 3) */
+    int back;     /* up without the model: fetches it from the server for the next round */
+    int has_data; /* holds its shard */
+    int lost;     /* its work of this round was counted lost */
+    double c0;    /* its compute seconds when the round began */
 } hi_dev;
+
+/* Where a site is in the round. */
+typedef enum { SITE_COMPUTE, SITE_RING, SITE_AVERAGED, SITE_RETURN, SITE_END } hi_site_phase;
+/* Where the WAN phase is: not begun, under way, the server averaging
+ * (wan: server), the result exists. */
+typedef enum { G_LOCAL, G_WAN, G_AGG, G_AVERAGED } hi_wan_phase;
 
 typedef struct hi_site {
     prt *rt;
-    size_t *members; /* participants of the site, scenario order; [0] leads */
+    size_t *members; /* participants of the site, scenario order */
     size_t m;
-    size_t arrived; /* members done with their steps */
+    size_t arrived; /* members in the round done with their steps */
     size_t pending; /* transfers of phase 3 in flight */
+    size_t n_in;    /* members in the round (m without failures) */
+    int phase;      /* hi_site_phase */
+    int uploaded;   /* wan: server: its model reached the server */
+    size_t leader;  /* its device in the WAN phase: the lowest-index member in the round */
 } hi_site;
 
 typedef struct hi_state {
@@ -50,13 +83,22 @@ typedef struct hi_state {
     hi_dev *dev;
     hi_site *site;
     size_t n_sites; /* sites with participants */
+    size_t n_parts; /* participants (st->all[0..n_parts)) */
     size_t *leaders;
-    size_t sites_done, wan_arrived, returned;
-    size_t *all; /* member storage */
+    size_t *ring; /* members of a ring being started (coll_start_among copies it) */
+    size_t *all;  /* member storage */
+    int g;        /* hi_wan_phase */
     cl_stats cs;
+    /* worlds with failures */
+    int fail_on;
+    int waiting;     /* nobody up: the next round waits for a return */
+    int64_t skipped; /* samples of an epoch a device down did not start */
 } hi_state;
 
 static void step(prt *rt, void *ctx);
+static void next_round(prt *rt, hi_state *st);
+static void upload(prt *rt, hi_state *st, hi_site *s);
+static void download(prt *rt, hi_state *st, hi_site *s);
 
 static void begin_round(prt *rt, hi_dev *v)
 {
@@ -64,6 +106,39 @@ static void begin_round(prt *rt, hi_dev *v)
     step(rt, v);
 }
 
+/* The members of site s in the round, scenario order, into out; their count. */
+static size_t members_in(const hi_state *st, const hi_site *s, size_t *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < s->m; i++)
+        if (st->dev[s->members[i]].in)
+            out[m++] = s->members[i];
+    return m;
+}
+
+static size_t first_in(const hi_state *st, const hi_site *s)
+{
+    for (size_t i = 0; i < s->m; i++)
+        if (st->dev[s->members[i]].in)
+            return s->members[i];
+    return s->members[0];
+}
+
+static void reset_round(hi_state *st, size_t n)
+{
+    st->g = G_LOCAL;
+    for (size_t k = 0; k < st->n_sites; k++) {
+        hi_site *s = &st->site[k];
+        s->arrived = s->pending = 0;
+        s->phase = SITE_COMPUTE;
+        s->uploaded = 0;
+    }
+    for (size_t d = 0; d < n; d++)
+        st->dev[d].arrived = st->dev[d].recv = st->dev[d].lost = 0;
+}
+
+/* Every device in the round holds the result: end the epoch if it is
+ * done, then the next round. */
 static void round_end(prt *rt, hi_state *st)
 {
     int64_t batch = 0, devs = 0;
@@ -75,21 +150,53 @@ static void round_end(prt *rt, hi_state *st)
     }
     st->cs.rounds++;
     cl_update(&st->cs, batch, devs, 0);
-    st->sites_done = st->wan_arrived = st->returned = 0;
-    for (size_t k = 0; k < st->n_sites; k++)
-        st->site[k].arrived = 0;
+    reset_round(st, n);
     if (!prt_work_left(rt)) {
-        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && cl_emit(rt, &st->cs))
+        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+            (cl_emit(rt, &st->cs) ||
+             (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
             return;
         if (prt_end_epoch(rt) <= 0)
             return;
+    }
+    if (st->fail_on) {
+        next_round(rt, st);
+        return;
     }
     for (size_t k = 0; k < st->n_sites; k++)
         for (size_t i = 0; i < st->site[k].m; i++)
             begin_round(rt, &st->dev[st->site[k].members[i]]);
 }
 
+/* The round ends once the result exists and every site with members in
+ * the round has it. */
+static void round_check(prt *rt, hi_state *st)
+{
+    if (st->g != G_AVERAGED)
+        return;
+    for (size_t k = 0; k < st->n_sites; k++)
+        if (st->site[k].n_in > 0 && st->site[k].phase != SITE_END)
+            return;
+    round_end(rt, st);
+}
+
+/* No device is left in the round before its result exists: the round is
+ * given up (its work was counted lost) and the next one starts with the
+ * devices up, or waits for one.  An epoch never ends with nobody up. */
+static void give_up(prt *rt, hi_state *st)
+{
+    for (size_t d = 0; d < prt_n(rt); d++)
+        st->dev[d].samples = 0;
+    next_round(rt, st);
+}
+
 /* ---- phase 3: the result returns inside each site ---- */
+static void site_end(prt *rt, hi_state *st, hi_site *s)
+{
+    s->phase = SITE_END;
+    round_check(rt, st);
+}
+
 static void on_returned(void *ctx, uint64_t id)
 {
     (void)id;
@@ -97,29 +204,32 @@ static void on_returned(void *ctx, uint64_t id)
     prt *rt = v->rt;
     hi_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
+    v->recv = 0;
     hi_site *s = &st->site[v->site];
     if (--s->pending > 0)
         return;
-    prt_set_act(rt, s->members[0], RES_ACT_WAIT);
-    if (++st->returned == st->n_sites)
-        round_end(rt, st);
+    prt_set_act(rt, s->leader, RES_ACT_WAIT);
+    site_end(rt, st, s);
 }
 
-static void site_return(prt *rt, hi_state *st, size_t k)
+static void site_return(prt *rt, hi_state *st, hi_site *s)
 {
-    hi_site *s = &st->site[k];
-    if (s->m < 2) {
-        if (++st->returned == st->n_sites)
-            round_end(rt, st);
+    s->phase = SITE_RETURN;
+    s->leader = first_in(st, s);
+    if (s->n_in < 2) {
+        site_end(rt, st, s);
         return;
     }
     double M = prt_scn(rt)->model.model_bytes;
-    s->pending = s->m - 1;
-    prt_set_act(rt, s->members[0], RES_ACT_SEND);
-    for (size_t i = 1; i < s->m; i++) {
+    s->pending = s->n_in - 1;
+    prt_set_act(rt, s->leader, RES_ACT_SEND);
+    for (size_t i = 0; i < s->m; i++) {
         size_t d = s->members[i];
+        if (d == s->leader || !st->dev[d].in)
+            continue;
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
-        if (!world_transfer(prt_world(rt), (int)s->members[0] + 1, (int)d + 1, M, on_returned, &st->dev[d])) {
+        st->dev[d].recv = 1;
+        if (!world_transfer(prt_world(rt), (int)s->leader + 1, (int)d + 1, M, on_returned, &st->dev[d])) {
             prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
         }
@@ -131,32 +241,81 @@ static void wan_ring_done(prt *rt, void *ctx)
 {
     (void)ctx;
     hi_state *st = prt_state(rt);
-    for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
-        site_return(rt, st, k);
+    st->g = G_AVERAGED;
+    for (size_t k = 0; k < st->n_sites && !prt_failed(rt) && st->g == G_AVERAGED; k++)
+        if (st->site[k].n_in > 0 && st->site[k].phase == SITE_AVERAGED)
+            site_return(rt, st, &st->site[k]);
+    round_check(rt, st); /* every site empty: the result exists, the round ends */
+}
+
+/* The WAN ring over the leaders of the sites with members in the round
+ * (again, after a leader went down); with none, the round is given up. */
+static void wan_ring(prt *rt, hi_state *st)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < st->n_sites; k++)
+        if (st->site[k].n_in > 0)
+            st->leaders[m++] = st->site[k].leader = first_in(st, &st->site[k]);
+    if (m == 0) {
+        give_up(rt, st);
+        return;
+    }
+    double M = prt_scn(rt)->model.model_bytes;
+    if (st->o.collective == PRT_COLL_ANALYTIC)
+        cl_tally_ring(rt, &st->cs, st->leaders, m, COLL_ALLREDUCE, M);
+    coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, st->leaders, m, wan_ring_done, NULL);
 }
 
 static void on_leader_download(void *ctx, uint64_t id)
 {
     (void)id;
     hi_dev *v = ctx;
-    prt_set_act(v->rt, v->d, RES_ACT_WAIT);
-    site_return(v->rt, prt_state(v->rt), (size_t)v->site);
+    prt *rt = v->rt;
+    hi_state *st = prt_state(rt);
+    prt_set_act(rt, v->d, RES_ACT_WAIT);
+    site_return(rt, st, &st->site[v->site]);
+}
+
+static void download(prt *rt, hi_state *st, hi_site *s)
+{
+    double M = prt_scn(rt)->model.model_bytes;
+    size_t d = s->leader = first_in(st, s);
+    prt_set_act(rt, d, RES_ACT_RECV_MODEL);
+    prt_add_server_bytes(rt, d, M);
+    if (!world_transfer(prt_world(rt), 0, (int)d + 1, M, on_leader_download, &st->dev[d]))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void server_averaged(prt *rt, void *ctx)
 {
     (void)ctx;
     hi_state *st = prt_state(rt);
-    double M = prt_scn(rt)->model.model_bytes;
+    st->g = G_AVERAGED;
+    for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
+        if (st->site[k].n_in > 0)
+            download(rt, st, &st->site[k]);
+    round_check(rt, st); /* every site empty: the round ends */
+}
+
+/* wan: server: once every site with members in the round has uploaded,
+ * the server averages the models it received; none: the round is given up. */
+static void server_check(prt *rt, hi_state *st)
+{
+    if (st->g != G_WAN)
+        return;
+    size_t got = 0;
     for (size_t k = 0; k < st->n_sites; k++) {
-        size_t d = st->leaders[k];
-        prt_set_act(rt, d, RES_ACT_RECV_MODEL);
-        prt_add_server_bytes(rt, d, M);
-        if (!world_transfer(prt_world(rt), 0, (int)d + 1, M, on_leader_download, &st->dev[d])) {
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+        if (st->site[k].n_in > 0 && !st->site[k].uploaded)
             return;
-        }
+        got += (size_t)st->site[k].uploaded;
     }
+    if (got == 0) {
+        give_up(rt, st);
+        return;
+    }
+    st->g = G_AGG;
+    if (prt_at(rt, prt_now(rt) + cl_aggregate_s(rt, (double)got), server_averaged, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 static void on_leader_upload(void *ctx, uint64_t id)
@@ -166,56 +325,77 @@ static void on_leader_upload(void *ctx, uint64_t id)
     prt *rt = v->rt;
     hi_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
-    if (++st->wan_arrived < st->n_sites)
-        return;
-    const scn_scenario *s = prt_scn(rt);
-    double agg = isfinite(s->server.aggregate_Bps)
-                     ? (double)st->n_sites * s->model.model_bytes / s->server.aggregate_Bps
-                     : 0;
-    if (prt_at(rt, prt_now(rt) + agg, server_averaged, NULL))
+    st->site[v->site].uploaded = 1;
+    server_check(rt, st);
+}
+
+static void upload(prt *rt, hi_state *st, hi_site *s)
+{
+    double M = prt_scn(rt)->model.model_bytes;
+    size_t d = s->leader = first_in(st, s);
+    prt_set_act(rt, d, RES_ACT_SEND);
+    prt_add_server_bytes(rt, d, M);
+    if (!world_transfer(prt_world(rt), (int)d + 1, 0, M, on_leader_upload, &st->dev[d]))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
-static void wan_phase(prt *rt, hi_state *st)
+/* The WAN phase starts once every site with members in the round has its
+ * average; with no such site the round is given up. */
+static void wan_check(prt *rt, hi_state *st)
 {
-    double M = prt_scn(rt)->model.model_bytes;
-    if (st->o.wan == HI_WAN_RING) {
-        if (st->o.collective == PRT_COLL_ANALYTIC)
-            cl_tally_ring(rt, &st->cs, st->leaders, st->n_sites, COLL_ALLREDUCE, M);
-        coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, st->leaders, st->n_sites, wan_ring_done,
-                         NULL);
+    if (st->g != G_LOCAL)
+        return;
+    size_t active = 0;
+    for (size_t k = 0; k < st->n_sites; k++) {
+        if (st->site[k].n_in == 0)
+            continue;
+        if (st->site[k].phase != SITE_AVERAGED)
+            return;
+        active++;
+    }
+    if (active == 0) {
+        give_up(rt, st);
         return;
     }
-    for (size_t k = 0; k < st->n_sites; k++) {
-        size_t d = st->leaders[k];
-        prt_set_act(rt, d, RES_ACT_SEND);
-        prt_add_server_bytes(rt, d, M);
-        if (!world_transfer(prt_world(rt), (int)d + 1, 0, M, on_leader_upload, &st->dev[d])) {
-            prt_fail(rt, DP_ENOMEM, "out of memory");
-            return;
-        }
+    st->g = G_WAN;
+    if (st->o.wan == HI_WAN_RING) {
+        wan_ring(rt, st);
+        return;
     }
+    for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
+        if (st->site[k].n_in > 0)
+            upload(rt, st, &st->site[k]);
 }
 
 /* ---- phase 1: inside each site ---- */
 static void site_done(prt *rt, void *ctx)
 {
-    (void)ctx;
-    hi_state *st = prt_state(rt);
-    if (++st->sites_done == st->n_sites)
-        wan_phase(rt, st);
+    hi_site *s = ctx;
+    s->phase = SITE_AVERAGED;
+    wan_check(rt, prt_state(rt));
+}
+
+/* Every member of site s in the round is done with its steps: the site's
+ * ring (again, after a member went down). */
+static void site_check(prt *rt, hi_state *st, hi_site *s)
+{
+    if (s->phase != SITE_COMPUTE || s->n_in == 0 || s->arrived < s->n_in)
+        return;
+    s->phase = SITE_RING;
+    size_t m = members_in(st, s, st->ring);
+    double M = prt_scn(rt)->model.model_bytes;
+    if (st->o.collective == PRT_COLL_ANALYTIC)
+        cl_tally_ring(rt, &st->cs, st->ring, m, COLL_ALLREDUCE, M);
+    coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, st->ring, m, site_done, s);
 }
 
 static void device_done(prt *rt, hi_state *st, hi_dev *v)
 {
     prt_set_act(rt, v->d, RES_ACT_WAIT);
     hi_site *s = &st->site[v->site];
-    if (++s->arrived < s->m)
-        return;
-    double M = prt_scn(rt)->model.model_bytes;
-    if (st->o.collective == PRT_COLL_ANALYTIC)
-        cl_tally_ring(rt, &st->cs, s->members, s->m, COLL_ALLREDUCE, M);
-    coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, s->members, s->m, site_done, NULL);
+    v->arrived = 1;
+    s->arrived++;
+    site_check(rt, st, s);
 }
 
 static void step(prt *rt, void *ctx)
@@ -238,7 +418,188 @@ static void step(prt *rt, void *ctx)
 
 static void on_ready(prt *rt, void *ctx)
 {
-    begin_round(rt, ctx);
+    hi_dev *v = ctx;
+    v->has_data = 1;
+    v->back = 0;
+    v->c0 = prt_compute_s(rt, v->d);
+    begin_round(rt, v);
+}
+
+/* ---- failures ---------------------------------------------------------------- */
+
+/* What v computed in this round is lost (once). */
+static void lose_work(prt *rt, hi_dev *v)
+{
+    if (v->lost)
+        return;
+    v->lost = 1;
+    prt_add_lost_s(rt, prt_compute_s(rt, v->d) - v->c0);
+    v->samples = 0;
+}
+
+/* The next round: the participants up; those back first receive the model
+ * (and their shard if they lost it); nobody up: wait for a return. */
+static void next_round(prt *rt, hi_state *st)
+{
+    size_t n = prt_n(rt);
+    double *bytes = dp_calloc(n, sizeof *bytes);
+    int *skip = dp_calloc(n, sizeof *skip);
+    void **ctx = dp_calloc(n, sizeof *ctx);
+    if (!bytes || !skip || !ctx) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    reset_round(st, n);
+    st->waiting = 0;
+    size_t up = 0;
+    int resend = 0;
+    for (size_t d = 0; d < n; d++)
+        skip[d] = 1;
+    for (size_t k = 0; k < st->n_sites; k++) {
+        hi_site *s = &st->site[k];
+        s->n_in = 0;
+        for (size_t i = 0; i < s->m; i++) {
+            hi_dev *v = &st->dev[s->members[i]];
+            v->in = prt_device_up(rt, v->d);
+            if (!v->in) {
+                st->skipped += prt_left(rt)[v->d];
+                prt_left(rt)[v->d] = 0;
+                continue;
+            }
+            s->n_in++;
+            up++;
+            v->c0 = prt_compute_s(rt, v->d);
+            if (v->back) {
+                skip[v->d] = 0;
+                ctx[v->d] = v;
+                bytes[v->d] =
+                    v->has_data ? 0 : (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
+                resend = 1;
+            }
+        }
+    }
+    if (up == 0) {
+        st->waiting = cl_none_up(rt, st->all, st->n_parts);
+        goto done;
+    }
+    if (resend && prt_resend(rt, bytes, skip, on_ready, ctx)) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
+        for (size_t i = 0; i < st->site[k].m; i++) {
+            hi_dev *v = &st->dev[st->site[k].members[i]];
+            if (v->in && !v->back)
+                begin_round(rt, v);
+        }
+done:
+    dp_free(bytes);
+    dp_free(skip);
+    dp_free(ctx);
+}
+
+/* Site s's work is in a model that outlives it: the WAN average exists, or
+ * its upload reached the server. */
+static int site_safe(const hi_state *st, const hi_site *s)
+{
+    return st->g == G_AVERAGED || s->uploaded;
+}
+
+/* v (in the round) went down: it leaves the round; what it broke runs
+ * again without it. */
+static void went_down(prt *rt, hi_state *st, hi_dev *v)
+{
+    hi_site *s = &st->site[v->site];
+    int leader = st->g != G_LOCAL && s->leader == v->d;
+    v->in = 0;
+    s->n_in--;
+    st->skipped += prt_left(rt)[v->d];
+    prt_left(rt)[v->d] = 0;
+    if (v->arrived) {
+        v->arrived = 0;
+        s->arrived--;
+    }
+    switch (s->phase) {
+    case SITE_RING: /* the site's ring lost a member: it runs again among the others */
+        coll_drop_broken(rt);
+        s->phase = SITE_COMPUTE;
+        /* fall through */
+    case SITE_COMPUTE:
+        lose_work(rt, v);
+        if (s->n_in > 0)
+            site_check(rt, st, s);
+        else
+            wan_check(rt, st); /* the site is skipped */
+        return;
+    case SITE_AVERAGED:
+        if (s->n_in == 0 && !site_safe(st, s))
+            for (size_t i = 0; i < s->m; i++) /* the site's average is gone with it */
+                lose_work(rt, &st->dev[s->members[i]]);
+        if (st->g == G_LOCAL) {
+            wan_check(rt, st);
+            return;
+        }
+        if (!leader)
+            return;
+        if (st->o.wan == HI_WAN_RING) { /* the WAN ring lost a member (the result does not exist yet) */
+            coll_drop_broken(rt);
+            wan_ring(rt, st);
+        } else if (st->g == G_WAN && !s->uploaded) { /* its upload was cut: the next leader's */
+            if (s->n_in > 0)
+                upload(rt, st, s);
+            else
+                server_check(rt, st);
+        } else if (st->g == G_AVERAGED) { /* its download was cut: the next leader's */
+            if (s->n_in > 0)
+                download(rt, st, s);
+            else
+                round_check(rt, st);
+        } /* else the server holds its model and the next leader downloads the result */
+        return;
+    case SITE_RETURN:
+        if (leader) { /* the members still waiting fetch the result from the server later */
+            for (size_t i = 0; i < s->m; i++) {
+                hi_dev *w = &st->dev[s->members[i]];
+                if (w->recv) {
+                    w->recv = 0;
+                    w->back = 1;
+                    prt_set_act(rt, w->d, RES_ACT_WAIT);
+                }
+            }
+            s->pending = 0;
+            site_end(rt, st, s);
+        } else if (v->recv) {
+            v->recv = 0;
+            if (--s->pending == 0) {
+                prt_set_act(rt, s->leader, RES_ACT_WAIT);
+                site_end(rt, st, s);
+            }
+        }
+        return;
+    default: /* it holds the result: nothing breaks */
+        round_check(rt, st);
+        return;
+    }
+}
+
+static void hi_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    hi_state *st = prt_state(rt);
+    if (!st || prt_failed(rt) || prt_share(rt)[d] == 0)
+        return; /* not a participant */
+    hi_dev *v = &st->dev[d];
+    if (up) {
+        v->back = 1;
+        if (st->waiting)
+            next_round(rt, st);
+        return;
+    }
+    v->back = 0;
+    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+        v->has_data = 0;
+    if (v->in)
+        went_down(rt, st, v);
 }
 
 static int hi_start(prt *rt, const void *opts)
@@ -250,15 +611,17 @@ static int hi_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->o = *(const hi_opts *)opts;
+    st->fail_on = scn_has_failures(s);
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->site = dp_calloc(ns, sizeof *st->site);
     st->leaders = dp_calloc(ns, sizeof *st->leaders);
+    st->ring = dp_calloc(n, sizeof *st->ring);
     st->all = dp_calloc(n, sizeof *st->all);
     size_t *count = dp_calloc(ns, sizeof *count);
     int *site_of = dp_calloc(ns, sizeof *site_of); /* scenario site -> our site + 1 */
     double *bytes = dp_calloc(n, sizeof *bytes);   /* equal_split's, unused: cl_distribute sends */
     int rc = 0;
-    if (!st->dev || !st->site || !st->leaders || !st->all || !count || !site_of || !bytes ||
+    if (!st->dev || !st->site || !st->leaders || !st->ring || !st->all || !count || !site_of || !bytes ||
         cl_stats_init(&st->cs, n)) {
         rc = dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
         goto done;
@@ -272,18 +635,23 @@ static int hi_start(prt *rt, const void *opts)
         if (!count[k])
             continue;
         site_of[k] = (int)st->n_sites + 1;
-        st->site[st->n_sites++] = (hi_site){rt, st->all + off, 0, 0, 0};
+        st->site[st->n_sites++] = (hi_site){rt, st->all + off, 0, 0, 0, 0, SITE_COMPUTE, 0, 0};
         off += count[k];
     }
+    st->n_parts = off;
     for (size_t d = 0; d < n; d++) {
         int sk = s->groups[s->devices[d].group].site;
         int k = prt_share(rt)[d] > 0 ? site_of[sk] - 1 : 0;
-        st->dev[d] = (hi_dev){rt, d, k, 0, 0};
-        if (prt_share(rt)[d] > 0)
-            st->site[k].members[st->site[k].m++] = d;
+        st->dev[d] = (hi_dev){rt, d, k, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (prt_share(rt)[d] > 0) {
+            hi_site *h = &st->site[k];
+            h->members[h->m++] = d;
+            st->dev[d].in = 1;
+            h->n_in++;
+        }
     }
     for (size_t k = 0; k < st->n_sites; k++)
-        st->leaders[k] = st->site[k].members[0];
+        st->site[k].leader = st->site[k].members[0];
     rc = cl_distribute(rt, 0, st->dev, sizeof *st->dev, NULL, NULL, on_ready);
 done:
     dp_free(count);
@@ -300,6 +668,7 @@ static void hi_free(prt *rt, const void *opts)
         dp_free(st->dev);
         dp_free(st->site);
         dp_free(st->leaders);
+        dp_free(st->ring);
         dp_free(st->all);
         cl_stats_free(&st->cs);
     }
@@ -340,4 +709,5 @@ const policy_def policy_hierarchical = {
     .check = hi_check,
     .start = hi_start,
     .free = hi_free,
+    .on_device = hi_on_device,
 };
