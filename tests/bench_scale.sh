@@ -6,7 +6,7 @@
 #      scaled to N devices (default 100,000: half RTX 3090s, a quarter 4-core
 #      CPUs, an eighth each 16- and 8-core CPUs), 2 epochs, 10^7 samples;
 #   3. `dpsim check` on G distinct device groups (default 40,000; a YAML
-#      document is limited to 10^6 nodes, about 40,000 such groups).
+#      document is limited to 4x10^6 nodes, about 230,000 such groups).
 #   DPSIM_BIN=$PWD/build/dpsim DPSIM_SRC=$PWD bash tests/bench_scale.sh
 #   REPS=3 N=100000 G=40000 (defaults)
 set -euo pipefail
