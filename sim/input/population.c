@@ -34,7 +34,18 @@
 
 /* ---- drawable keys ----------------------------------------------------- */
 
-enum { DK_BATCH_TIME, DK_PEAK_FLOPS, DK_EFFICIENCY, DK_MEMORY, DK_NOISE, DK_UP, DK_DOWN, DK_LATENCY, DK_SITE, DK_N };
+enum {
+    DK_BATCH_TIME,
+    DK_PEAK_FLOPS,
+    DK_EFFICIENCY,
+    DK_MEMORY,
+    DK_NOISE,
+    DK_UP,
+    DK_DOWN,
+    DK_LATENCY,
+    DK_SITE,
+    DK_N
+};
 
 typedef struct dkey {
     const char *map; /* NULL: a key of the group itself; else of this nested mapping */
@@ -92,8 +103,8 @@ typedef enum { D_FIXED, D_UNIFORM, D_LOGNORMAL, D_NORMAL, D_CHOICE } dkind;
 
 typedef struct dist {
     dkind kind;
-    double a, b;   /* UNIFORM [a, b]; LOGNORMAL mu, sigma (of the log); NORMAL mean, sd; FIXED a */
-    size_t n;      /* CHOICE: n values, cumulative weights (NULL: equal) */
+    double a, b; /* UNIFORM [a, b]; LOGNORMAL mu, sigma (of the log); NORMAL mean, sd; FIXED a */
+    size_t n;    /* CHOICE: n values, cumulative weights (NULL: equal) */
     double *vals, *cum;
     const yt_node *node, *rep; /* the distribution, and the value the template uses */
     gsl_rng *rng;
@@ -209,7 +220,8 @@ static int parse_choice(cv *c, int k, const yt_node *m, const char *path, dist *
         const yt_node *wi = w->items[i];
         if (wi->kind != YT_SCALAR || scn_parse_quantity(wi->text, SCN_UNIT_NUMBER, &x, &e) || !isfinite(x) ||
             x < 0)
-            return scni_fail(c, wi, kp, "each weight must be a number >= 0 (got %s)", scni_got(wi, g, sizeof g));
+            return scni_fail(c, wi, kp, "each weight must be a number >= 0 (got %s)",
+                             scni_got(wi, g, sizeof g));
         sum += x;
         d->cum[i] = sum;
     }
@@ -244,7 +256,8 @@ static int parse_dist(cv *c, int k, const yt_node *n, const char *kp, dist *d)
         return scni_fail(c, n, kp, "expected one of fixed, uniform, lognormal, normal, choice (got %s)",
                          n->n ? n->keys[0]->text : "an empty mapping");
     if (which != D_CHOICE && yt_get_key(n, "weights"))
-        return scni_fail(c, yt_get_key(n, "weights"), kp, "weights apply only to choice (got %s)", kinds[which]);
+        return scni_fail(c, yt_get_key(n, "weights"), kp, "weights apply only to choice (got %s)",
+                         kinds[which]);
     if (k == DK_SITE && which != D_CHOICE && which != D_FIXED)
         return scni_fail(c, n, kp, "a site is drawn with choice: [SITE, ...] (got %s)", kinds[which]);
     d->kind = (dkind)which;
@@ -261,7 +274,8 @@ static int parse_dist(cv *c, int k, const yt_node *n, const char *kp, dist *d)
     case D_UNIFORM: {
         if (!v || v->kind != YT_SEQ || v->n != 2)
             return scni_fail(c, v, sub, "expected [low, high] (got %s)", scni_got(v, g, sizeof g));
-        if ((r = one_value(c, k, v->items[0], sub, &d->a)) < 0 || (r = one_value(c, k, v->items[1], sub, &d->b)) < 0)
+        if ((r = one_value(c, k, v->items[0], sub, &d->a)) < 0 ||
+            (r = one_value(c, k, v->items[1], sub, &d->b)) < 0)
             return r;
         if (!in_range(k, d->a))
             return range_fail(c, k, v->items[0], sub, "low", d->a);
@@ -384,7 +398,8 @@ static int group_copy(scn_group *dst, const scn_group *src, const char *name)
     dst->speed_trace = dst->link.up_trace = dst->link.down_trace = dst->avail.trace = NULL;
     dst->link.outages.start_s = dst->link.outages.end_s = NULL;
     if (!(dst->name = dp_strdup(name)) || copy_array(&dst->table_batch, src->table_batch, src->table_n) ||
-        copy_array(&dst->table_s, src->table_s, src->table_n) || copy_trace(&dst->speed_trace, src->speed_trace) ||
+        copy_array(&dst->table_s, src->table_s, src->table_n) ||
+        copy_trace(&dst->speed_trace, src->speed_trace) ||
         copy_trace(&dst->link.up_trace, src->link.up_trace) ||
         copy_trace(&dst->link.down_trace, src->link.down_trace) ||
         copy_trace(&dst->avail.trace, src->avail.trace) ||
@@ -437,22 +452,23 @@ int scni_is_population(const yt_node *it)
     return 0;
 }
 
-/* A shallow copy of mapping m without key `drop` (may be NULL), with the
- * value of key `key` replaced by `val`.  Its arrays are the caller's to
- * free; the nodes are m's. */
-static int shallow(const yt_node *m, yt_node *out, const char *drop, const char *key, const yt_node *val)
+/* A shallow copy of mapping m without the keys `drop1` and `drop2` (may
+ * be NULL).  Its arrays are the caller's to free (also on failure); the
+ * nodes are m's. */
+static int shallow(const yt_node *m, yt_node *out, const char *drop1, const char *drop2)
 {
     *out = *m;
+    out->n = 0;
     out->keys = dp_calloc(m->n ? m->n : 1, sizeof *out->keys);
     out->items = dp_calloc(m->n ? m->n : 1, sizeof *out->items);
     if (!out->keys || !out->items)
         return DP_ENOMEM;
-    out->n = 0;
     for (size_t i = 0; i < m->n; i++) {
-        if (drop && !strcmp(m->keys[i]->text, drop))
+        const char *k = m->keys[i]->text;
+        if ((drop1 && !strcmp(k, drop1)) || (drop2 && !strcmp(k, drop2)))
             continue;
         out->keys[out->n] = m->keys[i];
-        out->items[out->n] = key && !strcmp(m->keys[i]->text, key) ? (yt_node *)val : m->items[i];
+        out->items[out->n] = m->items[i];
         out->n++;
     }
     out->cap = out->n;
@@ -464,10 +480,11 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     scn_scenario *s = c->s;
     dist d[DK_N];
     memset(d, 0, sizeof d);
-    yt_node top = {0}, link = {0}, tmp;
+    yt_node top = {0}, link = {0};
     char path[300], kp[400];
     const yt_node *nm = yt_get(it, "name");
-    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX && !strpbrk(nm->text, ". []"))
+    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX &&
+        !strpbrk(nm->text, ". []"))
         snprintf(path, sizeof path, "devices.%s", nm->text);
     else
         snprintf(path, sizeof path, "devices[%zu]", item);
@@ -484,17 +501,13 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
         return scni_fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
     /* The template: `it` without seed and count, each distribution replaced
      * by a representative value (so every key is checked as usual). */
-    if (shallow(it, &top, "seed", NULL, NULL) || (tmp = top, shallow(&tmp, &top, "count", NULL, NULL))) {
-        dp_free(tmp.keys);
-        dp_free(tmp.items);
+    if (shallow(it, &top, "seed", "count")) {
         r = scni_oom(c);
         goto out;
     }
-    dp_free(tmp.keys);
-    dp_free(tmp.items);
     const yt_node *lk = yt_get(it, "link");
     if (lk && lk->kind == YT_MAP) {
-        if (shallow(lk, &link, NULL, NULL, NULL)) {
+        if (shallow(lk, &link, NULL, NULL)) {
             r = scni_oom(c);
             goto out;
         }
@@ -518,8 +531,9 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
         drawn |= 1u << k;
     }
     if (!drawn) {
-        r = scni_fail(c, yt_get_key(it, "seed"), path,
-                      "seed applies only to a group with a drawn value (a distribution) (got seed with none)");
+        r = scni_fail(
+            c, yt_get_key(it, "seed"), path,
+            "seed applies only to a group with a drawn value (a distribution) (got seed with none)");
         goto out;
     }
     size_t first;
@@ -528,7 +542,8 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
         goto out;
     *total = before + count;
     if (*total > SCN_MAX_DEVICES) {
-        r = scni_fail(c, cn ? cn : it, kp, "more than %d devices in total (the limit on devices) (got %lld so far)",
+        r = scni_fail(c, cn ? cn : it, kp,
+                      "more than %d devices in total (the limit on devices) (got %lld so far)",
                       SCN_MAX_DEVICES, (long long)*total);
         goto out;
     }
@@ -551,7 +566,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     if ((r = add_pop(c, SCN_POP_DRAWN, s->groups[first].name, item, first, (uint64_t)seed, drawn)) < 0)
         goto out;
     scn_group tpl = s->groups[first]; /* its heap parts are member 0's */
-    char *base = tpl.name;
+    const char *base = s->pops[s->n_pops - 1].name;
     const yt_node *bn = yt_get(it, "batch");
     for (int64_t i = 0; i < count; i++) {
         char name[SCN_NAME_MAX + 24];
@@ -561,11 +576,13 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             goto out;
         scn_group *g = &s->groups[gi];
         if (i == 0) {
-            if (!(g->name = dp_strdup(name))) {
-                g->name = base;
+            char *nm0 = dp_strdup(name);
+            if (!nm0) {
                 r = scni_oom(c);
                 goto out;
             }
+            dp_free(g->name); /* the template's name: the population's */
+            g->name = nm0;
         } else if (group_copy(g, &tpl, name)) {
             r = scni_oom(c);
             goto out;
@@ -591,7 +608,8 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
         scni_join(kp, sizeof kp, path, "batch");
         if ((drawn & (1u << DK_MEMORY)) && (r = scni_check_memory(c, g, bn, kp)) < 0)
             goto out;
-        if (g->compute == SCN_COMPUTE_DERIVED && !(scn_batch_time(s, g, 1) >= scni_unit_floor(SCN_UNIT_TIME))) {
+        if (g->compute == SCN_COMPUTE_DERIVED &&
+            !(scn_batch_time(s, g, 1) >= scni_unit_floor(SCN_UNIT_TIME))) {
             r = scni_fail(c, d[DK_PEAK_FLOPS].node ? d[DK_PEAK_FLOPS].node : d[DK_EFFICIENCY].node, path,
                           "the time of one sample drawn for %s is below 1 ns (got %.3g s)", name,
                           scn_batch_time(s, g, 1));
@@ -601,8 +619,6 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     s->pops[s->n_pops - 1].n = s->n_groups - first;
     if (count == 0) /* skipped through an override: the group stays, count 0 */
         s->groups[first].count = 0;
-    else
-        dp_free(base); /* member 0 has a name of its own now */
 out:
     for (int k = 0; k < DK_N; k++)
         dist_free(&d[k]);
@@ -662,11 +678,11 @@ static const char *csv_field(const char *p, const char *end, char *out, size_t o
 #define CSV_MAX_FIELD 4096
 
 typedef struct csv_col {
-    char *head;       /* as written */
-    const char *key;  /* the group key (after the dot for a nested one) */
-    int sub;          /* -1: a key of the group; else index of its nested mapping */
-    yt_node k, v;     /* the key and value nodes a row uses */
-    char *text;       /* the value's room (CSV_MAX_FIELD) */
+    char *head;      /* as written */
+    const char *key; /* the group key (after the dot for a nested one) */
+    int sub;         /* -1: a key of the group; else index of its nested mapping */
+    yt_node k, v;    /* the key and value nodes a row uses */
+    char *text;      /* the value's room (CSV_MAX_FIELD) */
 } csv_col;
 
 typedef struct csv_sub {
@@ -716,7 +732,8 @@ static int tab_header(cv *c, csv_tab *t, const char *p, const char *end, int lin
         if (t->ncol == CSV_MAX_COLS)
             return scni_fail(c, &at, kp, "the header has more than %d columns", CSV_MAX_COLS);
         if (!(p = csv_field(p, end, f, sizeof f, &quoted)))
-            return scni_fail(c, &at, kp, "unterminated quote or a column name over %d bytes", CSV_MAX_FIELD - 1);
+            return scni_fail(c, &at, kp, "unterminated quote or a column name over %d bytes",
+                             CSV_MAX_FIELD - 1);
         char *dot = strchr(f, '.');
         if (!f[0] || (dot && (dot == f || !dot[1] || strchr(dot + 1, '.'))))
             return scni_fail(c, &at, kp,
@@ -726,10 +743,9 @@ static int tab_header(cv *c, csv_tab *t, const char *p, const char *end, int lin
         for (size_t i = 0; i < t->ncol; i++)
             if (!strcmp(t->col[i].head, f))
                 return scni_fail(c, &at, kp, "column '%s' appears twice (also column %zu)", f, i + 1);
-        csv_col *cl = &t->col[t->ncol];
+        csv_col *cl = &t->col[t->ncol++]; /* counted first: tab_free frees what it holds */
         if (!(cl->head = dp_strdup(f)) || !(cl->text = dp_malloc(CSV_MAX_FIELD)))
             return scni_oom(c);
-        t->ncol++;
         cl->sub = -1;
         cl->key = cl->head;
         if (dot) {
@@ -738,15 +754,15 @@ static int tab_header(cv *c, csv_tab *t, const char *p, const char *end, int lin
                 if (strlen(t->sub[j].name) == len && !strncmp(t->sub[j].name, f, len))
                     break;
             if (j == t->nsub) {
+                t->nsub++;
                 if (!(t->sub[j].name = dp_malloc(len + 1)) ||
                     !(t->sub[j].keys = dp_calloc(CSV_MAX_COLS, sizeof(yt_node *))) ||
                     !(t->sub[j].items = dp_calloc(CSV_MAX_COLS, sizeof(yt_node *))))
                     return scni_oom(c);
                 memcpy(t->sub[j].name, f, len);
                 t->sub[j].name[len] = '\0';
-                t->nsub++;
-                t->sub[j].key = (yt_node){.kind = YT_SCALAR, .line = line, .column = at.column, .plain = 1,
-                                          .text = t->sub[j].name};
+                t->sub[j].key = (yt_node){
+                    .kind = YT_SCALAR, .line = line, .column = at.column, .plain = 1, .text = t->sub[j].name};
             }
             cl->sub = (int)j;
             cl->key = cl->head + len + 1;
@@ -771,8 +787,8 @@ static int tab_row(cv *c, csv_tab *t, const char *p, const char *end, int line, 
     const char *ls = p;
     t->row = (yt_node){.kind = YT_MAP, .line = line, .column = 1, .keys = t->keys, .items = t->items};
     for (size_t j = 0; j < t->nsub; j++)
-        t->sub[j].map = (yt_node){.kind = YT_MAP, .line = line, .column = 1, .keys = t->sub[j].keys,
-                                  .items = t->sub[j].items};
+        t->sub[j].map = (yt_node){
+            .kind = YT_MAP, .line = line, .column = 1, .keys = t->sub[j].keys, .items = t->sub[j].items};
     size_t i = 0;
     for (;; i++) {
         const char *start = p;
@@ -784,8 +800,8 @@ static int tab_row(cv *c, csv_tab *t, const char *p, const char *end, int line, 
         if (!(p = csv_field(p, end, cl->text, CSV_MAX_FIELD, &quoted)))
             return scni_fail(c, &at, kp, "unterminated quote or a field over %d bytes", CSV_MAX_FIELD - 1);
         if (cl->text[0] || quoted) {
-            cl->v = (yt_node){.kind = YT_SCALAR, .line = line, .column = at.column, .plain = !quoted,
-                              .text = cl->text};
+            cl->v = (yt_node){
+                .kind = YT_SCALAR, .line = line, .column = at.column, .plain = !quoted, .text = cl->text};
             yt_node *m = cl->sub < 0 ? &t->row : &t->sub[cl->sub].map;
             if (cl->sub >= 0 && m->n == 0) { /* the nested mapping's first cell: add it to the row */
                 m->column = at.column;
@@ -800,7 +816,7 @@ static int tab_row(cv *c, csv_tab *t, const char *p, const char *end, int line, 
         p++;
     }
     if (i + 1 < t->ncol) {
-        yt_node at = {.kind = YT_MAP, .line = line, .column = col_of(ls, p) };
+        yt_node at = {.kind = YT_MAP, .line = line, .column = col_of(ls, p)};
         return scni_fail(c, &at, kp, "row has %zu fields, the header %zu columns", i + 1, t->ncol);
     }
     t->row.cap = t->row.n;
@@ -814,7 +830,8 @@ int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total)
     int r;
     snprintf(ip, sizeof ip, "devices[%zu]", item);
     const yt_node *fn;
-    if ((r = scni_check_map(c, it, ip, keys, keys)) < 0 || (r = scni_get_scalar(c, it, ip, "from_csv", 1, &fn)) < 0)
+    if ((r = scni_check_map(c, it, ip, keys, keys)) < 0 ||
+        (r = scni_get_scalar(c, it, ip, "from_csv", 1, &fn)) < 0)
         return r;
     scni_join(kp, sizeof kp, ip, "from_csv");
     if (strlen(fn->text) > 3000)
@@ -859,6 +876,7 @@ int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total)
     if (r < 0)
         return r;
     if (c->s->n_groups == first)
-        return scni_fail(c, fn, kp, "device table '%s' has no rows%s", shown, have_header ? " below its header" : "");
+        return scni_fail(c, fn, kp, "device table '%s' has no rows%s", shown,
+                         have_header ? " below its header" : "");
     return add_pop(c, SCN_POP_TABLE, fn->text, item, first, 0, 0);
 }

@@ -25,11 +25,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 /* The embedded copy of scenarios/paper-testbed.yaml (scenarios/meson.build). */
 extern const char dpsim_builtin_paper_testbed[];
 extern const size_t dpsim_builtin_paper_testbed_len;
-
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -109,7 +107,7 @@ static size_t count_of(const char *const *list)
 /* n must be a mapping whose keys are all in `keys` (NULL-terminated), with
  * no key twice and every key of `required` present with a value. */
 int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
-                     const char *const *required)
+                   const char *const *required)
 {
     char g[80];
     if (!n || n->kind != YT_MAP)
@@ -133,15 +131,16 @@ int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const 
             }
             if (near)
                 return scni_fail(c, k, kp, "unknown key, did you mean '%s'? (got '%s')", near,
-                            scni_got(k, g, sizeof g));
-            return scni_fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known, scni_got(k, g, sizeof g));
+                                 scni_got(k, g, sizeof g));
+            return scni_fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known,
+                             scni_got(k, g, sizeof g));
         }
         for (size_t m = 0; m < i; m++)
             if (strcmp(n->keys[m]->text, k->text) == 0) {
                 if (n->keys[m]->origin)
                     return scni_fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
-                return scni_fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)", n->keys[m]->line,
-                            k->text);
+                return scni_fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)",
+                                 n->keys[m]->line, k->text);
             }
     }
     for (size_t r = 0; required && required[r]; r++)
@@ -154,7 +153,7 @@ int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const 
 
 /* Scalar at m[key]: 1 and *out set, 0 if absent or null, < 0 on error. */
 int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
-                      const yt_node **out)
+                    const yt_node **out)
 {
     const yt_node *n = yt_get(m, key);
     char kp[300], g[80];
@@ -172,7 +171,7 @@ int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, 
 
 /* A quantity.  Returns 1 (set), 0 (absent: *out = def), < 0 error. */
 int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-                 double def, double *out, const yt_node **node)
+               double def, double *out, const yt_node **node)
 {
     const yt_node *n = NULL;
     int r = scni_get_scalar(c, m, path, key, required, &n);
@@ -212,7 +211,7 @@ double scni_unit_floor(scn_unit u)
 /* Positive (or >= 0 with nonneg) and at most `max`; a nonzero value is at
  * least unit_floor. */
 int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-                   double def, int nonneg, double max, double *out)
+                 double def, int nonneg, double max, double *out)
 {
     const yt_node *n;
     int r = scni_get_q(c, m, path, key, u, required, def, out, &n);
@@ -224,19 +223,19 @@ int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn
         return scni_fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", scni_got(n, g, sizeof g));
     if (*out > max)
         return scni_fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
-                    scni_got(n, g, sizeof g));
+                         scni_got(n, g, sizeof g));
     if (*out != 0 && *out < scni_unit_floor(u)) {
         char lo[40];
         scn_format_quantity(scni_unit_floor(u), u, lo, sizeof lo);
         return scni_fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
-                    nonneg ? "0 or " : "", lo, scni_got(n, g, sizeof g));
+                         nonneg ? "0 or " : "", lo, scni_got(n, g, sizeof g));
     }
     return 1;
 }
 
 /* A whole number in [lo, hi]; `what` names the limit in messages. */
 int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
-                   double lo, double hi, const char *what, int64_t *out)
+                 double lo, double hi, const char *what, int64_t *out)
 {
     const yt_node *n;
     double v;
@@ -253,7 +252,7 @@ int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int
         return scni_fail(c, n, kp, "must be >= %.0f (got %s)", lo, scni_got(n, g, sizeof g));
     if (v > hi)
         return scni_fail(c, n, kp, "must be at most %.0f (the limit on %s) (got %s)", hi, what,
-                    scni_got(n, g, sizeof g));
+                         scni_got(n, g, sizeof g));
     *out = (int64_t)v;
     return 1;
 }
@@ -301,7 +300,7 @@ static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, 
     const char *near = yt_nearest(n->text, names, k);
     if (near)
         return scni_fail(c, n, kp, "expected one of %s, did you mean '%s'? (got %s)", list, near,
-                    scni_got(n, g, sizeof g));
+                         scni_got(n, g, sizeof g));
     return scni_fail(c, n, kp, "expected one of %s (got %s)", list, scni_got(n, g, sizeof g));
 }
 
@@ -312,13 +311,13 @@ static int check_name(cv *c, const yt_node *n, const char *kp)
     size_t len = strlen(n->text);
     if (len == 0 || len > SCN_NAME_MAX)
         return scni_fail(c, n, kp, "a name must be 1 to %d characters (got '%s')", SCN_NAME_MAX,
-                    scni_got(n, g, sizeof g));
+                         scni_got(n, g, sizeof g));
     for (size_t i = 0; i < len; i++) {
         char ch = n->text[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
               ch == '-' || ch == '+'))
             return scni_fail(c, n, kp, "a name may hold only letters, digits, '_', '-' and '+' (got '%s')",
-                        scni_got(n, g, sizeof g));
+                             scni_got(n, g, sizeof g));
     }
     return 0;
 }
@@ -345,7 +344,7 @@ static int get_text(cv *c, const yt_node *m, const char *path, const char *key, 
                 char kp[300], g[80];
                 scni_join(kp, sizeof kp, path, key);
                 return scni_fail(c, n, kp, "a name must not hold control characters (got '%s')",
-                            scni_got(n, g, sizeof g));
+                                 scni_got(n, g, sizeof g));
             }
     }
     return dup_str(c, dst, r ? n->text : def);
@@ -358,7 +357,6 @@ static int file_exists(const char *p)
     struct stat st;
     return stat(p, &st) == 0;
 }
-
 
 /* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
  * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
@@ -385,7 +383,7 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
         if ((r = get_enum(c, n, kp, "format", fmts, 0, &fmt)) < 0)
             return r;
         if ((r = scni_get_pos(c, n, kp, "mean", bits ? SCN_UNIT_BANDWIDTH : SCN_UNIT_NUMBER, 0, 0, 0, 1e300,
-                         &mean)) < 0)
+                              &mean)) < 0)
             return r;
         if ((r = get_bool(c, n, kp, "loop", -1, &loop)) < 0)
             return r;
@@ -393,10 +391,11 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
             return r;
         if (r > 0 && bin < 0.001)
             return scni_fail(c, yt_get(n, "bin"), kp, "bin must be at least 1 ms (got %s)",
-                        scni_got(yt_get(n, "bin"), g, sizeof g));
+                             scni_got(yt_get(n, "bin"), g, sizeof g));
     } else if (n->kind != YT_SCALAR) {
-        return scni_fail(c, n, kp, "expected a file name or a mapping {file, format, mean, loop, bin} (got %s)",
-                    scni_got(n, g, sizeof g));
+        return scni_fail(c, n, kp,
+                         "expected a file name or a mapping {file, format, mean, loop, bin} (got %s)",
+                         scni_got(n, g, sizeof g));
     }
     const char *file = fnode->text;
     if (strlen(file) > 3000)
@@ -474,9 +473,8 @@ int scni_file_contents(cv *c, const yt_node *fnode, const char *kp, const char *
     }
     if (!use) {
         if (file[0] != '/' && c->base_dir && c->base_dir[0])
-            return scni_fail(c, fnode, kp,
-                        "trace file not found (looked in '%s' and the current directory) (got %s)",
-                        c->base_dir, scni_got(fnode, g, sizeof g));
+            return scni_fail(c, fnode, kp, "%s not found (looked in '%s' and the current directory) (got %s)",
+                             what, c->base_dir, scni_got(fnode, g, sizeof g));
         return scni_fail(c, fnode, kp, "%s not found (got %s)", what, scni_got(fnode, g, sizeof g));
     }
     if (use != shown)
@@ -499,7 +497,7 @@ int scni_file_contents(cv *c, const yt_node *fnode, const char *kp, const char *
     size_t len = 0;
     char *buf = dp_read_file(shown, what, SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
-        return scni_fail(c, fnode, kp, "%s", e.msg);
+        return e.code == DP_ENOMEM ? scni_oom(c) : scni_fail(c, fnode, kp, "%s", e.msg);
     /* The record keeps the absolute path, so that `dpsim rerun` can compare
      * the stored bytes with the file from any directory. */
     char *abs = realpath(shown, NULL);
@@ -519,7 +517,8 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
     if (yt_is_null(l))
         return 0;
     if (l->kind != YT_SEQ)
-        return scni_fail(c, l, kp, "expected a list of [start, end] intervals (got %s)", scni_got(l, g, sizeof g));
+        return scni_fail(c, l, kp, "expected a list of [start, end] intervals (got %s)",
+                         scni_got(l, g, sizeof g));
     if (l->n > SCN_MAX_TABLE)
         return scni_fail(c, l, kp, "at most %d outages (got %zu)", SCN_MAX_TABLE, l->n);
     o->start_s = dp_calloc(l->n + 1, sizeof *o->start_s);
@@ -532,7 +531,8 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
         if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
             p->items[1]->kind != YT_SCALAR)
-            return scni_fail(c, p, pk, "expected an interval [start, end] (got %s)", scni_got(p, g, sizeof g));
+            return scni_fail(c, p, pk, "expected an interval [start, end] (got %s)",
+                             scni_got(p, g, sizeof g));
         double t[2];
         for (int k = 0; k < 2; k++) {
             dp_err e;
@@ -540,14 +540,15 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
                 return scni_fail(c, p->items[k], pk, "%s", e.msg);
             if (!(t[k] >= 0) || t[k] > 1e12)
                 return scni_fail(c, p->items[k], pk, "times must be >= 0 and at most 1e12 s (got %s)",
-                            p->items[k]->text);
+                                 p->items[k]->text);
         }
         if (!(t[1] > t[0]))
             return scni_fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])",
-                        p->items[0]->text, p->items[1]->text);
+                             p->items[0]->text, p->items[1]->text);
         if (i > 0 && t[0] < o->end_s[i - 1])
-            return scni_fail(c, p->items[0], pk, "outages must be in order and must not overlap (got start %s)",
-                        p->items[0]->text);
+            return scni_fail(c, p->items[0], pk,
+                             "outages must be in order and must not overlap (got start %s)",
+                             p->items[0]->text);
         o->start_s[i] = t[0];
         o->end_s[i] = t[1];
         o->n = i + 1;
@@ -576,8 +577,8 @@ static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_straggl
         char g[80], fk[320];
         scni_join(fk, sizeof fk, kp, "factor");
         return scni_fail(c, yt_get(n, "factor"), fk,
-                    "a straggler multiplies the batch cost by at least 1 (got %s)",
-                    scni_got(yt_get(n, "factor"), g, sizeof g));
+                         "a straggler multiplies the batch cost by at least 1 (got %s)",
+                         scni_got(yt_get(n, "factor"), g, sizeof g));
     }
     return 1;
 }
@@ -600,16 +601,18 @@ static int get_avail(cv *c, const yt_node *m, const char *path, scn_avail *a)
     int has_mtbf = !yt_is_null(yt_get(n, "mtbf")), has_mttr = !yt_is_null(yt_get(n, "mttr"));
     if (a->trace && (has_mtbf || has_mttr))
         return scni_fail(c, yt_get_key(n, has_mtbf ? "mtbf" : "mttr"), kp,
-                    "give either a trace or mtbf and mttr, not both (got %s)", has_mtbf ? "mtbf" : "mttr");
+                         "give either a trace or mtbf and mttr, not both (got %s)",
+                         has_mtbf ? "mtbf" : "mttr");
     if (a->trace) {
         for (size_t k = 0; k < a->trace->n; k++)
             if (a->trace->value[k] != 0 && a->trace->value[k] != 1)
                 return scni_fail(c, yt_get(n, "trace"), kp,
-                            "an availability trace holds 1 (up) or 0 (down) only (got %g at t = %g s)",
-                            a->trace->value[k], a->trace->t_s[k]);
+                                 "an availability trace holds 1 (up) or 0 (down) only (got %g at t = %g s)",
+                                 a->trace->value[k], a->trace->t_s[k]);
     } else {
         if (!has_mtbf || !has_mttr)
-            return scni_fail(c, n, kp, "missing required key '%s' (or give a trace)", has_mtbf ? "mttr" : "mtbf");
+            return scni_fail(c, n, kp, "missing required key '%s' (or give a trace)",
+                             has_mtbf ? "mttr" : "mtbf");
         if ((r = scni_get_pos(c, n, kp, "mtbf", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mtbf_s)) < 0 ||
             (r = scni_get_pos(c, n, kp, "mttr", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mttr_s)) < 0)
             return r;
@@ -639,23 +642,23 @@ static int conv_model(cv *c, const yt_node *root)
         return r;
     if ((r = get_text(c, m, "model", "name", "model", &s->model.name)) < 0)
         return r;
-    if ((r = scni_get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS, &s->model.params)) <
-        0)
+    if ((r = scni_get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS,
+                          &s->model.params)) < 0)
         return r;
     if ((r = scni_get_pos(c, m, "model", "bytes_per_param", SCN_UNIT_BYTES, 0, 4, 0, 64,
-                     &s->model.bytes_per_param)) < 0)
+                          &s->model.bytes_per_param)) < 0)
         return r;
     if ((r = scni_get_pos(c, m, "model", "flops_per_sample", SCN_UNIT_FLOPS, 1, 0, 0, 1e21,
-                     &s->model.flops_per_sample)) < 0)
+                          &s->model.flops_per_sample)) < 0)
         return r;
     if ((r = scni_get_pos(c, m, "model", "train_flops_per_sample", SCN_UNIT_FLOPS, 0,
-                     6 * s->model.flops_per_sample, 0, 1e22, &s->model.train_flops_per_sample)) < 0)
+                          6 * s->model.flops_per_sample, 0, 1e22, &s->model.train_flops_per_sample)) < 0)
         return r;
-    if ((r = scni_get_pos(c, m, "model", "state_factor", SCN_UNIT_NUMBER, 0, 4, 0, 1000, &s->model.state_factor)) <
-        0)
+    if ((r = scni_get_pos(c, m, "model", "state_factor", SCN_UNIT_NUMBER, 0, 4, 0, 1000,
+                          &s->model.state_factor)) < 0)
         return r;
     if ((r = scni_get_pos(c, m, "model", "activation_bytes_per_sample", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
-                     &s->model.activation_bytes_per_sample)) < 0)
+                          &s->model.activation_bytes_per_sample)) < 0)
         return r;
     s->model.model_bytes = s->model.params * s->model.bytes_per_param;
     return 0;
@@ -675,10 +678,10 @@ static int conv_dataset_training(cv *c, const yt_node *root)
     if ((r = get_text(c, d, "dataset", "name", "dataset", &s->dataset.name)) < 0)
         return r;
     if ((r = scni_get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
-                     &s->dataset.samples)) < 0)
+                          &s->dataset.samples)) < 0)
         return r;
     if ((r = scni_get_pos(c, d, "dataset", "sample_bytes", SCN_UNIT_BYTES, 1, 0, 0, SCN_MAX_SAMPLE_BYTES,
-                     &s->dataset.sample_bytes)) < 0)
+                          &s->dataset.sample_bytes)) < 0)
         return r;
 
     const yt_node *t = yt_get(root, "training");
@@ -700,7 +703,7 @@ static int conv_dataset_training(cv *c, const yt_node *root)
         char g[80];
         if (!(*p >= '0' && *p <= '9') || *end || errno == ERANGE)
             return scni_fail(c, n, "training.seed", "must be a whole number from 0 to 2^64-1 (got %s)",
-                        scni_got(n, g, sizeof g));
+                             scni_got(n, g, sizeof g));
         s->training.seed = (uint64_t)u;
     }
     return 0;
@@ -724,11 +727,12 @@ int scni_unknown_site(cv *c, const yt_node *n, const char *kp)
         strcat(have, s->sites[i]);
     }
     if (s->n_sites == 0)
-        return scni_fail(c, n, kp, "unknown site: the scenario has no `sites` list (got %s)", scni_got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "unknown site: the scenario has no `sites` list (got %s)",
+                         scni_got(n, g, sizeof g));
     const char *near = yt_nearest(n->text, (const char *const *)s->sites, s->n_sites);
     if (near)
         return scni_fail(c, n, kp, "unknown site, did you mean '%s'? (have: %s) (got %s)", near, have,
-                    scni_got(n, g, sizeof g));
+                         scni_got(n, g, sizeof g));
     return scni_fail(c, n, kp, "unknown site (have: %s) (got %s)", have, scni_got(n, g, sizeof g));
 }
 
@@ -759,7 +763,8 @@ static int conv_sites(cv *c, const yt_node *root)
             size_t kl = strlen(kp);
             snprintf(kp + kl, sizeof kp - kl, ".name");
         } else if (it->kind != YT_SCALAR) {
-            return scni_fail(c, it, kp, "expected a site name or {name: ...} (got %s)", scni_got(it, g, sizeof g));
+            return scni_fail(c, it, kp, "expected a site name or {name: ...} (got %s)",
+                             scni_got(it, g, sizeof g));
         }
         if (check_name(c, nm, kp))
             return DP_EINPUT;
@@ -792,14 +797,14 @@ static int conv_server_network(cv *c, const yt_node *root)
             if ((r = scni_check_map(c, nic, "server.nic", nickeys, NULL)) < 0)
                 return r;
             if ((r = scni_get_pos(c, nic, "server.nic", "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
-                             &s->server.nic_up_Bps)) < 0)
+                                  &s->server.nic_up_Bps)) < 0)
                 return r;
             if ((r = scni_get_pos(c, nic, "server.nic", "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
-                             &s->server.nic_down_Bps)) < 0)
+                                  &s->server.nic_down_Bps)) < 0)
                 return r;
         }
         if ((r = scni_get_pos(c, sv, "server", "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300,
-                         &s->server.aggregate_Bps)) < 0)
+                              &s->server.aggregate_Bps)) < 0)
             return r;
         if ((r = scni_get_scalar(c, sv, "server", "site", 0, &n)) < 0)
             return r;
@@ -811,7 +816,7 @@ static int conv_server_network(cv *c, const yt_node *root)
         if ((r = scni_check_map(c, nw, "network", nkeys, NULL)) < 0)
             return r;
         if ((r = scni_get_pos(c, nw, "network", "tcp_window", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
-                         &s->network.tcp_window_bytes)) < 0)
+                              &s->network.tcp_window_bytes)) < 0)
             return r;
     }
     const yt_node *ic = yt_get(root, "interconnect");
@@ -819,10 +824,10 @@ static int conv_server_network(cv *c, const yt_node *root)
         if ((r = scni_check_map(c, ic, "interconnect", ikeys, NULL)) < 0)
             return r;
         if ((r = scni_get_pos(c, ic, "interconnect", "bandwidth", SCN_UNIT_BANDWIDTH, 0, 0, 1, 1e300,
-                         &s->interconnect.bandwidth_Bps)) < 0)
+                              &s->interconnect.bandwidth_Bps)) < 0)
             return r;
         if ((r = scni_get_pos(c, ic, "interconnect", "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6,
-                         &s->interconnect.latency_s)) < 0)
+                              &s->interconnect.latency_s)) < 0)
             return r;
     }
     return 0;
@@ -840,9 +845,9 @@ static int both_keys(cv *c, const yt_node *m, const char *path, const char *key,
     scni_join(kp, sizeof kp, path, key);
     where(c, t, wt, sizeof wt);
     return scni_fail(c, k, kp,
-                "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
-                "remove '%s', or rescale the trace with { file: ..., mean: ... }",
-                tkey, wt, key, key);
+                     "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
+                     "remove '%s', or rescale the trace with { file: ..., mean: ... }",
+                     tkey, wt, key, key);
 }
 
 static int conv_wan(cv *c, const yt_node *root)
@@ -859,7 +864,7 @@ static int conv_wan(cv *c, const yt_node *root)
         return scni_fail(c, l, "wan", "expected a list of WAN links (got %s)", scni_got(l, g, sizeof g));
     if (l->n && s->n_sites < 2)
         return scni_fail(c, l, "wan", "WAN links need a `sites` list with at least two sites (got %zu sites)",
-                    s->n_sites);
+                         s->n_sites);
     if (l->n > (size_t)SCN_MAX_SITES * SCN_MAX_SITES)
         return scni_fail(c, l, "wan", "too many WAN links (got %zu)", l->n);
     if (!(s->wan = dp_calloc(l->n ? l->n : 1, sizeof *s->wan)))
@@ -875,7 +880,8 @@ static int conv_wan(cv *c, const yt_node *root)
         scni_join(bkp, sizeof bkp, kp, "between");
         if (bw->kind != YT_SEQ || bw->n != 2 || bw->items[0]->kind != YT_SCALAR ||
             bw->items[1]->kind != YT_SCALAR)
-            return scni_fail(c, bw, bkp, "expected two site names [A, B] (got %s)", scni_got(bw, g, sizeof g));
+            return scni_fail(c, bw, bkp, "expected two site names [A, B] (got %s)",
+                             scni_got(bw, g, sizeof g));
         scn_wan *w = &s->wan[i];
         s->n_wan = i + 1;
         if ((w->site_a = scni_site_index(s, bw->items[0]->text)) < 0)
@@ -884,7 +890,7 @@ static int conv_wan(cv *c, const yt_node *root)
             return scni_unknown_site(c, bw->items[1], bkp);
         if (w->site_a == w->site_b)
             return scni_fail(c, bw, bkp, "a WAN link joins two different sites (got %s twice)",
-                        bw->items[0]->text);
+                             bw->items[0]->text);
         snprintf(kp, sizeof kp, "wan.%s-%s", s->sites[w->site_a], s->sites[w->site_b]);
         for (size_t j = 0; j < i; j++) {
             const scn_wan *o = &s->wan[j];
@@ -897,7 +903,7 @@ static int conv_wan(cv *c, const yt_node *root)
         if ((r = both_keys(c, it, kp, "bandwidth", "trace")) < 0)
             return r;
         if ((r = scni_get_pos(c, it, kp, "bandwidth", SCN_UNIT_BANDWIDTH, w->trace == NULL,
-                         w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
+                              w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
             return r;
         if ((r = scni_get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
             return r;
@@ -925,10 +931,10 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         return r;
     /* With a trace the constant is optional: it defaults to the trace's mean. */
     if ((r = scni_get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
-                     L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
+                          L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
         return r;
     if ((r = scni_get_pos(c, l, kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
-                     L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
+                          L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
         return r;
     if ((r = scni_get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
         return r;
@@ -945,7 +951,8 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
 {
     char gt[80];
     if (tb->kind != YT_SEQ)
-        return scni_fail(c, tb, kp, "expected a list of [batch, seconds] points (got %s)", scni_got(tb, gt, sizeof gt));
+        return scni_fail(c, tb, kp, "expected a list of [batch, seconds] points (got %s)",
+                         scni_got(tb, gt, sizeof gt));
     if (tb->n < 2 || tb->n > SCN_MAX_TABLE)
         return scni_fail(c, tb, kp, "needs 2 to %d [batch, seconds] points (got %zu)", SCN_MAX_TABLE, tb->n);
     g->table_batch = dp_calloc(tb->n, sizeof *g->table_batch);
@@ -958,19 +965,20 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
         if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
             p->items[1]->kind != YT_SCALAR)
-            return scni_fail(c, p, pk, "expected a point [batch, seconds] (got %s)", scni_got(p, gt, sizeof gt));
+            return scni_fail(c, p, pk, "expected a point [batch, seconds] (got %s)",
+                             scni_got(p, gt, sizeof gt));
         double b, t;
         dp_err e;
         if (scn_parse_quantity(p->items[0]->text, SCN_UNIT_NUMBER, &b, &e))
             return scni_fail(c, p->items[0], pk, "%s", e.msg);
         if (b != floor(b) || b < 1 || b > SCN_MAX_BATCH)
             return scni_fail(c, p->items[0], pk, "batch must be a whole number from 1 to %d (got %s)",
-                        SCN_MAX_BATCH, p->items[0]->text);
+                             SCN_MAX_BATCH, p->items[0]->text);
         if (scn_parse_quantity(p->items[1]->text, SCN_UNIT_TIME, &t, &e))
             return scni_fail(c, p->items[1], pk, "%s", e.msg);
         if (!(t >= scni_unit_floor(SCN_UNIT_TIME)) || t > 1e9)
             return scni_fail(c, p->items[1], pk, "seconds must be at least 1 ns and at most 1e9 (got %s)",
-                        p->items[1]->text);
+                             p->items[1]->text);
         /* Insertion sort by batch: tables are short. */
         size_t j = i;
         while (j > 0 && g->table_batch[j - 1] > b) {
@@ -1007,10 +1015,11 @@ int scni_check_memory(cv *c, const scn_group *g, const yt_node *bn, const char *
         scn_format_quantity(need, SCN_UNIT_BYTES, b, sizeof b);
         scn_format_quantity(g->memory_bytes, SCN_UNIT_BYTES, m, sizeof m);
         scn_format_quantity(s->model.activation_bytes_per_sample, SCN_UNIT_BYTES, act, sizeof act);
-        return scni_fail(c, bn, kp,
-                    "device '%s' cannot hold batch %d: model state %s + %d x %s activations = %s > memory %s "
-                    "(got %d)",
-                    g->name, g->batch, a, g->batch, act, b, m, g->batch);
+        return scni_fail(
+            c, bn, kp,
+            "device '%s' cannot hold batch %d: model state %s + %d x %s activations = %s > memory %s "
+            "(got %d)",
+            g->name, g->batch, a, g->batch, act, b, m, g->batch);
     }
     return 0;
 }
@@ -1122,8 +1131,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     *total += v;
     if (*total > SCN_MAX_DEVICES) /* a group without count (1) is located by its mapping */
         return scni_fail(c, cn ? cn : it, kp,
-                    "more than %d devices in total (the limit on devices) (got %lld so far)", SCN_MAX_DEVICES,
-                    (long long)*total);
+                         "more than %d devices in total (the limit on devices) (got %lld so far)",
+                         SCN_MAX_DEVICES, (long long)*total);
     int kind;
     if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
         return r;
@@ -1151,7 +1160,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     int have = !yt_is_null(bt) + !yt_is_null(tb) + !yt_is_null(pf);
     if (have != 1)
         return scni_fail(c, have ? (!yt_is_null(tb) ? tb : pf) : it, path,
-                    "give exactly one compute model: batch_time, batch_table or peak_flops (got %d)", have);
+                         "give exactly one compute model: batch_time, batch_table or peak_flops (got %d)",
+                         have);
     if (!yt_is_null(bt)) {
         g->compute = SCN_COMPUTE_MEASURED;
         if ((r = scni_get_pos(c, it, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) < 0)
@@ -1176,7 +1186,7 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
             if (!yt_is_null(yt_get(it, only[k]))) {
                 scni_join(kp, sizeof kp, path, only[k]);
                 return scni_fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
-                            scni_got(yt_get(it, only[k]), gt, sizeof gt));
+                                 scni_got(yt_get(it, only[k]), gt, sizeof gt));
             }
     }
     if (g->compute == SCN_COMPUTE_DERIVED) {
@@ -1185,9 +1195,9 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
         double t1 = scn_batch_time(s, g, 1);
         if (!(t1 >= scni_unit_floor(SCN_UNIT_TIME)))
             return scni_fail(c, pf, path,
-                        "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
-                        "overhead, must be at least 1 ns (got %.3g s)",
-                        t1);
+                             "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
+                             "overhead, must be at least 1 ns (got %.3g s)",
+                             t1);
     }
     if ((r = scni_get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
         return r;
@@ -1209,7 +1219,7 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     scni_join(kp, sizeof kp, path, "batch");
     if ((int64_t)g->batch > s->dataset.samples)
         return scni_fail(c, bn, kp, "batch is larger than the dataset (%lld samples) (got %d)",
-                    (long long)s->dataset.samples, g->batch);
+                         (long long)s->dataset.samples, g->batch);
     return scni_check_memory(c, g, bn, kp);
 }
 
@@ -1220,7 +1230,8 @@ static int conv_devices(cv *c, const yt_node *root)
     char g[80];
     int r = 0;
     if (l->kind != YT_SEQ)
-        return scni_fail(c, l, "devices", "expected a list of device groups (got %s)", scni_got(l, g, sizeof g));
+        return scni_fail(c, l, "devices", "expected a list of device groups (got %s)",
+                         scni_got(l, g, sizeof g));
     if (l->n == 0)
         return scni_fail(c, l, "devices", "no device groups (got an empty list)");
     if (l->n > SCN_MAX_DEVICES)
@@ -1246,7 +1257,8 @@ static int conv_devices(cv *c, const yt_node *root)
     if (r < 0)
         return r;
     if (total == 0)
-        return scni_fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)", s->n_groups);
+        return scni_fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)",
+                         s->n_groups);
     if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
         return scni_oom(c);
     size_t k = 0;
@@ -1274,7 +1286,8 @@ static int conv_policies(cv *c, const yt_node *root)
     if (yt_is_null(p))
         return 0;
     if (p->kind != YT_MAP)
-        return scni_fail(c, p, "policies", "expected a mapping of policy names (got %s)", scni_got(p, g, sizeof g));
+        return scni_fail(c, p, "policies", "expected a mapping of policy names (got %s)",
+                         scni_got(p, g, sizeof g));
     c->s->policies = p;
     return 0;
 }

@@ -114,11 +114,11 @@ typedef enum { SCN_POP_TABLE = 1, SCN_POP_DRAWN = 2 } scn_pop_kind;
 
 typedef struct scn_population {
     scn_pop_kind kind;
-    char *name;         /* DRAWN: the group's name; TABLE: the file as written */
-    size_t first, n;    /* its groups: groups[first .. first + n) */
-    uint64_t seed;      /* DRAWN: the seed of its draws */
-    unsigned drawn;     /* DRAWN: bit k set when the k-th drawable key (population.c) is drawn */
-    int item;           /* the `devices:` item */
+    char *name;      /* DRAWN: the group's name; TABLE: the file as written */
+    size_t first, n; /* its groups: groups[first .. first + n) */
+    uint64_t seed;   /* DRAWN: the seed of its draws */
+    unsigned drawn;  /* DRAWN: bit k set when the k-th drawable key (population.c) is drawn */
+    int item;        /* the `devices:` item */
 } scn_population;
 
 /* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
@@ -265,8 +265,6 @@ double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
 
 /* Print the `dpsim check` summary (the world; cmd_check adds the policies). */
 void scn_print_summary(const scn_scenario *s, FILE *out);
-
-
 
 /* ---- reading mappings the loader keeps for plug-ins ---------------------
  * The `policies:` mapping (NULL when absent) and readers with the loader's

@@ -7,8 +7,8 @@
  *
  * Aliases are expanded by copying the anchored node; each copy counts
  * against YT_MAX_NODES, so a "billion laughs" document stops after four
- * million nodes (100,000 device groups written out need about 1.7 million) with an error instead of exhausting memory.  An alias to an
- * anchor whose node is still open (a node containing its own alias) is an
+ * million nodes (100,000 device groups written out need about 1.7 million) with an error instead of
+ * exhausting memory.  An alias to an anchor whose node is still open (a node containing its own alias) is an
  * error: YAML allows such cycles, a scenario never needs them.
  */
 #include "yamltree.h"
