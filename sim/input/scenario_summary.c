@@ -118,7 +118,11 @@ static void print_pop(const scn_scenario *s, const scn_population *p, FILE *out)
         for (size_t i = p->first; i < p->first + p->n; i++)
             if (s->groups[i].count > 0)
                 v[n++] = (wv){pop_value(s, &s->groups[i], what), s->groups[i].count};
-        qsort(v, n, sizeof *v, wv_cmp);
+        int flat = 1; /* one value for all (a fixed key): nothing to sort */
+        for (size_t i = 1; i < n && flat; i++)
+            flat = v[i].v == v[0].v;
+        if (!flat)
+            qsort(v, n, sizeof *v, wv_cmp);
         long long half = (devs + 1) / 2, seen = 0;
         size_t m = 0;
         while (m < n && (seen += v[m].w) < half)
