@@ -482,12 +482,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     memset(d, 0, sizeof d);
     yt_node top = {0}, link = {0};
     char path[300], kp[400];
-    const yt_node *nm = yt_get(it, "name");
-    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX &&
-        !strpbrk(nm->text, ". []"))
-        snprintf(path, sizeof path, "devices.%s", nm->text);
-    else
-        snprintf(path, sizeof path, "devices[%zu]", item);
+    scni_group_path(it, item, path, sizeof path);
     unsigned drawn = 0;
     int r = 0;
     int64_t count, seed;

@@ -1082,6 +1082,16 @@ int scni_new_group(cv *c, size_t *gi)
     return 0;
 }
 
+void scni_group_path(const yt_node *it, size_t item, char *path, size_t len)
+{
+    const yt_node *nm = yt_get(it, "name");
+    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX &&
+        !strpbrk(nm->text, ". []"))
+        snprintf(path, len, "devices.%s", nm->text);
+    else
+        snprintf(path, len, "devices[%zu]", item);
+}
+
 int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total)
 {
     static const char *const keys[] = {
@@ -1094,13 +1104,7 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     scn_group *g = &s->groups[gi];
     char path[300], gt[80];
     int r = 0;
-    /* Name the group in key paths from the start when it has a usable name. */
-    const yt_node *nm0 = yt_get(it, "name");
-    if (nm0 && nm0->kind == YT_SCALAR && nm0->text[0] && strlen(nm0->text) <= SCN_NAME_MAX &&
-        !strpbrk(nm0->text, ". []"))
-        snprintf(path, sizeof path, "devices.%s", nm0->text);
-    else
-        snprintf(path, sizeof path, "devices[%zu]", item);
+    scni_group_path(it, item, path, sizeof path);
     if ((r = scni_check_map(c, it, path, keys, req)) < 0)
         return r;
     g->item = (int)item;

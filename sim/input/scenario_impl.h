@@ -72,6 +72,9 @@ int scni_new_group(cv *c, size_t *gi);
 /* Record group gi's name (already in s->groups[gi].name); a name seen
  * before is an error at node n, key path kp. */
 int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp);
+/* The key path of device-group item `it` (index item) in messages:
+ * `devices.NAME` when it has a usable name, else `devices[item]`. */
+void scni_group_path(const yt_node *it, size_t item, char *path, size_t len);
 /* Convert the device-group mapping `it` (item `item` of `devices`) into
  * s->groups[gi]; *total counts devices so far. */
 int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total);
