@@ -309,6 +309,19 @@ Test(population, hostile_tables)
         "(got nope.csv)",
         dir);
     bad(HEAD "  - from_csv: nope.csv\n", msg);
+    {
+        char p[256];
+        snprintf(p, sizeof p, "%s/n.csv", dir);
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fwrite("name,kind\nd0,c\0pu\n", 1, 19, f);
+        fclose(f);
+        snprintf(
+            msg, sizeof msg,
+            "t.yaml:7:15: devices[0].from_csv: device table '%s/n.csv' holds a NUL byte at line 2, column 5",
+            dir);
+        bad(HEAD "  - from_csv: n.csv\n", msg);
+    }
     bad(HEAD "  - from_csv: k.csv\n    name: x\n",
         "t.yaml:8:5: devices[0].name: unknown key; known keys here: from_csv (got 'name')");
     (void)hdr;

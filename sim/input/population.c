@@ -835,6 +835,14 @@ int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total)
     char shown[4200];
     if ((r = scni_file_contents(c, fn, kp, "device table", fn->text, &sf, shown, sizeof shown)) < 0)
         return r;
+    const char *nul = memchr(sf->data, '\0', sf->len);
+    if (nul) { /* a cell would be cut there without a word: refuse the table */
+        size_t line = 1, col = 1;
+        for (const char *q = sf->data; q < nul; q++)
+            *q == '\n' ? (line++, col = 1) : col++;
+        return scni_fail(c, fn, kp, "device table '%s' holds a NUL byte at line %zu, column %zu", shown, line,
+                         col);
+    }
     csv_tab *t = dp_calloc(1, sizeof *t);
     if (!t)
         return scni_oom(c);
