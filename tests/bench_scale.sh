@@ -6,7 +6,7 @@
 #      scaled to N devices (default 100,000: half RTX 3090s, a quarter 4-core
 #      CPUs, an eighth each 16- and 8-core CPUs), 2 epochs, 10^7 samples;
 #   3. `dpsim check` on G distinct device groups (default 40,000; a YAML
-#      document is limited to 10^6 nodes, about 40,000 such groups);
+#      document is limited to 4x10^6 nodes, about 230,000 such groups);
 #   4. DDP with flow collectives on the same scaled testbed with NF devices
 #      (default 1,000; dataset 100 samples per device), 2 epochs;
 #   5. the paper testbed's DDP with flow collectives (50 epochs).

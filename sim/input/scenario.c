@@ -14,6 +14,7 @@
  * overflowing ints or allocating gigabytes: see the SCN_MAX_* below.
  */
 #include "scenario.h"
+#include "scenario_impl.h"
 #include "yamltree.h"
 
 #include <errno.h>
@@ -24,36 +25,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define SCN_MAX_FILE_BYTES   (64L * 1024 * 1024)
-#define SCN_MAX_DEVICES      1000000 /* total over all groups */
-#define SCN_MAX_SAMPLES      1e15
-#define SCN_MAX_EPOCHS       1000000
-#define SCN_MAX_BATCH        10000000
-#define SCN_MAX_PARAMS       1e13
-#define SCN_MAX_SAMPLE_BYTES 1e12
-#define SCN_MAX_SITES        1000
-#define SCN_MAX_TABLE        10000
-#define SCN_MAX_GRAD_ACCUM   1000000
-#define SCN_MAX_NOISE        10.0
-#define SCN_NAME_MAX         80
-
 /* The embedded copy of scenarios/paper-testbed.yaml (scenarios/meson.build). */
 extern const char dpsim_builtin_paper_testbed[];
 extern const size_t dpsim_builtin_paper_testbed_len;
-
-typedef struct cv {
-    const char *file;
-    const char *base_dir;
-    dp_err *err;
-    scn_scenario *s;
-    const scn_file *given; /* trace contents to use instead of the disk (rerun) */
-    size_t n_given;
-    /* conv_devices: open-addressing set of group names seen so far (group
-     * index + 1, 0 = empty; mask + 1 slots, a power of two over twice the
-     * groups), so the duplicate-name check is linear, not quadratic. */
-    size_t *names;
-    size_t names_mask;
-} cv;
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -67,8 +41,7 @@ static void where(const cv *c, const yt_node *n, char *buf, size_t len)
         snprintf(buf, len, "%s", c->file);
 }
 
-static int fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...) DP_PRINTF(4, 5);
-static int fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...)
+int scni_fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...)
 {
     char w[400], msg[700];
     where(c, n, w, sizeof w);
@@ -79,13 +52,13 @@ static int fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...)
     return dp_err_set(c->err, DP_EINPUT, "%s: %s: %s", w, path[0] ? path : "(top level)", msg);
 }
 
-static int oom(cv *c)
+int scni_oom(cv *c)
 {
     return dp_err_set(c->err, DP_ENOMEM, "%s: out of memory", c->file);
 }
 
 /* The "got" text of a node: its scalar, cut to 60 bytes, or its shape. */
-static const char *got(const yt_node *n, char *buf, size_t len)
+const char *scni_got(const yt_node *n, char *buf, size_t len)
 {
     if (!n)
         return "nothing";
@@ -102,11 +75,23 @@ static const char *got(const yt_node *n, char *buf, size_t len)
 
 /* "a.b" (or "b" at the top); a path too long for buf is cut, which only
  * shortens a message. */
-static void join(char *buf, size_t len, const char *a, const char *b)
+void scni_join(char *buf, size_t len, const char *a, const char *b)
 {
-    int w = a[0] ? snprintf(buf, len, "%s.%s", a, b) : snprintf(buf, len, "%s", b);
-    if (w < 0 && len)
-        buf[0] = '\0';
+    /* memcpy, not snprintf: every key read joins a path (two per value),
+     * and snprintf's format machinery was 11% of loading 100,000 groups. */
+    if (!len)
+        return;
+    size_t la = strlen(a), lb = strlen(b), k = 0;
+    if (la) {
+        la = la < len - 1 ? la : len - 1;
+        memcpy(buf, a, la);
+        k = la;
+        if (k < len - 1)
+            buf[k++] = '.';
+    }
+    lb = lb < len - 1 - k ? lb : len - 1 - k;
+    memcpy(buf + k, b, lb);
+    buf[k + lb] = '\0';
 }
 
 /* ---- schema checks ----------------------------------------------------- */
@@ -121,17 +106,17 @@ static size_t count_of(const char *const *list)
 
 /* n must be a mapping whose keys are all in `keys` (NULL-terminated), with
  * no key twice and every key of `required` present with a value. */
-static int check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
-                     const char *const *required)
+int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
+                   const char *const *required)
 {
     char g[80];
     if (!n || n->kind != YT_MAP)
-        return fail(c, n, path, "expected a mapping of keys (got %s)", got(n, g, sizeof g));
+        return scni_fail(c, n, path, "expected a mapping of keys (got %s)", scni_got(n, g, sizeof g));
     size_t nk = count_of(keys);
     for (size_t i = 0; i < n->n; i++) {
         const yt_node *k = n->keys[i];
         char kp[300];
-        join(kp, sizeof kp, path, k->text);
+        scni_join(kp, sizeof kp, path, k->text);
         size_t j;
         for (j = 0; j < nk; j++)
             if (strcmp(k->text, keys[j]) == 0)
@@ -145,50 +130,51 @@ static int check_map(cv *c, const yt_node *n, const char *path, const char *cons
                 strcat(known, keys[j]);
             }
             if (near)
-                return fail(c, k, kp, "unknown key, did you mean '%s'? (got '%s')", near,
-                            got(k, g, sizeof g));
-            return fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known, got(k, g, sizeof g));
+                return scni_fail(c, k, kp, "unknown key, did you mean '%s'? (got '%s')", near,
+                                 scni_got(k, g, sizeof g));
+            return scni_fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known,
+                             scni_got(k, g, sizeof g));
         }
         for (size_t m = 0; m < i; m++)
             if (strcmp(n->keys[m]->text, k->text) == 0) {
                 if (n->keys[m]->origin)
-                    return fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
-                return fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)", n->keys[m]->line,
-                            k->text);
+                    return scni_fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
+                return scni_fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)",
+                                 n->keys[m]->line, k->text);
             }
     }
     for (size_t r = 0; required && required[r]; r++)
         if (yt_is_null(yt_get(n, required[r]))) {
             const yt_node *at = yt_get_key(n, required[r]);
-            return fail(c, at ? at : n, path, "missing required key '%s'", required[r]);
+            return scni_fail(c, at ? at : n, path, "missing required key '%s'", required[r]);
         }
     return 0;
 }
 
 /* Scalar at m[key]: 1 and *out set, 0 if absent or null, < 0 on error. */
-static int get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
-                      const yt_node **out)
+int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
+                    const yt_node **out)
 {
     const yt_node *n = yt_get(m, key);
     char kp[300], g[80];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     if (yt_is_null(n)) {
         if (required)
-            return fail(c, n ? n : m, path, "missing required key '%s'", key);
+            return scni_fail(c, n ? n : m, path, "missing required key '%s'", key);
         return 0;
     }
     if (n->kind != YT_SCALAR)
-        return fail(c, n, kp, "expected a single value (got %s)", got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "expected a single value (got %s)", scni_got(n, g, sizeof g));
     *out = n;
     return 1;
 }
 
 /* A quantity.  Returns 1 (set), 0 (absent: *out = def), < 0 error. */
-static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-                 double def, double *out, const yt_node **node)
+int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+               double def, double *out, const yt_node **node)
 {
     const yt_node *n = NULL;
-    int r = get_scalar(c, m, path, key, required, &n);
+    int r = scni_get_scalar(c, m, path, key, required, &n);
     if (node)
         *node = n;
     if (r <= 0) {
@@ -196,10 +182,10 @@ static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn
         return r;
     }
     char kp[300];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     dp_err e;
     if (scn_parse_quantity(n->text, u, out, &e))
-        return fail(c, n, kp, "%s", e.msg);
+        return scni_fail(c, n, kp, "%s", e.msg);
     return 1;
 }
 
@@ -207,7 +193,7 @@ static int get_q(cv *c, const yt_node *m, const char *path, const char *key, scn
  * it, rates and times overflow to infinity (1 / 1e-320), a transfer takes
  * longer than any run, or the exact solver divides by a subnormal and never
  * converges.  `check` refuses them so `run` never meets them. */
-static double unit_floor(scn_unit u)
+double scni_unit_floor(scn_unit u)
 {
     switch (u) {
     case SCN_UNIT_TIME:
@@ -224,49 +210,49 @@ static double unit_floor(scn_unit u)
 
 /* Positive (or >= 0 with nonneg) and at most `max`; a nonzero value is at
  * least unit_floor. */
-static int get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-                   double def, int nonneg, double max, double *out)
+int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+                 double def, int nonneg, double max, double *out)
 {
     const yt_node *n;
-    int r = get_q(c, m, path, key, u, required, def, out, &n);
+    int r = scni_get_q(c, m, path, key, u, required, def, out, &n);
     if (r <= 0)
         return r;
     char kp[300], g[80];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     if (nonneg ? *out < 0 : !(*out > 0))
-        return fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", scni_got(n, g, sizeof g));
     if (*out > max)
-        return fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
-                    got(n, g, sizeof g));
-    if (*out != 0 && *out < unit_floor(u)) {
+        return scni_fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
+                         scni_got(n, g, sizeof g));
+    if (*out != 0 && *out < scni_unit_floor(u)) {
         char lo[40];
-        scn_format_quantity(unit_floor(u), u, lo, sizeof lo);
-        return fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
-                    nonneg ? "0 or " : "", lo, got(n, g, sizeof g));
+        scn_format_quantity(scni_unit_floor(u), u, lo, sizeof lo);
+        return scni_fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
+                         nonneg ? "0 or " : "", lo, scni_got(n, g, sizeof g));
     }
     return 1;
 }
 
 /* A whole number in [lo, hi]; `what` names the limit in messages. */
-static int get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
-                   double lo, double hi, const char *what, int64_t *out)
+int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
+                 double lo, double hi, const char *what, int64_t *out)
 {
     const yt_node *n;
     double v;
-    int r = get_q(c, m, path, key, SCN_UNIT_NUMBER, required, (double)def, &v, &n);
+    int r = scni_get_q(c, m, path, key, SCN_UNIT_NUMBER, required, (double)def, &v, &n);
     if (r <= 0) {
         *out = def;
         return r;
     }
     char kp[300], g[80];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     if (v != floor(v))
-        return fail(c, n, kp, "must be a whole number (got %s)", got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "must be a whole number (got %s)", scni_got(n, g, sizeof g));
     if (v < lo)
-        return fail(c, n, kp, "must be >= %.0f (got %s)", lo, got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "must be >= %.0f (got %s)", lo, scni_got(n, g, sizeof g));
     if (v > hi)
-        return fail(c, n, kp, "must be at most %.0f (the limit on %s) (got %s)", hi, what,
-                    got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "must be at most %.0f (the limit on %s) (got %s)", hi, what,
+                         scni_got(n, g, sizeof g));
     *out = (int64_t)v;
     return 1;
 }
@@ -275,7 +261,7 @@ static int get_bool(cv *c, const yt_node *m, const char *path, const char *key, 
 {
     const yt_node *n;
     *out = def;
-    int r = get_scalar(c, m, path, key, 0, &n);
+    int r = scni_get_scalar(c, m, path, key, 0, &n);
     if (r <= 0)
         return r;
     static const char *const yes[] = {"true", "True", "TRUE", "yes", "on", NULL};
@@ -287,8 +273,8 @@ static int get_bool(cv *c, const yt_node *m, const char *path, const char *key, 
         if (strcmp(n->text, no[i]) == 0)
             return *out = 0, 1;
     char kp[300], g[80];
-    join(kp, sizeof kp, path, key);
-    return fail(c, n, kp, "expected true or false (got %s)", got(n, g, sizeof g));
+    scni_join(kp, sizeof kp, path, key);
+    return scni_fail(c, n, kp, "expected true or false (got %s)", scni_got(n, g, sizeof g));
 }
 
 /* One of `names` (NULL-terminated); *out = its index. */
@@ -297,7 +283,7 @@ static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, 
 {
     const yt_node *n;
     *out = def;
-    int r = get_scalar(c, m, path, key, 0, &n);
+    int r = scni_get_scalar(c, m, path, key, 0, &n);
     if (r <= 0)
         return r;
     size_t k = count_of(names);
@@ -305,7 +291,7 @@ static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, 
         if (strcmp(n->text, names[i]) == 0)
             return *out = (int)i, 1;
     char kp[300], g[80], list[200] = "";
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     for (size_t i = 0; i < k && strlen(list) + strlen(names[i]) + 3 < sizeof list; i++) {
         if (i)
             strcat(list, ", ");
@@ -313,9 +299,9 @@ static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, 
     }
     const char *near = yt_nearest(n->text, names, k);
     if (near)
-        return fail(c, n, kp, "expected one of %s, did you mean '%s'? (got %s)", list, near,
-                    got(n, g, sizeof g));
-    return fail(c, n, kp, "expected one of %s (got %s)", list, got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "expected one of %s, did you mean '%s'? (got %s)", list, near,
+                         scni_got(n, g, sizeof g));
+    return scni_fail(c, n, kp, "expected one of %s (got %s)", list, scni_got(n, g, sizeof g));
 }
 
 /* Names used as addresses (devices, sites): 1-80 of [A-Za-z0-9_+-]. */
@@ -324,14 +310,14 @@ static int check_name(cv *c, const yt_node *n, const char *kp)
     char g[80];
     size_t len = strlen(n->text);
     if (len == 0 || len > SCN_NAME_MAX)
-        return fail(c, n, kp, "a name must be 1 to %d characters (got '%s')", SCN_NAME_MAX,
-                    got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "a name must be 1 to %d characters (got '%s')", SCN_NAME_MAX,
+                         scni_got(n, g, sizeof g));
     for (size_t i = 0; i < len; i++) {
         char ch = n->text[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
               ch == '-' || ch == '+'))
-            return fail(c, n, kp, "a name may hold only letters, digits, '_', '-' and '+' (got '%s')",
-                        got(n, g, sizeof g));
+            return scni_fail(c, n, kp, "a name may hold only letters, digits, '_', '-' and '+' (got '%s')",
+                             scni_got(n, g, sizeof g));
     }
     return 0;
 }
@@ -339,7 +325,7 @@ static int check_name(cv *c, const yt_node *n, const char *kp)
 static int dup_str(cv *c, char **dst, const char *src)
 {
     if (!(*dst = dp_strdup(src)))
-        return oom(c);
+        return scni_oom(c);
     return 0;
 }
 
@@ -349,16 +335,16 @@ static int dup_str(cv *c, char **dst, const char *src)
 static int get_text(cv *c, const yt_node *m, const char *path, const char *key, const char *def, char **dst)
 {
     const yt_node *n = NULL;
-    int r = get_scalar(c, m, path, key, 0, &n);
+    int r = scni_get_scalar(c, m, path, key, 0, &n);
     if (r < 0)
         return r;
     if (r) {
         for (const unsigned char *p = (const unsigned char *)n->text; *p; p++)
             if (*p < 0x20 || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
                 char kp[300], g[80];
-                join(kp, sizeof kp, path, key);
-                return fail(c, n, kp, "a name must not hold control characters (got '%s')",
-                            got(n, g, sizeof g));
+                scni_join(kp, sizeof kp, path, key);
+                return scni_fail(c, n, kp, "a name must not hold control characters (got '%s')",
+                                 scni_got(n, g, sizeof g));
             }
     }
     return dup_str(c, dst, r ? n->text : def);
@@ -372,9 +358,6 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
-static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
-                         char *shown, size_t shown_len);
-
 /* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
  * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
  * factor trace (CSV factor, mean a plain number). */
@@ -385,7 +368,7 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     static const char *const fmts[] = {"auto", "csv", "mahimahi", NULL};
     const yt_node *n = yt_get(m, key);
     char kp[300], g[80];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     *out = NULL;
     if (yt_is_null(n))
         return 0;
@@ -393,32 +376,33 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     int fmt = 0, loop = -1, r;
     double mean = 0, bin = 0;
     if (n->kind == YT_MAP) {
-        if ((r = check_map(c, n, kp, keys, req)) < 0)
+        if ((r = scni_check_map(c, n, kp, keys, req)) < 0)
             return r;
-        if ((r = get_scalar(c, n, kp, "file", 1, &fnode)) < 0)
+        if ((r = scni_get_scalar(c, n, kp, "file", 1, &fnode)) < 0)
             return r;
         if ((r = get_enum(c, n, kp, "format", fmts, 0, &fmt)) < 0)
             return r;
-        if ((r = get_pos(c, n, kp, "mean", bits ? SCN_UNIT_BANDWIDTH : SCN_UNIT_NUMBER, 0, 0, 0, 1e300,
-                         &mean)) < 0)
+        if ((r = scni_get_pos(c, n, kp, "mean", bits ? SCN_UNIT_BANDWIDTH : SCN_UNIT_NUMBER, 0, 0, 0, 1e300,
+                              &mean)) < 0)
             return r;
         if ((r = get_bool(c, n, kp, "loop", -1, &loop)) < 0)
             return r;
-        if ((r = get_pos(c, n, kp, "bin", SCN_UNIT_TIME, 0, 0, 0, 86400, &bin)) < 0)
+        if ((r = scni_get_pos(c, n, kp, "bin", SCN_UNIT_TIME, 0, 0, 0, 86400, &bin)) < 0)
             return r;
         if (r > 0 && bin < 0.001)
-            return fail(c, yt_get(n, "bin"), kp, "bin must be at least 1 ms (got %s)",
-                        got(yt_get(n, "bin"), g, sizeof g));
+            return scni_fail(c, yt_get(n, "bin"), kp, "bin must be at least 1 ms (got %s)",
+                             scni_got(yt_get(n, "bin"), g, sizeof g));
     } else if (n->kind != YT_SCALAR) {
-        return fail(c, n, kp, "expected a file name or a mapping {file, format, mean, loop, bin} (got %s)",
-                    got(n, g, sizeof g));
+        return scni_fail(c, n, kp,
+                         "expected a file name or a mapping {file, format, mean, loop, bin} (got %s)",
+                         scni_got(n, g, sizeof g));
     }
     const char *file = fnode->text;
     if (strlen(file) > 3000)
-        return fail(c, fnode, kp, "file name too long (got %s)", got(fnode, g, sizeof g));
+        return scni_fail(c, fnode, kp, "file name too long (got %s)", scni_got(fnode, g, sizeof g));
     const scn_file *sf = NULL;
     char shown[4200]; /* the path as resolved, for messages */
-    int r2 = file_contents(c, fnode, kp, file, &sf, shown, sizeof shown);
+    int r2 = scni_file_contents(c, fnode, kp, "trace file", file, &sf, shown, sizeof shown);
     if (r2 < 0)
         return r2;
     dp_err e;
@@ -433,7 +417,7 @@ static int get_trace(cv *c, const yt_node *m, const char *path, const char *key,
     *out = trace_read_buffer(shown, sf->data, sf->len, &o, &e);
     if (!*out)
         return e.code == DP_ENOMEM ? dp_err_set(c->err, DP_ENOMEM, "%s", e.msg)
-                                   : fail(c, fnode, kp, "%s", e.msg);
+                                   : scni_fail(c, fnode, kp, "%s", e.msg);
     return 1;
 }
 
@@ -444,7 +428,7 @@ static int add_file(cv *c, const char *name, const char *path, char *data, size_
     scn_file *v = dp_realloc(s->files, (s->n_files + 1) * sizeof *v);
     if (!v) {
         dp_free(data);
-        return oom(c);
+        return scni_oom(c);
     }
     s->files = v;
     scn_file *f = &v[s->n_files];
@@ -454,7 +438,7 @@ static int add_file(cv *c, const char *name, const char *path, char *data, size_
     f->hash = scn_hash(data, len);
     s->n_files++; /* from here scn_free frees it */
     if (!(f->name = dp_strdup(name)) || !(f->path = dp_strdup(path)))
-        return oom(c);
+        return scni_oom(c);
     *out = f;
     return 0;
 }
@@ -465,8 +449,8 @@ static int add_file(cv *c, const char *name, const char *path, char *data, size_
  * current directory.  A name met again reuses its record, so two traces
  * naming one file see the same bytes.  shown gets the name messages use:
  * the path as resolved on disk, or the given copy's recorded path. */
-static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char *file, const scn_file **out,
-                         char *shown, size_t shown_len)
+int scni_file_contents(cv *c, const yt_node *fnode, const char *kp, const char *what, const char *file,
+                       const scn_file **out, char *shown, size_t shown_len)
 {
     char g[80];
     const scn_file *given = NULL;
@@ -489,10 +473,9 @@ static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char
     }
     if (!use) {
         if (file[0] != '/' && c->base_dir && c->base_dir[0])
-            return fail(c, fnode, kp,
-                        "trace file not found (looked in '%s' and the current directory) (got %s)",
-                        c->base_dir, got(fnode, g, sizeof g));
-        return fail(c, fnode, kp, "trace file not found (got %s)", got(fnode, g, sizeof g));
+            return scni_fail(c, fnode, kp, "%s not found (looked in '%s' and the current directory) (got %s)",
+                             what, c->base_dir, scni_got(fnode, g, sizeof g));
+        return scni_fail(c, fnode, kp, "%s not found (got %s)", what, scni_got(fnode, g, sizeof g));
     }
     if (use != shown)
         snprintf(shown, shown_len, "%s", use);
@@ -504,7 +487,7 @@ static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char
     if (given) {
         char *copy = dp_malloc(given->len + 1);
         if (!copy)
-            return oom(c);
+            return scni_oom(c);
         if (given->len)
             memcpy(copy, given->data, given->len);
         copy[given->len] = '\0';
@@ -512,9 +495,9 @@ static int file_contents(cv *c, const yt_node *fnode, const char *kp, const char
     }
     dp_err e;
     size_t len = 0;
-    char *buf = dp_read_file(shown, "trace file", SCN_MAX_FILE_BYTES, &len, &e);
+    char *buf = dp_read_file(shown, what, SCN_MAX_FILE_BYTES, &len, &e);
     if (!buf)
-        return fail(c, fnode, kp, "%s", e.msg);
+        return e.code == DP_ENOMEM ? scni_oom(c) : scni_fail(c, fnode, kp, "%s", e.msg);
     /* The record keeps the absolute path, so that `dpsim rerun` can compare
      * the stored bytes with the file from any directory. */
     char *abs = realpath(shown, NULL);
@@ -530,39 +513,42 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
 {
     const yt_node *l = yt_get(m, "outages");
     char kp[300], g[80];
-    join(kp, sizeof kp, path, "outages");
+    scni_join(kp, sizeof kp, path, "outages");
     if (yt_is_null(l))
         return 0;
     if (l->kind != YT_SEQ)
-        return fail(c, l, kp, "expected a list of [start, end] intervals (got %s)", got(l, g, sizeof g));
+        return scni_fail(c, l, kp, "expected a list of [start, end] intervals (got %s)",
+                         scni_got(l, g, sizeof g));
     if (l->n > SCN_MAX_TABLE)
-        return fail(c, l, kp, "at most %d outages (got %zu)", SCN_MAX_TABLE, l->n);
+        return scni_fail(c, l, kp, "at most %d outages (got %zu)", SCN_MAX_TABLE, l->n);
     o->start_s = dp_calloc(l->n + 1, sizeof *o->start_s);
     o->end_s = dp_calloc(l->n + 1, sizeof *o->end_s);
     if (!o->start_s || !o->end_s)
-        return oom(c);
+        return scni_oom(c);
     for (size_t i = 0; i < l->n; i++) {
         const yt_node *p = l->items[i];
         char pk[340];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
         if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
             p->items[1]->kind != YT_SCALAR)
-            return fail(c, p, pk, "expected an interval [start, end] (got %s)", got(p, g, sizeof g));
+            return scni_fail(c, p, pk, "expected an interval [start, end] (got %s)",
+                             scni_got(p, g, sizeof g));
         double t[2];
         for (int k = 0; k < 2; k++) {
             dp_err e;
             if (scn_parse_quantity(p->items[k]->text, SCN_UNIT_TIME, &t[k], &e))
-                return fail(c, p->items[k], pk, "%s", e.msg);
+                return scni_fail(c, p->items[k], pk, "%s", e.msg);
             if (!(t[k] >= 0) || t[k] > 1e12)
-                return fail(c, p->items[k], pk, "times must be >= 0 and at most 1e12 s (got %s)",
-                            p->items[k]->text);
+                return scni_fail(c, p->items[k], pk, "times must be >= 0 and at most 1e12 s (got %s)",
+                                 p->items[k]->text);
         }
         if (!(t[1] > t[0]))
-            return fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])",
-                        p->items[0]->text, p->items[1]->text);
+            return scni_fail(c, p->items[1], pk, "an outage must end after it starts (got [%s, %s])",
+                             p->items[0]->text, p->items[1]->text);
         if (i > 0 && t[0] < o->end_s[i - 1])
-            return fail(c, p->items[0], pk, "outages must be in order and must not overlap (got start %s)",
-                        p->items[0]->text);
+            return scni_fail(c, p->items[0], pk,
+                             "outages must be in order and must not overlap (got start %s)",
+                             p->items[0]->text);
         o->start_s[i] = t[0];
         o->end_s[i] = t[1];
         o->n = i + 1;
@@ -578,21 +564,21 @@ static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_straggl
     const yt_node *n = yt_get(m, "stragglers");
     char kp[300];
     int r;
-    join(kp, sizeof kp, path, "stragglers");
+    scni_join(kp, sizeof kp, path, "stragglers");
     if (yt_is_null(n))
         return 0;
-    if ((r = check_map(c, n, kp, keys, req)) < 0)
+    if ((r = scni_check_map(c, n, kp, keys, req)) < 0)
         return r;
-    if ((r = get_pos(c, n, kp, "every", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->every_s)) < 0 ||
-        (r = get_pos(c, n, kp, "lasting", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->lasting_s)) < 0 ||
-        (r = get_pos(c, n, kp, "factor", SCN_UNIT_NUMBER, 1, 0, 0, 1e6, &st->factor)) < 0)
+    if ((r = scni_get_pos(c, n, kp, "every", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->every_s)) < 0 ||
+        (r = scni_get_pos(c, n, kp, "lasting", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->lasting_s)) < 0 ||
+        (r = scni_get_pos(c, n, kp, "factor", SCN_UNIT_NUMBER, 1, 0, 0, 1e6, &st->factor)) < 0)
         return r;
     if (st->factor < 1) {
         char g[80], fk[320];
-        join(fk, sizeof fk, kp, "factor");
-        return fail(c, yt_get(n, "factor"), fk,
-                    "a straggler multiplies the batch cost by at least 1 (got %s)",
-                    got(yt_get(n, "factor"), g, sizeof g));
+        scni_join(fk, sizeof fk, kp, "factor");
+        return scni_fail(c, yt_get(n, "factor"), fk,
+                         "a straggler multiplies the batch cost by at least 1 (got %s)",
+                         scni_got(yt_get(n, "factor"), g, sizeof g));
     }
     return 1;
 }
@@ -604,29 +590,31 @@ static int get_avail(cv *c, const yt_node *m, const char *path, scn_avail *a)
     const yt_node *n = yt_get(m, "availability");
     char kp[300];
     int r;
-    join(kp, sizeof kp, path, "availability");
+    scni_join(kp, sizeof kp, path, "availability");
     if (yt_is_null(n))
         return 0;
-    if ((r = check_map(c, n, kp, keys, NULL)) < 0)
+    if ((r = scni_check_map(c, n, kp, keys, NULL)) < 0)
         return r;
     *a = (scn_avail){0, 0, NULL, 1};
     if ((r = get_trace(c, n, kp, "trace", 0, &a->trace)) < 0)
         return r;
     int has_mtbf = !yt_is_null(yt_get(n, "mtbf")), has_mttr = !yt_is_null(yt_get(n, "mttr"));
     if (a->trace && (has_mtbf || has_mttr))
-        return fail(c, yt_get_key(n, has_mtbf ? "mtbf" : "mttr"), kp,
-                    "give either a trace or mtbf and mttr, not both (got %s)", has_mtbf ? "mtbf" : "mttr");
+        return scni_fail(c, yt_get_key(n, has_mtbf ? "mtbf" : "mttr"), kp,
+                         "give either a trace or mtbf and mttr, not both (got %s)",
+                         has_mtbf ? "mtbf" : "mttr");
     if (a->trace) {
         for (size_t k = 0; k < a->trace->n; k++)
             if (a->trace->value[k] != 0 && a->trace->value[k] != 1)
-                return fail(c, yt_get(n, "trace"), kp,
-                            "an availability trace holds 1 (up) or 0 (down) only (got %g at t = %g s)",
-                            a->trace->value[k], a->trace->t_s[k]);
+                return scni_fail(c, yt_get(n, "trace"), kp,
+                                 "an availability trace holds 1 (up) or 0 (down) only (got %g at t = %g s)",
+                                 a->trace->value[k], a->trace->t_s[k]);
     } else {
         if (!has_mtbf || !has_mttr)
-            return fail(c, n, kp, "missing required key '%s' (or give a trace)", has_mtbf ? "mttr" : "mtbf");
-        if ((r = get_pos(c, n, kp, "mtbf", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mtbf_s)) < 0 ||
-            (r = get_pos(c, n, kp, "mttr", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mttr_s)) < 0)
+            return scni_fail(c, n, kp, "missing required key '%s' (or give a trace)",
+                             has_mtbf ? "mttr" : "mtbf");
+        if ((r = scni_get_pos(c, n, kp, "mtbf", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mtbf_s)) < 0 ||
+            (r = scni_get_pos(c, n, kp, "mttr", SCN_UNIT_TIME, 1, 0, 0, 1e12, &a->mttr_s)) < 0)
             return r;
     }
     if ((r = get_bool(c, n, kp, "data_persists", 1, &a->data_persists)) < 0)
@@ -650,27 +638,27 @@ static int conv_model(cv *c, const yt_node *root)
     scn_scenario *s = c->s;
     const yt_node *m = yt_get(root, "model");
     int r;
-    if ((r = check_map(c, m, "model", keys, req)) < 0)
+    if ((r = scni_check_map(c, m, "model", keys, req)) < 0)
         return r;
     if ((r = get_text(c, m, "model", "name", "model", &s->model.name)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS, &s->model.params)) <
-        0)
+    if ((r = scni_get_pos(c, m, "model", "params", SCN_UNIT_NUMBER, 1, 0, 0, SCN_MAX_PARAMS,
+                          &s->model.params)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "bytes_per_param", SCN_UNIT_BYTES, 0, 4, 0, 64,
-                     &s->model.bytes_per_param)) < 0)
+    if ((r = scni_get_pos(c, m, "model", "bytes_per_param", SCN_UNIT_BYTES, 0, 4, 0, 64,
+                          &s->model.bytes_per_param)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "flops_per_sample", SCN_UNIT_FLOPS, 1, 0, 0, 1e21,
-                     &s->model.flops_per_sample)) < 0)
+    if ((r = scni_get_pos(c, m, "model", "flops_per_sample", SCN_UNIT_FLOPS, 1, 0, 0, 1e21,
+                          &s->model.flops_per_sample)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "train_flops_per_sample", SCN_UNIT_FLOPS, 0,
-                     6 * s->model.flops_per_sample, 0, 1e22, &s->model.train_flops_per_sample)) < 0)
+    if ((r = scni_get_pos(c, m, "model", "train_flops_per_sample", SCN_UNIT_FLOPS, 0,
+                          6 * s->model.flops_per_sample, 0, 1e22, &s->model.train_flops_per_sample)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "state_factor", SCN_UNIT_NUMBER, 0, 4, 0, 1000, &s->model.state_factor)) <
-        0)
+    if ((r = scni_get_pos(c, m, "model", "state_factor", SCN_UNIT_NUMBER, 0, 4, 0, 1000,
+                          &s->model.state_factor)) < 0)
         return r;
-    if ((r = get_pos(c, m, "model", "activation_bytes_per_sample", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
-                     &s->model.activation_bytes_per_sample)) < 0)
+    if ((r = scni_get_pos(c, m, "model", "activation_bytes_per_sample", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
+                          &s->model.activation_bytes_per_sample)) < 0)
         return r;
     s->model.model_bytes = s->model.params * s->model.bytes_per_param;
     return 0;
@@ -685,26 +673,26 @@ static int conv_dataset_training(cv *c, const yt_node *root)
     scn_scenario *s = c->s;
     const yt_node *d = yt_get(root, "dataset"), *n;
     int r;
-    if ((r = check_map(c, d, "dataset", dkeys, dreq)) < 0)
+    if ((r = scni_check_map(c, d, "dataset", dkeys, dreq)) < 0)
         return r;
     if ((r = get_text(c, d, "dataset", "name", "dataset", &s->dataset.name)) < 0)
         return r;
-    if ((r = get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
-                     &s->dataset.samples)) < 0)
+    if ((r = scni_get_int(c, d, "dataset", "samples", 1, 0, 1, SCN_MAX_SAMPLES, "dataset samples",
+                          &s->dataset.samples)) < 0)
         return r;
-    if ((r = get_pos(c, d, "dataset", "sample_bytes", SCN_UNIT_BYTES, 1, 0, 0, SCN_MAX_SAMPLE_BYTES,
-                     &s->dataset.sample_bytes)) < 0)
+    if ((r = scni_get_pos(c, d, "dataset", "sample_bytes", SCN_UNIT_BYTES, 1, 0, 0, SCN_MAX_SAMPLE_BYTES,
+                          &s->dataset.sample_bytes)) < 0)
         return r;
 
     const yt_node *t = yt_get(root, "training");
-    if ((r = check_map(c, t, "training", tkeys, treq)) < 0)
+    if ((r = scni_check_map(c, t, "training", tkeys, treq)) < 0)
         return r;
     int64_t v;
-    if ((r = get_int(c, t, "training", "epochs", 1, 0, 1, SCN_MAX_EPOCHS, "epochs", &v)) < 0)
+    if ((r = scni_get_int(c, t, "training", "epochs", 1, 0, 1, SCN_MAX_EPOCHS, "epochs", &v)) < 0)
         return r;
     s->training.epochs = (int)v;
     s->training.seed = 1;
-    if ((r = get_scalar(c, t, "training", "seed", 0, &n)) < 0)
+    if ((r = scni_get_scalar(c, t, "training", "seed", 0, &n)) < 0)
         return r;
     if (r) {
         /* All 64 bits: parsed as an integer, not through a double. */
@@ -714,14 +702,14 @@ static int conv_dataset_training(cv *c, const yt_node *root)
         unsigned long long u = strtoull(p, &end, 10);
         char g[80];
         if (!(*p >= '0' && *p <= '9') || *end || errno == ERANGE)
-            return fail(c, n, "training.seed", "must be a whole number from 0 to 2^64-1 (got %s)",
-                        got(n, g, sizeof g));
+            return scni_fail(c, n, "training.seed", "must be a whole number from 0 to 2^64-1 (got %s)",
+                             scni_got(n, g, sizeof g));
         s->training.seed = (uint64_t)u;
     }
     return 0;
 }
 
-static int site_index(const scn_scenario *s, const char *name)
+int scni_site_index(const scn_scenario *s, const char *name)
 {
     for (size_t i = 0; i < s->n_sites; i++)
         if (strcmp(s->sites[i], name) == 0)
@@ -729,7 +717,7 @@ static int site_index(const scn_scenario *s, const char *name)
     return -1;
 }
 
-static int unknown_site(cv *c, const yt_node *n, const char *kp)
+int scni_unknown_site(cv *c, const yt_node *n, const char *kp)
 {
     scn_scenario *s = c->s;
     char have[300] = "", g[80];
@@ -739,12 +727,13 @@ static int unknown_site(cv *c, const yt_node *n, const char *kp)
         strcat(have, s->sites[i]);
     }
     if (s->n_sites == 0)
-        return fail(c, n, kp, "unknown site: the scenario has no `sites` list (got %s)", got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "unknown site: the scenario has no `sites` list (got %s)",
+                         scni_got(n, g, sizeof g));
     const char *near = yt_nearest(n->text, (const char *const *)s->sites, s->n_sites);
     if (near)
-        return fail(c, n, kp, "unknown site, did you mean '%s'? (have: %s) (got %s)", near, have,
-                    got(n, g, sizeof g));
-    return fail(c, n, kp, "unknown site (have: %s) (got %s)", have, got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "unknown site, did you mean '%s'? (have: %s) (got %s)", near, have,
+                         scni_got(n, g, sizeof g));
+    return scni_fail(c, n, kp, "unknown site (have: %s) (got %s)", have, scni_got(n, g, sizeof g));
 }
 
 static int conv_sites(cv *c, const yt_node *root)
@@ -755,11 +744,11 @@ static int conv_sites(cv *c, const yt_node *root)
     if (yt_is_null(l))
         return 0;
     if (l->kind != YT_SEQ)
-        return fail(c, l, "sites", "expected a list of sites (got %s)", got(l, g, sizeof g));
+        return scni_fail(c, l, "sites", "expected a list of sites (got %s)", scni_got(l, g, sizeof g));
     if (l->n > SCN_MAX_SITES)
-        return fail(c, l, "sites", "at most %d sites (got %zu)", SCN_MAX_SITES, l->n);
+        return scni_fail(c, l, "sites", "at most %d sites (got %zu)", SCN_MAX_SITES, l->n);
     if (!(s->sites = dp_calloc(l->n ? l->n : 1, sizeof *s->sites)))
-        return oom(c);
+        return scni_oom(c);
     for (size_t i = 0; i < l->n; i++) {
         const yt_node *it = l->items[i], *nm = it;
         char kp[300];
@@ -767,19 +756,20 @@ static int conv_sites(cv *c, const yt_node *root)
         if (it->kind == YT_MAP) {
             static const char *const keys[] = {"name", NULL};
             int r;
-            if ((r = check_map(c, it, kp, keys, keys)) < 0)
+            if ((r = scni_check_map(c, it, kp, keys, keys)) < 0)
                 return r;
-            if ((r = get_scalar(c, it, kp, "name", 1, &nm)) < 0)
+            if ((r = scni_get_scalar(c, it, kp, "name", 1, &nm)) < 0)
                 return r;
             size_t kl = strlen(kp);
             snprintf(kp + kl, sizeof kp - kl, ".name");
         } else if (it->kind != YT_SCALAR) {
-            return fail(c, it, kp, "expected a site name or {name: ...} (got %s)", got(it, g, sizeof g));
+            return scni_fail(c, it, kp, "expected a site name or {name: ...} (got %s)",
+                             scni_got(it, g, sizeof g));
         }
         if (check_name(c, nm, kp))
             return DP_EINPUT;
-        if (site_index(s, nm->text) >= 0)
-            return fail(c, nm, kp, "duplicate site name (got %s)", got(nm, g, sizeof g));
+        if (scni_site_index(s, nm->text) >= 0)
+            return scni_fail(c, nm, kp, "duplicate site name (got %s)", scni_got(nm, g, sizeof g));
         if (dup_str(c, &s->sites[i], nm->text))
             return DP_ENOMEM;
         s->n_sites = i + 1;
@@ -800,44 +790,44 @@ static int conv_server_network(cv *c, const yt_node *root)
     s->server.site = s->n_sites ? 0 : -1;
     const yt_node *sv = yt_get(root, "server"), *n;
     if (!yt_is_null(sv)) {
-        if ((r = check_map(c, sv, "server", skeys, NULL)) < 0)
+        if ((r = scni_check_map(c, sv, "server", skeys, NULL)) < 0)
             return r;
         const yt_node *nic = yt_get(sv, "nic");
         if (!yt_is_null(nic)) {
-            if ((r = check_map(c, nic, "server.nic", nickeys, NULL)) < 0)
+            if ((r = scni_check_map(c, nic, "server.nic", nickeys, NULL)) < 0)
                 return r;
-            if ((r = get_pos(c, nic, "server.nic", "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
-                             &s->server.nic_up_Bps)) < 0)
+            if ((r = scni_get_pos(c, nic, "server.nic", "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                                  &s->server.nic_up_Bps)) < 0)
                 return r;
-            if ((r = get_pos(c, nic, "server.nic", "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
-                             &s->server.nic_down_Bps)) < 0)
+            if ((r = scni_get_pos(c, nic, "server.nic", "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                                  &s->server.nic_down_Bps)) < 0)
                 return r;
         }
-        if ((r = get_pos(c, sv, "server", "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300,
-                         &s->server.aggregate_Bps)) < 0)
+        if ((r = scni_get_pos(c, sv, "server", "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300,
+                              &s->server.aggregate_Bps)) < 0)
             return r;
-        if ((r = get_scalar(c, sv, "server", "site", 0, &n)) < 0)
+        if ((r = scni_get_scalar(c, sv, "server", "site", 0, &n)) < 0)
             return r;
-        if (r && (s->server.site = site_index(s, n->text)) < 0)
-            return unknown_site(c, n, "server.site");
+        if (r && (s->server.site = scni_site_index(s, n->text)) < 0)
+            return scni_unknown_site(c, n, "server.site");
     }
     const yt_node *nw = yt_get(root, "network");
     if (!yt_is_null(nw)) {
-        if ((r = check_map(c, nw, "network", nkeys, NULL)) < 0)
+        if ((r = scni_check_map(c, nw, "network", nkeys, NULL)) < 0)
             return r;
-        if ((r = get_pos(c, nw, "network", "tcp_window", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
-                         &s->network.tcp_window_bytes)) < 0)
+        if ((r = scni_get_pos(c, nw, "network", "tcp_window", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
+                              &s->network.tcp_window_bytes)) < 0)
             return r;
     }
     const yt_node *ic = yt_get(root, "interconnect");
     if (!yt_is_null(ic)) {
-        if ((r = check_map(c, ic, "interconnect", ikeys, NULL)) < 0)
+        if ((r = scni_check_map(c, ic, "interconnect", ikeys, NULL)) < 0)
             return r;
-        if ((r = get_pos(c, ic, "interconnect", "bandwidth", SCN_UNIT_BANDWIDTH, 0, 0, 1, 1e300,
-                         &s->interconnect.bandwidth_Bps)) < 0)
+        if ((r = scni_get_pos(c, ic, "interconnect", "bandwidth", SCN_UNIT_BANDWIDTH, 0, 0, 1, 1e300,
+                              &s->interconnect.bandwidth_Bps)) < 0)
             return r;
-        if ((r = get_pos(c, ic, "interconnect", "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6,
-                         &s->interconnect.latency_s)) < 0)
+        if ((r = scni_get_pos(c, ic, "interconnect", "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6,
+                              &s->interconnect.latency_s)) < 0)
             return r;
     }
     return 0;
@@ -852,12 +842,12 @@ static int both_keys(cv *c, const yt_node *m, const char *path, const char *key,
     if (yt_is_null(k) || yt_is_null(t))
         return 0;
     char kp[300], wt[400];
-    join(kp, sizeof kp, path, key);
+    scni_join(kp, sizeof kp, path, key);
     where(c, t, wt, sizeof wt);
-    return fail(c, k, kp,
-                "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
-                "remove '%s', or rescale the trace with { file: ..., mean: ... }",
-                tkey, wt, key, key);
+    return scni_fail(c, k, kp,
+                     "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
+                     "remove '%s', or rescale the trace with { file: ..., mean: ... }",
+                     tkey, wt, key, key);
 }
 
 static int conv_wan(cv *c, const yt_node *root)
@@ -871,50 +861,51 @@ static int conv_wan(cv *c, const yt_node *root)
     if (yt_is_null(l))
         return 0;
     if (l->kind != YT_SEQ)
-        return fail(c, l, "wan", "expected a list of WAN links (got %s)", got(l, g, sizeof g));
+        return scni_fail(c, l, "wan", "expected a list of WAN links (got %s)", scni_got(l, g, sizeof g));
     if (l->n && s->n_sites < 2)
-        return fail(c, l, "wan", "WAN links need a `sites` list with at least two sites (got %zu sites)",
-                    s->n_sites);
+        return scni_fail(c, l, "wan", "WAN links need a `sites` list with at least two sites (got %zu sites)",
+                         s->n_sites);
     if (l->n > (size_t)SCN_MAX_SITES * SCN_MAX_SITES)
-        return fail(c, l, "wan", "too many WAN links (got %zu)", l->n);
+        return scni_fail(c, l, "wan", "too many WAN links (got %zu)", l->n);
     if (!(s->wan = dp_calloc(l->n ? l->n : 1, sizeof *s->wan)))
-        return oom(c);
+        return scni_oom(c);
     for (size_t i = 0; i < l->n; i++) {
         const yt_node *it = l->items[i];
         char kp[300];
         snprintf(kp, sizeof kp, "wan[%zu]", i);
-        if ((r = check_map(c, it, kp, keys, req)) < 0)
+        if ((r = scni_check_map(c, it, kp, keys, req)) < 0)
             return r;
         const yt_node *bw = yt_get(it, "between");
         char bkp[320];
-        join(bkp, sizeof bkp, kp, "between");
+        scni_join(bkp, sizeof bkp, kp, "between");
         if (bw->kind != YT_SEQ || bw->n != 2 || bw->items[0]->kind != YT_SCALAR ||
             bw->items[1]->kind != YT_SCALAR)
-            return fail(c, bw, bkp, "expected two site names [A, B] (got %s)", got(bw, g, sizeof g));
+            return scni_fail(c, bw, bkp, "expected two site names [A, B] (got %s)",
+                             scni_got(bw, g, sizeof g));
         scn_wan *w = &s->wan[i];
         s->n_wan = i + 1;
-        if ((w->site_a = site_index(s, bw->items[0]->text)) < 0)
-            return unknown_site(c, bw->items[0], bkp);
-        if ((w->site_b = site_index(s, bw->items[1]->text)) < 0)
-            return unknown_site(c, bw->items[1], bkp);
+        if ((w->site_a = scni_site_index(s, bw->items[0]->text)) < 0)
+            return scni_unknown_site(c, bw->items[0], bkp);
+        if ((w->site_b = scni_site_index(s, bw->items[1]->text)) < 0)
+            return scni_unknown_site(c, bw->items[1], bkp);
         if (w->site_a == w->site_b)
-            return fail(c, bw, bkp, "a WAN link joins two different sites (got %s twice)",
-                        bw->items[0]->text);
+            return scni_fail(c, bw, bkp, "a WAN link joins two different sites (got %s twice)",
+                             bw->items[0]->text);
         snprintf(kp, sizeof kp, "wan.%s-%s", s->sites[w->site_a], s->sites[w->site_b]);
         for (size_t j = 0; j < i; j++) {
             const scn_wan *o = &s->wan[j];
             if ((o->site_a == w->site_a && o->site_b == w->site_b) ||
                 (o->site_a == w->site_b && o->site_b == w->site_a))
-                return fail(c, bw, kp, "duplicate WAN link between these sites (also wan[%zu])", j);
+                return scni_fail(c, bw, kp, "duplicate WAN link between these sites (also wan[%zu])", j);
         }
         if ((r = get_trace(c, it, kp, "trace", 1, &w->trace)) < 0)
             return r;
         if ((r = both_keys(c, it, kp, "bandwidth", "trace")) < 0)
             return r;
-        if ((r = get_pos(c, it, kp, "bandwidth", SCN_UNIT_BANDWIDTH, w->trace == NULL,
-                         w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
+        if ((r = scni_get_pos(c, it, kp, "bandwidth", SCN_UNIT_BANDWIDTH, w->trace == NULL,
+                              w->trace ? trace_mean(w->trace) : 0, 0, 1e300, &w->bandwidth_Bps)) < 0)
             return r;
-        if ((r = get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
+        if ((r = scni_get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
             return r;
         if ((r = get_outages(c, it, kp, &w->outages)) < 0)
             return r;
@@ -927,9 +918,9 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
     static const char *const keys[] = {"up", "down", "latency", "up_trace", "down_trace", "outages", NULL};
     char kp[300];
     int r;
-    join(kp, sizeof kp, path, "link");
+    scni_join(kp, sizeof kp, path, "link");
     const yt_node *l = yt_get(dev, "link");
-    if ((r = check_map(c, l, kp, keys, NULL)) < 0)
+    if ((r = scni_check_map(c, l, kp, keys, NULL)) < 0)
         return r;
     if ((r = get_trace(c, l, kp, "up_trace", 1, &L->up_trace)) < 0)
         return r;
@@ -939,18 +930,18 @@ static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
         (r = both_keys(c, l, kp, "down", "down_trace")) < 0)
         return r;
     /* With a trace the constant is optional: it defaults to the trace's mean. */
-    if ((r = get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
-                     L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
+    if ((r = scni_get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
+                          L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
         return r;
-    if ((r = get_pos(c, l, kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
-                     L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
+    if ((r = scni_get_pos(c, l, kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
+                          L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
         return r;
-    if ((r = get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
+    if ((r = scni_get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
         return r;
     /* a traced direction may end at 0 for good (a link that dies): its
      * capacity is the trace's at every instant, the constant only a summary */
     if ((!L->up_trace && !(L->up_Bps > 0)) || (!L->down_trace && !(L->down_Bps > 0)))
-        return fail(c, l, kp, "link capacity must be > 0");
+        return scni_fail(c, l, kp, "link capacity must be > 0");
     if ((r = get_outages(c, l, kp, &L->outages)) < 0)
         return r;
     return 0;
@@ -960,32 +951,34 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
 {
     char gt[80];
     if (tb->kind != YT_SEQ)
-        return fail(c, tb, kp, "expected a list of [batch, seconds] points (got %s)", got(tb, gt, sizeof gt));
+        return scni_fail(c, tb, kp, "expected a list of [batch, seconds] points (got %s)",
+                         scni_got(tb, gt, sizeof gt));
     if (tb->n < 2 || tb->n > SCN_MAX_TABLE)
-        return fail(c, tb, kp, "needs 2 to %d [batch, seconds] points (got %zu)", SCN_MAX_TABLE, tb->n);
+        return scni_fail(c, tb, kp, "needs 2 to %d [batch, seconds] points (got %zu)", SCN_MAX_TABLE, tb->n);
     g->table_batch = dp_calloc(tb->n, sizeof *g->table_batch);
     g->table_s = dp_calloc(tb->n, sizeof *g->table_s);
     if (!g->table_batch || !g->table_s)
-        return oom(c);
+        return scni_oom(c);
     for (size_t i = 0; i < tb->n; i++) {
         const yt_node *p = tb->items[i];
         char pk[400];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
         if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
             p->items[1]->kind != YT_SCALAR)
-            return fail(c, p, pk, "expected a point [batch, seconds] (got %s)", got(p, gt, sizeof gt));
+            return scni_fail(c, p, pk, "expected a point [batch, seconds] (got %s)",
+                             scni_got(p, gt, sizeof gt));
         double b, t;
         dp_err e;
         if (scn_parse_quantity(p->items[0]->text, SCN_UNIT_NUMBER, &b, &e))
-            return fail(c, p->items[0], pk, "%s", e.msg);
+            return scni_fail(c, p->items[0], pk, "%s", e.msg);
         if (b != floor(b) || b < 1 || b > SCN_MAX_BATCH)
-            return fail(c, p->items[0], pk, "batch must be a whole number from 1 to %d (got %s)",
-                        SCN_MAX_BATCH, p->items[0]->text);
+            return scni_fail(c, p->items[0], pk, "batch must be a whole number from 1 to %d (got %s)",
+                             SCN_MAX_BATCH, p->items[0]->text);
         if (scn_parse_quantity(p->items[1]->text, SCN_UNIT_TIME, &t, &e))
-            return fail(c, p->items[1], pk, "%s", e.msg);
-        if (!(t >= unit_floor(SCN_UNIT_TIME)) || t > 1e9)
-            return fail(c, p->items[1], pk, "seconds must be at least 1 ns and at most 1e9 (got %s)",
-                        p->items[1]->text);
+            return scni_fail(c, p->items[1], pk, "%s", e.msg);
+        if (!(t >= scni_unit_floor(SCN_UNIT_TIME)) || t > 1e9)
+            return scni_fail(c, p->items[1], pk, "seconds must be at least 1 ns and at most 1e9 (got %s)",
+                             p->items[1]->text);
         /* Insertion sort by batch: tables are short. */
         size_t j = i;
         while (j > 0 && g->table_batch[j - 1] > b) {
@@ -994,7 +987,7 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
             j--;
         }
         if (j > 0 && g->table_batch[j - 1] == b)
-            return fail(c, p->items[0], pk, "batch %g appears twice", b);
+            return scni_fail(c, p->items[0], pk, "batch %g appears twice", b);
         g->table_batch[j] = b;
         g->table_s[j] = t;
         g->table_n = i + 1;
@@ -1011,7 +1004,95 @@ static size_t name_hash(const char *t)
     return (size_t)h;
 }
 
-static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t *total)
+int scni_check_memory(cv *c, const scn_group *g, const yt_node *bn, const char *kp)
+{
+    const scn_scenario *s = c->s;
+    double state = s->model.state_factor * s->model.model_bytes;
+    double need = state + g->batch * s->model.activation_bytes_per_sample;
+    if (need > g->memory_bytes) {
+        char a[40], b[40], m[40], act[40];
+        scn_format_quantity(state, SCN_UNIT_BYTES, a, sizeof a);
+        scn_format_quantity(need, SCN_UNIT_BYTES, b, sizeof b);
+        scn_format_quantity(g->memory_bytes, SCN_UNIT_BYTES, m, sizeof m);
+        scn_format_quantity(s->model.activation_bytes_per_sample, SCN_UNIT_BYTES, act, sizeof act);
+        return scni_fail(
+            c, bn, kp,
+            "device '%s' cannot hold batch %d: model state %s + %d x %s activations = %s > memory %s "
+            "(got %d)",
+            g->name, g->batch, a, g->batch, act, b, m, g->batch);
+    }
+    return 0;
+}
+
+/* The name group j is addressed by: a drawn population's member by the
+ * population's. */
+static const char *set_name(const scn_scenario *s, size_t j)
+{
+    const scn_group *g = &s->groups[j];
+    if (g->pop && s->pops[g->pop - 1].kind == SCN_POP_DRAWN)
+        return s->pops[g->pop - 1].name;
+    return g->name;
+}
+
+int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp)
+{
+    scn_scenario *s = c->s;
+    const char *name = s->groups[gi].name;
+    char gt[80];
+    if (2 * (s->n_groups + 1) > c->names_mask + 1) { /* keep the set at most half full */
+        size_t slots = 2 * (c->names_mask + 1);
+        size_t *t = dp_calloc(slots, sizeof *t);
+        if (!t)
+            return scni_oom(c);
+        for (size_t i = 0; i <= c->names_mask; i++)
+            if (c->names[i]) {
+                size_t k = name_hash(set_name(s, c->names[i] - 1)) & (slots - 1);
+                while (t[k])
+                    k = (k + 1) & (slots - 1);
+                t[k] = c->names[i];
+            }
+        dp_free(c->names);
+        c->names = t;
+        c->names_mask = slots - 1;
+    }
+    size_t slot = name_hash(name) & c->names_mask;
+    for (; c->names[slot]; slot = (slot + 1) & c->names_mask) {
+        size_t j = c->names[slot] - 1;
+        if (strcmp(set_name(s, j), name) == 0)
+            return scni_fail(c, n, kp, "duplicate device name, also devices[%d] at line %d (got %s)",
+                             s->groups[j].item, s->groups[j].line, scni_got(n, gt, sizeof gt));
+    }
+    c->names[slot] = gi + 1;
+    return 0;
+}
+
+int scni_new_group(cv *c, size_t *gi)
+{
+    scn_scenario *s = c->s;
+    if (s->n_groups == c->groups_cap) {
+        size_t cap = c->groups_cap ? 2 * c->groups_cap : 16;
+        scn_group *g = dp_realloc(s->groups, cap * sizeof *g);
+        if (!g)
+            return scni_oom(c);
+        s->groups = g;
+        c->groups_cap = cap;
+    }
+    *gi = s->n_groups++; /* from here scn_free sees it */
+    memset(&s->groups[*gi], 0, sizeof s->groups[*gi]);
+    return 0;
+}
+
+void scni_group_path(const yt_node *it, size_t item, char *path, size_t len)
+{
+    const yt_node *nm = yt_get(it, "name");
+    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX &&
+        !strpbrk(nm->text, ". []"))
+        snprintf(path, len, "devices.%s", nm->text);
+    else
+        snprintf(path, len, "devices[%zu]", item);
+}
+
+int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total)
 {
     static const char *const keys[] = {
         "name",        "count",       "kind",       "site",         "memory",   "batch",
@@ -1020,71 +1101,59 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
     scn_scenario *s = c->s;
+    scn_group *g = &s->groups[gi];
     char path[300], gt[80];
-    int r;
-    /* Name the group in key paths from the start when it has a usable name. */
-    const yt_node *nm0 = yt_get(it, "name");
-    if (nm0 && nm0->kind == YT_SCALAR && nm0->text[0] && strlen(nm0->text) <= SCN_NAME_MAX &&
-        !strpbrk(nm0->text, ". []"))
-        snprintf(path, sizeof path, "devices.%s", nm0->text);
-    else
-        snprintf(path, sizeof path, "devices[%zu]", gi);
-    if ((r = check_map(c, it, path, keys, req)) < 0)
+    int r = 0;
+    scni_group_path(it, item, path, sizeof path);
+    if ((r = scni_check_map(c, it, path, keys, req)) < 0)
         return r;
+    g->item = (int)item;
     g->line = it->line;
     g->column = it->column;
     g->site = -1;
     const yt_node *n;
-    if ((r = get_scalar(c, it, path, "name", 1, &n)) < 0)
+    if ((r = scni_get_scalar(c, it, path, "name", 1, &n)) < 0)
         return r;
     char nkp[320];
-    snprintf(nkp, sizeof nkp, "devices[%zu].name", gi);
+    snprintf(nkp, sizeof nkp, "devices[%zu].name", item);
     if (check_name(c, n, nkp))
         return DP_EINPUT;
-    size_t slot = name_hash(n->text) & c->names_mask;
-    for (; c->names[slot]; slot = (slot + 1) & c->names_mask) {
-        size_t j = c->names[slot] - 1;
-        if (strcmp(s->groups[j].name, n->text) == 0)
-            return fail(c, n, nkp, "duplicate device name, also devices[%zu] at line %d (got %s)", j,
-                        s->groups[j].line, got(n, gt, sizeof gt));
-    }
-    if (dup_str(c, &g->name, n->text))
-        return DP_ENOMEM;
-    c->names[slot] = gi + 1;
+    if (dup_str(c, &g->name, n->text) || (r = scni_name_add(c, gi, n, nkp)) < 0)
+        return r < 0 ? r : DP_ENOMEM;
     snprintf(path, sizeof path, "devices.%s", g->name);
 
     int64_t v;
     char kp[340];
     const yt_node *cn = NULL;
-    if ((r = get_int(c, it, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &v)) < 0)
+    if ((r = scni_get_int(c, it, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &v)) < 0)
         return r;
     cn = yt_get(it, "count");
-    join(kp, sizeof kp, path, "count");
+    scni_join(kp, sizeof kp, path, "count");
     if (v == 0 && !(cn && cn->origin))
-        return fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
+        return scni_fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
     g->count = (int)v;
     *total += v;
     if (*total > SCN_MAX_DEVICES) /* a group without count (1) is located by its mapping */
-        return fail(c, cn ? cn : it, kp,
-                    "more than %d devices in total (the limit on devices) (got %lld so far)", SCN_MAX_DEVICES,
-                    (long long)*total);
+        return scni_fail(c, cn ? cn : it, kp,
+                         "more than %d devices in total (the limit on devices) (got %lld so far)",
+                         SCN_MAX_DEVICES, (long long)*total);
     int kind;
     if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
         return r;
     g->kind = (scn_kind)kind;
-    if ((r = get_scalar(c, it, path, "site", 0, &n)) < 0)
+    if ((r = scni_get_scalar(c, it, path, "site", 0, &n)) < 0)
         return r;
     if (r) {
-        join(kp, sizeof kp, path, "site");
-        if ((g->site = site_index(s, n->text)) < 0)
-            return unknown_site(c, n, kp);
+        scni_join(kp, sizeof kp, path, "site");
+        if ((g->site = scni_site_index(s, n->text)) < 0)
+            return scni_unknown_site(c, n, kp);
     } else {
         g->site = s->n_sites ? 0 : -1;
     }
-    if ((r = get_pos(c, it, path, "memory", SCN_UNIT_BYTES, 1, 0, 0, 1e18, &g->memory_bytes)) < 0)
+    if ((r = scni_get_pos(c, it, path, "memory", SCN_UNIT_BYTES, 1, 0, 0, 1e18, &g->memory_bytes)) < 0)
         return r;
     const yt_node *bn;
-    if ((r = get_int(c, it, path, "batch", 1, 0, 1, SCN_MAX_BATCH, "batch size", &v)) < 0)
+    if ((r = scni_get_int(c, it, path, "batch", 1, 0, 1, SCN_MAX_BATCH, "batch size", &v)) < 0)
         return r;
     bn = yt_get(it, "batch");
     g->batch = (int)v;
@@ -1094,46 +1163,47 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
                   *pf = yt_get(it, "peak_flops");
     int have = !yt_is_null(bt) + !yt_is_null(tb) + !yt_is_null(pf);
     if (have != 1)
-        return fail(c, have ? (!yt_is_null(tb) ? tb : pf) : it, path,
-                    "give exactly one compute model: batch_time, batch_table or peak_flops (got %d)", have);
+        return scni_fail(c, have ? (!yt_is_null(tb) ? tb : pf) : it, path,
+                         "give exactly one compute model: batch_time, batch_table or peak_flops (got %d)",
+                         have);
     if (!yt_is_null(bt)) {
         g->compute = SCN_COMPUTE_MEASURED;
-        if ((r = get_pos(c, it, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) < 0)
+        if ((r = scni_get_pos(c, it, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) < 0)
             return r;
     } else if (!yt_is_null(tb)) {
         g->compute = SCN_COMPUTE_TABLE;
-        join(kp, sizeof kp, path, "batch_table");
+        scni_join(kp, sizeof kp, path, "batch_table");
         if ((r = conv_table(c, tb, kp, g)) < 0)
             return r;
     } else {
         g->compute = SCN_COMPUTE_DERIVED;
-        if ((r = get_pos(c, it, path, "peak_flops", SCN_UNIT_FLOPS, 1, 0, 0, 1e21, &g->peak_flops)) < 0)
+        if ((r = scni_get_pos(c, it, path, "peak_flops", SCN_UNIT_FLOPS, 1, 0, 0, 1e21, &g->peak_flops)) < 0)
             return r;
-        if ((r = get_pos(c, it, path, "efficiency", SCN_UNIT_NUMBER, 1, 0, 0, 1, &g->efficiency)) < 0)
+        if ((r = scni_get_pos(c, it, path, "efficiency", SCN_UNIT_NUMBER, 1, 0, 0, 1, &g->efficiency)) < 0)
             return r;
-        if ((r = get_pos(c, it, path, "overhead", SCN_UNIT_TIME, 0, 0, 1, 1e9, &g->overhead_s)) < 0)
+        if ((r = scni_get_pos(c, it, path, "overhead", SCN_UNIT_TIME, 0, 0, 1, 1e9, &g->overhead_s)) < 0)
             return r;
     }
     if (g->compute != SCN_COMPUTE_DERIVED) {
         const char *only[] = {"efficiency", "overhead"};
         for (int k = 0; k < 2; k++)
             if (!yt_is_null(yt_get(it, only[k]))) {
-                join(kp, sizeof kp, path, only[k]);
-                return fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
-                            got(yt_get(it, only[k]), gt, sizeof gt));
+                scni_join(kp, sizeof kp, path, only[k]);
+                return scni_fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
+                                 scni_got(yt_get(it, only[k]), gt, sizeof gt));
             }
     }
     if (g->compute == SCN_COMPUTE_DERIVED) {
         /* Each input is in range, but flops / (peak x efficiency) can still
          * be far below a nanosecond (or a subnormal), which no run honours. */
         double t1 = scn_batch_time(s, g, 1);
-        if (!(t1 >= unit_floor(SCN_UNIT_TIME)))
-            return fail(c, pf, path,
-                        "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
-                        "overhead, must be at least 1 ns (got %.3g s)",
-                        t1);
+        if (!(t1 >= scni_unit_floor(SCN_UNIT_TIME)))
+            return scni_fail(c, pf, path,
+                             "the time of one sample, train_flops_per_sample / (peak_flops x efficiency) + "
+                             "overhead, must be at least 1 ns (got %.3g s)",
+                             t1);
     }
-    if ((r = get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
+    if ((r = scni_get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
         return r;
     if ((r = get_trace(c, it, path, "speed_trace", 0, &g->speed_trace)) < 0)
         return r;
@@ -1146,28 +1216,15 @@ static int conv_group(cv *c, const yt_node *it, size_t gi, scn_group *g, int64_t
     if (r == 0) { /* the top-level default, a copy of its own */
         g->avail = s->availability;
         if (s->availability.trace && !(g->avail.trace = trace_copy(s->availability.trace)))
-            return oom(c);
+            return scni_oom(c);
     }
 
     /* Cross checks that need the model and dataset. */
-    join(kp, sizeof kp, path, "batch");
+    scni_join(kp, sizeof kp, path, "batch");
     if ((int64_t)g->batch > s->dataset.samples)
-        return fail(c, bn, kp, "batch is larger than the dataset (%lld samples) (got %d)",
-                    (long long)s->dataset.samples, g->batch);
-    double state = s->model.state_factor * s->model.model_bytes;
-    double need = state + g->batch * s->model.activation_bytes_per_sample;
-    if (need > g->memory_bytes) {
-        char a[40], b[40], m[40], act[40];
-        scn_format_quantity(state, SCN_UNIT_BYTES, a, sizeof a);
-        scn_format_quantity(need, SCN_UNIT_BYTES, b, sizeof b);
-        scn_format_quantity(g->memory_bytes, SCN_UNIT_BYTES, m, sizeof m);
-        scn_format_quantity(s->model.activation_bytes_per_sample, SCN_UNIT_BYTES, act, sizeof act);
-        return fail(c, bn, kp,
-                    "device '%s' cannot hold batch %d: model state %s + %d x %s activations = %s > memory %s "
-                    "(got %d)",
-                    g->name, g->batch, a, g->batch, act, b, m, g->batch);
-    }
-    return 0;
+        return scni_fail(c, bn, kp, "batch is larger than the dataset (%lld samples) (got %d)",
+                         (long long)s->dataset.samples, g->batch);
+    return scni_check_memory(c, g, bn, kp);
 }
 
 static int conv_devices(cv *c, const yt_node *root)
@@ -1177,33 +1234,37 @@ static int conv_devices(cv *c, const yt_node *root)
     char g[80];
     int r = 0;
     if (l->kind != YT_SEQ)
-        return fail(c, l, "devices", "expected a list of device groups (got %s)", got(l, g, sizeof g));
+        return scni_fail(c, l, "devices", "expected a list of device groups (got %s)",
+                         scni_got(l, g, sizeof g));
     if (l->n == 0)
-        return fail(c, l, "devices", "no device groups (got an empty list)");
+        return scni_fail(c, l, "devices", "no device groups (got an empty list)");
     if (l->n > SCN_MAX_DEVICES)
-        return fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
-    if (!(s->groups = dp_calloc(l->n, sizeof *s->groups)))
-        return oom(c);
-    size_t slots = 16;
-    while (slots < 2 * l->n)
-        slots *= 2;
-    if (!(c->names = dp_calloc(slots, sizeof *c->names)))
-        return oom(c);
-    c->names_mask = slots - 1;
+        return scni_fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
+    /* Groups grow as items are read: a device table or a population makes
+     * many groups from one item. */
+    if (!(c->names = dp_calloc(16, sizeof *c->names)))
+        return scni_oom(c);
+    c->names_mask = 15;
     int64_t total = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        s->n_groups = i + 1; /* so scn_free sees what is half built */
-        if ((r = conv_group(c, l->items[i], i, &s->groups[i], &total)) < 0)
-            break;
+    for (size_t i = 0; i < l->n && r >= 0; i++) {
+        const yt_node *it = l->items[i];
+        size_t gi;
+        if (it->kind == YT_MAP && yt_get_key(it, "from_csv"))
+            r = scni_conv_table(c, it, i, &total);
+        else if (scni_is_population(it))
+            r = scni_conv_population(c, it, i, &total);
+        else if ((r = scni_new_group(c, &gi)) >= 0)
+            r = scni_conv_group(c, it, i, gi, &total);
     }
     dp_free(c->names);
     c->names = NULL;
     if (r < 0)
         return r;
     if (total == 0)
-        return fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)", l->n);
+        return scni_fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)",
+                         s->n_groups);
     if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
-        return oom(c);
+        return scni_oom(c);
     size_t k = 0;
     for (size_t gi = 0; gi < s->n_groups; gi++) {
         const scn_group *gr = &s->groups[gi];
@@ -1229,7 +1290,8 @@ static int conv_policies(cv *c, const yt_node *root)
     if (yt_is_null(p))
         return 0;
     if (p->kind != YT_MAP)
-        return fail(c, p, "policies", "expected a mapping of policy names (got %s)", got(p, g, sizeof g));
+        return scni_fail(c, p, "policies", "expected a mapping of policy names (got %s)",
+                         scni_got(p, g, sizeof g));
     c->s->policies = p;
     return 0;
 }
@@ -1241,12 +1303,12 @@ static int convert(cv *c, const yt_node *root)
                                        "devices", "policies",    "availability", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
-    if ((r = check_map(c, root, "", keys, req)) < 0)
+    if ((r = scni_check_map(c, root, "", keys, req)) < 0)
         return r;
     const yt_node *n;
     if ((r = get_text(c, root, "", "name", "unnamed", &c->s->name)) < 0)
         return r;
-    if ((r = get_scalar(c, root, "", "description", 0, &n)) < 0)
+    if ((r = scni_get_scalar(c, root, "", "description", 0, &n)) < 0)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
@@ -1303,7 +1365,7 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
     }
     if (root->kind != YT_MAP) {
         dp_err_set(err, DP_EINPUT, "%s:%d:%d: the top level must be a mapping of keys (got %s)", name,
-                   root->line, root->column, got(root, g, sizeof g));
+                   root->line, root->column, scni_got(root, g, sizeof g));
         yt_free(doc);
         return NULL;
     }
@@ -1314,15 +1376,15 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
         }
     }
     scn_scenario *s = dp_calloc(1, sizeof *s);
-    cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0};
+    cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0, 0};
     if (!s) {
         yt_free(doc);
-        oom(&c);
+        scni_oom(&c);
         return NULL;
     }
     int r = 0;
     if (!(s->path = dp_strdup(name)) || !(s->text = dp_malloc(len + 1)))
-        r = oom(&c);
+        r = scni_oom(&c);
     if (r == 0) {
         if (len)
             memcpy(s->text, text, len);
@@ -1435,6 +1497,7 @@ void scn_free(scn_scenario *s)
         link_free(&g->link);
     }
     dp_free(s->groups);
+    scni_free_pops(s);
     dp_free(s->devices);
     yt_free(s->tree);
     for (size_t i = 0; i < s->n_files; i++) {
@@ -1490,7 +1553,7 @@ const yt_node *scn_policies(const scn_scenario *s)
 
 static cv reader(const scn_scenario *s, dp_err *err)
 {
-    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0};
+    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0, 0};
 }
 
 int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_err *err, const char *fmt,
@@ -1502,33 +1565,33 @@ int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     cv c = reader(s, err);
-    return fail(&c, n, path, "%s", msg);
+    return scni_fail(&c, n, path, "%s", msg);
 }
 
 const char *scn_read_got(const yt_node *n, char *buf, size_t len)
 {
-    return got(n, buf, len);
+    return scni_got(n, buf, len);
 }
 
 int scn_read_keys(const scn_scenario *s, const yt_node *m, const char *path, const char *const *keys,
                   dp_err *err)
 {
     cv c = reader(s, err);
-    return check_map(&c, m, path, keys, NULL);
+    return scni_check_map(&c, m, path, keys, NULL);
 }
 
 int scn_read_quantity(const scn_scenario *s, const yt_node *m, const char *path, const char *key, scn_unit u,
                       double def, int nonneg, double max, double *out, dp_err *err)
 {
     cv c = reader(s, err);
-    return get_pos(&c, m, path, key, u, 0, def, nonneg, max, out);
+    return scni_get_pos(&c, m, path, key, u, 0, def, nonneg, max, out);
 }
 
 int scn_read_int(const scn_scenario *s, const yt_node *m, const char *path, const char *key, int64_t def,
                  double lo, double hi, int64_t *out, dp_err *err)
 {
     cv c = reader(s, err);
-    return get_int(&c, m, path, key, 0, def, lo, hi, "this key", out);
+    return scni_get_int(&c, m, path, key, 0, def, lo, hi, "this key", out);
 }
 
 int scn_read_bool(const scn_scenario *s, const yt_node *m, const char *path, const char *key, int def,

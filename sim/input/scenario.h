@@ -101,7 +101,25 @@ typedef struct scn_group {
     /* The dynamic world (docs in scenarios/README.md; all optional). */
     scn_stragglers stragglers;
     scn_avail avail; /* the group's own, else the top-level `availability:` */
+    int item;        /* the `devices:` list item it came from (0-based) */
+    int pop;         /* 1 + index into scn_scenario.pops when a population made it, else 0 */
 } scn_group;
+
+/* Many device groups made by one `devices:` item (scenarios/README.md,
+ * "Device populations"): a device table (`from_csv: FILE`, one group per
+ * row) or a population (a group whose values are drawn from distributions:
+ * `count` groups of one device each, named NAME[0], NAME[1], ...).
+ * `dpsim check` summarises each instead of listing its groups. */
+typedef enum { SCN_POP_TABLE = 1, SCN_POP_DRAWN = 2 } scn_pop_kind;
+
+typedef struct scn_population {
+    scn_pop_kind kind;
+    char *name;      /* DRAWN: the group's name; TABLE: the file as written */
+    size_t first, n; /* its groups: groups[first .. first + n) */
+    uint64_t seed;   /* DRAWN: the seed of its draws */
+    unsigned drawn;  /* DRAWN: bit k set when the k-th drawable key (population.c) is drawn */
+    int item;        /* the `devices:` item */
+} scn_population;
 
 /* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
 typedef struct scn_device {
@@ -186,6 +204,9 @@ typedef struct scn_scenario {
     size_t n_groups;
     scn_group *groups;
 
+    size_t n_pops; /* device tables and populations, in file order */
+    scn_population *pops;
+
     size_t n_devices; /* sum of counts */
     scn_device *devices;
 
@@ -244,8 +265,6 @@ double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
 
 /* Print the `dpsim check` summary (the world; cmd_check adds the policies). */
 void scn_print_summary(const scn_scenario *s, FILE *out);
-
-
 
 /* ---- reading mappings the loader keeps for plug-ins ---------------------
  * The `policies:` mapping (NULL when absent) and readers with the loader's

@@ -44,6 +44,99 @@ static const char *trace_desc(const trace *t, char *buf, size_t len)
     return buf;
 }
 
+typedef struct wv {
+    double v;
+    int w;
+} wv;
+
+static int wv_cmp(const void *a, const void *b)
+{
+    double x = ((const wv *)a)->v, y = ((const wv *)b)->v;
+    return (x > y) - (x < y);
+}
+
+/* The value of quantity `what` of group g (samples/s per device, seconds
+ * per batch, bandwidths, latency, memory). */
+static double pop_value(const scn_scenario *s, const scn_group *g, int what)
+{
+    switch (what) {
+    case 0:
+        return scn_batch_time(s, g, g->batch);
+    case 1:
+        return g->link.up_Bps;
+    case 2:
+        return g->link.down_Bps;
+    case 3:
+        return g->link.latency_s;
+    default:
+        return g->memory_bytes;
+    }
+}
+
+/* A population: its count, kinds and sites, and min / median / max over
+ * its devices of each quantity, instead of a line per group. */
+static void print_pop(const scn_scenario *s, const scn_population *p, FILE *out)
+{
+    static const char *const names[] = {"batch time", "link up", "link down", "latency", "memory"};
+    static const scn_unit units[] = {SCN_UNIT_TIME, SCN_UNIT_BANDWIDTH, SCN_UNIT_BANDWIDTH, SCN_UNIT_TIME,
+                                     SCN_UNIT_BYTES};
+    char en[256];
+    long long devs = 0, kinds[2] = {0, 0};
+    for (size_t i = p->first; i < p->first + p->n; i++) {
+        devs += s->groups[i].count;
+        kinds[s->groups[i].kind] += s->groups[i].count;
+    }
+    if (p->kind == SCN_POP_DRAWN)
+        fprintf(out, "  %-12s x%lld drawn devices (seed %llu)", dp_esc(en, sizeof en, p->name), devs,
+                (unsigned long long)p->seed);
+    else
+        fprintf(out, "  %s: x%lld devices in %zu rows", dp_esc(en, sizeof en, p->name), devs, p->n);
+    fprintf(out, ": %lld gpu, %lld cpu\n", kinds[SCN_GPU], kinds[SCN_CPU]);
+    if (devs == 0) {
+        fprintf(out, "               (skipped: count 0)\n");
+        return;
+    }
+    if (s->n_sites) {
+        long long *per = calloc(s->n_sites, sizeof *per);
+        if (per) {
+            for (size_t i = p->first; i < p->first + p->n; i++)
+                if (s->groups[i].site >= 0)
+                    per[s->groups[i].site] += s->groups[i].count;
+            fprintf(out, "               sites");
+            for (size_t k = 0; k < s->n_sites; k++)
+                if (per[k])
+                    fprintf(out, " %s %lld", s->sites[k], per[k]);
+            fprintf(out, "\n");
+            free(per);
+        }
+    }
+    wv *v = malloc(p->n * sizeof *v);
+    if (!v)
+        return;
+    for (int what = 0; what < 5; what++) {
+        size_t n = 0;
+        for (size_t i = p->first; i < p->first + p->n; i++)
+            if (s->groups[i].count > 0)
+                v[n++] = (wv){pop_value(s, &s->groups[i], what), s->groups[i].count};
+        int flat = 1; /* one value for all (a fixed key): nothing to sort */
+        for (size_t i = 1; i < n && flat; i++)
+            flat = v[i].v == v[0].v;
+        if (!flat)
+            qsort(v, n, sizeof *v, wv_cmp);
+        long long half = (devs + 1) / 2, seen = 0;
+        size_t m = 0;
+        while (m < n && (seen += v[m].w) < half)
+            m++;
+        char a[48], b[48], c[48];
+        q(v[0].v, units[what], a, sizeof a);
+        q(v[m < n ? m : n - 1].v, units[what], b, sizeof b);
+        q(v[n - 1].v, units[what], c, sizeof c);
+        fprintf(out, "               %-10s min %s, median %s, max %s%s\n", names[what], a, b, c,
+                what == 0 ? " per batch" : "");
+    }
+    free(v);
+}
+
 void scn_print_summary(const scn_scenario *s, FILE *out)
 {
     if (!s || !out)
@@ -91,6 +184,12 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
     static const char *const compute_names[] = {"batch_time", "batch_table", "peak_flops"};
     for (size_t i = 0; i < s->n_groups; i++) {
         const scn_group *g = &s->groups[i];
+        if (g->pop) { /* a table or population: summarised at its first group */
+            const scn_population *p = &s->pops[g->pop - 1];
+            if (i == p->first)
+                print_pop(s, p, out);
+            continue;
+        }
         double t = scn_batch_time(s, g, g->batch);
         q(g->memory_bytes, SCN_UNIT_BYTES, a, sizeof a);
         q(t, SCN_UNIT_TIME, b, sizeof b);

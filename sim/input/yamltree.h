@@ -17,7 +17,7 @@
 #include "dp_common.h"
 #include <stddef.h>
 
-#define YT_MAX_NODES 1000000
+#define YT_MAX_NODES 4000000
 #define YT_MAX_DEPTH 64
 
 typedef enum { YT_SCALAR = 0, YT_MAP, YT_SEQ } yt_kind;

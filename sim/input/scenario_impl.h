@@ -1,0 +1,94 @@
+/* scenario_impl.h: what the scenario loader's modules share (scenario.c,
+ * population.c); not for use outside sim/input.
+ *
+ * The loader's state (cv), its message helpers and key readers: every
+ * reader checks one key against the schema, converts units and, on a bad
+ * value, returns DP_EINPUT with the one message
+ *     FILE:LINE:COLUMN: key.path: what is wrong (got VALUE)
+ * naming c->file (the scenario, or the device table being read).
+ */
+#ifndef DP_SCENARIO_IMPL_H
+#define DP_SCENARIO_IMPL_H
+
+#include "scenario.h"
+#include "yamltree.h"
+
+#define SCN_MAX_FILE_BYTES   (64L * 1024 * 1024)
+#define SCN_MAX_DEVICES      1000000 /* total over all groups */
+#define SCN_MAX_SAMPLES      1e15
+#define SCN_MAX_EPOCHS       1000000
+#define SCN_MAX_BATCH        10000000
+#define SCN_MAX_PARAMS       1e13
+#define SCN_MAX_SAMPLE_BYTES 1e12
+#define SCN_MAX_SITES        1000
+#define SCN_MAX_TABLE        10000
+#define SCN_MAX_GRAD_ACCUM   1000000
+#define SCN_MAX_NOISE        10.0
+#define SCN_NAME_MAX         80
+
+typedef struct cv {
+    const char *file; /* the file messages name: the scenario, or a device table while it is read */
+    const char *base_dir;
+    dp_err *err;
+    scn_scenario *s;
+    const scn_file *given; /* trace contents to use instead of the disk (rerun) */
+    size_t n_given;
+    /* conv_devices: open-addressing set of group names seen so far (group
+     * index + 1, 0 = empty; mask + 1 slots, a power of two kept over twice
+     * the groups), so the duplicate-name check is linear, not quadratic. */
+    size_t *names;
+    size_t names_mask;
+    size_t groups_cap; /* room in s->groups */
+} cv;
+
+int scni_fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...) DP_PRINTF(4, 5);
+int scni_oom(cv *c);
+/* The "got" text of a node: its scalar, cut to 60 bytes, or its shape. */
+const char *scni_got(const yt_node *n, char *buf, size_t len);
+/* "a.b" (or "b" when a is empty), cut to fit. */
+void scni_join(char *buf, size_t len, const char *a, const char *b);
+int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
+                   const char *const *required);
+int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
+                    const yt_node **out);
+int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+               double def, double *out, const yt_node **node);
+int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
+                 double def, int nonneg, double max, double *out);
+int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
+                 double lo, double hi, const char *what, int64_t *out);
+/* The smallest nonzero value of a unit a run can honour. */
+double scni_unit_floor(scn_unit u);
+/* The bytes of a file the scenario names (recorded in s->files, so a
+ * rerun reads the stored copy); `what` names it in messages ("trace file"). */
+int scni_file_contents(cv *c, const yt_node *fnode, const char *kp, const char *what, const char *file,
+                       const scn_file **out, char *shown, size_t shown_len);
+int scni_site_index(const scn_scenario *s, const char *name);
+int scni_unknown_site(cv *c, const yt_node *n, const char *kp);
+
+/* Room for one more device group: its index in *gi (s->n_groups grows by
+ * one; the group is zeroed). */
+int scni_new_group(cv *c, size_t *gi);
+/* Record group gi's name (already in s->groups[gi].name); a name seen
+ * before is an error at node n, key path kp. */
+int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp);
+/* The key path of device-group item `it` (index item) in messages:
+ * `devices.NAME` when it has a usable name, else `devices[item]`. */
+void scni_group_path(const yt_node *it, size_t item, char *path, size_t len);
+/* Convert the device-group mapping `it` (item `item` of `devices`) into
+ * s->groups[gi]; *total counts devices so far. */
+int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total);
+/* Memory check of a group: model state plus a batch of activations must fit. */
+int scni_check_memory(cv *c, const scn_group *g, const yt_node *at, const char *kp);
+
+/* population.c: `devices:` items that make many groups. */
+/* `- from_csv: FILE`: one group per row of a CSV table. */
+int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total);
+/* 1 when a group mapping has a drawn value (a distribution) */
+int scni_is_population(const yt_node *it);
+/* A group with drawn values: `count` groups of one device, each drawing its own. */
+int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total);
+/* Free a scenario's populations. */
+void scni_free_pops(scn_scenario *s);
+
+#endif
