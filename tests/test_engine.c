@@ -346,3 +346,129 @@ Test(engine, matches_reference_order)
     free(r.ev);
     free(r.ids);
 }
+
+/* The engine keeps a table of distinct handlers (a slot names its handler
+ * by index): many distinct handlers, more than the table's first size,
+ * must each fire with their own ctx, in time order. */
+#define HANDLERS(X)                                                                                          \
+    X(0)                                                                                                     \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+        X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35)      \
+            X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51)  \
+                X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66)    \
+                    X(67) X(68) X(69)
+#define DEF_H(k)                                                                                             \
+    static void h_##k(sim_engine *e, void *ctx, uint64_t id)                                                 \
+    {                                                                                                        \
+        (void)e;                                                                                             \
+        (void)id;                                                                                            \
+        tagged *t = ctx;                                                                                     \
+        cr_expect_eq(t->tag % 70, k, "handler %d ran event tagged %d", k, t->tag);                           \
+        rec(e, ctx, id);                                                                                     \
+    }
+HANDLERS(DEF_H)
+#define REF_H(k) h_##k,
+static const sim_handler many_handlers[] = {HANDLERS(REF_H)};
+
+Test(engine, many_distinct_handlers)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    static logger lg;
+    static tagged t[140];
+    lg = (logger){.n = 0};
+    int nh = (int)(sizeof many_handlers / sizeof many_handlers[0]);
+    cr_assert_eq(nh, 70);
+    /* tag i fires at time 140 - i: the reverse of scheduling order; each
+     * handler is used twice, the second time after all others were added */
+    for (int i = 0; i < 140; i++) {
+        t[i] = (tagged){&lg, i};
+        cr_assert(sim_at(e, 140.0 - i, many_handlers[i % 70], &t[i]) != 0);
+    }
+    cr_expect_eq(sim_run(e, INFINITY), 140);
+    cr_assert_eq(lg.n, LOGN);
+    for (int i = 0; i < LOGN; i++)
+        cr_expect_eq(lg.log[i], 139 - i, "position %d", i);
+    sim_engine_free(e);
+}
+
+/* Compaction over the chunk lists: with many events in the buckets and in
+ * top (several chunks per list), cancelling two thirds of them compacts
+ * the lists in place; every survivor must still fire once, in order, and
+ * no cancelled one. */
+#define CMP_N 60000
+typedef struct cmp_ev {
+    int cancelled, fired;
+} cmp_ev;
+static double cmp_last;
+static int cmp_bad;
+static void cmp_fire(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    cmp_ev *v = ctx;
+    if (v->cancelled || v->fired || sim_now(e) < cmp_last)
+        cmp_bad++;
+    v->fired = 1;
+    cmp_last = sim_now(e);
+}
+
+Test(engine, compaction_keeps_order_across_chunks)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    static uint64_t ids[CMP_N];
+    static cmp_ev ev[CMP_N];
+    cmp_last = -1;
+    cmp_bad = 0;
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < CMP_N; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ev[i] = (cmp_ev){0, 0};
+        ids[i] = sim_at(e, (double)(x % 1000000) * 1e-3, cmp_fire, &ev[i]);
+        cr_assert(ids[i] != 0);
+    }
+    /* fire a few: the first rebuild has spread the rest over buckets and top */
+    for (int k = 0; k < 100; k++)
+        cr_assert_eq(sim_step(e), 1);
+    size_t live = CMP_N - 100;
+    for (int i = 0; i < CMP_N; i++)
+        if (i % 3 != 0 && !ev[i].fired) {
+            cr_assert_eq(sim_cancel(e, ids[i]), 1);
+            ev[i].cancelled = 1;
+            live--;
+        }
+    cr_expect_eq(sim_pending(e), live);
+    sim_run(e, INFINITY);
+    cr_expect_eq(cmp_bad, 0, "%d events out of order, twice or cancelled", cmp_bad);
+    for (int i = 0; i < CMP_N; i++)
+        cr_expect_eq(ev[i].fired, !ev[i].cancelled, "event %d", i);
+    cr_expect_eq(sim_pending(e), 0);
+    sim_engine_free(e);
+}
+
+/* A rebuild that runs out of memory (the bucket table, then the chunk
+ * reserve) moves nothing: the step reports no event, and once memory is
+ * back every event fires, in order. */
+Test(engine, out_of_memory_in_rebuild_loses_nothing)
+{
+    for (long fail_at = 1; fail_at <= 2; fail_at++) {
+        sim_engine *e = sim_engine_new(NULL);
+        static cmp_ev ev[20000];
+        cmp_last = -1;
+        cmp_bad = 0;
+        for (int i = 0; i < 20000; i++) {
+            ev[i] = (cmp_ev){0, 0};
+            cr_assert(sim_at(e, (double)((i * 7919) % 20000), cmp_fire, &ev[i]) != 0);
+        }
+        dp_alloc_fail_after(fail_at);
+        int ran = sim_step(e);
+        dp_alloc_fail_after(0);
+        cr_expect_eq(ran, 0, "fail_at %ld: no event runs without its rebuild", fail_at);
+        cr_expect_eq(sim_pending(e), 20000);
+        cr_expect_eq(sim_run(e, INFINITY), 20000);
+        cr_expect_eq(cmp_bad, 0);
+        for (int i = 0; i < 20000; i++)
+            cr_expect_eq(ev[i].fired, 1, "event %d", i);
+        sim_engine_free(e);
+    }
+}

@@ -7,9 +7,9 @@
  * Layout, after the ladder queue (Tang, Goh, Thng 2005), with one rung:
  *  - heap: the nearest events, a 4-ary min-heap small enough to stay in
  *    cache (16-byte entries: a node's four children share a cache line);
- *  - buckets [cur, K): unsorted arrays, bucket i holding the events with
+ *  - buckets [cur, K): unsorted lists, bucket i holding the events with
  *    floor((t - start) / width) == i;
- *  - top: an unsorted array of everything later than the buckets.
+ *  - top: an unsorted list of everything later than the buckets.
  * An event goes to the heap if its bucket index is below cur, to its bucket
  * if below K, else to top: the index is monotone in t, so every heap event
  * precedes every bucket event, which precedes every top event.  When the
@@ -22,6 +22,15 @@
  * times all land in one bucket and, at worst, the structure degrades to the
  * heap alone: never wrong, only slower.
  *
+ * Memory (issue 16: 10^6 pending events in under 50 MB).  The buckets and
+ * top are lists of 512-byte chunks (31 entries) drawn from one free list,
+ * not arrays grown by doubling: a rebuild hands each chunk of top back as
+ * soon as it has been read, so moving events between lists needs no second
+ * copy, and a list wastes at most one partly filled chunk.  A slot is 16
+ * bytes: ctx, the generation and a 32-bit index into the engine's table of
+ * distinct handlers (a program has a few dozen handler functions, not one
+ * per event).  About 33 bytes per pending event in all.
+ *
  * A fired event is not popped at once: if its handler schedules an event
  * for the heap (the usual case: the next batch, the next round), that event
  * replaces the root with one sift down instead of a pop plus a push.
@@ -29,7 +38,7 @@
  * Slots: each entry names a slot holding the handler, ctx and generation.
  * Ids are (generation << 32 | slot): a slot is reused after its event fires
  * or is reclaimed, and the generation makes stale ids harmless.  Cancelling
- * marks the slot (handler = NULL); the entry is dropped when it surfaces,
+ * marks the slot (handler index 0); the entry is dropped when it surfaces,
  * or earlier by a compaction once cancelled entries outnumber live ones:
  * a caller that keeps rescheduling a far-future event (the net's next
  * completion, at every reshare) would otherwise fill the queue with dead
@@ -61,29 +70,73 @@ typedef struct hent {
 } hent;
 
 typedef struct slot {
-    sim_handler h; /* NULL: free or cancelled */
-    void *ctx;
+    union {
+        void *ctx;          /* while scheduled */
+        uint32_t next_free; /* free-list link, while free */
+    } u;
+    uint32_t h; /* index into the handler table; 0: free or cancelled */
     uint32_t gen;
-    uint32_t next_free; /* free-list link, valid while free */
 } slot;
 
-typedef struct bucket {
-    hent *v;
-    uint32_t n, cap;
-} bucket;
+/* A list chunk: 16-byte header + 31 entries = 512 bytes.  Every chunk of a
+ * list is full but its tail, whose fill the list keeps (appending then
+ * reads no chunk header: one cache miss less per append). */
+#define CHUNK_N 31
+typedef struct chunk {
+    struct chunk *next;
+    void *pad_;
+    hent v[CHUNK_N];
+} chunk;
+
+/* Chunks are carved from blocks of CHUNKS_PER_BLOCK, freed with the engine. */
+#define CHUNKS_PER_BLOCK 128
+typedef struct chunk_block {
+    struct chunk_block *next;
+    void *pad_;
+    chunk c[CHUNKS_PER_BLOCK];
+} chunk_block;
+
+typedef struct list {
+    chunk *head, *tail;
+    uint32_t n;      /* entries (< 2^24: the slot limit) */
+    uint32_t tail_n; /* entries in the tail chunk */
+} list;
+
+static inline uint32_t chunk_fill(const list *l, const chunk *c)
+{
+    return c == l->tail ? l->tail_n : CHUNK_N;
+}
+
+/* Fetch the whole next chunk while this one is read: a list's chunks are
+ * not adjacent in memory, so the hardware prefetcher stops at every chunk
+ * boundary (without this a rebuild at 10^6 pending ran 30% longer). */
+static inline void chunk_prefetch(const chunk *c)
+{
+    if (c)
+        for (size_t off = 0; off < sizeof *c; off += 64)
+            __builtin_prefetch((const char *)c + off);
+}
 
 struct sim_engine {
     void *block; /* allocation holding the heap, aligned */
     hent *heap;  /* heap[1..4] start a cache line */
     size_t n, cap;
-    bucket *bk; /* buckets [0, nbk); in use: [cur, K) */
+    list *bk; /* buckets [0, nbk); in use: [cur, K) */
     size_t nbk, K, cur;
     double start, width; /* bucket i: floor((t - start) / width) == i */
-    hent *top;
-    size_t n_top, cap_top;
+    list top;
+    chunk *free_chunks;
+    size_t n_free_chunks;
+    chunk_block *blocks;
     slot *slots;
     size_t n_slots, cap_slots;
     uint32_t free_head; /* MAX_SLOTS+1 = empty */
+    sim_handler *hs;    /* hs[1..n_hs): the distinct handlers seen */
+    uint32_t n_hs, cap_hs;
+    uint32_t *htab; /* open addressing: indices into hs, 0 = empty */
+    size_t htab_cap;
+    sim_handler h_last; /* the last handler looked up, and its index */
+    uint32_t h_last_i;
     uint64_t seq;
     double now;
     size_t live, dead;
@@ -111,6 +164,7 @@ sim_engine *sim_engine_new(dp_err *err)
         return NULL;
     }
     e->free_head = NO_SLOT;
+    e->n_hs = 1; /* index 0 means "no handler" */
     return e;
 }
 
@@ -119,13 +173,124 @@ void sim_engine_free(sim_engine *e)
     if (!e)
         return;
     dp_free(e->block);
-    for (size_t i = 0; i < e->nbk; i++)
-        dp_free(e->bk[i].v);
     dp_free(e->bk);
-    dp_free(e->top);
+    while (e->blocks) {
+        chunk_block *b = e->blocks;
+        e->blocks = b->next;
+        dp_free(b);
+    }
     dp_free(e->slots);
+    dp_free(e->hs);
+    dp_free(e->htab);
     dp_free(e);
 }
+
+/* ---- chunk lists ---- */
+
+/* Make at least k chunks free.  -1 when memory ran out (nothing changed
+ * but the free list). */
+static int chunk_reserve(sim_engine *e, size_t k)
+{
+    while (e->n_free_chunks < k) {
+        chunk_block *b = dp_malloc(sizeof *b);
+        if (!b)
+            return -1;
+        b->next = e->blocks;
+        e->blocks = b;
+        for (size_t i = 0; i < CHUNKS_PER_BLOCK; i++) {
+            b->c[i].next = e->free_chunks;
+            e->free_chunks = &b->c[i];
+        }
+        e->n_free_chunks += CHUNKS_PER_BLOCK;
+    }
+    return 0;
+}
+
+static inline void chunk_put(sim_engine *e, chunk *c)
+{
+    c->next = e->free_chunks;
+    e->free_chunks = c;
+    e->n_free_chunks++;
+}
+
+static inline int list_append(sim_engine *e, list *l, hent x)
+{
+    if (!l->tail || l->tail_n == CHUNK_N) {
+        if (!e->free_chunks && chunk_reserve(e, 1))
+            return -1;
+        chunk *c = e->free_chunks;
+        e->free_chunks = c->next;
+        e->n_free_chunks--;
+        c->next = NULL;
+        if (l->tail)
+            l->tail->next = c;
+        else
+            l->head = c;
+        l->tail = c;
+        l->tail_n = 0;
+    }
+    l->tail->v[l->tail_n++] = x;
+    l->n++;
+    return 0;
+}
+
+/* ---- handler table ---- */
+
+static inline size_t handler_hash(sim_handler h, size_t mask)
+{
+    uint64_t x = (uint64_t)(uintptr_t)h;
+    x ^= x >> 17;
+    x *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 32) & mask;
+}
+
+static int htab_grow(sim_engine *e)
+{
+    size_t nc = e->htab_cap ? e->htab_cap * 2 : 64;
+    uint32_t *nt = dp_calloc(nc, sizeof *nt);
+    if (!nt)
+        return -1;
+    for (uint32_t k = 1; k < e->n_hs; k++) {
+        size_t i = handler_hash(e->hs[k], nc - 1);
+        while (nt[i])
+            i = (i + 1) & (nc - 1);
+        nt[i] = k;
+    }
+    dp_free(e->htab);
+    e->htab = nt;
+    e->htab_cap = nc;
+    return 0;
+}
+
+/* The index of h in the handler table, adding it if new; 0 when memory ran
+ * out. */
+static uint32_t handler_index(sim_engine *e, sim_handler h)
+{
+    if (h == e->h_last)
+        return e->h_last_i;
+    if (2 * ((size_t)e->n_hs + 1) > e->htab_cap && htab_grow(e))
+        return 0;
+    size_t mask = e->htab_cap - 1, i = handler_hash(h, mask);
+    for (; e->htab[i]; i = (i + 1) & mask)
+        if (e->hs[e->htab[i]] == h)
+            goto found;
+    if (e->n_hs >= e->cap_hs) {
+        uint32_t nc = e->cap_hs ? e->cap_hs * 2 : 32;
+        sim_handler *nh = dp_realloc(e->hs, nc * sizeof *nh);
+        if (!nh)
+            return 0;
+        e->hs = nh;
+        e->cap_hs = nc;
+    }
+    e->hs[e->n_hs] = h;
+    e->htab[i] = e->n_hs++;
+found:
+    e->h_last = h;
+    e->h_last_i = e->htab[i];
+    return e->h_last_i;
+}
+
+/* ---- the heap ---- */
 
 static int heap_grow(sim_engine *e)
 {
@@ -190,11 +355,13 @@ static void sift_down(hent *h, size_t n, hent x)
     h[i] = x;
 }
 
+/* ---- slots ---- */
+
 static uint32_t slot_get(sim_engine *e)
 {
     if (e->free_head != NO_SLOT) {
         uint32_t s = e->free_head;
-        e->free_head = e->slots[s].next_free;
+        e->free_head = e->slots[s].u.next_free;
         return s;
     }
     if (e->n_slots == e->cap_slots) {
@@ -216,14 +383,24 @@ static uint32_t slot_get(sim_engine *e)
 static inline void slot_put(sim_engine *e, uint32_t s)
 {
     slot *sl = &e->slots[s];
-    sl->h = NULL;
+    sl->h = 0;
     if (++sl->gen == 0) /* keep ids non-zero after wrap-around */
         sl->gen = 1;
-    sl->next_free = e->free_head;
+    sl->u.next_free = e->free_head;
     e->free_head = s;
 }
 
-static inline void pop_top(sim_engine *e);
+static inline uint32_t slot_of(const hent *x)
+{
+    return (uint32_t)(x->key & MAX_SLOTS);
+}
+
+static inline void pop_top(sim_engine *e)
+{
+    hent last = e->heap[--e->n];
+    if (e->n)
+        sift_down(e->heap, e->n, last);
+}
 
 /* Where an entry of time t belongs: -1 heap, K top, else its bucket. */
 static inline long place(const sim_engine *e, double t)
@@ -238,29 +415,7 @@ static inline long place(const sim_engine *e, double t)
     return (long)e->K;
 }
 
-static int append(hent **v, size_t *n, size_t *cap, hent x)
-{
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        hent *nv = dp_realloc(*v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        *v = nv;
-        *cap = nc;
-    }
-    (*v)[(*n)++] = x;
-    return 0;
-}
-
-static int bucket_append(bucket *b, hent x)
-{
-    size_t n = b->n, cap = b->cap;
-    if (n >= UINT32_MAX - 1 || append(&b->v, &n, &cap, x))
-        return -1;
-    b->n = (uint32_t)n;
-    b->cap = (uint32_t)(cap > UINT32_MAX ? UINT32_MAX : cap);
-    return 0;
-}
+/* ---- scheduling ---- */
 
 static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx);
 
@@ -283,6 +438,9 @@ static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
         return 0;
     if (t_s < e->now)
         t_s = e->now;
+    uint32_t hi = handler_index(e, h);
+    if (!hi)
+        return 0;
     long where = place(e, t_s);
     if (where >= 0 && e->top_spent) { /* not for the heap: retire the spent root now */
         e->top_spent = 0;
@@ -301,18 +459,14 @@ static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
         } else {
             sift_up(e->heap, e->n++, x);
         }
-    } else {
-        int rc = (size_t)where < e->K ? bucket_append(&e->bk[where], x)
-                                      : append(&e->top, &e->n_top, &e->cap_top, x);
-        if (rc) {
-            slot_put(e, s);
-            return 0;
-        }
+    } else if (list_append(e, (size_t)where < e->K ? &e->bk[where] : &e->top, x)) {
+        slot_put(e, s);
+        return 0;
     }
     e->seq++;
     slot *sl = &e->slots[s];
-    sl->h = h;
-    sl->ctx = ctx;
+    sl->h = hi;
+    sl->u.ctx = ctx;
     e->live++;
     return ((uint64_t)sl->gen << 32) | s;
 }
@@ -322,10 +476,7 @@ uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx)
     return sim_at(e, e->now + (delay_s > 0 ? delay_s : 0), h, ctx);
 }
 
-static inline uint32_t slot_of(const hent *x);
-static inline void pop_top(sim_engine *e);
-
-/* Drop the cancelled entries of one unsorted array, freeing their slots. */
+/* Drop the cancelled entries of the heap array, freeing their slots. */
 static size_t sweep(sim_engine *e, hent *v, size_t n)
 {
     size_t keep = 0;
@@ -339,9 +490,51 @@ static size_t sweep(sim_engine *e, hent *v, size_t n)
     return keep;
 }
 
+/* The same for a list: survivors move forward in place (the write position
+ * never passes the read position), emptied chunks go back to the free
+ * list. */
+static void list_sweep(sim_engine *e, list *l)
+{
+    chunk *w = l->head;
+    uint32_t wn = 0, kept = 0;
+    for (chunk *c = l->head; c; c = c->next) {
+        chunk_prefetch(c->next);
+        for (uint32_t i = 0, cn = chunk_fill(l, c); i < cn; i++) {
+            hent x = c->v[i];
+            uint32_t s = slot_of(&x);
+            if (!e->slots[s].h) {
+                slot_put(e, s);
+                continue;
+            }
+            if (wn == CHUNK_N) {
+                w = w->next;
+                wn = 0;
+            }
+            w->v[wn++] = x;
+            kept++;
+        }
+    }
+    chunk *rest = l->head;
+    if (kept) {
+        rest = w->next;
+        w->next = NULL;
+        l->tail = w;
+        l->tail_n = wn;
+    } else {
+        l->head = l->tail = NULL;
+        l->tail_n = 0;
+    }
+    while (rest) {
+        chunk *nx = rest->next;
+        chunk_put(e, rest);
+        rest = nx;
+    }
+    l->n = kept;
+}
+
 /* Remove every cancelled entry from the heap, the buckets and top.  The
  * spent root's slot may already be reused by a new event, so it is retired
- * first; then each remaining entry owns its slot and h == NULL means
+ * first; then each remaining entry owns its slot and h == 0 means
  * cancelled.  The heap is rebuilt from the kept entries: pops follow the
  * total (time, key) order, so the run is the same as without compaction. */
 static void compact(sim_engine *e)
@@ -355,8 +548,8 @@ static void compact(sim_engine *e)
     for (size_t i = 0; i < n; i++)
         sift_up(e->heap, e->n++, e->heap[i]);
     for (size_t b = e->cur; b < e->K; b++)
-        e->bk[b].n = (uint32_t)sweep(e, e->bk[b].v, e->bk[b].n);
-    e->n_top = sweep(e, e->top, e->n_top);
+        list_sweep(e, &e->bk[b]);
+    list_sweep(e, &e->top);
     e->dead = 0;
 }
 
@@ -368,7 +561,7 @@ int sim_cancel(sim_engine *e, uint64_t id)
     slot *sl = &e->slots[s];
     if (sl->gen != gen || !sl->h)
         return 0;
-    sl->h = NULL; /* the entry is reclaimed when it surfaces or by compact() */
+    sl->h = 0; /* the entry is reclaimed when it surfaces or by compact() */
     e->live--;
     e->dead++;
     if (e->dead > e->live + 1024)
@@ -393,18 +586,6 @@ void sim_stop(sim_engine *e)
     e->stop = 1;
 }
 
-static inline uint32_t slot_of(const hent *x)
-{
-    return (uint32_t)(x->key & MAX_SLOTS);
-}
-
-static inline void pop_top(sim_engine *e)
-{
-    hent last = e->heap[--e->n];
-    if (e->n)
-        sift_down(e->heap, e->n, last);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -413,20 +594,31 @@ static int cmp_double(const void *a, const void *b)
 
 /* Take the earliest part of top into fresh buckets.  The window ends at
  * the 1/4 quantile of a fixed sample of top (deterministic), so new events
- * mostly land in top, where inserting is an append. */
+ * mostly land in top, where inserting is an append.  Each chunk of top is
+ * freed once read, so the move needs at most one partly filled chunk per
+ * list beyond what top held: those are reserved first, and a rebuild that
+ * cannot reserve them changes nothing. */
 static int rebuild(sim_engine *e)
 {
-    size_t n = e->n_top;
-    double lo = e->top[0].t;
-    for (size_t i = 1; i < n; i++)
-        if (e->top[i].t < lo)
-            lo = e->top[i].t;
+    size_t n = e->top.n;
+    double lo = INFINITY, smp[64];
+    size_t stride = n > LADDER_MIN ? n / 64 : 0, next = 0, idx = 0;
+    int ns = 0;
+    for (chunk *c = e->top.head; c; c = c->next) {
+        chunk_prefetch(c->next);
+        for (uint32_t i = 0, cn = chunk_fill(&e->top, c); i < cn; i++, idx++) {
+            double t = c->v[i].t;
+            if (t < lo)
+                lo = t;
+            if (stride && idx == next && ns < 64) {
+                smp[ns++] = t;
+                next += stride;
+            }
+        }
+    }
     double end = INFINITY;
-    if (n > LADDER_MIN) {
-        double smp[64];
-        for (int i = 0; i < 64; i++)
-            smp[i] = e->top[(size_t)i * (n / 64)].t;
-        qsort(smp, 64, sizeof *smp, cmp_double);
+    if (stride) {
+        qsort(smp, (size_t)ns, sizeof *smp, cmp_double);
         end = smp[16];
     }
     size_t K = n / 128 + 1;
@@ -438,31 +630,33 @@ static int rebuild(sim_engine *e)
         width = INFINITY;
     }
     if (K > e->nbk) {
-        bucket *nb = dp_realloc(e->bk, K * sizeof *nb);
+        list *nb = dp_realloc(e->bk, K * sizeof *nb);
         if (!nb)
             return -1;
         memset(nb + e->nbk, 0, (K - e->nbk) * sizeof *nb);
         e->bk = nb;
         e->nbk = K;
     }
+    if (chunk_reserve(e, K + 2))
+        return -1;
     e->start = lo;
     e->width = width;
     e->K = K;
     e->cur = 0;
-    size_t keep = 0;
-    for (size_t i = 0; i < n; i++) {
-        hent x = e->top[i];
-        double q = (x.t - lo) / width;
-        if (width == INFINITY)
-            q = 0;
-        if (q < (double)K) {
-            if (bucket_append(&e->bk[(size_t)q], x))
-                return -1; /* entries not yet moved stay in top: nothing is lost */
-        } else {
-            e->top[keep++] = x;
+    list old = e->top;
+    e->top = (list){NULL, NULL, 0, 0};
+    for (chunk *c = old.head; c;) {
+        chunk_prefetch(c->next);
+        for (uint32_t i = 0, cn = chunk_fill(&old, c); i < cn; i++) {
+            hent x = c->v[i];
+            double q = width == INFINITY ? 0 : (x.t - lo) / width;
+            /* cannot fail: the reserve covers every partly filled chunk */
+            (void)list_append(e, q < (double)K ? &e->bk[(size_t)q] : &e->top, x);
         }
+        chunk *nx = c->next;
+        chunk_put(e, c);
+        c = nx;
     }
-    e->n_top = keep;
     return 0;
 }
 
@@ -472,20 +666,27 @@ static int refill(sim_engine *e)
 {
     while (e->n == 0) {
         if (e->cur < e->K) {
-            bucket *b = &e->bk[e->cur++];
+            list *b = &e->bk[e->cur];
             while (e->cap < b->n)
                 if (heap_grow(e))
                     return 0; /* out of memory: report empty rather than lose order */
-            for (uint32_t i = 0; i < b->n; i++) {
-                /* their slots are read when they fire: fetch them now,
-                 * while the heap is built, instead of one miss per event */
-                __builtin_prefetch(&e->slots[slot_of(&b->v[i])]);
-                sift_up(e->heap, e->n++, b->v[i]);
+            e->cur++;
+            for (chunk *c = b->head; c;) {
+                chunk_prefetch(c->next);
+                for (uint32_t i = 0, cn = chunk_fill(b, c); i < cn; i++) {
+                    /* their slots are read when they fire: fetch them now,
+                     * while the heap is built, instead of one miss per event */
+                    __builtin_prefetch(&e->slots[slot_of(&c->v[i])]);
+                    sift_up(e->heap, e->n++, c->v[i]);
+                }
+                chunk *nx = c->next;
+                chunk_put(e, c);
+                c = nx;
             }
-            b->n = 0;
+            *b = (list){NULL, NULL, 0, 0};
             continue;
         }
-        if (e->n_top == 0)
+        if (e->top.n == 0)
             return 0;
         if (rebuild(e))
             return 0;
@@ -526,8 +727,8 @@ int sim_step(sim_engine *e)
     e->top_spent = 1; /* popped lazily: see sim_at */
     uint32_t s = slot_of(&top);
     slot *sl = &e->slots[s];
-    sim_handler h = sl->h;
-    void *ctx = sl->ctx;
+    sim_handler h = e->hs[sl->h];
+    void *ctx = sl->u.ctx;
     uint64_t id = ((uint64_t)sl->gen << 32) | s;
     slot_put(e, s); /* before the call: the handler may schedule */
     e->live--;
@@ -554,6 +755,29 @@ uint64_t sim_run(sim_engine *e, double until_s)
  * They move into the heap with time 0 (same keys, so the same order) and
  * the buckets are emptied: bucket positions were computed from the old
  * origin. */
+static int list_all_at(const list *l, double t)
+{
+    for (const chunk *c = l->head; c; c = c->next)
+        for (uint32_t i = 0, cn = chunk_fill(l, c); i < cn; i++)
+            if (c->v[i].t != t)
+                return 0;
+    return 1;
+}
+
+/* Move a list's entries into the heap (room is there) and its chunks back
+ * to the free list. */
+static void list_into_heap(sim_engine *e, list *l)
+{
+    for (chunk *c = l->head; c;) {
+        for (uint32_t i = 0, cn = chunk_fill(l, c); i < cn; i++)
+            sift_up(e->heap, e->n++, c->v[i]);
+        chunk *nx = c->next;
+        chunk_put(e, c);
+        c = nx;
+    }
+    *l = (list){NULL, NULL, 0, 0};
+}
+
 int sim_rebase(sim_engine *e)
 {
     compact(e); /* cancelled entries may sit at any time: drop them first */
@@ -561,23 +785,16 @@ int sim_rebase(sim_engine *e)
         if (e->heap[i].t != e->now)
             return DP_EINPUT;
     for (size_t b = e->cur; b < e->K; b++)
-        for (uint32_t i = 0; i < e->bk[b].n; i++)
-            if (e->bk[b].v[i].t != e->now)
-                return DP_EINPUT;
-    for (size_t i = 0; i < e->n_top; i++)
-        if (e->top[i].t != e->now)
+        if (!list_all_at(&e->bk[b], e->now))
             return DP_EINPUT;
+    if (!list_all_at(&e->top, e->now))
+        return DP_EINPUT;
     while (e->cap < e->live)
         if (heap_grow(e))
             return DP_ENOMEM;
-    for (size_t b = e->cur; b < e->K; b++) {
-        for (uint32_t i = 0; i < e->bk[b].n; i++)
-            sift_up(e->heap, e->n++, e->bk[b].v[i]);
-        e->bk[b].n = 0;
-    }
-    for (size_t i = 0; i < e->n_top; i++)
-        sift_up(e->heap, e->n++, e->top[i]);
-    e->n_top = 0;
+    for (size_t b = e->cur; b < e->K; b++)
+        list_into_heap(e, &e->bk[b]);
+    list_into_heap(e, &e->top);
     e->K = 0;
     e->cur = 0;
     for (size_t i = 0; i < e->n; i++)

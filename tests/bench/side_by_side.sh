@@ -1,0 +1,174 @@
+#!/bin/bash
+# side_by_side.sh: dpsim beside its peers, in one go (issue 16).
+#
+#   queue: the hold model (tests/bench_engine.c) against ns-3's schedulers
+#          (ns3_queue.cc) at 10^3 and 10^6 pending events, the RNG in the
+#          loop; ns-3 with its own RNG and with bench_engine's xorshift.
+#   flows: F flows through one NIC run to completion (dpsim_flows.c, the
+#          world of tests/bench_net.c part 1) against SimGrid's max-min
+#          models and options (simgrid_flows.cpp).
+#
+# The programs run in turn (dpsim, then each peer configuration), RUNS
+# times, so a change in the machine's load hits both sides; each line
+# reports the median and the ratio of medians.  Times are processor time
+# of the timed section (the machine is shared).  A peer that is not
+# installed is skipped with a note.  The flow runs check that each SimGrid
+# configuration computes the same makespan as dpsim (same model, same
+# answer) and say so when it does not (LV08 adds TCP correction factors).
+#
+# Usage: side_by_side.sh [queue] [flows]       (default: both)
+# Environment: RUNS (queue, default 5), FLOW_RUNS (default 3), STEPS
+# (queue steps, default 2000000), F (flows, default 10000), PEER_TIMEOUT
+# (seconds one ns-3 run may take, default 120: past it that scheduler is
+# reported as not finishing and not run again); the programs'
+# paths come from meson (`meson test -C build --benchmark side_by_side
+# --verbose`): DPSIM_BENCH_ENGINE, DPSIM_FLOWS, NS3_QUEUE, SIMGRID_FLOWS.
+set -euo pipefail
+
+RUNS=${RUNS:-5}
+FLOW_RUNS=${FLOW_RUNS:-3}
+STEPS=${STEPS:-2000000}
+F=${F:-10000}
+PEER_TIMEOUT=${PEER_TIMEOUT:-120}
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(queue flows)
+for p in "${parts[@]}"; do
+    case $p in
+    queue | flows) ;;
+    *)
+        echo "side_by_side.sh: unknown part '$p' (queue, flows)" >&2
+        exit 2
+        ;;
+    esac
+done
+for v in RUNS FLOW_RUNS STEPS F PEER_TIMEOUT; do
+    if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
+        echo "side_by_side.sh: $v must be a positive integer (got '${!v}')" >&2
+        exit 2
+    fi
+done
+: "${DPSIM_BENCH_ENGINE:?set by meson: the bench_engine program}"
+: "${DPSIM_FLOWS:?set by meson: the dpsim_flows program}"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { # the median of the numbers on stdin
+    sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+# field VALUE_AFTER LINE: the number that follows the words VALUE_AFTER
+field() {
+    awk -v key="$1" '{n = split(key, k, " "); for (i = 1; i + n <= NF; i++) {ok = 1; for (j = 1; j <= n; j++) if ($(i + j - 1) != k[j]) ok = 0; if (ok) {v = $(i + n); gsub(/[,;]/, "", v); print v; exit}}}' <<<"$2"
+}
+
+# ns-3's schedulers worth running at P pending: List inserts in O(P), so at
+# 10^6 its initial fill alone would take hours; it runs at 10^3 only.
+scheds() {
+    if [ "$1" -le 10000 ]; then echo PriorityQueue Map Heap Calendar List; else echo PriorityQueue Map Heap Calendar; fi
+}
+
+queue() {
+    echo "== event queue: hold model, exponential increments (mean 1 s) drawn in the loop; $STEPS timed events"
+    echo "   (ns-3's List: at most 100000, and not at 10^6: O(pending) per insert); $RUNS runs in turn;"
+    echo "   median M events/s of processor time"
+    local have_ns3=1
+    if [ -z "${NS3_QUEUE:-}" ]; then
+        have_ns3=0
+        echo "   ns-3 not built (apt-get install libns3-dev g++, then meson setup --reconfigure): dpsim alone"
+    fi
+    for P in 1000 1000000; do
+        for ((r = 0; r < RUNS; r++)); do
+            out=$("$DPSIM_BENCH_ENGINE" "$P" "$STEPS" 1)
+            field "median" "$out" >>"$tmp/q.$P.dpsim"
+            field "peak RSS" "$out" >>"$tmp/m.$P.dpsim"
+            [ $have_ns3 = 1 ] || continue
+            for s in $(scheds "$P"); do
+                steps=$STEPS
+                if [ "$s" = List ]; then steps=$((STEPS < 100000 ? STEPS : 100000)); fi
+                for rng in ns3 xorshift; do
+                    [ -e "$tmp/slow.$P.$s.$rng" ] && continue
+                    if ! out=$(timeout "$PEER_TIMEOUT" "$NS3_QUEUE" "$s" "$P" "$steps" 1 --rng=$rng); then
+                        touch "$tmp/slow.$P.$s.$rng" # not again: one such run says enough
+                        continue
+                    fi
+                    field "median" "$out" >>"$tmp/q.$P.$s.$rng"
+                    field "peak RSS" "$out" >>"$tmp/m.$P.$s.$rng"
+                done
+            done
+        done
+        ours=$(median <"$tmp/q.$P.dpsim")
+        printf '\n| %s pending | RNG | M events/s | peak RSS (MB) | dpsim / this |\n|---|---|---:|---:|---:|\n' "$P"
+        printf '| dpsim | xorshift | %.2f | %.1f | 1.00 |\n' "$ours" "$(median <"$tmp/m.$P.dpsim")"
+        [ $have_ns3 = 1 ] || continue
+        best=0 best_name="" bestx=0
+        for s in $(scheds "$P"); do
+            for rng in ns3 xorshift; do
+                if [ -e "$tmp/slow.$P.$s.$rng" ]; then
+                    printf '| ns-3 %s | %s | did not finish within %s s (fill + %s events) | | |\n' "$s" "$rng" \
+                        "$PEER_TIMEOUT" "$STEPS"
+                    continue
+                fi
+                v=$(median <"$tmp/q.$P.$s.$rng")
+                printf '| ns-3 %s | %s | %.3f | %.1f | %.2f |\n' "$s" "$rng" "$v" "$(median <"$tmp/m.$P.$s.$rng")" \
+                    "$(awk -v a="$ours" -v b="$v" 'BEGIN {print a / b}')"
+                if [ $rng = ns3 ] && awk -v a="$v" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$v best_name=$s; fi
+                if [ $rng = xorshift ] && awk -v a="$v" -v b="$bestx" 'BEGIN {exit !(a > b)}'; then bestx=$v; fi
+            done
+        done
+        awk -v a="$ours" -v b="$best" -v c="$bestx" -v n="$best_name" -v P="$P" 'BEGIN {
+            printf "ratio at %d pending: dpsim / best ns-3 (%s, its RNG) = %.2f; with the same xorshift RNG = %.2f (target >= 2)\n", P, n, a / b, a / c }'
+    done
+}
+
+flows() {
+    echo
+    echo "== flows: $F flows through one NIC (1.25e9 B/s) and their own access links, run to completion;"
+    echo "   $FLOW_RUNS runs in turn; median processor seconds of the run"
+    local cm02="--cfg=network/model:CM02 --cfg=network/crosstraffic:0"
+    local names=("CM02, optim Lazy (SimGrid's default optim)" "CM02, optim Full" "CM02, optim Full, solver fairbottleneck"
+        "LV08 (SimGrid's default model)")
+    local cfgs=("$cm02" "$cm02 --cfg=network/optim:Full" "$cm02 --cfg=network/optim:Full --cfg=network/solver:fairbottleneck" "")
+    local have_sg=1
+    if [ -z "${SIMGRID_FLOWS:-}" ]; then
+        have_sg=0
+        echo "   SimGrid not built (apt-get install libsimgrid-dev g++, then meson setup --reconfigure): dpsim alone"
+    fi
+    for ((r = 0; r < FLOW_RUNS; r++)); do
+        out=$("$DPSIM_FLOWS" "$F")
+        field "cpu" "$out" >>"$tmp/f.dpsim"
+        field "makespan" "$out" >"$tmp/span.dpsim"
+        field "peak RSS" "$out" >>"$tmp/fm.dpsim"
+        [ $have_sg = 1 ] || continue
+        for i in "${!cfgs[@]}"; do
+            # shellcheck disable=SC2086 # the options are words
+            out=$("$SIMGRID_FLOWS" "$F" ${cfgs[$i]} 2>/dev/null)
+            field "cpu" "$out" >>"$tmp/f.$i"
+            field "makespan" "$out" >"$tmp/span.$i"
+            field "peak RSS" "$out" >>"$tmp/fm.$i"
+        done
+    done
+    ours=$(median <"$tmp/f.dpsim")
+    span=$(cat "$tmp/span.dpsim")
+    printf '\n| F = %s | makespan (s) | same answer | cpu s | peak RSS (MB) | this / dpsim |\n|---|---:|---|---:|---:|---:|\n' "$F"
+    printf '| dpsim | %s | - | %.2f | %.1f | 1.00 |\n' "$span" "$ours" "$(median <"$tmp/fm.dpsim")"
+    [ $have_sg = 1 ] || return 0
+    best=""
+    for i in "${!cfgs[@]}"; do
+        v=$(median <"$tmp/f.$i")
+        s=$(cat "$tmp/span.$i")
+        same=$(awk -v a="$s" -v b="$span" 'BEGIN {d = a - b; if (d < 0) d = -d; print (d <= 1e-6 * b) ? "yes" : "no"}')
+        printf '| SimGrid %s | %s | %s | %.2f | %.1f | %.2f |\n' "${names[$i]}" "$s" "$same" "$v" \
+            "$(median <"$tmp/fm.$i")" "$(awk -v a="$v" -v b="$ours" 'BEGIN {print a / b}')"
+        if [ "$same" = yes ] && { [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN {exit !(a < b)}'; }; then
+            best=$v best_name=${names[$i]}
+        fi
+    done
+    if [ -n "$best" ]; then
+        awk -v a="$best" -v b="$ours" -v n="$best_name" 'BEGIN {
+            printf "ratio: best SimGrid option with the same answer (%s) / dpsim = %.2f (target >= 1)\n", n, a / b }'
+    else
+        echo "no SimGrid configuration computed dpsim's makespan: no ratio"
+    fi
+}
+
+for p in "${parts[@]}"; do "$p"; done
