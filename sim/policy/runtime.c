@@ -210,6 +210,10 @@ typedef struct timeline {
      * is not done again (the same function of the same values). */
     double hl_t[TL_DEVICES], hl_res[TL_DEVICES];
     size_t hl_k[TL_DEVICES];
+    /* and that bin's bounds as hist_add computes them, k * res and
+     * (k + 1) * res, and hl_thr, below which an interval's end is proven
+     * to fall in the same bin (hist_add) */
+    double hl_b0[TL_DEVICES], hl_b1[TL_DEVICES], hl_thr[TL_DEVICES];
 } timeline;
 
 static timeline *TL(prt *rt)
@@ -509,15 +513,40 @@ static void hist_fit(timeline *tl, double t)
     }
 }
 
+/* Below hl_thr[d] = fl(fl((k + 1) * res) * HL_MARGIN), an end t1 has
+ * (size_t)(t1 / res) == k for sure: t1 / res < (k + 1)(1 - 2^-51), more
+ * than one spacing of doubles below k + 1, so the rounded quotient stays
+ * below k + 1 (and at or above k, t1 being past the start whose index is
+ * k).  An interval that starts where the device's last one ended and ends
+ * below that threshold therefore spans bin k alone: the same single
+ * addition as the general case, without its division. */
+#define HL_MARGIN (1.0 - 0x1p-50)
+
 static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t1)
 {
-    hist_fit(tl, t1);
     double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
+    if (t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] && t1 < tl->hl_thr[d]) {
+        /* one bin, k < TL_BINS; hist_fit has nothing to do: t1 < (k + 1) * res <= TL_BINS * res */
+        double b0 = tl->hl_b0[d], b1 = tl->hl_b1[d];
+        double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
+        if (hi > lo)
+            h[tl->hl_k[d] * RES_ACT_COUNT + a] += hi - lo;
+        tl->hl_t[d] = t1;
+        return;
+    }
+    hist_fit(tl, t1);
     size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
     size_t k1 = (size_t)(t1 / tl->res_s);
     tl->hl_t[d] = t1;
     tl->hl_res[d] = tl->res_s;
     tl->hl_k[d] = k1;
+    /* the fast path's bin: only for a bin inside the histogram; -inf: none */
+    tl->hl_thr[d] = -INFINITY;
+    if (k1 < TL_BINS) {
+        tl->hl_b0[d] = (double)k1 * tl->res_s;
+        tl->hl_b1[d] = (double)(k1 + 1) * tl->res_s;
+        tl->hl_thr[d] = tl->hl_b1[d] * HL_MARGIN;
+    }
     if (k1 >= TL_BINS)
         k1 = TL_BINS - 1;
     /* Ternaries, not fmax/fmin: the times are finite (never NaN), where
@@ -1216,6 +1245,85 @@ static void ring_acc_apply(prt *rt, const ring_acc *ra)
     rt->coll_recv_s[0] += ra->busy[n - 1];
 }
 
+/* The journal's activity changes per device, in their order: device d's
+ * are (t[k], a[k]) for k in [off[d], off[d + 1]); rmax the latest time. */
+typedef struct dev_changes {
+    size_t *off;
+    double *t;
+    uint8_t *a;
+    double rmax;
+} dev_changes;
+
+static void dev_changes_free(dev_changes *c)
+{
+    dp_free(c->off);
+    dp_free(c->t);
+    dp_free(c->a);
+}
+
+static int dev_changes_build(prt *rt, dev_changes *c)
+{
+    ffj *f = rt->ff;
+    size_t n = rt->n;
+    *c = (dev_changes){dp_calloc(n + 1, sizeof *c->off), dp_calloc(f->nd + 1, sizeof *c->t),
+                       dp_calloc(f->nd + 1, sizeof *c->a), -INFINITY};
+    size_t *fill = dp_calloc(n, sizeof *fill);
+    if (!c->off || !c->t || !c->a || !fill) {
+        dp_free(fill);
+        return DP_ENOMEM;
+    }
+    for (size_t k = 0; k < f->nd; k++)
+        c->off[f->dv[k] + 1]++;
+    for (size_t d = 0; d < n; d++)
+        c->off[d + 1] += c->off[d];
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_ACT)
+            continue;
+        if (e->r > c->rmax)
+            c->rmax = e->r;
+        for (int32_t k = 0; k < e->n; k++) {
+            size_t d = (size_t)f->dv[e->d + k], at = c->off[d] + fill[d]++;
+            c->t[at] = e->r;
+            c->a[at] = e->a;
+        }
+    }
+    dp_free(fill);
+    return 0;
+}
+
+/* One epoch's activity changes (origin base), device by device: the
+ * arithmetic of set_act_at call for call (each accumulator is a device's
+ * own and sees its additions in the same order), without the journal's
+ * interleaving.  Only when no timeline record depends on the order across
+ * devices: no segment hook, histograms already (no exact segment appended
+ * in order, no switch to histograms) and no time in the epoch reaching
+ * the histograms' end (hist_fit, which merges every device's bins at
+ * once, has nothing to do).  0 when it cannot (replay in journal order). */
+static int replay_acts_by_device(prt *rt, const dev_changes *c, double base)
+{
+    timeline *tl = TL(rt);
+    if (segment_fn || !tl->coarse || base + c->rmax >= tl->res_s * TL_BINS)
+        return 0;
+    for (size_t d = 0; d < rt->n; d++) {
+        double *at = rt->act_time + d * RES_ACT_COUNT;
+        res_activity cur = rt->act[d];
+        double since = rt->act_since[d];
+        int hist = d < tl->ndev;
+        for (size_t k = c->off[d]; k < c->off[d + 1]; k++) {
+            double now = base + c->t[k];
+            at[cur] += now - since;
+            if (hist && now > since)
+                hist_add(tl, d, cur, since, now);
+            cur = (res_activity)c->a[k];
+            since = now;
+        }
+        rt->act[d] = cur;
+        rt->act_since[d] = since;
+    }
+    return 1;
+}
+
 /* Replay the journal v[0, n) (one epoch of `span` engine seconds and `ev`
  * events) for every epoch left, each with its own base. */
 static void ff_replay(prt *rt, double span, uint64_t ev)
@@ -1229,13 +1337,23 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         fail_oom(rt);
         return;
     }
+    dev_changes ch;
+    if (dev_changes_build(rt, &ch)) {
+        dev_changes_free(&ch);
+        ring_acc_free(acc, na);
+        fail_oom(rt);
+        return;
+    }
     const int32_t *dv = f->dv;
     while (!rt->finished && !rt->failed) {
         double base = rt->base;
+        int acts_done = replay_acts_by_device(rt, &ch, base);
         for (size_t i = 0; i < f->n && !rt->failed; i++) {
             const jent *e = &f->v[i];
             switch (e->kind) {
             case J_ACT: {
+                if (acts_done)
+                    break;
                 double t = base + e->r;
                 for (int32_t k = 0; k < e->n; k++)
                     set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, t);
@@ -1265,6 +1383,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
     }
     ring_acc_free(acc, na);
+    dev_changes_free(&ch);
     int last = rt->s->training.epochs;
     DP_LOG(LOG_POLICY, LOG_INFO, rt->base, "%s: fast_forward: epochs %d-%d repeat epoch %d", rt->r->policy,
            first, last, first - 1);
