@@ -522,18 +522,26 @@ static void hist_fit(timeline *tl, double t)
  * addition as the general case, without its division. */
 #define HL_MARGIN (1.0 - 0x1p-50)
 
+/* hist_add's one-bin case: 1 when done, 0 when hist_add must do it. */
+static inline int hist_add_same_bin(timeline *tl, size_t d, res_activity a, double t0, double t1)
+{
+    if (!(t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] && t1 < tl->hl_thr[d]))
+        return 0;
+    /* one bin, k < TL_BINS; hist_fit has nothing to do: t1 < (k + 1) * res <= TL_BINS * res */
+    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
+    double b0 = tl->hl_b0[d], b1 = tl->hl_b1[d];
+    double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
+    if (hi > lo)
+        h[tl->hl_k[d] * RES_ACT_COUNT + a] += hi - lo;
+    tl->hl_t[d] = t1;
+    return 1;
+}
+
 static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t1)
 {
-    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    if (t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] && t1 < tl->hl_thr[d]) {
-        /* one bin, k < TL_BINS; hist_fit has nothing to do: t1 < (k + 1) * res <= TL_BINS * res */
-        double b0 = tl->hl_b0[d], b1 = tl->hl_b1[d];
-        double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
-        if (hi > lo)
-            h[tl->hl_k[d] * RES_ACT_COUNT + a] += hi - lo;
-        tl->hl_t[d] = t1;
+    if (hist_add_same_bin(tl, d, a, t0, t1))
         return;
-    }
+    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
     hist_fit(tl, t1);
     size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
     size_t k1 = (size_t)(t1 / tl->res_s);
@@ -1309,12 +1317,20 @@ static int replay_acts_by_device(prt *rt, const dev_changes *c, double base)
         double *at = rt->act_time + d * RES_ACT_COUNT;
         res_activity cur = rt->act[d];
         double since = rt->act_since[d];
-        int hist = d < tl->ndev;
-        for (size_t k = c->off[d]; k < c->off[d + 1]; k++) {
+        size_t k = c->off[d], end = c->off[d + 1];
+        if (d < tl->ndev) {
+            for (; k < end; k++) { /* hist_add's one-bin case inline */
+                double now = base + c->t[k];
+                at[cur] += now - since;
+                if (now > since && !hist_add_same_bin(tl, d, cur, since, now))
+                    hist_add(tl, d, cur, since, now);
+                cur = (res_activity)c->a[k];
+                since = now;
+            }
+        }
+        for (; k < end; k++) {
             double now = base + c->t[k];
             at[cur] += now - since;
-            if (hist && now > since)
-                hist_add(tl, d, cur, since, now);
             cur = (res_activity)c->a[k];
             since = now;
         }
