@@ -1187,13 +1187,15 @@ static size_t state_now(prt *rt)
 }
 
 /* A ring collective's accounting, per (chunk, rounds) of the journal:
- * coll_ring_account's values (collective.c; the same expressions on the
- * same ring rates, which do not change in a periodic world), computed
- * once for the whole fast-forward instead of once per collective. */
+ * coll_ring_account's divisions (collective.c; the same expression on the
+ * same ring rates, which do not change in a periodic world) done once for
+ * the whole fast-forward instead of once per collective.  The additions
+ * keep coll_ring_account's expressions (products included, so a compiler
+ * that fuses multiply-adds fuses both alike). */
 typedef struct ring_acc {
-    double chunk, bytes; /* chunk; chunk * rounds */
+    double chunk;
     int rounds;
-    double *busy; /* per device: rounds * (chunk / ring_rate) */
+    double *xfer; /* per device: chunk / ring_rate (0 for an empty chunk) */
 } ring_acc;
 
 /* Index the J_RING entries of the journal into *acc, *na distinct ones
@@ -1216,16 +1218,13 @@ static int ring_acc_build(prt *rt, ring_acc **acc, size_t *na)
             if (!nacc)
                 return DP_ENOMEM;
             *acc = nacc;
-            double *busy = dp_calloc(rt->n, sizeof *busy);
-            if (!busy)
+            double *xfer = dp_calloc(rt->n, sizeof *xfer);
+            if (!xfer)
                 return DP_ENOMEM;
             double chunk = e->v1;
-            int rounds = e->n;
-            for (size_t d = 0; d < rt->n; d++) {
-                double xfer = chunk > 0 ? chunk / rt->ring_rate[d] : 0;
-                busy[d] = rounds * xfer;
-            }
-            (*acc)[(*na)++] = (ring_acc){chunk, chunk * rounds, rounds, busy};
+            for (size_t d = 0; d < rt->n; d++)
+                xfer[d] = chunk > 0 ? chunk / rt->ring_rate[d] : 0;
+            (*acc)[(*na)++] = (ring_acc){chunk, e->n, xfer};
         }
         e->d = (int32_t)k;
     }
@@ -1235,7 +1234,7 @@ static int ring_acc_build(prt *rt, ring_acc **acc, size_t *na)
 static void ring_acc_free(ring_acc *acc, size_t na)
 {
     for (size_t k = 0; k < na; k++)
-        dp_free(acc[k].busy);
+        dp_free(acc[k].xfer);
     dp_free(acc);
 }
 
@@ -1244,13 +1243,15 @@ static void ring_acc_free(ring_acc *acc, size_t na)
 static void ring_acc_apply(prt *rt, const ring_acc *ra)
 {
     size_t n = rt->n;
+    double chunk = ra->chunk;
+    int rounds = ra->rounds;
     for (size_t i = 0; i < n; i++) {
-        rt->coll_bytes[i] += ra->bytes;
-        rt->coll_busy_s[i] += ra->busy[i];
+        double xfer = ra->xfer[i];
+        size_t next = i + 1 < n ? i + 1 : 0; /* (i + 1) % n */
+        rt->coll_bytes[i] += chunk * rounds;
+        rt->coll_busy_s[i] += rounds * xfer;
+        rt->coll_recv_s[next] += rounds * xfer;
     }
-    for (size_t i = 0; i + 1 < n; i++)
-        rt->coll_recv_s[i + 1] += ra->busy[i];
-    rt->coll_recv_s[0] += ra->busy[n - 1];
 }
 
 /* The journal's activity changes per device, in their order: device d's
