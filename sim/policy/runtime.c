@@ -923,7 +923,8 @@ static void dyn_stats(prt *rt, double T)
  * function of the state at its start, in engine time, whatever its base.
  *
  * The journal keeps the records of the current epoch (jent, engine times),
- * each compared on arrival with the previous epoch's entry it overwrites.
+ * each compared with the previous epoch's entry it overwrites (on arrival;
+ * a J_ACT, which grows while devices change at the same time, when closed).
  * At the boundary after epoch j: if epochs j-1 and j were journaled whole
  * (no unjournaled record, no network traffic), their journals, lengths and
  * event counts are equal bit for bit, and the state now (runtime and
@@ -931,7 +932,9 @@ static void dyn_stats(prt *rt, double T)
  * repeat epoch j, and so would every later one: the journal is replayed for
  * the remaining epochs through the same record functions with each epoch's
  * base, which is the arithmetic of the full simulation, so the results are
- * the same bits.  The run gets the statistic fast_forward (a = first
+ * the same bits.  Only the order across independent accumulators may
+ * differ (replay_acts_by_device, ring_acc_apply), never the order of the
+ * additions into one.  The run gets the statistic fast_forward (a = first
  * replayed epoch, b = last). */
 
 static int ff_enabled = 1;
