@@ -33,16 +33,28 @@
 
 /* ---- the epoch journal (declarations; "epoch boundaries" below) ---------- */
 
-/* What the runtime records, one entry per call, with engine (relative)
- * times: replaying the entries with another base repeats the records of an
- * epoch exactly.  Stored packed (jrec): a 10-byte header (kind, a, d, n)
- * and the kind's doubles (jdoubles) of r, r0, v1, v2 in that order. */
+/* What the runtime records, with engine (relative) times: replaying the
+ * entries with another base repeats the records of an epoch exactly.
+ * Fixed-size entries (no implicit padding, so they compare with memcmp):
+ *   J_ACT    a = activity, r = time; devices f->dv[d, d + n), in call order
+ *            (consecutive changes to the same activity at the same time,
+ *            e.g. every member of a collective starting or ending, share
+ *            one entry)
+ *   J_CSTART r = time
+ *   J_CDONE  d, n = samples, a = step, r = end, r0 = start, v1 = part
+ *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
+ *   J_RING   n = rounds, v1 = chunk
+ *   J_EPOCH  r = time */
 typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_EPOCH } jkind;
 typedef struct jent {
-    int kind, d, n, a;
-    double r, r0, v1, v2;
+    uint8_t kind, a;
+    uint16_t pad0;
+    int32_t d, n;
+    uint32_t pad1;
+    double r, r0, v1;
 } jent;
 static void jrec(prt *rt, jent e);
+static void jrec_act(prt *rt, size_t d, res_activity a);
 static void jbreak(prt *rt);
 static void ff_init(prt *rt);
 static void ff_free(prt *rt);
@@ -198,6 +210,10 @@ typedef struct timeline {
      * is not done again (the same function of the same values). */
     double hl_t[TL_DEVICES], hl_res[TL_DEVICES];
     size_t hl_k[TL_DEVICES];
+    /* and that bin's bounds as hist_add computes them, k * res and
+     * (k + 1) * res, and hl_thr, below which an interval's end is proven
+     * to fall in the same bin (hist_add) */
+    double hl_b0[TL_DEVICES], hl_b1[TL_DEVICES], hl_thr[TL_DEVICES];
 } timeline;
 
 static timeline *TL(prt *rt)
@@ -433,7 +449,7 @@ static int end_epoch_at(prt *rt, double now)
 
 int prt_end_epoch(prt *rt)
 {
-    jrec(rt, (jent){J_EPOCH, 0, 0, 0, sim_now(rt->e), 0, 0, 0});
+    jrec(rt, (jent){.kind = J_EPOCH, .r = sim_now(rt->e)});
     DP_LOG(LOG_POLICY, LOG_INFO, abs_now(rt), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
            rt->s->training.epochs);
     int rc = end_epoch_at(rt, abs_now(rt));
@@ -497,15 +513,48 @@ static void hist_fit(timeline *tl, double t)
     }
 }
 
+/* Below hl_thr[d] = fl(fl((k + 1) * res) * HL_MARGIN), an end t1 has
+ * (size_t)(t1 / res) == k for sure: t1 / res < (k + 1)(1 - 2^-51), more
+ * than one spacing of doubles below k + 1, so the rounded quotient stays
+ * below k + 1 (and at or above k, t1 being past the start whose index is
+ * k).  An interval that starts where the device's last one ended and ends
+ * below that threshold therefore spans bin k alone: the same single
+ * addition as the general case, without its division. */
+#define HL_MARGIN (1.0 - 0x1p-50)
+
+/* hist_add's one-bin case: 1 when done, 0 when hist_add must do it. */
+static inline int hist_add_same_bin(timeline *tl, size_t d, res_activity a, double t0, double t1)
+{
+    if (!(t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] && t1 < tl->hl_thr[d]))
+        return 0;
+    /* one bin, k < TL_BINS; hist_fit has nothing to do: t1 < (k + 1) * res <= TL_BINS * res */
+    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
+    double b0 = tl->hl_b0[d], b1 = tl->hl_b1[d];
+    double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
+    if (hi > lo)
+        h[tl->hl_k[d] * RES_ACT_COUNT + a] += hi - lo;
+    tl->hl_t[d] = t1;
+    return 1;
+}
+
 static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t1)
 {
-    hist_fit(tl, t1);
+    if (hist_add_same_bin(tl, d, a, t0, t1))
+        return;
     double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
+    hist_fit(tl, t1);
     size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
     size_t k1 = (size_t)(t1 / tl->res_s);
     tl->hl_t[d] = t1;
     tl->hl_res[d] = tl->res_s;
     tl->hl_k[d] = k1;
+    /* the fast path's bin: only for a bin inside the histogram; -inf: none */
+    tl->hl_thr[d] = -INFINITY;
+    if (k1 < TL_BINS) {
+        tl->hl_b0[d] = (double)k1 * tl->res_s;
+        tl->hl_b1[d] = (double)(k1 + 1) * tl->res_s;
+        tl->hl_thr[d] = tl->hl_b1[d] * HL_MARGIN;
+    }
     if (k1 >= TL_BINS)
         k1 = TL_BINS - 1;
     /* Ternaries, not fmax/fmin: the times are finite (never NaN), where
@@ -607,13 +656,13 @@ void prt_set_act(prt *rt, size_t d, res_activity a)
 {
     if (rt->act[d] == a)
         return;
-    jrec(rt, (jent){J_ACT, (int)d, 0, (int)a, sim_now(rt->e), 0, 0, 0});
+    jrec_act(rt, d, a);
     set_act_at(rt, d, a, abs_now(rt));
 }
 
 void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
 {
-    jrec(rt, (jent){J_COLL, (int)d, 0, (int)next, 0, 0, bytes, busy_s});
+    jrec(rt, (jent){.kind = J_COLL, .d = (int32_t)d, .n = (int32_t)next, .r0 = busy_s, .v1 = bytes});
     rt->coll_bytes[d] += bytes;
     rt->coll_busy_s[d] += busy_s;
     rt->coll_recv_s[next] += busy_s;
@@ -621,7 +670,7 @@ void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
 
 void prt_rec_ring(prt *rt, double chunk, int rounds)
 {
-    jrec(rt, (jent){J_RING, 0, rounds, 0, 0, 0, chunk, 0});
+    jrec(rt, (jent){.kind = J_RING, .n = rounds, .v1 = chunk});
     coll_ring_account(rt, chunk, rounds);
 }
 
@@ -652,7 +701,13 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     prt *rt = c->rt;
     double now = sim_now(e);
     c->ev = 0;
-    jrec(rt, (jent){J_CDONE, (int)c->d, c->n, c->step, now, c->t0, c->part, 0});
+    jrec(rt, (jent){.kind = J_CDONE,
+                    .a = (uint8_t)c->step,
+                    .d = (int32_t)c->d,
+                    .n = c->n,
+                    .r = now,
+                    .r0 = c->t0,
+                    .v1 = c->part});
     compute_done_at(rt, c->d, c->t0, now, c->n, c->part, c->step, rt->base);
     prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
@@ -673,7 +728,7 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    jrec(rt, (jent){J_CSTART, (int)d, 0, 0, sim_now(rt->e), 0, 0, 0});
+    jrec(rt, (jent){.kind = J_CSTART, .r = sim_now(rt->e)});
     busy_advance(rt);
     TL(rt)->computing++;
     return 0;
@@ -868,7 +923,8 @@ static void dyn_stats(prt *rt, double T)
  * function of the state at its start, in engine time, whatever its base.
  *
  * The journal keeps the records of the current epoch (jent, engine times),
- * each compared on arrival with the previous epoch's entry it overwrites.
+ * each compared with the previous epoch's entry it overwrites (on arrival;
+ * a J_ACT, which grows while devices change at the same time, when closed).
  * At the boundary after epoch j: if epochs j-1 and j were journaled whole
  * (no unjournaled record, no network traffic), their journals, lengths and
  * event counts are equal bit for bit, and the state now (runtime and
@@ -876,7 +932,9 @@ static void dyn_stats(prt *rt, double T)
  * repeat epoch j, and so would every later one: the journal is replayed for
  * the remaining epochs through the same record functions with each epoch's
  * base, which is the arithmetic of the full simulation, so the results are
- * the same bits.  The run gets the statistic fast_forward (a = first
+ * the same bits.  Only the order across independent accumulators may
+ * differ (replay_acts_by_device, ring_acc_apply), never the order of the
+ * additions into one.  The run gets the statistic fast_forward (a = first
  * replayed epoch, b = last). */
 
 static int ff_enabled = 1;
@@ -888,19 +946,22 @@ void policy_set_fast_forward(int on)
     ff_enabled = on != 0;
 }
 
-/* Bytes of one epoch's journal (18-34 per entry); an epoch with more is
- * simulated, never fast-forwarded. */
-#define J_MAX  ((size_t)64 << 20)
-#define J_HEAD 10
+/* Bytes of one epoch's journal (entries and device lists); an epoch with
+ * more is simulated, never fast-forwarded. */
+#define J_MAX ((size_t)64 << 20)
 
 typedef struct ffj {
-    unsigned char *v; /* this epoch's entries, packed; v[n, n_prev) still the previous epoch's */
+    jent *v; /* this epoch's entries; v[n, n_prev) still the previous epoch's */
     size_t n, n_prev, cap;
-    int last_kind; /* of the last entry journaled */
-    int n_ends;    /* J_EPOCH entries in this epoch's journal */
-    int on;        /* journaling this epoch: it began at a rebase, nothing unjournaled since */
-    int match;     /* every entry so far equals the previous epoch's */
-    int prev_ok;   /* v[0, n_prev) was a whole epoch */
+    int32_t *dv; /* J_ACT's devices, likewise: dv[nd, nd_prev) the previous epoch's */
+    size_t nd, nd_prev, dcap;
+    jent open_prev; /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
+    int open;       /* v[n - 1] is a J_ACT still growing, compared when closed */
+    int last_kind;  /* of the last entry journaled */
+    int n_ends;     /* J_EPOCH entries in this epoch's journal */
+    int on;         /* journaling this epoch: it began at a rebase, nothing unjournaled since */
+    int match;      /* every entry so far equals the previous epoch's */
+    int prev_ok;    /* v[0, n_prev) was a whole epoch */
     double span_prev;
     uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
     unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
@@ -951,6 +1012,7 @@ static void ff_free(prt *rt)
     if (!f)
         return;
     dp_free(f->v);
+    dp_free(f->dv);
     dp_free(f->st);
     dp_free(f->tmp);
     dp_free(f->net0);
@@ -962,86 +1024,89 @@ static int same_bits(double a, double b)
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
-/* Which of r, r0, v1, v2 (bits 0-3) a kind stores. */
-static unsigned jdoubles(int kind)
-{
-    switch (kind) {
-    case J_CDONE:
-        return 1 | 2 | 4;
-    case J_COLL:
-        return 4 | 8;
-    case J_RING:
-        return 4;
-    default: /* J_ACT, J_CSTART, J_EPOCH */
-        return 1;
-    }
-}
-
-/* Unpack the entry at p into *e; returns its size. */
-static size_t junpack(const unsigned char *p, jent *e)
-{
-    *e = (jent){p[0], 0, 0, p[1], 0, 0, 0, 0};
-    int32_t d, n;
-    memcpy(&d, p + 2, 4);
-    memcpy(&n, p + 6, 4);
-    e->d = d;
-    e->n = n;
-    size_t off = J_HEAD;
-    double *x[4] = {&e->r, &e->r0, &e->v1, &e->v2};
-    unsigned m = jdoubles(e->kind);
-    for (int k = 0; k < 4; k++)
-        if (m & (1u << k)) {
-            memcpy(x[k], p + off, 8);
-            off += 8;
-        }
-    return off;
-}
-
 static void jdrop(ffj *f)
 {
     f->dead = 1;
     f->on = 0;
     dp_free(f->v);
+    dp_free(f->dv);
     f->v = NULL;
+    f->dv = NULL;
     f->n = f->n_prev = f->cap = 0;
+    f->nd = f->nd_prev = f->dcap = 0;
+    f->open = 0;
 }
 
+/* Room for one more item of `size` bytes in *buf (cap items); 0 when the
+ * journal would pass J_MAX or memory is out (the journal is dropped). */
+static int jroom(ffj *f, void **buf, size_t *cap, size_t used, size_t size)
+{
+    if (used < *cap)
+        return 1;
+    size_t nc = *cap ? 2 * *cap : 4096;
+    size_t total = (f->cap * sizeof *f->v + f->dcap * sizeof *f->dv) + (nc - *cap) * size;
+    void *nb = total <= J_MAX ? dp_realloc(*buf, nc * size) : NULL;
+    if (!nb) {
+        jdrop(f);
+        return 0;
+    }
+    *buf = nb;
+    *cap = nc;
+    return 1;
+}
+
+/* The open J_ACT at v[n - 1] is complete: compare it with the previous
+ * epoch's entry it overwrote. */
+static void jclose(ffj *f)
+{
+    if (f->open && (f->n > f->n_prev || memcmp(&f->v[f->n - 1], &f->open_prev, sizeof(jent)) != 0))
+        f->match = 0;
+    f->open = 0;
+}
+
+/* Append e (compared with the previous epoch's entry it overwrites, bit
+ * for bit, now or when closed for an open J_ACT). */
 static void jrec(prt *rt, jent e)
 {
     ffj *f = rt->ff;
     if (!f || !f->on)
         return;
-    unsigned char p[J_HEAD + 32];
-    int32_t d = e.d, n = e.n;
-    p[0] = (unsigned char)e.kind;
-    p[1] = (unsigned char)e.a; /* an activity, 0/1 (step) or 0 */
-    memcpy(p + 2, &d, 4);
-    memcpy(p + 6, &n, 4);
-    size_t len = J_HEAD;
-    const double x[4] = {e.r, e.r0, e.v1, e.v2};
-    unsigned m = jdoubles(e.kind);
-    for (int k = 0; k < 4; k++)
-        if (m & (1u << k)) {
-            memcpy(p + len, &x[k], 8);
-            len += 8;
-        }
-    if (f->n + len > f->cap) {
-        size_t nc = f->cap ? 2 * f->cap : 65536;
-        unsigned char *nv = nc <= J_MAX ? dp_realloc(f->v, nc) : NULL;
-        if (!nv) {
-            jdrop(f);
-            return;
-        }
-        f->v = nv;
-        f->cap = nc;
-    }
-    /* compared with the previous epoch's bytes it overwrites: bit for bit */
-    if (f->n + len > f->n_prev || memcmp(f->v + f->n, p, len) != 0)
+    jclose(f);
+    if (!jroom(f, (void **)&f->v, &f->cap, f->n, sizeof *f->v))
+        return;
+    jent *slot = &f->v[f->n];
+    if (e.kind == J_ACT) {
+        f->open = 1;
+        f->open_prev = f->n < f->n_prev ? *slot : (jent){0};
+    } else if (f->n >= f->n_prev || memcmp(slot, &e, sizeof e) != 0)
         f->match = 0;
-    memcpy(f->v + f->n, p, len);
-    f->n += len;
+    *slot = e;
+    f->n++;
     f->last_kind = e.kind;
     f->n_ends += e.kind == J_EPOCH;
+}
+
+/* Device d changes to activity a now: appended to the open J_ACT when it
+ * is for the same activity at the same time, else a new J_ACT. */
+static void jrec_act(prt *rt, size_t d, res_activity a)
+{
+    ffj *f = rt->ff;
+    if (!f || !f->on)
+        return;
+    double now = sim_now(rt->e);
+    jent *last = f->open ? &f->v[f->n - 1] : NULL;
+    if (!last || last->a != (uint8_t)a || !same_bits(last->r, now)) {
+        jrec(rt, (jent){.kind = J_ACT, .a = (uint8_t)a, .d = (int32_t)f->nd, .r = now});
+        if (!f->on)
+            return;
+        last = &f->v[f->n - 1];
+    }
+    if (!jroom(f, (void **)&f->dv, &f->dcap, f->nd, sizeof *f->dv))
+        return;
+    if (f->nd >= f->nd_prev || f->dv[f->nd] != (int32_t)d)
+        f->match = 0;
+    f->dv[f->nd++] = (int32_t)d;
+    last->n++;
 }
 
 static void jbreak(prt *rt)
@@ -1124,22 +1189,196 @@ static size_t state_now(prt *rt)
     }
 }
 
+/* A ring collective's accounting, per (chunk, rounds) of the journal:
+ * coll_ring_account's divisions (collective.c; the same expression on the
+ * same ring rates, which do not change in a periodic world) done once for
+ * the whole fast-forward instead of once per collective.  The additions
+ * keep coll_ring_account's expressions (products included, so a compiler
+ * that fuses multiply-adds fuses both alike). */
+typedef struct ring_acc {
+    double chunk;
+    int rounds;
+    double *xfer; /* per device: chunk / ring_rate (0 for an empty chunk) */
+} ring_acc;
+
+/* Index the J_RING entries of the journal into *acc, *na distinct ones
+ * (their d field, unused by J_RING, receives the index).  0, or DP_ENOMEM
+ * (*acc, *na still what ring_acc_free needs). */
+static int ring_acc_build(prt *rt, ring_acc **acc, size_t *na)
+{
+    ffj *f = rt->ff;
+    *acc = NULL;
+    *na = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        jent *e = &f->v[i];
+        if (e->kind != J_RING)
+            continue;
+        size_t k = 0;
+        while (k < *na && !(same_bits((*acc)[k].chunk, e->v1) && (*acc)[k].rounds == e->n))
+            k++;
+        if (k == *na) {
+            ring_acc *nacc = dp_realloc(*acc, (*na + 1) * sizeof *nacc);
+            if (!nacc)
+                return DP_ENOMEM;
+            *acc = nacc;
+            double *xfer = dp_calloc(rt->n, sizeof *xfer);
+            if (!xfer)
+                return DP_ENOMEM;
+            double chunk = e->v1;
+            for (size_t d = 0; d < rt->n; d++)
+                xfer[d] = chunk > 0 ? chunk / rt->ring_rate[d] : 0;
+            (*acc)[(*na)++] = (ring_acc){chunk, e->n, xfer};
+        }
+        e->d = (int32_t)k;
+    }
+    return 0;
+}
+
+static void ring_acc_free(ring_acc *acc, size_t na)
+{
+    for (size_t k = 0; k < na; k++)
+        dp_free(acc[k].xfer);
+    dp_free(acc);
+}
+
+/* coll_ring_account from the precomputed values: each accumulator gets
+ * the same addition, in the same order per accumulator. */
+static void ring_acc_apply(prt *rt, const ring_acc *ra)
+{
+    size_t n = rt->n;
+    double chunk = ra->chunk;
+    int rounds = ra->rounds;
+    for (size_t i = 0; i < n; i++) {
+        double xfer = ra->xfer[i];
+        size_t next = i + 1 < n ? i + 1 : 0; /* (i + 1) % n */
+        rt->coll_bytes[i] += chunk * rounds;
+        rt->coll_busy_s[i] += rounds * xfer;
+        rt->coll_recv_s[next] += rounds * xfer;
+    }
+}
+
+/* The journal's activity changes per device, in their order: device d's
+ * are (t[k], a[k]) for k in [off[d], off[d + 1]); rmax the latest time. */
+typedef struct dev_changes {
+    size_t *off;
+    double *t;
+    uint8_t *a;
+    double rmax;
+} dev_changes;
+
+static void dev_changes_free(dev_changes *c)
+{
+    dp_free(c->off);
+    dp_free(c->t);
+    dp_free(c->a);
+}
+
+static int dev_changes_build(prt *rt, dev_changes *c)
+{
+    ffj *f = rt->ff;
+    size_t n = rt->n;
+    *c = (dev_changes){dp_calloc(n + 1, sizeof *c->off), dp_calloc(f->nd + 1, sizeof *c->t),
+                       dp_calloc(f->nd + 1, sizeof *c->a), -INFINITY};
+    size_t *fill = dp_calloc(n, sizeof *fill);
+    if (!c->off || !c->t || !c->a || !fill) {
+        dp_free(fill);
+        return DP_ENOMEM;
+    }
+    for (size_t k = 0; k < f->nd; k++)
+        c->off[f->dv[k] + 1]++;
+    for (size_t d = 0; d < n; d++)
+        c->off[d + 1] += c->off[d];
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_ACT)
+            continue;
+        if (e->r > c->rmax)
+            c->rmax = e->r;
+        for (int32_t k = 0; k < e->n; k++) {
+            size_t d = (size_t)f->dv[e->d + k], at = c->off[d] + fill[d]++;
+            c->t[at] = e->r;
+            c->a[at] = e->a;
+        }
+    }
+    dp_free(fill);
+    return 0;
+}
+
+/* One epoch's activity changes (origin base), device by device: the
+ * arithmetic of set_act_at call for call (each accumulator is a device's
+ * own and sees its additions in the same order), without the journal's
+ * interleaving.  Only when no timeline record depends on the order across
+ * devices: no segment hook, histograms already (no exact segment appended
+ * in order, no switch to histograms) and no time in the epoch reaching
+ * the histograms' end (hist_fit, which merges every device's bins at
+ * once, has nothing to do).  0 when it cannot (replay in journal order). */
+static int replay_acts_by_device(prt *rt, const dev_changes *c, double base)
+{
+    timeline *tl = TL(rt);
+    if (segment_fn || !tl->coarse || base + c->rmax >= tl->res_s * TL_BINS)
+        return 0;
+    for (size_t d = 0; d < rt->n; d++) {
+        double *at = rt->act_time + d * RES_ACT_COUNT;
+        res_activity cur = rt->act[d];
+        double since = rt->act_since[d];
+        size_t k = c->off[d], end = c->off[d + 1];
+        if (d < tl->ndev) {
+            for (; k < end; k++) { /* hist_add's one-bin case inline */
+                double now = base + c->t[k];
+                at[cur] += now - since;
+                if (now > since && !hist_add_same_bin(tl, d, cur, since, now))
+                    hist_add(tl, d, cur, since, now);
+                cur = (res_activity)c->a[k];
+                since = now;
+            }
+        }
+        for (; k < end; k++) {
+            double now = base + c->t[k];
+            at[cur] += now - since;
+            cur = (res_activity)c->a[k];
+            since = now;
+        }
+        rt->act[d] = cur;
+        rt->act_since[d] = since;
+    }
+    return 1;
+}
+
 /* Replay the journal v[0, n) (one epoch of `span` engine seconds and `ev`
  * events) for every epoch left, each with its own base. */
 static void ff_replay(prt *rt, double span, uint64_t ev)
 {
     ffj *f = rt->ff;
     int first = rt->epoch;
+    ring_acc *acc;
+    size_t na;
+    if (ring_acc_build(rt, &acc, &na)) {
+        ring_acc_free(acc, na);
+        fail_oom(rt);
+        return;
+    }
+    dev_changes ch;
+    if (dev_changes_build(rt, &ch)) {
+        dev_changes_free(&ch);
+        ring_acc_free(acc, na);
+        fail_oom(rt);
+        return;
+    }
+    const int32_t *dv = f->dv;
     while (!rt->finished && !rt->failed) {
         double base = rt->base;
-        for (size_t i = 0; i < f->n && !rt->failed;) {
-            jent je;
-            i += junpack(f->v + i, &je);
-            const jent *e = &je;
+        int acts_done = replay_acts_by_device(rt, &ch, base);
+        for (size_t i = 0; i < f->n && !rt->failed; i++) {
+            const jent *e = &f->v[i];
             switch (e->kind) {
-            case J_ACT:
-                set_act_at(rt, (size_t)e->d, (res_activity)e->a, base + e->r);
+            case J_ACT: {
+                if (acts_done)
+                    break;
+                double t = base + e->r;
+                for (int32_t k = 0; k < e->n; k++)
+                    set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, t);
                 break;
+            }
             case J_CSTART:
                 busy_advance_to(rt, base + e->r);
                 TL(rt)->computing++;
@@ -1148,12 +1387,12 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
                 break;
             case J_RING:
-                coll_ring_account(rt, e->v1, e->n);
+                ring_acc_apply(rt, &acc[e->d]);
                 break;
             case J_COLL:
                 rt->coll_bytes[e->d] += e->v1;
-                rt->coll_busy_s[e->d] += e->v2;
-                rt->coll_recv_s[e->a] += e->v2;
+                rt->coll_busy_s[e->d] += e->r0;
+                rt->coll_recv_s[e->n] += e->r0;
                 break;
             default: /* J_EPOCH, the journal's last entry */
                 end_epoch_at(rt, base + e->r);
@@ -1163,6 +1402,8 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         rt->ff_events += ev;
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
     }
+    ring_acc_free(acc, na);
+    dev_changes_free(&ch);
     int last = rt->s->training.epochs;
     DP_LOG(LOG_POLICY, LOG_INFO, rt->base, "%s: fast_forward: epochs %d-%d repeat epoch %d", rt->r->policy,
            first, last, first - 1);
@@ -1198,8 +1439,9 @@ static int ff_boundary(prt *rt)
         return 0;
     }
     rt->base += span;
-    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && same_bits(span, f->span_prev) &&
-                  ev - f->ev0 == f->ev_prev && sn == f->st_n && memcmp(f->tmp, f->st, sn) == 0;
+    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
+                  same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
+                  memcmp(f->tmp, f->st, sn) == 0;
     if (repeats && ff_enabled) {
         /* v holds the epoch just ended; base is already the next one's origin */
         ff_replay(rt, span, ev - f->ev0);
@@ -1207,6 +1449,7 @@ static int ff_boundary(prt *rt)
     }
     f->prev_ok = whole;
     f->n_prev = whole ? f->n : 0;
+    f->nd_prev = whole ? f->nd : 0;
     f->span_prev = span;
     f->ev_prev = ev - f->ev0;
     unsigned char *t = f->st;
@@ -1217,6 +1460,8 @@ static int ff_boundary(prt *rt)
     f->tmp = t;
     f->tmp_cap = tc;
     f->n = 0;
+    f->nd = 0;
+    f->open = 0;
     f->n_ends = 0;
     f->match = 1;
     f->on = !f->dead;
