@@ -109,17 +109,25 @@ static void avg_done(prt *rt, void *ctx)
 }
 
 /* ---- sync: server ---- */
+
+/* v's model reached the server (phase 2) or v (phase 0); a device that
+ * waits for the forced average waits on. */
+static fl_state *transfer_done(fl_dev *v, int phase)
+{
+    fl_state *st = prt_state(v->rt);
+    if (st->forced)
+        prt_set_act(v->rt, v->d, RES_ACT_WAIT);
+    v->phase = phase;
+    return st;
+}
+
 static void on_download(void *ctx, uint64_t id)
 {
     (void)id;
     fl_dev *v = ctx;
-    prt *rt = v->rt;
-    fl_state *st = prt_state(rt);
-    if (st->forced)
-        prt_set_act(rt, v->d, RES_ACT_WAIT);
-    v->phase = 0;
+    fl_state *st = transfer_done(v, 0);
     if (++st->downloaded == st->dl_target)
-        avg_done(rt, NULL);
+        avg_done(v->rt, NULL);
 }
 
 static void averaged(prt *rt, void *ctx)
@@ -174,13 +182,9 @@ static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
     fl_dev *v = ctx;
-    prt *rt = v->rt;
-    fl_state *st = prt_state(rt);
-    if (st->forced)
-        prt_set_act(rt, v->d, RES_ACT_WAIT);
-    v->phase = 2;
+    fl_state *st = transfer_done(v, 2);
     if (++st->uploaded == st->n_avg)
-        aggregate(rt, st);
+        aggregate(v->rt, st);
 }
 
 /* Start an average of what every device accumulated.  Devices that are
