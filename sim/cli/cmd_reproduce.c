@@ -102,6 +102,25 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
+/* The related work's load balancers (--with-related). */
+enum { NREL = 4 };
+
+/* What cmd_reproduce holds, freed on every way out (any may be NULL): the
+ * four runs of the paper's table (DDP, DeepSpeed, C-ADP, DDP at 10 Gbit/s),
+ * the related work's, their scenarios, the database. */
+static void release(res_run *runs[4], res_run *rel[NREL], scn_scenario *s, scn_scenario *s10,
+                    scn_scenario *srel, store *st)
+{
+    for (int k = 0; k < 4; k++)
+        res_run_free(runs[k]);
+    for (int k = 0; k < NREL; k++)
+        res_run_free(rel[k]);
+    scn_free(srel);
+    scn_free(s10);
+    scn_free(s);
+    store_close(st);
+}
+
 int cmd_reproduce(int argc, char **argv)
 {
     repro_args a = {0};
@@ -150,7 +169,6 @@ int cmd_reproduce(int argc, char **argv)
     }
     double wall = cli_wall_s() - w0; /* of the paper's runs */
     /* Beyond the paper: the related work's load balancers, on DDP's settings. */
-    enum { NREL = 4 };
     static const char *const rel_names[NREL] = {"equal_finish", "dlb", "lbbsp", "lbb"};
     const policy_def *rk[NREL] = {0};
     res_run *rel[NREL] = {0};
@@ -190,14 +208,7 @@ int cmd_reproduce(int argc, char **argv)
         }
     }
     if (rc) {
-        for (int k = 0; k < 4; k++)
-            res_run_free(runs[k]);
-        for (int k = 0; k < NREL; k++)
-            res_run_free(rel[k]);
-        scn_free(srel);
-        scn_free(s10);
-        scn_free(s);
-        store_close(st);
+        release(runs, rel, s, s10, srel, st);
         return cli_fail(&err);
     }
     res_run *ddp = runs[0], *ds = runs[1], *cadp = runs[2], *ddp10 = runs[3];
@@ -403,13 +414,6 @@ int cmd_reproduce(int argc, char **argv)
             printf("plots: %s/table3-compare.png, %s/table3-flops.png, %s/table3-timeline-*.png\n", out, out,
                    out);
     }
-    for (int k = 0; k < 4; k++)
-        res_run_free(runs[k]);
-    for (int k = 0; k < NREL; k++)
-        res_run_free(rel[k]);
-    scn_free(srel);
-    scn_free(s10);
-    scn_free(s);
-    store_close(st);
+    release(runs, rel, s, s10, srel, st);
     return rc ? cli_fail(&err) : EXIT_OK;
 }
