@@ -240,29 +240,22 @@ int cmd_reproduce(int argc, char **argv)
     if (json) {
         json_buf *j = json_new();
         json_obj_begin(j);
-        json_key(j, "format");
-        json_str(j, "dpsim-table3");
-        json_key(j, "format_version");
-        json_int(j, 1);
-        json_key(j, "dpsim_version");
-        json_str(j, DPSIM_VERSION);
-        json_key(j, "scenario");
-        json_str(j, s->name);
+        json_key_str(j, "format", "dpsim-table3");
+        json_key_int(j, "format_version", 1);
+        json_key_str(j, "dpsim_version", DPSIM_VERSION);
+        json_key_str(j, "scenario", s->name);
         json_key(j, "figures");
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
             json_obj_begin(j);
-            json_key(j, "figure");
-            json_str(j, rows[k].figure);
+            json_key_str(j, "figure", rows[k].figure);
             json_key(j, "paper");
             if (isfinite(rows[k].paper))
                 json_num(j, rows[k].paper);
             else
                 json_null(j);
-            json_key(j, "simulated");
-            json_num(j, rows[k].sim);
-            json_key(j, "role");
-            json_str(j, rows[k].role);
+            json_key_num(j, "simulated", rows[k].sim);
+            json_key_str(j, "role", rows[k].role);
             json_obj_end(j);
         }
         json_arr_end(j);
@@ -270,12 +263,9 @@ int cmd_reproduce(int argc, char **argv)
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof heads / sizeof *heads; k++) {
             json_obj_begin(j);
-            json_key(j, "figure");
-            json_str(j, heads[k].figure);
-            json_key(j, "paper");
-            json_num(j, heads[k].paper);
-            json_key(j, "simulated");
-            json_num(j, heads[k].sim);
+            json_key_str(j, "figure", heads[k].figure);
+            json_key_num(j, "paper", heads[k].paper);
+            json_key_num(j, "simulated", heads[k].sim);
             json_obj_end(j);
         }
         json_arr_end(j);
