@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "policy/policy.h"
+#include "bench_common.h"
 
 #ifndef REPS
 #define REPS 5
@@ -40,27 +40,14 @@ static const char *SCN = "name: bench-lb-1000\n"
                          "  ddp: { collective: analytic }\n"
                          "  lbbsp: { collective: analytic }\n";
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_run(const scn_scenario *s, const char *name, uint64_t *events, double *ttotal)
 {
     double t[REPS];
     for (int k = 0; k < REPS; k++) {
         dp_err err = {0};
-        double t0 = now_s();
+        double t0 = bench_now_s();
         res_run *r = policy_run(policy_find(name), s, 1, &err);
-        t[k] = now_s() - t0;
+        t[k] = bench_now_s() - t0;
         if (!r) {
             fprintf(stderr, "bench_lb: %s: %s\n", name, err.msg);
             exit(2);
@@ -69,7 +56,7 @@ static double median_run(const scn_scenario *s, const char *name, uint64_t *even
         *ttotal = r->ttotal_s;
         res_run_free(r);
     }
-    qsort(t, REPS, sizeof *t, cmp);
+    qsort(t, REPS, sizeof *t, bench_cmp_double);
     return t[REPS / 2];
 }
 

@@ -9,22 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "net.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_common.h"
 
 static void build(size_t F, sim_engine **e, net **n)
 {
@@ -48,9 +35,9 @@ static int once(size_t F)
     sim_engine *e;
     net *n;
     build(F, &e, &n);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     sim_run(e, INFINITY);
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     printf("%zu flows through one NIC run to completion: %llu events, %llu reshares, %.3f s, last end at "
            "t = %.17g s\n",
            F, (unsigned long long)sim_events_run(e), (unsigned long long)net_reshares(n), dt, sim_now(e));
@@ -69,9 +56,9 @@ int main(int argc, char **argv)
         sim_engine *e;
         net *n;
         build(10000, &e, &n);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sim_run(e, INFINITY);
-        double dt = now_s() - t0;
+        double dt = bench_now_s() - t0;
         events = sim_events_run(e);
         reshares = net_reshares(n);
         rate[rep] = (double)events / dt;
@@ -79,8 +66,8 @@ int main(int argc, char **argv)
         net_free(n);
         sim_engine_free(e);
     }
-    qsort(rate, 5, sizeof *rate, cmp);
-    qsort(resh, 5, sizeof *resh, cmp);
+    qsort(rate, 5, sizeof *rate, bench_cmp_double);
+    qsort(resh, 5, sizeof *resh, bench_cmp_double);
     printf("10000 flows through one NIC, one ending per event: %llu events, %llu reshares; median %.0f "
            "events/s, "
            "%.3f ms per event\n",
@@ -95,14 +82,14 @@ int main(int argc, char **argv)
             build(F, &e, &n);
             net_reshare_now(n);
             int reps = (int)(2e6 / (double)F) + 1;
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int r = 0; r < reps; r++)
                 net_reshare_now(n);
-            t[rep] = (now_s() - t0) / reps;
+            t[rep] = (bench_now_s() - t0) / reps;
             net_free(n);
             sim_engine_free(e);
         }
-        qsort(t, 5, sizeof *t, cmp);
+        qsort(t, 5, sizeof *t, bench_cmp_double);
         printf("  F = %6zu: %8.3f ms per reshare, %.2f ns per F log2 F\n", F, 1e3 * t[2],
                1e9 * t[2] / ((double)F * log2((double)F)));
     }

@@ -19,30 +19,9 @@ REPS=${REPS:-3}
 REPS_RUN=${REPS_RUN:-1}
 G=${G:-100000}
 N=${N:-1000000}
-TIME=${TIME_BIN:-/usr/bin/time}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench_population.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-[ -x "$TIME" ] || { echo "bench_population: needs GNU time at $TIME (apt-get install time)" >&2; exit 2; }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                                             printf "median %.3g (min %.3g, max %.3g, %d reps)", m, v[1], v[NR], NR }'; }
-
-# bench NAME REPS CMD...: CPU and wall seconds, peak RSS.
-bench() {
-    local name=$1 reps=$2
-    shift 2
-    local cpu=() wall=() rss=()
-    for _ in $(seq 1 "$reps"); do
-        rm -f "$TMP/r.db"*
-        "$TIME" -f '%U %S %e %M' -o "$TMP/t" "$@" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; exit 1; }
-        read -r u s e m <"$TMP/t"
-        cpu+=("$(echo "$u + $s" | bc)") wall+=("$e") rss+=("$m")
-    done
-    echo "$name"
-    echo "  CPU s:   $(printf '%s\n' "${cpu[@]}" | median)"
-    echo "  wall s:  $(printf '%s\n' "${wall[@]}" | median)"
-    echo "  peak MB: $(printf '%s\n' "${rss[@]}" | awk '{ print $1 / 1024 }' | median)"
-}
+BENCH_NAME=bench_population
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_before_rep() { rm -f "$TMP/r.db"*; } # every stored run starts from an empty database
 
 HEAD='model: { params: 1000, flops_per_sample: 1e6 }
 dataset: { samples: 10000000, sample_bytes: 1KB }
@@ -64,23 +43,21 @@ bench "dpsim check, $G distinct groups in YAML" "$REPS" "$BIN" check "$TMP/group
 printf 'name: table\n%s\n  - from_csv: fleet.csv\n' "$HEAD" >"$TMP/table.yaml"
 bench "dpsim check, $G distinct groups in a CSV table" "$REPS" "$BIN" check "$TMP/table.yaml"
 
-printf 'name: drawn\n%s\n%s\n' "$HEAD" "  - name: phone
+# drawn NAME LINK: a scenario NAME.yaml of $N phones, lognormal batch times, links LINK.
+drawn() {
+    printf 'name: %s\n%s\n%s\n' "$1" "$HEAD" "  - name: phone
     count: $N
     seed: 7
     kind: cpu
     memory: 1GiB
     batch: 4
     batch_time: { lognormal: { median: 2.5s, sigma: 0.4 } }
-    link: { up: { uniform: [10Mbps, 100Mbps] }, down: { normal: { mean: 50Mbps, sd: 10Mbps } } }" >"$TMP/drawn.yaml"
+    link: $2" >"$TMP/$1.yaml"
+}
+
+drawn drawn '{ up: { uniform: [10Mbps, 100Mbps] }, down: { normal: { mean: 50Mbps, sd: 10Mbps } } }'
 bench "dpsim check, $N drawn devices" "$REPS" "$BIN" check "$TMP/drawn.yaml"
 
-printf 'name: drawn-bt\n%s\n%s\n' "$HEAD" "  - name: phone
-    count: $N
-    seed: 7
-    kind: cpu
-    memory: 1GiB
-    batch: 4
-    batch_time: { lognormal: { median: 2.5s, sigma: 0.4 } }
-    link: { up: 50Mbps, down: 50Mbps }" >"$TMP/drawn-bt.yaml"
+drawn drawn-bt '{ up: 50Mbps, down: 50Mbps }'
 bench "dpsim run --policy cadp --no-db, $N drawn devices" "$REPS_RUN" "$BIN" run "$TMP/drawn-bt.yaml" --policy cadp --no-db -q
 bench "dpsim run --policy cadp (stored), $N drawn devices" "$REPS_RUN" "$BIN" run "$TMP/drawn-bt.yaml" --policy cadp --db "$TMP/r.db" -q

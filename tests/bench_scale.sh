@@ -20,33 +20,12 @@ REPS=${REPS:-3}
 N=${N:-100000}
 G=${G:-40000}
 NF=${NF:-1000}
-TIME=${TIME_BIN:-/usr/bin/time}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench_scale.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-[ -x "$TIME" ] || { echo "bench_scale: needs GNU time at $TIME (apt-get install time)" >&2; exit 2; }
+BENCH_NAME=bench_scale
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 ((N >= 8)) || { echo "bench_scale: N must be at least 8" >&2; exit 2; }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                                             printf "median %.3g (min %.3g, max %.3g, %d reps)", m, v[1], v[NR], NR }'; }
-
-# bench NAME CMD...: REPS runs; CPU and wall seconds, peak RSS.
-bench() {
-    local name=$1
-    shift
-    local cpu=() wall=() rss=()
-    for _ in $(seq 1 "$REPS"); do
-        "$TIME" -f '%U %S %e %M' -o "$TMP/t" "$@" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; exit 1; }
-        read -r u s e m <"$TMP/t"
-        cpu+=("$(echo "$u + $s" | bc)") wall+=("$e") rss+=("$m")
-    done
-    echo "$name"
-    echo "  CPU s:   $(printf '%s\n' "${cpu[@]}" | median)"
-    echo "  wall s:  $(printf '%s\n' "${wall[@]}" | median)"
-    echo "  peak MB: $(printf '%s\n' "${rss[@]}" | awk '{ print $1 / 1024 }' | median)"
-}
-
 echo "bench_scale ($(nproc) cores, $("$BIN" --version))"
-bench "reproduce table3" "$BIN" reproduce table3 --out "$TMP/t3"
+bench "reproduce table3" "$REPS" "$BIN" reproduce table3 --out "$TMP/t3"
 
 # scaled N: the paper testbed's groups in its proportions, 100 samples each
 scaled() {
@@ -55,7 +34,7 @@ scaled() {
         --set devices.cpu4.count=$c4 --set devices.cpu16.count=$c16 --set devices.cpu8.count=$((n - g - c4 - c16))
 }
 # shellcheck disable=SC2046
-bench "ddp analytic, $N devices, 2 epochs" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
+bench "ddp analytic, $N devices, 2 epochs" "$REPS" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
     $(scaled "$N") --set policies.ddp.collective=analytic
 
 {
@@ -64,9 +43,9 @@ bench "ddp analytic, $N devices, 2 epochs" "$BIN" run "$SRC/scenarios/paper-test
     awk -v g="$G" 'BEGIN { for (i = 0; i < g; i++)
         printf "  - { name: d%d, kind: cpu, memory: 1GiB, batch: 4, batch_time: %.3fs, link: { up: 1Mbps, down: 1Mbps } }\n", i, 1 + (i % 997) / 1000 }'
 } >"$TMP/groups.yaml"
-bench "dpsim check, $G distinct groups" "$BIN" check "$TMP/groups.yaml"
+bench "dpsim check, $G distinct groups" "$REPS" "$BIN" check "$TMP/groups.yaml"
 # shellcheck disable=SC2046
-bench "ddp flows, $NF devices, 2 epochs" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
+bench "ddp flows, $NF devices, 2 epochs" "$REPS" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
     $(scaled "$NF") --set policies.ddp.collective=flows
-bench "paper testbed ddp flows, 50 epochs" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
+bench "paper testbed ddp flows, 50 epochs" "$REPS" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy ddp --no-db \
     --set policies.ddp.collective=flows

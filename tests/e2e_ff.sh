@@ -9,17 +9,7 @@
 #    fast-forwarded run gives the same numbers;
 #  - a world with noise never fast-forwards.
 set -uo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 # The fast_forward statistic, the only one these runs record, left out.
 strip_ff() { sed -E 's/,"stats":\[\{"name":"fast_forward","scope":"run","a":[0-9]+,"b":[0-9]+,"value":[0-9]+\}\]//g' "$1"; }
 
@@ -62,5 +52,4 @@ if "$BIN" rerun 1 --db "$T/r.db" >"$T/rerun" 2>&1; then ok; else bad "rerun of a
     >"$T/noise.json" 2>"$T/err" || bad "run (noise): $(head -c 300 "$T/err")"
 if grep -q fast_forward "$T/noise.json"; then bad "a world with noise fast-forwarded"; else ok; fi
 
-echo "e2e_ff: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_ff

@@ -5,29 +5,9 @@
 # table is simulated again from the database after the table is gone; the
 # same scenario draws the same devices in every process; bad tables exit 2
 # with FILE:LINE:COLUMN and the key.
-# Needs $DPSIM_BIN (the binary) and $DPSIM_SRC (the source root).
+# Needs $DPSIM_BIN (the binary); tests/e2e_lib.sh sets up the rest.
 set -euo pipefail
-BIN=${DPSIM_BIN:?}
-SRC=${DPSIM_SRC:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() {
-    echo "FAIL: $*" >&2
-    fail=$((fail + 1))
-}
-expect() { # expect CODE CMD...: output in $T/out, $T/err
-    local want=$1
-    shift
-    local got=0
-    "$@" >"$T/out" 2>"$T/err" || got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "exit $got (want $want): $* :: $(head -c 400 "$T/err")"; fi
-}
-has() { # has FILE TEXT
-    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 same() { # same FILE1 FILE2
     if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ: $(diff "$1" "$2" | head -c 400)"; fi
 }
@@ -88,5 +68,4 @@ has "$T/err" "t.csv:2:23: devices.x.link.down"
 expect 2 "$BIN" check "$SRC/scenarios/population.yaml" --set 'devices.phone.batch_time.lognormal.sigma=-1'
 has "$T/err" "override devices.phone.batch_time.lognormal.sigma=-1: devices.phone.batch_time.lognormal.sigma: must be >= 0 (got -1)"
 
-echo "e2e_population: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_done e2e_population

@@ -21,12 +21,7 @@
 #include "policy/policy.h"
 #include "policy/runtime.h"
 
-#define REL 1e-9
-#define expect_close(got, want)                                                                              \
-    do {                                                                                                     \
-        double g_ = (double)(got), w_ = (double)(want);                                                      \
-        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);       \
-    } while (0)
+#include "test_common.h"
 
 static const char *CRASH =
     "name: crash\n"
@@ -71,7 +66,6 @@ static const char *SITES = "name: sites\n"
 
 static const char *const LB[] = {"equal_finish", "dlb", "lbbsp", "lbb"};
 
-static long live0;
 static char dir[] = "/tmp/dpsim-fail-XXXXXX";
 static char path[256];
 
@@ -87,7 +81,7 @@ static void put(const char *name, const char *text)
 
 static void setup(void)
 {
-    live0 = dp_alloc_live();
+    leak_mark();
     cr_assert(mkdtemp(dir));
     put("crash.yaml", CRASH);
     put("sites.yaml", SITES);
@@ -111,7 +105,7 @@ static void teardown(void)
         remove(p);
     }
     rmdir(dir);
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leak_check();
 }
 TestSuite(fail, .init = setup, .fini = teardown);
 

@@ -60,6 +60,28 @@ Test(json, nested_object_and_array_get_commas)
     json_free(j);
 }
 
+Test(json, key_value_calls_write_a_member_each)
+{
+    json_buf *j = json_new();
+    json_obj_begin(j);
+    json_key_str(j, "s", "x");
+    json_key_str(j, "n", NULL);
+    json_key_num(j, "d", 0.5);
+    json_key_int(j, "i", -3);
+    json_key_bool(j, "b", 1);
+    json_obj_end(j);
+    cr_assert(json_ok(j));
+    cr_assert_str_eq(json_text(j), "{\"s\":\"x\",\"n\":null,\"d\":0.5,\"i\":-3,\"b\":true}");
+    json_free(j);
+    /* outside an object: the buffer fails, as json_key alone would make it */
+    j = json_new();
+    json_arr_begin(j);
+    json_key_int(j, "i", 1);
+    json_arr_end(j);
+    cr_assert(!json_ok(j));
+    json_free(j);
+}
+
 Test(json, int64_extremes)
 {
     json_buf *j = json_new();

@@ -4,12 +4,7 @@
 
 #include "net.h"
 
-#define REL 1e-9
-#define expect_close(got, want)                                                                              \
-    do {                                                                                                     \
-        double g_ = (double)(got), w_ = (double)(want);                                                      \
-        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);       \
-    } while (0)
+#include "test_common.h"
 
 typedef struct done_log {
     double t[64];
@@ -31,16 +26,7 @@ static void on_done(void *ctx, uint64_t id)
     t->lg->who[t->lg->n++] = t->tag;
 }
 
-static long live0;
-static void setup(void)
-{
-    live0 = dp_alloc_live();
-}
-static void teardown(void)
-{
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
-}
-TestSuite(net, .init = setup, .fini = teardown);
+TEST_SUITE_NO_LEAKS(net);
 
 typedef struct fixture {
     sim_engine *e;

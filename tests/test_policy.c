@@ -25,12 +25,7 @@
 #include "world.h"
 #include "slv.h"
 
-#define REL 1e-9
-#define expect_close(got, want)                                                                              \
-    do {                                                                                                     \
-        double g_ = (double)(got), w_ = (double)(want);                                                      \
-        cr_expect(fabs(g_ - w_) <= REL * fmax(1.0, fabs(w_)), "%s = %.17g, want %.17g", #got, g_, w_);       \
-    } while (0)
+#include "test_common.h"
 
 static const char *TWO = "name: two\n"
                          "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
@@ -46,24 +41,7 @@ static const char *TWO = "name: two\n"
                          "  ddp: { bucket: 4MiB, data: shard }\n"
                          "  deepspeed: { data: shard }\n";
 
-static long live0;
-static void setup(void)
-{
-    live0 = dp_alloc_live();
-}
-static void teardown(void)
-{
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
-}
-TestSuite(policy, .init = setup, .fini = teardown);
-
-static scn_scenario *load(const char *text, const scn_override *ov, size_t n)
-{
-    dp_err err = {0};
-    scn_scenario *s = scn_load_string("test.yaml", text, strlen(text), NULL, ov, n, &err);
-    cr_assert(s, "scenario: %s", err.msg);
-    return s;
-}
+TEST_SUITE_NO_LEAKS(policy);
 
 static res_run *run(const policy_def *k, const scn_scenario *s)
 {

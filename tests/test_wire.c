@@ -10,16 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long live0;
-static void setup(void)
-{
-    live0 = dp_alloc_live();
-}
-static void teardown(void)
-{
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
-}
-TestSuite(wire, .init = setup, .fini = teardown);
+#include "test_common.h"
+
+TEST_SUITE_NO_LEAKS(wire);
 
 static scn_scenario *tiny(const scn_override *ov, size_t n)
 {

@@ -335,3 +335,27 @@ int json_ok(const json_buf *j)
 {
     return j && !j->failed && j->depth == 0 && !j->after_key && j->top_done;
 }
+
+void json_key_str(json_buf *j, const char *key, const char *s)
+{
+    json_key(j, key);
+    json_str(j, s);
+}
+
+void json_key_num(json_buf *j, const char *key, double v)
+{
+    json_key(j, key);
+    json_num(j, v);
+}
+
+void json_key_int(json_buf *j, const char *key, int64_t v)
+{
+    json_key(j, key);
+    json_int(j, v);
+}
+
+void json_key_bool(json_buf *j, const char *key, int b)
+{
+    json_key(j, key);
+    json_bool(j, b);
+}

@@ -61,6 +61,11 @@ void json_num(json_buf *j, double v);
 void json_int(json_buf *j, int64_t v);
 void json_bool(json_buf *j, int b);
 void json_null(json_buf *j);
+/* An object member: json_key then the value, in one call. */
+void json_key_str(json_buf *j, const char *key, const char *s);
+void json_key_num(json_buf *j, const char *key, double v);
+void json_key_int(json_buf *j, const char *key, int64_t v);
+void json_key_bool(json_buf *j, const char *key, int b);
 /* A value that is already JSON text (e.g. a stored options_json object),
  * copied as is: the caller vouches that it is one valid JSON value (NULL or
  * "" writes null). */

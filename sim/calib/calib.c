@@ -245,7 +245,7 @@ static int parse_fit(const char *arg, param *p, dp_err *err)
 }
 
 static long calib_policy_slot(calib_problem *p, const char *name, int add, const char *opt, const char *arg,
-                         dp_err *err)
+                              dp_err *err)
 {
     for (size_t j = 0; j < p->n_policies; j++)
         if (!strcmp(p->policy_names[j], name))
@@ -824,14 +824,10 @@ char *calib_spec_json(const calib_problem *p)
         const param *q = &p->params[i];
         json_obj_begin(j);
         json_keys(j, q);
-        json_key(j, "lo");
-        json_num(j, q->lo);
-        json_key(j, "hi");
-        json_num(j, q->hi);
-        json_key(j, "unit");
-        json_str(j, q->unit);
-        json_key(j, "log");
-        json_bool(j, q->log);
+        json_key_num(j, "lo", q->lo);
+        json_key_num(j, "hi", q->hi);
+        json_key_str(j, "unit", q->unit);
+        json_key_bool(j, "log", q->log);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -840,14 +836,10 @@ char *calib_spec_json(const calib_problem *p)
     for (size_t k = 0; k < p->n_targets; k++) {
         const target *t = &p->targets[k];
         json_obj_begin(j);
-        json_key(j, "policy");
-        json_str(j, p->policy_names[t->policy]);
-        json_key(j, "metric");
-        json_str(j, metrics[t->metric].name);
-        json_key(j, "value");
-        json_num(j, t->value);
-        json_key(j, "weight");
-        json_num(j, t->weight);
+        json_key_str(j, "policy", p->policy_names[t->policy]);
+        json_key_str(j, "metric", metrics[t->metric].name);
+        json_key_num(j, "value", t->value);
+        json_key_num(j, "weight", t->weight);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -859,10 +851,8 @@ char *calib_spec_json(const calib_problem *p)
                 json_str(j, p->sets[i].text);
         json_arr_end(j);
     }
-    json_key(j, "starts");
-    json_int(j, p->starts);
-    json_key(j, "seed");
-    json_int(j, (int64_t)p->seed);
+    json_key_int(j, "starts", p->starts);
+    json_key_int(j, "seed", (int64_t)p->seed);
     json_obj_end(j);
     return json_take(j);
 }
@@ -877,15 +867,11 @@ char *calib_result_json(const calib_problem *p, const calib_result *r)
         char buf[64];
         json_obj_begin(j);
         json_keys(j, &p->params[i]);
-        json_key(j, "value");
-        json_num(j, r->value[i]);
+        json_key_num(j, "value", r->value[i]);
         value_text(&p->params[i], r->value[i], VALUE_DIGITS, buf, sizeof buf);
-        json_key(j, "text");
-        json_str(j, buf);
-        json_key(j, "at_bound");
-        json_int(j, r->at_bound[i]);
-        json_key(j, "undetermined");
-        json_bool(j, r->undetermined[i]);
+        json_key_str(j, "text", buf);
+        json_key_int(j, "at_bound", r->at_bound[i]);
+        json_key_bool(j, "undetermined", r->undetermined[i]);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -893,14 +879,10 @@ char *calib_result_json(const calib_problem *p, const calib_result *r)
     json_arr_begin(j);
     for (size_t k = 0; k < p->n_targets; k++) {
         json_obj_begin(j);
-        json_key(j, "label");
-        json_str(j, p->targets[k].label);
-        json_key(j, "wanted");
-        json_num(j, p->targets[k].value);
-        json_key(j, "fitted");
-        json_num(j, r->fitted[k]);
-        json_key(j, "ratio");
-        json_num(j, r->ratio[k]);
+        json_key_str(j, "label", p->targets[k].label);
+        json_key_num(j, "wanted", p->targets[k].value);
+        json_key_num(j, "fitted", r->fitted[k]);
+        json_key_num(j, "ratio", r->ratio[k]);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -913,12 +895,9 @@ char *calib_result_json(const calib_problem *p, const calib_result *r)
         json_arr_end(j);
     }
     json_arr_end(j);
-    json_key(j, "cost");
-    json_num(j, r->cost);
-    json_key(j, "evaluations");
-    json_int(j, r->evaluations);
-    json_key(j, "best_start");
-    json_int(j, r->best_start);
+    json_key_num(j, "cost", r->cost);
+    json_key_int(j, "evaluations", r->evaluations);
+    json_key_int(j, "best_start", r->best_start);
     json_obj_end(j);
     return json_take(j);
 }

@@ -102,6 +102,25 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
+/* The related work's load balancers (--with-related). */
+enum { NREL = 4 };
+
+/* What cmd_reproduce holds, freed on every way out (any may be NULL): the
+ * four runs of the paper's table (DDP, DeepSpeed, C-ADP, DDP at 10 Gbit/s),
+ * the related work's, their scenarios, the database. */
+static void release(res_run *runs[4], res_run *rel[NREL], scn_scenario *s, scn_scenario *s10,
+                    scn_scenario *srel, store *st)
+{
+    for (int k = 0; k < 4; k++)
+        res_run_free(runs[k]);
+    for (int k = 0; k < NREL; k++)
+        res_run_free(rel[k]);
+    scn_free(srel);
+    scn_free(s10);
+    scn_free(s);
+    store_close(st);
+}
+
 int cmd_reproduce(int argc, char **argv)
 {
     repro_args a = {0};
@@ -150,7 +169,6 @@ int cmd_reproduce(int argc, char **argv)
     }
     double wall = cli_wall_s() - w0; /* of the paper's runs */
     /* Beyond the paper: the related work's load balancers, on DDP's settings. */
-    enum { NREL = 4 };
     static const char *const rel_names[NREL] = {"equal_finish", "dlb", "lbbsp", "lbb"};
     const policy_def *rk[NREL] = {0};
     res_run *rel[NREL] = {0};
@@ -190,14 +208,7 @@ int cmd_reproduce(int argc, char **argv)
         }
     }
     if (rc) {
-        for (int k = 0; k < 4; k++)
-            res_run_free(runs[k]);
-        for (int k = 0; k < NREL; k++)
-            res_run_free(rel[k]);
-        scn_free(srel);
-        scn_free(s10);
-        scn_free(s);
-        store_close(st);
+        release(runs, rel, s, s10, srel, st);
         return cli_fail(&err);
     }
     res_run *ddp = runs[0], *ds = runs[1], *cadp = runs[2], *ddp10 = runs[3];
@@ -229,29 +240,22 @@ int cmd_reproduce(int argc, char **argv)
     if (json) {
         json_buf *j = json_new();
         json_obj_begin(j);
-        json_key(j, "format");
-        json_str(j, "dpsim-table3");
-        json_key(j, "format_version");
-        json_int(j, 1);
-        json_key(j, "dpsim_version");
-        json_str(j, DPSIM_VERSION);
-        json_key(j, "scenario");
-        json_str(j, s->name);
+        json_key_str(j, "format", "dpsim-table3");
+        json_key_int(j, "format_version", 1);
+        json_key_str(j, "dpsim_version", DPSIM_VERSION);
+        json_key_str(j, "scenario", s->name);
         json_key(j, "figures");
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
             json_obj_begin(j);
-            json_key(j, "figure");
-            json_str(j, rows[k].figure);
+            json_key_str(j, "figure", rows[k].figure);
             json_key(j, "paper");
             if (isfinite(rows[k].paper))
                 json_num(j, rows[k].paper);
             else
                 json_null(j);
-            json_key(j, "simulated");
-            json_num(j, rows[k].sim);
-            json_key(j, "role");
-            json_str(j, rows[k].role);
+            json_key_num(j, "simulated", rows[k].sim);
+            json_key_str(j, "role", rows[k].role);
             json_obj_end(j);
         }
         json_arr_end(j);
@@ -259,12 +263,9 @@ int cmd_reproduce(int argc, char **argv)
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof heads / sizeof *heads; k++) {
             json_obj_begin(j);
-            json_key(j, "figure");
-            json_str(j, heads[k].figure);
-            json_key(j, "paper");
-            json_num(j, heads[k].paper);
-            json_key(j, "simulated");
-            json_num(j, heads[k].sim);
+            json_key_str(j, "figure", heads[k].figure);
+            json_key_num(j, "paper", heads[k].paper);
+            json_key_num(j, "simulated", heads[k].sim);
             json_obj_end(j);
         }
         json_arr_end(j);
@@ -403,13 +404,6 @@ int cmd_reproduce(int argc, char **argv)
             printf("plots: %s/table3-compare.png, %s/table3-flops.png, %s/table3-timeline-*.png\n", out, out,
                    out);
     }
-    for (int k = 0; k < 4; k++)
-        res_run_free(runs[k]);
-    for (int k = 0; k < NREL; k++)
-        res_run_free(rel[k]);
-    scn_free(srel);
-    scn_free(s10);
-    scn_free(s);
-    store_close(st);
+    release(runs, rel, s, s10, srel, st);
     return rc ? cli_fail(&err) : EXIT_OK;
 }

@@ -43,14 +43,10 @@ void report_devices(FILE *out, const res_run *r)
 void report_json_begin(json_buf *j, const char *scenario)
 {
     json_obj_begin(j);
-    json_key(j, "format");
-    json_str(j, "dpsim-runs");
-    json_key(j, "format_version");
-    json_int(j, 1);
-    json_key(j, "dpsim_version");
-    json_str(j, DPSIM_VERSION);
-    json_key(j, "scenario");
-    json_str(j, scenario);
+    json_key_str(j, "format", "dpsim-runs");
+    json_key_int(j, "format_version", 1);
+    json_key_str(j, "dpsim_version", DPSIM_VERSION);
+    json_key_str(j, "scenario", scenario);
     json_key(j, "runs");
     json_arr_begin(j);
 }
@@ -64,26 +60,16 @@ void report_json_end(json_buf *j)
 void report_json_run(json_buf *j, const res_run *r, const char *const *overrides, size_t n_overrides)
 {
     json_obj_begin(j);
-    json_key(j, "policy");
-    json_str(j, r->policy);
-    json_key(j, "seed");
-    json_int(j, (int64_t)r->seed);
-    json_key(j, "tsend_s");
-    json_num(j, r->tsend_s);
-    json_key(j, "ttraining_s");
-    json_num(j, r->ttraining_s);
-    json_key(j, "ttotal_s");
-    json_num(j, r->ttotal_s);
-    json_key(j, "tflops");
-    json_num(j, r->tflops);
-    json_key(j, "utilization");
-    json_num(j, r->utilization);
-    json_key(j, "samples_processed");
-    json_num(j, r->samples_processed);
-    json_key(j, "bytes_total");
-    json_num(j, r->bytes_total);
-    json_key(j, "events");
-    json_int(j, (int64_t)r->events);
+    json_key_str(j, "policy", r->policy);
+    json_key_int(j, "seed", (int64_t)r->seed);
+    json_key_num(j, "tsend_s", r->tsend_s);
+    json_key_num(j, "ttraining_s", r->ttraining_s);
+    json_key_num(j, "ttotal_s", r->ttotal_s);
+    json_key_num(j, "tflops", r->tflops);
+    json_key_num(j, "utilization", r->utilization);
+    json_key_num(j, "samples_processed", r->samples_processed);
+    json_key_num(j, "bytes_total", r->bytes_total);
+    json_key_int(j, "events", (int64_t)r->events);
     json_key(j, "options"); /* the stored options text is a JSON object written by json.c */
     json_raw(j, r->options_json && r->options_json[0] ? r->options_json : "{}");
     json_key(j, "overrides");
@@ -96,30 +82,18 @@ void report_json_run(json_buf *j, const res_run *r, const char *const *overrides
     for (size_t d = 0; d < r->n_devices; d++) {
         const res_device *v = &r->devices[d];
         json_obj_begin(j);
-        json_key(j, "name");
-        json_str(j, v->name);
-        json_key(j, "group");
-        json_str(j, v->group);
-        json_key(j, "kind");
-        json_str(j, v->kind);
-        json_key(j, "samples");
-        json_int(j, v->samples);
-        json_key(j, "batches");
-        json_int(j, v->batches);
-        json_key(j, "compute_s");
-        json_num(j, v->compute_s);
-        json_key(j, "send_s");
-        json_num(j, v->send_s);
-        json_key(j, "recv_s");
-        json_num(j, v->recv_s);
-        json_key(j, "wait_s");
-        json_num(j, v->wait_s);
-        json_key(j, "bytes_sent");
-        json_num(j, v->bytes_sent);
-        json_key(j, "bytes_recv");
-        json_num(j, v->bytes_recv);
-        json_key(j, "data_ready_s");
-        json_num(j, v->data_ready_s);
+        json_key_str(j, "name", v->name);
+        json_key_str(j, "group", v->group);
+        json_key_str(j, "kind", v->kind);
+        json_key_int(j, "samples", v->samples);
+        json_key_int(j, "batches", v->batches);
+        json_key_num(j, "compute_s", v->compute_s);
+        json_key_num(j, "send_s", v->send_s);
+        json_key_num(j, "recv_s", v->recv_s);
+        json_key_num(j, "wait_s", v->wait_s);
+        json_key_num(j, "bytes_sent", v->bytes_sent);
+        json_key_num(j, "bytes_recv", v->bytes_recv);
+        json_key_num(j, "data_ready_s", v->data_ready_s);
         json_obj_end(j);
     }
     json_arr_end(j);
@@ -134,16 +108,11 @@ void report_json_run(json_buf *j, const res_run *r, const char *const *overrides
         for (size_t k = 0; k < r->n_stats; k++) {
             const res_stat *x = &r->stats[k];
             json_obj_begin(j);
-            json_key(j, "name");
-            json_str(j, x->name);
-            json_key(j, "scope");
-            json_str(j, res_scope_name(x->scope));
-            json_key(j, "a");
-            json_int(j, x->a);
-            json_key(j, "b");
-            json_int(j, x->b);
-            json_key(j, "value");
-            json_num(j, x->value);
+            json_key_str(j, "name", x->name);
+            json_key_str(j, "scope", res_scope_name(x->scope));
+            json_key_int(j, "a", x->a);
+            json_key_int(j, "b", x->b);
+            json_key_num(j, "value", x->value);
             json_obj_end(j);
         }
         json_arr_end(j);

@@ -508,6 +508,15 @@ int scni_file_contents(cv *c, const yt_node *fnode, const char *kp, const char *
 
 /* ---- the dynamic world ------------------------------------------------- */
 
+/* p (at key pk) is a pair of scalars, else an error "expected WHAT". */
+static int check_pair(cv *c, const yt_node *p, const char *pk, const char *what)
+{
+    char g[80];
+    if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR || p->items[1]->kind != YT_SCALAR)
+        return scni_fail(c, p, pk, "expected %s (got %s)", what, scni_got(p, g, sizeof g));
+    return 0;
+}
+
 /* `outages: [[start, end], ...]`: times, start < end, in order, disjoint. */
 static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o)
 {
@@ -529,10 +538,9 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
         const yt_node *p = l->items[i];
         char pk[340];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
-        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
-            p->items[1]->kind != YT_SCALAR)
-            return scni_fail(c, p, pk, "expected an interval [start, end] (got %s)",
-                             scni_got(p, g, sizeof g));
+        int bad = check_pair(c, p, pk, "an interval [start, end]");
+        if (bad)
+            return bad;
         double t[2];
         for (int k = 0; k < 2; k++) {
             dp_err e;
@@ -963,10 +971,9 @@ static int conv_table(cv *c, const yt_node *tb, const char *kp, scn_group *g)
         const yt_node *p = tb->items[i];
         char pk[400];
         snprintf(pk, sizeof pk, "%s[%zu]", kp, i);
-        if (p->kind != YT_SEQ || p->n != 2 || p->items[0]->kind != YT_SCALAR ||
-            p->items[1]->kind != YT_SCALAR)
-            return scni_fail(c, p, pk, "expected a point [batch, seconds] (got %s)",
-                             scni_got(p, gt, sizeof gt));
+        int bad = check_pair(c, p, pk, "a point [batch, seconds]");
+        if (bad)
+            return bad;
         double b, t;
         dp_err e;
         if (scn_parse_quantity(p->items[0]->text, SCN_UNIT_NUMBER, &b, &e))

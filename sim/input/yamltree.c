@@ -14,6 +14,7 @@
 #include "yamltree.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,26 +464,29 @@ yt_node *yt_root(const yt_doc *d)
     return d ? d->root : NULL;
 }
 
-yt_node *yt_get(const yt_node *m, const char *key)
+/* The index of `key` in map m, or -1 (not a map, or no such key).  Last
+ * wins, as in most YAML loaders; the scenario loader reports duplicates
+ * before it looks anything up. */
+static ptrdiff_t find_key(const yt_node *m, const char *key)
 {
     if (!m || m->kind != YT_MAP)
-        return NULL;
-    /* Last wins, as in most YAML loaders; the scenario loader reports
-     * duplicates before it looks anything up. */
+        return -1;
     for (size_t i = m->n; i-- > 0;)
         if (strcmp(m->keys[i]->text, key) == 0)
-            return m->items[i];
-    return NULL;
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+yt_node *yt_get(const yt_node *m, const char *key)
+{
+    ptrdiff_t i = find_key(m, key);
+    return i < 0 ? NULL : m->items[i];
 }
 
 yt_node *yt_get_key(const yt_node *m, const char *key)
 {
-    if (!m || m->kind != YT_MAP)
-        return NULL;
-    for (size_t i = m->n; i-- > 0;)
-        if (strcmp(m->keys[i]->text, key) == 0)
-            return m->keys[i];
-    return NULL;
+    ptrdiff_t i = find_key(m, key);
+    return i < 0 ? NULL : m->keys[i];
 }
 
 int yt_is_null(const yt_node *n)

@@ -206,8 +206,7 @@ static void maybe_epoch_end(prt *rt, aps_state *st)
 /* Device v is out of this epoch: inactive, its samples not started skipped. */
 static void drop_out(prt *rt, aps_state *st, aps_dev *v)
 {
-    st->skipped += prt_left(rt)[v->d];
-    prt_left(rt)[v->d] = 0;
+    st->skipped += cl_skip_left(rt, v->d);
     v->active = 0;
     v->phase = AP_IDLE;
     st->working--;
@@ -307,8 +306,7 @@ static int epoch_devices(prt *rt, aps_state *st)
         return 0;
     for (size_t d = 0; d < st->n; d++)
         if (!prt_device_up(rt, d)) {
-            st->skipped += prt_left(rt)[d];
-            prt_left(rt)[d] = 0;
+            st->skipped += cl_skip_left(rt, d);
         }
     return 1;
 }
@@ -316,33 +314,20 @@ static int epoch_devices(prt *rt, aps_state *st)
 /* Devices back without their shard receive it with the model (resent). */
 static int resend_lost_data(prt *rt, aps_state *st)
 {
-    size_t n = st->n;
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int rc = 0, any = 0;
-    if (!bytes || !skip || !ctx) {
-        rc = prt_fail(rt, DP_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t d = 0; d < n; d++) {
+    cl_resend r;
+    int rc = cl_resend_begin(rt, &r);
+    for (size_t d = 0; d < st->n && !rc; d++) {
         aps_dev *v = &st->dev[d];
-        skip[d] = !v->active || v->has_data;
-        ctx[d] = v;
-        if (!skip[d]) {
-            bytes[d] = (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
-            v->pulled = st->version;
-            v->phase = AP_PULL;
-            v->c0 = prt_compute_s(rt, d);
-            any = 1;
-        }
+        if (!v->active || v->has_data)
+            continue;
+        cl_resend_add(rt, &r, d, v, 0);
+        v->pulled = st->version;
+        v->phase = AP_PULL;
+        v->c0 = prt_compute_s(rt, d);
     }
-    if (any && prt_resend(rt, bytes, skip, on_resent, ctx))
-        rc = prt_fail(rt, DP_ENOMEM, "out of memory");
-done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
+    if (!rc)
+        rc = cl_resend_send(rt, &r, on_resent);
+    cl_resend_free(&r);
     return rc;
 }
 
@@ -383,7 +368,7 @@ static void aps_on_device(prt *rt, const void *opts, size_t d, int up)
             maybe_epoch_end(rt, st);
         return;
     }
-    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+    if (!cl_keeps_data(rt, d))
         v->has_data = 0;
     if (!v->active || v->phase == AP_QUEUED)
         return; /* idle, or its push is at the server (applied() drops it out) */

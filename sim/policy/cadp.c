@@ -566,6 +566,32 @@ static double projected(prt *rt, const cadp_dev *cd)
 
 static void on_extra_data(void *ctx, uint64_t id);
 
+/* spread()'s inputs and output, one slot per device, zeroed. */
+typedef struct spread_buf {
+    char *cand;
+    double *busy;
+    int64_t *extra;
+} spread_buf;
+
+/* 0, or DP_ENOMEM (the run failed); spread_buf_free in every case. */
+static int spread_buf_new(prt *rt, spread_buf *b)
+{
+    size_t n = prt_n(rt);
+    b->cand = dp_calloc(n, 1);
+    b->busy = dp_calloc(n, sizeof *b->busy);
+    b->extra = dp_calloc(n, sizeof *b->extra);
+    if (!b->cand || !b->busy || !b->extra)
+        return prt_fail(rt, DP_ENOMEM, "out of memory");
+    return 0;
+}
+
+static void spread_buf_free(spread_buf *b)
+{
+    dp_free(b->cand);
+    dp_free(b->busy);
+    dp_free(b->extra);
+}
+
 /* Give `u` samples to the devices with cand[d], one batch at a time to the
  * one that would finish it first (ties: the lower index); extra[d] gets
  * each share.  Greedy by batch is the exact min-max here (every device's
@@ -658,28 +684,22 @@ static void reassign(prt *rt, int64_t u)
 {
     cadp_state *st = prt_state(rt);
     size_t n = prt_n(rt);
-    char *cand = dp_calloc(n, 1);
-    double *busy = dp_calloc(n, sizeof *busy);
-    int64_t *extra = dp_calloc(n, sizeof *extra);
-    if (!cand || !busy || !extra) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    spread_buf b;
+    if (spread_buf_new(rt, &b))
         goto done;
-    }
     for (size_t d = 0; d < n; d++) {
-        cand[d] = (char)st->dev[d].active;
-        busy[d] = st->dev[d].active ? projected(rt, &st->dev[d]) : 0;
+        b.cand[d] = (char)st->dev[d].active;
+        b.busy[d] = st->dev[d].active ? projected(rt, &st->dev[d]) : 0;
     }
-    if (spread(rt, u, cand, busy, extra) < 0) {
+    if (spread(rt, u, b.cand, b.busy, b.extra) < 0) {
         orphaned(rt, u); /* nobody left */
         goto done;
     }
     for (size_t d = 0; d < n && !prt_failed(rt); d++)
-        if (extra[d] > 0)
-            send_extra(rt, &st->dev[d], extra[d]);
+        if (b.extra[d] > 0)
+            send_extra(rt, &st->dev[d], b.extra[d]);
 done:
-    dp_free(cand);
-    dp_free(busy);
-    dp_free(extra);
+    spread_buf_free(&b);
 }
 
 static void fl_ready(void *ctx, uint64_t id)
@@ -733,13 +753,9 @@ static void fl_plan_epoch(prt *rt)
     int64_t u = st->orphan;
     st->orphan = 0;
     st->parts = 0;
-    char *cand = dp_calloc(n, 1);
-    double *busy = dp_calloc(n, sizeof *busy);
-    int64_t *extra = dp_calloc(n, sizeof *extra);
-    if (!cand || !busy || !extra) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    spread_buf b;
+    if (spread_buf_new(rt, &b))
         goto done;
-    }
     for (size_t d = 0; d < n; d++) {
         st->dev[d].active = 0;
         prt_share(rt)[d] = 0;
@@ -750,25 +766,23 @@ static void fl_plan_epoch(prt *rt)
             u += st->alloc[d];
             continue;
         }
-        cand[d] = 1;
+        b.cand[d] = 1;
         int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
-        busy[d] = (double)((st->alloc[d] + bs - 1) / bs) * batch_cost(rt, d);
+        b.busy[d] = (double)((st->alloc[d] + bs - 1) / bs) * batch_cost(rt, d);
     }
-    if (u > 0 && spread(rt, u, cand, busy, extra) < 0) {
+    if (u > 0 && spread(rt, u, b.cand, b.busy, b.extra) < 0) {
         orphaned(rt, u); /* every participant is down */
         goto done;
     }
     for (size_t d = 0; d < n && !prt_failed(rt); d++) {
-        if (!cand[d])
+        if (!b.cand[d])
             continue;
         fl_join(rt, &st->dev[d], st->alloc[d], 1);
-        if (extra[d] > 0)
-            send_extra(rt, &st->dev[d], extra[d]);
+        if (b.extra[d] > 0)
+            send_extra(rt, &st->dev[d], b.extra[d]);
     }
 done:
-    dp_free(cand);
-    dp_free(busy);
-    dp_free(extra);
+    spread_buf_free(&b);
 }
 
 static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)

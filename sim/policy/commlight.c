@@ -222,3 +222,52 @@ double cl_aggregate_s(const prt *rt, double models)
     const scn_scenario *s = prt_scn(rt);
     return isfinite(s->server.aggregate_Bps) ? models * s->model.model_bytes / s->server.aggregate_Bps : 0;
 }
+
+int cl_resend_begin(prt *rt, cl_resend *r)
+{
+    size_t n = prt_n(rt);
+    r->bytes = dp_calloc(n, sizeof *r->bytes);
+    r->skip = dp_calloc(n, sizeof *r->skip);
+    r->ctx = dp_calloc(n, sizeof *r->ctx);
+    r->any = 0;
+    if (!r->bytes || !r->skip || !r->ctx)
+        return prt_fail(rt, DP_ENOMEM, "out of memory");
+    for (size_t d = 0; d < n; d++)
+        r->skip[d] = 1;
+    return 0;
+}
+
+void cl_resend_add(prt *rt, cl_resend *r, size_t d, void *ctx, int has_data)
+{
+    r->skip[d] = 0;
+    r->ctx[d] = ctx;
+    r->bytes[d] = has_data ? 0 : (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
+    r->any = 1;
+}
+
+int cl_resend_send(prt *rt, cl_resend *r, prt_fn done)
+{
+    if (r->any && prt_resend(rt, r->bytes, r->skip, done, r->ctx))
+        return prt_fail(rt, DP_ENOMEM, "out of memory");
+    return 0;
+}
+
+void cl_resend_free(cl_resend *r)
+{
+    dp_free(r->bytes);
+    dp_free(r->skip);
+    dp_free(r->ctx);
+}
+
+int64_t cl_skip_left(prt *rt, size_t d)
+{
+    int64_t left = prt_left(rt)[d];
+    prt_left(rt)[d] = 0;
+    return left;
+}
+
+int cl_keeps_data(const prt *rt, size_t d)
+{
+    const scn_scenario *s = prt_scn(rt);
+    return s->groups[s->devices[d].group].avail.data_persists;
+}

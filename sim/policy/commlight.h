@@ -78,6 +78,32 @@ int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts
  * for a return); if none can return either, the run fails (exit 1) naming
  * the last device down and when. */
 int cl_none_up(prt *rt, const size_t *parts, size_t n);
+/* Worlds with failures: devices back receive the model again, and their
+ * shard if they lost it (prt_resend).  Fill with cl_resend_add, then
+ * cl_resend_send; cl_resend_free in every case (also after a failed
+ * cl_resend_begin). */
+typedef struct cl_resend {
+    double *bytes; /* per device: shard bytes to send (0: the model only) */
+    int *skip;     /* per device: 1 unless added */
+    void **ctx;    /* per device: on_ready's context */
+    int any;       /* some device added */
+} cl_resend;
+/* 0, or DP_ENOMEM (the run failed, "out of memory"). */
+int cl_resend_begin(prt *rt, cl_resend *r);
+/* Device d receives the model, and its shard (share x sample bytes) unless
+ * has_data; done(rt, ctx) runs when it holds them. */
+void cl_resend_add(prt *rt, cl_resend *r, size_t d, void *ctx, int has_data);
+/* Start the transfers of the devices added (none: nothing).  0, or
+ * DP_ENOMEM (the run failed). */
+int cl_resend_send(prt *rt, cl_resend *r, prt_fn done);
+void cl_resend_free(cl_resend *r);
+
+/* A device down or out for the rest of the epoch: its samples not started
+ * are skipped (prt_left zeroed).  Returns how many. */
+int64_t cl_skip_left(prt *rt, size_t d);
+/* Device d just went down: 1 if it keeps its shard (data_persists). */
+int cl_keeps_data(const prt *rt, size_t d);
+
 /* Seconds the server takes to average `models` models (0 at an unlimited
  * aggregate rate). */
 double cl_aggregate_s(const prt *rt, double models);

@@ -109,17 +109,25 @@ static void avg_done(prt *rt, void *ctx)
 }
 
 /* ---- sync: server ---- */
+
+/* v's model reached the server (phase 2) or v (phase 0); a device that
+ * waits for the forced average waits on. */
+static fl_state *transfer_done(fl_dev *v, int phase)
+{
+    fl_state *st = prt_state(v->rt);
+    if (st->forced)
+        prt_set_act(v->rt, v->d, RES_ACT_WAIT);
+    v->phase = phase;
+    return st;
+}
+
 static void on_download(void *ctx, uint64_t id)
 {
     (void)id;
     fl_dev *v = ctx;
-    prt *rt = v->rt;
-    fl_state *st = prt_state(rt);
-    if (st->forced)
-        prt_set_act(rt, v->d, RES_ACT_WAIT);
-    v->phase = 0;
+    fl_state *st = transfer_done(v, 0);
     if (++st->downloaded == st->dl_target)
-        avg_done(rt, NULL);
+        avg_done(v->rt, NULL);
 }
 
 static void averaged(prt *rt, void *ctx)
@@ -174,13 +182,9 @@ static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
     fl_dev *v = ctx;
-    prt *rt = v->rt;
-    fl_state *st = prt_state(rt);
-    if (st->forced)
-        prt_set_act(rt, v->d, RES_ACT_WAIT);
-    v->phase = 2;
+    fl_state *st = transfer_done(v, 2);
     if (++st->uploaded == st->n_avg)
-        aggregate(rt, st);
+        aggregate(v->rt, st);
 }
 
 /* Start an average of what every device accumulated.  Devices that are
@@ -313,31 +317,19 @@ static void on_rejoined(prt *rt, void *ctx)
  * if they lost it): resent bytes. */
 static void rejoin(prt *rt, fl_state *st)
 {
-    size_t n = prt_n(rt);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    int any = 0;
-    if (!bytes || !skip || !ctx) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_resend r;
+    if (cl_resend_begin(rt, &r))
         goto done;
-    }
-    for (size_t d = 0; d < n; d++) {
+    for (size_t d = 0; d < prt_n(rt); d++) {
         fl_dev *v = &st->dev[d];
-        skip[d] = !v->back || !prt_device_up(rt, d);
-        ctx[d] = v;
-        if (skip[d])
+        if (!v->back || !prt_device_up(rt, d))
             continue;
         v->back = 0; /* once: the transfer is under way */
-        bytes[d] = v->has_data ? 0 : (double)prt_share(rt)[d] * prt_scn(rt)->dataset.sample_bytes;
-        any = 1;
+        cl_resend_add(rt, &r, d, v, v->has_data);
     }
-    if (any && prt_resend(rt, bytes, skip, on_rejoined, ctx))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_resend_send(rt, &r, on_rejoined);
 done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
+    cl_resend_free(&r);
 }
 
 /* 1 if no participant is up: the job waits for a return (st->waiting =
@@ -364,8 +356,7 @@ static void epoch_start(prt *rt, fl_state *st)
         for (size_t i = 0; i < st->n_parts; i++) {
             fl_dev *v = &st->dev[st->parts[i]];
             if (!prt_device_up(rt, v->d)) {
-                st->skipped += prt_left(rt)[v->d];
-                prt_left(rt)[v->d] = 0;
+                st->skipped += cl_skip_left(rt, v->d);
                 v->exh = 1;
                 st->exhausted++;
             }
@@ -389,8 +380,7 @@ static void went_down(prt *rt, fl_state *st, fl_dev *v)
     int avg_loses = v->in_avg && (st->o.sync == FL_SYNC_RING || v->phase == 1);
     v->in = 0;
     prt_add_lost_s(rt, prt_compute_s(rt, v->d) - (avg_loses ? v->c_prev : v->c_last));
-    st->skipped += prt_left(rt)[v->d];
-    prt_left(rt)[v->d] = 0;
+    st->skipped += cl_skip_left(rt, v->d);
     v->acc_steps = v->acc_samples = 0;
     if (v->in_avg && st->inflight) {
         if (avg_loses) {
@@ -441,13 +431,12 @@ static void fl_on_device(prt *rt, const void *opts, size_t d, int up)
         return;
     }
     v->back = 0;
-    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+    if (!cl_keeps_data(rt, d))
         v->has_data = 0;
     if (v->in) {
         went_down(rt, st, v);
     } else if (!v->exh) { /* it was receiving the model to rejoin: its epoch is skipped */
-        st->skipped += prt_left(rt)[d];
-        prt_left(rt)[d] = 0;
+        st->skipped += cl_skip_left(rt, d);
         exhaust(rt, st, v);
     }
 }

@@ -442,19 +442,12 @@ static void lose_work(prt *rt, hi_dev *v)
 static void next_round(prt *rt, hi_state *st)
 {
     size_t n = prt_n(rt);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    if (!bytes || !skip || !ctx) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_resend r;
+    if (cl_resend_begin(rt, &r))
         goto done;
-    }
     reset_round(st, n);
     st->waiting = 0;
     size_t up = 0;
-    int resend = 0;
-    for (size_t d = 0; d < n; d++)
-        skip[d] = 1;
     for (size_t k = 0; k < st->n_sites; k++) {
         hi_site *s = &st->site[k];
         s->n_in = 0;
@@ -462,30 +455,22 @@ static void next_round(prt *rt, hi_state *st)
             hi_dev *v = &st->dev[s->members[i]];
             v->in = prt_device_up(rt, v->d);
             if (!v->in) {
-                st->skipped += prt_left(rt)[v->d];
-                prt_left(rt)[v->d] = 0;
+                st->skipped += cl_skip_left(rt, v->d);
                 continue;
             }
             s->n_in++;
             up++;
             v->c0 = prt_compute_s(rt, v->d);
-            if (v->back) {
-                skip[v->d] = 0;
-                ctx[v->d] = v;
-                bytes[v->d] =
-                    v->has_data ? 0 : (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
-                resend = 1;
-            }
+            if (v->back)
+                cl_resend_add(rt, &r, v->d, v, v->has_data);
         }
     }
     if (up == 0) {
         st->waiting = cl_none_up(rt, st->all, st->n_parts);
         goto done;
     }
-    if (resend && prt_resend(rt, bytes, skip, on_ready, ctx)) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    if (cl_resend_send(rt, &r, on_ready))
         goto done;
-    }
     for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
         for (size_t i = 0; i < st->site[k].m; i++) {
             hi_dev *v = &st->dev[st->site[k].members[i]];
@@ -493,9 +478,7 @@ static void next_round(prt *rt, hi_state *st)
                 begin_round(rt, v);
         }
 done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
+    cl_resend_free(&r);
 }
 
 /* Site s's work is in a model that outlives it: the WAN average exists, or
@@ -513,8 +496,7 @@ static void went_down(prt *rt, hi_state *st, hi_dev *v)
     int leader = st->g != G_LOCAL && s->leader == v->d;
     v->in = 0;
     s->n_in--;
-    st->skipped += prt_left(rt)[v->d];
-    prt_left(rt)[v->d] = 0;
+    st->skipped += cl_skip_left(rt, v->d);
     if (v->arrived) {
         v->arrived = 0;
         s->arrived--;
@@ -596,7 +578,7 @@ static void hi_on_device(prt *rt, const void *opts, size_t d, int up)
         return;
     }
     v->back = 0;
-    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+    if (!cl_keeps_data(rt, d))
         v->has_data = 0;
     if (v->in)
         went_down(rt, st, v);

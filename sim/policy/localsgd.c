@@ -288,8 +288,7 @@ static void leave_round(prt *rt, ls_state *st, ls_dev *v)
     v->in = 0;
     st->n_in--;
     prt_add_lost_s(rt, prt_compute_s(rt, v->d) - v->c0);
-    st->skipped += prt_left(rt)[v->d];
-    prt_left(rt)[v->d] = 0;
+    st->skipped += cl_skip_left(rt, v->d);
     v->samples = 0;
     if (v->arrived) {
         v->arrived = 0;
@@ -306,51 +305,34 @@ static void next_round(prt *rt, ls_state *st)
         start_round(rt, st);
         return;
     }
-    size_t n = prt_n(rt);
-    double *bytes = dp_calloc(n, sizeof *bytes);
-    int *skip = dp_calloc(n, sizeof *skip);
-    void **ctx = dp_calloc(n, sizeof *ctx);
-    if (!bytes || !skip || !ctx) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_resend r;
+    if (cl_resend_begin(rt, &r))
         goto done;
-    }
     st->n_in = 0;
     st->waiting = 0;
     st->syncing = 0;
-    int resend = 0;
-    for (size_t d = 0; d < n; d++)
-        skip[d] = 1;
     for (size_t i = 0; i < st->n_parts; i++) {
         ls_dev *v = &st->dev[st->parts[i]];
         v->arrived = 0;
         v->in = prt_device_up(rt, v->d);
         if (!v->in) {
-            st->skipped += prt_left(rt)[v->d];
-            prt_left(rt)[v->d] = 0;
+            st->skipped += cl_skip_left(rt, v->d);
             continue;
         }
         st->n_in++;
         v->c0 = prt_compute_s(rt, v->d);
-        if (v->back) {
-            skip[v->d] = 0;
-            ctx[v->d] = v;
-            bytes[v->d] = v->has_data ? 0 : (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
-            resend = 1;
-        }
+        if (v->back)
+            cl_resend_add(rt, &r, v->d, v, v->has_data);
     }
     if (st->n_in == 0) { /* nobody up: wait for a return (or the run failed) */
         st->waiting = cl_none_up(rt, st->parts, st->n_parts);
         goto done;
     }
-    if (resend && prt_resend(rt, bytes, skip, on_ready, ctx)) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    if (cl_resend_send(rt, &r, on_ready))
         goto done;
-    }
     start_round(rt, st);
 done:
-    dp_free(bytes);
-    dp_free(skip);
-    dp_free(ctx);
+    cl_resend_free(&r);
 }
 
 static void ls_on_device(prt *rt, const void *opts, size_t d, int up)
@@ -367,7 +349,7 @@ static void ls_on_device(prt *rt, const void *opts, size_t d, int up)
         return;
     }
     v->back = 0;
-    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+    if (!cl_keeps_data(rt, d))
         v->has_data = 0;
     if (!v->in)
         return;

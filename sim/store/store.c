@@ -624,6 +624,27 @@ static int begin_write(store *st, const char *what, const char *name, const char
     return scenario_id(st, name, text, hash, created_at, scn, err);
 }
 
+/* End a write begun by begin_write: commit if e is 0; roll back if e is
+ * not, or if the commit fails (`what`: "committing the run", ...).
+ * Returns e, or the commit's error. */
+static int end_write(store *st, int e, const char *what, dp_err *err)
+{
+    int rc;
+    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
+        e = store_sql_fail(st, rc, what, err);
+    if (e)
+        rollback(st);
+    return e;
+}
+
+/* A scenario to store needs its name and text (its identity). */
+static int check_scenario(const store *st, const scn_scenario *s, dp_err *err)
+{
+    if (!s->name || !s->text)
+        return dp_err_set(err, DP_EINPUT, "%s: scenario without %s", st->path, s->name ? "text" : "name");
+    return 0;
+}
+
 /* Bind ?1..?5 to a sweep point's identity (the runs_point index's columns). */
 static void bind_point_key(sqlite3_stmt *s, int64_t sweep_id, const char *point_json, const char *policy,
                            uint64_t seed, const char *version)
@@ -961,8 +982,8 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         e = check_strings(st, overrides, n_overrides, version, started_at, err);
     if (!e)
         e = check_run(st, r, err);
-    if (!e && (!s->name || !s->text))
-        e = dp_err_set(err, DP_EINPUT, "%s: scenario without %s", st->path, s->name ? "text" : "name");
+    if (!e)
+        e = check_scenario(st, s, err);
     if (e)
         return e;
     char *ov = overrides_json(overrides, n_overrides, st, err);
@@ -990,7 +1011,6 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
                  .wall_s = r->wall_s,
                  .sweep_id = sweep_id,
                  .r = r};
-    int rc;
     e = begin_write(st, "a run", s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, r->policy, r->seed, version, err);
@@ -1000,10 +1020,7 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         e = insert_children(st, id, r, fail_at, err);
     if (!e)
         e = insert_files(st, id, s, err);
-    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = store_sql_fail(st, rc, "committing the run", err);
-    if (e)
-        rollback(st);
+    e = end_write(st, e, "committing the run", err);
     dp_free(ov);
     if (!e && run_id)
         *run_id = id;
@@ -1040,17 +1057,13 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                  .wall_s = 0.0,
                  .sweep_id = sweep_id,
                  .r = NULL};
-    int rc;
     e = begin_write(st, "a failed run", scenario_name, scenario_text ? scenario_text : "", text_hash,
                     started_at, &w.scenario_id, err);
     if (!e)
         e = drop_failed_point(st, sweep_id, point_json, policy, seed, version, err);
     if (!e)
         e = insert_run(st, &w, &id, err);
-    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = store_sql_fail(st, rc, "committing the failed run", err);
-    if (e)
-        rollback(st);
+    e = end_write(st, e, "committing the failed run", err);
     dp_free(ov);
     if (!e && run_id)
         *run_id = id;
@@ -1064,8 +1077,8 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
     if (!st || !s || !spec_json || !result_json || !version || !started_at)
         return dp_err_set(err, DP_EINPUT, "store_put_calibration: missing argument");
     int e = check_writable(st, err);
-    if (!e && (!s->name || !s->text))
-        e = dp_err_set(err, DP_EINPUT, "%s: scenario without %s", st->path, s->name ? "text" : "name");
+    if (!e)
+        e = check_scenario(st, s, err);
     if (e)
         return e;
     int64_t scn = 0;
@@ -1094,11 +1107,8 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
             e = store_sql_fail(st, rc, "storing the calibration", err);
     }
     sqlite3_finalize(q);
-    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = store_sql_fail(st, rc, "committing the calibration", err);
-    if (e)
-        rollback(st);
-    else if (id)
+    e = end_write(st, e, "committing the calibration", err);
+    if (!e && id)
         *id = sqlite3_last_insert_rowid(st->db);
     return e;
 }
@@ -1665,9 +1675,9 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
 {
     if (!st || !s || !spec_json || !sweep_id)
         return dp_err_set(err, DP_EINPUT, "store_sweep_get_or_create: NULL argument");
-    if (!s->name || !s->text)
-        return dp_err_set(err, DP_EINPUT, "%s: scenario without %s", st->path, s->name ? "text" : "name");
-    int e = check_writable(st, err);
+    int e = check_scenario(st, s, err);
+    if (!e)
+        e = check_writable(st, err);
     if (e)
         return e;
     int64_t scn = 0, id = 0, id_scn = 0;
@@ -1708,18 +1718,15 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
                        "%s: sweep %" PRId64 " with this spec was stored for scenario %" PRId64
                        ", not for '%s' (scenario %" PRId64 "); include the scenario hash in the spec",
                        st->path, id, id_scn, s->name, scn);
-    if (!e && (rc = exec(st, "COMMIT")) != SQLITE_OK)
-        e = store_sql_fail(st, rc, "committing the sweep", err);
-    if (e) {
-        rollback(st);
+    if ((e = end_write(st, e, "committing the sweep", err)))
         return e;
-    }
     *sweep_id = id;
     return 0;
 }
 
-int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
-                        const char *version, int *done, double *ttotal_s, char *msg, size_t msg_cap, dp_err *err)
+int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy,
+                        uint64_t seed, const char *version, int *done, double *ttotal_s, char *msg,
+                        size_t msg_cap, dp_err *err)
 {
     if (!st || !policy || !version || !done)
         return dp_err_set(err, DP_EINPUT, "store_point_outcome: NULL argument");
@@ -1729,10 +1736,11 @@ int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, con
     if (msg && msg_cap)
         msg[0] = '\0';
     sqlite3_stmt *s;
-    int e = store_sql_prepare(st,
-                              "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json IS ?2"
-                              " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
-                              &s, "checking a sweep point", err);
+    int e = store_sql_prepare(
+        st,
+        "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json IS ?2"
+        " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
+        &s, "checking a sweep point", err);
     if (e)
         return e;
     bind_point_key(s, sweep_id, point_json, policy, seed, version);

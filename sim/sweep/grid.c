@@ -471,8 +471,7 @@ char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_
     snprintf(hex, sizeof hex, "%016" PRIx64, scenario_hash);
     json_buf *j = json_new();
     json_obj_begin(j);
-    json_key(j, "scenario_hash");
-    json_str(j, hex);
+    json_key_str(j, "scenario_hash", hex);
     json_key(j, "vary");
     json_arr_begin(j);
     for (size_t a = 0; a < g->n_axes; a++) {
@@ -491,8 +490,7 @@ char *sweep_spec_json(const sweep_grid *g, uint64_t scenario_hash, const policy_
                 break;
             }
     json_arr_end(j);
-    json_key(j, "seeds");
-    json_int(j, seeds);
+    json_key_int(j, "seeds", seeds);
     json_obj_end(j);
     char *s = json_ok(j) ? dp_strdup(json_text(j)) : NULL;
     json_free(j);
