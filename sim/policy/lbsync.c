@@ -745,7 +745,7 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }
-    st->hooks = (sync_hooks){hk_split, hk_plan, hk_batch, hk_compute, hk_synced, st, hk_restart};
+    st->hooks = (sync_hooks){hk_split, hk_plan, hk_batch, hk_compute, hk_synced, st, hk_restart, NULL};
     sync_cfg cfg = {
         .micro_per_sync = 1,
         .overlap = o->overlap,

@@ -350,6 +350,15 @@ struct sync_hooks {
      * device holds now (0 after a failure that lost its data).  0, or the
      * run failed (prt_fail). */
     int (*restart)(prt *rt, const char *members, const int64_t *held, void *ctx);
+    /* A policy with a step loop of its own (ZeRO stage 3; may be NULL):
+     * every group start (the first, after each step, after a restart)
+     * calls step instead of sync.c's micro-steps and buckets (then
+     * batch/compute may be NULL and the cfg's overlap must be 0).  The
+     * policy runs one step among the members (sync_coll for its
+     * collectives, prt_left for its samples) and, when done, moves on with
+     * sync_next or, at an epoch boundary, sync_next_epoch.  A restart
+     * abandons the step in flight (prt_abort) and calls step anew. */
+    void (*step)(prt *rt, void *ctx);
 };
 int sync_start(prt *rt, const sync_cfg *cfg);
 /* Start the next group now (from a `synced` hook, possibly later). */
@@ -361,6 +370,9 @@ void sync_next_epoch(prt *rt);
 /* A policy with hooks moved data to device d itself (lbsync.c's shard
  * fetches): it now holds `samples`, so a restart resends only what it lacks. */
 void sync_hold(prt *rt, size_t d, int64_t samples);
+/* A collective among the current members (every device until an elastic
+ * restart), in the cfg's mode: for a policy's step hook. */
+int sync_coll(prt *rt, coll_kind k, double bytes, prt_fn fn);
 /* The hooks' ctx of the running sync state (NULL: none, or no hooks). */
 void *sync_hooks_ctx(const prt *rt);
 void sync_free(prt *rt);

@@ -93,7 +93,7 @@ static void member_split(prt *rt, sync_state *st)
         prt_share(rt)[st->mem[i]] = D / M + ((int64_t)i < D % M ? 1 : 0);
 }
 
-static int run_coll(prt *rt, coll_kind k, double bytes, prt_fn fn)
+int sync_coll(prt *rt, coll_kind k, double bytes, prt_fn fn)
 {
     sync_state *st = prt_state(rt);
     if (st->m == prt_n(rt))
@@ -206,7 +206,7 @@ static void on_bucket_done(prt *rt, void *ctx)
     if (step)
         st->since_gather = 0;
     if (st->cfg.allgather_after && step) {
-        if (run_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))
+        if (sync_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
@@ -219,7 +219,7 @@ static void try_next_bucket(prt *rt)
     if (st->busy || st->next >= st->K || !st->ready[st->next])
         return;
     st->busy = 1;
-    if (run_coll(rt, st->cfg.op, st->bsize[st->next], on_bucket_done))
+    if (sync_coll(rt, st->cfg.op, st->bsize[st->next], on_bucket_done))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
@@ -266,6 +266,10 @@ static void group_start(prt *rt, void *ctx)
     const sync_hooks *h = st->cfg.hooks;
     if (h && h->plan && h->plan(rt, h->ctx))
         return; /* the plan failed the run */
+    if (h && h->step) {
+        h->step(rt, h->ctx);
+        return;
+    }
     for (size_t d = 0; d < prt_n(rt); d++) {
         if (h) {
             st->dev[d].in_group = h->batch(rt, d, h->ctx) > 0;
