@@ -39,7 +39,8 @@ static const char *CRASH =
     "  lbbsp: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
     "  lbb: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
     "  localsgd: { steps: 2, collective: analytic }\n"
-    "  flsgd: { steps: 2, collective: analytic }\n";
+    "  flsgd: { steps: 2, collective: analytic }\n"
+    "  deepspeed: { stage: 3, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n";
 
 /* Hierarchical averaging: sites x (a, b) and y (c, d) of the same devices,
  * 16 samples (4 each), rounds of 2 steps (2 s; 4 s an epoch); links of
@@ -291,6 +292,101 @@ Test(fail, a_device_gone_for_good_never_hangs)
         cr_expect(strstr(err.msg, "every device is down for good at t = 6.25 s"), "%s: %s", alone[i],
                   err.msg);
         res_run_free(r);
+    }
+}
+
+/* ---- DeepSpeed ZeRO stage 3 ------------------------------------------------- */
+
+/* deepspeed stage 3 on crash.yaml with overlap_comm on or off, `on_failure`
+ * wait or elastic, plus `ov` (n of them); NULL (error in *err) if it failed. */
+static res_run *z3_run(int overlap, int elastic, const scn_override *ov, size_t n, dp_err *err)
+{
+    scn_override all[4];
+    cr_assert(n + 2 <= 4);
+    memcpy(all, ov, n * sizeof *ov);
+    all[n] = (scn_override){"policies.deepspeed.overlap_comm", overlap ? "true" : "false"};
+    all[n + 1] = (scn_override){"policies.deepspeed.on_failure", elastic ? "elastic" : "wait"};
+    return run_with("deepspeed", all, n + 2, err);
+}
+
+/* Stage 3, one micro-step of 1 sample per device (1 s; every all-gather
+ * and reduce-scatter of the 4-byte model under 1e-10 s), 4 steps an epoch.
+ * Without overlap a step is gather, forward (1/3 s), gather, backward
+ * (2/3 s), reduce-scatter; with overlap, the gathers run beside the whole
+ * 1-s batch.  Epoch 1 ends at 4 s; the sharded checkpoint (2 B from each)
+ * is written by 4.5 s.  Epoch 2's second step runs 5.5-6.5 s: b is cut at
+ * 6.25 s (in its backward pass without overlap), a ends at 6.5 s and the
+ * reduce-scatter blocks.  Lost since the checkpoint: a 2 s + b 1.75 s.
+ * The timeout fires at 8.25 s.
+ *  wait:    restart when b is back at 9.5 s (blocked 3.25 s), the model
+ *           sent to both (8 B), epoch 2 again (4 s): Ttotal 13.5 s.
+ *  elastic: restart at 8.25 s with a alone (blocked 2 s, 4 B); a computes
+ *           the 8 samples of epoch 2 (8 s): Ttotal 16.25 s.
+ * Samples computed: the 16 trained on, a's 2 lost batches and b's first,
+ * plus, without overlap, b's forward pass of its cut batch, credited as
+ * the 1/3 of a sample it completed (a batch cut mid-phase counts nothing). */
+Test(fail, zero3_restarts_from_the_checkpoint)
+{
+    for (int overlap = 0; overlap < 2; overlap++) {
+        for (int elastic = 0; elastic < 2; elastic++) {
+            dp_err err = {0};
+            res_run *r = z3_run(overlap, elastic, NULL, 0, &err);
+            cr_assert(r, "overlap %d, elastic %d: %s", overlap, elastic, err.msg);
+            expect_close(r->ttotal_s, elastic ? 16.25 : 13.5);
+            expect_close(stat(r, "restarts"), 1);
+            expect_close(stat(r, "compute_lost_s"), 3.75);
+            expect_close(stat(r, "blocked_s"), elastic ? 2 : 3.25);
+            expect_close(stat(r, "bytes_resent"), elastic ? 4 : 8);
+            expect_close(r->samples_processed, overlap ? 19 : 19 + 1.0 / 3);
+            res_run_free(r);
+        }
+    }
+}
+
+/* Stage 3 with b gone for good at 6.25 s: wait ends the run at the timeout
+ * (8.25 s) naming b; elastic goes on with a alone as above (16.25 s). */
+Test(fail, zero3_device_gone_for_good)
+{
+    scn_override gone[] = {{"devices.b.availability.trace", "gone.csv"}};
+    for (int overlap = 0; overlap < 2; overlap++) {
+        dp_err err = {0};
+        res_run *r = z3_run(overlap, 0, gone, 1, &err);
+        cr_expect_null(r);
+        cr_expect_eq(err.code, DP_ERUN);
+        cr_expect(strstr(err.msg, "device b went down at t = 6.25 s and never comes back: on_failure: wait "
+                                  "cannot resume the job (t = 8.25 s)"),
+                  "%s", err.msg);
+        res_run_free(r);
+        r = z3_run(overlap, 1, gone, 1, &err);
+        cr_assert(r, "%s", err.msg);
+        expect_close(r->ttotal_s, 16.25);
+        expect_close(stat(r, "restarts"), 1);
+        res_run_free(r);
+    }
+}
+
+/* Stage 3 under seeded failures of a (b keeps down.csv): same seed, same
+ * run to the bit, overlap on and off, wait and elastic. */
+Test(fail, zero3_same_seed_same_run)
+{
+    scn_override ov[] = {{"availability.mtbf", "3s"}, {"availability.mttr", "1s"}};
+    for (int k = 0; k < 4; k++) {
+        res_run *r[2];
+        for (int j = 0; j < 2; j++) {
+            dp_err err = {0};
+            r[j] = z3_run(k & 1, k >> 1, ov, 2, &err);
+            cr_assert(r[j], "%s", err.msg);
+        }
+        cr_expect(memcmp(&r[0]->ttotal_s, &r[1]->ttotal_s, sizeof(double)) == 0);
+        cr_expect(memcmp(&r[0]->samples_processed, &r[1]->samples_processed, sizeof(double)) == 0);
+        cr_expect_eq(r[0]->n_stats, r[1]->n_stats);
+        for (size_t j = 0; j < r[0]->n_stats && j < r[1]->n_stats; j++)
+            cr_expect(memcmp(&r[0]->stats[j].value, &r[1]->stats[j].value, sizeof(double)) == 0, "%s",
+                      r[0]->stats[j].name);
+        cr_expect_gt(stat(r[0], "failures"), 0);
+        cr_expect_gt(stat(r[0], "restarts"), 0);
+        res_run_free(r[0]);
+        res_run_free(r[1]);
     }
 }
 

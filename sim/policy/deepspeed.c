@@ -18,6 +18,11 @@
  * (default on, prefetching) runs both all-gathers alongside the compute; the
  * reduce-scatter waits for the backward and the gathers.  Without overlap
  * the phases run one after the other with a barrier between them.
+ *
+ * Every stage runs on sync.c, so device failures get the same checkpoint,
+ * timeout and restart (wait or elastic) everywhere: stage 3 plugs its
+ * micro-step into sync.c's groups with the step hook, and runs its
+ * collectives among sync.c's members.
  */
 #include "runtime.h"
 
@@ -32,40 +37,57 @@ typedef struct ds_opts {
     int collective;   /* prt_coll_mode */
     double bucket_bytes;
     double backward_fraction;
-    sync_fail_cfg fail; /* worlds with failures (stages 1-2) */
+    sync_fail_cfg fail; /* worlds with failures */
 } ds_opts;
 
 typedef struct z3dev {
     prt *rt;
     size_t d;
-    int n_now; /* samples of the current micro-step (0: joined) */
+    int n_now; /* samples of the current micro-step (0: joined, or not a member) */
 } z3dev;
 
+/* Stage 3 runs on sync.c with a step hook: sync.c keeps the members, the
+ * checkpoints and the restarts (worlds with failures); this loop runs one
+ * micro-step among the members each time sync.c starts a group. */
 typedef struct z3_state {
+    sync_hooks hooks; /* borrowed by sync.c for the run */
     z3dev *dev;
     int overlap;
     double backward_fraction;
     int phase;        /* 0 forward, 1 backward (no overlap); 2 whole step (overlap) */
     size_t computing; /* devices still computing this phase */
     int gathers_left; /* overlap: all-gathers still running */
-    size_t ready_devs;
-    prt_coll_mode mode;
 } z3_state;
 
-static void z3_step_start(prt *rt, void *ctx);
+static z3_state *z3_of(prt *rt)
+{
+    return sync_hooks_ctx(rt);
+}
+
+static void z3_coll(prt *rt, coll_kind k, prt_fn fn)
+{
+    if (sync_coll(rt, k, prt_scn(rt)->model.model_bytes, fn))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
 
 static void z3_step_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    if (prt_work_left(rt) || prt_end_epoch(rt) > 0)
-        z3_step_start(rt, NULL);
+    if (prt_work_left(rt))
+        sync_next(rt);
+    else if (prt_end_epoch(rt) > 0) {
+        /* the checkpoint, when one is due; without failures straight on,
+         * as stage 3 has no steady state to fast-forward */
+        if (scn_has_failures(prt_scn(rt)))
+            sync_next_epoch(rt);
+        else
+            sync_next(rt);
+    }
 }
 
 static void z3_reduce(prt *rt)
 {
-    z3_state *st = prt_state(rt);
-    if (coll_start(rt, COLL_REDUCE_SCATTER, prt_scn(rt)->model.model_bytes, st->mode, z3_step_done, NULL))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    z3_coll(rt, COLL_REDUCE_SCATTER, z3_step_done);
 }
 
 static void z3_compute_phase(prt *rt, void *ctx);
@@ -74,13 +96,12 @@ static void z3_compute_phase(prt *rt, void *ctx);
 static void z3_dev_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = prt_state(rt);
+    z3_state *st = z3_of(rt);
     if (--st->computing > 0)
         return;
     if (st->phase == 0) { /* forward done everywhere: gather for backward */
         st->phase = 1;
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_compute_phase, NULL))
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+        z3_coll(rt, COLL_ALLGATHER, z3_compute_phase);
     } else if (st->phase == 1) {
         z3_reduce(rt);
     } else if (st->gathers_left == 0) {
@@ -91,7 +112,7 @@ static void z3_dev_done(prt *rt, void *ctx)
 static void z3_compute_phase(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = prt_state(rt);
+    z3_state *st = z3_of(rt);
     double bwd = st->backward_fraction;
     double part = st->phase == 0 ? 1 - bwd : st->phase == 1 ? bwd : 1.0;
     st->computing = 1; /* guard: no completion below can finish the phase early */
@@ -109,70 +130,73 @@ static void z3_compute_phase(prt *rt, void *ctx)
 static void z3_gather_done(prt *rt, void *ctx)
 {
     (void)ctx;
-    z3_state *st = prt_state(rt);
+    z3_state *st = z3_of(rt);
     if (--st->gathers_left > 0) {
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_gather_done, NULL))
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+        z3_coll(rt, COLL_ALLGATHER, z3_gather_done);
         return;
     }
     if (st->computing == 0)
         z3_reduce(rt);
 }
 
+/* sync.c's step hook: one micro-step (after a restart, everything of the
+ * abandoned step is set anew here). */
 static void z3_step_start(prt *rt, void *ctx)
 {
-    (void)ctx;
-    z3_state *st = prt_state(rt);
+    z3_state *st = ctx;
     for (size_t d = 0; d < prt_n(rt); d++) {
         z3dev *zd = &st->dev[d];
         int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].batch;
         zd->n_now = prt_left(rt)[d] < bs ? (int)prt_left(rt)[d] : bs;
         prt_left(rt)[d] -= zd->n_now;
     }
+    st->computing = 0;
     if (st->overlap) {
         st->phase = 2;
         st->gathers_left = 2; /* before forward, before backward: prefetched */
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_gather_done, NULL)) {
-            prt_fail(rt, DP_ENOMEM, "out of memory");
-            return;
-        }
-        z3_compute_phase(rt, NULL);
+        z3_coll(rt, COLL_ALLGATHER, z3_gather_done);
+        if (!prt_failed(rt))
+            z3_compute_phase(rt, NULL);
     } else {
         st->phase = 0;
-        if (coll_start(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, st->mode, z3_compute_phase, NULL))
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+        z3_coll(rt, COLL_ALLGATHER, z3_compute_phase);
     }
-}
-
-static void z3_dev_ready(prt *rt, void *ctx)
-{
-    (void)ctx;
-    z3_state *st = prt_state(rt);
-    if (++st->ready_devs == prt_n(rt))
-        z3_step_start(rt, NULL);
 }
 
 static int stage3_start(prt *rt, const ds_opts *o)
 {
     z3_state *st = dp_calloc(1, sizeof *st);
-    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
     if (st)
         st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
-    prt_set_state(rt, st);
-    if (!st || !st->dev || !bytes) {
-        dp_free(bytes);
+    if (!st || !st->dev) {
+        if (st)
+            dp_free(st->dev);
+        dp_free(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
     st->overlap = o->overlap_comm;
     st->backward_fraction = o->backward_fraction;
-    st->mode = (prt_coll_mode)o->collective;
-    equal_split(rt, (prt_data_mode)o->data, bytes);
-    for (size_t d = 0; d < prt_n(rt); d++) {
+    st->hooks = (sync_hooks){.step = z3_step_start, .ctx = st};
+    for (size_t d = 0; d < prt_n(rt); d++)
         st->dev[d] = (z3dev){rt, d, 0};
-        prt_left(rt)[d] = prt_share(rt)[d];
+    sync_cfg cfg = {
+        .micro_per_sync = 1,
+        .gather_every = 1,
+        .overlap = 0, /* the step hook overlaps by itself: no buckets */
+        .bucket_bytes = o->bucket_bytes,
+        .backward_fraction = o->backward_fraction,
+        .op = COLL_REDUCE_SCATTER,
+        .data = (prt_data_mode)o->data,
+        .mode = (prt_coll_mode)o->collective,
+        .hooks = &st->hooks,
+        .fail = o->fail,
+    };
+    cfg.fail.ckpt_sharded = 1; /* ZeRO: each rank saves its partition */
+    int rc = sync_start(rt, &cfg);
+    if (!prt_state(rt)) { /* sync.c did not keep it: free st here */
+        dp_free(st->dev);
+        dp_free(st);
     }
-    int rc = prt_distribute(rt, bytes, NULL, z3_dev_ready, NULL);
-    dp_free(bytes);
     return rc;
 }
 
@@ -206,15 +230,13 @@ static int ds_start(prt *rt, const void *opts)
 static void ds_free(prt *rt, const void *opts)
 {
     const ds_opts *o = opts;
-    if (o->stage != 3) {
-        sync_free(rt);
-        return;
+    if (o->stage == 3) {
+        z3_state *st = sync_hooks_ctx(rt);
+        if (st)
+            dp_free(st->dev);
+        dp_free(st);
     }
-    z3_state *st = prt_state(rt);
-    if (st)
-        dp_free(st->dev);
-    dp_free(st);
-    prt_set_state(rt, NULL);
+    sync_free(rt);
 }
 
 /* DeepSpeed's overlap_comm defaults to off, but stage 3 prefetches. */
@@ -228,25 +250,21 @@ static void ds_finish(void *opts)
 static int ds_check(const scn_scenario *s, const void *opts, dp_err *err)
 {
     const ds_opts *o = opts;
-    if (o->stage == 3 && scn_has_failures(s))
-        return dp_err_set(err, DP_EINPUT,
-                          "policies.deepspeed.stage: stage 3 does not model device failures yet (its "
-                          "per-step parameter all-gathers run outside the checkpoint and restart of stages "
-                          "1-2); this scenario has `availability` (use stage 1 or 2)");
     return coll_check_flows(s, "deepspeed", (prt_coll_mode)o->collective, err);
 }
 
 static void ds_on_device(prt *rt, const void *opts, size_t d, int up)
 {
     (void)opts;
-    sync_on_device(rt, d, up); /* stage 3 is refused in worlds with failures (ds_check) */
+    sync_on_device(rt, d, up); /* every stage runs on sync.c's failure machinery */
 }
 
-/* Stages 1-2 run on sync.c; stage 3 keeps state of its own: it cannot tell. */
+/* Stages 1-2 run on sync.c alone; stage 3 keeps state of its own (sync.c
+ * says 0 for a policy with hooks): it cannot tell. */
 static size_t ds_steady_state(prt *rt, const void *opts, unsigned char *buf, size_t cap)
 {
-    const ds_opts *o = opts;
-    return o->stage == 3 ? 0 : sync_steady_state(rt, buf, cap);
+    (void)opts;
+    return sync_steady_state(rt, buf, cap);
 }
 
 static const popt ds_table[] = {
