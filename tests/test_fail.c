@@ -303,7 +303,8 @@ static res_run *z3_run(int overlap, int elastic, const scn_override *ov, size_t 
 {
     scn_override all[4];
     cr_assert(n + 2 <= 4);
-    memcpy(all, ov, n * sizeof *ov);
+    if (n) /* ov may be NULL when n is 0: memcpy must not see it */
+        memcpy(all, ov, n * sizeof *ov);
     all[n] = (scn_override){"policies.deepspeed.overlap_comm", overlap ? "true" : "false"};
     all[n + 1] = (scn_override){"policies.deepspeed.on_failure", elastic ? "elastic" : "wait"};
     return run_with("deepspeed", all, n + 2, err);
