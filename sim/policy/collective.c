@@ -528,11 +528,22 @@ static int ring_fill(const coll *c)
     uint64_t caps = net_cap_changes(world_net(rt->w));
     if (rt->ring_ok && rt->ring_caps == caps)
         return 0;
-    if (!rt->ring_lat) {
-        rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
-        rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
-        if (!rt->ring_lat || !rt->ring_rate)
+    if (!rt->ring_links) {
+        if (!rt->ring_lat)
+            rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
+        if (!rt->ring_rate)
+            rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
+        if (!rt->ring_lat || !rt->ring_rate ||
+            !(rt->ring_links = dp_malloc(rt->n * NET_MAX_PATH * sizeof *rt->ring_links)))
             return DP_ENOMEM;
+        /* routes never change: every edge's links, in member order */
+        for (size_t i = 0; i < c->m; i++) {
+            size_t nl;
+            double lat;
+            world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1,
+                       rt->ring_links + rt->n_ring_links, &nl, &lat);
+            rt->n_ring_links += nl;
+        }
     }
     if (count_links(c, 1))
         return DP_ENOMEM;
@@ -595,37 +606,52 @@ void coll_ring_account(prt *rt, double chunk, int rounds)
  * a collective: when a ring link carries other flows now or follows a
  * trace, the run gets the statistic analytic.approximate = 1 and one
  * warning on stderr (scenarios/README.md). */
+/* 1 (and the warning, once per run) when one of these links follows a
+ * trace or carries other flows now. */
+static int approximate_on(prt *rt, const int *links, size_t nl)
+{
+    net *n = world_net(rt->w);
+    for (size_t j = 0; j < nl; j++) {
+        int tr = net_link_has_trace(n, links[j]);
+        if (!tr && !net_link_active(n, links[j]))
+            continue;
+        rt->analytic_approx = 1;
+        if (res_add_stat(rt->r, "analytic.approximate", RES_SCOPE_RUN, 0, 0, 1))
+            prt_fail(rt, DP_ENOMEM, "out of memory");
+        fprintf(stderr,
+                "dpsim: warning: %s: analytic collective over link %s, which %s: its time is approximate "
+                "(collective: flows is exact)\n",
+                rt->r->policy, net_link_name(n, links[j]), tr ? "follows a trace" : "carries other traffic");
+        return 1;
+    }
+    return 0;
+}
+
 static void note_approximate(const coll *c)
 {
     prt *rt = c->rt;
     if (rt->analytic_approx)
         return;
-    net *n = world_net(rt->w);
+    if (!c->members && c->m == rt->n) { /* the full ring: its paths are cached */
+        if (!ring_fill(c))
+            approximate_on(rt, rt->ring_links, rt->n_ring_links);
+        return;
+    }
     for (size_t i = 0; i < c->m; i++) {
         int links[NET_MAX_PATH];
         size_t nl;
         double lat;
         world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
-        for (size_t j = 0; j < nl; j++) {
-            int tr = net_link_has_trace(n, links[j]);
-            if (!tr && !net_link_active(n, links[j]))
-                continue;
-            rt->analytic_approx = 1;
-            if (res_add_stat(rt->r, "analytic.approximate", RES_SCOPE_RUN, 0, 0, 1))
-                prt_fail(rt, DP_ENOMEM, "out of memory");
-            fprintf(stderr,
-                    "dpsim: warning: %s: analytic collective over link %s, which %s: its time is approximate "
-                    "(collective: flows is exact)\n",
-                    rt->r->policy, net_link_name(n, links[j]),
-                    tr ? "follows a trace" : "carries other traffic");
+        if (approximate_on(rt, links, nl))
             return;
-        }
     }
 }
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0, NULL};
+    coll c = {
+        rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0,
+        NULL};
     return analytic_s(&c, 0);
 }
 
@@ -661,7 +687,8 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt, bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0, NULL};
+    *c = (coll){rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0,
+                NULL};
     return start(rt, c, mode);
 }
 
@@ -681,7 +708,8 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c = (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL};
+    *c =
+        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL};
     return start(rt, c, mode);
 }
 

@@ -1,19 +1,31 @@
 /* runtime.c: the runtime every policy shares (runtime.h).
  *
  * Invariants:
- *  - act[d] is device d's activity since act_since[d]; time is charged to
- *    act_time[d][act] when it changes, so the activity times of a device
- *    sum to Ttotal at the end.
+ *  - act[d] is device d's activity since act_since[d] (engine time); time
+ *    is charged to act_time[d][act] when it changes, so the activity times
+ *    of a device sum to Ttotal at the end.
+ *  - Running records (act_time, busy_compute, batches, the collectives'
+ *    bytes and seconds, samples_done, the utilisation integral) count from
+ *    the last clean epoch boundary in a periodic world, where they are
+ *    folded into rt->tot (epoch_close); elsewhere nothing is ever folded and
+ *    they count the whole run.  An epoch's records are then a function of
+ *    its engine times alone, the same bits for every epoch that repeats,
+ *    so a fast-forward adds an epoch's subtotals once instead of redoing
+ *    each of its additions.
  *  - bins[k] holds the FLOP done in [k*bin_s, (k+1)*bin_s); when a run
  *    outgrows MAX_BINS the bins merge pairwise (bin_s doubles), so memory is
  *    bounded whatever the simulated time.
  *  - Timeline: exact segments while there are at most SEG_EXACT of them;
  *    past that, per-device activity histograms of TL_BINS bins (doubling
  *    like the FLOPS bins) replace them and become segments at the end (each
- *    bin showing its dominant activity).  Only the first TL_DEVICES devices
- *    get a timeline: a Gantt chart of more rows is unreadable anyway.
+ *    bin showing its dominant activity).  A histogram is kept as each
+ *    activity's cumulative time at every bin edge (a bin is the difference
+ *    of its edges), computed from the records above, so an edge inside a
+ *    fast-forwarded epoch is found from that epoch's subtotals.  Only the
+ *    first TL_DEVICES devices get a timeline: a Gantt chart of more rows is
+ *    unreadable anyway.
  *  - Time: the engine's clock is relative to `base` (0 unless the world is
- *    periodic, see "epoch boundaries"); every time recorded is
+ *    periodic, see "epoch boundaries"); every absolute time recorded is
  *    base + engine time, computed where it is recorded (abs_now), so a
  *    record replayed by a fast-forward does the same arithmetic.
  */
@@ -126,10 +138,6 @@ int prt_device_up(const prt *rt, size_t d)
 {
     return world_dev_is_up(rt->w, d);
 }
-double prt_compute_s(const prt *rt, size_t d)
-{
-    return rt->busy_compute[d];
-}
 void prt_add_restart(prt *rt)
 {
     jbreak(rt);
@@ -189,7 +197,12 @@ typedef struct timeline {
     int coarse;
     double res_s; /* bin width when coarse */
     size_t ndev;
-    double *hist; /* ndev * TL_BINS * RES_ACT_COUNT seconds */
+    /* coarse: cum[(d * (TL_BINS + 1) + k) * RES_ACT_COUNT + a] is device
+     * d's time in activity a up to the bin edge k * res_s, for edges
+     * 1 <= k < next_edge[d] (edge 0 is 0 everywhere) */
+    double *cum;
+    size_t next_edge[TL_DEVICES];
+    double *seg_t0; /* per device: absolute start of its current activity (segments) */
     compute_slot *cslots;
     xfer_ctx *xctx; /* 2 per device */
     prt_fn *dev_fn;
@@ -201,24 +214,108 @@ typedef struct timeline {
      * compute before the last device holds its data (C-ADP starts each
      * device when its own data arrives), and that work over N x Ttraining
      * could pass 100%.  busy_int is the integral of the number of devices
-     * computing, up to busy_t; busy_at_tsend its value when Tsend last
-     * moved (Tsend only moves to "now"). */
+     * computing, up to engine time busy_t (a running record); busy_at_tsend
+     * its whole-run value when Tsend last moved (Tsend only moves to
+     * "now"). */
     size_t computing;
     double busy_int, busy_t, busy_at_tsend;
-    /* hist_add's last bin index per device, (size_t)(hl_t / hl_res): a
-     * device's next interval starts where its last ended, so that division
-     * is not done again (the same function of the same values). */
-    double hl_t[TL_DEVICES], hl_res[TL_DEVICES];
-    size_t hl_k[TL_DEVICES];
-    /* and that bin's bounds as hist_add computes them, k * res and
-     * (k + 1) * res, and hl_thr, below which an interval's end is proven
-     * to fall in the same bin (hist_add) */
-    double hl_b0[TL_DEVICES], hl_b1[TL_DEVICES], hl_thr[TL_DEVICES];
 } timeline;
 
 static timeline *TL(prt *rt)
 {
     return (timeline *)((char *)rt + sizeof(prt));
+}
+
+/* The records an epoch boundary folds (see the invariants): rt->tot holds
+ * the folded totals, and an epoch journal keeps one epoch's subtotals. */
+typedef struct prt_sums {
+    double *act_time; /* n * RES_ACT_COUNT */
+    double *busy_compute, *coll_bytes, *coll_busy_s, *coll_recv_s;
+    int64_t *batches;
+    double samples_done, busy_int;
+} prt_sums;
+
+static void sums_free(prt_sums *x);
+
+static prt_sums *sums_new(size_t n)
+{
+    prt_sums *x = dp_calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->act_time = dp_calloc(n * RES_ACT_COUNT, sizeof *x->act_time);
+    x->busy_compute = dp_calloc(n, sizeof *x->busy_compute);
+    x->coll_bytes = dp_calloc(n, sizeof *x->coll_bytes);
+    x->coll_busy_s = dp_calloc(n, sizeof *x->coll_busy_s);
+    x->coll_recv_s = dp_calloc(n, sizeof *x->coll_recv_s);
+    x->batches = dp_calloc(n, sizeof *x->batches);
+    if (!x->act_time || !x->busy_compute || !x->coll_bytes || !x->coll_busy_s || !x->coll_recv_s ||
+        !x->batches) {
+        sums_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static void sums_free(prt_sums *x)
+{
+    if (!x)
+        return;
+    dp_free(x->act_time);
+    dp_free(x->busy_compute);
+    dp_free(x->coll_bytes);
+    dp_free(x->coll_busy_s);
+    dp_free(x->coll_recv_s);
+    dp_free(x->batches);
+    dp_free(x);
+}
+
+/* The running records, as a prt_sums whose arrays are the runtime's own. */
+static prt_sums running(prt *rt)
+{
+    return (prt_sums){rt->act_time,    rt->busy_compute, rt->coll_bytes,   rt->coll_busy_s,
+                      rt->coll_recv_s, rt->batches,      rt->samples_done, TL(rt)->busy_int};
+}
+
+/* to += x, record by record; to = x instead when `copy`. */
+static void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
+{
+    size_t na = n * RES_ACT_COUNT;
+    for (size_t i = 0; i < na; i++)
+        to->act_time[i] = copy ? x->act_time[i] : to->act_time[i] + x->act_time[i];
+    for (size_t i = 0; i < n; i++) {
+        to->busy_compute[i] = copy ? x->busy_compute[i] : to->busy_compute[i] + x->busy_compute[i];
+        to->coll_bytes[i] = copy ? x->coll_bytes[i] : to->coll_bytes[i] + x->coll_bytes[i];
+        to->coll_busy_s[i] = copy ? x->coll_busy_s[i] : to->coll_busy_s[i] + x->coll_busy_s[i];
+        to->coll_recv_s[i] = copy ? x->coll_recv_s[i] : to->coll_recv_s[i] + x->coll_recv_s[i];
+        to->batches[i] = copy ? x->batches[i] : to->batches[i] + x->batches[i];
+    }
+    to->samples_done = copy ? x->samples_done : to->samples_done + x->samples_done;
+    to->busy_int = copy ? x->busy_int : to->busy_int + x->busy_int;
+}
+
+static void running_zero(prt *rt)
+{
+    size_t n = rt->n;
+    memset(rt->act_time, 0, n * RES_ACT_COUNT * sizeof *rt->act_time);
+    memset(rt->busy_compute, 0, n * sizeof *rt->busy_compute);
+    memset(rt->coll_bytes, 0, n * sizeof *rt->coll_bytes);
+    memset(rt->coll_busy_s, 0, n * sizeof *rt->coll_busy_s);
+    memset(rt->coll_recv_s, 0, n * sizeof *rt->coll_recv_s);
+    memset(rt->batches, 0, n * sizeof *rt->batches);
+    rt->samples_done = 0;
+    TL(rt)->busy_int = 0;
+}
+
+/* A whole-run total now: folded + running (the running value alone, the
+ * same bits, where nothing is folded). */
+static double total(const double *tot, const double *run, size_t i)
+{
+    return tot ? tot[i] + run[i] : run[i];
+}
+
+double prt_compute_s(const prt *rt, size_t d)
+{
+    return total(rt->tot ? rt->tot->busy_compute : NULL, rt->busy_compute, d);
 }
 
 static void on_world_device(void *ctx, size_t d, int up);
@@ -230,7 +327,7 @@ static double abs_now(const prt *rt)
     return rt->base + sim_now(rt->e);
 }
 
-/* Bring the compute integral up to absolute time now. */
+/* Bring the compute integral up to engine time now. */
 static void busy_advance_to(prt *rt, double now)
 {
     timeline *tl = TL(rt);
@@ -240,7 +337,7 @@ static void busy_advance_to(prt *rt, double now)
 
 static void busy_advance(prt *rt)
 {
-    busy_advance_to(rt, abs_now(rt));
+    busy_advance_to(rt, sim_now(rt->e));
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
@@ -285,10 +382,11 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     tl->xctx = dp_calloc(2 * n, sizeof *tl->xctx);
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
+    tl->seg_t0 = dp_calloc(n, sizeof *tl->seg_t0);
     if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
         !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
         !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
-        !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx) {
+        !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -338,7 +436,10 @@ void prt_free(prt *rt)
     dp_free(rt->coll_link_n);
     dp_free(rt->ring_lat);
     dp_free(rt->ring_rate);
-    dp_free(tl->hist);
+    dp_free(rt->ring_links);
+    dp_free(tl->cum);
+    dp_free(tl->seg_t0);
+    sums_free(rt->tot);
     dp_free(tl->cslots);
     dp_free(tl->xctx);
     dp_free(tl->dev_fn);
@@ -498,89 +599,79 @@ static void prt_add_flops(prt *rt, double t0, double t1, double flops)
 
 /* ---- timeline ---------------------------------------------------------------- */
 
-static void hist_fit(timeline *tl, double t)
+/* Every device's histogram edges at twice the bin width: edge j of the
+ * new width is edge 2j of the old (k * res_s is exact in both), so nothing
+ * is computed and no histogram depends on when this happens. */
+static void tl_widen(timeline *tl)
 {
-    while (t >= tl->res_s * TL_BINS) {
-        for (size_t d = 0; d < tl->ndev; d++) {
-            double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-            for (size_t k = 0; k < TL_BINS / 2; k++)
-                for (int a = 0; a < RES_ACT_COUNT; a++)
-                    h[k * RES_ACT_COUNT + a] =
-                        h[2 * k * RES_ACT_COUNT + a] + h[(2 * k + 1) * RES_ACT_COUNT + a];
-            memset(h + (TL_BINS / 2) * RES_ACT_COUNT, 0, (TL_BINS / 2) * RES_ACT_COUNT * sizeof *h);
+    for (size_t d = 0; d < tl->ndev; d++) {
+        double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        for (size_t j = 1; j <= TL_BINS / 2; j++)
+            memcpy(c + j * RES_ACT_COUNT, c + 2 * j * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *c);
+        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
+    }
+    tl->res_s *= 2;
+}
+
+/* Device d (a timeline device, histograms on) ran activity cur from engine
+ * time since to now, its running times at since being S (not yet charged
+ * for this interval) and its folded ones rt->tot's: the cumulative times at
+ * every bin edge up to now.  An edge's engine time is k * res_s - base, the
+ * same arithmetic wherever the edge is computed (a fast-forward included). */
+static void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, const double *S)
+{
+    timeline *tl = TL(rt);
+    const double *T = rt->tot ? rt->tot->act_time + d * RES_ACT_COUNT : NULL;
+    for (;;) {
+        size_t k = tl->next_edge[d];
+        if (k > TL_BINS) {
+            tl_widen(tl);
+            continue;
         }
-        tl->res_s *= 2;
+        double xr = (double)k * tl->res_s - rt->base;
+        if (xr > now)
+            return;
+        double *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+        for (int a = 0; a < RES_ACT_COUNT; a++)
+            c[a] = T ? T[a] + S[a] : S[a];
+        c[cur] += xr - since;
+        tl->next_edge[d] = k + 1;
     }
 }
 
-/* Below hl_thr[d] = fl(fl((k + 1) * res) * HL_MARGIN), an end t1 has
- * (size_t)(t1 / res) == k for sure: t1 / res < (k + 1)(1 - 2^-51), more
- * than one spacing of doubles below k + 1, so the rounded quotient stays
- * below k + 1 (and at or above k, t1 being past the start whose index is
- * k).  An interval that starts where the device's last one ended and ends
- * below that threshold therefore spans bin k alone: the same single
- * addition as the general case, without its division. */
-#define HL_MARGIN (1.0 - 0x1p-50)
-
-/* hist_add's one-bin case: 1 when done, 0 when hist_add must do it. */
-static inline int hist_add_same_bin(timeline *tl, size_t d, res_activity a, double t0, double t1)
-{
-    if (!(t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] && t1 < tl->hl_thr[d]))
-        return 0;
-    /* one bin, k < TL_BINS; hist_fit has nothing to do: t1 < (k + 1) * res <= TL_BINS * res */
-    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    double b0 = tl->hl_b0[d], b1 = tl->hl_b1[d];
-    double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
-    if (hi > lo)
-        h[tl->hl_k[d] * RES_ACT_COUNT + a] += hi - lo;
-    tl->hl_t[d] = t1;
-    return 1;
-}
-
-static void hist_add(timeline *tl, size_t d, res_activity a, double t0, double t1)
-{
-    if (hist_add_same_bin(tl, d, a, t0, t1))
-        return;
-    double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-    hist_fit(tl, t1);
-    size_t k0 = t0 == tl->hl_t[d] && tl->res_s == tl->hl_res[d] ? tl->hl_k[d] : (size_t)(t0 / tl->res_s);
-    size_t k1 = (size_t)(t1 / tl->res_s);
-    tl->hl_t[d] = t1;
-    tl->hl_res[d] = tl->res_s;
-    tl->hl_k[d] = k1;
-    /* the fast path's bin: only for a bin inside the histogram; -inf: none */
-    tl->hl_thr[d] = -INFINITY;
-    if (k1 < TL_BINS) {
-        tl->hl_b0[d] = (double)k1 * tl->res_s;
-        tl->hl_b1[d] = (double)(k1 + 1) * tl->res_s;
-        tl->hl_thr[d] = tl->hl_b1[d] * HL_MARGIN;
-    }
-    if (k1 >= TL_BINS)
-        k1 = TL_BINS - 1;
-    /* Ternaries, not fmax/fmin: the times are finite (never NaN), where
-     * they agree, and the libm calls were a tenth of this function. */
-    for (size_t k = k0; k <= k1; k++) {
-        double b0 = (double)k * tl->res_s, b1 = (double)(k + 1) * tl->res_s;
-        double lo = t0 > b0 ? t0 : b0, hi = t1 < b1 ? t1 : b1;
-        if (hi > lo)
-            h[k * RES_ACT_COUNT + a] += hi - lo;
-    }
-}
-
-/* Switch from exact segments to histograms: replay the segments so far. */
+/* Switch from exact segments to histograms at absolute time now: the edges
+ * the segments so far cover, from the segments. */
 static int go_coarse(prt *rt, double now)
 {
     timeline *tl = TL(rt);
-    tl->hist = dp_calloc(tl->ndev * TL_BINS * RES_ACT_COUNT, sizeof *tl->hist);
-    if (!tl->hist)
+    double *run = dp_calloc(tl->ndev * RES_ACT_COUNT, sizeof *run);
+    tl->cum = dp_calloc(tl->ndev * (TL_BINS + 1) * RES_ACT_COUNT, sizeof *tl->cum);
+    if (!run || !tl->cum) {
+        dp_free(run);
         return DP_ENOMEM;
+    }
     tl->coarse = 1;
     tl->res_s = 1e-3;
-    hist_fit(tl, now);
-    for (size_t k = 0; k < rt->r->n_segments; k++) {
-        res_segment *sg = &rt->r->segments[k];
-        hist_add(tl, (size_t)sg->device, sg->act, sg->t0_s, sg->t1_s);
+    while (now >= tl->res_s * TL_BINS)
+        tl->res_s *= 2;
+    for (size_t d = 0; d < tl->ndev; d++)
+        tl->next_edge[d] = 1;
+    /* a device's segments are in time order and end before now, so below
+     * the last edge */
+    for (size_t i = 0; i < rt->r->n_segments; i++) {
+        const res_segment *sg = &rt->r->segments[i];
+        size_t d = (size_t)sg->device;
+        double *cd = run + d * RES_ACT_COUNT;
+        for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
+            double x = (double)k * tl->res_s, *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+            memcpy(c, cd, RES_ACT_COUNT * sizeof *c);
+            if (x > sg->t0_s)
+                c[sg->act] += x - sg->t0_s;
+            tl->next_edge[d] = k + 1;
+        }
+        cd[sg->act] += sg->t1_s - sg->t0_s;
     }
+    dp_free(run);
     rt->r->n_segments = 0;
     return 0;
 }
@@ -594,28 +685,31 @@ void policy_set_segment_hook(policy_segment_fn fn, void *ctx)
     segment_ctx = ctx;
 }
 
-static void timeline_add(prt *rt, size_t d, res_activity a, double t0, double t1)
+/* Device d's current activity a ends at absolute time t1: the segment hook
+ * and, before histograms, an exact segment (a device's activity that goes
+ * on through an epoch boundary stays one segment). */
+static void timeline_seg(prt *rt, size_t d, res_activity a, double t1)
 {
-    if (segment_fn && t1 > t0)
-        segment_fn(segment_ctx, d, (int)a, t0, t1);
     timeline *tl = TL(rt);
-    if (d >= tl->ndev || !(t1 > t0))
+    double t0 = tl->seg_t0[d];
+    tl->seg_t0[d] = t1;
+    if (!(t1 > t0))
         return;
-    if (!tl->coarse) {
-        if (rt->r->n_segments < SEG_EXACT) {
-            if (res_add_segment(rt->r, (int)d, a, t0, t1))
-                fail_oom(rt);
-            return;
-        }
-        if (go_coarse(rt, t1)) {
+    if (segment_fn)
+        segment_fn(segment_ctx, d, (int)a, t0, t1);
+    if (d >= tl->ndev || tl->coarse)
+        return;
+    if (rt->r->n_segments < SEG_EXACT) {
+        if (res_add_segment(rt->r, (int)d, a, t0, t1))
             fail_oom(rt);
-            return;
-        }
+        return;
     }
-    hist_add(tl, d, a, t0, t1);
+    if (go_coarse(rt, t1))
+        fail_oom(rt); /* set_act_at then adds this interval to the histograms */
 }
 
-/* Histograms -> segments: each bin shows its dominant activity. */
+/* Histograms -> segments: each bin shows its dominant activity.  After the
+ * run's records are whole-run totals (prt_results). */
 static void timeline_finish(prt *rt, double T)
 {
     timeline *tl = TL(rt);
@@ -623,16 +717,20 @@ static void timeline_finish(prt *rt, double T)
         return;
     rt->r->timeline_res_s = tl->res_s;
     for (size_t d = 0; d < tl->ndev; d++) {
-        const double *h = tl->hist + d * TL_BINS * RES_ACT_COUNT;
-        for (size_t k = 0; k < TL_BINS; k++) {
-            double t0 = (double)k * tl->res_s, t1 = fmin((double)(k + 1) * tl->res_s, T);
+        const double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        const double *end = rt->act_time + d * RES_ACT_COUNT; /* the edge at T */
+        size_t ne = tl->next_edge[d];
+        for (size_t k = 0; k < ne; k++) {
+            int last = k + 1 >= ne;
+            double t0 = (double)k * tl->res_s, t1 = last ? T : fmin((double)(k + 1) * tl->res_s, T);
             if (t1 <= t0)
                 break;
+            const double *lo = c + k * RES_ACT_COUNT, *hi = last ? end : c + (k + 1) * RES_ACT_COUNT;
             int best = RES_ACT_WAIT;
             double bv = -1;
             for (int a = 0; a < RES_ACT_COUNT; a++)
-                if (h[k * RES_ACT_COUNT + a] > bv) {
-                    bv = h[k * RES_ACT_COUNT + a];
+                if (hi[a] - lo[a] > bv) {
+                    bv = hi[a] - lo[a];
                     best = a;
                 }
             if (res_add_segment(rt->r, (int)d, (res_activity)best, t0, t1)) {
@@ -643,11 +741,18 @@ static void timeline_finish(prt *rt, double T)
     }
 }
 
+/* Device d changes to activity a at engine time now (a may be its current
+ * one: the interval is closed and goes on). */
 static void set_act_at(prt *rt, size_t d, res_activity a, double now)
 {
-    double dur = now - rt->act_since[d];
-    rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += dur;
-    timeline_add(rt, d, rt->act[d], rt->act_since[d], now);
+    timeline *tl = TL(rt);
+    res_activity cur = rt->act[d];
+    double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
+    if (segment_fn || (!tl->coarse && d < tl->ndev))
+        timeline_seg(rt, d, cur, rt->base + now);
+    if (tl->coarse && d < tl->ndev)
+        tl_edges(rt, d, cur, since, now, S);
+    S[cur] += now - since;
     rt->act[d] = a;
     rt->act_since[d] = now;
 }
@@ -657,7 +762,7 @@ void prt_set_act(prt *rt, size_t d, res_activity a)
     if (rt->act[d] == a)
         return;
     jrec_act(rt, d, a);
-    set_act_at(rt, d, a, abs_now(rt));
+    set_act_at(rt, d, a, sim_now(rt->e));
 }
 
 void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
@@ -676,13 +781,19 @@ void prt_rec_ring(prt *rt, double chunk, int rounds)
 
 /* ---- compute ------------------------------------------------------------------- */
 
+/* The FLOP of n samples (part of a batch), as the FLOPS bins count it. */
+static double batch_flops(const prt *rt, int n, double part)
+{
+    return rt->s->model.flops_per_sample * n * part;
+}
+
 /* A batch of device d, started at engine time t0 and ending at engine time
  * now, is done: its records, with the engine's origin at absolute `base`. */
 static void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double part, int step,
                             double base)
 {
     rt->busy_compute[d] += now - t0;
-    busy_advance_to(rt, base + now);
+    busy_advance_to(rt, now);
     TL(rt)->computing--;
     /* a batch run in pieces (forward, backward) counts once, when whole */
     rt->part_done[d] += step ? 1 : part;
@@ -691,7 +802,7 @@ static void compute_done_at(prt *rt, size_t d, double t0, double now, int n, dou
         rt->part_done[d] = 0;
     }
     rt->samples_done += n * part;
-    prt_add_flops(rt, base + t0, base + now, rt->s->model.flops_per_sample * n * part);
+    prt_add_flops(rt, base + t0, base + now, batch_flops(rt, n, part));
 }
 
 static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
@@ -762,7 +873,7 @@ static void on_xfer_done(void *ctx, uint64_t id)
         if (now > rt->tsend_s) {
             rt->tsend_s = now;
             busy_advance(rt);
-            TL(rt)->busy_at_tsend = TL(rt)->busy_int;
+            TL(rt)->busy_at_tsend = rt->tot ? rt->tot->busy_int + TL(rt)->busy_int : TL(rt)->busy_int;
         }
     }
     if (--rt->pending[d] == 0) {
@@ -966,6 +1077,7 @@ typedef struct ffj {
     uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
     unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
     size_t st_n, st_cap, tmp_cap;
+    prt_sums *ep; /* the running records of the last epoch closed (epoch_close) */
     double *net0; /* per link: bytes and busy seconds at this epoch's start */
     size_t n_links;
     int dead; /* journal given up for the run (too large, out of memory) */
@@ -994,15 +1106,22 @@ static void ff_init(prt *rt)
     if (rt->ff || !rt->pdef || !rt->pdef->steady_state || !world_periodic(rt->s))
         return;
     ffj *f = dp_calloc(1, sizeof *f);
-    if (!f)
-        return; /* not periodic then: the run is simulated as before */
-    f->n_links = net_link_count(world_net(rt->w));
-    f->net0 = dp_calloc(2 * f->n_links + 1, sizeof *f->net0);
-    if (!f->net0) {
+    prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);
+    if (f) {
+        f->n_links = net_link_count(world_net(rt->w));
+        f->net0 = dp_calloc(2 * f->n_links + 1, sizeof *f->net0);
+    }
+    if (!f || !f->net0 || !tot || !ep) { /* not periodic then: the run is simulated as before */
+        if (f)
+            dp_free(f->net0);
         dp_free(f);
+        sums_free(tot);
+        sums_free(ep);
         return;
     }
+    f->ep = ep;
     rt->ff = f;
+    rt->tot = tot;
     rt->periodic = 1;
 }
 
@@ -1016,6 +1135,7 @@ static void ff_free(prt *rt)
     dp_free(f->st);
     dp_free(f->tmp);
     dp_free(f->net0);
+    sums_free(f->ep);
     dp_free(f);
 }
 
@@ -1189,205 +1309,232 @@ static size_t state_now(prt *rt)
     }
 }
 
-/* A ring collective's accounting, per (chunk, rounds) of the journal:
- * coll_ring_account's divisions (collective.c; the same expression on the
- * same ring rates, which do not change in a periodic world) done once for
- * the whole fast-forward instead of once per collective.  The additions
- * keep coll_ring_account's expressions (products included, so a compiler
- * that fuses multiply-adds fuses both alike). */
-typedef struct ring_acc {
-    double chunk;
-    int rounds;
-    double *xfer; /* per device: chunk / ring_rate (0 for an empty chunk) */
-} ring_acc;
-
-/* Index the J_RING entries of the journal into *acc, *na distinct ones
- * (their d field, unused by J_RING, receives the index).  0, or DP_ENOMEM
- * (*acc, *na still what ring_acc_free needs). */
-static int ring_acc_build(prt *rt, ring_acc **acc, size_t *na)
+/* A clean boundary at engine time span, where the engine restarts at 0:
+ * every device's current interval closes at span (and goes on from 0), the
+ * running records fold into rt->tot, and into *ep too when given (the
+ * epoch's subtotals). */
+static void epoch_close(prt *rt, double span, prt_sums *ep)
 {
-    ffj *f = rt->ff;
-    *acc = NULL;
-    *na = 0;
-    for (size_t i = 0; i < f->n; i++) {
-        jent *e = &f->v[i];
-        if (e->kind != J_RING)
-            continue;
-        size_t k = 0;
-        while (k < *na && !(same_bits((*acc)[k].chunk, e->v1) && (*acc)[k].rounds == e->n))
-            k++;
-        if (k == *na) {
-            ring_acc *nacc = dp_realloc(*acc, (*na + 1) * sizeof *nacc);
-            if (!nacc)
-                return DP_ENOMEM;
-            *acc = nacc;
-            double *xfer = dp_calloc(rt->n, sizeof *xfer);
-            if (!xfer)
-                return DP_ENOMEM;
-            double chunk = e->v1;
-            for (size_t d = 0; d < rt->n; d++)
-                xfer[d] = chunk > 0 ? chunk / rt->ring_rate[d] : 0;
-            (*acc)[(*na)++] = (ring_acc){chunk, e->n, xfer};
-        }
-        e->d = (int32_t)k;
+    timeline *tl = TL(rt);
+    for (size_t d = 0; d < rt->n; d++) {
+        res_activity cur = rt->act[d];
+        double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
+        if (tl->coarse && d < tl->ndev)
+            tl_edges(rt, d, cur, since, span, S);
+        S[cur] += span - since;
+        rt->act_since[d] = 0;
     }
-    return 0;
+    busy_advance_to(rt, span);
+    tl->busy_t = 0;
+    prt_sums run = running(rt);
+    if (ep)
+        sums_add(ep, &run, rt->n, 1);
+    sums_add(rt->tot, &run, rt->n, 0);
+    running_zero(rt);
 }
 
-static void ring_acc_free(ring_acc *acc, size_t na)
-{
-    for (size_t k = 0; k < na; k++)
-        dp_free(acc[k].xfer);
-    dp_free(acc);
-}
+/* One journaled epoch's activity intervals per timeline device, for the
+ * bin edges inside a replayed epoch: device d's intervals are k in
+ * [off[d], off[d + 1]) in time order, the last ending at the epoch's end;
+ * interval k ran activity a[k] from the previous one's end (0 for the
+ * first) to t[k].  The device's running times at the start of its
+ * intervals 0, DC_EVERY, 2 DC_EVERY, ... are kept (chk, from chk_off[d]);
+ * at any other interval they are added up from the one before it, with the
+ * simulation's additions in its order (dc_running). */
+#define DC_EVERY 64
 
-/* coll_ring_account from the precomputed values: each accumulator gets
- * the same addition, in the same order per accumulator. */
-static void ring_acc_apply(prt *rt, const ring_acc *ra)
-{
-    size_t n = rt->n;
-    double chunk = ra->chunk;
-    int rounds = ra->rounds;
-    for (size_t i = 0; i < n; i++) {
-        double xfer = ra->xfer[i];
-        size_t next = i + 1 < n ? i + 1 : 0; /* (i + 1) % n */
-        rt->coll_bytes[i] += chunk * rounds;
-        rt->coll_busy_s[i] += rounds * xfer;
-        rt->coll_recv_s[next] += rounds * xfer;
-    }
-}
-
-/* The journal's activity changes per device, in their order: device d's
- * are (t[k], a[k]) for k in [off[d], off[d + 1]); rmax the latest time. */
 typedef struct dev_changes {
-    size_t *off;
-    double *t;
+    size_t *off, *chk_off;
+    double *t, *chk;
     uint8_t *a;
-    double rmax;
+    double *done; /* per J_CDONE of the journal: start, end (engine times), FLOP */
+    size_t n_done;
 } dev_changes;
 
 static void dev_changes_free(dev_changes *c)
 {
     dp_free(c->off);
+    dp_free(c->chk_off);
     dp_free(c->t);
+    dp_free(c->chk);
     dp_free(c->a);
+    dp_free(c->done);
 }
 
-static int dev_changes_build(prt *rt, dev_changes *c)
+static inline double dc_since(const dev_changes *c, size_t d, size_t k)
+{
+    return k == c->off[d] ? 0 : c->t[k - 1];
+}
+
+/* Device d's running times at the start of its interval k into S. */
+static void dc_running(const dev_changes *c, size_t d, size_t k, double *S)
+{
+    size_t i = k - c->off[d], j = c->off[d] + i / DC_EVERY * DC_EVERY;
+    memcpy(S, c->chk + (c->chk_off[d] + i / DC_EVERY) * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *S);
+    for (; j < k; j++)
+        S[c->a[j]] += c->t[j] - dc_since(c, d, j);
+}
+
+/* From the journal (the epoch just closed, of span engine seconds; each
+ * device's activity now is the one it had at the epoch's start).  0,
+ * DP_ENOMEM, or 1 when a device's subtotals would not be the epoch's
+ * (never expected: the caller then replays in journal order). */
+static int dev_changes_build(prt *rt, dev_changes *c, double span)
 {
     ffj *f = rt->ff;
-    size_t n = rt->n;
-    *c = (dev_changes){dp_calloc(n + 1, sizeof *c->off), dp_calloc(f->nd + 1, sizeof *c->t),
-                       dp_calloc(f->nd + 1, sizeof *c->a), -INFINITY};
-    size_t *fill = dp_calloc(n, sizeof *fill);
-    if (!c->off || !c->t || !c->a || !fill) {
+    size_t nt = TL(rt)->ndev;
+    *c = (dev_changes){
+        dp_calloc(nt + 1, sizeof *c->off), dp_calloc(nt + 1, sizeof *c->chk_off), NULL, NULL, NULL, NULL, 0};
+    if (!c->off || !c->chk_off)
+        return DP_ENOMEM;
+    size_t nd = 0;
+    for (size_t i = 0; i < f->n; i++)
+        nd += f->v[i].kind == J_CDONE;
+    if (!(c->done = dp_calloc(3 * nd + 1, sizeof *c->done)))
+        return DP_ENOMEM;
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_CDONE)
+            continue;
+        double *x = c->done + 3 * c->n_done++;
+        x[0] = e->r0;
+        x[1] = e->r;
+        x[2] = batch_flops(rt, e->n, e->v1);
+    }
+    for (size_t k = 0; k < f->nd; k++)
+        if ((size_t)f->dv[k] < nt)
+            c->off[f->dv[k] + 1]++;
+    for (size_t d = 0; d < nt; d++) {
+        size_t m = c->off[d + 1] + 1; /* the epoch's end */
+        c->chk_off[d + 1] = c->chk_off[d] + (m + DC_EVERY - 1) / DC_EVERY;
+        c->off[d + 1] = c->off[d] + m;
+    }
+    size_t m = c->off[nt];
+    c->t = dp_calloc(m + 1, sizeof *c->t);
+    c->a = dp_calloc(m + 1, sizeof *c->a);
+    c->chk = dp_calloc((c->chk_off[nt] + 1) * RES_ACT_COUNT, sizeof *c->chk);
+    size_t *fill = dp_calloc(nt + 1, sizeof *fill);
+    if (!c->t || !c->a || !c->chk || !fill) {
         dp_free(fill);
         return DP_ENOMEM;
     }
-    for (size_t k = 0; k < f->nd; k++)
-        c->off[f->dv[k] + 1]++;
-    for (size_t d = 0; d < n; d++)
-        c->off[d + 1] += c->off[d];
+    /* first each interval's end and the activity after it */
     for (size_t i = 0; i < f->n; i++) {
         const jent *e = &f->v[i];
         if (e->kind != J_ACT)
             continue;
-        if (e->r > c->rmax)
-            c->rmax = e->r;
         for (int32_t k = 0; k < e->n; k++) {
-            size_t d = (size_t)f->dv[e->d + k], at = c->off[d] + fill[d]++;
+            size_t d = (size_t)f->dv[e->d + k];
+            if (d >= nt)
+                continue;
+            size_t at = c->off[d] + fill[d]++;
             c->t[at] = e->r;
             c->a[at] = e->a;
         }
     }
     dp_free(fill);
+    /* then, device by device, the activity during each interval and the
+     * running times as the simulation added them */
+    double S[RES_ACT_COUNT];
+    for (size_t d = 0; d < nt; d++) {
+        size_t end = c->off[d + 1] - 1;
+        c->t[end] = span;
+        memset(S, 0, sizeof S);
+        res_activity cur = rt->act[d];
+        for (size_t k = c->off[d]; k <= end; k++) {
+            res_activity next = k < end ? (res_activity)c->a[k] : cur;
+            if ((k - c->off[d]) % DC_EVERY == 0)
+                memcpy(c->chk + (c->chk_off[d] + (k - c->off[d]) / DC_EVERY) * RES_ACT_COUNT, S, sizeof S);
+            c->a[k] = (uint8_t)cur;
+            S[cur] += c->t[k] - dc_since(c, d, k);
+            cur = next;
+        }
+        if (cur != rt->act[d] || memcmp(S, f->ep->act_time + d * RES_ACT_COUNT, sizeof S) != 0)
+            return 1;
+    }
     return 0;
 }
 
-/* One epoch's activity changes (origin base), device by device: the
- * arithmetic of set_act_at call for call (each accumulator is a device's
- * own and sees its additions in the same order), without the journal's
- * interleaving.  Only when no timeline record depends on the order across
- * devices: no segment hook, histograms already (no exact segment appended
- * in order, no switch to histograms) and no time in the epoch reaching
- * the histograms' end (hist_fit, which merges every device's bins at
- * once, has nothing to do).  0 when it cannot (replay in journal order). */
-static int replay_acts_by_device(prt *rt, const dev_changes *c, double base)
+/* The bin edges of timeline device d inside a replayed epoch of span
+ * engine seconds: each from the interval that holds it (the first ending
+ * at or after it, as in the simulation, where an interval's edges are
+ * computed when it ends), found by bisection. */
+static void replay_edges(prt *rt, const dev_changes *c, size_t d, double span)
 {
     timeline *tl = TL(rt);
-    if (segment_fn || !tl->coarse || base + c->rmax >= tl->res_s * TL_BINS)
-        return 0;
-    for (size_t d = 0; d < rt->n; d++) {
-        double *at = rt->act_time + d * RES_ACT_COUNT;
-        res_activity cur = rt->act[d];
-        double since = rt->act_since[d];
-        size_t k = c->off[d], end = c->off[d + 1];
-        if (d < tl->ndev) {
-            for (; k < end; k++) { /* hist_add's one-bin case inline */
-                double now = base + c->t[k];
-                at[cur] += now - since;
-                if (now > since && !hist_add_same_bin(tl, d, cur, since, now))
-                    hist_add(tl, d, cur, since, now);
-                cur = (res_activity)c->a[k];
-                since = now;
-            }
+    size_t lo = c->off[d], hi = c->off[d + 1];
+    double S[RES_ACT_COUNT];
+    for (;;) {
+        if (tl->next_edge[d] > TL_BINS)
+            tl_widen(tl);
+        double xr = (double)tl->next_edge[d] * tl->res_s - rt->base;
+        if (xr > span)
+            return;
+        size_t l = lo, h = hi - 1; /* c->t[hi - 1] == span >= xr */
+        while (l < h) {
+            size_t mid = l + (h - l) / 2;
+            if (c->t[mid] >= xr)
+                h = mid;
+            else
+                l = mid + 1;
         }
-        for (; k < end; k++) {
-            double now = base + c->t[k];
-            at[cur] += now - since;
-            cur = (res_activity)c->a[k];
-            since = now;
-        }
-        rt->act[d] = cur;
-        rt->act_since[d] = since;
+        dc_running(c, d, l, S);
+        tl_edges(rt, d, (res_activity)c->a[l], dc_since(c, d, l), c->t[l], S);
+        lo = l + 1 < hi ? l + 1 : hi - 1;
     }
-    return 1;
 }
 
 /* Replay the journal v[0, n) (one epoch of `span` engine seconds and `ev`
- * events) for every epoch left, each with its own base. */
+ * events, just closed) for every epoch left, each with its own base.  With
+ * histograms (and no segment hook) an epoch costs its bin edges, its FLOPS
+ * bins and one addition per record (the epoch's subtotals, f->ep);
+ * otherwise every record is replayed in journal order, as simulated. */
 static void ff_replay(prt *rt, double span, uint64_t ev)
 {
     ffj *f = rt->ff;
+    timeline *tl = TL(rt);
     int first = rt->epoch;
-    ring_acc *acc;
-    size_t na;
-    if (ring_acc_build(rt, &acc, &na)) {
-        ring_acc_free(acc, na);
-        fail_oom(rt);
-        return;
-    }
-    dev_changes ch;
-    if (dev_changes_build(rt, &ch)) {
-        dev_changes_free(&ch);
-        ring_acc_free(acc, na);
-        fail_oom(rt);
-        return;
-    }
+    dev_changes ch = {0};
+    int by_sums = 0, built = 0;
     const int32_t *dv = f->dv;
     while (!rt->finished && !rt->failed) {
         double base = rt->base;
-        int acts_done = replay_acts_by_device(rt, &ch, base);
-        for (size_t i = 0; i < f->n && !rt->failed; i++) {
-            const jent *e = &f->v[i];
-            switch (e->kind) {
-            case J_ACT: {
-                if (acts_done)
-                    break;
-                double t = base + e->r;
-                for (int32_t k = 0; k < e->n; k++)
-                    set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, t);
+        if (!built && tl->coarse && !segment_fn) { /* histograms on (perhaps since the last epoch replayed) */
+            built = 1;
+            int rc = dev_changes_build(rt, &ch, span);
+            if (rc == DP_ENOMEM) {
+                fail_oom(rt);
                 break;
             }
+            by_sums = rc == 0;
+        }
+        if (by_sums) {
+            for (size_t d = 0; d < tl->ndev; d++)
+                replay_edges(rt, &ch, d, span);
+            /* the batches' FLOPS bins and the epoch's end (the journal's last entry) */
+            for (size_t k = 0; k < ch.n_done; k++) {
+                const double *x = ch.done + 3 * k;
+                prt_add_flops(rt, base + x[0], base + x[1], x[2]);
+            }
+            end_epoch_at(rt, base + f->v[f->n - 1].r);
+            sums_add(rt->tot, f->ep, rt->n, 0);
+        }
+        for (size_t i = 0; i < f->n && !by_sums && !rt->failed; i++) {
+            const jent *e = &f->v[i];
+            switch (e->kind) {
+            case J_ACT:
+                for (int32_t k = 0; k < e->n; k++)
+                    set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, e->r);
+                break;
             case J_CSTART:
-                busy_advance_to(rt, base + e->r);
-                TL(rt)->computing++;
+                busy_advance_to(rt, e->r);
+                tl->computing++;
                 break;
             case J_CDONE:
                 compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
                 break;
             case J_RING:
-                ring_acc_apply(rt, &acc[e->d]);
+                coll_ring_account(rt, e->v1, e->n);
                 break;
             case J_COLL:
                 rt->coll_bytes[e->d] += e->v1;
@@ -1399,10 +1546,11 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 break;
             }
         }
+        if (!by_sums)
+            epoch_close(rt, span, NULL);
         rt->ff_events += ev;
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
     }
-    ring_acc_free(acc, na);
     dev_changes_free(&ch);
     int last = rt->s->training.epochs;
     DP_LOG(LOG_POLICY, LOG_INFO, rt->base, "%s: fast_forward: epochs %d-%d repeat epoch %d", rt->r->policy,
@@ -1438,6 +1586,7 @@ static int ff_boundary(prt *rt)
         f->st_n = 0;
         return 0;
     }
+    epoch_close(rt, span, f->ep);
     rt->base += span;
     int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
@@ -1539,11 +1688,29 @@ int prt_run(prt *rt)
 res_run *prt_results(prt *rt)
 {
     res_run *r = rt->r;
-    double T = abs_now(rt);
-    for (size_t d = 0; d < rt->n; d++) { /* close every open interval at T */
-        rt->act_time[d * RES_ACT_COUNT + rt->act[d]] += T - rt->act_since[d];
-        timeline_add(rt, d, rt->act[d], rt->act_since[d], T);
-        rt->act_since[d] = T;
+    double T = abs_now(rt), now = sim_now(rt->e);
+    for (size_t d = 0; d < rt->n; d++) /* close every open interval at T */
+        set_act_at(rt, d, rt->act[d], now);
+    if (rt->tot) { /* fold, and make the totals the records read below */
+        prt_sums run = running(rt), *t = rt->tot;
+        sums_add(t, &run, rt->n, 0);
+        prt_sums sw = *t;
+        t->act_time = rt->act_time;
+        t->busy_compute = rt->busy_compute;
+        t->coll_bytes = rt->coll_bytes;
+        t->coll_busy_s = rt->coll_busy_s;
+        t->coll_recv_s = rt->coll_recv_s;
+        t->batches = rt->batches;
+        rt->act_time = sw.act_time;
+        rt->busy_compute = sw.busy_compute;
+        rt->coll_bytes = sw.coll_bytes;
+        rt->coll_busy_s = sw.coll_busy_s;
+        rt->coll_recv_s = sw.coll_recv_s;
+        rt->batches = sw.batches;
+        rt->samples_done = sw.samples_done;
+        TL(rt)->busy_int = sw.busy_int;
+        sums_free(rt->tot);
+        rt->tot = NULL;
     }
     timeline_finish(rt, T);
     r->tsend_s = rt->tsend_s;

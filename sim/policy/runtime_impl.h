@@ -23,7 +23,8 @@ struct prt {
     /* activity tracking */
     res_activity *act;
     double *act_since;
-    double *act_time; /* n * RES_ACT_COUNT seconds */
+    double *act_time; /* n * RES_ACT_COUNT seconds; this and the other running
+                       * records below count from the last epoch_close (runtime.c) */
     double *busy_compute;
     int64_t *batches;
     double samples_done;
@@ -45,6 +46,8 @@ struct prt {
      * while ring_ok and the network's capacity-change count is ring_caps
      * (routes never change; rates change only with capacities). */
     double *ring_lat, *ring_rate;
+    int *ring_links; /* every edge's path, one after the other (note_approximate) */
+    size_t n_ring_links;
     uint64_t ring_caps;
     int ring_ok;
     int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
@@ -66,6 +69,9 @@ struct prt {
     double base;        /* absolute time of the engine's 0 */
     uint64_t ff_events; /* events of the epochs fast-forwarded */
     struct ffj *ff;     /* the epoch journal (runtime.c), NULL when not periodic */
+    /* periodic worlds: the running records folded at each clean epoch
+     * boundary (runtime.c's invariants), NULL elsewhere */
+    struct prt_sums *tot;
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
