@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "policy/policy.h"
+#include "policy/runtime.h"
 
 /* ---- the engine's rebase -------------------------------------------------- */
 
@@ -242,13 +243,23 @@ Test(ff, paper_testbed_ddp_and_deepspeed)
     cr_expect_eq(compare("paper-testbed.yaml", "deepspeed", ov, 2), 4);
 }
 
-/* With a device interconnect and ring flows crossing it: every epoch's
- * all-reduces use the network, so nothing is replayed, yet time restarts
- * at each boundary both ways. */
-Test(ff, flows_never_fast_forward)
+/* Collectives as flows: the network's per-link bytes and busy seconds are
+ * folded at each clean boundary too (net_fold), so an epoch whose journal,
+ * state and link subtotals repeat is replayed, links included: rings in
+ * closed form, with a device interconnect, and every round as real flows. */
+Test(ff, flows_fast_forward_with_their_links)
 {
     scn_override ov[] = {{"training.epochs", "5"}};
-    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 1), 0);
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 1), 4);
+    scn_override ic[] = {{"training.epochs", "6"}, {"interconnect.bandwidth", "1Gbps"}};
+    cr_expect_eq(compare("tiny.yaml", "ddp", ic, 2), 4);
+    cr_expect_eq(compare("tiny.yaml", "deepspeed", ic, 2), 4);
+    coll_set_per_flow(1);
+    cr_expect_eq(compare("tiny.yaml", "ddp", ov, 1), 4);
+    coll_set_per_flow(0);
+    scn_override pt[] = {
+        {"training.epochs", "6"}, {"dataset.samples", "4000"}, {"policies.ddp.collective", "flows"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "ddp", pt, 3), 4);
 }
 
 Test(ff, noise_traces_and_other_policies_never_fast_forward)

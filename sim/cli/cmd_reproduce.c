@@ -35,7 +35,7 @@
 static void help(void)
 {
     printf("usage: dpsim reproduce table3 [--db FILE] [--no-db] [--out DIR] [--scenario FILE] [--json]\n"
-           "                              [--with-related]\n\n"
+           "                              [--with-related] [--set KEY=VALUE]...\n\n"
            "Run DDP, DeepSpeed (ZeRO-2) and C-ADP on the paper's testbed, with the link\n"
            "speeds calibrated on three of its figures (compiled into the binary from\n"
            "scenarios/paper-testbed.yaml, where the calibration is explained), and print\n"
@@ -49,6 +49,9 @@ static void help(void)
            "      --no-db        do not store the runs\n"
            "  -o, --out DIR      also draw the compare, flops and timeline plots there\n"
            "      --scenario F   use another testbed file instead of the built-in one\n"
+           "  -s, --set KEY=VALUE  override a value of the testbed for every run (e.g.\n"
+           "                     policies.ddp.collective=flows to run the rings as flows);\n"
+           "                     the figures then no longer match the calibration's\n"
            "      --json         print the comparison as JSON (sim/store/JSON.md)\n"
            "      --with-related also run the load-balancing policies of the paper's related\n"
            "                     work (equal_finish, dlb, lbbsp, lbb) with DDP's data and\n"
@@ -125,8 +128,9 @@ int cmd_reproduce(int argc, char **argv)
 {
     repro_args a = {0};
     cli_opts o = {0};
-    int prc = cli_parse(argc, argv, "reproduce", CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_LOG,
-                        own, "o:", on_opt, &a, help, &o);
+    int prc = cli_parse(argc, argv, "reproduce",
+                        CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_LOG | CLI_O_SET, own,
+                        "o:", on_opt, &a, help, &o);
     if (prc >= 0) {
         cli_opts_free(&o);
         return prc;
@@ -141,7 +145,16 @@ int cmd_reproduce(int argc, char **argv)
     if (out && !db)
         return cli_usage_error("reproduce", "--out draws from the database: drop --no-db");
     dp_err err = {0};
-    scn_scenario *s = cli_load_scenario(file ? file : "builtin:paper-testbed", NULL, 0, &err);
+    /* the user's --set first, then each run's own (which a --set of the same
+     * key cannot undo: the interconnect run is that run) */
+    size_t nu = o.n_ov;
+    scn_override ov[CLI_MAX_SET + 2 * NREL];
+    const char *ov_text[CLI_MAX_SET + 2 * NREL];
+    for (size_t k = 0; k < nu; k++) {
+        ov[k] = o.ov[k];
+        ov_text[k] = o.ov_text[k];
+    }
+    scn_scenario *s = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, nu, &err);
     if (!s)
         return cli_fail(&err);
     cli_catch_interrupts();
@@ -157,14 +170,17 @@ int cmd_reproduce(int argc, char **argv)
     res_run *runs[4] = {0};
     int64_t ids[4] = {0};
     double w0 = cli_wall_s();
-    int rc = runner_run(s, pk, 3, s->training.seed, st, NULL, 0, runs, ids, &err);
+    int rc = runner_run(s, pk, 3, s->training.seed, st, ov_text, nu, runs, ids, &err);
     /* What-if: DDP with a 10 Gbit/s interconnect between devices. */
     scn_scenario *s10 = NULL;
     static const char *ic_text[] = {"interconnect.bandwidth=10Gbps", "interconnect.latency=50us"};
     if (!rc) {
-        scn_override ov[2] = {{"interconnect.bandwidth", "10Gbps"}, {"interconnect.latency", "50us"}};
-        s10 = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, 2, &err);
-        rc = s10 ? runner_run(s10, pk, 1, s->training.seed, st, ic_text, 2, &runs[3], &ids[3], &err)
+        ov[nu] = (scn_override){"interconnect.bandwidth", "10Gbps"};
+        ov[nu + 1] = (scn_override){"interconnect.latency", "50us"};
+        ov_text[nu] = ic_text[0];
+        ov_text[nu + 1] = ic_text[1];
+        s10 = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, nu + 2, &err);
+        rc = s10 ? runner_run(s10, pk, 1, s->training.seed, st, ov_text, nu + 2, &runs[3], &ids[3], &err)
                  : err.code;
     }
     double wall = cli_wall_s() - w0; /* of the paper's runs */
@@ -175,9 +191,7 @@ int cmd_reproduce(int argc, char **argv)
     int64_t rel_ids[NREL] = {0};
     scn_scenario *srel = NULL;
     char rel_text[2 * NREL][96];
-    const char *rel_ptr[2 * NREL];
     if (!rc && related) {
-        scn_override ov[2 * NREL];
         static const char *const data_names[] = {"replicate", "shard"};
         static const char *const coll_names[] = {"flows", "analytic"};
         int dd = (int)policy_option_num(pk[0], s, "data"),
@@ -193,18 +207,18 @@ int cmd_reproduce(int argc, char **argv)
                      coll_names[dc == 1]);
         }
         for (int k = 0; k < 2 * NREL && !rc; k++) {
-            rel_ptr[k] = rel_text[k];
+            ov_text[nu + k] = rel_text[k];
             char *eq = strchr(rel_text[k], '=');
             *eq = '\0'; /* split KEY=VALUE for the loader, then restore for the store */
-            ov[k] = (scn_override){rel_text[k], eq + 1};
+            ov[nu + k] = (scn_override){rel_text[k], eq + 1};
         }
         if (!rc) {
-            srel = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, 2 * NREL, &err);
+            srel = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, nu + 2 * NREL, &err);
             for (int k = 0; k < 2 * NREL; k++)
                 rel_text[k][strlen(rel_text[k])] = '=';
-            rc = srel
-                     ? runner_run(srel, rk, NREL, s->training.seed, st, rel_ptr, 2 * NREL, rel, rel_ids, &err)
-                     : err.code;
+            rc = srel ? runner_run(srel, rk, NREL, s->training.seed, st, ov_text, nu + 2 * NREL, rel, rel_ids,
+                                   &err)
+                      : err.code;
         }
     }
     if (rc) {
@@ -244,6 +258,13 @@ int cmd_reproduce(int argc, char **argv)
         json_key_int(j, "format_version", 1);
         json_key_str(j, "dpsim_version", DPSIM_VERSION);
         json_key_str(j, "scenario", s->name);
+        if (nu) { /* only then: the JSON of the paper's testbed stays as it was */
+            json_key(j, "overrides");
+            json_arr_begin(j);
+            for (size_t k = 0; k < nu; k++)
+                json_str(j, ov_text[k]);
+            json_arr_end(j);
+        }
         json_key(j, "figures");
         json_arr_begin(j);
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
@@ -284,7 +305,7 @@ int cmd_reproduce(int argc, char **argv)
             json_key(j, "runs");
             json_arr_begin(j);
             for (int k = 0; k < NREL; k++)
-                report_json_run(j, rel[k], rel_ptr, 2 * NREL);
+                report_json_run(j, rel[k], ov_text, nu + 2 * NREL);
             json_arr_end(j);
             json_obj_end(j);
         }
@@ -293,8 +314,11 @@ int cmd_reproduce(int argc, char **argv)
         json_free(j);
     } else {
         printf("Table 3 of the C-ADP paper (IJCAI 2025), reproduced by dpsim %s\n", DPSIM_VERSION);
-        printf("testbed: %s (%s); %zu devices, %lld samples, %d epochs\n\n", s->name, s->path, s->n_devices,
+        printf("testbed: %s (%s); %zu devices, %lld samples, %d epochs\n", s->name, s->path, s->n_devices,
                (long long)s->dataset.samples, s->training.epochs);
+        for (size_t k = 0; k < nu; k++)
+            printf("%s %s", k ? "," : "with --set", ov_text[k]);
+        printf("%s\n", nu ? " (the calibration assumed none)\n" : "");
         report_table_header(stdout);
         for (int k = 0; k < 3; k++)
             report_table_row(stdout, runs[k], ids[k]);

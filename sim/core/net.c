@@ -32,9 +32,10 @@ typedef struct link {
     double nominal; /* from the trace or net_link_set_capacity */
     int down;       /* an outage: carries nothing whatever its nominal capacity */
     double peak;    /* highest share of its capacity in use after a reshare */
-    double bytes;   /* delivered by finished flows */
-    double busy_s;  /* closed busy intervals */
+    double bytes;   /* delivered by finished flows, since the last net_fold */
+    double busy_s;  /* closed busy intervals, likewise */
     double busy_since;
+    double bytes_tot, busy_tot; /* folded by net_fold */
     int n_active;
     char *name;
     trace *tr;
@@ -99,6 +100,7 @@ struct net {
     int full; /* the pending reshare must recompute the shares */
     uint64_t reshares, fills;
     uint64_t cap_changes; /* capacity changes so far (net_cap_changes) */
+    int folded;           /* net_fold ran: the link totals are bytes_tot/busy_tot + the running ones */
     unsigned stamp;
     /* reshare scratch, kept between calls */
     int *touched;
@@ -304,13 +306,43 @@ int net_link_active(const net *n, int l)
 }
 double net_link_bytes(const net *n, int l)
 {
-    return n->links[l].bytes;
+    const link *k = &n->links[l];
+    return n->folded ? k->bytes_tot + k->bytes : k->bytes;
 }
 
 double net_link_busy_s(const net *n, int l)
 {
     const link *k = &n->links[l];
-    return k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+    double run = k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+    return n->folded ? k->busy_tot + run : run;
+}
+
+int net_fold(net *n, double *delta)
+{
+    for (size_t i = 0; i < n->n_links; i++)
+        if (n->links[i].n_active)
+            return DP_EINPUT;
+    n->folded = 1;
+    for (size_t i = 0; i < n->n_links; i++) {
+        link *l = &n->links[i];
+        if (delta) {
+            delta[2 * i] = l->bytes;
+            delta[2 * i + 1] = l->busy_s;
+        }
+        l->bytes_tot += l->bytes;
+        l->busy_tot += l->busy_s;
+        l->bytes = l->busy_s = 0;
+    }
+    return 0;
+}
+
+void net_fold_add(net *n, const double *delta)
+{
+    n->folded = 1;
+    for (size_t i = 0; i < n->n_links; i++) {
+        n->links[i].bytes_tot += delta[2 * i];
+        n->links[i].busy_tot += delta[2 * i + 1];
+    }
 }
 
 int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)

@@ -84,6 +84,17 @@ void net_link_release(net *n, int link);
  * a link's statistics, as flows that crossed it alone would have. */
 void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
 
+/* Epoch subtotals (the runtime's clean epoch boundaries, where no flow is
+ * active): every link's bytes and busy seconds since the last fold move
+ * into its totals, which net_link_bytes / net_link_busy_s add to what
+ * comes after; delta (2 per link: bytes, busy seconds; may be NULL)
+ * receives what moved.  A run that repeats an epoch adds that epoch's
+ * delta again with net_fold_add: the same additions, bit for bit, as
+ * simulating it.  Before any fold the figures are the running ones alone.
+ * net_fold: 0, or DP_EINPUT (nothing done) while a flow is active. */
+int net_fold(net *n, double *delta);
+void net_fold_add(net *n, const double *delta);
+
 /* Start a flow now.  links: path (duplicates and infinite-capacity links
  * are allowed; at most NET_MAX_PATH).  bytes >= 0, latency_s >= 0,
  * rate_cap_Bps > 0 or INFINITY.  Returns a flow id (never 0), or 0 on bad

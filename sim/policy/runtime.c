@@ -1078,7 +1078,9 @@ typedef struct ffj {
     unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
     size_t st_n, st_cap, tmp_cap;
     prt_sums *ep; /* the running records of the last epoch closed (epoch_close) */
-    double *net0; /* per link: bytes and busy seconds at this epoch's start */
+    /* per link: bytes and busy seconds of the epoch just closed (net_fold),
+     * and of the one before it */
+    double *net_ep, *net_prev;
     size_t n_links;
     int dead; /* journal given up for the run (too large, out of memory) */
 } ffj;
@@ -1109,11 +1111,14 @@ static void ff_init(prt *rt)
     prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);
     if (f) {
         f->n_links = net_link_count(world_net(rt->w));
-        f->net0 = dp_calloc(2 * f->n_links + 1, sizeof *f->net0);
+        f->net_ep = dp_calloc(2 * f->n_links + 1, sizeof *f->net_ep);
+        f->net_prev = dp_calloc(2 * f->n_links + 1, sizeof *f->net_prev);
     }
-    if (!f || !f->net0 || !tot || !ep) { /* not periodic then: the run is simulated as before */
-        if (f)
-            dp_free(f->net0);
+    if (!f || !f->net_ep || !f->net_prev || !tot || !ep) { /* not periodic then: simulated as before */
+        if (f) {
+            dp_free(f->net_ep);
+            dp_free(f->net_prev);
+        }
         dp_free(f);
         sums_free(tot);
         sums_free(ep);
@@ -1134,7 +1139,8 @@ static void ff_free(prt *rt)
     dp_free(f->dv);
     dp_free(f->st);
     dp_free(f->tmp);
-    dp_free(f->net0);
+    dp_free(f->net_ep);
+    dp_free(f->net_prev);
     sums_free(f->ep);
     dp_free(f);
 }
@@ -1233,27 +1239,6 @@ static void jbreak(prt *rt)
 {
     if (rt->ff)
         rt->ff->on = 0;
-}
-
-/* Each link's bytes and busy seconds into out[0 .. 2 * links). */
-static void net_totals(prt *rt, double *out)
-{
-    net *n = world_net(rt->w);
-    for (size_t l = 0; l < rt->ff->n_links; l++) {
-        out[2 * l] = net_link_bytes(n, (int)l);
-        out[2 * l + 1] = net_link_busy_s(n, (int)l);
-    }
-}
-
-static int net_unchanged(prt *rt)
-{
-    ffj *f = rt->ff;
-    net *n = world_net(rt->w);
-    for (size_t l = 0; l < f->n_links; l++)
-        if (!same_bits(f->net0[2 * l], net_link_bytes(n, (int)l)) ||
-            !same_bits(f->net0[2 * l + 1], net_link_busy_s(n, (int)l)))
-            return 0;
-    return 1;
 }
 
 static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, size_t len)
@@ -1548,6 +1533,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         }
         if (!by_sums)
             epoch_close(rt, span, NULL);
+        net_fold_add(world_net(rt->w), f->net_ep);
         rt->ff_events += ev;
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
     }
@@ -1570,7 +1556,7 @@ static int ff_boundary(prt *rt)
     ffj *f = rt->ff;
     double span = sim_now(rt->e);
     uint64_t ev = sim_events_run(rt->e);
-    int whole = f->on && net_unchanged(rt) && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
+    int whole = f->on && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
     net *nt = world_net(rt->w);
     size_t sn = 0;
     int clean = TL(rt)->computing == 0 && rt->coll_active == 0 && net_flows_active(nt) == 0 &&
@@ -1587,10 +1573,15 @@ static int ff_boundary(prt *rt)
         return 0;
     }
     epoch_close(rt, span, f->ep);
+    double *np = f->net_prev;
+    f->net_prev = f->net_ep;
+    f->net_ep = np;
+    net_fold(nt, f->net_ep); /* no flow is active: a clean boundary */
     rt->base += span;
     int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
-                  memcmp(f->tmp, f->st, sn) == 0;
+                  memcmp(f->tmp, f->st, sn) == 0 &&
+                  memcmp(f->net_ep, f->net_prev, 2 * f->n_links * sizeof *f->net_ep) == 0;
     if (repeats && ff_enabled) {
         /* v holds the epoch just ended; base is already the next one's origin */
         ff_replay(rt, span, ev - f->ev0);
@@ -1615,7 +1606,6 @@ static int ff_boundary(prt *rt)
     f->match = 1;
     f->on = !f->dead;
     f->ev0 = ev;
-    net_totals(rt, f->net0);
     return 0;
 }
 
