@@ -27,6 +27,7 @@
 #include "runtime.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* policies.deepspeed */
 typedef struct ds_opts {
@@ -75,14 +76,8 @@ static void z3_step_done(prt *rt, void *ctx)
     (void)ctx;
     if (prt_work_left(rt))
         sync_next(rt);
-    else if (prt_end_epoch(rt) > 0) {
-        /* the checkpoint, when one is due; without failures straight on,
-         * as stage 3 has no steady state to fast-forward */
-        if (scn_has_failures(prt_scn(rt)))
-            sync_next_epoch(rt);
-        else
-            sync_next(rt);
-    }
+    else if (prt_end_epoch(rt) > 0)
+        sync_next_epoch(rt); /* the checkpoint when one is due; in a periodic world, from an event at now */
 }
 
 static void z3_reduce(prt *rt)
@@ -259,12 +254,26 @@ static void ds_on_device(prt *rt, const void *opts, size_t d, int up)
     sync_on_device(rt, d, up); /* every stage runs on sync.c's failure machinery */
 }
 
-/* Stages 1-2 run on sync.c alone; stage 3 keeps state of its own (sync.c
- * says 0 for a policy with hooks): it cannot tell. */
+/* Stages 1-2 run on sync.c alone.  Stage 3 adds its step loop's state:
+ * the phase and counters (at a boundary no phase is running) and each
+ * device's micro-step size. */
 static size_t ds_steady_state(prt *rt, const void *opts, unsigned char *buf, size_t cap)
 {
-    (void)opts;
-    return sync_steady_state(rt, buf, cap);
+    const ds_opts *o = opts;
+    if (o->stage != 3)
+        return sync_steady_state(rt, buf, cap);
+    const z3_state *z = z3_of(rt);
+    size_t k = sync_steady_state_hooked(rt, buf, cap), n = prt_n(rt);
+    if (k == 0 || !z)
+        return 0;
+    int v[3] = {z->phase, z->gathers_left, (int)z->computing};
+    size_t need = k + sizeof v + n * sizeof(int);
+    if (need > cap)
+        return need;
+    memcpy(buf + k, v, sizeof v);
+    for (size_t d = 0; d < n; d++)
+        memcpy(buf + k + sizeof v + d * sizeof(int), &z->dev[d].n_now, sizeof(int));
+    return need;
 }
 
 static const popt ds_table[] = {

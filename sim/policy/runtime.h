@@ -379,6 +379,9 @@ void sync_free(prt *rt);
 /* The steady_state hook of a policy on sync.c without hooks (DDP, ZeRO
  * stages 1-2): see policy_def.  0 with failures or hooks. */
 size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap);
+/* The same for a policy with hooks whose own state at the boundary it
+ * appends itself (ZeRO stage 3): sync.c's part, or 0 with failures. */
+size_t sync_steady_state_hooked(prt *rt, unsigned char *buf, size_t cap);
 /* Equal split into prt_share and the bytes each device receives. */
 int equal_split(prt *rt, prt_data_mode data, double *bytes);
 

@@ -594,10 +594,10 @@ int sync_start(prt *rt, const sync_cfg *cfg)
  * members and, per device, the micro-steps its group still owes (0 at a
  * boundary).  The configuration never changes.  Policies with hooks
  * (lbsync.c) keep state of their own: they cannot tell. */
-size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap)
+static size_t steady_state(prt *rt, unsigned char *buf, size_t cap, int hooked)
 {
     const sync_state *st = prt_state(rt);
-    if (!st || st->cfg.hooks || st->fail_on || st->state != ST_RUN)
+    if (!st || (st->cfg.hooks && !hooked) || st->fail_on || st->state != ST_RUN)
         return 0;
     size_t n = prt_n(rt);
     size_t need = 2 * sizeof(int) + sizeof st->m + st->m * sizeof *st->mem + n * sizeof(int);
@@ -617,6 +617,16 @@ size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap)
         off += sizeof(int);
     }
     return off;
+}
+
+size_t sync_steady_state(prt *rt, unsigned char *buf, size_t cap)
+{
+    return steady_state(rt, buf, cap, 0);
+}
+
+size_t sync_steady_state_hooked(prt *rt, unsigned char *buf, size_t cap)
+{
+    return steady_state(rt, buf, cap, 1);
 }
 
 void sync_free(prt *rt)
