@@ -202,6 +202,10 @@ typedef struct timeline {
      * 1 <= k < next_edge[d] (edge 0 is 0 everywhere) */
     double *cum;
     size_t next_edge[TL_DEVICES];
+    /* the engine time of device d's next edge, as tl_edges computes it,
+     * while edge_gen[d] == gen (gen changes with the width and the base) */
+    double next_xr[TL_DEVICES];
+    uint64_t edge_gen[TL_DEVICES], gen;
     double *seg_t0; /* per device: absolute start of its current activity (segments) */
     compute_slot *cslots;
     xfer_ctx *xctx; /* 2 per device */
@@ -611,6 +615,7 @@ static void tl_widen(timeline *tl)
         tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
     }
     tl->res_s *= 2;
+    tl->gen++;
 }
 
 /* Device d (a timeline device, histograms on) ran activity cur from engine
@@ -629,8 +634,11 @@ static void tl_edges(prt *rt, size_t d, res_activity cur, double since, double n
             continue;
         }
         double xr = (double)k * tl->res_s - rt->base;
-        if (xr > now)
+        if (xr > now) {
+            tl->next_xr[d] = xr;
+            tl->edge_gen[d] = tl->gen;
             return;
+        }
         double *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
         for (int a = 0; a < RES_ACT_COUNT; a++)
             c[a] = T ? T[a] + S[a] : S[a];
@@ -656,6 +664,7 @@ static int go_coarse(prt *rt, double now)
         tl->res_s *= 2;
     for (size_t d = 0; d < tl->ndev; d++)
         tl->next_edge[d] = 1;
+    tl->gen++;
     /* a device's segments are in time order and end before now, so below
      * the last edge */
     for (size_t i = 0; i < rt->r->n_segments; i++) {
@@ -750,7 +759,8 @@ static void set_act_at(prt *rt, size_t d, res_activity a, double now)
     double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
     if (segment_fn || (!tl->coarse && d < tl->ndev))
         timeline_seg(rt, d, cur, rt->base + now);
-    if (tl->coarse && d < tl->ndev)
+    /* below the next edge (cached), nothing to compute */
+    if (tl->coarse && d < tl->ndev && !(tl->edge_gen[d] == tl->gen && now < tl->next_xr[d]))
         tl_edges(rt, d, cur, since, now, S);
     S[cur] += now - since;
     rt->act[d] = a;
@@ -1536,6 +1546,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         net_fold_add(world_net(rt->w), f->net_ep);
         rt->ff_events += ev;
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
+        tl->gen++;
     }
     dev_changes_free(&ch);
     int last = rt->s->training.epochs;
@@ -1578,6 +1589,7 @@ static int ff_boundary(prt *rt)
     f->net_ep = np;
     net_fold(nt, f->net_ep); /* no flow is active: a clean boundary */
     rt->base += span;
+    TL(rt)->gen++; /* edges' engine times move with the base */
     int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
                   memcmp(f->tmp, f->st, sn) == 0 &&
