@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_scale.sh: issue 16's scale figures, medians of REPS runs of host CPU
 # time (user + system: a shared machine does not inflate it) and wall time:
-#   1. `dpsim reproduce table3` end to end;
+#   1. `dpsim reproduce table3` end to end (plots and database included), and
+#      with the rings of DDP and DeepSpeed as flows (--json, no database);
 #   2. DDP with analytic collectives on the paper testbed's model and links
 #      scaled to N devices (default 100,000: half RTX 3090s, a quarter 4-core
 #      CPUs, an eighth each 16- and 8-core CPUs), 2 epochs, 10^7 samples;
@@ -25,7 +26,11 @@ BENCH_NAME=bench_scale
 ((N >= 8)) || { echo "bench_scale: N must be at least 8" >&2; exit 2; }
 
 echo "bench_scale ($(nproc) cores, $("$BIN" --version))"
-bench "reproduce table3" "$REPS" "$BIN" reproduce table3 --out "$TMP/t3"
+bench_before_rep() { rm -rf "$TMP/t3" "$TMP/t3.db"*; } # each run draws and stores from scratch
+bench "reproduce table3" "$REPS" "$BIN" reproduce table3 --out "$TMP/t3" --db "$TMP/t3.db"
+bench_before_rep() { :; }
+bench "reproduce table3, collectives as flows" "$REPS" "$BIN" reproduce table3 --json --no-db \
+    --set policies.ddp.collective=flows --set policies.deepspeed.collective=flows
 
 # scaled N: the paper testbed's groups in its proportions, 100 samples each
 scaled() {
