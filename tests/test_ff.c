@@ -360,3 +360,78 @@ Test(ff, segment_stream_is_the_same)
     res_run_free(b);
     scn_free(s);
 }
+
+/* The coarse timeline against the exact intervals: every bin's activity is
+ * the one that fills most of it, computed here from the streamed intervals
+ * (a bin whose top two activities are within 1e-9 of its width may go
+ * either way).  The run with the stream is simulated in full; the same run
+ * fast-forwarded without it (bin edges from the epochs' subtotals) must
+ * give the same bits. */
+Test(ff, coarse_timeline_bins_hold_their_dominant_activity)
+{
+    /* slow GPUs: bins alternate between computing, sending and waiting */
+    scn_override ov[] = {{"training.epochs", "300"},
+                         {"policies.ddp.collective", "analytic"},
+                         {"policies.ddp.data", "shard"},
+                         {"devices.gpu.batch_time", "3s"}};
+    scn_scenario *s = load("tiny.yaml", ov, 4);
+    seg_log log = {0};
+    policy_set_segment_hook(on_seg, &log);
+    res_run *a = run("ddp", s, 0);
+    policy_set_segment_hook(NULL, NULL);
+    res_run *b = run("ddp", s, 1);
+    cr_assert(find_stat(b, "fast_forward"), "epochs were fast-forwarded");
+    expect_same(a, b, "tiny ddp: simulated with the stream, fast-forwarded without");
+    double res = a->timeline_res_s, T = a->ttotal_s;
+    cr_assert_gt(res, 0, "the timeline is coarse");
+    size_t nb = (size_t)ceil(T / res), ndev = a->n_devices;
+    double *h = calloc(ndev * nb * RES_ACT_COUNT, sizeof *h);
+    int *shown = calloc(ndev * nb, sizeof *shown);
+    cr_assert(h && shown);
+    for (size_t i = 0; i + 3 < log.n; i += 4) {
+        size_t d = (size_t)log.v[i];
+        int act = (int)log.v[i + 1];
+        double t0 = log.v[i + 2], t1 = log.v[i + 3];
+        for (size_t k = (size_t)(t0 / res); k < nb && (double)k * res < t1; k++) {
+            double lo = fmax(t0, (double)k * res), hi = fmin(t1, (double)(k + 1) * res);
+            if (hi > lo)
+                h[(d * nb + k) * RES_ACT_COUNT + act] += hi - lo;
+        }
+    }
+    for (size_t k = 0; k < ndev * nb; k++)
+        shown[k] = -1;
+    for (size_t i = 0; i < a->n_segments; i++) {
+        const res_segment *sg = &a->segments[i];
+        for (size_t k = (size_t)llround(sg->t0_s / res); k < nb && (double)k * res < sg->t1_s - res / 2; k++)
+            shown[sg->device * nb + k] = sg->act;
+        if (sg->t1_s == T) /* the last, partial bin */
+            shown[sg->device * nb + nb - 1] = sg->act;
+    }
+    size_t checked = 0;
+    for (size_t d = 0; d < ndev; d++)
+        for (size_t k = 0; k < nb; k++) {
+            const double *x = h + (d * nb + k) * RES_ACT_COUNT;
+            int best = 0;
+            for (int q = 1; q < RES_ACT_COUNT; q++)
+                if (x[q] > x[best])
+                    best = q;
+            double second = -1;
+            for (int q = 0; q < RES_ACT_COUNT; q++)
+                if (q != best && x[q] > second)
+                    second = x[q];
+            cr_expect_neq(shown[d * nb + k], -1, "device %zu bin %zu: no segment", d, k);
+            if (x[best] - second <= 1e-9 * res)
+                continue;
+            checked++;
+            cr_expect_eq(shown[d * nb + k], best, "device %zu bin %zu shows %d, mostly %d", d, k,
+                         shown[d * nb + k], best);
+        }
+    cr_expect_gt(checked, 2 * nb, "bins checked");
+    cr_expect_gt(a->n_segments, 6 * 100, "bins of different activities");
+    free(h);
+    free(shown);
+    free(log.v);
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+}
