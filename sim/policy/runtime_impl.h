@@ -48,6 +48,7 @@ struct prt {
     double *ring_lat, *ring_rate;
     int *ring_links; /* every edge's path, one after the other (note_approximate) */
     size_t n_ring_links;
+    int ring_traced; /* one of them follows a trace */
     uint64_t ring_caps;
     int ring_ok;
     int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
