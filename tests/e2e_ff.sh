@@ -7,7 +7,10 @@
 #  - `run` prints the note, `--no-fast-forward` simulates every epoch (no
 #    note, the same table), `show` prints the note again, and `rerun` of a
 #    fast-forwarded run gives the same numbers;
-#  - a world with noise never fast-forwards.
+#  - a world with noise never fast-forwards;
+#  - `reproduce table3 --set` with the rings as flows: the same bytes with
+#    and without the fast-forward, the overrides listed and stored, the
+#    Ttotals within 1e-9 of the analytic ones; a bad --set exits 2 naming it.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 # The fast_forward statistic, the only one these runs record, left out.
@@ -51,5 +54,28 @@ if "$BIN" rerun 1 --db "$T/r.db" >"$T/rerun" 2>&1; then ok; else bad "rerun of a
 "$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp --no-db --json "${set_tiny[@]}" --set devices.gpu.noise=0.05 \
     >"$T/noise.json" 2>"$T/err" || bad "run (noise): $(head -c 300 "$T/err")"
 if grep -q fast_forward "$T/noise.json"; then bad "a world with noise fast-forwarded"; else ok; fi
+
+# reproduce --set: the rings as flows
+flows=(--set policies.ddp.collective=flows --set policies.deepspeed.collective=flows)
+"$BIN" reproduce table3 --no-db --json "${flows[@]}" >"$T/f.json" 2>"$T/err" || bad "reproduce --set: $(head -c 300 "$T/err")"
+DPSIM_NO_FAST_FORWARD=1 "$BIN" reproduce table3 --no-db --json "${flows[@]}" >"$T/ffull.json" 2>"$T/err" ||
+    bad "reproduce --set (full): $(head -c 300 "$T/err")"
+if cmp -s <(strip_ff "$T/f.json") "$T/ffull.json"; then ok; else bad "table3 with flows: fast-forwarded and full runs differ"; fi
+if python3 - "$T/f.json" "$T/ff.json" <<'PY'; then ok; else bad "table3 with flows: overrides or figures"; fi
+import json, sys
+f, a = (json.load(open(p)) for p in sys.argv[1:])
+assert f["overrides"] == ["policies.ddp.collective=flows", "policies.deepspeed.collective=flows"], f.get("overrides")
+assert "overrides" not in a
+for x, y in zip(f["figures"], a["figures"]):
+    assert x["figure"] == y["figure"]
+    assert abs(x["simulated"] - y["simulated"]) <= 1e-9 * abs(y["simulated"]), (x, y)
+PY
+"$BIN" reproduce table3 --db "$T/s.db" -q "${flows[@]}" >"$T/out" 2>"$T/err" || bad "reproduce --set --db: $(head -c 300 "$T/err")"
+if grep -q '^with --set policies.ddp.collective=flows, policies.deepspeed.collective=flows' "$T/out"; then ok; else
+    bad "reproduce --set: the text output does not list the overrides"
+fi
+"$BIN" reproduce table3 --no-db --set policies.ddp.colective=flows >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q 'colective' "$T/err"; then ok; else bad "a bad --set: exit $rc, $(head -c 300 "$T/err")"; fi
 
 e2e_done e2e_ff
