@@ -261,6 +261,19 @@ Test(ff, zero_stage_3)
     cr_expect_eq(compare("paper-testbed.yaml", "deepspeed", pt, 3), 4);
 }
 
+/* C-ADP: each epoch's model uploads and downloads are flows through the
+ * server's NIC; with the link totals folded per epoch and the server bytes
+ * journaled, its epochs repeat too. */
+Test(ff, cadp)
+{
+    scn_override ov[] = {{"training.epochs", "9"}};
+    cr_expect_eq(compare("tiny.yaml", "cadp", ov, 1), 4);
+    scn_override pt[] = {{"training.epochs", "7"}, {"dataset.samples", "4000"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "cadp", pt, 2), 4);
+    scn_override alm[] = {{"training.epochs", "5"}, {"policies.cadp.solver", "alm"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "cadp", alm, 2), 4);
+}
+
 /* Collectives as flows: the network's per-link bytes and busy seconds are
  * folded at each clean boundary too (net_fold), so an epoch whose journal,
  * state and link subtotals repeat is replayed, links included: rings in
@@ -287,8 +300,10 @@ Test(ff, noise_traces_and_other_policies_never_fast_forward)
     cr_expect_eq(compare("tiny.yaml", "ddp", noisy, 3), 0);
     scn_override geo[] = {{"training.epochs", "4"}, {"policies.ddp.collective", "analytic"}};
     cr_expect_eq(compare("geo-3sites.yaml", "ddp", geo, 2), 0); /* WAN and link traces, noise */
-    scn_override cadp[] = {{"training.epochs", "6"}};
-    cr_expect_eq(compare("tiny.yaml", "cadp", cadp, 1), 0);
+    scn_override lb[] = {{"training.epochs", "6"}, {"policies.lbbsp.collective", "analytic"}};
+    cr_expect_eq(compare("tiny.yaml", "lbbsp", lb, 2), 0); /* a balancer re-splits as it goes */
+    scn_override cadp[] = {{"training.epochs", "6"}, {"devices.gpu.noise", "0.05"}};
+    cr_expect_eq(compare("tiny.yaml", "cadp", cadp, 2), 0);
 }
 
 /* The shortest runs: epoch 4 alone replayed; 3 epochs, none. */

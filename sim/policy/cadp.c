@@ -448,6 +448,8 @@ static void on_download(void *ctx, uint64_t id)
     start_epoch_on(rt, cd);
 }
 
+static void send_models(prt *rt, void *ctx);
+
 static void aggregated(prt *rt, void *ctx)
 {
     (void)ctx;
@@ -459,6 +461,18 @@ static void aggregated(prt *rt, void *ctx)
         fl_plan_epoch(rt);
         return;
     }
+    if (!prt_periodic(rt))
+        send_models(rt, NULL);
+    else if (prt_at(rt, prt_now(rt), send_models, NULL)) /* from an event at now: a clean boundary */
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* The averaged model goes back to every participant, who starts its next
+ * local epoch when it arrives. */
+static void send_models(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cadp_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t d = 0; d < prt_n(rt); d++) {
         if (prt_share(rt)[d] == 0)
@@ -1047,6 +1061,22 @@ static int cadp_start(prt *rt, const void *opts)
     return rc;
 }
 
+/* At an epoch boundary without failures (the only kind that can repeat)
+ * every participant is waiting for the model and the counts are reset: the
+ * plan (shares, part of the runtime's state) is all that carries over. */
+static size_t cadp_steady_state(prt *rt, const void *opts, unsigned char *buf, size_t cap)
+{
+    (void)opts;
+    const cadp_state *st = prt_state(rt);
+    if (!st || st->fail_on)
+        return 0;
+    size_t v[3] = {st->parts, st->uploaded, st->downloaded};
+    if (sizeof v > cap)
+        return sizeof v;
+    memcpy(buf, v, sizeof v);
+    return sizeof v;
+}
+
 static void cadp_free(prt *rt, const void *opts)
 {
     (void)opts;
@@ -1099,4 +1129,5 @@ const policy_def policy_cadp = {
     .start = cadp_start,
     .free = cadp_free,
     .on_device = cadp_on_device,
+    .steady_state = cadp_steady_state,
 };

@@ -56,8 +56,9 @@
  *   J_CDONE  d, n = samples, a = step, r = end, r0 = start, v1 = part
  *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
  *   J_RING   n = rounds, v1 = chunk
+ *   J_SRV    d, v1 = bytes exchanged with the server (prt_add_server_bytes)
  *   J_EPOCH  r = time */
-typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_EPOCH } jkind;
+typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_SRV, J_EPOCH } jkind;
 typedef struct jent {
     uint8_t kind, a;
     uint16_t pad0;
@@ -160,7 +161,7 @@ void prt_add_resent(prt *rt, double bytes)
 }
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
-    jbreak(rt);
+    jrec(rt, (jent){.kind = J_SRV, .d = (int32_t)d, .v1 = bytes});
     rt->server_bytes[d] += bytes;
 }
 
@@ -234,7 +235,7 @@ static timeline *TL(prt *rt)
  * the folded totals, and an epoch journal keeps one epoch's subtotals. */
 typedef struct prt_sums {
     double *act_time; /* n * RES_ACT_COUNT */
-    double *busy_compute, *coll_bytes, *coll_busy_s, *coll_recv_s;
+    double *busy_compute, *coll_bytes, *coll_busy_s, *coll_recv_s, *server_bytes;
     int64_t *batches;
     double samples_done, busy_int;
 } prt_sums;
@@ -251,9 +252,10 @@ static prt_sums *sums_new(size_t n)
     x->coll_bytes = dp_calloc(n, sizeof *x->coll_bytes);
     x->coll_busy_s = dp_calloc(n, sizeof *x->coll_busy_s);
     x->coll_recv_s = dp_calloc(n, sizeof *x->coll_recv_s);
+    x->server_bytes = dp_calloc(n, sizeof *x->server_bytes);
     x->batches = dp_calloc(n, sizeof *x->batches);
     if (!x->act_time || !x->busy_compute || !x->coll_bytes || !x->coll_busy_s || !x->coll_recv_s ||
-        !x->batches) {
+        !x->server_bytes || !x->batches) {
         sums_free(x);
         return NULL;
     }
@@ -269,6 +271,7 @@ static void sums_free(prt_sums *x)
     dp_free(x->coll_bytes);
     dp_free(x->coll_busy_s);
     dp_free(x->coll_recv_s);
+    dp_free(x->server_bytes);
     dp_free(x->batches);
     dp_free(x);
 }
@@ -276,8 +279,8 @@ static void sums_free(prt_sums *x)
 /* The running records, as a prt_sums whose arrays are the runtime's own. */
 static prt_sums running(prt *rt)
 {
-    return (prt_sums){rt->act_time,    rt->busy_compute, rt->coll_bytes,   rt->coll_busy_s,
-                      rt->coll_recv_s, rt->batches,      rt->samples_done, TL(rt)->busy_int};
+    return (prt_sums){rt->act_time,     rt->busy_compute, rt->coll_bytes,   rt->coll_busy_s, rt->coll_recv_s,
+                      rt->server_bytes, rt->batches,      rt->samples_done, TL(rt)->busy_int};
 }
 
 /* to += x, record by record; to = x instead when `copy`. */
@@ -291,6 +294,7 @@ static void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
         to->coll_bytes[i] = copy ? x->coll_bytes[i] : to->coll_bytes[i] + x->coll_bytes[i];
         to->coll_busy_s[i] = copy ? x->coll_busy_s[i] : to->coll_busy_s[i] + x->coll_busy_s[i];
         to->coll_recv_s[i] = copy ? x->coll_recv_s[i] : to->coll_recv_s[i] + x->coll_recv_s[i];
+        to->server_bytes[i] = copy ? x->server_bytes[i] : to->server_bytes[i] + x->server_bytes[i];
         to->batches[i] = copy ? x->batches[i] : to->batches[i] + x->batches[i];
     }
     to->samples_done = copy ? x->samples_done : to->samples_done + x->samples_done;
@@ -305,6 +309,7 @@ static void running_zero(prt *rt)
     memset(rt->coll_bytes, 0, n * sizeof *rt->coll_bytes);
     memset(rt->coll_busy_s, 0, n * sizeof *rt->coll_busy_s);
     memset(rt->coll_recv_s, 0, n * sizeof *rt->coll_recv_s);
+    memset(rt->server_bytes, 0, n * sizeof *rt->server_bytes);
     memset(rt->batches, 0, n * sizeof *rt->batches);
     rt->samples_done = 0;
     TL(rt)->busy_int = 0;
@@ -1536,6 +1541,9 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 rt->coll_busy_s[e->d] += e->r0;
                 rt->coll_recv_s[e->n] += e->r0;
                 break;
+            case J_SRV:
+                rt->server_bytes[e->d] += e->v1;
+                break;
             default: /* J_EPOCH, the journal's last entry */
                 end_epoch_at(rt, base + e->r);
                 break;
@@ -1702,12 +1710,14 @@ res_run *prt_results(prt *rt)
         t->coll_bytes = rt->coll_bytes;
         t->coll_busy_s = rt->coll_busy_s;
         t->coll_recv_s = rt->coll_recv_s;
+        t->server_bytes = rt->server_bytes;
         t->batches = rt->batches;
         rt->act_time = sw.act_time;
         rt->busy_compute = sw.busy_compute;
         rt->coll_bytes = sw.coll_bytes;
         rt->coll_busy_s = sw.coll_busy_s;
         rt->coll_recv_s = sw.coll_recv_s;
+        rt->server_bytes = sw.server_bytes;
         rt->batches = sw.batches;
         rt->samples_done = sw.samples_done;
         TL(rt)->busy_int = sw.busy_int;
