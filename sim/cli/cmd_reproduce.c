@@ -124,17 +124,25 @@ static void release(res_run *runs[4], res_run *rel[NREL], scn_scenario *s, scn_s
     store_close(st);
 }
 
+static int reproduce(const cli_opts *opts, const repro_args *args);
+
 int cmd_reproduce(int argc, char **argv)
 {
     repro_args a = {0};
     cli_opts o = {0};
-    int prc = cli_parse(argc, argv, "reproduce",
-                        CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_LOG | CLI_O_SET, own,
-                        "o:", on_opt, &a, help, &o);
-    if (prc >= 0) {
-        cli_opts_free(&o);
-        return prc;
-    }
+    int rc = cli_parse(argc, argv, "reproduce",
+                       CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_LOG | CLI_O_SET, own,
+                       "o:", on_opt, &a, help, &o);
+    if (rc < 0)
+        rc = reproduce(&o, &a);
+    cli_opts_free(&o); /* the --set values the runs' overrides point into */
+    return rc;
+}
+
+static int reproduce(const cli_opts *opts, const repro_args *args)
+{
+    const cli_opts o = *opts;
+    const repro_args a = *args;
     if (o.n_pos > 1)
         return cli_usage_error("reproduce", "unexpected argument '%s'", o.pos[1]);
     const char *what = o.n_pos ? o.pos[0] : NULL, *db = o.db, *out = a.out, *file = a.file;
