@@ -189,7 +189,7 @@ Test(scenario, every_file_in_scenarios_loads)
         char *buf = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&buf, &len);
-        scn_print_summary(s, mem);
+        scn_print_summary(s, 0, mem);
         fclose(mem);
         cr_assert(strstr(buf, "samples/s"), "%s", buf);
         free(buf);
