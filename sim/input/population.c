@@ -600,8 +600,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             }
             *dk_field(g, k) = v;
         }
-        scni_join(kp, sizeof kp, path, "batch");
-        if ((drawn & (1u << DK_MEMORY)) && (r = scni_check_memory(c, g, bn, kp)) < 0)
+        if ((drawn & (1u << DK_MEMORY)) && (r = scni_check_memory(c, g, bn, path)) < 0)
             goto out;
         if (g->compute == SCN_COMPUTE_DERIVED &&
             !(scn_batch_time(s, g, 1) >= scni_unit_floor(SCN_UNIT_TIME))) {

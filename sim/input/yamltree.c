@@ -94,14 +94,6 @@ static char *arena_strndup(yt_doc *d, const char *s, size_t len)
     return t;
 }
 
-unsigned yt_hash(const char *s)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h ? h : 1; /* 0 means "not computed" in a node */
-}
-
 /* ---- nodes ------------------------------------------------------------- */
 
 static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *err, const char *where)
@@ -154,7 +146,6 @@ static yt_node *node_copy(yt_doc *d, const yt_node *s, dp_err *err, const char *
         return NULL;
     n->origin = s->origin;
     n->plain = s->plain;
-    n->hash = s->hash;
     if (s->text && !(n->text = arena_strndup(d, s->text, strlen(s->text))))
         goto oom;
     if (s->n) {
@@ -450,8 +441,6 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth)
                                key->kind == YT_MAP ? "a mapping" : "a list");
                     return NULL;
                 }
-                if (!key->hash)
-                    key->hash = yt_hash(key->text);
                 f->key = key->text;
                 f->on = 1;
                 if (next_event(c, &e))
@@ -584,16 +573,17 @@ yt_node *yt_root(const yt_doc *d)
 
 /* The index of `key` in map m, or -1 (not a map, or no such key).  Last
  * wins, as in most YAML loaders; the scenario loader reports duplicates
- * before it looks anything up.  Keys are told apart by their hash (kept in
- * the node), so a lookup compares one string, not every key's. */
+ * before it looks anything up.  The first byte rules out most keys without
+ * a call: a device group's keys mostly start with different letters, so a
+ * lookup compares about one string, not every key's (hashing the key
+ * looked up cost more than the compares it saved). */
 static ptrdiff_t find_key(const yt_node *m, const char *key)
 {
     if (!m || m->kind != YT_MAP)
         return -1;
-    unsigned h = yt_hash(key);
     for (size_t i = m->n; i-- > 0;) {
-        const yt_node *k = m->keys[i];
-        if ((k->hash ? k->hash : yt_hash(k->text)) == h && strcmp(k->text, key) == 0)
+        const char *t = m->keys[i]->text;
+        if (t[0] == key[0] && strcmp(t, key) == 0)
             return (ptrdiff_t)i;
     }
     return -1;
@@ -733,7 +723,6 @@ static yt_node *scalar_key(yt_doc *d, const char *text, const char *origin)
     k->plain = 1;
     if (!(k->text = arena_strndup(d, text, strlen(text))))
         return NULL;
-    k->hash = yt_hash(k->text);
     return k;
 }
 

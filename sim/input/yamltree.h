@@ -29,7 +29,6 @@ struct yt_node {
     yt_kind kind;
     int line, column;   /* 1-based; 0 for nodes an override created */
     int plain;          /* SCALAR: unquoted (so `~`, `null` and "" mean no value) */
-    unsigned hash;      /* a map key: yt_hash(text), or 0 if not computed (nodes made outside yamltree) */
     const char *origin; /* NULL: from the file; else "override KEY=VALUE" */
     char *text;         /* SCALAR: the text ("" for an empty value) */
     size_t n;           /* MAP: pairs; SEQ: items */
@@ -47,8 +46,6 @@ yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err);
 void yt_free(yt_doc *d);
 yt_node *yt_root(const yt_doc *d);
 
-/* The hash a map key's node keeps (never 0). */
-unsigned yt_hash(const char *s);
 /* The value of `key` in a map, or NULL (also NULL if m is not a map). */
 yt_node *yt_get(const yt_node *m, const char *key);
 /* The key node of `key` in a map, or NULL. */
