@@ -1120,35 +1120,43 @@ static const char *set_name(const scn_scenario *s, size_t j)
     return g->name;
 }
 
+/* Room for `slots` (a power of two) in the group-name set. */
+static int names_grow(cv *c, size_t slots)
+{
+    scni_name_slot *t = dp_calloc(slots, sizeof *t);
+    if (!t)
+        return DP_ENOMEM;
+    for (size_t i = 0; c->names && i <= c->names_mask; i++)
+        if (c->names[i].group) {
+            size_t k = c->names[i].hash & (slots - 1);
+            while (t[k].group)
+                k = (k + 1) & (slots - 1);
+            t[k] = c->names[i];
+        }
+    dp_free(c->names);
+    c->names = t;
+    c->names_mask = slots - 1;
+    return 0;
+}
+
 int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp)
 {
     scn_scenario *s = c->s;
     const char *name = s->groups[gi].name;
     char gt[80];
-    if (2 * (s->n_groups + 1) > c->names_mask + 1) { /* keep the set at most half full */
-        size_t slots = 2 * (c->names_mask + 1);
-        size_t *t = dp_calloc(slots, sizeof *t);
-        if (!t)
-            return scni_oom(c);
-        for (size_t i = 0; i <= c->names_mask; i++)
-            if (c->names[i]) {
-                size_t k = name_hash(set_name(s, c->names[i] - 1)) & (slots - 1);
-                while (t[k])
-                    k = (k + 1) & (slots - 1);
-                t[k] = c->names[i];
-            }
-        dp_free(c->names);
-        c->names = t;
-        c->names_mask = slots - 1;
-    }
-    size_t slot = name_hash(name) & c->names_mask;
-    for (; c->names[slot]; slot = (slot + 1) & c->names_mask) {
-        size_t j = c->names[slot] - 1;
-        if (strcmp(set_name(s, j), name) == 0)
+    if (2 * (s->n_groups + 1) > c->names_mask + 1 && names_grow(c, 2 * (c->names_mask + 1)))
+        return scni_oom(c);
+    /* Slots keep the hash: a slot of another name is passed over without
+     * reading that group (a cache miss per probe otherwise). */
+    size_t h = name_hash(name);
+    size_t slot = h & c->names_mask;
+    for (; c->names[slot].group; slot = (slot + 1) & c->names_mask) {
+        size_t j = c->names[slot].group - 1;
+        if (c->names[slot].hash == (uint32_t)h && strcmp(set_name(s, j), name) == 0)
             return scni_fail(c, n, kp, "duplicate device name, also devices[%d] at line %d (got %s)",
                              s->groups[j].item, s->groups[j].line, scni_got(n, gt, sizeof gt));
     }
-    c->names[slot] = gi + 1;
+    c->names[slot] = (scni_name_slot){(uint32_t)h, (uint32_t)(gi + 1)};
     return 0;
 }
 
@@ -1397,10 +1405,16 @@ static int conv_devices(cv *c, const yt_node *root)
     if (l->n > SCN_MAX_DEVICES)
         return scni_fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
     /* Groups grow as items are read: a device table or a population makes
-     * many groups from one item. */
-    if (!(c->names = dp_calloc(16, sizeof *c->names)))
+     * many groups from one item.  Room for one group per item from the
+     * start: no regrowing when groups are written one by one. */
+    size_t slots = 16;
+    while (slots < 2 * (l->n + 1))
+        slots *= 2;
+    if (!(s->groups = dp_calloc(l->n, sizeof *s->groups))) /* scn_free frees it */
         return scni_oom(c);
-    c->names_mask = 15;
+    c->groups_cap = l->n;
+    if (names_grow(c, slots))
+        return scni_oom(c);
     int64_t total = 0;
     for (size_t i = 0; i < l->n && r >= 0; i++) {
         const yt_node *it = l->items[i];

@@ -26,6 +26,11 @@
 #define SCN_MAX_NOISE        10.0
 #define SCN_NAME_MAX         80
 
+typedef struct scni_name_slot {
+    uint32_t hash;  /* of the name (name_hash, cut to 32 bits) */
+    uint32_t group; /* group index + 1; 0: empty */
+} scni_name_slot;
+
 typedef struct cv {
     const char *file; /* the file messages name: the scenario, or a device table while it is read */
     const char *base_dir;
@@ -33,10 +38,10 @@ typedef struct cv {
     scn_scenario *s;
     const scn_file *given; /* trace contents to use instead of the disk (rerun) */
     size_t n_given;
-    /* conv_devices: open-addressing set of group names seen so far (group
-     * index + 1, 0 = empty; mask + 1 slots, a power of two kept over twice
-     * the groups), so the duplicate-name check is linear, not quadratic. */
-    size_t *names;
+    /* conv_devices: open-addressing set of group names seen so far (mask +
+     * 1 slots, a power of two kept over twice the groups), so the
+     * duplicate-name check is linear, not quadratic. */
+    scni_name_slot *names;
     size_t names_mask;
     size_t groups_cap; /* room in s->groups */
 } cv;

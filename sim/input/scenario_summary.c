@@ -55,6 +55,36 @@ static int wv_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The k-th smallest value of v[0 .. n) (v reordered; k < n): Hoare's
+ * selection, expected O(n), instead of sorting 100,000 values to read
+ * one. */
+static double kth_smallest(wv *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double a = v[lo].v, b = v[lo + (hi - lo) / 2].v, c = v[hi].v;
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t i = lo, j = hi;
+        for (;;) { /* the pivot is in [lo, hi], so neither scan runs off it */
+            while (v[i].v < pivot)
+                i++;
+            while (v[j].v > pivot)
+                j--;
+            if (i >= j)
+                break;
+            wv t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* v[lo .. j] <= pivot <= v[j + 1 .. hi] */
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    return v[k].v;
+}
+
 /* The groups a summary block covers: s->groups[idx[k]] or, with idx NULL,
  * s->groups[first + k], for k < n. */
 typedef struct gset {
@@ -139,16 +169,30 @@ static void print_spread(const scn_scenario *s, const gset *set, long long devs,
             if (g->count > 0)
                 v[n++] = (wv){spread_value(s, g, what), g->count};
         }
-        int flat = 1; /* one value for all (a fixed key): nothing to sort */
-        for (size_t i = 1; i < n && flat; i++)
-            flat = v[i].v == v[0].v;
-        if (!flat)
-            qsort(v, n, sizeof *v, wv_cmp);
+        /* the median device: the first in value order at which the counts
+         * reach half the devices */
         long long half = (devs + 1) / 2, seen = 0;
-        size_t m = 0;
-        while (m < n && (seen += v[m].w) < half)
-            m++;
-        double at[3] = {v[0].v, v[m < n ? m : n - 1].v, v[n - 1].v};
+        int ones = 1, flat = 1; /* every group one device; one value for all */
+        double lo = v[0].v, hi = v[0].v;
+        for (size_t i = 0; i < n; i++) {
+            ones &= v[i].w == 1;
+            flat &= v[i].v == v[0].v;
+            lo = v[i].v < lo ? v[i].v : lo;
+            hi = v[i].v > hi ? v[i].v : hi;
+        }
+        double med;
+        if (flat) {
+            med = v[0].v;
+        } else if (ones) { /* the median device is the half-th value */
+            med = kth_smallest(v, n, (size_t)half - 1);
+        } else {
+            qsort(v, n, sizeof *v, wv_cmp);
+            size_t m = 0;
+            while (m < n && (seen += v[m].w) < half)
+                m++;
+            med = v[m < n ? m : n - 1].v;
+        }
+        double at[3] = {lo, med, hi};
         char t[3][48];
         for (int j = 0; j < 3; j++) {
             if (units[what] == SCN_UNIT_NUMBER)
