@@ -438,18 +438,48 @@ void scni_free_pops(scn_scenario *s)
 
 /* ---- populations ------------------------------------------------------- */
 
-int scni_is_population(const yt_node *it)
+static int is_key(const char *t, const char *k)
 {
-    if (!it || it->kind != YT_MAP)
-        return 0;
-    if (yt_get_key(it, "seed"))
-        return 1;
-    for (int k = 0; k < DK_N; k++) {
-        const yt_node *n = dk_node(it, k);
-        if (n && n->kind == YT_MAP)
-            return 1;
+    return t[0] == k[0] && strcmp(t, k) == 0;
+}
+
+/* 1 when a drawable key of mapping m (the group's own, or with in_link
+ * those of its `link`, the one nested mapping of dkeys) holds a
+ * distribution.  One pass from the end: the last of a key given twice is
+ * the one yt_get reads (the loader then reports the duplicate). */
+static int has_dist(const yt_node *m, int in_link)
+{
+    unsigned seen = 0;
+    for (size_t i = m->n; i-- > 0;) {
+        const char *t = m->keys[i]->text;
+        for (int k = 0; k < DK_N; k++)
+            if ((dkeys[k].map != NULL) == in_link && is_key(t, dkeys[k].key)) {
+                if (!(seen & (1u << k)) && m->items[i]->kind == YT_MAP)
+                    return 1;
+                seen |= 1u << k;
+                break;
+            }
     }
     return 0;
+}
+
+int scni_item_kind(const yt_node *it)
+{
+    if (!it || it->kind != YT_MAP)
+        return SCNI_ITEM_GROUP;
+    int pop = 0, link_seen = 0;
+    for (size_t i = it->n; i-- > 0;) {
+        const char *t = it->keys[i]->text;
+        if (is_key(t, "from_csv"))
+            return SCNI_ITEM_TABLE;
+        if (is_key(t, "seed"))
+            pop = 1;
+        else if (is_key(t, "link") && !link_seen) {
+            link_seen = 1;
+            pop |= it->items[i]->kind == YT_MAP && has_dist(it->items[i], 1);
+        }
+    }
+    return pop || has_dist(it, 0) ? SCNI_ITEM_POPULATION : SCNI_ITEM_GROUP;
 }
 
 /* A shallow copy of mapping m without the keys `drop1` and `drop2` (may
@@ -471,7 +501,6 @@ static int shallow(const yt_node *m, yt_node *out, const char *drop1, const char
         out->items[out->n] = m->items[i];
         out->n++;
     }
-    out->cap = out->n;
     return 0;
 }
 
@@ -813,7 +842,6 @@ static int tab_row(cv *c, csv_tab *t, const char *p, const char *end, int line, 
         yt_node at = {.kind = YT_MAP, .line = line, .column = col_of(ls, p)};
         return scni_fail(c, &at, kp, "row has %zu fields, the header %zu columns", i + 1, t->ncol);
     }
-    t->row.cap = t->row.n;
     return 0;
 }
 

@@ -209,6 +209,10 @@ typedef struct scn_scenario {
 
     size_t n_devices; /* sum of counts */
     scn_device *devices;
+    /* scn_has_failures, worked out once by the loader (a scenario does not
+     * change after loading; each policy asks, and 100,000 groups are a
+     * pass through memory each time). */
+    int failures;
 
     /* `policies:` as written (a mapping, or NULL when absent): each policy
      * reads its own options from it (policy.h); the tree belongs to the

@@ -105,8 +105,11 @@ int scni_check_memory(cv *c, const scn_group *g, const yt_node *at, const char *
 /* population.c: `devices:` items that make many groups. */
 /* `- from_csv: FILE`: one group per row of a CSV table. */
 int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total);
-/* 1 when a group mapping has a drawn value (a distribution) */
-int scni_is_population(const yt_node *it);
+/* What item `it` of `devices` makes, from one pass over its keys: a
+ * device table (it has `from_csv`), a population (a `seed`, or a drawable
+ * key holding a distribution), else one group. */
+enum { SCNI_ITEM_GROUP, SCNI_ITEM_TABLE, SCNI_ITEM_POPULATION };
+int scni_item_kind(const yt_node *it);
 /* A group with drawn values: `count` groups of one device, each drawing its own. */
 int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total);
 /* Free a scenario's populations. */

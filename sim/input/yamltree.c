@@ -113,25 +113,23 @@ static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *
     return n;
 }
 
-/* Append a child (and its key for maps), for overrides: a full array is
- * copied into one twice its size (the old one stays in the arena). */
+/* Append a child (and its key for maps), for overrides: the arrays are
+ * copied into new ones one longer (the old ones stay in the arena; an
+ * override adds at most a key per level, so no room is kept spare). */
 static int node_push(yt_doc *d, yt_node *parent, yt_node *key, yt_node *item)
 {
-    if (parent->n == parent->cap) {
-        size_t cap = parent->cap ? 2 * parent->cap : 4;
-        yt_node **items = arena_alloc(d, cap * sizeof *items), **keys = NULL;
-        if (!items || (parent->kind == YT_MAP && !(keys = arena_alloc(d, cap * sizeof *keys))))
-            return DP_ENOMEM;
-        if (parent->n) {
-            memcpy(items, parent->items, parent->n * sizeof *items);
-            if (keys)
-                memcpy(keys, parent->keys, parent->n * sizeof *keys);
-        }
-        parent->items = items;
+    size_t n = parent->n;
+    yt_node **items = arena_alloc(d, (n + 1) * sizeof *items), **keys = NULL;
+    if (!items || (parent->kind == YT_MAP && !(keys = arena_alloc(d, (n + 1) * sizeof *keys))))
+        return DP_ENOMEM;
+    if (n) {
+        memcpy(items, parent->items, n * sizeof *items);
         if (keys)
-            parent->keys = keys;
-        parent->cap = cap;
+            memcpy(keys, parent->keys, n * sizeof *keys);
     }
+    parent->items = items;
+    if (keys)
+        parent->keys = keys;
     if (parent->kind == YT_MAP)
         parent->keys[parent->n] = key;
     parent->items[parent->n] = item;
@@ -152,7 +150,7 @@ static yt_node *node_copy(yt_doc *d, const yt_node *s, dp_err *err, const char *
         if (!(n->items = arena_alloc(d, s->n * sizeof *n->items)) ||
             (s->kind == YT_MAP && !(n->keys = arena_alloc(d, s->n * sizeof *n->keys))))
             goto oom;
-        n->n = n->cap = s->n;
+        n->n = s->n;
     }
     for (size_t i = 0; i < s->n; i++) {
         if (s->kind == YT_MAP && !(n->keys[i] = node_copy(d, s->keys[i], err, where)))
@@ -345,7 +343,7 @@ static int take_children(pctx *c, yt_node *n, size_t base)
     } else {
         memcpy(n->items, s, m * sizeof *s);
     }
-    n->n = n->cap = m;
+    n->n = m;
     return 0;
 }
 

@@ -34,7 +34,6 @@ struct yt_node {
     size_t n;           /* MAP: pairs; SEQ: items */
     yt_node **keys;     /* MAP: key scalars */
     yt_node **items;    /* MAP: values; SEQ: items */
-    size_t cap;         /* room in keys/items (grown geometrically) */
 };
 
 typedef struct yt_doc yt_doc;
