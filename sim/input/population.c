@@ -443,6 +443,16 @@ static int is_key(const char *t, const char *k)
     return t[0] == k[0] && strcmp(t, k) == 0;
 }
 
+/* 1 when t is a drawable key (of the group's own, or with in_link of its
+ * `link`). */
+static int has_dist_key(const char *t, int in_link)
+{
+    for (int k = 0; k < DK_N; k++)
+        if ((dkeys[k].map != NULL) == in_link && is_key(t, dkeys[k].key))
+            return 1;
+    return 0;
+}
+
 /* 1 when a drawable key of mapping m (the group's own, or with in_link
  * those of its `link`, the one nested mapping of dkeys) holds a
  * distribution.  One pass from the end: the last of a key given twice is
@@ -467,19 +477,20 @@ int scni_item_kind(const yt_node *it)
 {
     if (!it || it->kind != YT_MAP)
         return SCNI_ITEM_GROUP;
-    int pop = 0, link_seen = 0;
-    for (size_t i = it->n; i-- > 0;) {
+    int pop = 0;
+    for (size_t i = 0; i < it->n; i++) {
         const char *t = it->keys[i]->text;
+        const yt_node *v = it->items[i];
         if (is_key(t, "from_csv"))
             return SCNI_ITEM_TABLE;
         if (is_key(t, "seed"))
             pop = 1;
-        else if (is_key(t, "link") && !link_seen) {
-            link_seen = 1;
-            pop |= it->items[i]->kind == YT_MAP && has_dist(it->items[i], 1);
-        }
+        /* A distribution is a mapping: only a mapping value is looked at
+         * closer (and only the last of a key given twice counts). */
+        else if (!pop && v->kind == YT_MAP && yt_get(it, t) == v)
+            pop = is_key(t, "link") ? has_dist(v, 1) : has_dist_key(t, 0);
     }
-    return pop || has_dist(it, 0) ? SCNI_ITEM_POPULATION : SCNI_ITEM_GROUP;
+    return pop ? SCNI_ITEM_POPULATION : SCNI_ITEM_GROUP;
 }
 
 /* A shallow copy of mapping m without the keys `drop1` and `drop2` (may

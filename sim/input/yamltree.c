@@ -308,16 +308,21 @@ static void mark_done(pctx *c, const yt_node *n)
             c->anc[i].done = 1;
 }
 
-static int stk_push(pctx *c, yt_node *n)
+static int stk_grow(pctx *c)
 {
-    if (c->n_stk == c->cap_stk) {
-        size_t cap = c->cap_stk ? 2 * c->cap_stk : 256;
-        yt_node **s = dp_realloc(c->stk, cap * sizeof *s);
-        if (!s)
-            return DP_ENOMEM;
-        c->stk = s;
-        c->cap_stk = cap;
-    }
+    size_t cap = c->cap_stk ? 2 * c->cap_stk : 256;
+    yt_node **s = dp_realloc(c->stk, cap * sizeof *s);
+    if (!s)
+        return DP_ENOMEM;
+    c->stk = s;
+    c->cap_stk = cap;
+    return 0;
+}
+
+static inline int stk_push(pctx *c, yt_node *n)
+{
+    if (c->n_stk == c->cap_stk && stk_grow(c))
+        return DP_ENOMEM;
     c->stk[c->n_stk++] = n;
     return 0;
 }
@@ -380,7 +385,9 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth)
     case YAML_SCALAR_EVENT: {
         size_t len = ev->data.scalar.length;
         const char *v = (const char *)ev->data.scalar.value;
-        if (len && memchr(v, '\0', len)) {
+        /* Only an escape ("\0", "\x00", "\u0000") can make a NUL: the
+         * reader refuses the raw byte, and other styles have no escapes. */
+        if (ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE && len && memchr(v, '\0', len)) {
             dp_err_set(c->err, DP_EINPUT,
                        "%s:%d:%d: " PATH_FMT "NUL character in a value (got '%.40s\\0...')", c->name, line,
                        col, PATH_ARG(cur_path(c, path, sizeof path)), v);
