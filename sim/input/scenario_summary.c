@@ -58,21 +58,21 @@ static int wv_cmp(const void *a, const void *b)
 /* The k-th smallest value of v[0 .. n) (v reordered; k < n): Hoare's
  * selection, expected O(n), instead of sorting 100,000 values to read
  * one. */
-static double kth_smallest(wv *v, size_t n, size_t k)
+static double kth_smallest(double *v, size_t n, size_t k)
 {
     size_t lo = 0, hi = n - 1;
     while (lo < hi) {
-        double a = v[lo].v, b = v[lo + (hi - lo) / 2].v, c = v[hi].v;
+        double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
         double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
         size_t i = lo, j = hi;
         for (;;) { /* the pivot is in [lo, hi], so neither scan runs off it */
-            while (v[i].v < pivot)
+            while (v[i] < pivot)
                 i++;
-            while (v[j].v > pivot)
+            while (v[j] > pivot)
                 j--;
             if (i >= j)
                 break;
-            wv t = v[i];
+            double t = v[i];
             v[i++] = v[j];
             v[j--] = t;
         }
@@ -82,7 +82,7 @@ static double kth_smallest(wv *v, size_t n, size_t k)
         else
             lo = j + 1;
     }
-    return v[k].v;
+    return v[k];
 }
 
 /* The groups a summary block covers: s->groups[idx[k]] or, with idx NULL,
@@ -159,38 +159,51 @@ static void print_spread(const scn_scenario *s, const gset *set, long long devs,
             free(per);
         }
     }
-    wv *v = malloc(set->n * sizeof *v);
-    if (!v)
-        return;
+    /* One pass over the groups (each quantity's values side by side),
+     * not one per quantity: the groups are the big array. */
+    size_t n = 0;
+    double *val = malloc(Q_N * set->n * sizeof *val);
+    int *w = malloc(set->n * sizeof *w);
+    wv *pair = NULL;
+    if (!val || !w)
+        goto out;
+    int ones = 1; /* every group one device */
+    for (size_t k = 0; k < set->n; k++) {
+        const scn_group *g = gs_at(s, set, k);
+        if (g->count <= 0)
+            continue;
+        for (int what = 0; what < Q_N; what++)
+            val[what * set->n + n] = spread_value(s, g, what);
+        w[n] = g->count;
+        ones &= g->count == 1;
+        n++;
+    }
     for (int what = 0; what < Q_N; what++) {
-        size_t n = 0;
-        for (size_t k = 0; k < set->n; k++) {
-            const scn_group *g = gs_at(s, set, k);
-            if (g->count > 0)
-                v[n++] = (wv){spread_value(s, g, what), g->count};
-        }
+        double *v = val + what * set->n;
         /* the median device: the first in value order at which the counts
          * reach half the devices */
         long long half = (devs + 1) / 2, seen = 0;
-        int ones = 1, flat = 1; /* every group one device; one value for all */
-        double lo = v[0].v, hi = v[0].v;
+        int flat = 1; /* one value for all */
+        double lo = v[0], hi = v[0], med;
         for (size_t i = 0; i < n; i++) {
-            ones &= v[i].w == 1;
-            flat &= v[i].v == v[0].v;
-            lo = v[i].v < lo ? v[i].v : lo;
-            hi = v[i].v > hi ? v[i].v : hi;
+            flat &= v[i] == v[0];
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
         }
-        double med;
         if (flat) {
-            med = v[0].v;
+            med = v[0];
         } else if (ones) { /* the median device is the half-th value */
             med = kth_smallest(v, n, (size_t)half - 1);
         } else {
-            qsort(v, n, sizeof *v, wv_cmp);
+            if (!pair && !(pair = malloc(n * sizeof *pair)))
+                goto out;
+            for (size_t i = 0; i < n; i++)
+                pair[i] = (wv){v[i], w[i]};
+            qsort(pair, n, sizeof *pair, wv_cmp);
             size_t m = 0;
-            while (m < n && (seen += v[m].w) < half)
+            while (m < n && (seen += pair[m].w) < half)
                 m++;
-            med = v[m < n ? m : n - 1].v;
+            med = pair[m < n ? m : n - 1].v;
         }
         double at[3] = {lo, med, hi};
         char t[3][48];
@@ -203,7 +216,10 @@ static void print_spread(const scn_scenario *s, const gset *set, long long devs,
         fprintf(out, "               %-10s min %s, median %s, max %s%s\n", names[what], t[0], t[1], t[2],
                 after[what]);
     }
-    free(v);
+out:
+    free(pair);
+    free(w);
+    free(val);
 }
 
 /* A population: its count, kinds and sites, and the spread of its
