@@ -96,14 +96,17 @@ static char *arena_strndup(yt_doc *d, const char *s, size_t len)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *err, const char *where)
+/* A node, with `extra` bytes of room right after it (a scalar's text: one
+ * allocation, and the text next to its node). */
+static yt_node *node_alloc(yt_doc *d, yt_kind kind, int line, int column, size_t extra, dp_err *err,
+                           const char *where)
 {
     if (d->n_nodes >= YT_MAX_NODES) {
         dp_err_set(err, DP_EINPUT, "%s:%d:%d: document has more than %d nodes (aliases count once per use)",
                    where, line, column, YT_MAX_NODES);
         return NULL;
     }
-    yt_node *n = arena_alloc(d, sizeof *n);
+    yt_node *n = arena_alloc(d, sizeof *n + extra);
     if (!n) {
         dp_err_set(err, DP_ENOMEM, "out of memory reading %s", where);
         return NULL;
@@ -111,6 +114,11 @@ static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *
     d->n_nodes++;
     *n = (yt_node){.kind = kind, .line = line, .column = column};
     return n;
+}
+
+static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *err, const char *where)
+{
+    return node_alloc(d, kind, line, column, 0, err, where);
 }
 
 /* Append a child (and its key for maps), for overrides: the arrays are
@@ -393,11 +401,14 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth)
                        col, PATH_ARG(cur_path(c, path, sizeof path)), v);
             break;
         }
-        if (!(n = node_new(c->doc, YT_SCALAR, line, col, c->err, c->name)))
+        if (!(n = node_alloc(c->doc, YT_SCALAR, line, col, len + 1, c->err, c->name)))
             break;
         n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        n->text = (char *)(n + 1);
+        memcpy(n->text, v, len);
+        n->text[len] = '\0';
         anchor_name = (const char *)ev->data.scalar.anchor;
-        if (!(n->text = arena_strndup(c->doc, v, len)) || (anchor_name && add_anchor(c, anchor_name, n))) {
+        if (anchor_name && add_anchor(c, anchor_name, n)) {
             dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
             n = NULL;
             break;
