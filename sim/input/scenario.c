@@ -1514,9 +1514,35 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
     return scn_load_string_files(name, text, len, base_dir, NULL, 0, ov, n_ov, err);
 }
 
+static scn_scenario *load_parsed(const char *name, const char *text, size_t len, char *own,
+                                 const char *base_dir, const scn_file *files, size_t n_files,
+                                 const scn_override *ov, size_t n_ov, dp_err *err);
+
+/* The loader.  `own`, when not NULL, is text itself, NUL-terminated and
+ * dp_malloc'd: the scenario keeps it as s->text instead of a copy (a file
+ * just read), and it is freed on every failure. */
+static scn_scenario *load(const char *name, const char *text, size_t len, char *own, const char *base_dir,
+                          const scn_file *files, size_t n_files, const scn_override *ov, size_t n_ov,
+                          dp_err *err)
+{
+    scn_scenario *s = load_parsed(name, text, len, own, base_dir, files, n_files, ov, n_ov, err);
+    if (!s)
+        dp_free(own);
+    return s;
+}
+
 scn_scenario *scn_load_string_files(const char *name, const char *text, size_t len, const char *base_dir,
                                     const scn_file *files, size_t n_files, const scn_override *ov,
                                     size_t n_ov, dp_err *err)
+{
+    return load(name, text, len, NULL, base_dir, files, n_files, ov, n_ov, err);
+}
+
+/* load's work; on failure `own` is the caller's to free, on success the
+ * scenario's. */
+static scn_scenario *load_parsed(const char *name, const char *text, size_t len, char *own,
+                                 const char *base_dir, const scn_file *files, size_t n_files,
+                                 const scn_override *ov, size_t n_ov, dp_err *err)
 {
     if (!name)
         name = "<string>";
@@ -1560,10 +1586,10 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
         return NULL;
     }
     int r = 0;
-    if (!(s->path = dp_strdup(name)) || !(s->text = dp_malloc(len + 1)))
+    if (!(s->path = dp_strdup(name)) || !(s->text = own ? own : dp_malloc(len + 1)))
         r = scni_oom(&c);
     if (r == 0) {
-        if (len)
+        if (!own && len)
             memcpy(s->text, text, len);
         s->text[len] = '\0';
         s->text_hash = scn_hash(text, len);
@@ -1571,6 +1597,8 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
     }
     s->tree = doc; /* policies' options are read from it later */
     if (r < 0) {
+        if (s->text == own)
+            s->text = NULL; /* the caller frees it */
         scn_free(s);
         return NULL;
     }
@@ -1596,9 +1624,7 @@ scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_o
         snprintf(dir, sizeof dir, "/");
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    scn_scenario *s = scn_load_string(path, text, len, dir, ov, n_ov, err);
-    dp_free(text);
-    return s;
+    return load(path, text, len, text, dir, NULL, 0, ov, n_ov, err); /* the scenario keeps text */
 }
 
 scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err)
