@@ -438,17 +438,12 @@ void scni_free_pops(scn_scenario *s)
 
 /* ---- populations ------------------------------------------------------- */
 
-static int is_key(const char *t, const char *k)
-{
-    return t[0] == k[0] && strcmp(t, k) == 0;
-}
-
 /* 1 when t is a drawable key (of the group's own, or with in_link of its
  * `link`). */
 static int has_dist_key(const char *t, int in_link)
 {
     for (int k = 0; k < DK_N; k++)
-        if ((dkeys[k].map != NULL) == in_link && is_key(t, dkeys[k].key))
+        if ((dkeys[k].map != NULL) == in_link && yt_key_is(t, dkeys[k].key))
             return 1;
     return 0;
 }
@@ -463,7 +458,7 @@ static int has_dist(const yt_node *m, int in_link)
     for (size_t i = m->n; i-- > 0;) {
         const char *t = m->keys[i]->text;
         for (int k = 0; k < DK_N; k++)
-            if ((dkeys[k].map != NULL) == in_link && is_key(t, dkeys[k].key)) {
+            if ((dkeys[k].map != NULL) == in_link && yt_key_is(t, dkeys[k].key)) {
                 if (!(seen & (1u << k)) && m->items[i]->kind == YT_MAP)
                     return 1;
                 seen |= 1u << k;
@@ -481,14 +476,14 @@ int scni_item_kind(const yt_node *it)
     for (size_t i = 0; i < it->n; i++) {
         const char *t = it->keys[i]->text;
         const yt_node *v = it->items[i];
-        if (is_key(t, "from_csv"))
+        if (yt_key_is(t, "from_csv"))
             return SCNI_ITEM_TABLE;
-        if (is_key(t, "seed"))
+        if (yt_key_is(t, "seed"))
             pop = 1;
         /* A distribution is a mapping: only a mapping value is looked at
          * closer (and only the last of a key given twice counts). */
         else if (!pop && v->kind == YT_MAP && yt_get(it, t) == v)
-            pop = is_key(t, "link") ? has_dist(v, 1) : has_dist_key(t, 0);
+            pop = yt_key_is(t, "link") ? has_dist(v, 1) : has_dist_key(t, 0);
     }
     return pop ? SCNI_ITEM_POPULATION : SCNI_ITEM_GROUP;
 }

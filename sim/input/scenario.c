@@ -118,7 +118,7 @@ static size_t key_index(const char *const *keys, size_t nk, const char *t)
 {
     size_t j;
     for (j = 0; j < nk; j++)
-        if (keys[j][0] == t[0] && strcmp(t, keys[j]) == 0)
+        if (keys[j][0] == t[0] && yt_key_is(t, keys[j]))
             break;
     return j;
 }

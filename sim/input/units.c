@@ -239,7 +239,7 @@ int scn_parse_quantity(const char *text, scn_unit unit, double *out, dp_err *err
             return dp_err_set(err, DP_EINPUT, "expected a plain number without a unit (got '%.80s')", text);
         size_t k;
         for (k = 0; k < n_units; k++)
-            if (u[0] == units[k].name[0] && strcmp(u, units[k].name) == 0)
+            if (u[0] == units[k].name[0] && yt_key_is(u, units[k].name))
                 break;
         if (k == n_units) {
             const char *names[32];

@@ -599,7 +599,7 @@ static ptrdiff_t find_key(const yt_node *m, const char *key)
         return -1;
     for (size_t i = m->n; i-- > 0;) {
         const char *t = m->keys[i]->text;
-        if (t[0] == key[0] && strcmp(t, key) == 0)
+        if (t[0] == key[0] && yt_key_is(t, key))
             return (ptrdiff_t)i;
     }
     return -1;

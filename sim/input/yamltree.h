@@ -45,6 +45,18 @@ yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err);
 void yt_free(yt_doc *d);
 yt_node *yt_root(const yt_doc *d);
 
+/* 1 when the strings are equal; inline, for the short keys a loader
+ * compares by the million (a call to strcmp per key cost more than the
+ * compare). */
+static inline int yt_key_is(const char *t, const char *k)
+{
+    if (t == k)
+        return 1;
+    while (*t && *t == *k)
+        t++, k++;
+    return *t == *k;
+}
+
 /* The value of `key` in a map, or NULL (also NULL if m is not a map). */
 yt_node *yt_get(const yt_node *m, const char *key);
 /* The key node of `key` in a map, or NULL. */
