@@ -11,12 +11,14 @@
 #      equal links), without storing (--no-db) and storing (one row per
 #      device in results.db); REPS_RUN runs each (default 1: minutes).
 #   DPSIM_BIN=$PWD/build/dpsim DPSIM_SRC=$PWD bash tests/bench_population.sh
-#   REPS=3 REPS_RUN=1 G=100000 N=1000000 (defaults)
+#   REPS=3 REPS_RUN=1 G=100000 N=1000000 (defaults); LOAD_ONLY=1 runs the
+#   loading cases 1-3 only (seconds, not minutes).
 set -euo pipefail
 
 BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
 REPS=${REPS:-3}
 REPS_RUN=${REPS_RUN:-1}
+LOAD_ONLY=${LOAD_ONLY:-0}
 G=${G:-100000}
 N=${N:-1000000}
 BENCH_NAME=bench_population
@@ -58,6 +60,7 @@ drawn() {
 drawn drawn '{ up: { uniform: [10Mbps, 100Mbps] }, down: { normal: { mean: 50Mbps, sd: 10Mbps } } }'
 bench "dpsim check, $N drawn devices" "$REPS" "$BIN" check "$TMP/drawn.yaml"
 
+[ "$LOAD_ONLY" = 1 ] && exit 0
 drawn drawn-bt '{ up: 50Mbps, down: 50Mbps }'
 bench "dpsim run --policy cadp --no-db, $N drawn devices" "$REPS_RUN" "$BIN" run "$TMP/drawn-bt.yaml" --policy cadp --no-db -q
 bench "dpsim run --policy cadp (stored), $N drawn devices" "$REPS_RUN" "$BIN" run "$TMP/drawn-bt.yaml" --policy cadp --db "$TMP/r.db" -q

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e_population.sh: device populations through the binary (scenarios/README.md,
-# "Device populations"): `check` summarises a table and a drawn population; a
+# "Device populations"): `check` summarises a table and a drawn population, and
+# the groups past the 50th written one by one (--all lists them); a
 # CSV table and the YAML it stands for give identical runs; a run that read a
 # table is simulated again from the database after the table is gone; the
 # same scenario draws the same devices in every process; bad tables exit 2
@@ -57,6 +58,40 @@ same "$T/a.json" "$T/out"
 expect 0 "$BIN" run "$SRC/scenarios/population.yaml" --policy cadp --no-db --json -q --set devices.phone.count=300 \
     --set devices.phone.seed=8
 if cmp -s "$T/a.json" "$T/out"; then bad "seed 8 drew the same devices as seed 7"; else ok; fi
+
+# --- groups written one by one: up to 50 listed, past that 10 and a summary of
+# the rest (hand-computed: group i has batch_time i+1 s and up link i+1 Mbps,
+# so the 50 left out, 10..59, span 11..60 and their median device, the 25th,
+# is 35; groups 50..59 are gpus); --all lists every one
+groups() { # groups N: a scenario of N groups, d0 .. d(N-1)
+    printf 'name: many\nmodel: { params: 1000, flops_per_sample: 1e6 }\n'
+    printf 'dataset: { samples: 100000, sample_bytes: 1KB }\ntraining: { epochs: 1 }\ndevices:\n'
+    for ((i = 0; i < $1; i++)); do
+        printf '  - { name: d%d, kind: %s, memory: 1GiB, batch: 4, batch_time: %ds, link: { up: %dMbps, down: 1Mbps } }\n' \
+            "$i" "$([ "$i" -ge 50 ] && echo gpu || echo cpu)" $((i + 1)) $((i + 1))
+    done
+}
+groups 60 >"$T/g60.yaml"
+expect 0 "$BIN" check "$T/g60.yaml"
+has "$T/out" "devices  60 in 60 groups"
+has "$T/out" "  d9           x1 cpu, memory 1 GiB, batch 4, batch_time 10 s/batch = 0.4 samples/s per device"
+hasnt "$T/out" "  d10 "
+has "$T/out" "  ... and 50 more groups, x50 devices: 10 gpu, 40 cpu (dpsim check --all lists them)"
+has "$T/out" "               batch time min 11 s, median 35 s, max 60 s per batch"
+has "$T/out" "               samples/s  min 0.06667, median 0.1111, max 0.3636 per device"
+has "$T/out" "               link up    min 11 Mbps, median 35 Mbps, max 60 Mbps"
+has "$T/out" "               link down  min 1 Mbps, median 1 Mbps, max 1 Mbps"
+has "$T/out" "               memory     min 1 GiB, median 1 GiB, max 1 GiB"
+has "$T/out" "total    60 devices,"
+expect 0 "$BIN" check --all "$T/g60.yaml"
+has "$T/out" "  d59          x1 gpu, memory 1 GiB, batch 4, batch_time 60 s/batch = 0.06667 samples/s per device"
+hasnt "$T/out" "more groups"
+expect 0 "$BIN" check -a "$T/g60.yaml"
+has "$T/out" "  d59 "
+groups 50 >"$T/g50.yaml"
+expect 0 "$BIN" check "$T/g50.yaml"
+has "$T/out" "  d49          x1 cpu"
+hasnt "$T/out" "more groups"
 
 # --- bad input: exit 2, one line naming the table's line and column and the key
 printf 'name,kind,memory,batch,batch_time,link.up,link.down\nx,cpu,1GiB,4,1s,1Mbps,0Mbps\n' >"$T/t.csv"

@@ -189,7 +189,7 @@ Test(scenario, every_file_in_scenarios_loads)
         char *buf = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&buf, &len);
-        scn_print_summary(s, mem);
+        scn_print_summary(s, 0, mem);
         fclose(mem);
         cr_assert(strstr(buf, "samples/s"), "%s", buf);
         free(buf);
@@ -791,4 +791,113 @@ Test(scenario, duplicate_names_among_many_groups)
                             "link: { up: 1Mbps, down: 1Mbps } }\n");
     bad(t, "devices[3000].name: duplicate device name, also devices[1234] at line 1240 (got d1234)");
     free(t);
+}
+
+/* The summary of a scenario's many groups as scn_print_summary writes it. */
+static char *summary_of(const char *text, int all)
+{
+    scn_scenario *s = load_ok(text, NULL, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    scn_print_summary(s, all, mem);
+    fclose(mem);
+    scn_free(s);
+    return buf;
+}
+
+/* Groups written one by one past SCN_SUMMARY_LIST: the first
+ * SCN_SUMMARY_SHOW listed, the rest one block.  Hand-computed: group i
+ * has batch_time i+1 s, except g40's table [[1, 1s], [8, 2s]], which at
+ * batch 4 costs 1 + 3/7 s; g59 holds 100 devices, so of the 149 devices
+ * left out the 75th in batch-time order (the median) is one of g59's. */
+Test(scenario, summary_of_many_groups_weighs_counts_and_names_what_it_leaves_out)
+{
+    static char text[16384];
+    size_t k = (size_t)snprintf(text, sizeof text,
+                                "name: many\n"
+                                "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                                "dataset: { samples: 100000, sample_bytes: 1KB }\n"
+                                "training: { epochs: 1 }\n"
+                                "devices:\n");
+    for (int i = 0; i < 60; i++) {
+        char compute[64], extra[96] = "";
+        if (i == 40)
+            snprintf(compute, sizeof compute, "batch_table: [[1, 1s], [8, 2s]]");
+        else
+            snprintf(compute, sizeof compute, "batch_time: %ds", i + 1);
+        if (i == 20)
+            snprintf(extra, sizeof extra, ", stragglers: { every: 100s, lasting: 10s, factor: 2 }");
+        if (i == 30)
+            snprintf(extra, sizeof extra, ", noise: 0.1");
+        k +=
+            (size_t)snprintf(text + k, sizeof text - k,
+                             "  - { name: g%d, count: %d, kind: cpu, memory: 1GiB, batch: 4, %s, link: { up: "
+                             "%dMbps, down: 1Mbps }%s }\n",
+                             i, i == 59 ? 100 : 1, compute, i + 1, extra);
+    }
+    cr_assert_lt(k, sizeof text);
+    char *out = summary_of(text, 0);
+    cr_expect(strstr(out, "  g9           x1 cpu"), "%s", out);
+    cr_expect(!strstr(out, "  g10 "), "%s", out);
+    cr_expect(strstr(out,
+                     "  ... and 50 more groups, x149 devices: 0 gpu, 149 cpu (dpsim check --all lists them)\n"
+                     "               batch time min 1.429 s, median 60 s, max 60 s per batch\n"
+                     "               samples/s  min 0.06667, median 0.06667, max 2.8 per device\n"
+                     "               link up    min 11 Mbps, median 60 Mbps, max 60 Mbps\n"),
+              "%s", out);
+    cr_expect(strstr(out,
+                     "               of which 49 batch_time, 1 batch_table, 1 with noise or a speed trace, 1 "
+                     "with stragglers\n"),
+              "%s", out);
+    cr_expect(strstr(out, "total    149 devices,") == NULL && strstr(out, "total    159 devices,"), "%s",
+              out);
+    free(out);
+    out = summary_of(text, 1);
+    cr_expect(strstr(out, "  g59          x100 cpu"), "%s", out);
+    cr_expect(!strstr(out, "more groups"), "%s", out);
+    free(out);
+}
+
+/* With one device per group the median is found by selection, not by
+ * sorting: it must be the value sorting gives, for values in scrambled
+ * order with repeats. */
+Test(scenario, summary_median_by_selection_is_the_sorted_one)
+{
+    static char text[65536];
+    size_t k = (size_t)snprintf(text, sizeof text,
+                                "name: many\n"
+                                "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                                "dataset: { samples: 100000, sample_bytes: 1KB }\n"
+                                "training: { epochs: 1 }\n"
+                                "devices:\n");
+    int v[400];
+    for (int n = 51; n <= 400; n += 87) { /* odd and even counts left out */
+        size_t at = k;
+        for (int i = 0; i < n; i++) {
+            v[i] = 1 + (i * 7919 + 13) % 211; /* seconds, repeats included */
+            at += (size_t)snprintf(
+                text + at, sizeof text - at,
+                "  - { name: g%d, kind: cpu, memory: 1GiB, batch: 1, batch_time: %ds, link: { up: "
+                "1Mbps, down: 1Mbps } }\n",
+                i, v[i]);
+        }
+        cr_assert_lt(at, sizeof text);
+        /* the rest: groups 10 .. n-1; the median device is the ((m + 1) / 2)-th */
+        int m = n - 10, rest[400];
+        memcpy(rest, v + 10, (size_t)m * sizeof *rest);
+        for (int i = 1; i < m; i++) /* insertion sort, as plain as can be */
+            for (int j = i; j > 0 && rest[j - 1] > rest[j]; j--) {
+                int t = rest[j];
+                rest[j] = rest[j - 1];
+                rest[j - 1] = t;
+            }
+        char want[160];
+        snprintf(want, sizeof want, "               batch time min %d s, median %d s, max %d s per batch\n",
+                 rest[0], rest[(m + 1) / 2 - 1], rest[m - 1]);
+        char *out = summary_of(text, 0);
+        cr_expect(strstr(out, want), "n %d: want %s in %s", n, want, out);
+        free(out);
+        text[k] = '\0';
+    }
 }

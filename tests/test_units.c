@@ -5,6 +5,9 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double parse_ok(const char *text, scn_unit u)
@@ -171,4 +174,76 @@ Test(units, control_characters_are_escaped)
     cr_expect_str_eq(e.msg, "k: bad (got 'v\\n\\x1b]0;title\\x07')");
     dp_err_prefix(&e, "f\033:%d", 3);
     cr_expect_str_eq(e.msg, "f\\x1b:3: k: bad (got 'v\\n\\x1b]0;title\\x07')");
+}
+
+/* Short decimals skip strtod (units.c, fast_decimal): the double must be
+ * strtod's, bit for bit, for every shape of number: signs, leading and
+ * trailing zeros, fractions, exponents at and past the fast path's limits
+ * (15 digits, 10^+-22), and numbers strtod rounds (0.1, 1e23). */
+Test(units, short_decimals_parse_to_strtods_double_bit_for_bit)
+{
+    static const char *const fixed[] = {"0",
+                                        "-0",
+                                        "+0",
+                                        "0.0",
+                                        "-0.0e5",
+                                        "1",
+                                        "-1",
+                                        "0.1",
+                                        "0.2",
+                                        "0.3",
+                                        "1.001",
+                                        "1.996",
+                                        "123456789012345",
+                                        "1234567890123456",
+                                        "12345678901234567",
+                                        "0.000000000000001",
+                                        "9.999999999999999",
+                                        "1e22",
+                                        "1e23",
+                                        "1e-22",
+                                        "1e-23",
+                                        "4.35e-22",
+                                        "3.3e+21",
+                                        "000012.5",
+                                        "12.50000",
+                                        "1.7976931348623157e308",
+                                        "5e-324",
+                                        "2.5e0",
+                                        "7E3",
+                                        "7e03",
+                                        "1e0004",
+                                        "8.8817841970012523e-16"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        double v = 0;
+        dp_err e = {0};
+        if (scn_parse_quantity(fixed[i], SCN_UNIT_NUMBER, &v, &e) != 0)
+            continue; /* out of range: the same rejection as before */
+        double w = strtod(fixed[i], NULL);
+        cr_expect(memcmp(&v, &w, sizeof v) == 0, "'%s': %.17g, strtod %.17g", fixed[i], v, w);
+    }
+    /* random decimals of 1 to 18 digits with a point anywhere and an
+     * exponent or not: a seeded stream, the same cases on every run */
+    uint64_t x = 88172645463325252ull;
+    for (int n = 0; n < 200000; n++) {
+        char t[64];
+        size_t k = 0;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (x & 1)
+            t[k++] = '-';
+        int digits = 1 + (int)((x >> 1) % 18), point = (int)((x >> 6) % (unsigned)(digits + 1));
+        for (int d = 0; d < digits; d++) {
+            if (d == point && d > 0)
+                t[k++] = '.';
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            t[k++] = (char)('0' + x % 10);
+        }
+        if ((x >> 8) % 3 == 0)
+            k += (size_t)snprintf(t + k, sizeof t - k, "e%d", (int)((x >> 12) % 61) - 30);
+        t[k] = '\0';
+        double v = 0, w = strtod(t, NULL);
+        dp_err e = {0};
+        cr_assert_eq(scn_parse_quantity(t, SCN_UNIT_NUMBER, &v, &e), 0, "'%s': %s", t, e.msg);
+        cr_assert(memcmp(&v, &w, sizeof v) == 0, "'%s': %.17g, strtod %.17g", t, v, w);
+    }
 }

@@ -2,25 +2,44 @@
 #include "cli/cli.h"
 #include "policy/policy.h"
 
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void help(void)
 {
-    printf("usage: dpsim check SCENARIO [--set KEY=VALUE]...\n\n"
+    printf("usage: dpsim check SCENARIO [--all] [--set KEY=VALUE]...\n\n"
            "Load and validate a scenario file and print a summary: each device\n"
            "group, counts, total devices, compute speed (samples/s), link speeds,\n"
-           "dataset and model sizes.  SCENARIO may be builtin:paper-testbed.\n\n"
+           "dataset and model sizes.  SCENARIO may be builtin:paper-testbed.\n"
+           "With more than %d groups written one by one, the first %d are listed\n"
+           "and the others summarised in one block (count per kind and site;\n"
+           "min, median and max of batch time, samples/s, links, latency and\n"
+           "memory); device tables and drawn populations are always summarised.\n\n"
+           "  -a, --all             list every group written one by one\n"
            "  -s, --set KEY=VALUE   override a scenario value before validation\n"
            "                        (e.g. devices.cpu4.link.down=50Mbps)\n"
            "  -h, --help            this help\n\n"
-           "Bad input exits 2 with FILE:LINE:COLUMN: key.path: what is wrong (got VALUE).\n");
+           "Bad input exits 2 with FILE:LINE:COLUMN: key.path: what is wrong (got VALUE).\n",
+           SCN_SUMMARY_LIST, SCN_SUMMARY_SHOW);
+}
+
+static const struct option own[] = {{"all", no_argument, NULL, 'a'}, {NULL, 0, NULL, 0}};
+
+static int on_opt(void *ctx, int key, const char *arg, const char *label)
+{
+    (void)arg;
+    if (key != 'a')
+        return cli_usage_error("check", "unknown option '%s'", label);
+    *(int *)ctx = 1;
+    return -1;
 }
 
 int cmd_check(int argc, char **argv)
 {
     cli_opts o = {0};
-    int rc = cli_parse(argc, argv, "check", CLI_O_SET | CLI_O_LOG, NULL, NULL, NULL, NULL, help, &o);
+    int all = 0;
+    int rc = cli_parse(argc, argv, "check", CLI_O_SET | CLI_O_LOG, own, "a", on_opt, &all, help, &o);
     if (rc >= 0 || (rc = cli_one_pos(&o, "SCENARIO")) >= 0) {
         cli_opts_free(&o);
         return rc;
@@ -31,7 +50,7 @@ int cmd_check(int argc, char **argv)
     cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
-    scn_print_summary(s, stdout);
+    scn_print_summary(s, all, stdout);
     printf("policies\n");
     for (size_t k = 0; k < policy_count(); k++)
         policy_print_options(policy_at(k), s, stdout);

@@ -438,18 +438,54 @@ void scni_free_pops(scn_scenario *s)
 
 /* ---- populations ------------------------------------------------------- */
 
-int scni_is_population(const yt_node *it)
+/* 1 when t is a drawable key (of the group's own, or with in_link of its
+ * `link`). */
+static int has_dist_key(const char *t, int in_link)
 {
-    if (!it || it->kind != YT_MAP)
-        return 0;
-    if (yt_get_key(it, "seed"))
-        return 1;
-    for (int k = 0; k < DK_N; k++) {
-        const yt_node *n = dk_node(it, k);
-        if (n && n->kind == YT_MAP)
+    for (int k = 0; k < DK_N; k++)
+        if ((dkeys[k].map != NULL) == in_link && yt_key_is(t, dkeys[k].key))
             return 1;
+    return 0;
+}
+
+/* 1 when a drawable key of mapping m (the group's own, or with in_link
+ * those of its `link`, the one nested mapping of dkeys) holds a
+ * distribution.  One pass from the end: the last of a key given twice is
+ * the one yt_get reads (the loader then reports the duplicate). */
+static int has_dist(const yt_node *m, int in_link)
+{
+    unsigned seen = 0;
+    for (size_t i = m->n; i-- > 0;) {
+        const char *t = m->keys[i]->text;
+        for (int k = 0; k < DK_N; k++)
+            if ((dkeys[k].map != NULL) == in_link && yt_key_is(t, dkeys[k].key)) {
+                if (!(seen & (1u << k)) && m->items[i]->kind == YT_MAP)
+                    return 1;
+                seen |= 1u << k;
+                break;
+            }
     }
     return 0;
+}
+
+int scni_item_kind(const yt_node *it)
+{
+    if (!it || it->kind != YT_MAP)
+        return SCNI_ITEM_GROUP;
+    int pop = 0;
+    for (size_t i = 0; i < it->n; i++) {
+        const char *t = it->keys[i]->text;
+        const yt_node *v = it->items[i];
+        if (yt_key_is(t, "from_csv"))
+            return SCNI_ITEM_TABLE;
+        if (yt_key_is(t, "seed"))
+            pop = 1;
+        /* A distribution is a mapping: only a mapping value is looked at
+         * closer (and only the last of a key given twice counts). */
+        else if (!pop && v->kind == YT_MAP && yt_get(it, t) == v)
+            pop = yt_key_is(t, "link") ? has_dist(v, 1) : has_dist_key(t, 0);
+    }
+    return pop ? SCNI_ITEM_POPULATION : SCNI_ITEM_GROUP;
 }
 
 /* A shallow copy of mapping m without the keys `drop1` and `drop2` (may
@@ -471,7 +507,6 @@ static int shallow(const yt_node *m, yt_node *out, const char *drop1, const char
         out->items[out->n] = m->items[i];
         out->n++;
     }
-    out->cap = out->n;
     return 0;
 }
 
@@ -600,8 +635,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             }
             *dk_field(g, k) = v;
         }
-        scni_join(kp, sizeof kp, path, "batch");
-        if ((drawn & (1u << DK_MEMORY)) && (r = scni_check_memory(c, g, bn, kp)) < 0)
+        if ((drawn & (1u << DK_MEMORY)) && (r = scni_check_memory(c, g, bn, path)) < 0)
             goto out;
         if (g->compute == SCN_COMPUTE_DERIVED &&
             !(scn_batch_time(s, g, 1) >= scni_unit_floor(SCN_UNIT_TIME))) {
@@ -814,7 +848,6 @@ static int tab_row(cv *c, csv_tab *t, const char *p, const char *end, int line, 
         yt_node at = {.kind = YT_MAP, .line = line, .column = col_of(ls, p)};
         return scni_fail(c, &at, kp, "row has %zu fields, the header %zu columns", i + 1, t->ncol);
     }
-    t->row.cap = t->row.n;
     return 0;
 }
 

@@ -109,19 +109,37 @@ static size_t count_of(const char *const *list)
 int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
                    const char *const *required)
 {
+    return scni_check_map_at(c, n, path, keys, required, NULL, NULL);
+}
+
+/* The index of key t in keys (NULL-terminated, nk of them), or nk.  The
+ * first byte tells most keys apart without a call. */
+static size_t key_index(const char *const *keys, size_t nk, const char *t)
+{
+    size_t j;
+    for (j = 0; j < nk; j++)
+        if (keys[j][0] == t[0] && yt_key_is(t, keys[j]))
+            break;
+    return j;
+}
+
+int scni_check_map_at(cv *c, const yt_node *n, const char *path, const char *const *keys,
+                      const char *const *required, const yt_node **vals, const yt_node **knodes)
+{
     char g[80];
     if (!n || n->kind != YT_MAP)
         return scni_fail(c, n, path, "expected a mapping of keys (got %s)", scni_got(n, g, sizeof g));
     size_t nk = count_of(keys);
+    if (vals)
+        for (size_t j = 0; j < nk; j++)
+            vals[j] = knodes[j] = NULL;
     for (size_t i = 0; i < n->n; i++) {
         const yt_node *k = n->keys[i];
+        const char *t = k->text;
         char kp[300];
-        scni_join(kp, sizeof kp, path, k->text);
-        size_t j;
-        for (j = 0; j < nk; j++)
-            if (strcmp(k->text, keys[j]) == 0)
-                break;
+        size_t j = key_index(keys, nk, t);
         if (j == nk) {
+            scni_join(kp, sizeof kp, path, k->text);
             const char *near = yt_nearest(k->text, keys, nk);
             char known[400] = "";
             for (j = 0; j < nk && strlen(known) + strlen(keys[j]) + 3 < sizeof known; j++) {
@@ -135,19 +153,33 @@ int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const 
             return scni_fail(c, k, kp, "unknown key; known keys here: %s (got '%s')", known,
                              scni_got(k, g, sizeof g));
         }
-        for (size_t m = 0; m < i; m++)
-            if (strcmp(n->keys[m]->text, k->text) == 0) {
-                if (n->keys[m]->origin)
-                    return scni_fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
-                return scni_fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)",
-                                 n->keys[m]->line, k->text);
-            }
+        const yt_node *first = NULL; /* the same key earlier */
+        if (vals)
+            first = knodes[j];
+        else
+            for (size_t m = 0; m < i && !first; m++)
+                if (n->keys[m]->text[0] == t[0] && strcmp(n->keys[m]->text, t) == 0)
+                    first = n->keys[m];
+        if (first) {
+            scni_join(kp, sizeof kp, path, k->text);
+            if (first->origin)
+                return scni_fail(c, k, kp, "duplicate key (got '%s' twice)", k->text);
+            return scni_fail(c, k, kp, "duplicate key, first at line %d (got '%s' twice)", first->line,
+                             k->text);
+        }
+        if (vals) {
+            vals[j] = n->items[i];
+            knodes[j] = k;
+        }
     }
-    for (size_t r = 0; required && required[r]; r++)
-        if (yt_is_null(yt_get(n, required[r]))) {
-            const yt_node *at = yt_get_key(n, required[r]);
+    for (size_t r = 0; required && required[r]; r++) {
+        size_t j = vals ? key_index(keys, nk, required[r]) : nk;
+        const yt_node *v = j < nk ? vals[j] : yt_get(n, required[r]);
+        if (yt_is_null(v)) {
+            const yt_node *at = j < nk ? knodes[j] : yt_get_key(n, required[r]);
             return scni_fail(c, at ? at : n, path, "missing required key '%s'", required[r]);
         }
+    }
     return 0;
 }
 
@@ -155,16 +187,22 @@ int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const 
 int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
                     const yt_node **out)
 {
-    const yt_node *n = yt_get(m, key);
-    char kp[300], g[80];
-    scni_join(kp, sizeof kp, path, key);
+    return scni_scalar_at(c, m, yt_get(m, key), path, key, required, out);
+}
+
+int scni_scalar_at(cv *c, const yt_node *m, const yt_node *n, const char *path, const char *key, int required,
+                   const yt_node **out)
+{
     if (yt_is_null(n)) {
         if (required)
             return scni_fail(c, n ? n : m, path, "missing required key '%s'", key);
         return 0;
     }
-    if (n->kind != YT_SCALAR)
+    if (n->kind != YT_SCALAR) {
+        char kp[300], g[80];
+        scni_join(kp, sizeof kp, path, key);
         return scni_fail(c, n, kp, "expected a single value (got %s)", scni_got(n, g, sizeof g));
+    }
     *out = n;
     return 1;
 }
@@ -173,19 +211,26 @@ int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, 
 int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
                double def, double *out, const yt_node **node)
 {
+    return scni_q_at(c, m, yt_get(m, key), path, key, u, required, def, out, node);
+}
+
+int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
+              int required, double def, double *out, const yt_node **node)
+{
     const yt_node *n = NULL;
-    int r = scni_get_scalar(c, m, path, key, required, &n);
+    int r = scni_scalar_at(c, m, v, path, key, required, &n);
     if (node)
         *node = n;
     if (r <= 0) {
         *out = def;
         return r;
     }
-    char kp[300];
-    scni_join(kp, sizeof kp, path, key);
     dp_err e;
-    if (scn_parse_quantity(n->text, u, out, &e))
+    if (scn_parse_quantity(n->text, u, out, &e)) {
+        char kp[300];
+        scni_join(kp, sizeof kp, path, key);
         return scni_fail(c, n, kp, "%s", e.msg);
+    }
     return 1;
 }
 
@@ -213,36 +258,54 @@ double scni_unit_floor(scn_unit u)
 int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
                  double def, int nonneg, double max, double *out)
 {
+    return scni_pos_at(c, m, yt_get(m, key), path, key, u, required, def, nonneg, max, out);
+}
+
+int scni_pos_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
+                int required, double def, int nonneg, double max, double *out)
+{
     const yt_node *n;
-    int r = scni_get_q(c, m, path, key, u, required, def, out, &n);
+    int r = scni_q_at(c, m, v, path, key, u, required, def, out, &n);
     if (r <= 0)
         return r;
+    int below = nonneg ? *out < 0 : !(*out > 0), above = *out > max;
+    int tiny = *out != 0 && *out < scni_unit_floor(u);
+    if (!below && !above && !tiny)
+        return 1;
+    /* A message: only now is the key path made, and the floor formatted. */
     char kp[300], g[80];
     scni_join(kp, sizeof kp, path, key);
-    if (nonneg ? *out < 0 : !(*out > 0))
+    if (below)
         return scni_fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", scni_got(n, g, sizeof g));
-    if (*out > max)
+    if (above)
         return scni_fail(c, n, kp, "must be at most %g (the limit for this key) (got %s)", max,
                          scni_got(n, g, sizeof g));
-    if (*out != 0 && *out < scni_unit_floor(u)) {
-        char lo[40];
-        scn_format_quantity(scni_unit_floor(u), u, lo, sizeof lo);
-        return scni_fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
-                         nonneg ? "0 or " : "", lo, scni_got(n, g, sizeof g));
-    }
-    return 1;
+    char lo[40];
+    scn_format_quantity(scni_unit_floor(u), u, lo, sizeof lo);
+    return scni_fail(c, n, kp, "must be %sat least %s, the smallest value a run can honour (got %s)",
+                     nonneg ? "0 or " : "", lo, scni_got(n, g, sizeof g));
 }
 
 /* A whole number in [lo, hi]; `what` names the limit in messages. */
 int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
                  double lo, double hi, const char *what, int64_t *out)
 {
+    return scni_int_at(c, m, yt_get(m, key), path, key, required, def, lo, hi, what, out);
+}
+
+int scni_int_at(cv *c, const yt_node *m, const yt_node *at, const char *path, const char *key, int required,
+                int64_t def, double lo, double hi, const char *what, int64_t *out)
+{
     const yt_node *n;
     double v;
-    int r = scni_get_q(c, m, path, key, SCN_UNIT_NUMBER, required, (double)def, &v, &n);
+    int r = scni_q_at(c, m, at, path, key, SCN_UNIT_NUMBER, required, (double)def, &v, &n);
     if (r <= 0) {
         *out = def;
         return r;
+    }
+    if (v == floor(v) && v >= lo && v <= hi) {
+        *out = (int64_t)v;
+        return 1;
     }
     char kp[300], g[80];
     scni_join(kp, sizeof kp, path, key);
@@ -278,12 +341,12 @@ static int get_bool(cv *c, const yt_node *m, const char *path, const char *key, 
 }
 
 /* One of `names` (NULL-terminated); *out = its index. */
-static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, const char *const *names,
-                    int def, int *out)
+static int enum_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key,
+                   const char *const *names, int def, int *out)
 {
     const yt_node *n;
     *out = def;
-    int r = scni_get_scalar(c, m, path, key, 0, &n);
+    int r = scni_scalar_at(c, m, v, path, key, 0, &n);
     if (r <= 0)
         return r;
     size_t k = count_of(names);
@@ -302,6 +365,12 @@ static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, 
         return scni_fail(c, n, kp, "expected one of %s, did you mean '%s'? (got %s)", list, near,
                          scni_got(n, g, sizeof g));
     return scni_fail(c, n, kp, "expected one of %s (got %s)", list, scni_got(n, g, sizeof g));
+}
+
+static int get_enum(cv *c, const yt_node *m, const char *path, const char *key, const char *const *names,
+                    int def, int *out)
+{
+    return enum_at(c, m, yt_get(m, key), path, key, names, def, out);
 }
 
 /* Names used as addresses (devices, sites): 1-80 of [A-Za-z0-9_+-]. */
@@ -361,17 +430,16 @@ static int file_exists(const char *p)
 /* A trace: `key: FILE` or `key: { file, format, mean, loop, bin }`.
  * `bits`: a link trace (CSV in bits/s, mean a bandwidth); else a speed
  * factor trace (CSV factor, mean a plain number). */
-static int get_trace(cv *c, const yt_node *m, const char *path, const char *key, int bits, trace **out)
+static int get_trace(cv *c, const yt_node *n, const char *path, const char *key, int bits, trace **out)
 {
     static const char *const keys[] = {"file", "format", "mean", "loop", "bin", NULL};
     static const char *const req[] = {"file", NULL};
     static const char *const fmts[] = {"auto", "csv", "mahimahi", NULL};
-    const yt_node *n = yt_get(m, key);
     char kp[300], g[80];
-    scni_join(kp, sizeof kp, path, key);
     *out = NULL;
     if (yt_is_null(n))
         return 0;
+    scni_join(kp, sizeof kp, path, key);
     const yt_node *fnode = n;
     int fmt = 0, loop = -1, r;
     double mean = 0, bin = 0;
@@ -518,13 +586,12 @@ static int check_pair(cv *c, const yt_node *p, const char *pk, const char *what)
 }
 
 /* `outages: [[start, end], ...]`: times, start < end, in order, disjoint. */
-static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o)
+static int get_outages(cv *c, const yt_node *l, const char *path, scn_outages *o)
 {
-    const yt_node *l = yt_get(m, "outages");
     char kp[300], g[80];
-    scni_join(kp, sizeof kp, path, "outages");
     if (yt_is_null(l))
         return 0;
+    scni_join(kp, sizeof kp, path, "outages");
     if (l->kind != YT_SEQ)
         return scni_fail(c, l, kp, "expected a list of [start, end] intervals (got %s)",
                          scni_got(l, g, sizeof g));
@@ -565,16 +632,15 @@ static int get_outages(cv *c, const yt_node *m, const char *path, scn_outages *o
 }
 
 /* `stragglers: { every, lasting, factor }` of a device group. */
-static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_stragglers *st)
+static int get_stragglers(cv *c, const yt_node *n, const char *path, scn_stragglers *st)
 {
     static const char *const keys[] = {"every", "lasting", "factor", NULL};
     static const char *const req[] = {"every", "lasting", "factor", NULL};
-    const yt_node *n = yt_get(m, "stragglers");
     char kp[300];
     int r;
-    scni_join(kp, sizeof kp, path, "stragglers");
     if (yt_is_null(n))
         return 0;
+    scni_join(kp, sizeof kp, path, "stragglers");
     if ((r = scni_check_map(c, n, kp, keys, req)) < 0)
         return r;
     if ((r = scni_get_pos(c, n, kp, "every", SCN_UNIT_TIME, 1, 0, 0, 1e12, &st->every_s)) < 0 ||
@@ -592,19 +658,18 @@ static int get_stragglers(cv *c, const yt_node *m, const char *path, scn_straggl
 }
 
 /* `availability: { mtbf, mttr, data_persists }` or `{ trace: FILE, data_persists }`. */
-static int get_avail(cv *c, const yt_node *m, const char *path, scn_avail *a)
+static int get_avail(cv *c, const yt_node *n, const char *path, scn_avail *a)
 {
     static const char *const keys[] = {"mtbf", "mttr", "trace", "data_persists", NULL};
-    const yt_node *n = yt_get(m, "availability");
     char kp[300];
     int r;
-    scni_join(kp, sizeof kp, path, "availability");
     if (yt_is_null(n))
         return 0;
+    scni_join(kp, sizeof kp, path, "availability");
     if ((r = scni_check_map(c, n, kp, keys, NULL)) < 0)
         return r;
     *a = (scn_avail){0, 0, NULL, 1};
-    if ((r = get_trace(c, n, kp, "trace", 0, &a->trace)) < 0)
+    if ((r = get_trace(c, yt_get(n, "trace"), kp, "trace", 0, &a->trace)) < 0)
         return r;
     int has_mtbf = !yt_is_null(yt_get(n, "mtbf")), has_mttr = !yt_is_null(yt_get(n, "mttr"));
     if (a->trace && (has_mtbf || has_mttr))
@@ -844,9 +909,9 @@ static int conv_server_network(cv *c, const yt_node *root)
 /* A constant capacity next to a trace of the same link would be ignored
  * (the trace sets the capacity at every instant), so it is an error naming
  * both keys rather than a silent no-op (issue 11 item 5). */
-static int both_keys(cv *c, const yt_node *m, const char *path, const char *key, const char *tkey)
+static int both_keys_at(cv *c, const yt_node *k, const yt_node *t, const char *path, const char *key,
+                        const char *tkey)
 {
-    const yt_node *k = yt_get(m, key), *t = yt_get(m, tkey);
     if (yt_is_null(k) || yt_is_null(t))
         return 0;
     char kp[300], wt[400];
@@ -856,6 +921,11 @@ static int both_keys(cv *c, const yt_node *m, const char *path, const char *key,
                      "given together with '%s' (%s): the trace sets the capacity and '%s' would be ignored; "
                      "remove '%s', or rescale the trace with { file: ..., mean: ... }",
                      tkey, wt, key, key);
+}
+
+static int both_keys(cv *c, const yt_node *m, const char *path, const char *key, const char *tkey)
+{
+    return both_keys_at(c, yt_get(m, key), yt_get(m, tkey), path, key, tkey);
 }
 
 static int conv_wan(cv *c, const yt_node *root)
@@ -906,7 +976,7 @@ static int conv_wan(cv *c, const yt_node *root)
                 (o->site_a == w->site_b && o->site_b == w->site_a))
                 return scni_fail(c, bw, kp, "duplicate WAN link between these sites (also wan[%zu])", j);
         }
-        if ((r = get_trace(c, it, kp, "trace", 1, &w->trace)) < 0)
+        if ((r = get_trace(c, yt_get(it, "trace"), kp, "trace", 1, &w->trace)) < 0)
             return r;
         if ((r = both_keys(c, it, kp, "bandwidth", "trace")) < 0)
             return r;
@@ -915,42 +985,50 @@ static int conv_wan(cv *c, const yt_node *root)
             return r;
         if ((r = scni_get_pos(c, it, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &w->latency_s)) < 0)
             return r;
-        if ((r = get_outages(c, it, kp, &w->outages)) < 0)
+        if ((r = get_outages(c, yt_get(it, "outages"), kp, &w->outages)) < 0)
             return r;
     }
     return 0;
 }
 
-static int conv_link(cv *c, const yt_node *dev, const char *path, scn_link *L)
+/* A device group's `link` mapping l (key path PATH.link). */
+static int conv_link(cv *c, const yt_node *l, const char *path, scn_link *L)
 {
-    static const char *const keys[] = {"up", "down", "latency", "up_trace", "down_trace", "outages", NULL};
+    enum { L_UP, L_DOWN, L_LATENCY, L_UP_TRACE, L_DOWN_TRACE, L_OUTAGES, L_N };
+    static const char *const keys[L_N + 1] = {[L_UP] = "up",
+                                              [L_DOWN] = "down",
+                                              [L_LATENCY] = "latency",
+                                              [L_UP_TRACE] = "up_trace",
+                                              [L_DOWN_TRACE] = "down_trace",
+                                              [L_OUTAGES] = "outages",
+                                              [L_N] = NULL};
+    const yt_node *v[L_N], *kn[L_N];
     char kp[300];
     int r;
     scni_join(kp, sizeof kp, path, "link");
-    const yt_node *l = yt_get(dev, "link");
-    if ((r = scni_check_map(c, l, kp, keys, NULL)) < 0)
+    if ((r = scni_check_map_at(c, l, kp, keys, NULL, v, kn)) < 0)
         return r;
-    if ((r = get_trace(c, l, kp, "up_trace", 1, &L->up_trace)) < 0)
+    if ((r = get_trace(c, v[L_UP_TRACE], kp, "up_trace", 1, &L->up_trace)) < 0)
         return r;
-    if ((r = get_trace(c, l, kp, "down_trace", 1, &L->down_trace)) < 0)
+    if ((r = get_trace(c, v[L_DOWN_TRACE], kp, "down_trace", 1, &L->down_trace)) < 0)
         return r;
-    if ((r = both_keys(c, l, kp, "up", "up_trace")) < 0 ||
-        (r = both_keys(c, l, kp, "down", "down_trace")) < 0)
+    if ((r = both_keys_at(c, v[L_UP], v[L_UP_TRACE], kp, "up", "up_trace")) < 0 ||
+        (r = both_keys_at(c, v[L_DOWN], v[L_DOWN_TRACE], kp, "down", "down_trace")) < 0)
         return r;
     /* With a trace the constant is optional: it defaults to the trace's mean. */
-    if ((r = scni_get_pos(c, l, kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
-                          L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
+    if ((r = scni_pos_at(c, l, v[L_UP], kp, "up", SCN_UNIT_BANDWIDTH, !L->up_trace,
+                         L->up_trace ? trace_mean(L->up_trace) : 0, 0, 1e300, &L->up_Bps)) < 0)
         return r;
-    if ((r = scni_get_pos(c, l, kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
-                          L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
+    if ((r = scni_pos_at(c, l, v[L_DOWN], kp, "down", SCN_UNIT_BANDWIDTH, !L->down_trace,
+                         L->down_trace ? trace_mean(L->down_trace) : 0, 0, 1e300, &L->down_Bps)) < 0)
         return r;
-    if ((r = scni_get_pos(c, l, kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
+    if ((r = scni_pos_at(c, l, v[L_LATENCY], kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e6, &L->latency_s)) < 0)
         return r;
     /* a traced direction may end at 0 for good (a link that dies): its
      * capacity is the trace's at every instant, the constant only a summary */
     if ((!L->up_trace && !(L->up_Bps > 0)) || (!L->down_trace && !(L->down_Bps > 0)))
         return scni_fail(c, l, kp, "link capacity must be > 0");
-    if ((r = get_outages(c, l, kp, &L->outages)) < 0)
+    if ((r = get_outages(c, v[L_OUTAGES], kp, &L->outages)) < 0)
         return r;
     return 0;
 }
@@ -1011,13 +1089,14 @@ static size_t name_hash(const char *t)
     return (size_t)h;
 }
 
-int scni_check_memory(cv *c, const scn_group *g, const yt_node *bn, const char *kp)
+int scni_check_memory(cv *c, const scn_group *g, const yt_node *bn, const char *path)
 {
     const scn_scenario *s = c->s;
     double state = s->model.state_factor * s->model.model_bytes;
     double need = state + g->batch * s->model.activation_bytes_per_sample;
     if (need > g->memory_bytes) {
-        char a[40], b[40], m[40], act[40];
+        char a[40], b[40], m[40], act[40], kp[340];
+        scni_join(kp, sizeof kp, path, "batch");
         scn_format_quantity(state, SCN_UNIT_BYTES, a, sizeof a);
         scn_format_quantity(need, SCN_UNIT_BYTES, b, sizeof b);
         scn_format_quantity(g->memory_bytes, SCN_UNIT_BYTES, m, sizeof m);
@@ -1041,35 +1120,43 @@ static const char *set_name(const scn_scenario *s, size_t j)
     return g->name;
 }
 
+/* Room for `slots` (a power of two) in the group-name set. */
+static int names_grow(cv *c, size_t slots)
+{
+    scni_name_slot *t = dp_calloc(slots, sizeof *t);
+    if (!t)
+        return DP_ENOMEM;
+    for (size_t i = 0; c->names && i <= c->names_mask; i++)
+        if (c->names[i].group) {
+            size_t k = c->names[i].hash & (slots - 1);
+            while (t[k].group)
+                k = (k + 1) & (slots - 1);
+            t[k] = c->names[i];
+        }
+    dp_free(c->names);
+    c->names = t;
+    c->names_mask = slots - 1;
+    return 0;
+}
+
 int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp)
 {
     scn_scenario *s = c->s;
     const char *name = s->groups[gi].name;
     char gt[80];
-    if (2 * (s->n_groups + 1) > c->names_mask + 1) { /* keep the set at most half full */
-        size_t slots = 2 * (c->names_mask + 1);
-        size_t *t = dp_calloc(slots, sizeof *t);
-        if (!t)
-            return scni_oom(c);
-        for (size_t i = 0; i <= c->names_mask; i++)
-            if (c->names[i]) {
-                size_t k = name_hash(set_name(s, c->names[i] - 1)) & (slots - 1);
-                while (t[k])
-                    k = (k + 1) & (slots - 1);
-                t[k] = c->names[i];
-            }
-        dp_free(c->names);
-        c->names = t;
-        c->names_mask = slots - 1;
-    }
-    size_t slot = name_hash(name) & c->names_mask;
-    for (; c->names[slot]; slot = (slot + 1) & c->names_mask) {
-        size_t j = c->names[slot] - 1;
-        if (strcmp(set_name(s, j), name) == 0)
+    if (2 * (s->n_groups + 1) > c->names_mask + 1 && names_grow(c, 2 * (c->names_mask + 1)))
+        return scni_oom(c);
+    /* Slots keep the hash: a slot of another name is passed over without
+     * reading that group (a cache miss per probe otherwise). */
+    size_t h = name_hash(name);
+    size_t slot = h & c->names_mask;
+    for (; c->names[slot].group; slot = (slot + 1) & c->names_mask) {
+        size_t j = c->names[slot].group - 1;
+        if (c->names[slot].hash == (uint32_t)h && strcmp(set_name(s, j), name) == 0)
             return scni_fail(c, n, kp, "duplicate device name, also devices[%d] at line %d (got %s)",
                              s->groups[j].item, s->groups[j].line, scni_got(n, gt, sizeof gt));
     }
-    c->names[slot] = gi + 1;
+    c->names[slot] = (scni_name_slot){(uint32_t)h, (uint32_t)(gi + 1)};
     return 0;
 }
 
@@ -1089,66 +1176,131 @@ int scni_new_group(cv *c, size_t *gi)
     return 0;
 }
 
+/* "PREFIX" + the decimal digits of i, cut to fit buf; no snprintf (it was
+ * a tenth of converting a group). */
+static void path_index(char *buf, size_t len, const char *prefix, size_t i, const char *suffix)
+{
+    char d[24];
+    size_t nd = 0, lp = strlen(prefix), ls = strlen(suffix), k = 0;
+    for (size_t x = i; nd == 0 || x; x /= 10)
+        d[nd++] = (char)('0' + x % 10);
+    if (lp + nd + 2 + ls >= len) { /* never for the paths made here; cut rather than overflow */
+        snprintf(buf, len, "%s[%zu]%s", prefix, i, suffix);
+        return;
+    }
+    memcpy(buf, prefix, lp);
+    k = lp;
+    buf[k++] = '[';
+    while (nd)
+        buf[k++] = d[--nd];
+    buf[k++] = ']';
+    memcpy(buf + k, suffix, ls + 1);
+}
+
+static void group_path_of(const yt_node *nm, size_t item, char *path, size_t len)
+{
+    size_t ln;
+    if (nm && nm->kind == YT_SCALAR && nm->text[0] && (ln = strlen(nm->text)) <= SCN_NAME_MAX &&
+        !strpbrk(nm->text, ". []") && ln + 9 <= len) {
+        memcpy(path, "devices.", 8);
+        memcpy(path + 8, nm->text, ln + 1);
+    } else {
+        path_index(path, len, "devices", item, "");
+    }
+}
+
 void scni_group_path(const yt_node *it, size_t item, char *path, size_t len)
 {
-    const yt_node *nm = yt_get(it, "name");
-    if (nm && nm->kind == YT_SCALAR && nm->text[0] && strlen(nm->text) <= SCN_NAME_MAX &&
-        !strpbrk(nm->text, ". []"))
-        snprintf(path, len, "devices.%s", nm->text);
-    else
-        snprintf(path, len, "devices[%zu]", item);
+    group_path_of(yt_get(it, "name"), item, path, len);
 }
 
 int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total)
 {
-    static const char *const keys[] = {
-        "name",        "count",       "kind",       "site",         "memory",   "batch",
-        "batch_time",  "batch_table", "peak_flops", "efficiency",   "overhead", "noise",
-        "speed_trace", "link",        "stragglers", "availability", NULL};
+    /* Every key of the mapping is found in one pass (scni_check_map_at);
+     * the values are then read from v[], not looked up again. */
+    enum {
+        G_NAME,
+        G_COUNT,
+        G_KIND,
+        G_SITE,
+        G_MEMORY,
+        G_BATCH,
+        G_BATCH_TIME,
+        G_BATCH_TABLE,
+        G_PEAK_FLOPS,
+        G_EFFICIENCY,
+        G_OVERHEAD,
+        G_NOISE,
+        G_SPEED_TRACE,
+        G_LINK,
+        G_STRAGGLERS,
+        G_AVAILABILITY,
+        G_N
+    };
+    static const char *const keys[G_N + 1] = {[G_NAME] = "name",
+                                              [G_COUNT] = "count",
+                                              [G_KIND] = "kind",
+                                              [G_SITE] = "site",
+                                              [G_MEMORY] = "memory",
+                                              [G_BATCH] = "batch",
+                                              [G_BATCH_TIME] = "batch_time",
+                                              [G_BATCH_TABLE] = "batch_table",
+                                              [G_PEAK_FLOPS] = "peak_flops",
+                                              [G_EFFICIENCY] = "efficiency",
+                                              [G_OVERHEAD] = "overhead",
+                                              [G_NOISE] = "noise",
+                                              [G_SPEED_TRACE] = "speed_trace",
+                                              [G_LINK] = "link",
+                                              [G_STRAGGLERS] = "stragglers",
+                                              [G_AVAILABILITY] = "availability",
+                                              [G_N] = NULL};
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
     scn_scenario *s = c->s;
     scn_group *g = &s->groups[gi];
+    const yt_node *v[G_N], *kn[G_N];
     char path[300], gt[80];
     int r = 0;
     scni_group_path(it, item, path, sizeof path);
-    if ((r = scni_check_map(c, it, path, keys, req)) < 0)
+    if ((r = scni_check_map_at(c, it, path, keys, req, v, kn)) < 0)
         return r;
     g->item = (int)item;
     g->line = it->line;
     g->column = it->column;
     g->site = -1;
     const yt_node *n;
-    if ((r = scni_get_scalar(c, it, path, "name", 1, &n)) < 0)
+    if ((r = scni_scalar_at(c, it, v[G_NAME], path, "name", 1, &n)) < 0)
         return r;
     char nkp[320];
-    snprintf(nkp, sizeof nkp, "devices[%zu].name", item);
+    path_index(nkp, sizeof nkp, "devices", item, ".name");
     if (check_name(c, n, nkp))
         return DP_EINPUT;
     if (dup_str(c, &g->name, n->text) || (r = scni_name_add(c, gi, n, nkp)) < 0)
         return r < 0 ? r : DP_ENOMEM;
-    snprintf(path, sizeof path, "devices.%s", g->name);
+    group_path_of(n, item, path, sizeof path); /* devices.NAME: the name is valid */
 
-    int64_t v;
+    int64_t val;
     char kp[340];
-    const yt_node *cn = NULL;
-    if ((r = scni_get_int(c, it, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &v)) < 0)
+    const yt_node *cn = v[G_COUNT];
+    if ((r = scni_int_at(c, it, cn, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &val)) < 0)
         return r;
-    cn = yt_get(it, "count");
-    scni_join(kp, sizeof kp, path, "count");
-    if (v == 0 && !(cn && cn->origin))
+    if (val == 0 && !(cn && cn->origin)) {
+        scni_join(kp, sizeof kp, path, "count");
         return scni_fail(c, cn, kp, "must be >= 1 in a file (0 is allowed only through an override) (got 0)");
-    g->count = (int)v;
-    *total += v;
-    if (*total > SCN_MAX_DEVICES) /* a group without count (1) is located by its mapping */
+    }
+    g->count = (int)val;
+    *total += val;
+    if (*total > SCN_MAX_DEVICES) { /* a group without count (1) is located by its mapping */
+        scni_join(kp, sizeof kp, path, "count");
         return scni_fail(c, cn ? cn : it, kp,
                          "more than %d devices in total (the limit on devices) (got %lld so far)",
                          SCN_MAX_DEVICES, (long long)*total);
+    }
     int kind;
-    if ((r = get_enum(c, it, path, "kind", kinds, 0, &kind)) < 0)
+    if ((r = enum_at(c, it, v[G_KIND], path, "kind", kinds, 0, &kind)) < 0)
         return r;
     g->kind = (scn_kind)kind;
-    if ((r = scni_get_scalar(c, it, path, "site", 0, &n)) < 0)
+    if ((r = scni_scalar_at(c, it, v[G_SITE], path, "site", 0, &n)) < 0)
         return r;
     if (r) {
         scni_join(kp, sizeof kp, path, "site");
@@ -1157,17 +1309,16 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     } else {
         g->site = s->n_sites ? 0 : -1;
     }
-    if ((r = scni_get_pos(c, it, path, "memory", SCN_UNIT_BYTES, 1, 0, 0, 1e18, &g->memory_bytes)) < 0)
+    if ((r = scni_pos_at(c, it, v[G_MEMORY], path, "memory", SCN_UNIT_BYTES, 1, 0, 0, 1e18,
+                         &g->memory_bytes)) < 0)
         return r;
-    const yt_node *bn;
-    if ((r = scni_get_int(c, it, path, "batch", 1, 0, 1, SCN_MAX_BATCH, "batch size", &v)) < 0)
+    const yt_node *bn = v[G_BATCH];
+    if ((r = scni_int_at(c, it, bn, path, "batch", 1, 0, 1, SCN_MAX_BATCH, "batch size", &val)) < 0)
         return r;
-    bn = yt_get(it, "batch");
-    g->batch = (int)v;
+    g->batch = (int)val;
 
     /* Compute model: exactly one of the three. */
-    const yt_node *bt = yt_get(it, "batch_time"), *tb = yt_get(it, "batch_table"),
-                  *pf = yt_get(it, "peak_flops");
+    const yt_node *bt = v[G_BATCH_TIME], *tb = v[G_BATCH_TABLE], *pf = v[G_PEAK_FLOPS];
     int have = !yt_is_null(bt) + !yt_is_null(tb) + !yt_is_null(pf);
     if (have != 1)
         return scni_fail(c, have ? (!yt_is_null(tb) ? tb : pf) : it, path,
@@ -1175,7 +1326,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
                          have);
     if (!yt_is_null(bt)) {
         g->compute = SCN_COMPUTE_MEASURED;
-        if ((r = scni_get_pos(c, it, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) < 0)
+        if ((r = scni_pos_at(c, it, bt, path, "batch_time", SCN_UNIT_TIME, 1, 0, 0, 1e9, &g->batch_time_s)) <
+            0)
             return r;
     } else if (!yt_is_null(tb)) {
         g->compute = SCN_COMPUTE_TABLE;
@@ -1184,20 +1336,23 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
             return r;
     } else {
         g->compute = SCN_COMPUTE_DERIVED;
-        if ((r = scni_get_pos(c, it, path, "peak_flops", SCN_UNIT_FLOPS, 1, 0, 0, 1e21, &g->peak_flops)) < 0)
+        if ((r = scni_pos_at(c, it, pf, path, "peak_flops", SCN_UNIT_FLOPS, 1, 0, 0, 1e21, &g->peak_flops)) <
+            0)
             return r;
-        if ((r = scni_get_pos(c, it, path, "efficiency", SCN_UNIT_NUMBER, 1, 0, 0, 1, &g->efficiency)) < 0)
+        if ((r = scni_pos_at(c, it, v[G_EFFICIENCY], path, "efficiency", SCN_UNIT_NUMBER, 1, 0, 0, 1,
+                             &g->efficiency)) < 0)
             return r;
-        if ((r = scni_get_pos(c, it, path, "overhead", SCN_UNIT_TIME, 0, 0, 1, 1e9, &g->overhead_s)) < 0)
+        if ((r = scni_pos_at(c, it, v[G_OVERHEAD], path, "overhead", SCN_UNIT_TIME, 0, 0, 1, 1e9,
+                             &g->overhead_s)) < 0)
             return r;
     }
     if (g->compute != SCN_COMPUTE_DERIVED) {
-        const char *only[] = {"efficiency", "overhead"};
+        const int only[] = {G_EFFICIENCY, G_OVERHEAD};
         for (int k = 0; k < 2; k++)
-            if (!yt_is_null(yt_get(it, only[k]))) {
-                scni_join(kp, sizeof kp, path, only[k]);
-                return scni_fail(c, yt_get_key(it, only[k]), kp, "applies only with peak_flops (got %s)",
-                                 scni_got(yt_get(it, only[k]), gt, sizeof gt));
+            if (!yt_is_null(v[only[k]])) {
+                scni_join(kp, sizeof kp, path, keys[only[k]]);
+                return scni_fail(c, kn[only[k]], kp, "applies only with peak_flops (got %s)",
+                                 scni_got(v[only[k]], gt, sizeof gt));
             }
     }
     if (g->compute == SCN_COMPUTE_DERIVED) {
@@ -1210,15 +1365,16 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
                              "overhead, must be at least 1 ns (got %.3g s)",
                              t1);
     }
-    if ((r = scni_get_pos(c, it, path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE, &g->noise_cv)) < 0)
+    if ((r = scni_pos_at(c, it, v[G_NOISE], path, "noise", SCN_UNIT_NUMBER, 0, 0, 1, SCN_MAX_NOISE,
+                         &g->noise_cv)) < 0)
         return r;
-    if ((r = get_trace(c, it, path, "speed_trace", 0, &g->speed_trace)) < 0)
+    if ((r = get_trace(c, v[G_SPEED_TRACE], path, "speed_trace", 0, &g->speed_trace)) < 0)
         return r;
-    if ((r = conv_link(c, it, path, &g->link)) < 0)
+    if ((r = conv_link(c, v[G_LINK], path, &g->link)) < 0)
         return r;
-    if ((r = get_stragglers(c, it, path, &g->stragglers)) < 0)
+    if ((r = get_stragglers(c, v[G_STRAGGLERS], path, &g->stragglers)) < 0)
         return r;
-    if ((r = get_avail(c, it, path, &g->avail)) < 0)
+    if ((r = get_avail(c, v[G_AVAILABILITY], path, &g->avail)) < 0)
         return r;
     if (r == 0) { /* the top-level default, a copy of its own */
         g->avail = s->availability;
@@ -1227,12 +1383,15 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     }
 
     /* Cross checks that need the model and dataset. */
-    scni_join(kp, sizeof kp, path, "batch");
-    if ((int64_t)g->batch > s->dataset.samples)
+    if ((int64_t)g->batch > s->dataset.samples) {
+        scni_join(kp, sizeof kp, path, "batch");
         return scni_fail(c, bn, kp, "batch is larger than the dataset (%lld samples) (got %d)",
                          (long long)s->dataset.samples, g->batch);
-    return scni_check_memory(c, g, bn, kp);
+    }
+    return scni_check_memory(c, g, bn, path);
 }
+
+static int any_failures(const scn_scenario *s);
 
 static int conv_devices(cv *c, const yt_node *root)
 {
@@ -1248,17 +1407,24 @@ static int conv_devices(cv *c, const yt_node *root)
     if (l->n > SCN_MAX_DEVICES)
         return scni_fail(c, l, "devices", "more than %d device groups (got %zu)", SCN_MAX_DEVICES, l->n);
     /* Groups grow as items are read: a device table or a population makes
-     * many groups from one item. */
-    if (!(c->names = dp_calloc(16, sizeof *c->names)))
+     * many groups from one item.  Room for one group per item from the
+     * start: no regrowing when groups are written one by one. */
+    size_t slots = 16;
+    while (slots < 2 * (l->n + 1))
+        slots *= 2;
+    if (!(s->groups = dp_calloc(l->n, sizeof *s->groups))) /* scn_free frees it */
         return scni_oom(c);
-    c->names_mask = 15;
+    c->groups_cap = l->n;
+    if (names_grow(c, slots))
+        return scni_oom(c);
     int64_t total = 0;
     for (size_t i = 0; i < l->n && r >= 0; i++) {
         const yt_node *it = l->items[i];
         size_t gi;
-        if (it->kind == YT_MAP && yt_get_key(it, "from_csv"))
+        int what = scni_item_kind(it);
+        if (what == SCNI_ITEM_TABLE)
             r = scni_conv_table(c, it, i, &total);
-        else if (scni_is_population(it))
+        else if (what == SCNI_ITEM_POPULATION)
             r = scni_conv_population(c, it, i, &total);
         else if ((r = scni_new_group(c, &gi)) >= 0)
             r = scni_conv_group(c, it, i, gi, &total);
@@ -1278,13 +1444,16 @@ static int conv_devices(cv *c, const yt_node *root)
         for (int j = 0; j < gr->count; j++, k++) {
             s->devices[k].group = (int)gi;
             s->devices[k].index = j;
-            if (gr->count == 1)
-                snprintf(s->devices[k].name, sizeof s->devices[k].name, "%s", gr->name);
-            else
+            if (gr->count == 1) { /* a copy, not snprintf: 100,000 groups */
+                size_t ln = strnlen(gr->name, sizeof s->devices[k].name - 1);
+                memcpy(s->devices[k].name, gr->name, ln);
+                s->devices[k].name[ln] = 0;
+            } else
                 snprintf(s->devices[k].name, sizeof s->devices[k].name, "%s[%d]", gr->name, j);
         }
     }
     s->n_devices = k;
+    s->failures = any_failures(s);
     return 0;
 }
 
@@ -1320,7 +1489,8 @@ static int convert(cv *c, const yt_node *root)
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
         (r = conv_wan(c, root)) < 0 ||
-        (c->s->availability.data_persists = 1, r = get_avail(c, root, "", &c->s->availability)) < 0 ||
+        (c->s->availability.data_persists = 1,
+         r = get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
         return r;
     return 0;
@@ -1344,9 +1514,35 @@ scn_scenario *scn_load_string(const char *name, const char *text, size_t len, co
     return scn_load_string_files(name, text, len, base_dir, NULL, 0, ov, n_ov, err);
 }
 
+static scn_scenario *load_parsed(const char *name, const char *text, size_t len, char *own,
+                                 const char *base_dir, const scn_file *files, size_t n_files,
+                                 const scn_override *ov, size_t n_ov, dp_err *err);
+
+/* The loader.  `own`, when not NULL, is text itself, NUL-terminated and
+ * dp_malloc'd: the scenario keeps it as s->text instead of a copy (a file
+ * just read), and it is freed on every failure. */
+static scn_scenario *load(const char *name, const char *text, size_t len, char *own, const char *base_dir,
+                          const scn_file *files, size_t n_files, const scn_override *ov, size_t n_ov,
+                          dp_err *err)
+{
+    scn_scenario *s = load_parsed(name, text, len, own, base_dir, files, n_files, ov, n_ov, err);
+    if (!s)
+        dp_free(own);
+    return s;
+}
+
 scn_scenario *scn_load_string_files(const char *name, const char *text, size_t len, const char *base_dir,
                                     const scn_file *files, size_t n_files, const scn_override *ov,
                                     size_t n_ov, dp_err *err)
+{
+    return load(name, text, len, NULL, base_dir, files, n_files, ov, n_ov, err);
+}
+
+/* load's work; on failure `own` is the caller's to free, on success the
+ * scenario's. */
+static scn_scenario *load_parsed(const char *name, const char *text, size_t len, char *own,
+                                 const char *base_dir, const scn_file *files, size_t n_files,
+                                 const scn_override *ov, size_t n_ov, dp_err *err)
 {
     if (!name)
         name = "<string>";
@@ -1390,10 +1586,10 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
         return NULL;
     }
     int r = 0;
-    if (!(s->path = dp_strdup(name)) || !(s->text = dp_malloc(len + 1)))
+    if (!(s->path = dp_strdup(name)) || !(s->text = own ? own : dp_malloc(len + 1)))
         r = scni_oom(&c);
     if (r == 0) {
-        if (len)
+        if (!own && len)
             memcpy(s->text, text, len);
         s->text[len] = '\0';
         s->text_hash = scn_hash(text, len);
@@ -1401,6 +1597,8 @@ scn_scenario *scn_load_string_files(const char *name, const char *text, size_t l
     }
     s->tree = doc; /* policies' options are read from it later */
     if (r < 0) {
+        if (s->text == own)
+            s->text = NULL; /* the caller frees it */
         scn_free(s);
         return NULL;
     }
@@ -1426,9 +1624,7 @@ scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_o
         snprintf(dir, sizeof dir, "/");
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    scn_scenario *s = scn_load_string(path, text, len, dir, ov, n_ov, err);
-    dp_free(text);
-    return s;
+    return load(path, text, len, text, dir, NULL, 0, ov, n_ov, err); /* the scenario keeps text */
 }
 
 scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err)
@@ -1455,12 +1651,17 @@ static void link_free(scn_link *l)
     outages_free(&l->outages);
 }
 
-int scn_has_failures(const scn_scenario *s)
+static int any_failures(const scn_scenario *s)
 {
-    for (size_t i = 0; s && i < s->n_groups; i++)
+    for (size_t i = 0; i < s->n_groups; i++)
         if (s->groups[i].count > 0 && (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace))
             return 1;
     return 0;
+}
+
+int scn_has_failures(const scn_scenario *s)
+{
+    return s ? s->failures : 0;
 }
 
 int scn_is_dynamic(const scn_scenario *s)

@@ -209,6 +209,10 @@ typedef struct scn_scenario {
 
     size_t n_devices; /* sum of counts */
     scn_device *devices;
+    /* scn_has_failures, worked out once by the loader (a scenario does not
+     * change after loading; each policy asks, and 100,000 groups are a
+     * pass through memory each time). */
+    int failures;
 
     /* `policies:` as written (a mapping, or NULL when absent): each policy
      * reads its own options from it (policy.h); the tree belongs to the
@@ -263,8 +267,16 @@ int scn_is_dynamic(const scn_scenario *s);
  * overhead + n * train_flops_per_sample / (peak * efficiency). */
 double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
 
-/* Print the `dpsim check` summary (the world; cmd_check adds the policies). */
-void scn_print_summary(const scn_scenario *s, FILE *out);
+/* Print the `dpsim check` summary (the world; cmd_check adds the policies).
+ * Device groups written one by one are listed one by one up to
+ * SCN_SUMMARY_LIST of them; past that (unless `all`) the first
+ * SCN_SUMMARY_SHOW are listed and the others summarised in one block: their
+ * count per kind and site, min / median / max of batch time, samples/s,
+ * link up and down, latency and memory, and how many have traces, failures
+ * and the like.  Tables and populations always get such a block. */
+#define SCN_SUMMARY_LIST 50
+#define SCN_SUMMARY_SHOW 10
+void scn_print_summary(const scn_scenario *s, int all, FILE *out);
 
 /* ---- reading mappings the loader keeps for plug-ins ---------------------
  * The `policies:` mapping (NULL when absent) and readers with the loader's

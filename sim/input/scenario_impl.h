@@ -26,6 +26,11 @@
 #define SCN_MAX_NOISE        10.0
 #define SCN_NAME_MAX         80
 
+typedef struct scni_name_slot {
+    uint32_t hash;  /* of the name (name_hash, cut to 32 bits) */
+    uint32_t group; /* group index + 1; 0: empty */
+} scni_name_slot;
+
 typedef struct cv {
     const char *file; /* the file messages name: the scenario, or a device table while it is read */
     const char *base_dir;
@@ -33,10 +38,10 @@ typedef struct cv {
     scn_scenario *s;
     const scn_file *given; /* trace contents to use instead of the disk (rerun) */
     size_t n_given;
-    /* conv_devices: open-addressing set of group names seen so far (group
-     * index + 1, 0 = empty; mask + 1 slots, a power of two kept over twice
-     * the groups), so the duplicate-name check is linear, not quadratic. */
-    size_t *names;
+    /* conv_devices: open-addressing set of group names seen so far (mask +
+     * 1 slots, a power of two kept over twice the groups), so the
+     * duplicate-name check is linear, not quadratic. */
+    scni_name_slot *names;
     size_t names_mask;
     size_t groups_cap; /* room in s->groups */
 } cv;
@@ -49,6 +54,11 @@ const char *scni_got(const yt_node *n, char *buf, size_t len);
 void scni_join(char *buf, size_t len, const char *a, const char *b);
 int scni_check_map(cv *c, const yt_node *n, const char *path, const char *const *keys,
                    const char *const *required);
+/* scni_check_map that also hands out what it found in its one pass over
+ * n's keys: vals[j] and knodes[j] are the value and key node of keys[j], or
+ * NULL when absent (both arrays as long as keys, without its NULL). */
+int scni_check_map_at(cv *c, const yt_node *n, const char *path, const char *const *keys,
+                      const char *const *required, const yt_node **vals, const yt_node **knodes);
 int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
                     const yt_node **out);
 int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
@@ -57,6 +67,16 @@ int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn
                  double def, int nonneg, double max, double *out);
 int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,
                  double lo, double hi, const char *what, int64_t *out);
+/* The same readers given the value node v of m[key] (NULL: absent), as
+ * scni_check_map_at found it, instead of looking it up again. */
+int scni_scalar_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, int required,
+                   const yt_node **out);
+int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
+              int required, double def, double *out, const yt_node **node);
+int scni_pos_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
+                int required, double def, int nonneg, double max, double *out);
+int scni_int_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, int required,
+                int64_t def, double lo, double hi, const char *what, int64_t *out);
 /* The smallest nonzero value of a unit a run can honour. */
 double scni_unit_floor(scn_unit u);
 /* The bytes of a file the scenario names (recorded in s->files, so a
@@ -78,14 +98,18 @@ void scni_group_path(const yt_node *it, size_t item, char *path, size_t len);
 /* Convert the device-group mapping `it` (item `item` of `devices`) into
  * s->groups[gi]; *total counts devices so far. */
 int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *total);
-/* Memory check of a group: model state plus a batch of activations must fit. */
-int scni_check_memory(cv *c, const scn_group *g, const yt_node *at, const char *kp);
+/* Memory check of a group: model state plus a batch of activations must
+ * fit; a message is at node `at`, key path PATH.batch (path: the group's). */
+int scni_check_memory(cv *c, const scn_group *g, const yt_node *at, const char *path);
 
 /* population.c: `devices:` items that make many groups. */
 /* `- from_csv: FILE`: one group per row of a CSV table. */
 int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total);
-/* 1 when a group mapping has a drawn value (a distribution) */
-int scni_is_population(const yt_node *it);
+/* What item `it` of `devices` makes, from one pass over its keys: a
+ * device table (it has `from_csv`), a population (a `seed`, or a drawable
+ * key holding a distribution), else one group. */
+enum { SCNI_ITEM_GROUP, SCNI_ITEM_TABLE, SCNI_ITEM_POPULATION };
+int scni_item_kind(const yt_node *it);
 /* A group with drawn values: `count` groups of one device, each drawing its own. */
 int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total);
 /* Free a scenario's populations. */

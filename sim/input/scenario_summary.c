@@ -55,37 +55,181 @@ static int wv_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value of quantity `what` of group g (samples/s per device, seconds
- * per batch, bandwidths, latency, memory). */
-static double pop_value(const scn_scenario *s, const scn_group *g, int what)
+/* The k-th smallest value of v[0 .. n) (v reordered; k < n): Hoare's
+ * selection, expected O(n), instead of sorting 100,000 values to read
+ * one. */
+static double kth_smallest(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t i = lo, j = hi;
+        for (;;) { /* the pivot is in [lo, hi], so neither scan runs off it */
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i >= j)
+                break;
+            double t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* v[lo .. j] <= pivot <= v[j + 1 .. hi] */
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    return v[k];
+}
+
+/* The groups a summary block covers: s->groups[idx[k]] or, with idx NULL,
+ * s->groups[first + k], for k < n. */
+typedef struct gset {
+    const size_t *idx;
+    size_t first, n;
+} gset;
+
+static const scn_group *gs_at(const scn_scenario *s, const gset *set, size_t k)
+{
+    return &s->groups[set->idx ? set->idx[k] : set->first + k];
+}
+
+enum { Q_BATCH_TIME, Q_SAMPLES, Q_UP, Q_DOWN, Q_LATENCY, Q_MEMORY, Q_N };
+
+/* The value of quantity `what` of group g. */
+static double spread_value(const scn_scenario *s, const scn_group *g, int what)
 {
     switch (what) {
-    case 0:
+    case Q_BATCH_TIME:
         return scn_batch_time(s, g, g->batch);
-    case 1:
+    case Q_SAMPLES: {
+        double t = scn_batch_time(s, g, g->batch);
+        return t > 0 ? g->batch / t : 0.0;
+    }
+    case Q_UP:
         return g->link.up_Bps;
-    case 2:
+    case Q_DOWN:
         return g->link.down_Bps;
-    case 3:
+    case Q_LATENCY:
         return g->link.latency_s;
     default:
         return g->memory_bytes;
     }
 }
 
-/* A population: its count, kinds and sites, and min / median / max over
- * its devices of each quantity, instead of a line per group. */
+/* Devices in a set, and of each kind. */
+static long long set_devices(const scn_scenario *s, const gset *set, long long kinds[2])
+{
+    long long devs = 0;
+    kinds[0] = kinds[1] = 0;
+    for (size_t k = 0; k < set->n; k++) {
+        const scn_group *g = gs_at(s, set, k);
+        devs += g->count;
+        kinds[g->kind] += g->count;
+    }
+    return devs;
+}
+
+/* The devices of a set at a glance: per site, then min / median / max of
+ * each quantity over the devices (a group weighs its count), instead of a
+ * line per group.  devs > 0. */
+static void print_spread(const scn_scenario *s, const gset *set, long long devs, FILE *out)
+{
+    static const char *const names[Q_N] = {"batch time", "samples/s", "link up",
+                                           "link down",  "latency",   "memory"};
+    static const scn_unit units[Q_N] = {SCN_UNIT_TIME,      SCN_UNIT_NUMBER, SCN_UNIT_BANDWIDTH,
+                                        SCN_UNIT_BANDWIDTH, SCN_UNIT_TIME,   SCN_UNIT_BYTES};
+    static const char *const after[Q_N] = {" per batch", " per device", "", "", "", ""};
+    if (s->n_sites) {
+        long long *per = calloc(s->n_sites, sizeof *per);
+        if (per) {
+            for (size_t k = 0; k < set->n; k++) {
+                const scn_group *g = gs_at(s, set, k);
+                if (g->site >= 0)
+                    per[g->site] += g->count;
+            }
+            fprintf(out, "               sites");
+            for (size_t k = 0; k < s->n_sites; k++)
+                if (per[k])
+                    fprintf(out, " %s %lld", s->sites[k], per[k]);
+            fprintf(out, "\n");
+            free(per);
+        }
+    }
+    /* One pass over the groups (each quantity's values side by side),
+     * not one per quantity: the groups are the big array. */
+    size_t n = 0;
+    double *val = malloc(Q_N * set->n * sizeof *val);
+    int *w = malloc(set->n * sizeof *w);
+    wv *pair = NULL;
+    if (!val || !w)
+        goto out;
+    int ones = 1; /* every group one device */
+    for (size_t k = 0; k < set->n; k++) {
+        const scn_group *g = gs_at(s, set, k);
+        if (g->count <= 0)
+            continue;
+        for (int what = 0; what < Q_N; what++)
+            val[what * set->n + n] = spread_value(s, g, what);
+        w[n] = g->count;
+        ones &= g->count == 1;
+        n++;
+    }
+    for (int what = 0; what < Q_N; what++) {
+        double *v = val + what * set->n;
+        /* the median device: the first in value order at which the counts
+         * reach half the devices */
+        long long half = (devs + 1) / 2, seen = 0;
+        int flat = 1; /* one value for all */
+        double lo = v[0], hi = v[0], med;
+        for (size_t i = 0; i < n; i++) {
+            flat &= v[i] == v[0];
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+        }
+        if (flat) {
+            med = v[0];
+        } else if (ones) { /* the median device is the half-th value */
+            med = kth_smallest(v, n, (size_t)half - 1);
+        } else {
+            if (!pair && !(pair = malloc(n * sizeof *pair)))
+                goto out;
+            for (size_t i = 0; i < n; i++)
+                pair[i] = (wv){v[i], w[i]};
+            qsort(pair, n, sizeof *pair, wv_cmp);
+            size_t m = 0;
+            while (m < n && (seen += pair[m].w) < half)
+                m++;
+            med = pair[m < n ? m : n - 1].v;
+        }
+        double at[3] = {lo, med, hi};
+        char t[3][48];
+        for (int j = 0; j < 3; j++) {
+            if (units[what] == SCN_UNIT_NUMBER)
+                snprintf(t[j], sizeof t[j], "%.4g", at[j]);
+            else
+                q(at[j], units[what], t[j], sizeof t[j]);
+        }
+        fprintf(out, "               %-10s min %s, median %s, max %s%s\n", names[what], t[0], t[1], t[2],
+                after[what]);
+    }
+out:
+    free(pair);
+    free(w);
+    free(val);
+}
+
+/* A population: its count, kinds and sites, and the spread of its
+ * devices' values, instead of a line per group. */
 static void print_pop(const scn_scenario *s, const scn_population *p, FILE *out)
 {
-    static const char *const names[] = {"batch time", "link up", "link down", "latency", "memory"};
-    static const scn_unit units[] = {SCN_UNIT_TIME, SCN_UNIT_BANDWIDTH, SCN_UNIT_BANDWIDTH, SCN_UNIT_TIME,
-                                     SCN_UNIT_BYTES};
     char en[256];
-    long long devs = 0, kinds[2] = {0, 0};
-    for (size_t i = p->first; i < p->first + p->n; i++) {
-        devs += s->groups[i].count;
-        kinds[s->groups[i].kind] += s->groups[i].count;
-    }
+    gset set = {NULL, p->first, p->n};
+    long long kinds[2];
+    long long devs = set_devices(s, &set, kinds);
     if (p->kind == SCN_POP_DRAWN)
         fprintf(out, "  %-12s x%lld drawn devices (seed %llu)", dp_esc(en, sizeof en, p->name), devs,
                 (unsigned long long)p->seed);
@@ -96,48 +240,61 @@ static void print_pop(const scn_scenario *s, const scn_population *p, FILE *out)
         fprintf(out, "               (skipped: count 0)\n");
         return;
     }
-    if (s->n_sites) {
-        long long *per = calloc(s->n_sites, sizeof *per);
-        if (per) {
-            for (size_t i = p->first; i < p->first + p->n; i++)
-                if (s->groups[i].site >= 0)
-                    per[s->groups[i].site] += s->groups[i].count;
-            fprintf(out, "               sites");
-            for (size_t k = 0; k < s->n_sites; k++)
-                if (per[k])
-                    fprintf(out, " %s %lld", s->sites[k], per[k]);
-            fprintf(out, "\n");
-            free(per);
-        }
-    }
-    wv *v = malloc(p->n * sizeof *v);
-    if (!v)
-        return;
-    for (int what = 0; what < 5; what++) {
-        size_t n = 0;
-        for (size_t i = p->first; i < p->first + p->n; i++)
-            if (s->groups[i].count > 0)
-                v[n++] = (wv){pop_value(s, &s->groups[i], what), s->groups[i].count};
-        int flat = 1; /* one value for all (a fixed key): nothing to sort */
-        for (size_t i = 1; i < n && flat; i++)
-            flat = v[i].v == v[0].v;
-        if (!flat)
-            qsort(v, n, sizeof *v, wv_cmp);
-        long long half = (devs + 1) / 2, seen = 0;
-        size_t m = 0;
-        while (m < n && (seen += v[m].w) < half)
-            m++;
-        char a[48], b[48], c[48];
-        q(v[0].v, units[what], a, sizeof a);
-        q(v[m < n ? m : n - 1].v, units[what], b, sizeof b);
-        q(v[n - 1].v, units[what], c, sizeof c);
-        fprintf(out, "               %-10s min %s, median %s, max %s%s\n", names[what], a, b, c,
-                what == 0 ? " per batch" : "");
-    }
-    free(v);
+    print_spread(s, &set, devs, out);
 }
 
-void scn_print_summary(const scn_scenario *s, FILE *out)
+/* The groups written one by one that a long listing leaves out: how many,
+ * their spread, and what else some of them have (traces, failures...),
+ * so that nothing in the file goes unmentioned. */
+static void print_rest(const scn_scenario *s, const gset *set, FILE *out)
+{
+    long long kinds[2];
+    long long devs = set_devices(s, set, kinds);
+    size_t skipped = 0, traced = 0, noisy = 0, strag = 0, avail = 0, outages = 0, comp[3] = {0, 0, 0};
+    for (size_t k = 0; k < set->n; k++) {
+        const scn_group *g = gs_at(s, set, k);
+        skipped += g->count == 0;
+        traced += g->link.up_trace || g->link.down_trace;
+        noisy += g->noise_cv > 0 || g->speed_trace;
+        strag += g->stragglers.every_s > 0;
+        avail += g->avail.mtbf_s > 0 || g->avail.trace;
+        outages += g->link.outages.n > 0;
+        comp[g->compute]++;
+    }
+    fprintf(out,
+            "  ... and %zu more groups, x%lld devices: %lld gpu, %lld cpu (dpsim check --all lists them)\n",
+            set->n, devs, kinds[SCN_GPU], kinds[SCN_CPU]);
+    if (devs > 0)
+        print_spread(s, set, devs, out);
+    static const char *const compute_names[] = {"batch_time", "batch_table", "peak_flops"};
+    char also[400] = "";
+    size_t used = 0;
+    const struct {
+        size_t n;
+        const char *what;
+    } notes[] = {{comp[0], compute_names[0]},
+                 {comp[1], compute_names[1]},
+                 {comp[2], compute_names[2]},
+                 {traced, "with a link trace"},
+                 {noisy, "with noise or a speed trace"},
+                 {strag, "with stragglers"},
+                 {avail, "with failures"},
+                 {outages, "with link outages"},
+                 {skipped, "skipped (count 0)"}};
+    for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++) {
+        /* compute models only when they differ */
+        if (!notes[i].n || (i < 3 && notes[i].n == set->n))
+            continue;
+        int w = snprintf(also + used, sizeof also - used, "%s%zu %s", used ? ", " : "", notes[i].n,
+                         notes[i].what);
+        if (w > 0 && (size_t)w < sizeof also - used)
+            used += (size_t)w;
+    }
+    if (used)
+        fprintf(out, "               of which %s\n", also);
+}
+
+void scn_print_summary(const scn_scenario *s, int all, FILE *out)
 {
     if (!s || !out)
         return;
@@ -182,6 +339,14 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
     }
     fprintf(out, "devices  %zu in %zu groups\n", s->n_devices, s->n_groups);
     static const char *const compute_names[] = {"batch_time", "batch_table", "peak_flops"};
+    /* Groups written one by one: past SCN_SUMMARY_LIST of them, the first
+     * SCN_SUMMARY_SHOW are listed and the rest summarised at the end. */
+    size_t listed = 0, shown = 0, n_rest = 0;
+    for (size_t i = 0; i < s->n_groups; i++)
+        listed += s->groups[i].pop == 0;
+    size_t *rest = NULL;
+    if (!all && listed > SCN_SUMMARY_LIST && !(rest = malloc((listed - SCN_SUMMARY_SHOW) * sizeof *rest)))
+        all = 1; /* no memory for the short form: the long one needs none */
     for (size_t i = 0; i < s->n_groups; i++) {
         const scn_group *g = &s->groups[i];
         if (g->pop) { /* a table or population: summarised at its first group */
@@ -190,6 +355,11 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
                 print_pop(s, p, out);
             continue;
         }
+        if (rest && shown == SCN_SUMMARY_SHOW) {
+            rest[n_rest++] = i;
+            continue;
+        }
+        shown++;
         double t = scn_batch_time(s, g, g->batch);
         q(g->memory_bytes, SCN_UNIT_BYTES, a, sizeof a);
         q(t, SCN_UNIT_TIME, b, sizeof b);
@@ -222,6 +392,11 @@ void scn_print_summary(const scn_scenario *s, FILE *out)
         }
         if (g->link.outages.n)
             fprintf(out, "               link outages: %zu\n", g->link.outages.n);
+    }
+    if (rest) {
+        gset set = {rest, 0, n_rest};
+        print_rest(s, &set, out);
+        free(rest);
     }
     double total_rate = 0;
     for (size_t i = 0; i < s->n_groups; i++) {

@@ -5,6 +5,17 @@
  * for nodes an override made, aliases expanded under a node budget, and all
  * memory through dp_malloc so leaks show in dp_alloc_live().
  *
+ * Memory: every node, string and child array of a document comes from the
+ * document's arena (chunks of up to 8 MiB), and yt_free returns the chunks
+ * at once.  A node per malloc, and a free per node, were a third of loading
+ * 100,000 device groups.  A node an override replaces stays in the arena
+ * until yt_free (overrides are few).
+ *
+ * While a collection is read its children wait on one shared stack (so no
+ * array is regrown per child) and move to an exact-size arena array when
+ * the collection ends.  The key path that messages name is assembled from
+ * the open collections only when a message is written.
+ *
  * Aliases are expanded by copying the anchored node; each copy counts
  * against YT_MAX_NODES, so a "billion laughs" document stops after four
  * million nodes (100,000 device groups written out need about 1.7 million) with an error instead of
@@ -15,94 +26,118 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+/* ---- arena ------------------------------------------------------------- */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t cap, used; /* bytes of room after the header, and handed out */
+} chunk;
+
+#define CHUNK_FIRST (64u * 1024)
+#define CHUNK_LAST  (8u * 1024 * 1024)
+
 struct yt_doc {
     yt_node *root;
     size_t n_nodes;
-    char **strings; /* origins of overrides, owned here */
+    chunk *chunks;     /* the one being filled first */
+    size_t next_chunk; /* room of the next chunk (doubles up to CHUNK_LAST) */
+    char **strings;    /* origins of overrides, owned here */
     size_t n_strings;
 };
 
-typedef struct anchor {
-    char *name;
-    yt_node *node;
-    int done;
-} anchor;
-
-typedef struct pctx {
-    yaml_parser_t p;
-    const char *name;
-    const char *text;
-    size_t len;
-    dp_err *err;
-    yt_doc *doc;
-    anchor *anc;
-    size_t n_anc, cap_anc;
-    const char *path; /* key path of what is being read, for messages ("" at the top) */
-} pctx;
-
-/* "PATH: " for messages, or "" at the top level (the style of scenario.c's
- * messages: FILE:LINE:COL: key.path: what is wrong (got VALUE)). */
-#define PATH_FMT       "%s%s"
-#define PATH_ARG(path) (path), (path)[0] ? ": " : ""
-
-static void node_free(yt_node *n)
+/* `size` bytes, 8-aligned, living until yt_free; NULL when out of memory. */
+static void *arena_alloc(yt_doc *d, size_t size)
 {
-    if (!n)
-        return;
-    for (size_t i = 0; i < n->n; i++) {
-        if (n->keys)
-            node_free(n->keys[i]);
-        node_free(n->items[i]);
+    if (size > SIZE_MAX - 64)
+        return NULL;
+    size = (size + 7) & ~(size_t)7;
+    chunk *c = d->chunks;
+    if (!c || c->cap - c->used < size) {
+        if (!d->next_chunk)
+            d->next_chunk = CHUNK_FIRST;
+        int own = size > d->next_chunk / 4; /* a big block gets a chunk of its own */
+        size_t cap = own ? size : d->next_chunk;
+        chunk *n = dp_malloc(sizeof *n + cap);
+        if (!n)
+            return NULL;
+        n->cap = cap;
+        n->used = 0;
+        if (own && c) { /* behind the current chunk, which keeps its room */
+            n->next = c->next;
+            c->next = n;
+        } else {
+            n->next = c;
+            d->chunks = n;
+            if (!own && d->next_chunk < CHUNK_LAST)
+                d->next_chunk *= 2;
+        }
+        c = n;
     }
-    dp_free(n->keys);
-    dp_free(n->items);
-    dp_free(n->text);
-    dp_free(n);
+    void *p = (char *)(c + 1) + c->used;
+    c->used += size;
+    return p;
 }
 
-static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *err, const char *where)
+static char *arena_strndup(yt_doc *d, const char *s, size_t len)
+{
+    char *t = arena_alloc(d, len + 1);
+    if (t) {
+        memcpy(t, s, len);
+        t[len] = '\0';
+    }
+    return t;
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+/* A node, with `extra` bytes of room right after it (a scalar's text: one
+ * allocation, and the text next to its node). */
+static yt_node *node_alloc(yt_doc *d, yt_kind kind, int line, int column, size_t extra, dp_err *err,
+                           const char *where)
 {
     if (d->n_nodes >= YT_MAX_NODES) {
         dp_err_set(err, DP_EINPUT, "%s:%d:%d: document has more than %d nodes (aliases count once per use)",
                    where, line, column, YT_MAX_NODES);
         return NULL;
     }
-    yt_node *n = dp_calloc(1, sizeof *n);
+    yt_node *n = arena_alloc(d, sizeof *n + extra);
     if (!n) {
         dp_err_set(err, DP_ENOMEM, "out of memory reading %s", where);
         return NULL;
     }
     d->n_nodes++;
-    n->kind = kind;
-    n->line = line;
-    n->column = column;
+    *n = (yt_node){.kind = kind, .line = line, .column = column};
     return n;
 }
 
-/* Append a child (and its key for maps); on failure frees neither.  The
- * arrays double when full: one realloc per element made a 100k-item list
- * quadratic in copying (150 s and 1.5 GB under ASan). */
-static int node_push(yt_node *parent, yt_node *key, yt_node *item)
+static yt_node *node_new(yt_doc *d, yt_kind kind, int line, int column, dp_err *err, const char *where)
 {
-    if (parent->n == parent->cap) {
-        size_t cap = parent->cap ? 2 * parent->cap : 4;
-        yt_node **items = dp_realloc(parent->items, cap * sizeof *items);
-        if (!items)
-            return DP_ENOMEM;
-        parent->items = items;
-        if (parent->kind == YT_MAP) {
-            yt_node **keys = dp_realloc(parent->keys, cap * sizeof *keys);
-            if (!keys)
-                return DP_ENOMEM; /* items grew, keys did not: cap stays, so both retry */
-            parent->keys = keys;
-        }
-        parent->cap = cap;
+    return node_alloc(d, kind, line, column, 0, err, where);
+}
+
+/* Append a child (and its key for maps), for overrides: the arrays are
+ * copied into new ones one longer (the old ones stay in the arena; an
+ * override adds at most a key per level, so no room is kept spare). */
+static int node_push(yt_doc *d, yt_node *parent, yt_node *key, yt_node *item)
+{
+    size_t n = parent->n;
+    yt_node **items = arena_alloc(d, (n + 1) * sizeof *items), **keys = NULL;
+    if (!items || (parent->kind == YT_MAP && !(keys = arena_alloc(d, (n + 1) * sizeof *keys))))
+        return DP_ENOMEM;
+    if (n) {
+        memcpy(items, parent->items, n * sizeof *items);
+        if (keys)
+            memcpy(keys, parent->keys, n * sizeof *keys);
     }
+    parent->items = items;
+    if (keys)
+        parent->keys = keys;
     if (parent->kind == YT_MAP)
         parent->keys[parent->n] = key;
     parent->items[parent->n] = item;
@@ -117,29 +152,91 @@ static yt_node *node_copy(yt_doc *d, const yt_node *s, dp_err *err, const char *
         return NULL;
     n->origin = s->origin;
     n->plain = s->plain;
-    if (s->text && !(n->text = dp_strdup(s->text)))
+    if (s->text && !(n->text = arena_strndup(d, s->text, strlen(s->text))))
         goto oom;
-    for (size_t i = 0; i < s->n; i++) {
-        yt_node *k = NULL, *v;
-        if (s->kind == YT_MAP && !(k = node_copy(d, s->keys[i], err, where)))
-            goto fail;
-        if (!(v = node_copy(d, s->items[i], err, where))) {
-            node_free(k);
-            goto fail;
-        }
-        if (node_push(n, k, v)) {
-            node_free(k);
-            node_free(v);
+    if (s->n) {
+        if (!(n->items = arena_alloc(d, s->n * sizeof *n->items)) ||
+            (s->kind == YT_MAP && !(n->keys = arena_alloc(d, s->n * sizeof *n->keys))))
             goto oom;
-        }
+        n->n = s->n;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->kind == YT_MAP && !(n->keys[i] = node_copy(d, s->keys[i], err, where)))
+            return NULL;
+        if (!(n->items[i] = node_copy(d, s->items[i], err, where)))
+            return NULL;
     }
     return n;
 oom:
     dp_err_set(err, DP_ENOMEM, "out of memory reading %s", where);
-fail:
-    node_free(n);
     return NULL;
 }
+
+/* ---- parsing ----------------------------------------------------------- */
+
+typedef struct anchor {
+    char *name;
+    yt_node *node;
+    int done;
+} anchor;
+
+/* An open collection, for the key path of messages: a mapping names the
+ * key whose value is being read ("a.KEY"), a list the item ("a[3]"); `on`
+ * is 0 while there is none (a mapping's key, or the event before an item,
+ * is read at the collection's own path). */
+typedef struct frame {
+    const char *key; /* NULL in a list */
+    size_t index;
+    int on;
+} frame;
+
+typedef struct pctx {
+    yaml_parser_t p;
+    const char *name;
+    const char *text;
+    size_t len;
+    dp_err *err;
+    yt_doc *doc;
+    anchor *anc;
+    size_t n_anc, cap_anc;
+    frame fr[YT_MAX_DEPTH + 2];
+    int n_fr;
+    yt_node **stk; /* children of the open collections (a map's as key, value, ...) */
+    size_t n_stk, cap_stk;
+} pctx;
+
+/* The key path of the node being read ("" at the top), in the style of
+ * scenario.c's messages: FILE:LINE:COL: key.path: what is wrong (got
+ * VALUE).  A key is cut to 200 bytes, the path to 299. */
+static const char *cur_path(const pctx *c, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n_fr; i++) {
+        const frame *f = &c->fr[i];
+        char idx[32];
+        const char *part = f->key;
+        if (!f->on)
+            continue;
+        if (!part) {
+            snprintf(idx, sizeof idx, "[%zu]", f->index);
+            part = idx;
+        } else if (k && k < len - 1) {
+            buf[k++] = '.';
+        }
+        size_t lp = strnlen(part, 200);
+        if (lp > len - 1 - k)
+            lp = len - 1 - k;
+        memcpy(buf + k, part, lp);
+        k += lp;
+        buf[k] = '\0';
+    }
+    return buf;
+}
+
+/* "PATH: " for messages, or "" at the top level. */
+#define PATH_FMT      "%s%s"
+#define PATH_ARG(buf) (buf), (buf)[0] ? ": " : ""
 
 /* Line and column (1-based) of a byte offset, for reader errors that only
  * carry an offset. */
@@ -162,20 +259,22 @@ static int syntax_error(pctx *c)
     yaml_parser_t *p = &c->p;
     const char *problem = p->problem ? p->problem : "malformed YAML";
     size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
+    char path[300];
+    cur_path(c, path, sizeof path);
     if (p->error == YAML_MEMORY_ERROR)
         return dp_err_set(c->err, DP_ENOMEM, "%s: out of memory parsing YAML", c->name);
     if (p->error == YAML_READER_ERROR) {
         offset_pos(c->text, c->len, p->problem_offset, &line, &col);
         return dp_err_set(c->err, DP_EINPUT,
                           "%s:%zu:%zu: " PATH_FMT "YAML syntax error: %s (got byte 0x%02x)", c->name, line,
-                          col, PATH_ARG(c->path), problem, (unsigned)(p->problem_value & 0xff));
+                          col, PATH_ARG(path), problem, (unsigned)(p->problem_value & 0xff));
     }
     if (p->context)
         return dp_err_set(c->err, DP_EINPUT, "%s:%zu:%zu: " PATH_FMT "YAML syntax error: %s (%s at line %zu)",
-                          c->name, line, col, PATH_ARG(c->path), problem, p->context,
+                          c->name, line, col, PATH_ARG(path), problem, p->context,
                           (size_t)p->context_mark.line + 1);
     return dp_err_set(c->err, DP_EINPUT, "%s:%zu:%zu: " PATH_FMT "YAML syntax error: %s", c->name, line, col,
-                      PATH_ARG(c->path), problem);
+                      PATH_ARG(path), problem);
 }
 
 static int next_event(pctx *c, yaml_event_t *ev)
@@ -217,47 +316,61 @@ static void mark_done(pctx *c, const yt_node *n)
             c->anc[i].done = 1;
 }
 
-/* "path.key" (key cut to 200 bytes) or, with key NULL, "path[i]", cut to
- * fit buf.  Built by hand: snprintf here, once per node, was a tenth of
- * parsing a 100,000-group scenario. */
-static void child_path(char *buf, size_t len, const char *path, const char *key, size_t i)
+static int stk_grow(pctx *c)
 {
-    char idx[32];
-    size_t lp = strlen(path), k = 0;
-    if (!key) {
-        int w = snprintf(idx, sizeof idx, "[%zu]", i);
-        key = idx;
-        (void)w;
-    } else if (lp) {
-        if (lp > len - 2)
-            lp = len - 2;
-        memcpy(buf, path, lp);
-        buf[lp] = '.';
-        k = lp + 1;
-        lp = 0;
-    }
-    if (lp) {
-        if (lp > len - 1)
-            lp = len - 1;
-        memcpy(buf, path, lp);
-        k = lp;
-    }
-    size_t lk = strnlen(key, 200);
-    if (lk > len - 1 - k)
-        lk = len - 1 - k;
-    memcpy(buf + k, key, lk);
-    buf[k + lk] = '\0';
+    size_t cap = c->cap_stk ? 2 * c->cap_stk : 256;
+    yt_node **s = dp_realloc(c->stk, cap * sizeof *s);
+    if (!s)
+        return DP_ENOMEM;
+    c->stk = s;
+    c->cap_stk = cap;
+    return 0;
 }
 
-/* Build the node that starts with *ev (consumed here). */
-static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth, const char *path)
+static inline int stk_push(pctx *c, yt_node *n)
+{
+    if (c->n_stk == c->cap_stk && stk_grow(c))
+        return DP_ENOMEM;
+    c->stk[c->n_stk++] = n;
+    return 0;
+}
+
+/* Move the children collection n gathered on the stack from `base` on into
+ * arrays of its own. */
+static int take_children(pctx *c, yt_node *n, size_t base)
+{
+    size_t k = c->n_stk - base, m = n->kind == YT_MAP ? k / 2 : k;
+    yt_node **s = c->stk + base;
+    c->n_stk = base;
+    if (!m)
+        return 0;
+    if (!(n->items = arena_alloc(c->doc, m * sizeof *n->items)))
+        return DP_ENOMEM;
+    if (n->kind == YT_MAP) {
+        if (!(n->keys = arena_alloc(c->doc, m * sizeof *n->keys)))
+            return DP_ENOMEM;
+        for (size_t i = 0; i < m; i++) {
+            n->keys[i] = s[2 * i];
+            n->items[i] = s[2 * i + 1];
+        }
+    } else {
+        memcpy(n->items, s, m * sizeof *s);
+    }
+    n->n = m;
+    return 0;
+}
+
+/* Build the node that starts with *ev (consumed here).  The open
+ * collections above it are c->fr[0 .. depth). */
+static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth)
 {
     int line = (int)ev->start_mark.line + 1, col = (int)ev->start_mark.column + 1;
     yt_node *n = NULL;
     const char *anchor_name = NULL;
+    char path[300];
     if (depth > YT_MAX_DEPTH) {
         dp_err_set(c->err, DP_EINPUT, "%s:%d:%d: " PATH_FMT "nesting deeper than %d levels (got %d)", c->name,
-                   line, col, PATH_ARG(path), YT_MAX_DEPTH, depth);
+                   line, col, PATH_ARG(cur_path(c, path, sizeof path)), YT_MAX_DEPTH, depth);
         yaml_event_delete(ev);
         return NULL;
     }
@@ -267,11 +380,11 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth, const char *pat
         anchor *a = find_anchor(c, an);
         if (!a)
             dp_err_set(c->err, DP_EINPUT, "%s:%d:%d: " PATH_FMT "unknown alias (got '*%.60s')", c->name, line,
-                       col, PATH_ARG(path), an);
+                       col, PATH_ARG(cur_path(c, path, sizeof path)), an);
         else if (!a->done)
             dp_err_set(c->err, DP_EINPUT,
                        "%s:%d:%d: " PATH_FMT "alias refers to a node that contains it (got '*%.60s')",
-                       c->name, line, col, PATH_ARG(path), an);
+                       c->name, line, col, PATH_ARG(cur_path(c, path, sizeof path)), an);
         else
             n = node_copy(c->doc, a->node, c->err, c->name);
         yaml_event_delete(ev);
@@ -280,31 +393,28 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth, const char *pat
     case YAML_SCALAR_EVENT: {
         size_t len = ev->data.scalar.length;
         const char *v = (const char *)ev->data.scalar.value;
-        if (len && memchr(v, '\0', len)) {
+        /* Only an escape ("\0", "\x00", "\u0000") can make a NUL: the
+         * reader refuses the raw byte, and other styles have no escapes. */
+        if (ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE && len && memchr(v, '\0', len)) {
             dp_err_set(c->err, DP_EINPUT,
                        "%s:%d:%d: " PATH_FMT "NUL character in a value (got '%.40s\\0...')", c->name, line,
-                       col, PATH_ARG(path), v);
+                       col, PATH_ARG(cur_path(c, path, sizeof path)), v);
             break;
         }
-        if (!(n = node_new(c->doc, YT_SCALAR, line, col, c->err, c->name)))
+        if (!(n = node_alloc(c->doc, YT_SCALAR, line, col, len + 1, c->err, c->name)))
             break;
         n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        if (!(n->text = dp_malloc(len + 1))) {
-            dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
-            node_free(n);
-            n = NULL;
-            break;
-        }
+        n->text = (char *)(n + 1);
         memcpy(n->text, v, len);
         n->text[len] = '\0';
         anchor_name = (const char *)ev->data.scalar.anchor;
         if (anchor_name && add_anchor(c, anchor_name, n)) {
             dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
-            node_free(n);
             n = NULL;
             break;
         }
-        mark_done(c, n);
+        if (c->n_anc)
+            mark_done(c, n);
         break;
     }
     case YAML_SEQUENCE_START_EVENT:
@@ -315,102 +425,97 @@ static yt_node *parse_node(pctx *c, yaml_event_t *ev, int depth, const char *pat
             break;
         if (anchor_name && add_anchor(c, anchor_name, n)) {
             dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
-            node_free(n);
             n = NULL;
             break;
         }
         yaml_event_delete(ev);
+        frame *f = &c->fr[depth];
+        *f = (frame){NULL, 0, 0};
+        c->n_fr = depth + 1;
+        size_t base = c->n_stk;
         /* Each iteration consumes at least one event, and libyaml stops at
          * the end of its input, so this loop is bounded. */
         for (size_t i = 0;; i++) {
             yaml_event_t e;
-            char child[300];
-            c->path = path;
+            f->on = 0;
+            c->n_fr = depth + 1;
             if (next_event(c, &e))
-                goto fail;
+                return NULL;
             if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
                 yaml_event_delete(&e);
                 break;
             }
             yt_node *key = NULL, *val;
             if (is_map) {
-                if (!(key = parse_node(c, &e, depth + 1, path)))
-                    goto fail;
+                if (!(key = parse_node(c, &e, depth + 1)))
+                    return NULL;
+                c->n_fr = depth + 1;
                 if (key->kind != YT_SCALAR) {
                     dp_err_set(c->err, DP_EINPUT,
                                "%s:%d:%d: " PATH_FMT "a mapping key must be a plain value (got %s)", c->name,
-                               key->line, key->column, PATH_ARG(path),
+                               key->line, key->column, PATH_ARG(cur_path(c, path, sizeof path)),
                                key->kind == YT_MAP ? "a mapping" : "a list");
-                    node_free(key);
-                    goto fail;
+                    return NULL;
                 }
-                child_path(child, sizeof child, path, key->text, 0);
-                c->path = child;
-                if (next_event(c, &e)) {
-                    node_free(key);
-                    goto fail;
-                }
+                f->key = key->text;
+                f->on = 1;
+                if (next_event(c, &e))
+                    return NULL;
             } else {
-                child_path(child, sizeof child, path, NULL, i);
+                f->index = i;
+                f->on = 1;
             }
-            if (!(val = parse_node(c, &e, depth + 1, child))) {
-                node_free(key);
-                goto fail;
-            }
-            if (node_push(n, key, val)) {
-                node_free(key);
-                node_free(val);
+            if (!(val = parse_node(c, &e, depth + 1)))
+                return NULL;
+            if ((is_map && stk_push(c, key)) || stk_push(c, val)) {
                 dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
-                goto fail;
+                return NULL;
             }
         }
-        mark_done(c, n);
+        c->n_fr = depth;
+        if (take_children(c, n, base)) {
+            dp_err_set(c->err, DP_ENOMEM, "out of memory reading %s", c->name);
+            return NULL;
+        }
+        if (c->n_anc)
+            mark_done(c, n);
+        /* On an error above, nodes stay in the arena (yt_free returns them),
+         * and anchors pointing into the unfinished tree are not used again:
+         * parsing stops at the first error. */
         return n;
-    fail:
-        /* Anchors pointing into the freed subtree must not be used again;
-         * parsing stops at the first error, so nothing looks them up. */
-        node_free(n);
-        return NULL;
     }
     default:
         dp_err_set(c->err, DP_EINPUT, "%s:%d:%d: " PATH_FMT "unexpected YAML event (got type %d)", c->name,
-                   line, col, PATH_ARG(path), (int)ev->type);
+                   line, col, PATH_ARG(cur_path(c, path, sizeof path)), (int)ev->type);
         break;
     }
     yaml_event_delete(ev);
     return n;
 }
 
-yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err)
+/* Parse a whole stream into d: *root is its one document's root node, or
+ * NULL for an empty document. */
+static int parse_into(yt_doc *d, const char *name, const char *text, size_t len, yt_node **root, dp_err *err)
 {
     pctx c;
     memset(&c, 0, sizeof c);
-    c.name = name ? name : "<input>";
-    c.path = "";
+    c.name = name;
     c.text = text;
     c.len = len;
     c.err = err;
-    yt_doc *d = dp_calloc(1, sizeof *d);
-    if (!d) {
-        dp_err_set(err, DP_ENOMEM, "out of memory reading %s", c.name);
-        return NULL;
-    }
     c.doc = d;
-    if (!yaml_parser_initialize(&c.p)) {
-        dp_free(d);
-        dp_err_set(err, DP_ENOMEM, "out of memory reading %s", c.name);
-        return NULL;
-    }
+    *root = NULL;
+    if (!yaml_parser_initialize(&c.p))
+        return dp_err_set(err, DP_ENOMEM, "out of memory reading %s", c.name);
     yaml_parser_set_input_string(&c.p, (const unsigned char *)(text ? text : ""), text ? len : 0);
     yaml_event_t ev;
-    int docs = 0, ok = 0;
+    int docs = 0, rc = 0;
     for (;;) {
-        c.path = ""; /* not a finished node's path buffer */
-        if (next_event(&c, &ev))
+        c.n_fr = 0;
+        if ((rc = next_event(&c, &ev)))
             break;
         if (ev.type == YAML_STREAM_END_EVENT) {
             yaml_event_delete(&ev);
-            ok = 1;
             break;
         }
         if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_END_EVENT) {
@@ -421,29 +526,44 @@ yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err)
             int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
             yaml_event_delete(&ev);
             if (++docs > 1) {
-                dp_err_set(err, DP_EINPUT,
-                           "%s:%d:%d: more than one YAML document (a scenario is one) (got %d)", c.name, line,
-                           col, docs);
+                rc = dp_err_set(err, DP_EINPUT,
+                                "%s:%d:%d: more than one YAML document (a scenario is one) (got %d)", c.name,
+                                line, col, docs);
                 break;
             }
             continue;
         }
         /* The document's root node. */
-        if (!(d->root = parse_node(&c, &ev, 0, "")))
+        if (!(*root = parse_node(&c, &ev, 0))) {
+            rc = err && err->code ? err->code : DP_EINPUT;
             break;
+        }
     }
     for (size_t i = 0; i < c.n_anc; i++)
         dp_free(c.anc[i].name);
     dp_free(c.anc);
+    dp_free(c.stk);
     yaml_parser_delete(&c.p);
-    if (!ok) {
-        yt_free(d);
+    if (rc)
+        return rc;
+    /* A document that is only `---` or `~` is as empty as no document. */
+    if (*root && (*root)->kind == YT_SCALAR && yt_is_null(*root))
+        *root = NULL;
+    return 0;
+}
+
+yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err)
+{
+    if (!name)
+        name = "<input>";
+    yt_doc *d = dp_calloc(1, sizeof *d);
+    if (!d) {
+        dp_err_set(err, DP_ENOMEM, "out of memory reading %s", name);
         return NULL;
     }
-    /* A document that is only `---` or `~` is as empty as no document. */
-    if (d->root && d->root->kind == YT_SCALAR && yt_is_null(d->root)) {
-        node_free(d->root);
-        d->root = NULL;
+    if (parse_into(d, name, text, len, &d->root, err)) {
+        yt_free(d);
+        return NULL;
     }
     return d;
 }
@@ -452,7 +572,10 @@ void yt_free(yt_doc *d)
 {
     if (!d)
         return;
-    node_free(d->root);
+    for (chunk *c = d->chunks, *nx; c; c = nx) {
+        nx = c->next;
+        dp_free(c);
+    }
     for (size_t i = 0; i < d->n_strings; i++)
         dp_free(d->strings[i]);
     dp_free(d->strings);
@@ -466,14 +589,19 @@ yt_node *yt_root(const yt_doc *d)
 
 /* The index of `key` in map m, or -1 (not a map, or no such key).  Last
  * wins, as in most YAML loaders; the scenario loader reports duplicates
- * before it looks anything up. */
+ * before it looks anything up.  The first byte rules out most keys without
+ * a call: a device group's keys mostly start with different letters, so a
+ * lookup compares about one string, not every key's (hashing the key
+ * looked up cost more than the compares it saved). */
 static ptrdiff_t find_key(const yt_node *m, const char *key)
 {
     if (!m || m->kind != YT_MAP)
         return -1;
-    for (size_t i = m->n; i-- > 0;)
-        if (strcmp(m->keys[i]->text, key) == 0)
+    for (size_t i = m->n; i-- > 0;) {
+        const char *t = m->keys[i]->text;
+        if (t[0] == key[0] && yt_key_is(t, key))
             return (ptrdiff_t)i;
+    }
     return -1;
 }
 
@@ -495,11 +623,20 @@ int yt_is_null(const yt_node *n)
         return 1;
     if (n->kind != YT_SCALAR || !n->plain)
         return 0;
-    return n->text[0] == '\0' || strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 ||
-           strcmp(n->text, "Null") == 0 || strcmp(n->text, "NULL") == 0;
+    const char *t = n->text;
+    switch (t[0]) { /* most values start with another letter: no string compared */
+    case '\0':
+        return 1;
+    case '~':
+        return t[1] == '\0';
+    case 'n':
+    case 'N':
+        return strcmp(t, "~") == 0 || strcmp(t, "null") == 0 || strcmp(t, "Null") == 0 ||
+               strcmp(t, "NULL") == 0;
+    default:
+        return 0;
+    }
 }
-
-/* ---- overrides --------------------------------------------------------- */
 
 static void set_origin(yt_node *n, const char *origin)
 {
@@ -510,14 +647,6 @@ static void set_origin(yt_node *n, const char *origin)
             set_origin(n->keys[i], origin);
         set_origin(n->items[i], origin);
     }
-}
-
-static size_t count_nodes(const yt_node *n)
-{
-    size_t k = 1;
-    for (size_t i = 0; i < n->n; i++)
-        k += (n->keys ? count_nodes(n->keys[i]) : 0) + count_nodes(n->items[i]);
-    return k;
 }
 
 /* The name an item of a sequence is addressed by: `name`, a plain scalar
@@ -608,11 +737,8 @@ static yt_node *scalar_key(yt_doc *d, const char *text, const char *origin)
         return NULL;
     k->origin = origin;
     k->plain = 1;
-    if (!(k->text = dp_strdup(text))) {
-        node_free(k);
-        d->n_nodes--;
+    if (!(k->text = arena_strndup(d, text, strlen(text))))
         return NULL;
-    }
     return k;
 }
 
@@ -642,18 +768,13 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
 
     /* VALUE as YAML, so `[[1, 0.02], [64, 0.4]]` and `{file: x}` work. */
     dp_err perr;
-    yt_doc *vd = yt_parse(origin, value, strlen(value), &perr);
-    if (!vd)
+    yt_node *val;
+    if (parse_into(d, origin, value, strlen(value), &val, &perr))
         return dp_err_set(err, perr.code, "%s", perr.msg);
-    yt_node *val = vd->root;
-    vd->root = NULL;
-    yt_free(vd);
     if (!val) {
         val = scalar_key(d, "", origin);
         if (!val)
             return dp_err_set(err, DP_ENOMEM, "out of memory applying override '%s'", key);
-    } else {
-        d->n_nodes += count_nodes(val);
     }
     set_origin(val, origin);
 
@@ -676,9 +797,7 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
                 break;
             }
             if (last) {
-                node_free(cur->items[i]);
-                cur->items[i] = val;
-                val = NULL;
+                cur->items[i] = val; /* the node replaced stays in the arena */
                 break;
             }
             cur = cur->items[i];
@@ -703,22 +822,15 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
                 yt_node *v = last ? val : node_new(d, YT_MAP, 0, 0, NULL, "override");
                 if (v && !last)
                     v->origin = origin;
-                if (!k || !v || node_push(cur, k, v)) {
-                    node_free(k);
-                    if (!last)
-                        node_free(v);
+                if (!k || !v || node_push(d, cur, k, v)) {
                     rc = dp_err_set(err, DP_ENOMEM, "out of memory applying override '%s'", key);
                     break;
                 }
-                if (last) {
-                    val = NULL;
+                if (last)
                     break;
-                }
                 cur = v;
             } else if (last) {
-                node_free(cur->items[i]);
                 cur->items[i] = val;
-                val = NULL;
                 break;
             } else {
                 if (yt_is_null(cur->items[i])) {
@@ -729,7 +841,6 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
                         break;
                     }
                     v->origin = origin;
-                    node_free(cur->items[i]);
                     cur->items[i] = v;
                 }
                 cur = cur->items[i];
@@ -744,7 +855,6 @@ int yt_override(yt_doc *d, const char *key, const char *value, dp_err *err)
         parent = seg;
         seg = dot + 1;
     }
-    node_free(val);
     return rc;
 }
 

@@ -9,7 +9,9 @@
  * One document per stream; map keys must be scalars.
  *
  * Ownership: yt_parse returns a document owned by the caller (yt_free);
- * every node and string in it belongs to the document.
+ * every node, string and child array in it belongs to the document (one
+ * arena, freed at once).  Nodes made outside yamltree (population.c's rows)
+ * are read by the same functions but never freed by them.
  */
 #ifndef DP_YAMLTREE_H
 #define DP_YAMLTREE_H
@@ -26,13 +28,12 @@ typedef struct yt_node yt_node;
 struct yt_node {
     yt_kind kind;
     int line, column;   /* 1-based; 0 for nodes an override created */
+    int plain;          /* SCALAR: unquoted (so `~`, `null` and "" mean no value) */
     const char *origin; /* NULL: from the file; else "override KEY=VALUE" */
     char *text;         /* SCALAR: the text ("" for an empty value) */
-    int plain;          /* SCALAR: unquoted (so `~`, `null` and "" mean no value) */
     size_t n;           /* MAP: pairs; SEQ: items */
     yt_node **keys;     /* MAP: key scalars */
     yt_node **items;    /* MAP: values; SEQ: items */
-    size_t cap;         /* room in keys/items (grown geometrically) */
 };
 
 typedef struct yt_doc yt_doc;
@@ -43,6 +44,18 @@ typedef struct yt_doc yt_doc;
 yt_doc *yt_parse(const char *name, const char *text, size_t len, dp_err *err);
 void yt_free(yt_doc *d);
 yt_node *yt_root(const yt_doc *d);
+
+/* 1 when the strings are equal; inline, for the short keys a loader
+ * compares by the million (a call to strcmp per key cost more than the
+ * compare). */
+static inline int yt_key_is(const char *t, const char *k)
+{
+    if (t == k)
+        return 1;
+    while (*t && *t == *k)
+        t++, k++;
+    return *t == *k;
+}
 
 /* The value of `key` in a map, or NULL (also NULL if m is not a map). */
 yt_node *yt_get(const yt_node *m, const char *key);
