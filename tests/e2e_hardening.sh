@@ -131,11 +131,12 @@ else
 fi
 
 # --- SIGINT / SIGTERM during a run: C-ADP finishes and is stored, the DDP
-# with flow collectives (minutes) is interrupted and leaves nothing.
+# with flow collectives run round by round, every epoch simulated (minutes),
+# is interrupted and leaves nothing.
 for sig in INT TERM; do
     db=$T/sig-$sig.db
-    "$BIN" run builtin:paper-testbed --policy cadp,ddp --set policies.ddp.collective=flows \
-        --db "$db" -q >"$T/sig.out" 2>"$T/sig.err" &
+    DPSIM_COLL_PER_FLOW=1 "$BIN" run builtin:paper-testbed --policy cadp,ddp --set policies.ddp.collective=flows \
+        --no-fast-forward --db "$db" -q >"$T/sig.out" 2>"$T/sig.err" &
     pid=$!
     n=0
     for _ in $(seq 600); do # until the C-ADP run is committed (at most 60 s)
