@@ -351,11 +351,13 @@ typedef struct run_out {
 /* A random star world: flows with private access links (some with a rate
  * cap, some unlimited), random sizes and arrivals through a NIC; cancels,
  * NIC and access capacity changes and a NIC outage at random times.
+ * `hubs`: 1, every flow through the NIC; 2, even flows through the NIC and
+ * odd ones through a second shared link (a NIC's other direction); 0, the
+ * flows share no link (the NIC's actions then act on an idle link).
  * `intruder`: a flow from 0.3 T to its end that crosses flow 0's access
- * link and no NIC (the structure breaks while it runs, and comes back).
- * Without `with_nic`, the flows share no link (the NIC's actions then act
- * on an idle link). */
-static void random_world(uint64_t seed, int F, size_t star, int intruder, int with_nic, run_out *out)
+ * link and no NIC, or with two hubs both of them (the structure breaks
+ * while it runs, and comes back). */
+static void random_world(uint64_t seed, int F, size_t star, int intruder, int hubs, run_out *out)
 {
     static world w;
     static action acts[4 * MAXF];
@@ -364,6 +366,7 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int wi
     w_init(&w, star);
     double C = 1e6 * (1 + 9 * uni(&r));
     int nic = net_link_add(w.n, C, NULL, "nic"), acc[MAXF];
+    int nic2 = net_link_add(w.n, 0.7 * C, NULL, "nic2");
     double T = 0;
     for (int i = 0; i < F; i++) {
         double u = uni(&r);
@@ -371,8 +374,8 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int wi
         double cap = uni(&r) < 0.2 ? C * 0.05 * uni(&r) + 1 : INFINITY;
         double bytes = uni(&r) < 0.02 ? 0 : 1e5 * (1 + 100 * uni(&r));
         double lat = uni(&r) < 0.3 ? 0 : 20 * uni(&r);
-        int p[3] = {acc[i], nic, acc[i]};
-        start(&w, i, p, with_nic ? 3 : 1, bytes, lat, cap);
+        int p[3] = {acc[i], hubs == 2 && i % 2 ? nic2 : nic, acc[i]};
+        start(&w, i, p, hubs ? 3 : 1, bytes, lat, cap);
         T += bytes / C;
     }
     for (int i = 0; i < F / 10; i++) { /* cancels */
@@ -384,7 +387,7 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int wi
         at(&w, &acts[na++], T * uni(&r));
     }
     for (int i = 0; i < 4; i++) { /* NIC capacity changes */
-        acts[na] = (action){.kind = 1, .arg = nic, .value = C * (0.5 + uni(&r))};
+        acts[na] = (action){.kind = 1, .arg = i % 2 ? nic2 : nic, .value = C * (0.5 + uni(&r))};
         at(&w, &acts[na++], T * uni(&r));
     }
     acts[na] = (action){.kind = 2, .arg = nic};
@@ -393,8 +396,10 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int wi
     acts[na] = (action){.kind = 3, .arg = nic};
     at(&w, &acts[na++], t_out + 0.05 * T);
     if (intruder) {
-        int p[1] = {acc[0]};
-        start(&w, F, p, 1, 1e5 * 20, 0.3 * T, INFINITY);
+        int p[2] = {acc[0], nic2};
+        if (hubs == 2)
+            p[0] = nic;
+        start(&w, F, p, hubs == 2 ? 2 : 1, 1e5 * 20, 0.3 * T, INFINITY);
     }
     out->t_intruder = 0.3 * T;
     sim_run(w.e, INFINITY);
@@ -419,11 +424,11 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int wi
 /* Returns how the fast path held the flows at completions before, during
  * and after the intruder (bits 1, 2, 4 = on at some completion there; 8 =
  * off at some completion during). */
-static int compare(uint64_t seed, int F, size_t star, int intruder, int with_nic)
+static int compare(uint64_t seed, int F, size_t star, int intruder, int hubs)
 {
     static run_out a, b;
-    random_world(seed, F, star, intruder, with_nic, &a);
-    random_world(seed, F, 0, intruder, with_nic, &b);
+    random_world(seed, F, star, intruder, hubs, &a);
+    random_world(seed, F, 0, intruder, hubs, &b);
     cr_assert(a.star_seen, "seed %llu: the fast path never held the flows", (unsigned long long)seed);
     cr_assert(!b.star_seen);
     cr_assert_eq(a.n_done, b.n_done, "seed %llu", (unsigned long long)seed);
@@ -446,6 +451,8 @@ static int compare(uint64_t seed, int F, size_t star, int intruder, int with_nic
         cr_expect(fabs(a.peak[l] - b.peak[l]) <= 1e-9, "seed %llu link %d peak %.17g, want %.17g",
                   (unsigned long long)seed, l, a.peak[l], b.peak[l]);
     }
+    for (int k = 0; k < a.n_done && !intruder; k++)
+        cr_expect(a.star_at[k], "seed %llu: completion %d off the fast path", (unsigned long long)seed, k);
     int seen = 0;
     for (int k = 0; k < a.n_done && intruder; k++) {
         double t = a.t[a.order[k]];
@@ -475,10 +482,18 @@ Test(net_star, random_worlds_without_shared_link)
         compare(seed, 300, 1, 0, 0);
 }
 
+/* Two shared links, each flow on one (a NIC's up and down directions): two
+ * water-fillings side by side. */
+Test(net_star, random_worlds_with_two_hubs)
+{
+    for (uint64_t seed = 41; seed <= 44; seed++)
+        compare(seed, 300, 1, 0, 2);
+}
+
 Test(net_star, leaves_and_comes_back_exactly)
 {
-    for (uint64_t seed = 11; seed <= 14; seed++) {
-        int seen = compare(seed, 300, 1, 1, 1);
+    for (uint64_t seed = 11; seed <= 18; seed++) {
+        int seen = compare(seed, 300, 1, 1, seed <= 14 ? 1 : 2); /* then a flow on both hubs */
         cr_expect(seen & 1, "seed %llu: on before the intruder", (unsigned long long)seed);
         cr_expect(!(seen & 2), "seed %llu: on while a flow left the star", (unsigned long long)seed);
         cr_expect(seen & 8, "seed %llu: no completion while the intruder ran", (unsigned long long)seed);

@@ -48,7 +48,9 @@ typedef struct link {
      * before anything changes its shares */
     net_hold_fn hold;
     void *hold_ctx;
-    uint32_t owner; /* star fast path: 1 + the flow it is private to, or 0 (net_star.c) */
+    /* star fast path (net_star.c) */
+    uint32_t owner; /* 1 + the flow it is private to, or 0 */
+    uint32_t hub;   /* the hub it is, or 0 */
 } link;
 
 typedef struct trace_ctx {
@@ -79,6 +81,7 @@ typedef struct flow {
     uint32_t apos; /* position in n->active while active */
     /* star fast path (net_star.c) */
     int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    uint32_t hub;     /* its hub (0: it crosses none) */
     uint64_t sstamp;  /* its entries in its set's heaps carry this (0: in none) */
     double c;         /* private cap */
     double key, t0;   /* C: remaining `key` at t0; U: the virtual time it ends at */
@@ -96,6 +99,20 @@ struct star_epoch {
     uint64_t ep;
     double level;
 };
+
+/* One water-filling of the star fast path (net_star.c): the flows of one
+ * shared link, or (hub 0) those that share none. */
+typedef struct star_hub {
+    int link;        /* the shared link, or -1 */
+    double V, tV, L; /* virtual clock, when last advanced, level */
+    double sum_c, sum_c_err;
+    sh_ent *sh[4]; /* heaps, dead entries included */
+    size_t sh_n[4], sh_cap[4];
+    size_t n_c, n_u;         /* flows in C and in U */
+    struct star_epoch *lstk; /* levels since an epoch: L decreasing */
+    size_t n_lstk, cap_lstk;
+    uint64_t epoch;
+} star_hub;
 
 typedef struct lvl {
     double level;
@@ -135,20 +152,13 @@ struct net {
     int star;        /* on: the flows are held by net_star.c's sets */
     int star_off;    /* DPSIM_NET_NO_STAR */
     size_t star_min; /* fewest active flows to enter */
-    int star_B;      /* the shared link, or -1 */
-    double V, tV, L; /* virtual clock, when last advanced, level */
-    double sum_c, sum_c_err;
-    sh_ent *sh[4]; /* net_star.c's heaps, dead entries included */
-    size_t sh_n[4], sh_cap[4];
-    size_t n_c, n_u; /* flows in C and in U */
-    uint64_t sstamp; /* stamps handed out */
+    star_hub *hubs;
+    size_t n_hubs, cap_hubs, hubs_made; /* in use, allocated, ever initialised */
+    uint64_t sstamp;                    /* stamps handed out */
     int star_oom;
     double done_t;  /* when the pending completion event is, if the star path set it */
     uint32_t *pend; /* STAR_NEW flows */
     size_t n_pend, cap_pend;
-    struct star_epoch *lstk; /* levels since an epoch: L decreasing */
-    size_t n_lstk, cap_lstk;
-    uint64_t epoch;
 };
 
 #define NO_FLOW UINT32_MAX
@@ -197,7 +207,6 @@ net *net_new(sim_engine *e, dp_err *err)
     const char *no_star = getenv("DPSIM_NET_NO_STAR");
     n->star_off = no_star && *no_star && strcmp(no_star, "0") != 0;
     n->star_min = STAR_MIN_FLOWS;
-    n->star_B = -1;
     return n;
 }
 
