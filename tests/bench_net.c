@@ -78,9 +78,9 @@ int main(int argc, char **argv)
         }
         qsort(rate, 5, sizeof *rate, bench_cmp_double);
         printf("10000 flows through one NIC, one ending per event, %s: %llu events, %llu reshares; median "
-               "%.0f events/s, %.3f ms per event; last end at %.17g s\n",
+               "%.0f events/s, %.1f us per event; last end at %.17g s\n",
                star ? "star fast path" : "progressive filling", (unsigned long long)events,
-               (unsigned long long)reshares, rate[2], 1e3 / rate[2], end);
+               (unsigned long long)reshares, rate[2], 1e6 / rate[2], end);
     }
 
     printf("progressive filling: reshare cost by active flows F (median of 5):\n");

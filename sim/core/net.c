@@ -17,6 +17,10 @@
  * their level differs from the link's current one, and are skipped.  Cost of
  * one reshare: O((F * path + L) log(F + L)) for F active flows over L links,
  * instead of the O(L * F) of the textbook loop (tests/bench_net.c).
+ *
+ * Flows that share at most one link each (a server NIC and access links)
+ * are held instead by net_star.c's water-filling, O(log F) per event; it
+ * hands them back here when that structure breaks.
  */
 #include "net.h"
 #include "log.h"

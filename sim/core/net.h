@@ -113,13 +113,13 @@ uint64_t net_fills(const net *n);
  * event at the current instant; exposed for benchmarks and tests). */
 void net_reshare_now(net *n);
 
-/* ---- the star fast path (docs/MODEL.md section 2) ----
- * When at least `min_flows` flows are active (default 256), every one
- * crosses one shared finite link and every other finite link a flow crosses
- * carries no other active flow (a server NIC and access links; or no shared
- * link at all), the shares are kept by water-filling, O(log F) per event,
- * instead of progressive filling, O(F).  The results are the same up to
- * rounding.  Anything else hands back to progressive filling at once.
+/* ---- the star fast path (docs/MODEL.md section 2, item 7) ----
+ * When at least `min_flows` flows are active (default 32), each crosses at
+ * most one finite link that other active flows cross (a hub: a server NIC's
+ * direction; at most 16 hubs), the shares are kept by one water-filling per
+ * hub, O(log F) per event, instead of progressive filling, O(F) per event.
+ * The results are the same up to rounding.  Anything else hands back to
+ * progressive filling at once.
  * DPSIM_NET_NO_STAR=1 in the environment (read by net_new) turns it off.
  * net_set_star_min_flows: for tests and benchmarks (1: as soon as the
  * structure holds; SIZE_MAX: never).  net_star_on: 1 while it holds the
