@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "net.h"
@@ -340,6 +341,25 @@ static double uni(rnd *r)
     return (double)(r->s >> 11) / 9007199254740992.0;
 }
 
+/* A looping trace around `mean`: four steps (0.3 to 1.6 times it) over
+ * about a tenth of T. */
+static trace *looping_trace(double mean, double T, rnd *r)
+{
+    char csv[512];
+    double t = 0;
+    int len = 0;
+    for (int k = 0; k < 4; k++) {
+        len += snprintf(csv + len, sizeof csv - (size_t)len, "%.17g,%.17g\n", t, mean * (0.3 + 1.3 * uni(r)));
+        t += T * (0.01 + 0.03 * uni(r));
+    }
+    len += snprintf(csv + len, sizeof csv - (size_t)len, "%.17g,%.17g\n", t, mean);
+    trace_opts o = {TRACE_FMT_CSV, 0, 0, 1, 0};
+    dp_err err = {0};
+    trace *tr = trace_read_buffer("random.csv", csv, (size_t)len, &o, &err);
+    cr_assert_not_null(tr, "%s", err.msg);
+    return tr;
+}
+
 typedef struct run_out {
     double t[MAXF], sent[MAXF];
     int order[MAXF], n_done, star_seen, star_at[MAXF];
@@ -356,21 +376,28 @@ typedef struct run_out {
  * flows share no link (the NIC's actions then act on an idle link).
  * `intruder`: a flow from 0.3 T to its end that crosses flow 0's access
  * link and no NIC, or with two hubs both of them (the structure breaks
- * while it runs, and comes back). */
-static void random_world(uint64_t seed, int F, size_t star, int intruder, int hubs, run_out *out)
+ * while it runs, and comes back).  `traced`: the NIC's capacity and every
+ * seventh access link's follow looping traces (breakpoints every few
+ * percent of the run). */
+static void random_world(uint64_t seed, int F, size_t star, int intruder, int hubs, int traced, run_out *out)
 {
     static world w;
     static action acts[4 * MAXF];
     int na = 0;
     rnd r = {seed * 0x9e3779b97f4a7c15ull + 1};
     w_init(&w, star);
-    double C = 1e6 * (1 + 9 * uni(&r));
-    int nic = net_link_add(w.n, C, NULL, "nic"), acc[MAXF];
+    double C = 1e6 * (1 + 9 * uni(&r)), T0 = 1e5 * 50 * F / C; /* about the run's length */
+    trace *tr = traced ? looping_trace(C, T0, &r) : NULL;
+    int nic = net_link_add(w.n, C, tr, "nic"), acc[MAXF];
+    trace_free(tr);
     int nic2 = net_link_add(w.n, 0.7 * C, NULL, "nic2");
     double T = 0;
     for (int i = 0; i < F; i++) {
-        double u = uni(&r);
-        acc[i] = add_access(&w, u < 0.1 ? INFINITY : C * (0.001 + 0.2 * uni(&r)));
+        double u = uni(&r), a = u < 0.1 ? INFINITY : C * (0.001 + 0.2 * uni(&r));
+        tr = traced && i % 7 == 0 && isfinite(a) ? looping_trace(a, T0, &r) : NULL;
+        acc[i] = net_link_add(w.n, a, tr, "acc");
+        cr_assert(acc[i] >= 0);
+        trace_free(tr);
         double cap = uni(&r) < 0.2 ? C * 0.05 * uni(&r) + 1 : INFINITY;
         double bytes = uni(&r) < 0.02 ? 0 : 1e5 * (1 + 100 * uni(&r));
         double lat = uni(&r) < 0.3 ? 0 : 20 * uni(&r);
@@ -402,7 +429,7 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int hu
         start(&w, F, p, hubs == 2 ? 2 : 1, 1e5 * 20, 0.3 * T, INFINITY);
     }
     out->t_intruder = 0.3 * T;
-    sim_run(w.e, INFINITY);
+    sim_run(w.e, traced ? 1e3 * T + 1e3 : INFINITY); /* looping traces never end */
     out->n_done = w.n_done;
     out->star_seen = w.star_seen;
     for (int i = 0; i < F + intruder; i++) {
@@ -418,17 +445,18 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int hu
         out->peak[l] = net_link_peak_util(w.n, l);
     }
     cr_assert_eq(net_flows_active(w.n), 0);
+    cr_assert_eq(net_flows_pending(w.n), 0);
     w_free(&w);
 }
 
 /* Returns how the fast path held the flows at completions before, during
  * and after the intruder (bits 1, 2, 4 = on at some completion there; 8 =
  * off at some completion during). */
-static int compare(uint64_t seed, int F, size_t star, int intruder, int hubs)
+static int compare(uint64_t seed, int F, size_t star, int intruder, int hubs, int traced)
 {
     static run_out a, b;
-    random_world(seed, F, star, intruder, hubs, &a);
-    random_world(seed, F, 0, intruder, hubs, &b);
+    random_world(seed, F, star, intruder, hubs, traced, &a);
+    random_world(seed, F, 0, intruder, hubs, traced, &b);
     cr_assert(a.star_seen, "seed %llu: the fast path never held the flows", (unsigned long long)seed);
     cr_assert(!b.star_seen);
     cr_assert_eq(a.n_done, b.n_done, "seed %llu", (unsigned long long)seed);
@@ -465,21 +493,21 @@ static int compare(uint64_t seed, int F, size_t star, int intruder, int hubs)
 Test(net_star, random_worlds_match_progressive_filling)
 {
     for (uint64_t seed = 1; seed <= 8; seed++)
-        compare(seed, 100 + (int)(seed * 97 % 400), 1, 0, 1);
+        compare(seed, 100 + (int)(seed * 97 % 400), 1, 0, 1, 0);
 }
 
 /* Entering when 64 flows are active, with the others part-way. */
 Test(net_star, random_worlds_entered_mid_run)
 {
     for (uint64_t seed = 21; seed <= 24; seed++)
-        compare(seed, 400, 64, 0, 1);
+        compare(seed, 400, 64, 0, 1, 0);
 }
 
 /* Access links only (no shared link): every flow at its own cap. */
 Test(net_star, random_worlds_without_shared_link)
 {
     for (uint64_t seed = 31; seed <= 34; seed++)
-        compare(seed, 300, 1, 0, 0);
+        compare(seed, 300, 1, 0, 0, 0);
 }
 
 /* Two shared links, each flow on one (a NIC's up and down directions): two
@@ -487,13 +515,21 @@ Test(net_star, random_worlds_without_shared_link)
 Test(net_star, random_worlds_with_two_hubs)
 {
     for (uint64_t seed = 41; seed <= 44; seed++)
-        compare(seed, 300, 1, 0, 2);
+        compare(seed, 300, 1, 0, 2, 0);
+}
+
+/* The NIC and some access links follow looping traces: capacity changes of
+ * the hub and of private links at every breakpoint. */
+Test(net_star, random_worlds_with_traces)
+{
+    for (uint64_t seed = 51; seed <= 54; seed++)
+        compare(seed, 200, 1, 0, seed % 2 + 1, 1);
 }
 
 Test(net_star, leaves_and_comes_back_exactly)
 {
     for (uint64_t seed = 11; seed <= 18; seed++) {
-        int seen = compare(seed, 300, 1, 1, seed <= 14 ? 1 : 2); /* then a flow on both hubs */
+        int seen = compare(seed, 300, 1, 1, seed <= 14 ? 1 : 2, 0); /* then a flow on both hubs */
         cr_expect(seen & 1, "seed %llu: on before the intruder", (unsigned long long)seed);
         cr_expect(!(seen & 2), "seed %llu: on while a flow left the star", (unsigned long long)seed);
         cr_expect(seen & 8, "seed %llu: no completion while the intruder ran", (unsigned long long)seed);
