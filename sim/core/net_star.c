@@ -1,5 +1,6 @@
-/* net_star.c: the exact fast path of net.c for flows that share one link
- * (included by net.c, which owns the structs; not compiled on its own).
+/* net_star.c: the exact fast path of net.c for flows that share at most
+ * one link each (included by net.c, which owns the structs; not compiled on
+ * its own).
  *
  * When every active flow crosses at most one shared finite link (a hub: a
  * server NIC's up or down direction) and every other finite link a flow
@@ -19,13 +20,12 @@
  *    measures everyone's progress (processor sharing); keyed by the V at
  *    which each ends, and by c_i smallest first (the first to join C when L
  *    rises).
- * A completion pops the smallest keys, an activation inserts, a change
- * moves only the flows whose side of L changed: O(log F) per flow touched,
- * where the general path runs progressive filling and brings every flow up
- * to date at every event, O(F).  Anything that breaks the structure (a flow
- * on two hubs, a link newly shared) materialises every flow's
- * remaining bytes and hands back to progressive filling (star_leave); a
- * later full reshare enters again when the structure holds.
+ * (Heaps of (key, stamp, flow) with lazy deletion, below.)  A completion pops the smallest keys, an
+ * activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where
+ * the general path runs progressive filling and brings every flow up to date at every event, O(F).  Anything
+ * that breaks the structure (a flow on two hubs, a link newly shared, a hub made unlimited) materialises
+ * every flow's remaining bytes and hands back to progressive filling
+ * (star_leave); a later full reshare enters again when the structure holds.
  *
  * Invariants while n->star:
  *  - every ACTIVE flow is in C or U, or is STAR_NEW: on n->pend with
@@ -33,7 +33,8 @@
  *    one instant are batched into one, as in the general path);
  *  - C: remaining(t) = key - c (t - t0), ending at fin = t0 + key / c;
  *    U: remaining(t) = key - V(t), V(t) = V + L (t - tV); U is empty or L
- *    is finite;
+ *    is finite; V restarts at 0 whenever U empties, so a remaining byte
+ *    count loses at most about ulp(V) to the subtraction;
  *  - a hub's L, V and tV change only in star_reshare;
  *  - a link's `owner` is 1 + the index of the active flow it was private to
  *    when that flow became active (0: none).
