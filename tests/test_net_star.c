@@ -370,7 +370,8 @@ typedef struct run_out {
 
 /* A random star world: flows with private access links (some with a rate
  * cap, some unlimited), random sizes and arrivals through a NIC; cancels,
- * NIC and access capacity changes and a NIC outage at random times.
+ * NIC and access capacity changes, access outages and a NIC outage at random
+ * times.
  * `hubs`: 1, every flow through the NIC; 2, even flows through the NIC and
  * odd ones through a second shared link (a NIC's other direction); 0, the
  * flows share no link (the NIC's actions then act on an idle link).
@@ -382,7 +383,7 @@ typedef struct run_out {
 static void random_world(uint64_t seed, int F, size_t star, int intruder, int hubs, int traced, run_out *out)
 {
     static world w;
-    static action acts[4 * MAXF];
+    static action acts[4 * MAXF + 16];
     int na = 0;
     rnd r = {seed * 0x9e3779b97f4a7c15ull + 1};
     w_init(&w, star);
@@ -416,6 +417,14 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int hu
     for (int i = 0; i < 4; i++) { /* NIC capacity changes */
         acts[na] = (action){.kind = 1, .arg = i % 2 ? nic2 : nic, .value = C * (0.5 + uni(&r))};
         at(&w, &acts[na++], T * uni(&r));
+    }
+    for (int i = 0; i < 3; i++) { /* access link outages: a flow's cap drops to 0 and back */
+        int l = acc[(int)(uni(&r) * F)];
+        double t = T * uni(&r);
+        acts[na] = (action){.kind = 2, .arg = l};
+        at(&w, &acts[na++], t);
+        acts[na] = (action){.kind = 3, .arg = l};
+        at(&w, &acts[na++], t + 0.02 * T);
     }
     acts[na] = (action){.kind = 2, .arg = nic};
     double t_out = 0.4 * T * uni(&r);
