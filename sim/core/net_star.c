@@ -155,8 +155,9 @@ static flow *sh_top(const net *n, star_hub *hb, int h)
 
 /* The capped rates' sum, compensated (Neumaier): it is updated at every
  * move for the whole run, and L = (cap(B) - sum) / |U| must not drift from
- * the sum a fresh fill would make.  Infinite caps (B = -1 only) are left
- * out: nothing reads the sum then. */
+ * the sum a fresh fill would make.  Only hubs with a link keep it (hub 0
+ * has no level), and their C holds no infinite cap (such a flow is never
+ * below a finite level). */
 static void sum_add(star_hub *hb, double x)
 {
     if (!isfinite(x))
