@@ -39,7 +39,7 @@ for b in $BOUNDS; do
         "$TIME" -f '%M %U %S' -o "$TMP/rss" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy asyncps \
             "${SET[@]}" --set policies.asyncps.max_staleness="$b" --no-db --json >"$TMP/out.json"
         t1=$(now_ns)
-        ev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["events"])' "$TMP/out.json")
+        ev=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["events"])' "$TMP/out.json")
         rates+=("$(awk -v e="$ev" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", e / (ns / 1e9) }')")
         wall+=("$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f", ns / 1e9 }')")
         rss+=("$(awk '{ printf "%.1f", $1 / 1024 }' "$TMP/rss")")
@@ -47,7 +47,7 @@ for b in $BOUNDS; do
     done
     python3 - "$TMP/out.json" "$b" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))[0]
+r = json.load(open(sys.argv[1]))["runs"][0]
 st = {s["name"]: s["value"] for s in r["stats"] if s["scope"] == "run"}
 print(f"  max_staleness {sys.argv[2]}: {r['events']} events, Ttotal {r['ttotal_s']:.6g} s simulated, "
       f"{int(st['updates'])} updates, staleness mean {st['update.staleness_mean']:.4g} max {int(st['update.staleness_max'])}")

@@ -17,6 +17,10 @@
  * their level differs from the link's current one, and are skipped.  Cost of
  * one reshare: O((F * path + L) log(F + L)) for F active flows over L links,
  * instead of the O(L * F) of the textbook loop (tests/bench_net.c).
+ *
+ * Flows that share at most one link each (a server NIC and access links)
+ * are held instead by net_star.c's water-filling, O(log F) per event; it
+ * hands them back here when that structure breaks.
  */
 #include "net.h"
 #include "log.h"
@@ -49,6 +53,9 @@ typedef struct link {
      * before anything changes its shares */
     net_hold_fn hold;
     void *hold_ctx;
+    /* star fast path (net_star.c) */
+    uint32_t owner; /* 1 + the flow it is private to, or 0 */
+    uint32_t hub;   /* the hub it is, or 0 */
 } link;
 
 typedef struct trace_ctx {
@@ -76,7 +83,41 @@ typedef struct flow {
     uint64_t act_ev; /* the end of its latency phase, while pending */
     uint32_t next_free;
     int frozen;
+    uint32_t apos; /* position in n->active while active */
+    /* star fast path (net_star.c) */
+    int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    uint32_t hub;     /* its hub (0: it crosses none) */
+    uint64_t sstamp;  /* its entries in its set's heaps carry this (0: in none) */
+    double c;         /* private cap */
+    double key, t0;   /* C: remaining `key` at t0; U: the virtual time it ends at */
+    double fin;       /* C: finish time */
+    uint64_t u_epoch; /* U: the first level epoch it ran at */
 } flow;
+
+typedef struct sh_ent {
+    double key;
+    uint64_t stamp;
+    uint32_t idx;
+} sh_ent;
+
+struct star_epoch {
+    uint64_t ep;
+    double level;
+};
+
+/* One water-filling of the star fast path (net_star.c): the flows of one
+ * shared link, or (hub 0) those that share none. */
+typedef struct star_hub {
+    int link;        /* the shared link, or -1 */
+    double V, tV, L; /* virtual clock, when last advanced, level */
+    double sum_c, sum_c_err;
+    sh_ent *sh[4]; /* heaps, dead entries included */
+    size_t sh_n[4], sh_cap[4];
+    size_t n_c, n_u;         /* flows in C and in U */
+    struct star_epoch *lstk; /* levels since an epoch: L decreasing */
+    size_t n_lstk, cap_lstk;
+    uint64_t epoch;
+} star_hub;
 
 typedef struct lvl {
     double level;
@@ -113,6 +154,17 @@ struct net {
     size_t n_deferred, cap_deferred;
     flow **finished;
     size_t cap_finished;
+    /* star fast path (net_star.c) */
+    int star;        /* on: the flows are held by net_star.c's sets */
+    int star_off;    /* DPSIM_NET_NO_STAR */
+    size_t star_min; /* fewest active flows to enter */
+    star_hub *hubs;
+    size_t n_hubs, cap_hubs, hubs_made; /* in use, allocated, ever initialised */
+    uint64_t sstamp;                    /* stamps handed out */
+    int star_oom;
+    double done_t;  /* when the pending completion event is, if the star path set it */
+    uint32_t *pend; /* STAR_NEW flows */
+    size_t n_pend, cap_pend;
 };
 
 #define NO_FLOW UINT32_MAX
@@ -137,6 +189,17 @@ static inline flow *F(const net *n, uint32_t i)
     return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
 }
 
+static void mark_dirty(net *n);
+static void mark_touched(net *n);
+static void advance(net *n);
+static void on_done(sim_engine *e, void *ctx, uint64_t id);
+static void active_remove(net *n, flow *f);
+static void flow_links_end(net *n, flow *f, double bytes);
+static void report_done(net *n, size_t nf);
+
+/* The star fast path: flows sharing one link, in closed form (net_star.c). */
+#include "net_star.c"
+
 net *net_new(sim_engine *e, dp_err *err)
 {
     net *n = dp_calloc(1, sizeof *n);
@@ -146,6 +209,10 @@ net *net_new(sim_engine *e, dp_err *err)
     }
     n->e = e;
     n->free_head = NO_FLOW;
+    /* DPSIM_NET_NO_STAR=1: progressive filling only (to compare the two) */
+    const char *no_star = getenv("DPSIM_NET_NO_STAR");
+    n->star_off = no_star && *no_star && strcmp(no_star, "0") != 0;
+    n->star_min = STAR_MIN_FLOWS;
     return n;
 }
 
@@ -168,11 +235,9 @@ void net_free(net *n)
     dp_free(n->heap);
     dp_free(n->deferred);
     dp_free(n->finished);
+    star_free(n);
     dp_free(n);
 }
-
-static void mark_dirty(net *n);
-static void mark_touched(net *n);
 
 /* A change to a held link's shares is about to happen: its holder takes
  * its flows back first (and releases the link). */
@@ -200,6 +265,17 @@ static void link_busy_dec(net *n, link *l)
         l->busy_s += sim_now(n->e) - l->busy_since;
 }
 
+/* A flow leaves its links, having delivered `bytes` (the star path's end of
+ * a flow; the general path does the same inline). */
+static void flow_links_end(net *n, flow *f, double bytes)
+{
+    for (int j = 0; j < f->np; j++) {
+        link *l = &n->links[f->path[j]];
+        l->bytes += bytes;
+        link_busy_dec(n, l);
+    }
+}
+
 static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
 {
     (void)id;
@@ -209,6 +285,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
     l->nominal = trace_value_at(l->tr, t);
+    star_cap_change(n, tc->link, l->down ? 0 : l->nominal);
     l->cap = l->down ? 0 : l->nominal;
     n->cap_changes++;
     if (l->n_active > 0)
@@ -256,6 +333,7 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
     if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
     unhold(n, link_i);
+    star_cap_change(n, link_i, n->links[link_i].down ? 0 : cap_Bps);
     n->links[link_i].nominal = cap_Bps;
     n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
     n->cap_changes++;
@@ -272,6 +350,7 @@ int net_link_set_down(net *n, int link_i, int down)
         return DP_EINPUT;
     unhold(n, link_i);
     link *l = &n->links[link_i];
+    star_cap_change(n, link_i, down ? 0 : l->nominal);
     l->down = down != 0;
     l->cap = l->down ? 0 : l->nominal;
     n->cap_changes++;
@@ -281,7 +360,7 @@ int net_link_set_down(net *n, int link_i, int down)
 
 double net_link_peak_util(const net *n, int l)
 {
-    return n->links[l].peak;
+    return star_peak_util(n, l);
 }
 
 double net_link_capacity(const net *n, int l)
@@ -427,6 +506,15 @@ static void flow_release(net *n, flow *f)
     n->free_head = f->index;
 }
 
+/* Swap-remove an active flow from n->active (what a linear search would
+ * do, in O(1)). */
+static void active_remove(net *n, flow *f)
+{
+    uint32_t k = f->apos, last = n->active[--n->n_active];
+    n->active[k] = last;
+    F(n, last)->apos = k;
+}
+
 static void reshare_light(net *n);
 
 static void on_reshare(sim_engine *e, void *ctx, uint64_t id)
@@ -435,7 +523,7 @@ static void on_reshare(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     net *n = ctx;
     n->reshare_ev = 0;
-    if (n->full)
+    if (n->full || n->star)
         net_reshare_now(n);
     else
         reshare_light(n);
@@ -489,13 +577,17 @@ static int activate(net *n, flow *f)
         unhold(n, f->path[k]);
     if (grow((void **)&n->active, &n->cap_active, n->n_active + 1, sizeof(uint32_t)))
         return -1;
-    advance(n); /* t_last must not predate a flow that joins the set */
+    if (!n->star)
+        advance(n); /* t_last must not predate a flow that joins the set */
     f->state = FLOW_ACTIVE;
     f->rate = 0;
     f->finish_t = INFINITY;
+    f->apos = (uint32_t)n->n_active;
     n->active[n->n_active++] = f->index;
     for (int k = 0; k < f->np; k++)
         link_busy_inc(n, &n->links[f->path[k]]);
+    if (n->star)
+        star_activate(n, f);
     mark_dirty(n);
     return 0;
 }
@@ -540,6 +632,8 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     f->ctx = ctx;
     f->seq = ++n->seq;
     f->frozen = 0;
+    f->sset = STAR_OFF;
+    f->sstamp = 0;
     uint64_t id = flow_id(f);
     if (latency_s > 0) {
         f->state = FLOW_PENDING;
@@ -560,6 +654,8 @@ double net_flow_remaining(const net *n, uint64_t id)
     flow *f = flow_of(n, id);
     if (!f)
         return 0;
+    if (n->star && f->state == FLOW_ACTIVE)
+        return star_rem(n, f, sim_now(n->e));
     if (f->state != FLOW_ACTIVE || !(f->rate > 0))
         return f->remaining;
     double r = isinf(f->rate) ? 0 : f->remaining - f->rate * (sim_now(n->e) - n->t_last);
@@ -577,13 +673,15 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
         sim_cancel(n->e, f->act_ev);
         n->n_pending--;
     } else {
-        advance(n);
-        double sent = f->bytes - f->remaining;
-        for (size_t k = 0; k < n->n_active; k++)
-            if (n->active[k] == f->index) {
-                n->active[k] = n->active[--n->n_active];
-                break;
-            }
+        double rem;
+        if (n->star) {
+            rem = star_cancel(n, f);
+        } else {
+            advance(n);
+            rem = f->remaining;
+        }
+        double sent = f->bytes - rem;
+        active_remove(n, f);
         for (int j = 0; j < f->np; j++) {
             link *l = &n->links[f->path[j]];
             l->bytes += sent;
@@ -600,6 +698,8 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
 double net_flow_rate(const net *n, uint64_t id)
 {
     flow *f = flow_of(n, id);
+    if (f && f->state == FLOW_ACTIVE && n->star)
+        return star_rate(n, f);
     return (f && f->state == FLOW_ACTIVE) ? f->rate : 0;
 }
 
@@ -736,8 +836,6 @@ static int push_deferred(net *n)
     return rc;
 }
 
-static void on_done(sim_engine *e, void *ctx, uint64_t id);
-
 /* Step 5 of a reshare: rates are set; predict finishes and schedule the
  * earliest. */
 static void schedule_finish(net *n)
@@ -795,6 +893,9 @@ static void reshare_light(net *n)
 
 void net_reshare_now(net *n)
 {
+    /* the star fast path, when the flows form one (net_star.c) */
+    if ((n->star || star_try_enter(n)) && star_reshare(n))
+        return;
     if (n->reshare_ev) {
         sim_cancel(n->e, n->reshare_ev);
         n->reshare_ev = 0;
@@ -930,6 +1031,10 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     net *n = ctx;
     n->done_ev = 0;
+    if (n->star) {
+        star_on_done(n);
+        return;
+    }
     advance(n);
     double now = sim_now(e);
     size_t nf = 0;
@@ -943,6 +1048,8 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
             }
             n->finished[nf++] = f;
             n->active[k] = n->active[--n->n_active]; /* swap-remove */
+            if (k < n->n_active)
+                F(n, n->active[k])->apos = (uint32_t)k;
             for (int j = 0; j < f->np; j++) {
                 link *l = &n->links[f->path[j]];
                 l->bytes += f->bytes;
@@ -952,9 +1059,17 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
         }
         k++;
     }
-    /* Callbacks in start order, so simultaneous completions are reported
-     * deterministically whatever the active list's order. */
-    qsort(n->finished, nf, sizeof(flow *), by_seq);
+    report_done(n, nf);
+    net_reshare_now(n);
+}
+
+/* Report the nf flows in n->finished, released: callbacks in start order,
+ * so simultaneous completions are reported deterministically whatever the
+ * active list's order. */
+static void report_done(net *n, size_t nf)
+{
+    if (nf > 1)
+        qsort(n->finished, nf, sizeof(flow *), by_seq);
     for (size_t k = 0; k < nf; k++) {
         flow *f = n->finished[k];
         net_done_fn cb = f->done;
@@ -966,5 +1081,4 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
         if (cb)
             cb(cctx, fid);
     }
-    net_reshare_now(n);
 }

@@ -124,4 +124,18 @@ uint64_t net_fills(const net *n);
  * event at the current instant; exposed for benchmarks and tests). */
 void net_reshare_now(net *n);
 
+/* ---- the star fast path (docs/MODEL.md section 2, item 7) ----
+ * When at least `min_flows` flows are active (default 32), each crosses at
+ * most one finite link that other active flows cross (a hub: a server NIC's
+ * direction; at most 16 hubs), the shares are kept by one water-filling per
+ * hub, O(log F) per event, instead of progressive filling, O(F) per event.
+ * The results are the same up to rounding.  Anything else hands back to
+ * progressive filling at once.
+ * DPSIM_NET_NO_STAR=1 in the environment (read by net_new) turns it off.
+ * net_set_star_min_flows: for tests and benchmarks (1: as soon as the
+ * structure holds; SIZE_MAX: never).  net_star_on: 1 while it holds the
+ * flows. */
+void net_set_star_min_flows(net *n, size_t min_flows);
+int net_star_on(const net *n);
+
 #endif

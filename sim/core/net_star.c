@@ -1,0 +1,686 @@
+/* net_star.c: the exact fast path of net.c for flows that share at most
+ * one link each (included by net.c, which owns the structs; not compiled on
+ * its own).
+ *
+ * When every active flow crosses at most one shared finite link (a hub: a
+ * server NIC's up or down direction) and every other finite link a flow
+ * crosses carries no other active flow (its own access links), max-min
+ * fairness splits into one water-filling per hub B: flow i has a private
+ * cap c_i (its rate cap and its private links' capacities), the level L_B
+ * solves sum_i min(c_i, L_B) = cap(B) over B's flows, and rate_i =
+ * min(c_i, L_B) (progressive filling would freeze the flows with c_i < L
+ * at their caps, then the rest at B's remaining capacity over their count:
+ * the same formula, up to rounding).  The flows that cross no hub form a
+ * group of their own (hub 0, link -1) where each runs at its c_i.
+ *
+ * In each hub, flows sit in one of two sets, each with two heaps:
+ *  - C, capped (c_i < L): rate c_i; keyed by absolute finish time, and by
+ *    c_i largest first (the first to join U when L falls);
+ *  - U, uncapped: all at rate L, so one virtual clock V = integral of L dt
+ *    measures everyone's progress (processor sharing); keyed by the V at
+ *    which each ends, and by c_i smallest first (the first to join C when L
+ *    rises).
+ * (Heaps of (key, stamp, flow) with lazy deletion, below.)  A completion pops the smallest keys, an
+ * activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where
+ * the general path runs progressive filling and brings every flow up to date at every event, O(F).  Anything
+ * that breaks the structure (a flow on two hubs, a link newly shared, a hub made unlimited) materialises
+ * every flow's remaining bytes and hands back to progressive filling
+ * (star_leave); a later full reshare enters again when the structure holds.
+ *
+ * Invariants while n->star:
+ *  - every ACTIVE flow is in C or U, or is STAR_NEW: on n->pend with
+ *    f->remaining current, inserted at the next recomputation (changes at
+ *    one instant are batched into one, as in the general path);
+ *  - C: remaining(t) = key - c (t - t0), ending at fin = t0 + key / c;
+ *    U: remaining(t) = key - V(t), V(t) = V + L (t - tV); U is empty or L
+ *    is finite; V restarts at 0 whenever U empties, so a remaining byte
+ *    count loses at most about ulp(V) to the subtraction;
+ *  - a hub's L, V and tV change only in star_reshare;
+ *  - a link's `owner` is 1 + the index of the active flow it was private to
+ *    when that flow became active (0: none).
+ * Peak utilisation keeps its meaning: a hub's from the rates of every
+ * recomputation; a private link's from c_i when its flow joins C, and, for
+ * a flow in U, the highest L since it joined, kept by a stack of (epoch, L)
+ * with L decreasing (the first entry at or after an epoch is the highest
+ * level since then).
+ */
+
+enum { STAR_OFF = 0, STAR_NEW, STAR_C, STAR_U };
+enum { H_CFIN, H_CCAP, H_UKEY, H_UCAP }; /* C by finish time, C by cap (largest first), U by end, U by cap */
+
+/* Fewer active flows than this stay on progressive filling (small worlds
+ * keep their numbers bit for bit). */
+#define STAR_MIN_FLOWS 32
+/* More hubs than this (a world of many shared links) stay on progressive
+ * filling: every event scans the hubs. */
+#define STAR_MAX_HUBS 16
+
+void net_set_star_min_flows(net *n, size_t min_flows)
+{
+    n->star_min = min_flows ? min_flows : 1;
+}
+
+int net_star_on(const net *n)
+{
+    return n->star;
+}
+
+/* ---- heaps of flows, with lazy deletion -------------------------------------- */
+
+/* An entry carries its key and the stamp its flow got when it joined the
+ * set; it is live while the flow still has that stamp (f->sstamp is 0 out
+ * of C and U, and fresh at every entry).  A flow leaving a set costs O(1)
+ * and the heaps touch no flow while they sift (10^6 flows: a heap that
+ * moved flows' positions spent most of a completion in cache misses).
+ * Dead entries are dropped when they reach the top, or all at once when
+ * they outnumber the live ones. */
+static inline int sh_before(const sh_ent *a, const sh_ent *b)
+{
+    /* ties by entry order: deterministic */
+    return a->key < b->key || (a->key == b->key && a->stamp < b->stamp);
+}
+
+static void sh_sift_down(sh_ent *h, size_t m, size_t i, sh_ent x)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m)
+            break;
+        if (c + 1 < m && sh_before(&h[c + 1], &h[c]))
+            c++;
+        if (!sh_before(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+static inline size_t sh_live(const star_hub *hb, int h)
+{
+    return h == H_CFIN || h == H_CCAP ? hb->n_c : hb->n_u;
+}
+
+/* Keep the live entries only (Floyd's heap build, O(size)). */
+static void sh_compact(const net *n, star_hub *hb, int h)
+{
+    sh_ent *e = hb->sh[h];
+    size_t m = 0;
+    for (size_t i = 0; i < hb->sh_n[h]; i++)
+        if (F(n, e[i].idx)->sstamp == e[i].stamp)
+            e[m++] = e[i];
+    hb->sh_n[h] = m;
+    for (size_t i = m / 2; i-- > 0;)
+        sh_sift_down(e, m, i, e[i]);
+}
+
+/* A failed allocation leaves the entry out and sets n->star_oom: the
+ * recomputation then hands every flow back (star_leave reads the flows, not
+ * the heaps). */
+static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
+{
+    if (hb->sh_n[h] >= 2 * sh_live(hb, h) + 1024)
+        sh_compact(n, hb, h);
+    if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + 1, sizeof(sh_ent))) {
+        n->star_oom = 1;
+        return;
+    }
+    sh_ent *e = hb->sh[h], x = {key, f->sstamp, f->index};
+    size_t i = hb->sh_n[h]++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!sh_before(&x, &e[p]))
+            break;
+        e[i] = e[p];
+        i = p;
+    }
+    e[i] = x;
+}
+
+/* The live flow with the smallest key, or NULL. */
+static flow *sh_top(const net *n, star_hub *hb, int h)
+{
+    while (hb->sh_n[h]) {
+        sh_ent *e = hb->sh[h];
+        flow *f = F(n, e[0].idx);
+        if (f->sstamp == e[0].stamp)
+            return f;
+        if (--hb->sh_n[h])
+            sh_sift_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
+    }
+    return NULL;
+}
+
+/* ---- the state of one flow ----------------------------------------------------- */
+
+/* The capped rates' sum, compensated (Neumaier): it is updated at every
+ * move for the whole run, and L = (cap(B) - sum) / |U| must not drift from
+ * the sum a fresh fill would make.  Only hubs with a link keep it (hub 0
+ * has no level), and their C holds no infinite cap (such a flow is never
+ * below a finite level). */
+static void sum_add(star_hub *hb, double x)
+{
+    if (!isfinite(x))
+        return;
+    double s = hb->sum_c, t = s + x;
+    hb->sum_c_err += fabs(s) >= fabs(x) ? (s - t) + x : (x - t) + s;
+    hb->sum_c = t;
+}
+
+static inline star_hub *hub_of(const net *n, const flow *f)
+{
+    return &n->hubs[f->hub];
+}
+
+static double star_rem(const net *n, const flow *f, double now)
+{
+    double r;
+    if (f->sset == STAR_C) {
+        if (!(f->c > 0))
+            return f->key; /* a private link at zero: stalled */
+        if (isinf(f->c))
+            return 0;
+        r = f->key - f->c * (now - f->t0);
+    } else if (f->sset == STAR_U) {
+        const star_hub *hb = hub_of(n, f);
+        r = f->key - (hb->V + hb->L * (now - hb->tV));
+    } else {
+        return f->remaining;
+    }
+    return r > 0 ? r : 0;
+}
+
+static double star_rate(const net *n, const flow *f)
+{
+    return f->sset == STAR_C ? f->c : f->sset == STAR_U ? hub_of(n, f)->L : 0;
+}
+
+/* The private cap: the flow's own cap and its links' but its hub's. */
+static double star_cap(const net *n, const flow *f)
+{
+    double c = f->cap;
+    for (int k = 0; k < f->np; k++)
+        if (!n->links[f->path[k]].hub && n->links[f->path[k]].cap < c)
+            c = n->links[f->path[k]].cap;
+    return c;
+}
+
+/* Does f keep the structure: at most one hub, and no other finite link it
+ * crosses carries another active flow?  Returns its hub (0: none), or -1.
+ * (A shared infinite link is never a bottleneck; star_cap_change leaves if
+ * it gets a capacity.) */
+static int star_fits(const net *n, const flow *f)
+{
+    int hub = 0;
+    for (int k = 0; k < f->np; k++) {
+        const link *l = &n->links[f->path[k]];
+        if (l->hub) {
+            if (hub)
+                return -1;
+            hub = (int)l->hub;
+        } else if (l->n_active > 1 && isfinite(l->cap)) {
+            return -1;
+        }
+    }
+    return hub;
+}
+
+static void star_own(net *n, flow *f)
+{
+    for (int k = 0; k < f->np; k++) {
+        link *l = &n->links[f->path[k]];
+        if (!l->hub && l->n_active == 1)
+            l->owner = f->index + 1;
+    }
+}
+
+static void star_disown(net *n, flow *f)
+{
+    for (int k = 0; k < f->np; k++)
+        if (n->links[f->path[k]].owner == f->index + 1)
+            n->links[f->path[k]].owner = 0;
+}
+
+/* A share of a link's capacity in use, as a reshare records it. */
+static void link_peak_see(link *l, double used)
+{
+    if (l->cap > 0 && isfinite(l->cap)) {
+        double u = used < l->cap ? used : l->cap;
+        if (u > l->peak * l->cap)
+            l->peak = u / l->cap;
+    }
+}
+
+/* The highest level of hub hb since epoch ep (0 when none was in effect). */
+static double star_level_since(const star_hub *hb, uint64_t ep)
+{
+    size_t lo = 0, hi = hb->n_lstk;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (hb->lstk[mid].ep < ep)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < hb->n_lstk ? hb->lstk[lo].level : 0;
+}
+
+/* A flow leaves U: its private links saw the highest L of its stay. */
+static void star_fold_peak(net *n, flow *f)
+{
+    double L = star_level_since(hub_of(n, f), f->u_epoch);
+    if (L > 0)
+        for (int k = 0; k < f->np; k++)
+            if (!n->links[f->path[k]].hub)
+                link_peak_see(&n->links[f->path[k]], L);
+}
+
+static void star_to_c(net *n, flow *f, double now, double rem)
+{
+    star_hub *hb = hub_of(n, f);
+    f->sset = STAR_C;
+    f->sstamp = ++n->sstamp;
+    hb->n_c++;
+    f->key = rem;
+    f->t0 = now;
+    f->fin = rem <= 0 || isinf(f->c) ? now : f->c > 0 ? now + rem / f->c : INFINITY;
+    sh_push(n, hb, H_CFIN, f, f->fin);
+    if (hb->link >= 0) { /* without a shared link nothing ever leaves C for U */
+        sh_push(n, hb, H_CCAP, f, -f->c);
+        sum_add(hb, f->c);
+    }
+    for (int k = 0; k < f->np; k++)
+        if (!n->links[f->path[k]].hub)
+            link_peak_see(&n->links[f->path[k]], f->c);
+}
+
+static void star_to_u(net *n, flow *f, double rem)
+{
+    star_hub *hb = hub_of(n, f);
+    f->sset = STAR_U;
+    f->sstamp = ++n->sstamp;
+    hb->n_u++;
+    f->key = hb->V + rem;
+    f->u_epoch = hb->epoch + 1; /* the level the coming recomputation sets */
+    sh_push(n, hb, H_UKEY, f, f->key);
+    sh_push(n, hb, H_UCAP, f, f->c);
+}
+
+/* Take f out of its set; f->remaining gets its remaining bytes now. */
+static void star_detach(net *n, flow *f, double now)
+{
+    star_hub *hb = hub_of(n, f);
+    f->remaining = star_rem(n, f, now);
+    if (f->sset == STAR_C) {
+        if (hb->link >= 0)
+            sum_add(hb, -f->c);
+        if (!--hb->n_c) { /* no rounding carried past an empty set, no dead entries kept */
+            hb->sum_c = hb->sum_c_err = 0;
+            hb->sh_n[H_CFIN] = hb->sh_n[H_CCAP] = 0;
+        }
+    } else if (f->sset == STAR_U) {
+        star_fold_peak(n, f);
+        if (!--hb->n_u)
+            hb->sh_n[H_UKEY] = hb->sh_n[H_UCAP] = 0;
+    }
+    f->sstamp = 0;
+    f->sset = STAR_NEW;
+}
+
+static int star_pend(net *n, flow *f)
+{
+    if (grow((void **)&n->pend, &n->cap_pend, n->n_pend + 1, sizeof(uint32_t)))
+        return -1;
+    f->sset = STAR_NEW;
+    n->pend[n->n_pend++] = f->index;
+    return 0;
+}
+
+/* ---- entering and leaving --------------------------------------------------- */
+
+/* Empty every hub and unmark their links (buffers are kept for the next
+ * time). */
+static void star_reset(net *n)
+{
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        star_hub *hb = &n->hubs[i];
+        if (hb->link >= 0)
+            n->links[hb->link].hub = 0;
+        for (int h = 0; h < 4; h++)
+            hb->sh_n[h] = 0;
+        hb->n_c = hb->n_u = hb->n_lstk = 0;
+        hb->sum_c = hb->sum_c_err = hb->V = hb->L = 0;
+        hb->tV = sim_now(n->e);
+    }
+    n->n_hubs = 0;
+    n->star_oom = 0;
+    n->n_pend = 0;
+    n->done_t = NAN;
+}
+
+/* Hub number n->n_hubs, for link li (-1: the flows on no shared link). */
+static int hub_add(net *n, int li)
+{
+    if (grow((void **)&n->hubs, &n->cap_hubs, n->n_hubs + 1, sizeof(star_hub)))
+        return -1;
+    if (n->n_hubs >= n->hubs_made) { /* a new slot: no buffers yet */
+        memset(&n->hubs[n->n_hubs], 0, sizeof(star_hub));
+        n->hubs_made = n->n_hubs + 1;
+    }
+    star_hub *hb = &n->hubs[n->n_hubs];
+    hb->link = li;
+    hb->tV = sim_now(n->e);
+    if (li >= 0)
+        n->links[li].hub = (uint32_t)n->n_hubs;
+    n->n_hubs++;
+    return 0;
+}
+
+/* Hand every flow back to progressive filling: remaining bytes and rates
+ * as of now; a full reshare follows at this instant. */
+static void star_leave(net *n)
+{
+    double now = sim_now(n->e);
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        f->rate = star_rate(n, f);
+        f->remaining = star_rem(n, f, now);
+        if (f->sset == STAR_U)
+            star_fold_peak(n, f);
+        f->sset = STAR_OFF;
+        f->sstamp = 0;
+        f->finish_t = INFINITY;
+        star_disown(n, f);
+    }
+    star_reset(n);
+    n->star = 0;
+    n->t_last = now;
+    if (n->done_ev)
+        sim_cancel(n->e, n->done_ev);
+    n->done_ev = 0;
+    mark_dirty(n);
+}
+
+/* At a full reshare: do at least n->star_min active flows form stars
+ * (every finite link crossed by two or more of them is a hub, and none
+ * crosses two hubs)?  Then take them (all STAR_NEW, up to date) and return
+ * 1; star_reshare places them. */
+static int star_try_enter(net *n)
+{
+    if (n->star_off || n->n_active < n->star_min || !n->n_active)
+        return 0;
+    if (hub_add(n, -1))
+        return 0;
+    for (size_t k = 0; k < n->n_active; k++) {
+        const flow *f = F(n, n->active[k]);
+        int hubs = 0;
+        for (int j = 0; j < f->np; j++) {
+            link *l = &n->links[f->path[j]];
+            if (l->n_active < 2 || !isfinite(l->cap))
+                continue;
+            if (++hubs > 1 || (!l->hub && (n->n_hubs > STAR_MAX_HUBS || hub_add(n, f->path[j])))) {
+                star_reset(n);
+                return 0;
+            }
+        }
+    }
+    if (grow((void **)&n->pend, &n->cap_pend, n->n_active, sizeof(uint32_t))) {
+        star_reset(n);
+        return 0;
+    }
+    advance(n);
+    n->star = 1;
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        star_own(n, f);
+        f->sset = STAR_NEW;
+        n->pend[n->n_pend++] = f->index;
+    }
+    n->full = 1;
+    return 1;
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+/* A flow became active (activate(), after its links counted it). */
+static void star_activate(net *n, flow *f)
+{
+    star_own(n, f);
+    if (star_pend(n, f))
+        star_leave(n);
+}
+
+/* Link li's capacity is about to become new_cap (before the change: a
+ * flow leaving U folds its peak with the capacity it ran under). */
+static void star_cap_change(net *n, int li, double new_cap)
+{
+    if (!n->star)
+        return;
+    link *l = &n->links[li];
+    if (l->hub) {
+        if (!isfinite(new_cap))
+            star_leave(n); /* no shared bottleneck any more: let the general fill decide */
+        return;            /* otherwise the recomputation reads the new capacity */
+    }
+    if (l->n_active == 0)
+        return;
+    if (l->n_active == 1 && l->owner) {
+        flow *f = F(n, l->owner - 1);
+        if (f->sset == STAR_C || f->sset == STAR_U) {
+            star_detach(n, f, sim_now(n->e));
+            if (star_pend(n, f))
+                star_leave(n);
+        }
+        return;
+    }
+    if (isfinite(l->cap) || isfinite(new_cap))
+        star_leave(n); /* a link shared by flows other than through a hub */
+}
+
+/* Cut flow f now; returns its remaining bytes.  It leaves n->active. */
+static double star_cancel(net *n, flow *f)
+{
+    star_detach(n, f, sim_now(n->e));
+    f->sset = STAR_OFF;
+    star_disown(n, f);
+    n->full = 1;
+    return f->remaining;
+}
+
+static double star_level(const net *n, const star_hub *hb)
+{
+    double cap_b = hb->link >= 0 ? n->links[hb->link].cap : INFINITY;
+    if (isinf(cap_b))
+        return INFINITY;
+    double room = cap_b - (hb->sum_c + hb->sum_c_err);
+    if (!hb->n_u)
+        return room >= 0 ? INFINITY : -INFINITY;
+    return room > 0 ? room / (double)hb->n_u : 0;
+}
+
+/* When a flow in U ends at the current level (a flow with nothing left
+ * ends now even if the level is 0, as in the general path). */
+static double u_fin(const star_hub *hb, const flow *f)
+{
+    double left = f->key - hb->V;
+    return left <= 0 ? hb->tV : hb->L > 0 ? hb->tV + left / hb->L : INFINITY;
+}
+
+static void star_schedule(net *n, double now)
+{
+    double first = INFINITY;
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        star_hub *hb = &n->hubs[i];
+        flow *f = sh_top(n, hb, H_CFIN);
+        if (f && f->fin < first)
+            first = f->fin;
+        f = sh_top(n, hb, H_UKEY);
+        if (f && u_fin(hb, f) < first)
+            first = u_fin(hb, f);
+    }
+    if (first < now)
+        first = now;
+    if (n->done_ev && first == n->done_t)
+        return; /* already pending: no cancelled event left in the engine's queue */
+    if (n->done_ev)
+        sim_cancel(n->e, n->done_ev);
+    n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
+    n->done_t = first;
+}
+
+/* Water-filling in hub hb from its current split, at `now`: the capped
+ * flows whose cap is not below the level join U (largest first; each
+ * raises L, but to at most its own cap), then the uncapped ones whose cap
+ * is below it join C (smallest first; each raises L, so no capped flow has
+ * to go back). */
+static void hub_fill(net *n, star_hub *hb, double now)
+{
+    double L = star_level(n, hb);
+    for (flow *f; (f = sh_top(n, hb, H_CCAP)) && L < INFINITY && f->c >= L; L = star_level(n, hb)) {
+        star_detach(n, f, now);
+        star_to_u(n, f, f->remaining);
+    }
+    for (flow *f; (f = sh_top(n, hb, H_UCAP)) && (f->c < L || L == INFINITY); L = star_level(n, hb)) {
+        star_detach(n, f, now);
+        star_to_c(n, f, now, f->remaining);
+    }
+    hb->L = hb->n_u ? L : 0;
+    if (hb->link >= 0)
+        link_peak_see(&n->links[hb->link], hb->sum_c + hb->sum_c_err + (double)hb->n_u * hb->L);
+}
+
+/* Remember hub hb's new level for the peaks of its flows in U (or forget
+ * them all when U is empty, and start its virtual clock again, so keys
+ * stay small). */
+static int hub_epoch(star_hub *hb)
+{
+    if (!hb->n_u) {
+        hb->V = 0;
+        hb->n_lstk = 0;
+        return 0;
+    }
+    if (grow((void **)&hb->lstk, &hb->cap_lstk, hb->n_lstk + 1, sizeof *hb->lstk))
+        return -1;
+    hb->epoch++;
+    while (hb->n_lstk && hb->lstk[hb->n_lstk - 1].level <= hb->L)
+        hb->n_lstk--;
+    hb->lstk[hb->n_lstk++] = (struct star_epoch){hb->epoch, hb->L};
+    return 0;
+}
+
+/* The recomputation of the stars: returns 1, or 0 when the structure broke
+ * (every flow is then handed back, and the caller runs the general fill).
+ * Every hub is recomputed (they are few); one with nothing changed moves
+ * no flow. */
+static int star_reshare(net *n)
+{
+    if (n->reshare_ev) {
+        sim_cancel(n->e, n->reshare_ev);
+        n->reshare_ev = 0;
+    }
+    n->reshares++;
+    if (!n->full && !n->n_pend)
+        return 1; /* nothing the shares depend on changed */
+    n->full = 0;
+    n->fills++;
+    double now = sim_now(n->e);
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        star_hub *hb = &n->hubs[i];
+        if (hb->n_u)
+            hb->V += hb->L * (now - hb->tV);
+        hb->tV = now;
+    }
+    for (size_t i = 0; i < n->n_pend; i++) {
+        flow *f = F(n, n->pend[i]);
+        if (f->state != FLOW_ACTIVE || f->sset != STAR_NEW)
+            continue; /* cut, or listed twice */
+        int hub = star_fits(n, f);
+        if (hub < 0) {
+            star_leave(n);
+            return 0;
+        }
+        f->hub = (uint32_t)hub;
+        f->c = star_cap(n, f);
+        if (hub)
+            star_to_u(n, f, f->remaining);
+        else
+            star_to_c(n, f, now, f->remaining); /* no level: every flow at its cap */
+    }
+    n->n_pend = 0;
+    int oom = 0;
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        hub_fill(n, &n->hubs[i], now);
+        oom |= hub_epoch(&n->hubs[i]);
+    }
+    if (oom || n->star_oom) {
+        star_leave(n);
+        return 0;
+    }
+    star_schedule(n, now);
+    return 1;
+}
+
+/* The completion event: end the flows at the top of every set that end
+ * now (or have less than 1e-9 of their size left), report them in start
+ * order, recompute. */
+static void star_on_done(net *n)
+{
+    double now = sim_now(n->e);
+    size_t nf = 0;
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        star_hub *hb = &n->hubs[i];
+        for (int set = 0; set < 2; set++) {
+            int h = set ? H_UKEY : H_CFIN;
+            for (flow *f; (f = sh_top(n, hb, h));) {
+                double t = set ? u_fin(hb, f) : f->fin;
+                if (!(t <= now || star_rem(n, f, now) <= 1e-9 * f->bytes))
+                    break;
+                if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(flow *)))
+                    break;
+                star_detach(n, f, now);
+                f->sset = STAR_OFF;
+                star_disown(n, f);
+                active_remove(n, f);
+                flow_links_end(n, f, f->bytes);
+                n->finished[nf++] = f;
+            }
+        }
+    }
+    n->full = 1;
+    report_done(n, nf);
+    if (n->star && !n->n_active) {
+        /* every flow is done: the next wave may share other links */
+        star_reset(n);
+        n->star = 0;
+        n->t_last = now;
+    }
+    net_reshare_now(n);
+}
+
+static void star_free(net *n)
+{
+    for (size_t i = 0; i < n->hubs_made; i++) {
+        for (int h = 0; h < 4; h++)
+            dp_free(n->hubs[i].sh[h]);
+        dp_free(n->hubs[i].lstk);
+    }
+    dp_free(n->hubs);
+    dp_free(n->pend);
+}
+
+/* A link's peak share, with the level its private flow in U runs at now. */
+static double star_peak_util(const net *n, int li)
+{
+    const link *l = &n->links[li];
+    double p = l->peak;
+    if (n->star && l->owner && !l->hub) {
+        const flow *f = F(n, l->owner - 1);
+        if (f->sset == STAR_U && l->cap > 0 && isfinite(l->cap)) {
+            double L = star_level_since(hub_of(n, f), f->u_epoch);
+            double u = (L < l->cap ? L : l->cap) / l->cap;
+            if (u > p)
+                p = u;
+        }
+    }
+    return p;
+}
