@@ -51,6 +51,7 @@ struct world {
     cmp_model *c;
     size_t nd;
     int *up, *down, *pup, *pdown; /* per device */
+    int *grp;                     /* per device: its group (world_path: no walk of the device records) */
     int nic_up, nic_down;         /* -1 when unlimited */
     int *wan;                     /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
@@ -268,9 +269,10 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     w->down = dp_calloc(w->nd + 1, sizeof(int));
     w->pup = dp_calloc(w->nd + 1, sizeof(int));
     w->pdown = dp_calloc(w->nd + 1, sizeof(int));
+    w->grp = dp_calloc(w->nd + 1, sizeof(int));
     w->wan = dp_calloc(ns * ns + 1, sizeof(int));
     w->wan_lat = dp_calloc(ns * ns + 1, sizeof(double));
-    if (!w->up || !w->down || !w->pup || !w->pdown || !w->wan || !w->wan_lat) {
+    if (!w->up || !w->down || !w->pup || !w->pdown || !w->grp || !w->wan || !w->wan_lat) {
         dp_err_set(err, DP_ENOMEM, "world: out of memory");
         goto fail;
     }
@@ -296,6 +298,8 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         w->wan_lat[(size_t)x->site_a * ns + (size_t)x->site_b] = x->latency_s;
         w->wan_lat[(size_t)x->site_b * ns + (size_t)x->site_a] = x->latency_s;
     }
+    for (size_t d = 0; d < w->nd; d++)
+        w->grp[d] = s->devices[d].group;
     for (size_t d = 0; d < w->nd; d++) {
         const scn_group *g = &s->groups[s->devices[d].group];
         const char *nm = s->devices[d].name;
@@ -326,6 +330,7 @@ void world_free(world *w)
     sim_engine_free(w->e);
     cmp_free(w->c);
     dp_free(w->up);
+    dp_free(w->grp);
     dp_free(w->down);
     dp_free(w->pup);
     dp_free(w->pdown);
@@ -381,7 +386,7 @@ int world_dev_peer_down(const world *w, size_t d)
 
 static int site_of(const world *w, int node)
 {
-    return node == 0 ? w->s->server.site : w->s->groups[w->s->devices[node - 1].group].site;
+    return node == 0 ? w->s->server.site : w->s->groups[w->grp[node - 1]].site;
 }
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)
@@ -398,8 +403,7 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
             links[k++] = w->nic_up;
     } else {
         links[k++] = peer ? w->pup[from - 1] : w->up[from - 1];
-        lat +=
-            peer ? w->s->interconnect.latency_s : w->s->groups[w->s->devices[from - 1].group].link.latency_s;
+        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->grp[from - 1]].link.latency_s;
     }
     /* WAN between sites: the pair's own link, else the least-latency route
      * over other sites' links; sites no WAN links connect have a direct
@@ -422,7 +426,7 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
             links[k++] = w->nic_down;
     } else {
         links[k++] = peer ? w->pdown[to - 1] : w->down[to - 1];
-        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->s->devices[to - 1].group].link.latency_s;
+        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->grp[to - 1]].link.latency_s;
     }
     *n_links = k;
     *latency_s = lat;

@@ -36,6 +36,7 @@
 typedef struct cadp_dev {
     prt *rt;
     size_t d;
+    int batch; /* its group's batch (kept here: the device records are large and far apart) */
     /* failures only */
     int active;    /* a participant of this epoch, not lost */
     int uploaded;  /* its upload of this epoch arrived */
@@ -536,7 +537,7 @@ static void local_batch(prt *rt, void *ctx)
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
-    int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[cd->d].group].batch;
+    int bs = cd->batch;
     int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
     prt_left(rt)[cd->d] -= n;
     if (st_fail(rt)) {
@@ -573,7 +574,7 @@ static double batch_cost(prt *rt, size_t d)
 /* Seconds device d still needs for this epoch's work (planned). */
 static double projected(prt *rt, const cadp_dev *cd)
 {
-    int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[cd->d].group].batch;
+    int bs = cd->batch;
     int64_t todo = prt_left(rt)[cd->d] + cd->incoming + cd->inflight;
     return (double)((todo + bs - 1) / bs) * batch_cost(rt, cd->d);
 }
@@ -1042,7 +1043,7 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = d};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch};
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
             st->dev[d].pend = 1;
