@@ -106,6 +106,7 @@ int plots_table3(store *st, const int64_t *run_ids, size_t n, const char *out_di
     sel.run_ids = run_ids;
     sel.n_runs = n;
     sel.log_x = sel.log_y = -1;
+    plot_batch_begin(); /* five plots, one gnuplot */
     snprintf(path, len, "%s/table3-compare.png", out_dir);
     rc = plots_draw(st, PLOT_COMPARE, &sel, path, err);
     if (!rc) {
@@ -136,5 +137,7 @@ int plots_table3(store *st, const int64_t *run_ids, size_t n, const char *out_di
     }
     dp_free(runs);
     dp_free(path);
-    return rc;
+    dp_err berr = {0};
+    int brc = plot_batch_end(rc ? &berr : err); /* after an error: its files are removed, err kept */
+    return rc ? rc : brc;
 }

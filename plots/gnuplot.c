@@ -54,7 +54,24 @@ struct plot_gp {
     char *buf;        /* GP_BUF bytes */
     char *out, *part; /* final and temporary output paths */
     char prog[256];   /* the program started, for messages */
+    /* batched (plot_batch_begin): the program goes to mem instead of a
+     * process, and plot_batch_end draws it */
+    int batched;
+    char *mem;
+    size_t mem_len, mem_cap;
 };
+
+/* The plots of a batch, in order: each one's program and paths. */
+typedef struct batch_item {
+    char *script, *out, *part;
+    size_t len;
+} batch_item;
+
+static struct {
+    int on;
+    batch_item *items;
+    size_t n, cap;
+} batch;
 
 /* Length of the valid UTF-8 sequence at s (1-4), 0 if invalid. */
 static size_t utf8_len(const unsigned char *s)
@@ -165,6 +182,23 @@ static void write_all(plot_gp *gp, const char *p, size_t n)
 {
     if (gp->werr)
         return;
+    if (gp->batched) {
+        if (gp->mem_len + n + 1 > gp->mem_cap) {
+            size_t nc = gp->mem_cap ? gp->mem_cap : GP_BUF;
+            while (nc < gp->mem_len + n + 1)
+                nc *= 2;
+            char *nm = dp_realloc(gp->mem, nc);
+            if (!nm) {
+                gp->werr = ENOMEM;
+                return;
+            }
+            gp->mem = nm;
+            gp->mem_cap = nc;
+        }
+        memcpy(gp->mem + gp->mem_len, p, n);
+        gp->mem_len += n;
+        return;
+    }
     struct sigaction ign, old;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
@@ -246,6 +280,7 @@ static void gp_free(plot_gp *gp)
     dp_free(gp->buf);
     dp_free(gp->out);
     dp_free(gp->part);
+    dp_free(gp->mem);
     dp_free(gp);
 }
 
@@ -257,34 +292,10 @@ static int has_control(const char *s)
     return 0;
 }
 
-plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err *err)
+/* Start gnuplot for gp (its stdin: gp->fd).  0, or an error (gp is left
+ * for the caller to free). */
+static int gp_spawn(plot_gp *gp, dp_err *err)
 {
-    const char *format;
-    if (plot_format_for(out_path, &format, err))
-        return NULL;
-    /* A name with a newline cannot be quoted faithfully: replacing the
-     * character would write a file under another name. */
-    if (has_control(out_path) || strlen(out_path) > 3000) {
-        dp_err_set(err, DP_EINPUT, "output file '%.200s': control characters or a name over 3000 bytes",
-                   out_path);
-        return NULL;
-    }
-    plot_gp *gp = dp_calloc(1, sizeof *gp);
-    if (!gp) {
-        dp_err_set(err, DP_ENOMEM, "out of memory starting gnuplot");
-        return NULL;
-    }
-    gp->fd = -1;
-    gp->pid = -1;
-    gp->buf = dp_malloc(GP_BUF);
-    gp->out = dp_strdup(out_path);
-    gp->part = dp_malloc(strlen(out_path) + 6);
-    if (!gp->buf || !gp->out || !gp->part) {
-        gp_free(gp);
-        dp_err_set(err, DP_ENOMEM, "out of memory starting gnuplot");
-        return NULL;
-    }
-    sprintf(gp->part, "%s.part", out_path);
     const char *env = getenv("DPSIM_GNUPLOT");
     const int from_env = env && *env;
     snprintf(gp->prog, sizeof gp->prog, "%s", from_env ? env : "gnuplot");
@@ -299,9 +310,7 @@ plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err 
             if (st[k] >= 0)
                 close(st[k]);
         }
-        gp_free(gp);
-        dp_err_set(err, DP_ERUN, "cannot start gnuplot: %s", strerror(e));
-        return NULL;
+        return dp_err_set(err, DP_ERUN, "cannot start gnuplot: %s", strerror(e));
     }
     fcntl(in[1], F_SETFD, FD_CLOEXEC);
     fcntl(st[0], F_SETFD, FD_CLOEXEC);
@@ -311,9 +320,7 @@ plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err 
     if (pid < 0) {
         int e = errno;
         close(in[0]), close(in[1]), close(st[0]), close(st[1]);
-        gp_free(gp);
-        dp_err_set(err, DP_ERUN, "cannot start gnuplot: fork: %s", strerror(e));
-        return NULL;
+        return dp_err_set(err, DP_ERUN, "cannot start gnuplot: fork: %s", strerror(e));
     }
     if (pid == 0) {
         /* Child: only async-signal-safe calls from here to exec. */
@@ -349,12 +356,55 @@ plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err 
         }
         gp->pid = -1;
         if (child_errno == ENOENT)
-            dp_err_set(err, DP_ERUN, "gnuplot not found (%s%s): plots need gnuplot; " INSTALL_HINT,
-                       from_env ? "DPSIM_GNUPLOT=" : "looked for 'gnuplot' on PATH",
-                       from_env ? gp->prog : "");
-        else
-            dp_err_set(err, DP_ERUN, "cannot run gnuplot '%s': %s; " INSTALL_HINT, gp->prog,
-                       strerror(child_errno));
+            return dp_err_set(err, DP_ERUN, "gnuplot not found (%s%s): plots need gnuplot; " INSTALL_HINT,
+                              from_env ? "DPSIM_GNUPLOT=" : "looked for 'gnuplot' on PATH",
+                              from_env ? gp->prog : "");
+        return dp_err_set(err, DP_ERUN, "cannot run gnuplot '%s': %s; " INSTALL_HINT, gp->prog,
+                          strerror(child_errno));
+    }
+    return 0;
+}
+
+/* A plot_gp for out_path, no process yet (gnuplot's part of plot_gp_open). */
+static plot_gp *gp_new(const char *out_path, dp_err *err)
+{
+    /* A name with a newline cannot be quoted faithfully: replacing the
+     * character would write a file under another name. */
+    if (has_control(out_path) || strlen(out_path) > 3000) {
+        dp_err_set(err, DP_EINPUT, "output file '%.200s': control characters or a name over 3000 bytes",
+                   out_path);
+        return NULL;
+    }
+    plot_gp *gp = dp_calloc(1, sizeof *gp);
+    if (!gp) {
+        dp_err_set(err, DP_ENOMEM, "out of memory starting gnuplot");
+        return NULL;
+    }
+    gp->fd = -1;
+    gp->pid = -1;
+    gp->buf = dp_malloc(GP_BUF);
+    gp->out = dp_strdup(out_path);
+    gp->part = dp_malloc(strlen(out_path) + 6);
+    if (!gp->buf || !gp->out || !gp->part) {
+        gp_free(gp);
+        dp_err_set(err, DP_ENOMEM, "out of memory starting gnuplot");
+        return NULL;
+    }
+    sprintf(gp->part, "%s.part", out_path);
+    return gp;
+}
+
+plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err *err)
+{
+    const char *format;
+    if (plot_format_for(out_path, &format, err))
+        return NULL;
+    plot_gp *gp = gp_new(out_path, err);
+    if (!gp)
+        return NULL;
+    if (batch.on)
+        gp->batched = 1;
+    else if (gp_spawn(gp, err)) {
         gp_free(gp);
         return NULL;
     }
@@ -418,10 +468,30 @@ static void read_log(plot_gp *gp, char *out, size_t cap)
     }
 }
 
+static int grow_items(void);
+
+/* A batched plot's program joins the batch (gp is freed). */
+static int batch_add(plot_gp *gp, dp_err *err)
+{
+    plot_gp_printf(gp, "unset output\nreset\n"); /* the next program starts from gnuplot's defaults */
+    flush_buf(gp);
+    int rc = 0;
+    if (gp->werr || (batch.n == batch.cap && grow_items()))
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing %s", gp->out);
+    else {
+        batch.items[batch.n++] = (batch_item){gp->mem, gp->out, gp->part, gp->mem_len};
+        gp->mem = gp->out = gp->part = NULL;
+    }
+    gp_free(gp);
+    return rc;
+}
+
 int plot_gp_close(plot_gp *gp, dp_err *err)
 {
     if (!gp)
         return 0;
+    if (gp->batched)
+        return batch_add(gp, err);
     plot_gp_printf(gp, "unset output\n");
     flush_buf(gp);
     close(gp->fd);
@@ -497,4 +567,103 @@ void plot_title(plot_gp *gp, const char *user, const char *line1, const char *li
         }
     }
     plot_gp_printf(gp, " font ',14'\n");
+}
+
+/* ---- batches ------------------------------------------------------------------ */
+
+static int grow_items(void)
+{
+    size_t nc = batch.cap ? 2 * batch.cap : 8;
+    batch_item *ni = dp_realloc(batch.items, nc * sizeof *ni);
+    if (!ni)
+        return -1;
+    batch.items = ni;
+    batch.cap = nc;
+    return 0;
+}
+
+static void batch_clear(void)
+{
+    for (size_t k = 0; k < batch.n; k++) {
+        dp_free(batch.items[k].script);
+        dp_free(batch.items[k].out);
+        dp_free(batch.items[k].part);
+    }
+    dp_free(batch.items);
+    batch.items = NULL;
+    batch.n = batch.cap = 0;
+}
+
+void plot_batch_begin(void)
+{
+    batch_clear();
+    batch.on = 1;
+}
+
+/* Every program in one gnuplot: 1 when it exited cleanly having written
+ * every part file, 0 otherwise (or when it could not start: *spawn_rc). */
+static int batch_draw_all(int *spawn_rc, dp_err *err)
+{
+    plot_gp *gp = gp_new(batch.items[0].out, err);
+    if (!gp || (*spawn_rc = gp_spawn(gp, err))) {
+        if (gp)
+            gp_free(gp);
+        else
+            *spawn_rc = DP_ENOMEM;
+        return 0;
+    }
+    for (size_t k = 0; k < batch.n; k++)
+        write_all(gp, batch.items[k].script, batch.items[k].len);
+    close(gp->fd);
+    gp->fd = -1;
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(gp->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    gp->pid = -1;
+    int ok = w >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !gp->werr;
+    for (size_t k = 0; ok && k < batch.n; k++) {
+        struct stat sb;
+        ok = stat(batch.items[k].part, &sb) == 0 && sb.st_size > 0;
+    }
+    gp_free(gp);
+    return ok;
+}
+
+int plot_batch_end(dp_err *err)
+{
+    batch.on = 0;
+    if (!batch.n)
+        return 0;
+    int rc = 0, spawn_rc = 0;
+    if (batch_draw_all(&spawn_rc, err)) {
+        for (size_t k = 0; !rc && k < batch.n; k++)
+            if (rename(batch.items[k].part, batch.items[k].out))
+                rc = dp_err_set(err, DP_ERUN, "cannot rename %s to %s: %s", batch.items[k].part,
+                                batch.items[k].out, strerror(errno));
+    } else if (spawn_rc) {
+        rc = spawn_rc; /* gnuplot missing or not started: err says why */
+    } else {
+        /* Something went wrong: draw them one by one, each with its own
+         * process, so the error names the plot and quotes gnuplot. */
+        for (size_t k = 0; k < batch.n; k++)
+            unlink(batch.items[k].part);
+        for (size_t k = 0; !rc && k < batch.n; k++) {
+            plot_gp *gp = gp_new(batch.items[k].out, err);
+            if (!gp) {
+                rc = DP_ENOMEM;
+                break;
+            }
+            if ((rc = gp_spawn(gp, err))) {
+                gp_free(gp);
+                break;
+            }
+            write_all(gp, batch.items[k].script, batch.items[k].len);
+            rc = plot_gp_close(gp, err);
+        }
+    }
+    for (size_t k = 0; rc && k < batch.n; k++)
+        unlink(batch.items[k].part);
+    batch_clear();
+    return rc;
 }

@@ -103,6 +103,16 @@ typedef struct plot_gp plot_gp;
  * DP_EINPUT for anything else. */
 int plot_format_for(const char *out_path, const char **format, dp_err *err);
 plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err *err);
+/* Batches: between plot_batch_begin and plot_batch_end, plot_gp_open starts
+ * no process and plot_gp_close only keeps the plot's program; then
+ * plot_batch_end draws them all with one gnuplot (each program sets its own
+ * terminal and output, with `reset` between them: gnuplot's start-up, a
+ * tenth of a second, is paid once).  If that gnuplot fails or a file is
+ * missing, each plot is drawn again in a process of its own, so the error
+ * names the plot as without a batch.  The outputs exist only after
+ * plot_batch_end returns 0.  One batch at a time (process-wide). */
+void plot_batch_begin(void);
+int plot_batch_end(dp_err *err);
 void plot_gp_printf(plot_gp *gp, const char *fmt, ...) DP_PRINTF(2, 3);
 /* Write s as a string expression (plot_quote, at most 400 bytes of text). */
 void plot_gp_str(plot_gp *gp, const char *s);

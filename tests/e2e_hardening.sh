@@ -7,7 +7,8 @@
 #  - SIGINT / SIGTERM during `dpsim run`: exit 1, the finished run stored,
 #    nothing of the interrupted one;
 #  - the gnuplot pipe: gnuplot missing, exiting early, failing: exit 1 with a
-#    message, never a SIGPIPE death or a hang;
+#    message, never a SIGPIPE death or a hang; reproduce's batch of plots
+#    (one gnuplot) falls back to one process per plot when it fails;
 #  - determinism: byte-identical --json across runs, and across the builds
 #    named in $DPSIM_OTHER_BINS (run-all.sh sets it to build/ and build-asan/);
 #  - absurd sizes through the binary: clear errors, fast;
@@ -171,6 +172,31 @@ done
 has -i "$T/err" "something odd"
 expect 1 env DPSIM_GNUPLOT="$T/gp/nonexistent" "$BIN" plot compare --db "$T/base.db" --out "$T/gp/x.png"
 has -i "$T/err" "nonexistent"
+# reproduce --out draws its five plots with one gnuplot; when that fails they
+# are drawn one by one, so the error names the plot, and nothing is left
+for g in fails reads; do
+    expect 1 env DPSIM_GNUPLOT="$T/gp/$g" "$BIN" reproduce table3 --db "$T/gp/$g.db" --out "$T/gp/t3-$g" -q
+    has -i "$T/err" "table3-compare.png"
+    [ -z "$(ls -A "$T/gp/t3-$g")" ] && ok || bad "reproduce with gnuplot '$g' left files: $(ls "$T/gp/t3-$g")"
+done
+# a gnuplot that draws one plot per process only: the same five files as one gnuplot draws
+cat >"$T/gp/single" <<'SH'
+#!/bin/sh
+t=$(mktemp) && cat >"$t" || exit 1
+[ "$(grep -c "^set output '" "$t")" -gt 1 ] && { rm -f "$t"; echo "one plot at a time" >&2; exit 3; }
+gnuplot "$t"; rc=$?; rm -f "$t"; exit $rc
+SH
+chmod +x "$T/gp/single"
+if command -v gnuplot >/dev/null; then
+    "$BIN" reproduce table3 --db "$T/gp/one.db" --out "$T/gp/one" -q >/dev/null 2>"$T/err" || bad "reproduce --out: $(head -c 300 "$T/err")"
+    env DPSIM_GNUPLOT="$T/gp/single" "$BIN" reproduce table3 --db "$T/gp/each.db" --out "$T/gp/each" -q >/dev/null 2>"$T/err" ||
+        bad "reproduce --out, one gnuplot per plot: $(head -c 300 "$T/err")"
+    n=$(ls "$T/gp/one" | wc -l)
+    [ "$n" -eq 5 ] && ok || bad "reproduce --out drew $n plots (want 5)"
+    for f in "$T"/gp/one/*.png; do
+        cmp -s "$f" "$T/gp/each/$(basename "$f")" && ok || bad "$(basename "$f"): one gnuplot and one per plot differ"
+    done
+fi
 
 # --- determinism: --json byte-identical across runs and builds
 GEO=$SRC/scenarios/geo-3sites.yaml
