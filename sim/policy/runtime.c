@@ -455,6 +455,7 @@ void prt_free(prt *rt)
     dp_free(rt->ring_lat);
     dp_free(rt->ring_rate);
     dp_free(rt->ring_links);
+    dp_free(rt->ring_xfer);
     dp_free(tl->cum);
     dp_free(tl->seg_t0);
     sums_free(rt->tot);

@@ -49,6 +49,11 @@ struct prt {
     int *ring_links; /* every edge's path, one after the other (note_approximate) */
     size_t n_ring_links;
     int ring_traced; /* one of them follows a trace */
+    /* coll_ring_account's per-edge transfer times for ring_xfer_chunk,
+     * valid while ring_xfer_ok and ring_caps == ring_xfer_caps */
+    double *ring_xfer, ring_xfer_chunk;
+    uint64_t ring_xfer_caps;
+    int ring_xfer_ok;
     uint64_t ring_caps;
     int ring_ok;
     int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
