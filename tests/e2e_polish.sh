@@ -187,4 +187,20 @@ BUILD=$(dirname "$BIN")
 if meson install -C "$BUILD" --no-rebuild --destdir "$T/inst" >"$T/inst.log" 2>&1; then ok; else bad "meson install: $(tail -3 "$T/inst.log")"; fi
 if find "$T/inst" -path '*/man1/dpsim.1' | grep -q .; then ok; else bad "meson install did not install man1/dpsim.1"; fi
 
+# many devices: run and show list the first 10 and each figure's min / median / max; --all lists all
+"$BIN" run "$TINY" --policy cadp --set devices.gpu.count=79 --db "$T/many.db" -q >/dev/null 2>&1 || bad "run, 80 devices"
+"$BIN" run "$TINY" --policy cadp --set devices.gpu.count=79 --no-db >"$T/many" 2>"$T/err" || bad "run, 80 devices: $(head -c 300 "$T/err")"
+has "$T/many" "cadp per device (80 devices: the first 10, then each figure's min / median / max over all; --all lists every one):"
+for w in 'gpu\[9\] ' '^  min ' '^  median ' '^  max '; do grep -q "$w" "$T/many" && ok || bad "run, 80 devices: no '$w' line"; done
+grep -q 'gpu\[10\] ' "$T/many" && bad "run, 80 devices: lists an 11th device" || ok
+"$BIN" run "$TINY" --policy cadp --set devices.gpu.count=79 --no-db --all >"$T/many-all" 2>&1 || bad "run --all"
+[ "$(grep -c '^  gpu\[' "$T/many-all")" -eq 79 ] && ok || bad "run --all: $(grep -c '^  gpu\[' "$T/many-all") gpu rows (want 79)"
+grep -q '^  median ' "$T/many-all" && bad "run --all still summarises" || ok
+"$BIN" show 1 --db "$T/many.db" >"$T/show-many" 2>&1 || bad "show, 80 devices"
+grep -q '^  median ' "$T/show-many" && ok || bad "show, 80 devices: no summary"
+"$BIN" show 1 --db "$T/many.db" --all >"$T/show-all" 2>&1 || bad "show --all"
+[ "$(grep -c '^  gpu\[' "$T/show-all")" -eq 79 ] && ok || bad "show --all lists $(grep -c '^  gpu\[' "$T/show-all") gpu rows"
+"$BIN" run "$TINY" --policy cadp --set devices.gpu.count=49 --no-db >"$T/fifty" 2>&1 || bad "run, 50 devices"
+grep -q '^  median ' "$T/fifty" && bad "run, 50 devices: summarised" || ok
+
 e2e_done e2e_polish

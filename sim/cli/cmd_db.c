@@ -69,13 +69,26 @@ static void run_help(void)
     fputs(run_help_text, stdout);
 }
 
-static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
-                    int *json)
+enum { K_ALL = 0x2100 };
+
+static int on_all(void *ctx, int key, const char *arg, const char *label)
 {
+    (void)arg;
+    if (key != K_ALL)
+        return cli_usage_error("show", "unknown option '%s'", label);
+    *(int *)ctx = 1;
+    return -1;
+}
+
+/* all: NULL when the command has no --all (every device listed). */
+static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
+                    int *json, int *all)
+{
+    static const struct option own_all[] = {{"all", no_argument, NULL, K_ALL}, {NULL, 0, NULL, 0}};
     cli_opts o = {0};
     run_help_text = help;
-    int prc = cli_parse(argc, argv, cmd, CLI_O_DB | CLI_O_LOG | (json ? CLI_O_JSON : 0u), NULL, NULL, NULL,
-                        NULL, run_help, &o);
+    int prc = cli_parse(argc, argv, cmd, CLI_O_DB | CLI_O_LOG | (json ? CLI_O_JSON : 0u),
+                        all ? own_all : NULL, NULL, all ? on_all : NULL, all, run_help, &o);
     if (prc >= 0)
         return prc;
     if (o.n_pos > 1)
@@ -97,14 +110,17 @@ int cmd_show(int argc, char **argv)
     const char *db = NULL;
     int64_t rid = 0;
     int json = 0;
+    int all = 0;
     int ra = run_args(argc, argv, "show",
-                      "usage: dpsim show RUN [--db FILE] [--json]\n\n"
+                      "usage: dpsim show RUN [--db FILE] [--json] [--all]\n\n"
                       "Print a stored run again: its overrides, options, the trace files kept\n"
                       "with it, its summary row and per-device breakdown\n"
                       "(or, with --json, the same object `dpsim run --json` prints).\n\n"
                       "  -d, --db FILE   results database (default results.db)\n"
-                      "      --json      JSON output\n",
-                      &db, &rid, &json);
+                      "      --json      JSON output\n"
+                      "      --all       list every device (past 50 devices the breakdown shows the\n"
+                      "                  first 10 and each figure's min, median and max)\n",
+                      &db, &rid, &json, &all);
     if (ra >= 0)
         return ra;
     uint64_t id = (uint64_t)rid;
@@ -152,7 +168,7 @@ int cmd_show(int argc, char **argv)
             note |= report_fast_forward(stdout, r);
             if (note)
                 printf("\n");
-            report_devices(stdout, r);
+            report_devices(stdout, r, all);
             report_stats(stdout, r);
         }
     }
@@ -417,7 +433,7 @@ int cmd_rerun(int argc, char **argv)
                       "directory as the run saw it (when stored and still there), else the\n"
                       "current directory.\n\n"
                       "Exit 0 when identical, 1 when anything differs or the run fails.\n",
-                      &db, &rid, NULL);
+                      &db, &rid, NULL, NULL);
     if (ra >= 0)
         return ra;
     uint64_t id = (uint64_t)rid;

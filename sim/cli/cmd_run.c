@@ -31,6 +31,9 @@ static void help(void)
            "                        (policy options: below and scenarios/README.md)\n"
            "      --json            print JSON instead of tables (shape: sim/store/JSON.md)\n"
            "  -q, --quiet           print the summary table only, no progress\n"
+           "      --all             list every device in the per-device breakdown (past 50\n"
+           "                        devices it shows the first 10 and each figure's min,\n"
+           "                        median and max)\n"
            "      --log CAT[:LEVEL] diagnostic lines on stderr stamped with simulated time;\n"
            "                        CAT: engine, net, policy, solver, store or all; LEVEL:\n"
            "                        error, warn, info (default), debug, trace (repeatable)\n"
@@ -58,11 +61,12 @@ int cli_parse_u64(const char *s, uint64_t *out)
 
 typedef struct run_args {
     const char *plist;
+    int all; /* --all: every device in the breakdown */
     int have_seed;
     uint64_t seed;
 } run_args;
 
-enum { K_SEED = 0x2000, K_NO_FF };
+enum { K_SEED = 0x2000, K_NO_FF, K_ALL };
 
 static int on_opt(void *ctx, int key, const char *arg, const char *label)
 {
@@ -75,6 +79,8 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
         a->have_seed = 1;
     } else if (key == K_NO_FF) {
         policy_set_fast_forward(0);
+    } else if (key == K_ALL) {
+        a->all = 1;
     } else {
         return cli_usage_error("run", "unknown option '%s'", label);
     }
@@ -86,6 +92,7 @@ int cmd_run(int argc, char **argv)
     static const struct option own[] = {{"policy", required_argument, NULL, 'p'},
                                         {"seed", required_argument, NULL, K_SEED},
                                         {"no-fast-forward", no_argument, NULL, K_NO_FF},
+                                        {"all", no_argument, NULL, K_ALL},
                                         {NULL, 0, NULL, 0}};
     run_args a = {0};
     cli_opts o = {0};
@@ -167,7 +174,7 @@ int cmd_run(int argc, char **argv)
             for (int k = 0; k < np; k++)
                 if (runs[k]) {
                     printf("\n");
-                    report_devices(stdout, runs[k]);
+                    report_devices(stdout, runs[k], a.all);
                     report_stats(stdout, runs[k]);
                 }
         if (st && rr == 0)

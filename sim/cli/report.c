@@ -4,6 +4,7 @@
 #include "dpsim_config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void report_table_header(FILE *out)
@@ -23,21 +24,82 @@ void report_table_row(FILE *out, const res_run *r, long long run_id)
             100 * r->utilization, r->n_epochs, (unsigned long long)r->events, id);
 }
 
-void report_devices(FILE *out, const res_run *r)
+/* Past this many devices the breakdown lists the first REPORT_HEAD and
+ * then each figure's minimum, median and maximum over all of them (unless
+ * `all`): 100,000 rows tell nobody anything. */
+#define REPORT_LIST_MAX 50
+#define REPORT_HEAD     10
+#define REPORT_COLS     9
+
+/* The figures of device v in the table's column order. */
+static void device_figures(const res_device *v, double *x)
+{
+    x[0] = (double)v->samples;
+    x[1] = (double)v->batches;
+    x[2] = v->compute_s;
+    x[3] = v->send_s;
+    x[4] = v->recv_s;
+    x[5] = v->wait_s;
+    x[6] = v->bytes_sent / 1e6;
+    x[7] = v->bytes_recv / 1e6;
+    x[8] = v->data_ready_s;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void device_row(FILE *out, const char *name, const char *kind, const double *x)
+{
+    fprintf(out, "  %-16s %-4s %9.0f %9.0f %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n", name, kind,
+            x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]);
+}
+
+void report_devices(FILE *out, const res_run *r, int all)
 {
     /* Names may come from a database written by anyone: escaped. */
     char pol[64], name[128], kind[64];
-    fprintf(out, "%s per device:\n", dp_esc(pol, sizeof pol, r->policy));
-    fprintf(out, "  %-16s %-4s %9s %9s %12s %10s %10s %10s %11s %11s %10s\n", "device", "kind", "samples",
+    size_t n = r->n_devices, shown = all || n <= REPORT_LIST_MAX ? n : REPORT_HEAD;
+    fprintf(out, "%s per device", dp_esc(pol, sizeof pol, r->policy));
+    if (shown < n)
+        fprintf(out,
+                " (%zu devices: the first %zu, then each figure's min / median / max over all; --all "
+                "lists every one)",
+                n, shown);
+    fprintf(out, ":\n  %-16s %-4s %9s %9s %12s %10s %10s %10s %11s %11s %10s\n", "device", "kind", "samples",
             "batches", "compute (s)", "send (s)", "recv (s)", "wait (s)", "sent (MB)", "recv (MB)",
             "ready (s)");
-    for (size_t d = 0; d < r->n_devices; d++) {
+    double x[REPORT_COLS];
+    for (size_t d = 0; d < shown; d++) {
         const res_device *v = &r->devices[d];
-        fprintf(out, "  %-16s %-4s %9lld %9lld %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n",
-                dp_esc(name, sizeof name, v->name), dp_esc(kind, sizeof kind, v->kind), (long long)v->samples,
-                (long long)v->batches, v->compute_s, v->send_s, v->recv_s, v->wait_s, v->bytes_sent / 1e6,
-                v->bytes_recv / 1e6, v->data_ready_s);
+        device_figures(v, x);
+        device_row(out, dp_esc(name, sizeof name, v->name), dp_esc(kind, sizeof kind, v->kind), x);
     }
+    if (shown == n)
+        return;
+    fprintf(out, "  %-16s\n", "...");
+    double *col = dp_malloc(n * sizeof *col);
+    if (!col) {
+        fprintf(out, "  (out of memory for the summary)\n");
+        return;
+    }
+    double lo[REPORT_COLS], med[REPORT_COLS], hi[REPORT_COLS];
+    for (int c = 0; c < REPORT_COLS; c++) {
+        for (size_t d = 0; d < n; d++) {
+            device_figures(&r->devices[d], x);
+            col[d] = x[c];
+        }
+        qsort(col, n, sizeof *col, by_value);
+        lo[c] = col[0];
+        hi[c] = col[n - 1];
+        med[c] = n % 2 ? col[n / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
+    }
+    dp_free(col);
+    device_row(out, "min", "", lo);
+    device_row(out, "median", "", med);
+    device_row(out, "max", "", hi);
 }
 
 void report_json_begin(json_buf *j, const char *scenario)

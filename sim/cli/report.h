@@ -11,8 +11,9 @@
 /* The summary table: header, then one row per run. */
 void report_table_header(FILE *out);
 void report_table_row(FILE *out, const res_run *r, long long run_id);
-/* Per-device breakdown of one run. */
-void report_devices(FILE *out, const res_run *r);
+/* Per-device breakdown of one run: every device, or past 50 (unless all)
+ * the first 10 and each figure's min / median / max over all. */
+void report_devices(FILE *out, const res_run *r, int all);
 /* For a run that recorded a plan (C-ADP's plan.objective_s): one line
  * "POLICY: planned Ttotal X s vs simulated Y s (difference)".  Returns 1 if
  * printed (out NULL: only tells), 0 if the run has no plan. */
