@@ -470,6 +470,18 @@ static void read_log(plot_gp *gp, char *out, size_t cap)
 
 static int grow_items(void);
 
+/* gnuplot has its whole program: close its stdin and wait for it. */
+static pid_t gp_wait(plot_gp *gp, int *status)
+{
+    close(gp->fd);
+    gp->fd = -1;
+    pid_t w;
+    while ((w = waitpid(gp->pid, status, 0)) < 0 && errno == EINTR) {
+    }
+    gp->pid = -1;
+    return w;
+}
+
 /* A batched plot's program joins the batch (gp is freed). */
 static int batch_add(plot_gp *gp, dp_err *err)
 {
@@ -494,13 +506,8 @@ int plot_gp_close(plot_gp *gp, dp_err *err)
         return batch_add(gp, err);
     plot_gp_printf(gp, "unset output\n");
     flush_buf(gp);
-    close(gp->fd);
-    gp->fd = -1;
     int status = 0;
-    pid_t w;
-    while ((w = waitpid(gp->pid, &status, 0)) < 0 && errno == EINTR) {
-    }
-    gp->pid = -1;
+    pid_t w = gp_wait(gp, &status);
     char log[600];
     read_log(gp, log, sizeof log);
     int rc = 0;
@@ -614,13 +621,8 @@ static int batch_draw_all(int *spawn_rc, dp_err *err)
     }
     for (size_t k = 0; k < batch.n; k++)
         write_all(gp, batch.items[k].script, batch.items[k].len);
-    close(gp->fd);
-    gp->fd = -1;
     int status = 0;
-    pid_t w;
-    while ((w = waitpid(gp->pid, &status, 0)) < 0 && errno == EINTR) {
-    }
-    gp->pid = -1;
+    pid_t w = gp_wait(gp, &status);
     int ok = w >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !gp->werr;
     for (size_t k = 0; ok && k < batch.n; k++) {
         struct stat sb;
