@@ -394,20 +394,26 @@ static plot_gp *gp_new(const char *out_path, dp_err *err)
     return gp;
 }
 
+/* gp_new and gp_spawn: gnuplot running for out_path, or NULL (err says why). */
+static plot_gp *gp_start(const char *out_path, dp_err *err)
+{
+    plot_gp *gp = gp_new(out_path, err);
+    if (gp && gp_spawn(gp, err)) {
+        gp_free(gp);
+        return NULL;
+    }
+    return gp;
+}
+
 plot_gp *plot_gp_open(const char *out_path, int width_px, int height_px, dp_err *err)
 {
     const char *format;
     if (plot_format_for(out_path, &format, err))
         return NULL;
-    plot_gp *gp = gp_new(out_path, err);
+    plot_gp *gp = batch.on ? gp_new(out_path, err) : gp_start(out_path, err);
     if (!gp)
         return NULL;
-    if (batch.on)
-        gp->batched = 1;
-    else if (gp_spawn(gp, err)) {
-        gp_free(gp);
-        return NULL;
-    }
+    gp->batched = batch.on;
 
     if (!strcmp(format, "png"))
         plot_gp_printf(gp,
@@ -608,17 +614,14 @@ void plot_batch_begin(void)
 }
 
 /* Every program in one gnuplot: 1 when it exited cleanly having written
- * every part file, 0 otherwise (or when it could not start: *spawn_rc). */
-static int batch_draw_all(int *spawn_rc, dp_err *err)
+ * every part file, 0 otherwise (*started 0: it could not start, err says
+ * why). */
+static int batch_draw_all(int *started, dp_err *err)
 {
-    plot_gp *gp = gp_new(batch.items[0].out, err);
-    if (!gp || (*spawn_rc = gp_spawn(gp, err))) {
-        if (gp)
-            gp_free(gp);
-        else
-            *spawn_rc = DP_ENOMEM;
+    plot_gp *gp = gp_start(batch.items[0].out, err);
+    *started = gp != NULL;
+    if (!gp)
         return 0;
-    }
     for (size_t k = 0; k < batch.n; k++)
         write_all(gp, batch.items[k].script, batch.items[k].len);
     int status = 0;
@@ -637,27 +640,23 @@ int plot_batch_end(dp_err *err)
     batch.on = 0;
     if (!batch.n)
         return 0;
-    int rc = 0, spawn_rc = 0;
-    if (batch_draw_all(&spawn_rc, err)) {
+    int rc = 0, started = 0;
+    if (batch_draw_all(&started, err)) {
         for (size_t k = 0; !rc && k < batch.n; k++)
             if (rename(batch.items[k].part, batch.items[k].out))
                 rc = dp_err_set(err, DP_ERUN, "cannot rename %s to %s: %s", batch.items[k].part,
                                 batch.items[k].out, strerror(errno));
-    } else if (spawn_rc) {
-        rc = spawn_rc; /* gnuplot missing or not started: err says why */
+    } else if (!started) {
+        rc = err && err->code ? err->code : DP_ERUN; /* gnuplot missing or not started: err says why */
     } else {
         /* Something went wrong: draw them one by one, each with its own
          * process, so the error names the plot and quotes gnuplot. */
         for (size_t k = 0; k < batch.n; k++)
             unlink(batch.items[k].part);
         for (size_t k = 0; !rc && k < batch.n; k++) {
-            plot_gp *gp = gp_new(batch.items[k].out, err);
+            plot_gp *gp = gp_start(batch.items[k].out, err);
             if (!gp) {
-                rc = DP_ENOMEM;
-                break;
-            }
-            if ((rc = gp_spawn(gp, err))) {
-                gp_free(gp);
+                rc = err && err->code ? err->code : DP_ERUN;
                 break;
             }
             write_all(gp, batch.items[k].script, batch.items[k].len);

@@ -179,6 +179,10 @@ for g in fails reads; do
     has -i "$T/err" "table3-compare.png"
     [ -z "$(ls -A "$T/gp/t3-$g")" ] && ok || bad "reproduce with gnuplot '$g' left files: $(ls "$T/gp/t3-$g")"
 done
+# no gnuplot at all: the batch cannot start, and says so
+expect 1 env DPSIM_GNUPLOT="$T/gp/nonexistent" "$BIN" reproduce table3 --db "$T/gp/none.db" --out "$T/gp/t3-none" -q
+has -i "$T/err" "nonexistent"
+[ -z "$(ls -A "$T/gp/t3-none")" ] && ok || bad "reproduce without gnuplot left files: $(ls "$T/gp/t3-none")"
 # a gnuplot that draws one plot per process only: the same five files as one gnuplot draws
 cat >"$T/gp/single" <<'SH'
 #!/bin/sh

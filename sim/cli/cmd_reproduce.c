@@ -124,7 +124,7 @@ static void release(res_run *runs[4], res_run *rel[NREL], scn_scenario *s, scn_s
     store_close(st);
 }
 
-static int reproduce(const cli_opts *opts, const repro_args *args);
+static int reproduce(const cli_opts *o, const repro_args *a);
 
 int cmd_reproduce(int argc, char **argv)
 {
@@ -139,14 +139,12 @@ int cmd_reproduce(int argc, char **argv)
     return rc;
 }
 
-static int reproduce(const cli_opts *opts, const repro_args *args)
+static int reproduce(const cli_opts *o, const repro_args *a)
 {
-    const cli_opts o = *opts;
-    const repro_args a = *args;
-    if (o.n_pos > 1)
-        return cli_usage_error("reproduce", "unexpected argument '%s'", o.pos[1]);
-    const char *what = o.n_pos ? o.pos[0] : NULL, *db = o.db, *out = a.out, *file = a.file;
-    int json = o.json, related = a.related;
+    if (o->n_pos > 1)
+        return cli_usage_error("reproduce", "unexpected argument '%s'", o->pos[1]);
+    const char *what = o->n_pos ? o->pos[0] : NULL, *db = o->db, *out = a->out, *file = a->file;
+    int json = o->json, related = a->related;
     if (!what || strcmp(what, "table3") != 0)
         return cli_usage_error("reproduce", "say what to reproduce: table3%s%s", what ? " (got " : "",
                                what ? what : "");
@@ -155,18 +153,18 @@ static int reproduce(const cli_opts *opts, const repro_args *args)
     dp_err err = {0};
     /* the user's --set first, then each run's own (which a --set of the same
      * key cannot undo: the interconnect run is that run) */
-    size_t nu = o.n_ov;
+    size_t nu = o->n_ov;
     scn_override ov[CLI_MAX_SET + 2 * NREL];
     const char *ov_text[CLI_MAX_SET + 2 * NREL];
     for (size_t k = 0; k < nu; k++) {
-        ov[k] = o.ov[k];
-        ov_text[k] = o.ov_text[k];
+        ov[k] = o->ov[k];
+        ov_text[k] = o->ov_text[k];
     }
     scn_scenario *s = cli_load_scenario(file ? file : "builtin:paper-testbed", ov, nu, &err);
     if (!s)
         return cli_fail(&err);
     cli_catch_interrupts();
-    cli_progress_init(o.quiet || json);
+    cli_progress_init(o->quiet || json);
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

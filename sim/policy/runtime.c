@@ -1711,26 +1711,12 @@ res_run *prt_results(prt *rt)
     double T = abs_now(rt), now = sim_now(rt->e);
     for (size_t d = 0; d < rt->n; d++) /* close every open interval at T */
         set_act_at(rt, d, rt->act[d], now);
-    if (rt->tot) { /* fold, and make the totals the records read below */
-        prt_sums run = running(rt), *t = rt->tot;
-        sums_add(t, &run, rt->n, 0);
-        prt_sums sw = *t;
-        t->act_time = rt->act_time;
-        t->busy_compute = rt->busy_compute;
-        t->coll_bytes = rt->coll_bytes;
-        t->coll_busy_s = rt->coll_busy_s;
-        t->coll_recv_s = rt->coll_recv_s;
-        t->server_bytes = rt->server_bytes;
-        t->batches = rt->batches;
-        rt->act_time = sw.act_time;
-        rt->busy_compute = sw.busy_compute;
-        rt->coll_bytes = sw.coll_bytes;
-        rt->coll_busy_s = sw.coll_busy_s;
-        rt->coll_recv_s = sw.coll_recv_s;
-        rt->server_bytes = sw.server_bytes;
-        rt->batches = sw.batches;
-        rt->samples_done = sw.samples_done;
-        TL(rt)->busy_int = sw.busy_int;
+    if (rt->tot) { /* fold, then the totals become the records read below */
+        prt_sums run = running(rt);
+        sums_add(rt->tot, &run, rt->n, 0);
+        sums_add(&run, rt->tot, rt->n, 1); /* run's arrays are the runtime's; its scalars copies */
+        rt->samples_done = run.samples_done;
+        TL(rt)->busy_int = run.busy_int;
         sums_free(rt->tot);
         rt->tot = NULL;
     }
