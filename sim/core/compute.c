@@ -245,6 +245,11 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
     return dt;
 }
 
+int cmp_plain(const cmp_model *c, size_t dev)
+{
+    return !c->rng[dev] && !c->st[dev].rng && !c->s->groups[c->s->devices[dev].group].speed_trace;
+}
+
 int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s)
 {
     strag *st = &c->st[dev];

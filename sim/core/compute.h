@@ -30,6 +30,12 @@ void cmp_free(cmp_model *c);
  * its speed trace stays at 0. */
 double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double part);
 
+/* 1 when device dev's batch times depend on the batch size alone (no
+ * noise, no stragglers, no speed trace): cmp_batch_s is then a pure
+ * function of n and part, which lets the runtime put a run of batches
+ * into one event (prt_compute_left). */
+int cmp_plain(const cmp_model *c, size_t dev);
+
 /* Wall seconds straggler episodes added to device dev's batches so far
  * (counted when a batch starts; a batch cut short still counts whole). */
 double cmp_straggle_s(const cmp_model *c, size_t dev);

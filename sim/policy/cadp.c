@@ -538,15 +538,15 @@ static void local_batch(prt *rt, void *ctx)
         return;
     }
     int bs = cd->batch;
-    int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
-    prt_left(rt)[cd->d] -= n;
-    if (st_fail(rt)) {
-        cd->busy = 1;
-        cd->inflight = n;
-        prt_compute(rt, cd->d, n, 1.0, fl_batch_done, cd, NULL);
+    if (!st_fail(rt)) { /* all its batches, in one event when their times are fixed */
+        prt_compute_left(rt, cd->d, bs, local_batch, cd);
         return;
     }
-    prt_compute(rt, cd->d, n, 1.0, local_batch, cd, NULL);
+    int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
+    prt_left(rt)[cd->d] -= n;
+    cd->busy = 1;
+    cd->inflight = n;
+    prt_compute(rt, cd->d, n, 1.0, fl_batch_done, cd, NULL);
 }
 
 /* ---- failures ------------------------------------------------------------------ */

@@ -36,6 +36,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_BINS   1024
@@ -53,12 +54,15 @@
  *            e.g. every member of a collective starting or ending, share
  *            one entry)
  *   J_CSTART r = time
- *   J_CDONE  d, n = samples, a = step, r = end, r0 = start, v1 = part
+ *   J_CDONE  d, n = samples, a = step (| J_FOLDED: a batch of a run in one
+ *            event, not its last, after which the device computes on),
+ *            r = end, r0 = start, v1 = part
  *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
  *   J_RING   n = rounds, v1 = chunk
  *   J_SRV    d, v1 = bytes exchanged with the server (prt_add_server_bytes)
  *   J_EPOCH  r = time */
 typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_SRV, J_EPOCH } jkind;
+#define J_FOLDED 2
 typedef struct jent {
     uint8_t kind, a;
     uint16_t pad0;
@@ -185,6 +189,11 @@ typedef struct compute_slot {
     prt_fn fn;
     void *ctx;
     uint64_t ev; /* 0: not computing */
+    /* a run of batches in one event (prt_compute_left): fold samples in
+     * batches of n, each full one lasting w_full, a short last one w_last;
+     * fold == 0: one batch */
+    int64_t fold;
+    double w_full, w_last;
 } compute_slot;
 
 typedef struct xfer_ctx {
@@ -818,8 +827,11 @@ static void compute_done_at(prt *rt, size_t d, double t0, double now, int n, dou
                             double base)
 {
     rt->busy_compute[d] += now - t0;
-    busy_advance_to(rt, now);
-    TL(rt)->computing--;
+    if (!(step & J_FOLDED)) { /* a folded batch but the last: the device computes on */
+        busy_advance_to(rt, now);
+        TL(rt)->computing--;
+    }
+    step &= 1;
     /* a batch run in pieces (forward, backward) counts once, when whole */
     rt->part_done[d] += step ? 1 : part;
     if (rt->part_done[d] >= 1 - 1e-9) {
@@ -856,7 +868,7 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
                         rt->s->devices[d].name);
-    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0};
+    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0, 0, 0, 0};
     if (dt_out)
         *dt_out = dt;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
@@ -865,6 +877,104 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         return DP_ENOMEM;
     }
     jrec(rt, (jent){.kind = J_CSTART, .r = sim_now(rt->e)});
+    busy_advance(rt);
+    TL(rt)->computing++;
+    return 0;
+}
+
+/* DPSIM_COMPUTE_PER_BATCH=1: one event per batch always (to compare). */
+static int per_batch_only = -1;
+
+void prt_set_compute_per_batch(int on)
+{
+    per_batch_only = on != 0;
+}
+
+static int fold_allowed(void)
+{
+    if (per_batch_only < 0) {
+        const char *v = getenv("DPSIM_COMPUTE_PER_BATCH");
+        per_batch_only = v && *v && strcmp(v, "0") != 0;
+    }
+    return !per_batch_only;
+}
+
+/* Batch j (0-based) of a fold started at t0: its samples, and its end
+ * from t (its start), as the chain of events would have computed it. */
+static inline int fold_n(const compute_slot *c, int64_t j)
+{
+    int64_t rest = c->fold - j * c->n;
+    return rest < c->n ? (int)rest : c->n;
+}
+
+/* Credit the batches of a fold that end before engine time upto (at or
+ * before, unless strict: a batch ending at the instant its device drops is
+ * lost, as its pending event would be), in order, each with the records (and journal entry) its own event
+ * would have made; the last one (if credited) as the end of the computation. Returns the start of the first
+ * batch not credited and its index. */
+static double fold_credit(prt *rt, compute_slot *c, double upto, int strict, int64_t *next)
+{
+    int64_t nb = (c->fold + c->n - 1) / c->n;
+    double t = c->t0;
+    int64_t j = 0;
+    for (; j < nb; j++) {
+        int n = fold_n(c, j);
+        double t1 = t + (n == c->n ? c->w_full : c->w_last);
+        if (t1 > upto || (strict && t1 == upto))
+            break;
+        int flag = j + 1 < nb ? J_FOLDED : 0;
+        jrec(rt, (jent){.kind = J_CDONE,
+                        .a = (uint8_t)flag,
+                        .d = (int32_t)c->d,
+                        .n = n,
+                        .r = t1,
+                        .r0 = t,
+                        .v1 = 1.0});
+        compute_done_at(rt, c->d, t, t1, n, 1.0, flag, rt->base);
+        t = t1;
+    }
+    *next = j;
+    return t;
+}
+
+static void on_fold_done(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    compute_slot *c = ctx;
+    prt *rt = c->rt;
+    c->ev = 0;
+    int64_t next;
+    fold_credit(rt, c, sim_now(e), 0, &next);
+    c->fold = 0;
+    prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
+    c->fn(rt, c->ctx);
+}
+
+int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
+{
+    int64_t left = rt->left[d];
+    cmp_model *cm = world_compute(rt->w);
+    if (left <= bs || bs < 1 || !fold_allowed() || !cmp_plain(cm, d)) { /* one batch, then again */
+        int n = left < bs ? (int)left : bs;
+        rt->left[d] -= n;
+        return prt_compute(rt, d, n, 1.0, fn, ctx, NULL);
+    }
+    compute_slot *c = &TL(rt)->cslots[d];
+    double now = sim_now(rt->e);
+    int last = (int)(left % bs);
+    double w_full = cmp_batch_s(cm, d, bs, now, 1.0),
+           w_last = last ? cmp_batch_s(cm, d, last, now, 1.0) : w_full;
+    *c = (compute_slot){rt, d, bs, 1.0, 0, now, fn, ctx, 0, left, w_full, w_last};
+    double t = now;
+    for (int64_t j = 0, nb = (left + bs - 1) / bs; j < nb; j++)
+        t += fold_n(c, j) == bs ? w_full : w_last;
+    rt->left[d] = 0;
+    prt_set_act(rt, d, RES_ACT_COMPUTE);
+    if (!(c->ev = sim_at(rt->e, t, on_fold_done, c))) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    jrec(rt, (jent){.kind = J_CSTART, .r = now});
     busy_advance(rt);
     TL(rt)->computing++;
     return 0;
@@ -961,6 +1071,12 @@ static void drop_compute(prt *rt, size_t d)
     jbreak(rt);
     sim_cancel(rt->e, c->ev);
     c->ev = 0;
+    if (c->fold) { /* the batches done by now count; the rest is left undone */
+        int64_t next;
+        c->t0 = fold_credit(rt, c, sim_now(rt->e), 1, &next);
+        rt->left[d] = c->fold - (next + 1) * c->n > 0 ? c->fold - (next + 1) * c->n : 0;
+        c->fold = 0;
+    }
     rt->busy_compute[d] += sim_now(rt->e) - c->t0;
     busy_advance(rt); /* the utilisation integral: one device fewer computing */
     TL(rt)->computing--;

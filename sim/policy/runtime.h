@@ -167,6 +167,17 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
  * peak_flops linear, batch_time scaled linearly as batch_time * n / batch
  * instead of the ceil model of whole batches), counted as one batch. */
 int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_out);
+/* Device d computes its prt_left(rt)[d] samples in batches of bs (the last
+ * may be short; prt_compute's ceil model), then fn(rt, ctx) runs with
+ * prt_left(rt)[d] == 0: after one batch when it has more than one to go
+ * and its batch times vary (noise, stragglers, a speed trace; call again),
+ * or after all of them in one engine event when they do not (cmp_plain).
+ * Such a run of batches gives every batch the end time, records and FLOPS
+ * of its own event; what moves is only the order of equal-time events and
+ * of the run's sums (docs/MODEL.md).  DPSIM_COMPUTE_PER_BATCH=1 or
+ * prt_set_compute_per_batch(1) turns it off. */
+int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx);
+void prt_set_compute_per_batch(int on);
 /* Send every device with data_bytes[d] > 0 or model its share and the model
  * from the server, all flows at once; per_dev(rt, ctx_d) runs when device
  * d holds both; `skip[d]` (may be NULL) leaves a device out entirely. */
