@@ -25,9 +25,10 @@ typedef struct strag {
 struct cmp_model {
     const scn_scenario *s;
     size_t n;
-    gsl_rng **rng;      /* NULL entry: device without noise */
-    strag *st;          /* per device; rng NULL: no stragglers */
-    double *straggle_s; /* per device: wall seconds added by episodes */
+    gsl_rng **rng;        /* NULL entry: device without noise */
+    strag *st;            /* per device; rng NULL: no stragglers */
+    double *straggle_s;   /* per device: wall seconds added by episodes */
+    unsigned char *plain; /* per device: cmp_plain (no walk to its group) */
 };
 
 /* splitmix64: decorrelates (seed, device) into one 64-bit stream seed. */
@@ -61,10 +62,11 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     cmp_model *c = dp_calloc(1, sizeof *c);
     size_t nd = s->n_devices ? s->n_devices : 1;
     if (!c || !(c->rng = dp_calloc(nd, sizeof *c->rng)) || !(c->st = dp_calloc(nd, sizeof *c->st)) ||
-        !(c->straggle_s = dp_calloc(nd, sizeof *c->straggle_s))) {
+        !(c->straggle_s = dp_calloc(nd, sizeof *c->straggle_s)) || !(c->plain = dp_calloc(nd, 1))) {
         if (c) {
             dp_free(c->rng);
             dp_free(c->st);
+            dp_free(c->straggle_s);
         }
         dp_free(c);
         dp_err_set(err, DP_ENOMEM, "compute model: out of memory");
@@ -100,6 +102,8 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             gsl_rng_set(c->rng[i], sd ? sd : 1);
         }
     }
+    for (size_t i = 0; i < c->n; i++)
+        c->plain[i] = !c->rng[i] && !c->st[i].rng && !s->groups[s->devices[i].group].speed_trace;
     return c;
 }
 
@@ -118,6 +122,7 @@ void cmp_free(cmp_model *c)
     dp_free(c->rng);
     dp_free(c->st);
     dp_free(c->straggle_s);
+    dp_free(c->plain);
     dp_free(c);
 }
 
@@ -247,7 +252,7 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
 
 int cmp_plain(const cmp_model *c, size_t dev)
 {
-    return !c->rng[dev] && !c->st[dev].rng && !c->s->groups[c->s->devices[dev].group].speed_trace;
+    return c->plain[dev];
 }
 
 int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s)

@@ -152,7 +152,7 @@ struct net {
     size_t n_heap, cap_heap;
     int *deferred; /* links whose level changed while a bottleneck froze its flows */
     size_t n_deferred, cap_deferred;
-    flow **finished;
+    struct fin_ent *finished; /* a completion's flows, with their start order (report_done) */
     size_t cap_finished;
     /* star fast path (net_star.c) */
     int star;        /* on: the flows are held by net_star.c's sets */
@@ -168,6 +168,13 @@ struct net {
 };
 
 #define NO_FLOW UINT32_MAX
+
+/* A finished flow and its seq, kept beside it so that sorting 10^6 flows
+ * ending at one instant does not chase 10^6 pointers per comparison. */
+typedef struct fin_ent {
+    uint64_t seq;
+    flow *f;
+} fin_ent;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -1022,7 +1029,7 @@ oom:
 
 static int by_seq(const void *a, const void *b)
 {
-    const flow *x = *(flow *const *)a, *y = *(flow *const *)b;
+    const fin_ent *x = a, *y = b;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -1042,11 +1049,11 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
     for (size_t k = 0; k < n->n_active;) {
         flow *f = F(n, n->active[k]);
         if (f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) {
-            if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(flow *))) {
+            if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent))) {
                 k++;
                 continue;
             }
-            n->finished[nf++] = f;
+            n->finished[nf++] = (fin_ent){f->seq, f};
             n->active[k] = n->active[--n->n_active]; /* swap-remove */
             if (k < n->n_active)
                 F(n, n->active[k])->apos = (uint32_t)k;
@@ -1069,9 +1076,9 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
 static void report_done(net *n, size_t nf)
 {
     if (nf > 1)
-        qsort(n->finished, nf, sizeof(flow *), by_seq);
+        qsort(n->finished, nf, sizeof(fin_ent), by_seq);
     for (size_t k = 0; k < nf; k++) {
-        flow *f = n->finished[k];
+        flow *f = n->finished[k].f;
         net_done_fn cb = f->done;
         void *cctx = f->ctx;
         uint64_t fid = flow_id(f);

@@ -635,14 +635,14 @@ static void star_on_done(net *n)
                 double t = set ? u_fin(hb, f) : f->fin;
                 if (!(t <= now || star_rem(n, f, now) <= 1e-9 * f->bytes))
                     break;
-                if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(flow *)))
+                if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent)))
                     break;
                 star_detach(n, f, now);
                 f->sset = STAR_OFF;
                 star_disown(n, f);
                 active_remove(n, f);
                 flow_links_end(n, f, f->bytes);
-                n->finished[nf++] = f;
+                n->finished[nf++] = (fin_ent){f->seq, f};
             }
         }
     }

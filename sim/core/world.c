@@ -14,6 +14,7 @@
 #include <gsl/gsl_randist.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A tracked transfer (worlds with failures). */
 typedef struct xf {
@@ -50,10 +51,15 @@ struct world {
     net *n;
     cmp_model *c;
     size_t nd;
-    int *up, *down, *pup, *pdown; /* per device */
-    int *grp;                     /* per device: its group (world_path: no walk of the device records) */
-    int nic_up, nic_down;         /* -1 when unlimited */
-    int *wan;                     /* [a * n_sites + b] directed link a -> b, -1 none */
+    /* per device, what a route needs in one place (world_path touches one
+     * cache line per device instead of five arrays and its group) */
+    struct wroute {
+        int up, down, pup, pdown; /* its links; pup/pdown -1 without an interconnect */
+        int site;                 /* its group's */
+        double lat;               /* its access links' latency */
+    } * r;
+    int nic_up, nic_down; /* -1 when unlimited */
+    int *wan;             /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
     /* Site pairs with no WAN entry of their own but a route over others:
      * [a * n_sites + b] offset into route_links (-1: no route), hop count,
@@ -241,10 +247,15 @@ done:
     return rc;
 }
 
-static int add(world *w, double cap, const trace *tr, const char *fmt, const char *name, dp_err *err)
+/* A link named a followed by b (no format: two per device were a tenth of
+ * setting up a world of 10^6 devices). */
+static int add(world *w, double cap, const trace *tr, const char *a, const char *b, dp_err *err)
 {
     char buf[160];
-    snprintf(buf, sizeof buf, fmt, name);
+    size_t na = strnlen(a, sizeof buf - 1), nb = strnlen(b, sizeof buf - 1 - na);
+    memcpy(buf, a, na);
+    memcpy(buf + na, b, nb);
+    buf[na + nb] = '\0';
     int l = net_link_add(w->n, cap, tr, buf);
     if (l < 0)
         dp_err_set(err, DP_ENOMEM, "world: cannot add link %s", buf);
@@ -265,32 +276,28 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     size_t ns = s->n_sites;
     if (!(w->e = sim_engine_new(err)) || !(w->n = net_new(w->e, err)) || !(w->c = cmp_new(s, seed, err)))
         goto fail;
-    w->up = dp_calloc(w->nd + 1, sizeof(int));
-    w->down = dp_calloc(w->nd + 1, sizeof(int));
-    w->pup = dp_calloc(w->nd + 1, sizeof(int));
-    w->pdown = dp_calloc(w->nd + 1, sizeof(int));
-    w->grp = dp_calloc(w->nd + 1, sizeof(int));
+    w->r = dp_calloc(w->nd + 1, sizeof *w->r);
     w->wan = dp_calloc(ns * ns + 1, sizeof(int));
     w->wan_lat = dp_calloc(ns * ns + 1, sizeof(double));
-    if (!w->up || !w->down || !w->pup || !w->pdown || !w->grp || !w->wan || !w->wan_lat) {
+    if (!w->r || !w->wan || !w->wan_lat) {
         dp_err_set(err, DP_ENOMEM, "world: out of memory");
         goto fail;
     }
     w->nic_up = w->nic_down = -1;
     if (isfinite(s->server.nic_up_Bps) &&
-        (w->nic_up = add(w, s->server.nic_up_Bps, NULL, "server.nic.up%s", "", err)) < 0)
+        (w->nic_up = add(w, s->server.nic_up_Bps, NULL, "server.nic.up", "", err)) < 0)
         goto fail;
     if (isfinite(s->server.nic_down_Bps) &&
-        (w->nic_down = add(w, s->server.nic_down_Bps, NULL, "server.nic.down%s", "", err)) < 0)
+        (w->nic_down = add(w, s->server.nic_down_Bps, NULL, "server.nic.down", "", err)) < 0)
         goto fail;
     for (size_t i = 0; i < ns * ns; i++)
         w->wan[i] = -1;
     for (size_t k = 0; k < s->n_wan; k++) {
         const scn_wan *x = &s->wan[k];
         char nm[160];
-        snprintf(nm, sizeof nm, "%s-%s", s->sites[x->site_a], s->sites[x->site_b]);
-        int ab = add(w, x->bandwidth_Bps, x->trace, "wan.%s.fwd", nm, err);
-        int ba = ab < 0 ? -1 : add(w, x->bandwidth_Bps, x->trace, "wan.%s.rev", nm, err);
+        snprintf(nm, sizeof nm, "wan.%s-%s", s->sites[x->site_a], s->sites[x->site_b]);
+        int ab = add(w, x->bandwidth_Bps, x->trace, nm, ".fwd", err);
+        int ba = ab < 0 ? -1 : add(w, x->bandwidth_Bps, x->trace, nm, ".rev", err);
         if (ab < 0 || ba < 0)
             goto fail;
         w->wan[(size_t)x->site_a * ns + (size_t)x->site_b] = ab;
@@ -298,18 +305,19 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         w->wan_lat[(size_t)x->site_a * ns + (size_t)x->site_b] = x->latency_s;
         w->wan_lat[(size_t)x->site_b * ns + (size_t)x->site_a] = x->latency_s;
     }
-    for (size_t d = 0; d < w->nd; d++)
-        w->grp[d] = s->devices[d].group;
     for (size_t d = 0; d < w->nd; d++) {
         const scn_group *g = &s->groups[s->devices[d].group];
         const char *nm = s->devices[d].name;
-        if ((w->up[d] = add(w, g->link.up_Bps, g->link.up_trace, "%s.up", nm, err)) < 0 ||
-            (w->down[d] = add(w, g->link.down_Bps, g->link.down_trace, "%s.down", nm, err)) < 0)
+        struct wroute *r = &w->r[d];
+        r->site = g->site;
+        r->lat = g->link.latency_s;
+        if ((r->up = add(w, g->link.up_Bps, g->link.up_trace, nm, ".up", err)) < 0 ||
+            (r->down = add(w, g->link.down_Bps, g->link.down_trace, nm, ".down", err)) < 0)
             goto fail;
-        w->pup[d] = w->pdown[d] = -1;
+        r->pup = r->pdown = -1;
         if (s->interconnect.bandwidth_Bps > 0 &&
-            ((w->pup[d] = add(w, s->interconnect.bandwidth_Bps, NULL, "%s.peer.up", nm, err)) < 0 ||
-             (w->pdown[d] = add(w, s->interconnect.bandwidth_Bps, NULL, "%s.peer.down", nm, err)) < 0))
+            ((r->pup = add(w, s->interconnect.bandwidth_Bps, NULL, nm, ".peer.up", err)) < 0 ||
+             (r->pdown = add(w, s->interconnect.bandwidth_Bps, NULL, nm, ".peer.down", err)) < 0))
             goto fail;
     }
     if (dyn_init(w, seed, err))
@@ -329,11 +337,7 @@ void world_free(world *w)
     net_free(w->n);
     sim_engine_free(w->e);
     cmp_free(w->c);
-    dp_free(w->up);
-    dp_free(w->grp);
-    dp_free(w->down);
-    dp_free(w->pup);
-    dp_free(w->pdown);
+    dp_free(w->r);
     dp_free(w->wan);
     dp_free(w->wan_lat);
     dp_free(w->route_off);
@@ -369,24 +373,24 @@ size_t world_n_devices(const world *w)
 }
 int world_dev_up(const world *w, size_t d)
 {
-    return w->up[d];
+    return w->r[d].up;
 }
 int world_dev_down(const world *w, size_t d)
 {
-    return w->down[d];
+    return w->r[d].down;
 }
 int world_dev_peer_up(const world *w, size_t d)
 {
-    return w->pup[d];
+    return w->r[d].pup;
 }
 int world_dev_peer_down(const world *w, size_t d)
 {
-    return w->pdown[d];
+    return w->r[d].pdown;
 }
 
 static int site_of(const world *w, int node)
 {
-    return node == 0 ? w->s->server.site : w->s->groups[w->grp[node - 1]].site;
+    return node == 0 ? w->s->server.site : w->r[node - 1].site;
 }
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)
@@ -402,8 +406,8 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
         if (w->nic_up >= 0)
             links[k++] = w->nic_up;
     } else {
-        links[k++] = peer ? w->pup[from - 1] : w->up[from - 1];
-        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->grp[from - 1]].link.latency_s;
+        links[k++] = peer ? w->r[from - 1].pup : w->r[from - 1].up;
+        lat += peer ? w->s->interconnect.latency_s : w->r[from - 1].lat;
     }
     /* WAN between sites: the pair's own link, else the least-latency route
      * over other sites' links; sites no WAN links connect have a direct
@@ -425,8 +429,8 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
         if (w->nic_down >= 0)
             links[k++] = w->nic_down;
     } else {
-        links[k++] = peer ? w->pdown[to - 1] : w->down[to - 1];
-        lat += peer ? w->s->interconnect.latency_s : w->s->groups[w->grp[to - 1]].link.latency_s;
+        links[k++] = peer ? w->r[to - 1].pdown : w->r[to - 1].down;
+        lat += peer ? w->s->interconnect.latency_s : w->r[to - 1].lat;
     }
     *n_links = k;
     *latency_s = lat;
@@ -615,8 +619,8 @@ static int dyn_init(world *w, uint64_t seed, dp_err *err)
         size_t k = 0;
         for (size_t d = 0; d < w->nd; d++) {
             const scn_outages *o = &s->groups[s->devices[d].group].link.outages;
-            k = add_outages(w, w->up[d], o, k);
-            k = k == (size_t)-1 ? k : add_outages(w, w->down[d], o, k);
+            k = add_outages(w, w->r[d].up, o, k);
+            k = k == (size_t)-1 ? k : add_outages(w, w->r[d].down, o, k);
             if (k == (size_t)-1)
                 return dp_err_set(err, DP_ENOMEM, "world: out of memory");
         }
@@ -648,11 +652,11 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
         return;
     }
     for (size_t d = 0; d < w->nd; d++) {
-        int k = link == w->up[d]      ? 0
-                : link == w->down[d]  ? 1
-                : link == w->pup[d]   ? 2
-                : link == w->pdown[d] ? 3
-                                      : -1;
+        int k = link == w->r[d].up      ? 0
+                : link == w->r[d].down  ? 1
+                : link == w->r[d].pup   ? 2
+                : link == w->r[d].pdown ? 3
+                                        : -1;
         if (k >= 0) {
             *dev = (int)d;
             *dir = k;
