@@ -26,7 +26,7 @@ struct cmp_model {
     const scn_scenario *s;
     size_t n;
     gsl_rng **rng;        /* NULL entry: device without noise */
-    strag *st;            /* per device; rng NULL: no stragglers */
+    strag *st;            /* per device, NULL when no group has stragglers; rng NULL: none */
     double *straggle_s;   /* per device: wall seconds added by episodes */
     unsigned char *plain; /* per device: cmp_plain (no walk to its group) */
 };
@@ -61,7 +61,11 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
 {
     cmp_model *c = dp_calloc(1, sizeof *c);
     size_t nd = s->n_devices ? s->n_devices : 1;
-    if (!c || !(c->rng = dp_calloc(nd, sizeof *c->rng)) || !(c->st = dp_calloc(nd, sizeof *c->st)) ||
+    int strag_any = 0;
+    for (size_t g = 0; g < s->n_groups; g++)
+        strag_any |= s->groups[g].count > 0 && s->groups[g].stragglers.every_s > 0;
+    if (!c || !(c->rng = dp_calloc(nd, sizeof *c->rng)) ||
+        (strag_any && !(c->st = dp_calloc(nd, sizeof *c->st))) ||
         !(c->straggle_s = dp_calloc(nd, sizeof *c->straggle_s)) || !(c->plain = dp_calloc(nd, 1))) {
         if (c) {
             dp_free(c->rng);
@@ -74,7 +78,7 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     }
     c->s = s;
     c->n = s->n_devices;
-    for (size_t i = 0; i < c->n; i++) {
+    for (size_t i = 0; c->st && i < c->n; i++) {
         const scn_stragglers *sg = &s->groups[s->devices[i].group].stragglers;
         if (!(sg->every_s > 0))
             continue;
@@ -103,7 +107,7 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         }
     }
     for (size_t i = 0; i < c->n; i++)
-        c->plain[i] = !c->rng[i] && !c->st[i].rng && !s->groups[s->devices[i].group].speed_trace;
+        c->plain[i] = !c->rng[i] && !(c->st && c->st[i].rng) && !s->groups[s->devices[i].group].speed_trace;
     return c;
 }
 
@@ -114,6 +118,8 @@ void cmp_free(cmp_model *c)
     for (size_t i = 0; i < c->n; i++) {
         if (c->rng[i])
             gsl_rng_free(c->rng[i]);
+        if (!c->st)
+            continue;
         if (c->st[i].rng)
             gsl_rng_free(c->st[i].rng);
         dp_free(c->st[i].ep_s);
@@ -241,7 +247,7 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
         double s2 = log1p(g->noise_cv * g->noise_cv);
         w *= gsl_ran_lognormal(c->rng[dev], -0.5 * s2, sqrt(s2));
     }
-    if (!c->st[dev].rng)
+    if (!c->st || !c->st[dev].rng)
         return cmp_stretch(g->speed_trace, t_start_s, w);
     double dt = stretch_strag(c, dev, g->speed_trace, t_start_s, w);
     double plain = cmp_stretch(g->speed_trace, t_start_s, w);
@@ -257,9 +263,9 @@ int cmp_plain(const cmp_model *c, size_t dev)
 
 int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s)
 {
-    strag *st = &c->st[dev];
-    if (!st->rng)
+    if (!c->st || !c->st[dev].rng)
         return 0;
+    strag *st = &c->st[dev];
     long k = strag_find(st, &c->s->groups[c->s->devices[dev].group].stragglers, st->head, t);
     if (k < 0)
         return DP_ENOMEM;
