@@ -135,6 +135,9 @@ struct sim_engine {
     uint32_t n_hs, cap_hs;
     uint32_t *htab; /* open addressing: indices into hs, 0 = empty */
     size_t htab_cap;
+    sim_prefetch_fn *pf; /* per handler index (sim_set_prefetch), NULL: none */
+    void **pf_ctx;
+    uint32_t cap_pf;
     sim_handler h_last; /* the last handler looked up, and its index */
     uint32_t h_last_i;
     uint64_t seq;
@@ -182,6 +185,8 @@ void sim_engine_free(sim_engine *e)
     dp_free(e->slots);
     dp_free(e->hs);
     dp_free(e->htab);
+    dp_free(e->pf);
+    dp_free(e->pf_ctx);
     dp_free(e);
 }
 
@@ -716,6 +721,32 @@ double sim_next_time(sim_engine *e)
     return e->n ? e->heap[0].t : INFINITY;
 }
 
+int sim_set_prefetch(sim_engine *e, sim_handler h, sim_prefetch_fn fn, void *pctx)
+{
+    uint32_t i = handler_index(e, h);
+    if (!i)
+        return DP_ENOMEM;
+    if (i >= e->cap_pf) {
+        uint32_t nc = e->cap_hs > i ? e->cap_hs : i + 1;
+        sim_prefetch_fn *np = dp_realloc(e->pf, nc * sizeof *np);
+        if (!np)
+            return DP_ENOMEM;
+        e->pf = np;
+        void **nx = dp_realloc(e->pf_ctx, nc * sizeof *nx);
+        if (!nx)
+            return DP_ENOMEM;
+        e->pf_ctx = nx;
+        for (uint32_t k = e->cap_pf; k < nc; k++) {
+            e->pf[k] = NULL;
+            e->pf_ctx[k] = NULL;
+        }
+        e->cap_pf = nc;
+    }
+    e->pf[i] = fn;
+    e->pf_ctx[i] = pctx;
+    return 0;
+}
+
 int sim_step(sim_engine *e)
 {
     if (e->err)
@@ -730,6 +761,15 @@ int sim_step(sim_engine *e)
     sim_handler h = e->hs[sl->h];
     void *ctx = sl->u.ctx;
     uint64_t id = ((uint64_t)sl->gen << 32) | s;
+    if (e->pf && e->n > 1) { /* the next event's data, while this one runs */
+        const hent *b = &e->heap[1];
+        for (size_t k = 2; k < e->n && k <= 4; k++)
+            if (before(&e->heap[k], b))
+                b = &e->heap[k];
+        const slot *ns = &e->slots[slot_of(b)];
+        if (ns->h < e->cap_pf && e->pf[ns->h])
+            e->pf[ns->h](e->pf_ctx[ns->h], ns->u.ctx);
+    }
     slot_put(e, s); /* before the call: the handler may schedule */
     e->live--;
     e->now = top.t;

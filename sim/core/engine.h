@@ -52,6 +52,13 @@ void sim_stop(sim_engine *e);
 size_t sim_pending(const sim_engine *e);
 /* Events run so far. */
 uint64_t sim_events_run(const sim_engine *e);
+/* A hint, never a change of behaviour: when the event after the one about
+ * to run is h's, fn(pctx, its ctx) runs first, to issue prefetches of the
+ * memory h will touch (with 10^6 devices an event's records are cache
+ * misses; fetched while the current event runs, they are not).  fn must
+ * not read what it prefetches nor change anything.  0 or DP_ENOMEM. */
+typedef void (*sim_prefetch_fn)(void *pctx, void *ctx);
+int sim_set_prefetch(sim_engine *e, sim_handler h, sim_prefetch_fn fn, void *pctx);
 /* Time of the earliest pending event (INFINITY when none). */
 double sim_next_time(sim_engine *e);
 /* Restart the clock at 0: every pending event's time becomes 0 and now

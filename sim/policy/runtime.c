@@ -367,6 +367,31 @@ static void copy_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+static void on_fold_done(sim_engine *e, void *ctx, uint64_t id);
+static void on_compute_done(sim_engine *e, void *ctx, uint64_t id);
+
+/* The records a batch's end touches (compute_done_at, set_act_at), fetched
+ * while the event before it runs (sim_set_prefetch): the slot's device is
+ * its index in cslots, so nothing cold is read here. */
+static void compute_prefetch(void *pctx, void *ctx)
+{
+    prt *rt = pctx;
+    const compute_slot *c = ctx;
+    size_t d = (size_t)(c - TL(rt)->cslots);
+    __builtin_prefetch(c);
+    __builtin_prefetch((const char *)c + 64);
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    __builtin_prefetch(&rt->busy_compute[d]);
+    __builtin_prefetch(&rt->batches[d]);
+    __builtin_prefetch(&rt->part_done[d]);
+    __builtin_prefetch(&rt->left[d]);
+    __builtin_prefetch(&rt->server_bytes[d]);
+    __builtin_prefetch(&rt->coll_dev[d]);
+}
+
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
     prt *rt = dp_calloc(1, sizeof(prt) + sizeof(timeline));
@@ -418,6 +443,11 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         goto fail;
     }
     rt->may_fail = scn_has_failures(s);
+    if (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
+        sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt)) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto fail;
+    }
     ff_init(rt);
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
