@@ -39,7 +39,7 @@ typedef struct link {
      * devices' links). */
     double cap; /* in effect: 0 while down */
     int n_active;
-    int down; /* an outage: carries nothing whatever its nominal capacity */
+    int down;      /* an outage: carries nothing whatever its nominal capacity */
     double bytes;  /* delivered by finished flows, since the last net_fold */
     double busy_s; /* closed busy intervals, likewise */
     double busy_since;
@@ -161,6 +161,8 @@ struct net {
     struct fin_ent *finished; /* a completion's flows, with their start order (report_done) */
     size_t cap_finished;
     /* star fast path (net_star.c) */
+    net_namer_fn namer; /* names of links added without one */
+    void *namer_ctx;
     int star;        /* on: the flows are held by net_star.c's sets */
     int star_off;    /* DPSIM_NET_NO_STAR */
     size_t star_min; /* fewest active flows to enter */
@@ -382,7 +384,16 @@ double net_link_capacity(const net *n, int l)
 }
 const char *net_link_name(const net *n, int l)
 {
-    return n->links[l].name ? n->links[l].name : "link";
+    static _Thread_local char buf[256];
+    if (n->links[l].name)
+        return n->links[l].name;
+    return n->namer ? n->namer(n->namer_ctx, l, buf, sizeof buf) : "link";
+}
+
+void net_set_namer(net *n, net_namer_fn fn, void *ctx)
+{
+    n->namer = fn;
+    n->namer_ctx = ctx;
 }
 size_t net_link_count(const net *n)
 {

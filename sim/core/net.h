@@ -52,7 +52,16 @@ int net_link_set_down(net *n, int link, int down);
 /* The highest share of the link's capacity its flows used at once, in
  * [0, 1] (rates are constant between reshares, so this is exact). */
 double net_link_peak_util(const net *n, int link);
+/* The link's name: the one given to net_link_add, else the namer's
+ * (net_set_namer, written into a per-thread buffer valid until the next
+ * call on the thread), else "link". */
 const char *net_link_name(const net *n, int link);
+/* Names for links added without one, made when asked for: a world of 10^6
+ * devices has 2x10^6 access links whose names only an error message or a
+ * report ever reads.  fn writes link's name into buf (cap bytes) and
+ * returns buf. */
+typedef const char *(*net_namer_fn)(void *ctx, int link, char *buf, size_t cap);
+void net_set_namer(net *n, net_namer_fn fn, void *ctx);
 size_t net_link_count(const net *n);
 /* 1 if the link's capacity follows a trace. */
 int net_link_has_trace(const net *n, int link);

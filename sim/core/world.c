@@ -59,7 +59,10 @@ struct world {
         double lat;               /* its access links' latency */
     } * r;
     int nic_up, nic_down; /* -1 when unlimited */
-    int *wan;             /* [a * n_sites + b] directed link a -> b, -1 none */
+    /* device d's access (and peer) links are dev_link0 + per_dev * d + k,
+     * k = up, down (, peer up, peer down): named when asked (dev_link_name) */
+    int dev_link0, per_dev;
+    int *wan; /* [a * n_sites + b] directed link a -> b, -1 none */
     double *wan_lat;
     /* Site pairs with no WAN entry of their own but a route over others:
      * [a * n_sites + b] offset into route_links (-1: no route), hop count,
@@ -264,6 +267,22 @@ static int add(world *w, double cap, const trace *tr, const char *a, const char 
 
 static int dyn_init(world *w, uint64_t seed, dp_err *err);
 
+/* A device link's name, as a named one would have been ("<device>.up",
+ * ".down", ".peer.up", ".peer.down"; at most 159 bytes). */
+static const char *dev_link_name(void *ctx, int link, char *buf, size_t cap)
+{
+    static const char *const sfx[] = {".up", ".down", ".peer.up", ".peer.down"};
+    const world *w = ctx;
+    int dev, dir;
+    world_link_owner(w, link, &dev, &dir);
+    if (dev < 0 || cap == 0)
+        return "link";
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s%s", w->s->devices[dev].name, sfx[dir]);
+    snprintf(buf, cap, "%s", nm);
+    return buf;
+}
+
 world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
 {
     world *w = dp_calloc(1, sizeof *w);
@@ -305,20 +324,23 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         w->wan_lat[(size_t)x->site_a * ns + (size_t)x->site_b] = x->latency_s;
         w->wan_lat[(size_t)x->site_b * ns + (size_t)x->site_a] = x->latency_s;
     }
+    w->dev_link0 = (int)net_link_count(w->n);
+    w->per_dev = s->interconnect.bandwidth_Bps > 0 ? 4 : 2;
+    net_set_namer(w->n, dev_link_name, w);
     for (size_t d = 0; d < w->nd; d++) {
         const scn_group *g = &s->groups[s->devices[d].group];
-        const char *nm = s->devices[d].name;
         struct wroute *r = &w->r[d];
         r->site = g->site;
         r->lat = g->link.latency_s;
-        if ((r->up = add(w, g->link.up_Bps, g->link.up_trace, nm, ".up", err)) < 0 ||
-            (r->down = add(w, g->link.down_Bps, g->link.down_trace, nm, ".down", err)) < 0)
-            goto fail;
         r->pup = r->pdown = -1;
-        if (s->interconnect.bandwidth_Bps > 0 &&
-            ((r->pup = add(w, s->interconnect.bandwidth_Bps, NULL, nm, ".peer.up", err)) < 0 ||
-             (r->pdown = add(w, s->interconnect.bandwidth_Bps, NULL, nm, ".peer.down", err)) < 0))
+        if ((r->up = net_link_add(w->n, g->link.up_Bps, g->link.up_trace, NULL)) < 0 ||
+            (r->down = net_link_add(w->n, g->link.down_Bps, g->link.down_trace, NULL)) < 0 ||
+            (w->per_dev == 4 &&
+             ((r->pup = net_link_add(w->n, s->interconnect.bandwidth_Bps, NULL, NULL)) < 0 ||
+              (r->pdown = net_link_add(w->n, s->interconnect.bandwidth_Bps, NULL, NULL)) < 0))) {
+            dp_err_set(err, DP_ENOMEM, "world: cannot add the links of device %s", s->devices[d].name);
             goto fail;
+        }
     }
     if (dyn_init(w, seed, err))
         goto fail;
@@ -653,17 +675,10 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
         *dir = link == w->nic_down;
         return;
     }
-    for (size_t d = 0; d < w->nd; d++) {
-        int k = link == w->r[d].up      ? 0
-                : link == w->r[d].down  ? 1
-                : link == w->r[d].pup   ? 2
-                : link == w->r[d].pdown ? 3
-                                        : -1;
-        if (k >= 0) {
-            *dev = (int)d;
-            *dir = k;
-            return;
-        }
+    if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
+        *dev = (link - w->dev_link0) / w->per_dev; /* added in this order (world_new) */
+        *dir = (link - w->dev_link0) % w->per_dev;
+        return;
     }
     size_t ns = w->s->n_sites;
     for (size_t i = 0; i < w->s->n_wan; i++) {
