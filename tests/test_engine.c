@@ -352,7 +352,8 @@ Test(engine, matches_reference_order)
  * must each fire with their own ctx, in time order. */
 #define HANDLERS(X)                                                                                          \
     X(0)                                                                                                     \
-    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+    X(1)                                                                                                     \
+    X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19)      \
         X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35)      \
             X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51)  \
                 X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66)    \
@@ -469,6 +470,52 @@ Test(engine, out_of_memory_in_rebuild_loses_nothing)
         cr_expect_eq(cmp_bad, 0);
         for (int i = 0; i < 20000; i++)
             cr_expect_eq(ev[i].fired, 1, "event %d", i);
+        sim_engine_free(e);
+    }
+}
+
+/* sim_set_prefetch: the hint runs before each event for the event after it
+ * (the earliest pending then), with that event's ctx, and changes nothing:
+ * the order is the same with and without it. */
+static int pf_seen[16], pf_n;
+static void pf_rec(void *pctx, void *ctx)
+{
+    (void)pctx;
+    if (pf_n < 16)
+        pf_seen[pf_n++] = ((tagged *)ctx)->tag;
+}
+
+static void other(sim_engine *e, void *ctx, uint64_t id)
+{
+    rec(e, ctx, id);
+}
+
+Test(engine, prefetch_hint_sees_the_next_event_and_changes_nothing)
+{
+    for (int with = 0; with < 2; with++) {
+        sim_engine *e = sim_engine_new(NULL);
+        logger lg = {.n = 0};
+        tagged t[6];
+        double times[6] = {3.0, 1.0, 2.0, 1.0, 1.0, 0.5};
+        pf_n = 0;
+        if (with)
+            cr_assert_eq(sim_set_prefetch(e, rec, pf_rec, NULL), 0);
+        for (int i = 0; i < 6; i++) {
+            t[i] = (tagged){&lg, i};
+            cr_assert(sim_at(e, times[i], i == 2 ? other : rec, &t[i]) != 0);
+        }
+        cr_expect_eq(sim_run(e, INFINITY), 6);
+        int want[6] = {5, 1, 3, 4, 2, 0};
+        for (int i = 0; i < 6; i++)
+            cr_expect_eq(lg.log[i], want[i], "position %d: got %d want %d", i, lg.log[i], want[i]);
+        if (with) { /* before each of 5, 1, 3, 4, 2 runs: the next (2's handler has no hint) */
+            int pf_want[] = {1, 3, 4, 0};
+            cr_expect_eq(pf_n, 4, "%d hints", pf_n);
+            for (int i = 0; i < 4 && i < pf_n; i++)
+                cr_expect_eq(pf_seen[i], pf_want[i], "hint %d: %d", i, pf_seen[i]);
+        } else {
+            cr_expect_eq(pf_n, 0);
+        }
         sim_engine_free(e);
     }
 }

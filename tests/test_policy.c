@@ -804,6 +804,40 @@ static const char *ROUTED = "name: routed\n"
                             "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
                             "policies: { ddp: { data: shard } }\n";
 
+/* Every link's name and owner: the server NIC and WAN links are named when
+ * added, device links when asked (from their index), with an interconnect
+ * too. */
+Test(policy, link_names_and_owners)
+{
+    scn_override ov[] = {{"interconnect.bandwidth", "1Gbps"}, {"server.nic.up", "100Mbps"}};
+    scn_scenario *s = load(ROUTED, ov, 2);
+    dp_err err = {0};
+    world *w = world_new(s, 1, &err);
+    cr_assert(w, "%s", err.msg);
+    net *n = world_net(w);
+    int dev, dir;
+    const char *want[] = {"a.up", "a.down", "a.peer.up", "a.peer.down"};
+    int link[] = {world_dev_up(w, 0), world_dev_down(w, 0), world_dev_peer_up(w, 0),
+                  world_dev_peer_down(w, 0)};
+    for (int k = 0; k < 4; k++) {
+        cr_expect_str_eq(net_link_name(n, link[k]), want[k]);
+        world_link_owner(w, link[k], &dev, &dir);
+        cr_expect(dev == 0 && dir == k, "%s: owner %d, direction %d", want[k], dev, dir);
+    }
+    size_t named = 0;
+    for (size_t l = 0; l < net_link_count(n); l++) {
+        world_link_owner(w, (int)l, &dev, &dir);
+        if (dev == -1)
+            cr_expect_str_eq(net_link_name(n, (int)l), "server.nic.up");
+        else if (dev == -2)
+            cr_expect(!strncmp(net_link_name(n, (int)l), "wan.", 4), "%s", net_link_name(n, (int)l));
+        named += dev < 0;
+    }
+    cr_expect_eq(named, 1 + 2 * 4, "the NIC and 4 WAN links both ways");
+    world_free(w);
+    scn_free(s);
+}
+
 Test(policy, wan_route_over_another_site)
 {
     scn_scenario *s = load(ROUTED, NULL, 0);
