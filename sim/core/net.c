@@ -390,6 +390,12 @@ const char *net_link_name(const net *n, int l)
     return n->namer ? n->namer(n->namer_ctx, l, buf, sizeof buf) : "link";
 }
 
+void net_link_prefetch(const net *n, int l)
+{
+    if (l >= 0 && (size_t)l < n->n_links)
+        __builtin_prefetch(&n->links[l]);
+}
+
 void net_set_namer(net *n, net_namer_fn fn, void *ctx)
 {
     n->namer = fn;

@@ -56,6 +56,8 @@ double net_link_peak_util(const net *n, int link);
  * (net_set_namer, written into a per-thread buffer valid until the next
  * call on the thread), else "link". */
 const char *net_link_name(const net *n, int link);
+/* A hint: fetch link's record into the cache (sim_set_prefetch). */
+void net_link_prefetch(const net *n, int link);
 /* Names for links added without one, made when asked for: a world of 10^6
  * devices has 2x10^6 access links whose names only an error message or a
  * report ever reads.  fn writes link's name into buf (cap bytes) and

@@ -390,6 +390,7 @@ static void compute_prefetch(void *pctx, void *ctx)
     __builtin_prefetch(&rt->left[d]);
     __builtin_prefetch(&rt->server_bytes[d]);
     __builtin_prefetch(&rt->coll_dev[d]);
+    world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
