@@ -160,6 +160,8 @@ struct net {
     size_t n_deferred, cap_deferred;
     struct fin_ent *finished; /* a completion's flows, with their start order (report_done) */
     size_t cap_finished;
+    struct fin_ent *fin_tmp; /* radix sort scratch (sort_finished) */
+    size_t cap_fin_tmp;
     /* star fast path (net_star.c) */
     net_namer_fn namer; /* names of links added without one */
     void *namer_ctx;
@@ -250,6 +252,7 @@ void net_free(net *n)
     dp_free(n->heap);
     dp_free(n->deferred);
     dp_free(n->finished);
+    dp_free(n->fin_tmp);
     star_free(n);
     dp_free(n);
 }
@@ -1050,6 +1053,51 @@ oom:
     n->full = 1; /* the frozen flags are not a finished fill: never reuse them */
 }
 
+/* n->finished[0, nf) into start (seq) order.  Often already in order (the
+ * star path ends ties in entry order); 10^6 flows ending at one instant (a
+ * model sent to every device) are put in order by an LSD radix sort over
+ * 11-bit digits of seq, O(nf) (qsort took 0.15 s).  seqs are distinct, so
+ * any sort gives the same order. */
+#define RADIX_BITS 11
+#define RADIX_MASK ((1u << RADIX_BITS) - 1)
+static int by_seq(const void *a, const void *b);
+
+static void sort_finished(net *n, size_t nf)
+{
+    size_t k0 = 1;
+    uint64_t top = nf ? n->finished[0].seq : 0;
+    while (k0 < nf && n->finished[k0 - 1].seq < n->finished[k0].seq)
+        k0++;
+    if (k0 >= nf)
+        return;
+    if (nf < 4096 || grow((void **)&n->fin_tmp, &n->cap_fin_tmp, nf, sizeof(fin_ent))) {
+        qsort(n->finished, nf, sizeof(fin_ent), by_seq);
+        return;
+    }
+    for (size_t k = 1; k < nf; k++)
+        top = n->finished[k].seq > top ? n->finished[k].seq : top;
+    fin_ent *a = n->finished, *b = n->fin_tmp;
+    size_t cnt[1u << RADIX_BITS]; /* on the stack: runs of a sweep share no net but may share a thread pool */
+    for (int shift = 0; shift < 64 && (top >> shift) != 0; shift += RADIX_BITS) {
+        memset(cnt, 0, sizeof cnt);
+        for (size_t k = 0; k < nf; k++)
+            cnt[(a[k].seq >> shift) & RADIX_MASK]++;
+        size_t sum = 0;
+        for (size_t v = 0; v < (1u << RADIX_BITS); v++) {
+            size_t c = cnt[v];
+            cnt[v] = sum;
+            sum += c;
+        }
+        for (size_t k = 0; k < nf; k++)
+            b[cnt[(a[k].seq >> shift) & RADIX_MASK]++] = a[k];
+        fin_ent *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != n->finished)
+        memcpy(n->finished, a, nf * sizeof *a);
+}
+
 static int by_seq(const void *a, const void *b)
 {
     const fin_ent *x = a, *y = b;
@@ -1098,11 +1146,7 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
  * active list's order. */
 static void report_done(net *n, size_t nf)
 {
-    size_t k0 = 1;
-    while (k0 < nf && n->finished[k0 - 1].seq < n->finished[k0].seq)
-        k0++;
-    if (k0 < nf) /* often already in order: the star path ends ties in entry order */
-        qsort(n->finished, nf, sizeof(fin_ent), by_seq);
+    sort_finished(n, nf);
     for (size_t k = 0; k < nf; k++) {
         flow *f = n->finished[k].f;
         net_done_fn cb = f->done;
