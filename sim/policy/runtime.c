@@ -39,10 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_BINS   1024
-#define SEG_EXACT  20000
-#define TL_BINS    2048
-#define TL_DEVICES 64
+#define MAX_BINS             1024
+#define SEG_EXACT            20000
+#define TL_BINS              2048
+#define TL_DEVICES           64
+#define PREFETCH_MIN_DEVICES 4096
 
 /* ---- the epoch journal (declarations; "epoch boundaries" below) ---------- */
 
@@ -444,8 +445,10 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         goto fail;
     }
     rt->may_fail = scn_has_failures(s);
-    if (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
-        sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt)) {
+    /* Below a few thousand devices their records stay in cache and the
+     * hint would only cost its look at the next event (5% of table 3). */
+    if (n >= PREFETCH_MIN_DEVICES && (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
+                                      sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt))) {
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
