@@ -211,3 +211,9 @@ char *dp_read_file(const char *path, const char *what, long max_bytes, size_t *l
     *len = n;
     return buf;
 }
+
+int dp_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -62,6 +62,11 @@ typedef struct dp_err {
  * does it for messages).  Returns buf; s == NULL gives "". */
 const char *dp_esc(char *buf, size_t len, const char *s);
 
+/* 1 when the environment variable `name` is set to anything but "" or "0"
+ * (the switches that turn a fast path off to compare, e.g.
+ * DPSIM_NET_NO_STAR). */
+int dp_env_flag(const char *name);
+
 /* Fill err (if not NULL) with code and a printf-style message, control
  * characters escaped (dp_esc); returns code. */
 int dp_err_set(dp_err *err, int code, const char *fmt, ...) DP_PRINTF(3, 4);

@@ -227,8 +227,7 @@ net *net_new(sim_engine *e, dp_err *err)
     n->e = e;
     n->free_head = NO_FLOW;
     /* DPSIM_NET_NO_STAR=1: progressive filling only (to compare the two) */
-    const char *no_star = getenv("DPSIM_NET_NO_STAR");
-    n->star_off = no_star && *no_star && strcmp(no_star, "0") != 0;
+    n->star_off = dp_env_flag("DPSIM_NET_NO_STAR");
     n->star_min = STAR_MIN_FLOWS;
     return n;
 }

@@ -80,10 +80,8 @@ void coll_set_per_flow(int on)
 
 static int closed_allowed(void)
 {
-    if (per_flow_only < 0) {
-        const char *v = getenv("DPSIM_COLL_PER_FLOW");
-        per_flow_only = v && *v && strcmp(v, "0") != 0;
-    }
+    if (per_flow_only < 0)
+        per_flow_only = dp_env_flag("DPSIM_COLL_PER_FLOW");
     return !per_flow_only;
 }
 

@@ -926,10 +926,8 @@ void prt_set_compute_per_batch(int on)
 
 static int fold_allowed(void)
 {
-    if (per_batch_only < 0) {
-        const char *v = getenv("DPSIM_COMPUTE_PER_BATCH");
-        per_batch_only = v && *v && strcmp(v, "0") != 0;
-    }
+    if (per_batch_only < 0)
+        per_batch_only = dp_env_flag("DPSIM_COMPUTE_PER_BATCH");
     return !per_batch_only;
 }
 
