@@ -78,6 +78,11 @@ DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp
 has "$T/err" "ddp on geo-3sites: t = "
 has "$T/err" "events/s"
 has "$T/err" "ETA"
+# no end or ETA extrapolated from under 2% of the samples (it said an hour
+# for an 8-second run of 10^6 devices)
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" --set training.epochs=200 --no-db -p ddp
+has "$T/err" "(0.0% of the samples), ETA after 2%"
+hasnt "$T/err" "(0.0%), ETA"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --quiet
 hasnt "$T/err" "events/s"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --json
