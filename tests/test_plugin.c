@@ -233,3 +233,116 @@ Test(plugin, runs_stores_and_plots)
     unlink(db);
     rmdir(dir);
 }
+
+/* "cut": each device computes its share as one run of batches
+ * (prt_compute_left: batch times fixed, so one event), and at a set time
+ * the policy aborts (prt_abort): the batches that ended by then count, the
+ * one in flight counts its seconds but not as a batch, and the samples of
+ * the batches not started are left. */
+typedef struct cut_state {
+    size_t ready;
+    double at;
+} cut_state;
+
+/* the batches' end, or (batch times not fixed) one batch's: go on */
+static void cut_more(prt *rt, void *ctx)
+{
+    size_t d = (size_t)(intptr_t)ctx;
+    const scn_scenario *s = prt_scn(rt);
+    if (prt_left(rt)[d] > 0)
+        cr_assert_eq(prt_compute_left(rt, d, s->groups[s->devices[d].group].batch, cut_more, ctx), 0);
+}
+
+static void cut_now(prt *rt, void *ctx)
+{
+    (void)ctx;
+    prt_abort(rt);
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_stat(rt, "left", RES_SCOPE_DEVICE, (int64_t)d, 0, (double)prt_left(rt)[d]);
+    prt_end_epoch(rt);
+}
+
+static void cut_ready(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cut_state *st = prt_state(rt);
+    if (++st->ready < prt_n(rt))
+        return;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        cut_more(rt, (void *)(intptr_t)d);
+    prt_at(rt, prt_now(rt) + st->at, cut_now, NULL);
+}
+
+static int cut_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    cut_state *st = dp_calloc(1, sizeof *st);
+    double *bytes = dp_calloc(prt_n(rt), sizeof *bytes);
+    prt_set_state(rt, st);
+    if (!st || !bytes) {
+        dp_free(bytes);
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    }
+    st->at = 2.5;
+    equal_split(rt, PRT_DATA_SHARD, bytes);
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_left(rt)[d] = prt_share(rt)[d];
+    int rc = prt_distribute(rt, bytes, NULL, cut_ready, NULL);
+    dp_free(bytes);
+    return rc;
+}
+
+static void cut_free(prt *rt, const void *opts)
+{
+    (void)opts;
+    dp_free(prt_state(rt));
+    prt_set_state(rt, NULL);
+}
+
+static const policy_def cut = {
+    .name = "cut",
+    .label = "Cut test",
+    .color = "#654321",
+    .summary = "a test policy: a run of batches aborted in the middle",
+    .start = cut_start,
+    .free = cut_free,
+};
+
+Test(plugin, run_of_batches_cut_short)
+{
+    dp_err e = {0};
+    if (!policy_find("cut"))
+        cr_assert_eq(policy_register(&cut, &e), 0, "%s", e.msg);
+    const char *text = "name: cut\n"
+                       "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                       "dataset: { samples: 100, sample_bytes: 1KB }\n"
+                       "training: { epochs: 1 }\n"
+                       "devices:\n"
+                       "  - { name: gpu, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                       "      link: { up: 8Mbps, down: 8Mbps } }\n";
+    scn_scenario *s = load(text, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    for (int per_batch = 0; per_batch < 2; per_batch++) {
+        prt_set_compute_per_batch(per_batch);
+        res_run *r = policy_run(policy_find("cut"), s, 1, &e);
+        cr_assert_not_null(r, "%s", e.msg);
+        /* 50 samples each in 5 batches of 1 s from 0.054 s; cut at 2.554 s */
+        for (size_t d = 0; d < 2; d++) {
+            cr_expect_eq(r->devices[d].batches, 2, "per batch %d, device %zu: %lld batches", per_batch, d,
+                         (long long)r->devices[d].batches);
+            cr_expect_float_eq(r->devices[d].compute_s, 2.5, 1e-9, "per batch %d: compute %.17g", per_batch,
+                               r->devices[d].compute_s);
+        }
+        size_t found = 0;
+        for (size_t k = 0; k < r->n_stats; k++)
+            if (!strcmp(r->stats[k].name, "left")) {
+                cr_expect_eq(r->stats[k].value, 20, "per batch %d: %g samples left", per_batch,
+                             r->stats[k].value);
+                found++;
+            }
+        cr_expect_eq(found, 2);
+        res_run_free(r);
+    }
+    prt_set_compute_per_batch(0);
+    scn_free(s);
+}
