@@ -986,7 +986,10 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
 {
     int64_t left = rt->left[d];
     cmp_model *cm = world_compute(rt->w);
-    if (left <= bs || bs < 1 || !fold_allowed() || !cmp_plain(cm, d)) { /* one batch, then again */
+    if (left <= 0 || bs < 1)
+        return prt_fail(rt, DP_EINPUT, "device %s: a run of batches with %lld samples left in batches of %d",
+                        rt->s->devices[d].name, (long long)left, bs);
+    if (left <= bs || !fold_allowed() || !cmp_plain(cm, d)) { /* one batch, then again */
         int n = left < bs ? (int)left : bs;
         rt->left[d] -= n;
         return prt_compute(rt, d, n, 1.0, fn, ctx, NULL);

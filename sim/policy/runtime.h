@@ -167,8 +167,9 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
  * peak_flops linear, batch_time scaled linearly as batch_time * n / batch
  * instead of the ceil model of whole batches), counted as one batch. */
 int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_out);
-/* Device d computes its prt_left(rt)[d] samples in batches of bs (the last
- * may be short; prt_compute's ceil model), then fn(rt, ctx) runs with
+/* Device d computes its prt_left(rt)[d] > 0 samples in batches of bs >= 1
+ * (the last may be short; prt_compute's ceil model; otherwise the run
+ * fails with DP_EINPUT, a policy's bug), then fn(rt, ctx) runs with
  * prt_left(rt)[d] == 0: after one batch when it has more than one to go
  * and its batch times vary (noise, stragglers, a speed trace; call again),
  * or after all of them in one engine event when they do not (cmp_plain).
