@@ -80,7 +80,7 @@ has "$T/err" "events/s"
 has "$T/err" "ETA"
 # no end or ETA extrapolated from under 2% of the samples (it said an hour
 # for an 8-second run of 10^6 devices)
-DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" --set training.epochs=200 --no-db -p ddp
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$TINY" --set training.epochs=5000 --no-fast-forward --no-db -p ddp
 has "$T/err" "(0.0% of the samples), ETA after 2%"
 hasnt "$T/err" "(0.0%), ETA"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --quiet
