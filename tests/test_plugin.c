@@ -239,6 +239,8 @@ Test(plugin, runs_stores_and_plots)
  * the policy aborts (prt_abort): the batches that ended by then count, the
  * one in flight counts its seconds but not as a batch, and the samples of
  * the batches not started are left. */
+static double cut_at = 2.5; /* < 0: ask for an empty run instead */
+
 typedef struct cut_state {
     size_t ready;
     double at;
@@ -251,6 +253,14 @@ static void cut_more(prt *rt, void *ctx)
     const scn_scenario *s = prt_scn(rt);
     if (prt_left(rt)[d] > 0)
         cr_assert_eq(prt_compute_left(rt, d, s->groups[s->devices[d].group].batch, cut_more, ctx), 0);
+}
+
+/* ... or asks for a run with nothing left (a policy's bug): the run fails */
+static void cut_nothing(prt *rt, void *ctx)
+{
+    (void)ctx;
+    prt_left(rt)[0] = 0;
+    prt_compute_left(rt, 0, 10, cut_more, NULL);
 }
 
 static void cut_now(prt *rt, void *ctx)
@@ -268,6 +278,10 @@ static void cut_ready(prt *rt, void *ctx)
     cut_state *st = prt_state(rt);
     if (++st->ready < prt_n(rt))
         return;
+    if (st->at < 0) {
+        cut_nothing(rt, NULL);
+        return;
+    }
     for (size_t d = 0; d < prt_n(rt); d++)
         cut_more(rt, (void *)(intptr_t)d);
     prt_at(rt, prt_now(rt) + st->at, cut_now, NULL);
@@ -283,7 +297,7 @@ static int cut_start(prt *rt, const void *opts)
         dp_free(bytes);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
-    st->at = 2.5;
+    st->at = cut_at;
     equal_split(rt, PRT_DATA_SHARD, bytes);
     for (size_t d = 0; d < prt_n(rt); d++)
         prt_left(rt)[d] = prt_share(rt)[d];
@@ -344,5 +358,10 @@ Test(plugin, run_of_batches_cut_short)
         res_run_free(r);
     }
     prt_set_compute_per_batch(0);
+    cut_at = -1;
+    cr_expect_null(policy_run(policy_find("cut"), s, 1, &e));
+    cr_expect(strstr(e.msg, "device gpu[0]: a run of batches with 0 samples left in batches of 10"), "%s",
+              e.msg);
+    cut_at = 2.5;
     scn_free(s);
 }

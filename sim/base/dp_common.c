@@ -217,3 +217,30 @@ int dp_env_flag(const char *name)
     const char *v = getenv(name);
     return v && *v && strcmp(v, "0") != 0;
 }
+
+double dp_kth_smallest(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t i = lo, j = hi;
+        for (;;) { /* the pivot is in [lo, hi], so neither scan runs off it */
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i >= j)
+                break;
+            double t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* v[lo .. j] <= pivot <= v[j + 1 .. hi] */
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    return v[k];
+}

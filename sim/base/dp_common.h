@@ -67,6 +67,11 @@ const char *dp_esc(char *buf, size_t len, const char *s);
  * DPSIM_NET_NO_STAR). */
 int dp_env_flag(const char *name);
 
+/* The k-th smallest of v[0, n) (k < n, no NaN; v is reordered, v[0, k]
+ * then holds the k + 1 smallest): Hoare's selection, O(n) expected, for a
+ * median of 10^5 or 10^6 values without sorting them. */
+double dp_kth_smallest(double *v, size_t n, size_t k);
+
 /* Fill err (if not NULL) with code and a printf-style message, control
  * characters escaped (dp_esc); returns code. */
 int dp_err_set(dp_err *err, int code, const char *fmt, ...) DP_PRINTF(3, 4);

@@ -51,39 +51,6 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* a[k] after putting the k + 1 smallest of a[0, n) first, a[k] the largest
- * of them (quickselect, O(n) expected: sorting 10 columns of 10^6 devices
- * for a median took longer than writing the report).  No NaN in a. */
-static double select_kth(double *a, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        /* median of three as the pivot, then Hoare's partition */
-        double p = a[lo], q = a[mid], r = a[hi];
-        double piv = p < q ? (q < r ? q : (p < r ? r : p)) : (p < r ? p : (q < r ? r : q));
-        size_t i = lo, j = hi;
-        for (;;) {
-            while (a[i] < piv)
-                i++;
-            while (piv < a[j])
-                j--;
-            if (i >= j)
-                break;
-            double t = a[i];
-            a[i] = a[j];
-            a[j] = t;
-            i++;
-            j--;
-        }
-        if (k <= j)
-            hi = j;
-        else
-            lo = j + 1;
-    }
-    return a[k];
-}
-
 static void device_row(FILE *out, const char *name, const char *kind, const double *x)
 {
     fprintf(out, "  %-16s %-4s %9.0f %9.0f %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n", name, kind,
@@ -126,7 +93,7 @@ void report_devices(FILE *out, const res_run *r, int all)
             col[d] = x[c];
             nan |= isnan(x[c]);
         }
-        if (nan) { /* qsort orders what select_kth cannot */
+        if (nan) { /* qsort orders what a selection cannot */
             qsort(col, n, sizeof *col, by_value);
             lo[c] = col[0];
             hi[c] = col[n - 1];
@@ -138,7 +105,7 @@ void report_devices(FILE *out, const res_run *r, int all)
             lo[c] = col[d] < lo[c] ? col[d] : lo[c];
             hi[c] = col[d] > hi[c] ? col[d] : hi[c];
         }
-        double upper = select_kth(col, n, n / 2);
+        double upper = dp_kth_smallest(col, n, n / 2);
         if (n % 2) {
             med[c] = upper;
         } else { /* the largest below it: the (n/2 - 1)-th */

@@ -277,9 +277,7 @@ static const char *dev_link_name(void *ctx, int link, char *buf, size_t cap)
     world_link_owner(w, link, &dev, &dir);
     if (dev < 0 || cap == 0)
         return "link";
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s%s", w->s->devices[dev].name, sfx[dir]);
-    snprintf(buf, cap, "%s", nm);
+    snprintf(buf, cap < 160 ? cap : 160, "%s%s", w->s->devices[dev].name, sfx[dir]);
     return buf;
 }
 

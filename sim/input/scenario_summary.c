@@ -55,36 +55,6 @@ static int wv_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The k-th smallest value of v[0 .. n) (v reordered; k < n): Hoare's
- * selection, expected O(n), instead of sorting 100,000 values to read
- * one. */
-static double kth_smallest(double *v, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
-        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        size_t i = lo, j = hi;
-        for (;;) { /* the pivot is in [lo, hi], so neither scan runs off it */
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i >= j)
-                break;
-            double t = v[i];
-            v[i++] = v[j];
-            v[j--] = t;
-        }
-        /* v[lo .. j] <= pivot <= v[j + 1 .. hi] */
-        if (k <= j)
-            hi = j;
-        else
-            lo = j + 1;
-    }
-    return v[k];
-}
-
 /* The groups a summary block covers: s->groups[idx[k]] or, with idx NULL,
  * s->groups[first + k], for k < n. */
 typedef struct gset {
@@ -193,7 +163,7 @@ static void print_spread(const scn_scenario *s, const gset *set, long long devs,
         if (flat) {
             med = v[0];
         } else if (ones) { /* the median device is the half-th value */
-            med = kth_smallest(v, n, (size_t)half - 1);
+            med = dp_kth_smallest(v, n, (size_t)half - 1);
         } else {
             if (!pair && !(pair = malloc(n * sizeof *pair)))
                 goto out;
