@@ -146,13 +146,17 @@ struct sim_engine {
     uint64_t ran;
     int err; /* a sim_at failed: DP_ENOMEM or DP_EINPUT */
     int stop;
-    int top_spent; /* heap[0] has fired; the next sim_at replaces it */
+    int top_spent;   /* heap[0] has fired; the next sim_at replaces it */
+    size_t spill_at; /* see spill() */
 };
 
 #define NO_SLOT (MAX_SLOTS + 1)
 /* Below this many events in top a rebuild takes them all into the heap:
  * small heaps stay in cache and beat the buckets (tests/bench_engine.c). */
 #define LADDER_MIN 8192
+/* A heap fed directly (no buckets left) past this size goes back to top;
+ * see spill(). */
+#define SPILL_MIN (4 * LADDER_MIN)
 
 static inline int before(const hent *a, const hent *b)
 {
@@ -168,6 +172,7 @@ sim_engine *sim_engine_new(dp_err *err)
     }
     e->free_head = NO_SLOT;
     e->n_hs = 1; /* index 0 means "no handler" */
+    e->spill_at = SPILL_MIN;
     return e;
 }
 
@@ -437,6 +442,35 @@ int sim_error(const sim_engine *e)
     return e->err;
 }
 
+/* A rebuild that takes everything (few or equal times) leaves one bucket of
+ * infinite width, and every later event then goes straight to the heap.
+ * That is right for a small queue, but a run that starts with a handful of
+ * events and then schedules 10^6 (C-ADP's first instant: one completion per
+ * device) would keep a 10^6-entry heap, ~10 cache misses per pop.  So once
+ * no bucket is left and the heap holds at least spill_at entries and half
+ * of everything queued, its entries go back to top (appended, any order),
+ * and the next refill builds buckets from them.  spill_at doubles a
+ * refilled heap's size, so a heap that is large for good (all times equal)
+ * is not spilled again at once; a spill costs O(queued) after at least
+ * queued/2 - spill_at/2 direct pushes: O(1) amortised.  Order is (time,
+ * key) whatever the structure, so results do not change.  0: spilled;
+ * -1: no memory for the chunks (nothing changed, the heap just stays). */
+static int spill(sim_engine *e)
+{
+    if (chunk_reserve(e, e->n / CHUNK_N + 2))
+        return -1;
+    if (e->top_spent) {
+        e->top_spent = 0;
+        pop_top(e);
+    }
+    for (size_t i = 0; i < e->n; i++)
+        (void)list_append(e, &e->top, e->heap[i]); /* cannot fail: reserved */
+    e->n = 0;
+    e->K = 0;
+    e->cur = 0;
+    return 0;
+}
+
 static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
     if (!h || isnan(t_s) || e->seq >= MAX_SEQ)
@@ -447,6 +481,8 @@ static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
     if (!hi)
         return 0;
     long where = place(e, t_s);
+    if (where < 0 && e->n >= e->spill_at && e->cur == e->K && 2 * e->n >= e->live + e->dead && !spill(e))
+        where = place(e, t_s);        /* K == 0 now: top */
     if (where >= 0 && e->top_spent) { /* not for the heap: retire the spent root now */
         e->top_spent = 0;
         pop_top(e);
@@ -689,6 +725,7 @@ static int refill(sim_engine *e)
                 c = nx;
             }
             *b = (list){NULL, NULL, 0, 0};
+            e->spill_at = 2 * e->n > SPILL_MIN ? 2 * e->n : SPILL_MIN;
             continue;
         }
         if (e->top.n == 0)
@@ -837,6 +874,7 @@ int sim_rebase(sim_engine *e)
     list_into_heap(e, &e->top);
     e->K = 0;
     e->cur = 0;
+    e->spill_at = 2 * e->n > SPILL_MIN ? 2 * e->n : SPILL_MIN;
     for (size_t i = 0; i < e->n; i++)
         e->heap[i].t = 0; /* all equal: the heap order (by key) still holds */
     e->now = 0;
