@@ -1114,19 +1114,17 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
     }
     advance(n);
     double now = sim_now(e);
-    size_t nf = 0;
-    /* Finished: predicted to end by now, or with nothing left (rounding). */
-    for (size_t k = 0; k < n->n_active;) {
+    size_t nf = 0, kept = 0;
+    /* Finished: predicted to end by now, or with nothing left (rounding).
+     * The others keep their order (a stable compaction, not swap-remove:
+     * when 10^6 flows end at one instant the survivors stay in the order
+     * they were started, which is their order in memory, so the passes
+     * that follow stream through them instead of jumping at random). */
+    for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) {
-            if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent))) {
-                k++;
-                continue;
-            }
+        if ((f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) &&
+            !grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent))) {
             n->finished[nf++] = (fin_ent){f->seq, f};
-            n->active[k] = n->active[--n->n_active]; /* swap-remove */
-            if (k < n->n_active)
-                F(n, n->active[k])->apos = (uint32_t)k;
             for (int j = 0; j < f->np; j++) {
                 link *l = &n->links[f->path[j]];
                 l->bytes += f->bytes;
@@ -1134,8 +1132,13 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
             }
             continue;
         }
-        k++;
+        if (kept != k) {
+            n->active[kept] = n->active[k];
+            f->apos = (uint32_t)kept;
+        }
+        kept++;
     }
+    n->n_active = kept;
     report_done(n, nf);
     net_reshare_now(n);
 }
