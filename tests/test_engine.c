@@ -416,11 +416,12 @@ Test(engine, heap_of_equal_times_keeps_order)
     X(0)                                                                                                     \
     X(1)                                                                                                     \
     X(2)                                                                                                     \
-    X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20)     \
-        X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36)      \
-            X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51) X(52)  \
-                X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66) X(67)    \
-                    X(68) X(69)
+    X(3)                                                                                                     \
+    X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21)    \
+        X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37)      \
+            X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51) X(52) X(53)  \
+                X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66) X(67) X(68)    \
+                    X(69)
 #define DEF_H(k)                                                                                             \
     static void h_##k(sim_engine *e, void *ctx, uint64_t id)                                                 \
     {                                                                                                        \
@@ -528,8 +529,11 @@ Test(engine, out_of_memory_in_rebuild_loses_nothing)
         int ran = sim_step(e);
         dp_alloc_fail_after(0);
         cr_expect_eq(ran, 0, "fail_at %ld: no event runs without its rebuild", fail_at);
+        cr_expect_eq(sim_error(e), DP_ENOMEM, "fail_at %ld: the queue is not empty, it ran out of memory",
+                     fail_at);
         cr_expect_eq(sim_pending(e), 20000);
         cr_expect_eq(sim_run(e, INFINITY), 20000);
+        cr_expect_eq(sim_error(e), 0, "memory came back: no error left");
         cr_expect_eq(cmp_bad, 0);
         for (int i = 0; i < 20000; i++)
             cr_expect_eq(ev[i].fired, 1, "event %d", i);

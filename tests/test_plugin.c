@@ -365,3 +365,37 @@ Test(plugin, run_of_batches_cut_short)
     cut_at = 2.5;
     scn_free(s);
 }
+
+/* C-ADP out of memory at any allocation fails the run cleanly (an error
+ * that says so, nothing leaked, no endless instant: an engine refill or a
+ * completion's list that could not grow once made the run look finished or
+ * repeat one instant for ever), and
+ * once memory suffices the run gives the figures of an unhindered one. */
+Test(plugin, cadp_out_of_memory_anywhere_fails_cleanly, .timeout = 120)
+{
+    dp_err e = {0};
+    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    res_run *ref = policy_run(policy_find("cadp"), s, 1, &e);
+    cr_assert_not_null(ref, "%s", e.msg);
+    long live = dp_alloc_live();
+    int ok = 0; /* every allocation among the first 600, then every eighth */
+    for (long k = 1; k < 1000000 && !ok; k += k < 600 ? 1 : k / 8) {
+        e = (dp_err){0};
+        dp_alloc_fail_after(k);
+        res_run *r = policy_run(policy_find("cadp"), s, 1, &e);
+        dp_alloc_fail_after(0);
+        if (r) {
+            cr_expect_eq(r->ttotal_s, ref->ttotal_s, "k = %ld", k);
+            res_run_free(r);
+            ok = 1;
+        } else {
+            cr_expect(e.code == DP_ENOMEM || (e.code == DP_ERUN && strstr(e.msg, "out of memory")),
+                      "k = %ld: %d %s", k, e.code, e.msg);
+        }
+        cr_expect_eq(dp_alloc_live(), live, "k = %ld: blocks leaked", k);
+    }
+    cr_expect(ok, "the run never got enough memory");
+    res_run_free(ref);
+    scn_free(s);
+}

@@ -50,6 +50,9 @@
  * A failed sim_at (queue full, out of memory, NaN time) is sticky:
  * sim_error reports it and sim_step runs nothing more, so a handler that
  * cannot reschedule ends the run instead of silently dropping its future.
+ * A refill that runs out of memory is not: the queue looks empty until a
+ * later refill succeeds, and meanwhile sim_error says DP_ENOMEM, so a run
+ * that stops there reports why instead of looking finished.
  *
  * Limits: 2^24 - 1 pending events and 2^40 scheduled events per engine
  * (sim_at returns 0 past them).
@@ -148,6 +151,7 @@ struct sim_engine {
     int stop;
     int top_spent;   /* heap[0] has fired; the next sim_at replaces it */
     size_t spill_at; /* see spill() */
+    int starved;     /* the last refill ran out of memory: the queue looked empty but is not */
 };
 
 #define NO_SLOT (MAX_SLOTS + 1)
@@ -439,7 +443,7 @@ uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 
 int sim_error(const sim_engine *e)
 {
-    return e->err;
+    return e->err ? e->err : e->starved ? DP_ENOMEM : 0;
 }
 
 /* A rebuild that takes everything (few or equal times) leaves one bucket of
@@ -709,8 +713,10 @@ static int refill(sim_engine *e)
         if (e->cur < e->K) {
             list *b = &e->bk[e->cur];
             while (e->cap < b->n)
-                if (heap_grow(e))
-                    return 0; /* out of memory: report empty rather than lose order */
+                if (heap_grow(e)) {
+                    e->starved = 1; /* report empty rather than lose order, and say why (sim_error) */
+                    return 0;
+                }
             e->cur++;
             for (chunk *c = b->head; c;) {
                 chunk_prefetch(c->next);
@@ -728,11 +734,16 @@ static int refill(sim_engine *e)
             e->spill_at = 2 * e->n > SPILL_MIN ? 2 * e->n : SPILL_MIN;
             continue;
         }
-        if (e->top.n == 0)
+        if (e->top.n == 0) {
+            e->starved = 0;
             return 0;
-        if (rebuild(e))
+        }
+        if (rebuild(e)) {
+            e->starved = 1;
             return 0;
+        }
     }
+    e->starved = 0;
     return 1;
 }
 

@@ -32,7 +32,9 @@ uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx);
 /* 0, or the status of the first sim_at that failed (DP_ENOMEM: the queue
  * is full or memory ran out; DP_EINPUT: a NaN time).  Sticky: once set,
  * sim_step runs nothing more, so a run whose future could not be scheduled
- * stops instead of finishing with a silently wrong result. */
+ * stops instead of finishing with a silently wrong result.  Also DP_ENOMEM
+ * (not sticky) while the queue looks empty only because taking its next
+ * events into the heap ran out of memory. */
 int sim_error(const sim_engine *e);
 /* Schedule after a delay (>= 0). */
 uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx);

@@ -175,6 +175,7 @@ struct net {
     double done_t;  /* when the pending completion event is, if the star path set it */
     uint32_t *pend; /* STAR_NEW flows */
     size_t n_pend, cap_pend;
+    int oom; /* memory ran out computing shares or ends: every flow stalled for good */
 };
 
 #define NO_FLOW UINT32_MAX
@@ -213,6 +214,7 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id);
 static void active_remove(net *n, flow *f);
 static void flow_links_end(net *n, flow *f, double bytes);
 static void report_done(net *n, size_t nf);
+static void stall_all(net *n);
 
 /* The star fast path: flows sharing one link, in closed form (net_star.c). */
 #include "net_star.c"
@@ -403,6 +405,11 @@ void net_set_namer(net *n, net_namer_fn fn, void *ctx)
     n->namer = fn;
     n->namer_ctx = ctx;
 }
+int net_out_of_memory(const net *n)
+{
+    return n->oom;
+}
+
 size_t net_link_count(const net *n)
 {
     return n->n_links;
@@ -633,6 +640,7 @@ static void on_activate(sim_engine *e, void *ctx, uint64_t id)
     n->n_pending--;
     if (activate(n, f)) { /* out of memory: the flow can never progress */
         flow_release(n, f);
+        stall_all(n);
     }
 }
 
@@ -925,6 +933,10 @@ static void reshare_light(net *n)
 
 void net_reshare_now(net *n)
 {
+    if (n->oom) { /* sticky: memory ran out once, the run ends stalled (net_out_of_memory) */
+        stall_all(n);
+        return;
+    }
     /* the star fast path, when the flows form one (net_star.c) */
     if ((n->star || star_try_enter(n)) && star_reshare(n))
         return;
@@ -1039,11 +1051,24 @@ void net_reshare_now(net *n)
     schedule_finish(n);
     return;
 oom:
-    /* Out of memory mid-reshare: leave every flow stalled; the caller's
-     * run ends with a stall error rather than wrong numbers. */
     for (size_t i = 0; i < n->n_deferred; i++)
         n->links[n->deferred[i]].deferred = 0;
     n->n_deferred = 0;
+    stall_all(n);
+}
+
+/* Out of memory where the shares or the ends of flows must be computed:
+ * leave every flow stalled (rate 0, no completion pending), so the caller's
+ * run ends with a stall error rather than wrong numbers, or an instant
+ * whose flows can never be taken off repeating for ever. */
+static void stall_all(net *n)
+{
+    n->oom = 1;
+    if (n->star)
+        star_leave(n); /* the flows' remaining bytes as of now, out of the star sets */
+    if (n->reshare_ev)
+        sim_cancel(n->e, n->reshare_ev);
+    n->reshare_ev = 0;
     for (size_t k = 0; k < n->n_active; k++)
         F(n, n->active[k])->rate = 0;
     if (n->done_ev)
@@ -1115,6 +1140,13 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
     advance(n);
     double now = sim_now(e);
     size_t nf = 0, kept = 0;
+    /* room for every flow to end (kept between completions): a list that
+     * could not grow would leave a finished flow active, ending "now" again
+     * and again */
+    if (grow((void **)&n->finished, &n->cap_finished, n->n_active, sizeof(fin_ent))) {
+        stall_all(n);
+        return;
+    }
     /* Finished: predicted to end by now, or with nothing left (rounding).
      * The others keep their order (a stable compaction, not swap-remove:
      * when 10^6 flows end at one instant the survivors stay in the order
@@ -1122,8 +1154,7 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
      * that follow stream through them instead of jumping at random). */
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if ((f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) &&
-            !grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent))) {
+        if (f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) {
             n->finished[nf++] = (fin_ent){f->seq, f};
             for (int j = 0; j < f->np; j++) {
                 link *l = &n->links[f->path[j]];

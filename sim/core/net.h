@@ -127,6 +127,9 @@ size_t net_flows_pending(const net *n); /* still in their latency phase */
  * anything computed from capacities is valid while this is unchanged. */
 uint64_t net_cap_changes(const net *n);
 uint64_t net_reshares(const net *n); /* recomputations so far */
+/* Memory ran out computing shares or the ends of flows: every flow was left
+ * stalled for the rest of the run (which then ends unfinished). */
+int net_out_of_memory(const net *n);
 /* Of those, the ones that ran progressive filling (a change on a link no
  * active flow crosses changes no share and skips it). */
 uint64_t net_fills(const net *n);

@@ -627,6 +627,10 @@ static void star_on_done(net *n)
 {
     double now = sim_now(n->e);
     size_t nf = 0;
+    if (grow((void **)&n->finished, &n->cap_finished, n->n_active, sizeof(fin_ent))) {
+        stall_all(n); /* as on_done: room for every flow to end, or none ends */
+        return;
+    }
     for (size_t i = 0; i < n->n_hubs; i++) {
         star_hub *hb = &n->hubs[i];
         for (int set = 0; set < 2; set++) {
@@ -634,8 +638,6 @@ static void star_on_done(net *n)
             for (flow *f; (f = sh_top(n, hb, h));) {
                 double t = set ? u_fin(hb, f) : f->fin;
                 if (!(t <= now || star_rem(n, f, now) <= 1e-9 * f->bytes))
-                    break;
-                if (grow((void **)&n->finished, &n->cap_finished, nf + 1, sizeof(fin_ent)))
                     break;
                 star_detach(n, f, now);
                 f->sset = STAR_OFF;

@@ -1842,6 +1842,11 @@ int prt_run(prt *rt)
                           "stopped at simulated t = %.6g s: an event could not be scheduled (%s); "
                           "this run was not stored",
                           abs_now(rt), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
+    if (!rt->finished && net_out_of_memory(world_net(rt->w)))
+        return dp_err_set(rt->err, DP_ENOMEM,
+                          "stopped at simulated t = %.6g s: out of memory computing the network's shares; "
+                          "this run was not stored",
+                          abs_now(rt));
     if (!rt->finished) {
         net *n = world_net(rt->w);
         char stuck[512] = "";
