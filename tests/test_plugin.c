@@ -13,6 +13,7 @@
 #include "store/store.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,8 +367,139 @@ Test(plugin, run_of_batches_cut_short)
     scn_free(s);
 }
 
-/* C-ADP out of memory at any allocation fails the run cleanly (an error
- * that says so, nothing leaked, no endless instant: an engine refill or a
+/* ---- a plan beside the runtime (policy_def.plan_new / plan_run / plan_free) ---- */
+
+/* "planned": solo whose shares come from a plan job: every device's batch
+ * size, summed on the plan's thread.  The job records which thread ran it,
+ * and the counters below how often each hook ran. */
+typedef struct planned_job {
+    const scn_scenario *s;
+    int64_t batches;
+    pthread_t ran_on;
+    int fail; /* plan_run fails with this message */
+} planned_job;
+
+static int planned_made, planned_freed, planned_fail, planned_none;
+static pthread_t planned_start_on, planned_ran_on;
+static int64_t planned_seen;
+
+static void *planned_new(const scn_scenario *s, const void *opts)
+{
+    (void)opts;
+    if (planned_none)
+        return NULL;
+    planned_job *j = dp_calloc(1, sizeof *j);
+    if (j) {
+        j->s = s;
+        j->fail = planned_fail;
+        planned_made++;
+    }
+    return j;
+}
+
+static int planned_run(void *pj, dp_err *err)
+{
+    planned_job *j = pj;
+    j->ran_on = pthread_self();
+    if (j->fail)
+        return dp_err_set(err, DP_EINPUT, "planned: the plan found no allocation");
+    for (size_t d = 0; d < j->s->n_devices; d++)
+        j->batches += j->s->groups[j->s->devices[d].group].batch;
+    return 0;
+}
+
+static void planned_free_job(void *pj)
+{
+    planned_freed++;
+    dp_free(pj);
+}
+
+static int planned_start(prt *rt, const void *opts)
+{
+    planned_job *j = prt_plan(rt);
+    planned_start_on = pthread_self();
+    if (j)
+        planned_ran_on = j->ran_on;
+    planned_seen = j ? j->batches : -1;
+    return solo_start(rt, opts);
+}
+
+static const policy_def planned = {
+    .name = "planned",
+    .label = "Planned test",
+    .color = "#654321",
+    .summary = "a test policy: solo with a plan made beside the runtime",
+    .opts = solo_table,
+    .opts_size = sizeof(solo_opts),
+    .start = planned_start,
+    .free = solo_free,
+    .plan_new = planned_new,
+    .plan_run = planned_run,
+    .plan_free = planned_free_job,
+};
+
+static void planned_registered(void)
+{
+    if (!policy_find("planned")) {
+        dp_err e = {0};
+        cr_assert_eq(policy_register(&planned, &e), 0, "%s", e.msg);
+    }
+}
+
+Test(plugin, plan_runs_beside_the_runtime_and_is_freed_once)
+{
+    planned_registered();
+    dp_err e = {0};
+    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    long live = dp_alloc_live();
+
+    planned_made = planned_freed = planned_fail = planned_none = 0;
+    res_run *r = policy_run(policy_find("planned"), s, 1, &e);
+    cr_assert_not_null(r, "%s", e.msg);
+    cr_expect_eq(planned_seen, 20, "start saw the plan's sum of batch sizes (2 devices x 10)");
+    cr_expect_eq(planned_made, 1);
+    cr_expect_eq(planned_freed, 1, "the runtime frees the plan after the run");
+    cr_expect(!pthread_equal(planned_ran_on, planned_start_on), "the plan ran on a thread of its own");
+    double ttotal = r->ttotal_s;
+    res_run_free(r);
+
+    /* a plan that fails: the run fails with its message, the job is freed */
+    planned_fail = 1;
+    e = (dp_err){0};
+    cr_expect_null(policy_run(policy_find("planned"), s, 1, &e));
+    cr_expect_eq(e.code, DP_EINPUT);
+    cr_expect_str_eq(e.msg, "planned: the plan found no allocation");
+    cr_expect_eq(planned_freed, 2);
+
+    /* no plan for this run (plan_new says NULL): start sees none */
+    planned_fail = 0;
+    planned_none = 1;
+    r = policy_run(policy_find("planned"), s, 1, &e);
+    cr_assert_not_null(r, "%s", e.msg);
+    cr_expect_eq(planned_seen, -1);
+    cr_expect_eq(planned_freed, 2);
+    cr_expect_eq(r->ttotal_s, ttotal, "the plan changes nothing but what start reads");
+    res_run_free(r);
+    planned_none = 0;
+    cr_expect_eq(dp_alloc_live(), live, "every block of the runs was freed");
+    scn_free(s);
+}
+
+Test(plugin, plan_hooks_come_together)
+{
+    policy_def half = planned;
+    half.name = "half_planned";
+    half.plan_free = NULL;
+    dp_err e = {0};
+    cr_expect_eq(policy_register(&half, &e), DP_EINPUT);
+    cr_expect(strstr(e.msg, "plan_new, plan_run and plan_free together") != NULL, "%s", e.msg);
+    cr_expect_null(policy_find("half_planned"));
+}
+
+/* C-ADP (which plans on a second thread) out of memory at any allocation,
+ * on either thread, fails the run cleanly (an error that says so, nothing
+ * leaked, no endless instant: an engine refill or a
  * completion's list that could not grow once made the run look finished or
  * repeat one instant for ever), and
  * once memory suffices the run gives the figures of an unhindered one. */

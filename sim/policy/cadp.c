@@ -970,6 +970,64 @@ static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x
     return rc;
 }
 
+/* The plan (policy_def.plan_new): the solver's allocation and what it
+ * expects, a pure function of the scenario and the options, computed on a
+ * second thread while the runtime builds the world (10^6 devices: 1.2 s of
+ * solving beside 0.4 s of building). */
+typedef struct cadp_plan_job {
+    const scn_scenario *s;
+    const cadp_opts *o;
+    int64_t *alloc; /* s->n_devices */
+    double objective_s, send_s, epoch_s;
+    int solves;
+} cadp_plan_job;
+
+static void cadp_plan_free(void *pj)
+{
+    cadp_plan_job *j = pj;
+    if (!j)
+        return;
+    dp_free(j->alloc);
+    dp_free(j);
+}
+
+/* No plan while a refinement forces the allocation (forced_alloc is per
+ * thread: read it here, on the run's own thread). */
+static void *cadp_plan_new(const scn_scenario *s, const void *opts)
+{
+    if (forced_alloc)
+        return NULL;
+    cadp_plan_job *j = dp_calloc(1, sizeof *j);
+    if (j) {
+        j->s = s;
+        j->o = opts;
+    }
+    return j; /* NULL when out of memory: start plans on its own thread */
+}
+
+static int cadp_plan_run(void *pj, dp_err *err)
+{
+    cadp_plan_job *j = pj;
+    const scn_scenario *s = j->s;
+    if (!(j->alloc = dp_calloc(s->n_devices, sizeof *j->alloc)))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    cadp_inputs in;
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = cadp_slv_rounding(j->o);
+    slv_result *res = NULL;
+    int rc = cadp_plan(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err);
+    if (rc)
+        return rc;
+    cadp_inputs_free(&in);
+    memcpy(j->alloc, res->alloc, s->n_devices * sizeof *j->alloc);
+    j->objective_s = res->objective_s;
+    j->send_s = res->send_s;
+    j->epoch_s = res->epoch_s;
+    slv_result_free(res);
+    return 0;
+}
+
 static int cadp_start(prt *rt, const void *opts)
 {
     const cadp_opts *o = opts;
@@ -980,28 +1038,25 @@ static int cadp_start(prt *rt, const void *opts)
     if (forced_alloc) {
         memcpy(alloc, forced_alloc, prt_n(rt) * sizeof *alloc);
     } else {
-        cadp_inputs in;
-        slv_params prm;
-        slv_params_default(&prm);
-        prm.rounding = cadp_slv_rounding(o);
-        slv_result *res = NULL;
-        int solves = 0;
-        int rc = cadp_plan(s, o, cadp_method(o), &prm, 0, &in, &res, NULL, &solves, prt_err(rt));
+        cadp_plan_job own = {s, o, NULL, 0, 0, 0, 0}, *pl = prt_plan(rt);
+        int rc = 0;
+        if (!pl) { /* no second thread's plan (out of memory making the job): plan here */
+            pl = &own;
+            rc = cadp_plan_run(pl, prt_err(rt));
+        }
+        if (!rc) {
+            memcpy(alloc, pl->alloc, prt_n(rt) * sizeof *alloc);
+            /* what the planner expects, to hold against what the run gives */
+            if (prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, pl->objective_s) ||
+                prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, pl->send_s) ||
+                prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, pl->epoch_s) ||
+                prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, pl->solves))
+                rc = DP_ENOMEM;
+        }
+        dp_free(own.alloc);
         if (rc) {
             dp_free(alloc);
             return rc;
-        }
-        cadp_inputs_free(&in);
-        memcpy(alloc, res->alloc, prt_n(rt) * sizeof *alloc);
-        /* what the planner expects, to hold against what the run gives */
-        rc = prt_stat(rt, "plan.objective_s", RES_SCOPE_RUN, 0, 0, res->objective_s) ||
-             prt_stat(rt, "plan.send_s", RES_SCOPE_RUN, 0, 0, res->send_s) ||
-             prt_stat(rt, "plan.epoch_s", RES_SCOPE_RUN, 0, 0, res->epoch_s) ||
-             prt_stat(rt, "plan.solves", RES_SCOPE_RUN, 0, 0, solves);
-        slv_result_free(res);
-        if (rc) {
-            dp_free(alloc);
-            return DP_ENOMEM;
         }
         if (o->solver == CADP_SOLVER_SIMULATE) {
             double best = 0;
@@ -1131,4 +1186,7 @@ const policy_def policy_cadp = {
     .free = cadp_free,
     .on_device = cadp_on_device,
     .steady_state = cadp_steady_state,
+    .plan_new = cadp_plan_new,
+    .plan_run = cadp_plan_run,
+    .plan_free = cadp_plan_free,
 };

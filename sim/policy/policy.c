@@ -12,6 +12,7 @@
 #include "yamltree.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 extern const policy_def *const policy_builtin[];
@@ -108,6 +109,10 @@ int policy_register(const policy_def *p, dp_err *err)
                           "policy_register: policy '%s' needs a label, colour, summary, start and free, and "
                           "options of at most %d bytes",
                           p->name, POLICY_OPTS_MAX);
+    if (!!p->plan_new != !!p->plan_run || !!p->plan_new != !!p->plan_free)
+        return dp_err_set(err, DP_EINPUT,
+                          "policy_register: policy '%s' needs plan_new, plan_run and plan_free together",
+                          p->name);
     if (policy_find(p->name))
         return dp_err_set(err, DP_EINPUT, "policy_register: a policy named '%s' exists already", p->name);
     if (policy_count() >= POLICY_MAX)
@@ -405,6 +410,21 @@ int policy_keep_applicable(const scn_scenario *s, const policy_def **pk, size_t 
 
 /* ---- running ------------------------------------------------------------------- */
 
+/* A policy's plan (policy_def.plan_new), done beside prt_new. */
+typedef struct plan_job {
+    const policy_def *p;
+    void *plan;
+    int rc;
+    dp_err err;
+} plan_job;
+
+static void *plan_main(void *arg)
+{
+    plan_job *j = arg;
+    j->rc = j->p->plan_run(j->plan, &j->err);
+    return NULL;
+}
+
 res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err)
 {
     if (!p) {
@@ -418,9 +438,25 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     unsigned char opts[POLICY_OPTS_MAX];
     if (policy_options(p, s, opts, sizeof opts, err) || refuses(p, s, opts, err))
         return NULL;
+    plan_job job = {p, p->plan_new ? p->plan_new(s, opts) : NULL, 0, {0}};
+    pthread_t th;
+    int threaded = job.plan && pthread_create(&th, NULL, plan_main, &job) == 0;
+    if (job.plan && !threaded)
+        plan_main(&job);
     prt *rt = prt_new(s, p->name, seed, err);
-    if (!rt)
+    if (threaded)
+        pthread_join(th, NULL);
+    if (rt && job.rc) { /* the runtime's own error (it came first before the plan moved) wins */
+        *err = job.err;
+        prt_free(rt);
+        rt = NULL;
+    }
+    if (!rt) {
+        if (job.plan)
+            p->plan_free(job.plan);
         return NULL;
+    }
+    rt->plan = job.plan;
     rt->pdef = p;
     rt->popts = opts;
     int rc = p->start(rt, opts);
@@ -432,6 +468,8 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
         r->options_json = policy_options_json(p, s);
     }
     p->free(rt, opts);
+    if (rt->plan)
+        p->plan_free(rt->plan);
     prt_free(rt);
     return r;
 }

@@ -123,6 +123,11 @@ int prt_epoch(const prt *rt)
 {
     return rt->epoch;
 }
+void *prt_plan(const prt *rt)
+{
+    return rt->plan;
+}
+
 void *prt_state(const prt *rt)
 {
     return rt->policy_state;

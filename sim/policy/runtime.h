@@ -94,6 +94,20 @@ typedef struct policy_def {
      * next epoch from an event at prt_now (prt_at), so nothing else is
      * pending at the boundary.  NULL: the policy never fast-forwards. */
     size_t (*steady_state)(prt *rt, const void *opts, unsigned char *buf, size_t cap);
+    /* Optional, all three or none: work that depends on the scenario and
+     * the options alone (C-ADP's allocation), done on a second thread while
+     * the runtime builds the world, so that a run on a 2-core machine does
+     * both at once.  plan_new runs on the calling thread and returns the
+     * job (capturing s and opts), or NULL for no plan in this run; plan_run
+     * then runs on the other thread (or on this one if no thread can be
+     * made) and must read only the job, the scenario and the options and
+     * write only the job: 0 or an error in err.  start finds the finished
+     * job with prt_plan; the runtime frees it with plan_free after the run
+     * (also when anything failed).  The results must not depend on which
+     * thread did the work: the plan is a pure function of its inputs. */
+    void *(*plan_new)(const scn_scenario *s, const void *opts);
+    int (*plan_run)(void *plan, dp_err *err);
+    void (*plan_free)(void *plan);
 } policy_def;
 
 #define POLICY_OPTS_MAX 256
@@ -116,6 +130,8 @@ int64_t *prt_left(prt *rt);
 int prt_epoch(const prt *rt); /* current epoch, 1-based */
 /* The policy's own state (NULL at start); the policy frees it in `free`. */
 void *prt_state(const prt *rt);
+/* The policy's finished plan job (policy_def.plan_new), or NULL. */
+void *prt_plan(const prt *rt);
 void prt_set_state(prt *rt, void *state);
 /* 1 while device d is up (always, in a world without failures). */
 int prt_device_up(const prt *rt, size_t d);

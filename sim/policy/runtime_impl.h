@@ -59,6 +59,7 @@ struct prt {
     int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
     double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;
+    void *plan; /* pdef->plan_new's job, finished (policy.c frees it) */
     /* the dynamic world */
     const struct policy_def *pdef; /* for on_device */
     const void *popts;
