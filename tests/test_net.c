@@ -532,3 +532,61 @@ Test(net, simultaneous_ends_reported_in_start_order)
             sim_engine_free(e);
         }
 }
+
+/* net_reserve makes room ahead (the runtime calls it while a plan is made):
+ * flows started after it, fewer or more than reserved, get the same ids,
+ * the same ends and the same report order as without it. */
+typedef struct res_log {
+    uint64_t id[6000];
+    double t[6000];
+    int n;
+    sim_engine *e;
+} res_log;
+static res_log *RL;
+static void on_done_log(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    if (RL->n < 6000) {
+        RL->id[RL->n] = id;
+        RL->t[RL->n++] = sim_now(RL->e);
+    }
+}
+
+static void reserve_run(size_t reserve, int m, res_log *out, uint64_t *ids)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    net *n = net_new(e, NULL);
+    *out = (res_log){.e = e};
+    RL = out;
+    if (reserve)
+        cr_assert_eq(net_reserve(n, reserve), 0);
+    for (int i = 0; i < m; i++) {
+        int l = net_link_add(n, 1e6 + 1000.0 * (i % 7), NULL, NULL);
+        cr_assert(l >= 0);
+        ids[2 * i] =
+            net_flow_start(n, &l, 1, 1000 + 10 * (i % 13), 0.001 * (i % 3), INFINITY, on_done_log, NULL);
+        ids[2 * i + 1] = net_flow_start(n, &l, 1, 5000, 0, INFINITY, on_done_log, NULL);
+    }
+    sim_run(e, INFINITY);
+    net_free(n);
+    sim_engine_free(e);
+}
+
+Test(net, reserve_changes_no_id_time_or_order)
+{
+    static res_log a, b;
+    static uint64_t ia[6000], ib[6000];
+    int m = 2500; /* 5000 flows: five chunks */
+    reserve_run(0, m, &a, ia);
+    size_t reserves[] = {1, 1000, 5000, 20000};
+    for (size_t r = 0; r < sizeof reserves / sizeof *reserves; r++) {
+        reserve_run(reserves[r], m, &b, ib);
+        cr_assert_eq(a.n, 2 * m);
+        cr_assert_eq(b.n, a.n, "reserve %zu", reserves[r]);
+        for (int i = 0; i < 2 * m; i++) {
+            cr_expect_eq(ia[i], ib[i], "reserve %zu: flow %d's id", reserves[r], i);
+            cr_expect_eq(a.id[i], b.id[i], "reserve %zu: report %d", reserves[r], i);
+            cr_expect_eq(a.t[i], b.t[i], "reserve %zu: report %d's time", reserves[r], i);
+        }
+    }
+}

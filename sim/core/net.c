@@ -521,7 +521,8 @@ static flow *flow_alloc(net *n)
     }
     if (n->n_flows >= NO_FLOW - CHUNK)
         return NULL;
-    if ((n->n_flows & (CHUNK - 1)) == 0) {
+    if ((n->n_flows & (CHUNK - 1)) == 0 &&
+        (n->n_flows >> CHUNK_BITS) >= n->n_chunks) { /* else net_reserve made it */
         if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
             return NULL;
         flow *c = dp_calloc(CHUNK, sizeof(flow));
@@ -534,6 +535,29 @@ static flow *flow_alloc(net *n)
     f->gen = 1;
     f->n = n;
     return f;
+}
+
+int net_reserve(net *n, size_t flows)
+{
+    size_t need = ((size_t)n->n_flows + flows + CHUNK - 1) >> CHUNK_BITS;
+    if (need > (NO_FLOW >> CHUNK_BITS) - 1)
+        return DP_EINPUT;
+    while (n->n_chunks < need) {
+        if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
+            return DP_ENOMEM;
+        flow *c = dp_calloc(CHUNK, sizeof(flow));
+        if (!c)
+            return DP_ENOMEM;
+        memset(c, 0, CHUNK * sizeof(flow)); /* its pages now (calloc may leave them untouched) */
+        n->chunks[n->n_chunks++] = c;
+    }
+    size_t total = n->n_flows + flows;
+    if (grow((void **)&n->active, &n->cap_active, total, sizeof(uint32_t)) ||
+        grow((void **)&n->finished, &n->cap_finished, total, sizeof(fin_ent)))
+        return DP_ENOMEM;
+    memset(n->active + n->n_active, 0, (n->cap_active - n->n_active) * sizeof(uint32_t));
+    memset(n->finished, 0, n->cap_finished * sizeof(fin_ent));
+    return 0;
 }
 
 static void flow_release(net *n, flow *f)

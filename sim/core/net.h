@@ -127,6 +127,12 @@ size_t net_flows_pending(const net *n); /* still in their latency phase */
  * anything computed from capacities is valid while this is unchanged. */
 uint64_t net_cap_changes(const net *n);
 uint64_t net_reshares(const net *n); /* recomputations so far */
+/* Make room for `flows` more flows than have ever been started, and touch
+ * it, so that a burst of starts (a distribution to every device) finds its
+ * memory mapped: for a caller with time to spare now (the runtime, while a
+ * plan is made on another thread).  Changes nothing else: flows get the
+ * same indices, ids and order.  0, DP_ENOMEM or DP_EINPUT (too many). */
+int net_reserve(net *n, size_t flows);
 /* Memory ran out computing shares or the ends of flows: every flow was left
  * stalled for the rest of the run (which then ends unfinished). */
 int net_out_of_memory(const net *n);

@@ -444,6 +444,8 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     if (job.plan && !threaded)
         plan_main(&job);
     prt *rt = prt_new(s, p->name, seed, err);
+    if (rt && threaded)
+        prt_warm(rt); /* the plan takes longer than the world: fault in the run's memory meanwhile */
     if (threaded)
         pthread_join(th, NULL);
     if (rt && job.rc) { /* the runtime's own error (it came first before the plan moved) wins */

@@ -245,6 +245,33 @@ static timeline *TL(prt *rt)
     return (timeline *)((char *)rt + sizeof(prt));
 }
 
+/* A calloc'd array's pages, touched now (writing the zeros it holds). */
+static void touch(void *p, size_t bytes)
+{
+    if (p)
+        memset(p, 0, bytes);
+}
+
+void prt_warm(prt *rt)
+{
+    size_t n = rt->n;
+    timeline *tl = TL(rt);
+    touch(rt->share, n * sizeof *rt->share);
+    touch(rt->left, n * sizeof *rt->left);
+    touch(rt->ready_s, n * sizeof *rt->ready_s);
+    touch(rt->pending, n * sizeof *rt->pending);
+    touch(rt->act_since, n * sizeof *rt->act_since);
+    touch(rt->act_time, n * RES_ACT_COUNT * sizeof *rt->act_time);
+    touch(rt->busy_compute, n * sizeof *rt->busy_compute);
+    touch(rt->batches, n * sizeof *rt->batches);
+    touch(rt->server_bytes, n * sizeof *rt->server_bytes);
+    touch(tl->cslots, n * sizeof *tl->cslots);
+    touch(tl->xctx, 2 * n * sizeof *tl->xctx);
+    touch(tl->dev_fn, n * sizeof *tl->dev_fn);
+    touch(tl->dev_ctx, n * sizeof *tl->dev_ctx);
+    (void)net_reserve(world_net(rt->w), 2 * n); /* a hint: a run short of memory fails where it did */
+}
+
 /* The records an epoch boundary folds (see the invariants): rt->tot holds
  * the folded totals, and an epoch journal keeps one epoch's subtotals. */
 typedef struct prt_sums {

@@ -115,4 +115,10 @@ void coll_free_all(prt *rt);
  * the caller. */
 res_run *prt_results(prt *rt);
 
+/* Touch the per-device records a run will write and make room for a
+ * distribution's flows (data and model to every device), changing no
+ * value: policy.c calls it while a plan is being made on the other thread,
+ * so the page faults of the first instant happen in that wait. */
+void prt_warm(prt *rt);
+
 #endif
