@@ -503,31 +503,58 @@ Test(plugin, plan_hooks_come_together)
  * completion's list that could not grow once made the run look finished or
  * repeat one instant for ever), and
  * once memory suffices the run gives the figures of an unhindered one. */
-Test(plugin, cadp_out_of_memory_anywhere_fails_cleanly, .timeout = 120)
+/* Every allocation of one policy's run on `s` failed in turn. */
+static void oom_sweep(const scn_scenario *s, const char *policy)
 {
     dp_err e = {0};
-    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, NULL, 0, &e);
-    cr_assert_not_null(s, "%s", e.msg);
-    res_run *ref = policy_run(policy_find("cadp"), s, 1, &e);
-    cr_assert_not_null(ref, "%s", e.msg);
+    res_run *ref = policy_run(policy_find(policy), s, 1, &e);
+    cr_assert_not_null(ref, "%s: %s", policy, e.msg);
     long live = dp_alloc_live();
     int ok = 0; /* every allocation among the first 600, then every eighth */
     for (long k = 1; k < 1000000 && !ok; k += k < 600 ? 1 : k / 8) {
         e = (dp_err){0};
         dp_alloc_fail_after(k);
-        res_run *r = policy_run(policy_find("cadp"), s, 1, &e);
+        res_run *r = policy_run(policy_find(policy), s, 1, &e);
         dp_alloc_fail_after(0);
         if (r) {
-            cr_expect_eq(r->ttotal_s, ref->ttotal_s, "k = %ld", k);
+            cr_expect_eq(r->ttotal_s, ref->ttotal_s, "%s, k = %ld", policy, k);
             res_run_free(r);
             ok = 1;
         } else {
             cr_expect(e.code == DP_ENOMEM || (e.code == DP_ERUN && strstr(e.msg, "out of memory")),
-                      "k = %ld: %d %s", k, e.code, e.msg);
+                      "%s, k = %ld: %d %s", policy, k, e.code, e.msg);
         }
-        cr_expect_eq(dp_alloc_live(), live, "k = %ld: blocks leaked", k);
+        cr_expect_eq(dp_alloc_live(), live, "%s, k = %ld: blocks leaked", policy, k);
     }
-    cr_expect(ok, "the run never got enough memory");
+    cr_expect(ok, "%s: the run never got enough memory", policy);
     res_run_free(ref);
+}
+
+Test(plugin, cadp_out_of_memory_anywhere_fails_cleanly, .timeout = 120)
+{
+    dp_err e = {0};
+    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, NULL, 0, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    oom_sweep(s, "cadp");
+    scn_free(s);
+}
+
+/* The same for every built-in policy (flow collectives for the synchronous
+ * ones, so the network's paths are swept too). */
+Test(plugin, every_policy_out_of_memory_fails_cleanly, .timeout = 300)
+{
+    dp_err e = {0};
+    scn_override ov[] = {{"policies.ddp.collective", "flows"}, {"policies.deepspeed.collective", "flows"}};
+    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, ov, 2, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    const policy_def *pk[POLICY_MAX];
+    size_t np = 0;
+    for (size_t i = 0; i < policy_count(); i++)
+        if (strcmp(policy_name(policy_at(i)), "solo") && strcmp(policy_name(policy_at(i)), "planned"))
+            pk[np++] = policy_at(i); /* built in: not this file's own */
+    np = (size_t)policy_keep_applicable(s, pk, np, NULL);
+    cr_expect_geq(np, 10, "the built-in policies that run on two devices");
+    for (size_t i = 0; i < np; i++)
+        oom_sweep(s, policy_name(pk[i]));
     scn_free(s);
 }

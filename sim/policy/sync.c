@@ -568,6 +568,7 @@ int sync_start(prt *rt, const sync_cfg *cfg)
         int rc = cfg->hooks->split(rt, bytes, cfg->hooks->ctx);
         if (rc) {
             dp_free(bytes);
+            dp_free(ctx);
             return rc;
         }
     } else {
