@@ -589,13 +589,20 @@ int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
 {
     timeline *tl = TL(rt);
     if (!tl->free_ev) {
+        /* Out of memory fails the run: a policy that dropped the error would
+         * wait for an event that never comes (in a world of failing devices
+         * the queue never empties, so not even a stall would end it). */
         prt_ev **nb = dp_realloc(tl->blocks, (tl->n_blocks + 1) * sizeof *nb);
-        if (!nb)
+        if (!nb) {
+            fail_oom(rt);
             return DP_ENOMEM;
+        }
         tl->blocks = nb;
         prt_ev *blk = dp_calloc(256, sizeof *blk);
-        if (!blk)
+        if (!blk) {
+            fail_oom(rt);
             return DP_ENOMEM;
+        }
         tl->blocks[tl->n_blocks++] = blk;
         for (int i = 0; i < 256; i++) {
             blk[i].next = tl->free_ev;
@@ -1860,6 +1867,11 @@ int prt_run(prt *rt)
         if (interrupt_flag && *interrupt_flag)
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
+        /* The network stalled for good (out of memory): in a world whose
+         * devices keep failing and recovering the queue never empties, so
+         * the run would go on to the event limit. */
+        if (net_out_of_memory(world_net(rt->w)))
+            break;
         if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
             return dp_err_set(rt->err, DP_ERUN,
                               "stopped after %llu events (the limit on events per run) at simulated "
