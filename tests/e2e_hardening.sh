@@ -66,10 +66,18 @@ BG=$!
 exec 7>"$T/lk.fifo"
 echo "BEGIN IMMEDIATE; INSERT INTO scenarios(name, hash, text) VALUES ('x', 'x', 'x');" >&7 2>/dev/null ||
     echo "BEGIN IMMEDIATE;" >&7
-for _ in $(seq 50); do # until the holder has the write lock
-    sqlite3 "$T/lk.db" "PRAGMA busy_timeout=0; BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1 || break
+# until the holder has the write lock: up to 30 s (a loaded machine running
+# the sanitizer suite once took longer than the 5 s this loop used to allow,
+# and the run below then stored its rows into an unlocked database)
+locked=0
+for _ in $(seq 300); do
+    if ! sqlite3 "$T/lk.db" "PRAGMA busy_timeout=0; BEGIN IMMEDIATE; ROLLBACK;" >/dev/null 2>&1; then
+        locked=1
+        break
+    fi
     sleep 0.1
 done
+[ "$locked" = 1 ] && ok || bad "the lock holder never took the write lock (30 s)"
 start=$SECONDS
 expect 1 "$BIN" run "$TINY" -q --policy cadp --db "$T/lk.db"
 has -i "$T/err" "lk.db"
