@@ -539,35 +539,13 @@ Test(plugin, cadp_out_of_memory_anywhere_fails_cleanly, .timeout = 120)
     scn_free(s);
 }
 
-/* And in a world whose devices fail and come back: each policy's reaction
- * to a failure (cut transfers, lost batches, resends) is swept too. */
-Test(plugin, every_policy_out_of_memory_with_failures_fails_cleanly, .timeout = 300)
+/* oom_sweep for every built-in policy that accepts the scenario `text`
+ * (in a world with failures that is those with an on_device hook:
+ * policy_keep_applicable refuses the others). */
+static void sweep_builtins(const char *text, const scn_override *ov, size_t n_ov)
 {
     dp_err e = {0};
-    char text[2048];
-    snprintf(text, sizeof text, "%savailability: { mtbf: 3s, mttr: 1s }\n", TEXT);
-    scn_scenario *s = scn_load_string("plug.yaml", text, strlen(text), NULL, NULL, 0, &e);
-    cr_assert_not_null(s, "%s", e.msg);
-    const policy_def *pk[POLICY_MAX];
-    size_t np = 0;
-    for (size_t i = 0; i < policy_count(); i++)
-        if (policy_at(i)->on_device && strcmp(policy_name(policy_at(i)), "solo") &&
-            strcmp(policy_name(policy_at(i)), "planned"))
-            pk[np++] = policy_at(i);
-    np = (size_t)policy_keep_applicable(s, pk, np, NULL);
-    cr_expect_geq(np, 10, "the built-in policies that run with failures on two devices");
-    for (size_t i = 0; i < np; i++)
-        oom_sweep(s, policy_name(pk[i]));
-    scn_free(s);
-}
-
-/* The same for every built-in policy (flow collectives for the synchronous
- * ones, so the network's paths are swept too). */
-Test(plugin, every_policy_out_of_memory_fails_cleanly, .timeout = 300)
-{
-    dp_err e = {0};
-    scn_override ov[] = {{"policies.ddp.collective", "flows"}, {"policies.deepspeed.collective", "flows"}};
-    scn_scenario *s = scn_load_string("plug.yaml", TEXT, strlen(TEXT), NULL, ov, 2, &e);
+    scn_scenario *s = scn_load_string("plug.yaml", text, strlen(text), NULL, ov, n_ov, &e);
     cr_assert_not_null(s, "%s", e.msg);
     const policy_def *pk[POLICY_MAX];
     size_t np = 0;
@@ -579,4 +557,21 @@ Test(plugin, every_policy_out_of_memory_fails_cleanly, .timeout = 300)
     for (size_t i = 0; i < np; i++)
         oom_sweep(s, policy_name(pk[i]));
     scn_free(s);
+}
+
+/* The same for every built-in policy (flow collectives for the synchronous
+ * ones, so the network's paths are swept too). */
+Test(plugin, every_policy_out_of_memory_fails_cleanly, .timeout = 300)
+{
+    scn_override ov[] = {{"policies.ddp.collective", "flows"}, {"policies.deepspeed.collective", "flows"}};
+    sweep_builtins(TEXT, ov, 2);
+}
+
+/* And in a world whose devices fail and come back: each policy's reaction
+ * to a failure (cut transfers, lost batches, resends) is swept too. */
+Test(plugin, every_policy_out_of_memory_with_failures_fails_cleanly, .timeout = 300)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%savailability: { mtbf: 3s, mttr: 1s }\n", TEXT);
+    sweep_builtins(text, NULL, 0);
 }

@@ -512,6 +512,18 @@ static uint64_t flow_id(const flow *f)
     return ((uint64_t)f->gen << 32) | f->index;
 }
 
+/* One more chunk of CHUNK zeroed flows (for flow_alloc or net_reserve);
+ * NULL when out of memory. */
+static flow *chunk_add(net *n)
+{
+    if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
+        return NULL;
+    flow *c = dp_calloc(CHUNK, sizeof(flow));
+    if (c)
+        n->chunks[n->n_chunks++] = c;
+    return c;
+}
+
 static flow *flow_alloc(net *n)
 {
     if (n->free_head != NO_FLOW) {
@@ -521,15 +533,9 @@ static flow *flow_alloc(net *n)
     }
     if (n->n_flows >= NO_FLOW - CHUNK)
         return NULL;
-    if ((n->n_flows & (CHUNK - 1)) == 0 &&
-        (n->n_flows >> CHUNK_BITS) >= n->n_chunks) { /* else net_reserve made it */
-        if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
-            return NULL;
-        flow *c = dp_calloc(CHUNK, sizeof(flow));
-        if (!c)
-            return NULL;
-        n->chunks[n->n_chunks++] = c;
-    }
+    /* a new chunk at each CHUNK-th flow, unless net_reserve made it */
+    if ((n->n_flows & (CHUNK - 1)) == 0 && (n->n_flows >> CHUNK_BITS) >= n->n_chunks && !chunk_add(n))
+        return NULL;
     flow *f = F(n, n->n_flows);
     f->index = n->n_flows++;
     f->gen = 1;
@@ -543,13 +549,10 @@ int net_reserve(net *n, size_t flows)
     if (need > (NO_FLOW >> CHUNK_BITS) - 1)
         return DP_EINPUT;
     while (n->n_chunks < need) {
-        if (grow((void **)&n->chunks, &n->cap_chunks, n->n_chunks + 1, sizeof(flow *)))
-            return DP_ENOMEM;
-        flow *c = dp_calloc(CHUNK, sizeof(flow));
+        flow *c = chunk_add(n);
         if (!c)
             return DP_ENOMEM;
         memset(c, 0, CHUNK * sizeof(flow)); /* its pages now (calloc may leave them untouched) */
-        n->chunks[n->n_chunks++] = c;
     }
     size_t total = n->n_flows + flows;
     if (grow((void **)&n->active, &n->cap_active, total, sizeof(uint32_t)) ||
@@ -1081,10 +1084,11 @@ oom:
     stall_all(n);
 }
 
-/* Out of memory where the shares or the ends of flows must be computed:
- * leave every flow stalled (rate 0, no completion pending), so the caller's
- * run ends with a stall error rather than wrong numbers, or an instant
- * whose flows can never be taken off repeating for ever. */
+/* Out of memory where the shares or the ends of flows must be computed, or
+ * a flow started: leave every flow stalled (rate 0, no completion pending)
+ * for the rest of the run, which then ends with an out-of-memory error
+ * (net_out_of_memory) rather than wrong numbers, or an instant whose flows
+ * can never be taken off repeating for ever. */
 static void stall_all(net *n)
 {
     n->oom = 1;
