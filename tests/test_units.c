@@ -247,3 +247,22 @@ Test(units, short_decimals_parse_to_strtods_double_bit_for_bit)
         cr_assert(memcmp(&v, &w, sizeof v) == 0, "'%s': %.17g, strtod %.17g", t, v, w);
     }
 }
+
+/* Device names "base[i]" are made without snprintf (dp_indexed_name): the
+ * same bytes as snprintf for every buffer size, truncation included. */
+Test(units, indexed_names_match_snprintf)
+{
+    const char *bases[] = {"", "d", "phone", "a-rather-long-group-name-of-forty-chars!"};
+    const long long idx[] = {0, 1, 9, 10, 99, 12345, 999999, -1, -42, INT64_MAX, INT64_MIN};
+    for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
+        for (size_t k = 0; k < sizeof idx / sizeof *idx; k++)
+            for (size_t cap = 0; cap <= 72; cap++) {
+                char want[80], got[80];
+                memset(want, '#', sizeof want);
+                memset(got, '#', sizeof got);
+                snprintf(want, cap, "%s[%lld]", bases[b], idx[k]);
+                dp_indexed_name(got, cap, bases[b], idx[k]);
+                cr_assert(memcmp(want, got, sizeof want) == 0, "'%s'[%lld], cap %zu: '%.*s' vs '%.*s'",
+                          bases[b], idx[k], cap, (int)cap, got, (int)cap, want);
+            }
+}

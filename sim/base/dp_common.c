@@ -75,6 +75,28 @@ char *dp_strdup(const char *s)
     return d;
 }
 
+void dp_indexed_name(char *dst, size_t cap, const char *base, long long i)
+{
+    if (cap == 0)
+        return;
+    char tail[24]; /* "[-9223372036854775808]" */
+    size_t t = sizeof tail;
+    tail[--t] = ']';
+    unsigned long long u = i < 0 ? 0ull - (unsigned long long)i : (unsigned long long)i;
+    do
+        tail[--t] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (i < 0)
+        tail[--t] = '-';
+    tail[--t] = '[';
+    size_t nb = strnlen(base, cap - 1), nt = sizeof tail - t;
+    memcpy(dst, base, nb);
+    if (nt > cap - 1 - nb)
+        nt = cap - 1 - nb;
+    memcpy(dst + nb, tail + t, nt);
+    dst[nb + nt] = '\0';
+}
+
 long dp_alloc_live(void)
 {
     return atomic_load(&live_blocks);

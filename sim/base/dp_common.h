@@ -35,6 +35,10 @@ void *dp_calloc(size_t count, size_t size); /* overflow-checked */
 void *dp_realloc(void *p, size_t n);
 void dp_free(void *p);
 char *dp_strdup(const char *s);
+/* snprintf(dst, cap, "%s[%lld]", base, i), the same bytes (truncated to
+ * cap - 1 and terminated when cap > 0), without the format machinery:
+ * naming 10^6 devices with snprintf was a fifth of loading them. */
+void dp_indexed_name(char *dst, size_t cap, const char *base, long long i);
 /* Number of blocks handed out and not yet freed (library-wide). */
 long dp_alloc_live(void);
 /* Make the k-th allocation from now (k >= 1) and every later one fail;

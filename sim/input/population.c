@@ -600,7 +600,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     const yt_node *bn = yt_get(it, "batch");
     for (int64_t i = 0; i < count; i++) {
         char name[SCN_NAME_MAX + 24];
-        snprintf(name, sizeof name, "%s[%lld]", base, (long long)i);
+        dp_indexed_name(name, sizeof name, base, (long long)i);
         size_t gi = first;
         if (i > 0 && (r = scni_new_group(c, &gi)) < 0)
             goto out;

@@ -1449,7 +1449,7 @@ static int conv_devices(cv *c, const yt_node *root)
                 memcpy(s->devices[k].name, gr->name, ln);
                 s->devices[k].name[ln] = 0;
             } else
-                snprintf(s->devices[k].name, sizeof s->devices[k].name, "%s[%d]", gr->name, j);
+                dp_indexed_name(s->devices[k].name, sizeof s->devices[k].name, gr->name, j);
         }
     }
     s->n_devices = k;
