@@ -104,7 +104,7 @@ static void coll_begin_acts(prt *rt, const coll *c)
     rt->coll_active++;
     for (size_t i = 0; i < c->m; i++) {
         size_t d = member(c, i);
-        if (rt->dev[d].coll_dev++ == 0 && rt->dev[d].act == RES_ACT_WAIT)
+        if (rt->coll_dev[d]++ == 0 && rt->act[d] == RES_ACT_WAIT)
             prt_set_act(rt, d, RES_ACT_SEND);
     }
 }
@@ -114,7 +114,7 @@ static void coll_end_acts(prt *rt, const coll *c)
     rt->coll_active--;
     for (size_t i = 0; i < c->m; i++) {
         size_t d = member(c, i);
-        if (--rt->dev[d].coll_dev == 0 && rt->dev[d].act == RES_ACT_SEND)
+        if (--rt->coll_dev[d] == 0 && rt->act[d] == RES_ACT_SEND)
             prt_set_act(rt, d, RES_ACT_WAIT);
     }
 }
@@ -611,9 +611,9 @@ void coll_ring_account(prt *rt, double chunk, int rounds)
     const double *xf = rt->ring_xfer;
     for (size_t i = 0; i < rt->n; i++) {
         size_t next = i + 1 < rt->n ? i + 1 : 0; /* (i + 1) % n */
-        rt->dev[i].rec.coll_bytes += chunk * rounds;
-        rt->dev[i].rec.coll_busy_s += rounds * xf[i];
-        rt->dev[next].rec.coll_recv_s += rounds * xf[i];
+        rt->coll_bytes[i] += chunk * rounds;
+        rt->coll_busy_s[i] += rounds * xf[i];
+        rt->coll_recv_s[next] += rounds * xf[i];
     }
 }
 

@@ -1,10 +1,10 @@
 /* runtime.c: the runtime every policy shares (runtime.h).
  *
  * Invariants:
- *  - dev[d].act is device d's activity since dev[d].act_since (engine time); time
- *    is charged to dev[d].rec.act_time[act] when it changes, so the activity times
+ *  - act[d] is device d's activity since act_since[d] (engine time); time
+ *    is charged to act_time[d][act] when it changes, so the activity times
  *    of a device sum to Ttotal at the end.
- *  - Running records (each device's prt_rec: act_time, busy_compute, batches, the collectives'
+ *  - Running records (act_time, busy_compute, batches, the collectives'
  *    bytes and seconds, samples_done, the utilisation integral) count from
  *    the last clean epoch boundary in a periodic world, where they are
  *    folded into rt->tot (epoch_close); elsewhere nothing is ever folded and
@@ -171,7 +171,7 @@ void prt_add_resent(prt *rt, double bytes)
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
     jrec(rt, (jent){.kind = J_SRV, .d = (int32_t)d, .v1 = bytes});
-    rt->dev[d].rec.server_bytes += bytes;
+    rt->server_bytes[d] += bytes;
 }
 
 /* ---- small event records with a free list --------------------------------- */
@@ -260,6 +260,11 @@ void prt_warm(prt *rt)
     touch(rt->left, n * sizeof *rt->left);
     touch(rt->ready_s, n * sizeof *rt->ready_s);
     touch(rt->pending, n * sizeof *rt->pending);
+    touch(rt->act_since, n * sizeof *rt->act_since);
+    touch(rt->act_time, n * RES_ACT_COUNT * sizeof *rt->act_time);
+    touch(rt->busy_compute, n * sizeof *rt->busy_compute);
+    touch(rt->batches, n * sizeof *rt->batches);
+    touch(rt->server_bytes, n * sizeof *rt->server_bytes);
     touch(tl->cslots, n * sizeof *tl->cslots);
     touch(tl->xctx, 2 * n * sizeof *tl->xctx);
     touch(tl->dev_fn, n * sizeof *tl->dev_fn);
@@ -268,65 +273,70 @@ void prt_warm(prt *rt)
 }
 
 /* The records an epoch boundary folds (see the invariants): rt->tot holds
- * the folded totals, and an epoch journal keeps one epoch's subtotals.
- * Device d's records are at (char *)rec + d * stride: the runtime's own
- * sit inside its prt_dev records, a fold's in an array of their own. */
+ * the folded totals, and an epoch journal keeps one epoch's subtotals. */
 typedef struct prt_sums {
-    prt_rec *rec;
-    size_t stride;
+    double *act_time; /* n * RES_ACT_COUNT */
+    double *busy_compute, *coll_bytes, *coll_busy_s, *coll_recv_s, *server_bytes;
+    int64_t *batches;
     double samples_done, busy_int;
 } prt_sums;
 
-static inline prt_rec *sums_rec(const prt_sums *x, size_t d)
-{
-    return (prt_rec *)((char *)x->rec + d * x->stride);
-}
-
-static void sums_free(prt_sums *x)
-{
-    if (!x)
-        return;
-    dp_free(x->rec);
-    dp_free(x);
-}
+static void sums_free(prt_sums *x);
 
 static prt_sums *sums_new(size_t n)
 {
     prt_sums *x = dp_calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    x->stride = sizeof(prt_rec);
-    if (!(x->rec = dp_calloc(n, sizeof *x->rec))) {
+    x->act_time = dp_calloc(n * RES_ACT_COUNT, sizeof *x->act_time);
+    x->busy_compute = dp_calloc(n, sizeof *x->busy_compute);
+    x->coll_bytes = dp_calloc(n, sizeof *x->coll_bytes);
+    x->coll_busy_s = dp_calloc(n, sizeof *x->coll_busy_s);
+    x->coll_recv_s = dp_calloc(n, sizeof *x->coll_recv_s);
+    x->server_bytes = dp_calloc(n, sizeof *x->server_bytes);
+    x->batches = dp_calloc(n, sizeof *x->batches);
+    if (!x->act_time || !x->busy_compute || !x->coll_bytes || !x->coll_busy_s || !x->coll_recv_s ||
+        !x->server_bytes || !x->batches) {
         sums_free(x);
         return NULL;
     }
     return x;
 }
 
-/* The running records, as a prt_sums over the runtime's own. */
+static void sums_free(prt_sums *x)
+{
+    if (!x)
+        return;
+    dp_free(x->act_time);
+    dp_free(x->busy_compute);
+    dp_free(x->coll_bytes);
+    dp_free(x->coll_busy_s);
+    dp_free(x->coll_recv_s);
+    dp_free(x->server_bytes);
+    dp_free(x->batches);
+    dp_free(x);
+}
+
+/* The running records, as a prt_sums whose arrays are the runtime's own. */
 static prt_sums running(prt *rt)
 {
-    return (prt_sums){&rt->dev[0].rec, sizeof(prt_dev), rt->samples_done, TL(rt)->busy_int};
+    return (prt_sums){rt->act_time,     rt->busy_compute, rt->coll_bytes,   rt->coll_busy_s, rt->coll_recv_s,
+                      rt->server_bytes, rt->batches,      rt->samples_done, TL(rt)->busy_int};
 }
 
 /* to += x, record by record; to = x instead when `copy`. */
 static void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
 {
+    size_t na = n * RES_ACT_COUNT;
+    for (size_t i = 0; i < na; i++)
+        to->act_time[i] = copy ? x->act_time[i] : to->act_time[i] + x->act_time[i];
     for (size_t i = 0; i < n; i++) {
-        prt_rec *t = sums_rec(to, i);
-        const prt_rec *v = sums_rec(x, i);
-        if (copy) {
-            *t = *v;
-            continue;
-        }
-        for (int a = 0; a < RES_ACT_COUNT; a++)
-            t->act_time[a] += v->act_time[a];
-        t->busy_compute += v->busy_compute;
-        t->coll_bytes += v->coll_bytes;
-        t->coll_busy_s += v->coll_busy_s;
-        t->coll_recv_s += v->coll_recv_s;
-        t->server_bytes += v->server_bytes;
-        t->batches += v->batches;
+        to->busy_compute[i] = copy ? x->busy_compute[i] : to->busy_compute[i] + x->busy_compute[i];
+        to->coll_bytes[i] = copy ? x->coll_bytes[i] : to->coll_bytes[i] + x->coll_bytes[i];
+        to->coll_busy_s[i] = copy ? x->coll_busy_s[i] : to->coll_busy_s[i] + x->coll_busy_s[i];
+        to->coll_recv_s[i] = copy ? x->coll_recv_s[i] : to->coll_recv_s[i] + x->coll_recv_s[i];
+        to->server_bytes[i] = copy ? x->server_bytes[i] : to->server_bytes[i] + x->server_bytes[i];
+        to->batches[i] = copy ? x->batches[i] : to->batches[i] + x->batches[i];
     }
     to->samples_done = copy ? x->samples_done : to->samples_done + x->samples_done;
     to->busy_int = copy ? x->busy_int : to->busy_int + x->busy_int;
@@ -334,18 +344,28 @@ static void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
 
 static void running_zero(prt *rt)
 {
-    for (size_t d = 0; d < rt->n; d++)
-        memset(&rt->dev[d].rec, 0, sizeof rt->dev[d].rec);
+    size_t n = rt->n;
+    memset(rt->act_time, 0, n * RES_ACT_COUNT * sizeof *rt->act_time);
+    memset(rt->busy_compute, 0, n * sizeof *rt->busy_compute);
+    memset(rt->coll_bytes, 0, n * sizeof *rt->coll_bytes);
+    memset(rt->coll_busy_s, 0, n * sizeof *rt->coll_busy_s);
+    memset(rt->coll_recv_s, 0, n * sizeof *rt->coll_recv_s);
+    memset(rt->server_bytes, 0, n * sizeof *rt->server_bytes);
+    memset(rt->batches, 0, n * sizeof *rt->batches);
     rt->samples_done = 0;
     TL(rt)->busy_int = 0;
 }
 
 /* A whole-run total now: folded + running (the running value alone, the
  * same bits, where nothing is folded). */
+static double total(const double *tot, const double *run, size_t i)
+{
+    return tot ? tot[i] + run[i] : run[i];
+}
+
 double prt_compute_s(const prt *rt, size_t d)
 {
-    double run = rt->dev[d].rec.busy_compute;
-    return rt->tot ? sums_rec(rt->tot, d)->busy_compute + run : run;
+    return total(rt->tot ? rt->tot->busy_compute : NULL, rt->busy_compute, d);
 }
 
 static void on_world_device(void *ctx, size_t d, int up);
@@ -392,9 +412,16 @@ static void compute_prefetch(void *pctx, void *ctx)
     size_t d = (size_t)(c - TL(rt)->cslots);
     __builtin_prefetch(c);
     __builtin_prefetch((const char *)c + 64);
-    __builtin_prefetch(&rt->dev[d]);
-    __builtin_prefetch((const char *)&rt->dev[d] + 64);
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    __builtin_prefetch(&rt->busy_compute[d]);
+    __builtin_prefetch(&rt->batches[d]);
+    __builtin_prefetch(&rt->part_done[d]);
     __builtin_prefetch(&rt->left[d]);
+    __builtin_prefetch(&rt->server_bytes[d]);
+    __builtin_prefetch(&rt->coll_dev[d]);
     world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
 }
 
@@ -424,16 +451,27 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->epoch = 1;
     rt->ready_s = dp_calloc(n, sizeof *rt->ready_s);
     rt->pending = dp_calloc(n, sizeof *rt->pending);
-    if ((rt->dev_mem = dp_calloc(n + 1, sizeof *rt->dev))) /* room for the alignment */
-        rt->dev = (prt_dev *)(((uintptr_t)rt->dev_mem + 63) & ~(uintptr_t)63);
+    rt->act = dp_calloc(n, sizeof *rt->act);
+    rt->act_since = dp_calloc(n, sizeof *rt->act_since);
+    rt->act_time = dp_calloc(n * RES_ACT_COUNT, sizeof *rt->act_time);
+    rt->busy_compute = dp_calloc(n, sizeof *rt->busy_compute);
+    rt->batches = dp_calloc(n, sizeof *rt->batches);
     rt->bins = dp_calloc(MAX_BINS, sizeof *rt->bins);
+    rt->coll_bytes = dp_calloc(n, sizeof *rt->coll_bytes);
+    rt->coll_busy_s = dp_calloc(n, sizeof *rt->coll_busy_s);
+    rt->coll_recv_s = dp_calloc(n, sizeof *rt->coll_recv_s);
+    rt->part_done = dp_calloc(n, sizeof *rt->part_done);
+    rt->server_bytes = dp_calloc(n, sizeof *rt->server_bytes);
+    rt->coll_dev = dp_calloc(n, sizeof *rt->coll_dev);
     tl->cslots = dp_calloc(n, sizeof *tl->cslots);
     tl->xctx = dp_calloc(2 * n, sizeof *tl->xctx);
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     tl->seg_t0 = dp_calloc(n, sizeof *tl->seg_t0);
-    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->dev || !rt->bins || !tl->cslots ||
-        !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
+    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
+        !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
+        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
+        !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -449,7 +487,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
     for (size_t d = 0; d < n; d++) {
-        rt->dev[d].act = RES_ACT_WAIT;
+        rt->act[d] = RES_ACT_WAIT;
         const scn_device *dv = &s->devices[d];
         const scn_group *g = &s->groups[dv->group];
         res_device *rd = &rt->r->devices[d];
@@ -475,8 +513,18 @@ void prt_free(prt *rt)
     dp_free(rt->left);
     dp_free(rt->ready_s);
     dp_free(rt->pending);
-    dp_free(rt->dev_mem);
+    dp_free(rt->act);
+    dp_free(rt->act_since);
+    dp_free(rt->act_time);
+    dp_free(rt->busy_compute);
+    dp_free(rt->batches);
     dp_free(rt->bins);
+    dp_free(rt->coll_bytes);
+    dp_free(rt->coll_busy_s);
+    dp_free(rt->coll_recv_s);
+    dp_free(rt->part_done);
+    dp_free(rt->server_bytes);
+    dp_free(rt->coll_dev);
     dp_free(rt->coll_link_n);
     dp_free(rt->ring_lat);
     dp_free(rt->ring_rate);
@@ -674,7 +722,7 @@ static void tl_widen(timeline *tl)
 static void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, const double *S)
 {
     timeline *tl = TL(rt);
-    const double *T = rt->tot ? sums_rec(rt->tot, d)->act_time : NULL;
+    const double *T = rt->tot ? rt->tot->act_time + d * RES_ACT_COUNT : NULL;
     for (;;) {
         size_t k = tl->next_edge[d];
         if (k > TL_BINS) {
@@ -775,7 +823,7 @@ static void timeline_finish(prt *rt, double T)
     rt->r->timeline_res_s = tl->res_s;
     for (size_t d = 0; d < tl->ndev; d++) {
         const double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
-        const double *end = rt->dev[d].rec.act_time; /* the edge at T */
+        const double *end = rt->act_time + d * RES_ACT_COUNT; /* the edge at T */
         size_t ne = tl->next_edge[d];
         for (size_t k = 0; k < ne; k++) {
             int last = k + 1 >= ne;
@@ -803,21 +851,21 @@ static void timeline_finish(prt *rt, double T)
 static void set_act_at(prt *rt, size_t d, res_activity a, double now)
 {
     timeline *tl = TL(rt);
-    res_activity cur = rt->dev[d].act;
-    double since = rt->dev[d].act_since, *S = rt->dev[d].rec.act_time;
+    res_activity cur = rt->act[d];
+    double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
     if (segment_fn || (!tl->coarse && d < tl->ndev))
         timeline_seg(rt, d, cur, rt->base + now);
     /* below the next edge (cached), nothing to compute */
     if (tl->coarse && d < tl->ndev && !(tl->edge_gen[d] == tl->gen && now < tl->next_xr[d]))
         tl_edges(rt, d, cur, since, now, S);
     S[cur] += now - since;
-    rt->dev[d].act = a;
-    rt->dev[d].act_since = now;
+    rt->act[d] = a;
+    rt->act_since[d] = now;
 }
 
 void prt_set_act(prt *rt, size_t d, res_activity a)
 {
-    if (rt->dev[d].act == a)
+    if (rt->act[d] == a)
         return;
     jrec_act(rt, d, a);
     set_act_at(rt, d, a, sim_now(rt->e));
@@ -826,9 +874,9 @@ void prt_set_act(prt *rt, size_t d, res_activity a)
 void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
 {
     jrec(rt, (jent){.kind = J_COLL, .d = (int32_t)d, .n = (int32_t)next, .r0 = busy_s, .v1 = bytes});
-    rt->dev[d].rec.coll_bytes += bytes;
-    rt->dev[d].rec.coll_busy_s += busy_s;
-    rt->dev[next].rec.coll_recv_s += busy_s;
+    rt->coll_bytes[d] += bytes;
+    rt->coll_busy_s[d] += busy_s;
+    rt->coll_recv_s[next] += busy_s;
 }
 
 void prt_rec_ring(prt *rt, double chunk, int rounds)
@@ -850,17 +898,17 @@ static double batch_flops(const prt *rt, int n, double part)
 static void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double part, int step,
                             double base)
 {
-    rt->dev[d].rec.busy_compute += now - t0;
+    rt->busy_compute[d] += now - t0;
     if (!(step & J_FOLDED)) { /* a folded batch but the last: the device computes on */
         busy_advance_to(rt, now);
         TL(rt)->computing--;
     }
     step &= 1;
     /* a batch run in pieces (forward, backward) counts once, when whole */
-    rt->dev[d].part_done += step ? 1 : part;
-    if (rt->dev[d].part_done >= 1 - 1e-9) {
-        rt->dev[d].rec.batches++;
-        rt->dev[d].part_done = 0;
+    rt->part_done[d] += step ? 1 : part;
+    if (rt->part_done[d] >= 1 - 1e-9) {
+        rt->batches[d]++;
+        rt->part_done[d] = 0;
     }
     rt->samples_done += n * part;
     prt_add_flops(rt, base + t0, base + now, batch_flops(rt, n, part));
@@ -881,7 +929,7 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
                     .r0 = c->t0,
                     .v1 = c->part});
     compute_done_at(rt, c->d, c->t0, now, c->n, c->part, c->step, rt->base);
-    prt_set_act(rt, c->d, rt->dev[c->d].coll_dev ? RES_ACT_SEND : RES_ACT_WAIT);
+    prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
 }
 
@@ -968,7 +1016,7 @@ static void on_fold_done(sim_engine *e, void *ctx, uint64_t id)
     int64_t next;
     fold_credit(rt, c, sim_now(e), 0, &next);
     c->fold = 0;
-    prt_set_act(rt, c->d, rt->dev[c->d].coll_dev ? RES_ACT_SEND : RES_ACT_WAIT);
+    prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
 }
 
@@ -1062,7 +1110,7 @@ static int distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn
         tl->xctx[2 * d] = (xfer_ctx){rt, d, initial ? 1 : 2}; /* 2: data resent, not Tsend's */
         tl->xctx[2 * d + 1] = (xfer_ctx){rt, d, 0};
         rt->pending[d] = 2;
-        rt->dev[d].rec.server_bytes += data_bytes[d] + model;
+        rt->server_bytes[d] += data_bytes[d] + model;
         if (!initial)
             rt->resent_bytes += data_bytes[d] + model;
         prt_set_act(rt, d, RES_ACT_RECV_DATA);
@@ -1102,10 +1150,10 @@ static void drop_compute(prt *rt, size_t d)
         rt->left[d] = c->fold - (next + 1) * c->n > 0 ? c->fold - (next + 1) * c->n : 0;
         c->fold = 0;
     }
-    rt->dev[d].rec.busy_compute += sim_now(rt->e) - c->t0;
+    rt->busy_compute[d] += sim_now(rt->e) - c->t0;
     busy_advance(rt); /* the utilisation integral: one device fewer computing */
     TL(rt)->computing--;
-    rt->dev[d].part_done = 0;
+    rt->part_done[d] = 0;
     prt_set_act(rt, d, RES_ACT_WAIT);
 }
 
@@ -1410,12 +1458,11 @@ static void jbreak(prt *rt)
         rt->ff->on = 0;
 }
 
-/* Room for len more bytes at *off. */
-static int room(unsigned char **buf, size_t *cap, size_t off, size_t len)
+static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, size_t len)
 {
-    if (off + len > *cap) {
+    if (*off + len > *cap) {
         size_t nc = *cap ? *cap : 256;
-        while (nc < off + len)
+        while (nc < *off + len)
             nc *= 2;
         unsigned char *nb = dp_realloc(*buf, nc);
         if (!nb)
@@ -1423,32 +1470,8 @@ static int room(unsigned char **buf, size_t *cap, size_t off, size_t len)
         *buf = nb;
         *cap = nc;
     }
-    return 0;
-}
-
-static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, size_t len)
-{
-    if (room(buf, cap, *off, len))
-        return DP_ENOMEM;
     memcpy(*buf + *off, src, len);
     *off += len;
-    return 0;
-}
-
-/* Every device's activity, collectives and part of a batch, packed. */
-static int put_devices(prt *rt, unsigned char **buf, size_t *cap, size_t *off)
-{
-    size_t one = sizeof(res_activity) + sizeof(int) + sizeof(double);
-    if (room(buf, cap, *off, rt->n * one))
-        return DP_ENOMEM;
-    unsigned char *p = *buf + *off;
-    for (size_t d = 0; d < rt->n; d++, p += one) {
-        const prt_dev *v = &rt->dev[d];
-        memcpy(p, &v->act, sizeof v->act);
-        memcpy(p + sizeof v->act, &v->coll_dev, sizeof v->coll_dev);
-        memcpy(p + sizeof v->act + sizeof v->coll_dev, &v->part_done, sizeof v->part_done);
-    }
-    *off += rt->n * one;
     return 0;
 }
 
@@ -1464,7 +1487,9 @@ static size_t state_now(prt *rt)
     int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
     if (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
-        put_devices(rt, &f->tmp, &f->tmp_cap, &off) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->part_done, n * sizeof *rt->part_done) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
         put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
         put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
@@ -1494,12 +1519,12 @@ static void epoch_close(prt *rt, double span, prt_sums *ep)
 {
     timeline *tl = TL(rt);
     for (size_t d = 0; d < rt->n; d++) {
-        res_activity cur = rt->dev[d].act;
-        double since = rt->dev[d].act_since, *S = rt->dev[d].rec.act_time;
+        res_activity cur = rt->act[d];
+        double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
         if (tl->coarse && d < tl->ndev)
             tl_edges(rt, d, cur, since, span, S);
         S[cur] += span - since;
-        rt->dev[d].act_since = 0;
+        rt->act_since[d] = 0;
     }
     busy_advance_to(rt, span);
     tl->busy_t = 0;
@@ -1617,7 +1642,7 @@ static int dev_changes_build(prt *rt, dev_changes *c, double span)
         size_t end = c->off[d + 1] - 1;
         c->t[end] = span;
         memset(S, 0, sizeof S);
-        res_activity cur = rt->dev[d].act;
+        res_activity cur = rt->act[d];
         for (size_t k = c->off[d]; k <= end; k++) {
             res_activity next = k < end ? (res_activity)c->a[k] : cur;
             if ((k - c->off[d]) % DC_EVERY == 0)
@@ -1626,7 +1651,7 @@ static int dev_changes_build(prt *rt, dev_changes *c, double span)
             S[cur] += c->t[k] - dc_since(c, d, k);
             cur = next;
         }
-        if (cur != rt->dev[d].act || memcmp(S, sums_rec(f->ep, d)->act_time, sizeof S) != 0)
+        if (cur != rt->act[d] || memcmp(S, f->ep->act_time + d * RES_ACT_COUNT, sizeof S) != 0)
             return 1;
     }
     return 0;
@@ -1714,12 +1739,12 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 coll_ring_account(rt, e->v1, e->n);
                 break;
             case J_COLL:
-                rt->dev[e->d].rec.coll_bytes += e->v1;
-                rt->dev[e->d].rec.coll_busy_s += e->r0;
-                rt->dev[e->n].rec.coll_recv_s += e->r0;
+                rt->coll_bytes[e->d] += e->v1;
+                rt->coll_busy_s[e->d] += e->r0;
+                rt->coll_recv_s[e->n] += e->r0;
                 break;
             case J_SRV:
-                rt->dev[e->d].rec.server_bytes += e->v1;
+                rt->server_bytes[e->d] += e->v1;
                 break;
             default: /* J_EPOCH, the journal's last entry */
                 end_epoch_at(rt, base + e->r);
@@ -1887,7 +1912,7 @@ res_run *prt_results(prt *rt)
     res_run *r = rt->r;
     double T = abs_now(rt), now = sim_now(rt->e);
     for (size_t d = 0; d < rt->n; d++) /* close every open interval at T */
-        set_act_at(rt, d, rt->dev[d].act, now);
+        set_act_at(rt, d, rt->act[d], now);
     if (rt->tot) { /* fold, then the totals become the records read below */
         prt_sums run = running(rt);
         sums_add(rt->tot, &run, rt->n, 0);
@@ -1909,20 +1934,16 @@ res_run *prt_results(prt *rt)
     for (size_t d = 0; d < rt->n; d++) {
         res_device *rd = &r->devices[d];
         rd->samples = rt->share[d];
-        rd->batches = rt->dev[d].rec.batches;
-        rd->compute_s = rt->dev[d].rec.busy_compute;
+        rd->batches = rt->batches[d];
+        rd->compute_s = rt->busy_compute[d];
         busy += rd->compute_s;
         int up = world_dev_up(rt->w, d), down = world_dev_down(rt->w, d);
         int pu = world_dev_peer_up(rt->w, d), pd = world_dev_peer_down(rt->w, d);
-        rd->send_s =
-            net_link_busy_s(n, up) + (pu >= 0 ? net_link_busy_s(n, pu) : 0) + rt->dev[d].rec.coll_busy_s;
-        rd->recv_s =
-            net_link_busy_s(n, down) + (pd >= 0 ? net_link_busy_s(n, pd) : 0) + rt->dev[d].rec.coll_recv_s;
-        rd->bytes_sent =
-            net_link_bytes(n, up) + (pu >= 0 ? net_link_bytes(n, pu) : 0) + rt->dev[d].rec.coll_bytes;
-        rd->bytes_recv =
-            net_link_bytes(n, down) + (pd >= 0 ? net_link_bytes(n, pd) : 0) + rt->dev[d].rec.coll_bytes;
-        rd->wait_s = rt->dev[d].rec.act_time[RES_ACT_WAIT];
+        rd->send_s = net_link_busy_s(n, up) + (pu >= 0 ? net_link_busy_s(n, pu) : 0) + rt->coll_busy_s[d];
+        rd->recv_s = net_link_busy_s(n, down) + (pd >= 0 ? net_link_busy_s(n, pd) : 0) + rt->coll_recv_s[d];
+        rd->bytes_sent = net_link_bytes(n, up) + (pu >= 0 ? net_link_bytes(n, pu) : 0) + rt->coll_bytes[d];
+        rd->bytes_recv = net_link_bytes(n, down) + (pd >= 0 ? net_link_bytes(n, pd) : 0) + rt->coll_bytes[d];
+        rd->wait_s = rt->act_time[d * RES_ACT_COUNT + RES_ACT_WAIT];
     }
     /* A device-to-device byte is counted at both ends; a server byte once.
      * Network bytes = server traffic + half the device-to-device traffic. */
@@ -1931,7 +1952,7 @@ res_run *prt_results(prt *rt)
         for (size_t d = 0; d < rt->n; d++)
             dev += r->devices[d].bytes_sent + r->devices[d].bytes_recv;
         for (size_t d = 0; d < rt->n; d++)
-            server += rt->dev[d].rec.server_bytes;
+            server += rt->server_bytes[d];
         r->bytes_total = (dev + server) / 2;
     }
     /* minus what ran before Tsend (0 when nobody computed before it, so

@@ -5,32 +5,6 @@
 
 #include "runtime.h"
 
-/* Device d's running records (runtime.c's invariants: they count from the
- * last clean epoch boundary in a periodic world). */
-typedef struct prt_rec {
-    double act_time[RES_ACT_COUNT]; /* seconds in each activity */
-    double busy_compute;            /* seconds computing */
-    double server_bytes;            /* bytes exchanged with the server (to avoid double counting) */
-    double coll_bytes;              /* bytes sent (= received) by analytic collectives */
-    double coll_busy_s;             /* seconds its up (send) link was busy in them */
-    double coll_recv_s;             /* and its down (recv) link */
-    int64_t batches;
-} prt_rec;
-
-/* What the runtime keeps per device and an event of that device reads or
- * writes, in one 128-byte record on a 64-byte boundary: two cache lines
- * and one page, where an array per field cost a cache miss and a TLB miss
- * each at 10^6 devices. */
-typedef struct prt_dev {
-    prt_rec rec;
-    double act_since; /* engine time its current activity began */
-    double part_done; /* fraction of a batch done in pieces */
-    res_activity act; /* its current activity */
-    int coll_dev;     /* collectives in flight it is a member of */
-    char pad[128 - sizeof(prt_rec) - 2 * sizeof(double) - sizeof(res_activity) - sizeof(int)];
-} prt_dev;
-_Static_assert(sizeof(prt_dev) == 128, "prt_dev: two cache lines");
-
 struct prt {
     world *w;
     sim_engine *e;
@@ -46,15 +20,24 @@ struct prt {
     int finished;    /* the policy declared the end */
     int failed;
     dp_err *err;
-    /* per-device activity and running records (prt_dev) */
-    prt_dev *dev;
-    void *dev_mem; /* the allocation dev starts in, at its first 64-byte boundary */
+    /* activity tracking */
+    res_activity *act;
+    double *act_since;
+    double *act_time; /* n * RES_ACT_COUNT seconds; this and the other running
+                       * records below count from the last epoch_close (runtime.c) */
+    double *busy_compute;
+    int64_t *batches;
     double samples_done;
     /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
     double bin_s;
     size_t n_bins;
     double *bins;          /* FLOP (paper's count) per bin */
+    double *coll_bytes;    /* per device: bytes sent (= received) by analytic collectives */
+    double *coll_busy_s;   /* per device: seconds its up (send) / down (recv) link was busy */
+    double *coll_recv_s;   /* in analytic collectives */
+    double *server_bytes;  /* per device: bytes exchanged with the server (to avoid double counting) */
     int coll_active;       /* collectives in flight */
+    int *coll_dev;         /* per device: collectives in flight it is a member of */
     unsigned *coll_link_n; /* per network link: ring flows on it (analytic collectives; 0 between) */
     size_t coll_link_cap;  /* entries of coll_link_n */
     int analytic_approx;   /* an analytic collective met a traced or busy link (warned once) */
@@ -73,7 +56,8 @@ struct prt {
     int ring_xfer_ok;
     uint64_t ring_caps;
     int ring_ok;
-    int may_fail; /* scn_has_failures: devices can go down (else every one is always up) */
+    int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
+    double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;
     void *plan; /* pdef->plan_new's job, finished (policy.c frees it) */
     /* the dynamic world */
