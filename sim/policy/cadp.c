@@ -390,11 +390,20 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
               int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves, dp_err *err)
 {
     *out = NULL;
-    if (solves)
-        *solves = 1;
     int rc = cadp_inputs_build(s, in, err);
     if (rc)
         return rc;
+    return cadp_plan_built(s, o, method, prm, paper_model, in, out, classes, solves, err);
+}
+
+int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
+                    int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves,
+                    dp_err *err)
+{
+    *out = NULL;
+    if (solves)
+        *solves = 1;
+    int rc;
     if ((rc = cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
         cadp_inputs_free(in);
         return rc;
@@ -977,6 +986,7 @@ static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x
 typedef struct cadp_plan_job {
     const scn_scenario *s;
     const cadp_opts *o;
+    cadp_inputs in; /* built by plan_new, on the run's thread (in.n == 0: not built) */
     int64_t *alloc; /* s->n_devices */
     double objective_s, send_s, epoch_s;
     int solves;
@@ -987,22 +997,30 @@ static void cadp_plan_free(void *pj)
     cadp_plan_job *j = pj;
     if (!j)
         return;
+    if (j->in.n)
+        cadp_inputs_free(&j->in);
     dp_free(j->alloc);
     dp_free(j);
 }
 
 /* No plan while a refinement forces the allocation (forced_alloc is per
- * thread: read it here, on the run's own thread). */
+ * thread: read it here, on the run's own thread).  The solver's inputs are
+ * built here, before the second thread starts: the run's thread waits for
+ * the solver anyway (10^6 devices: it builds the world in less time than
+ * the solver takes), so their 0.17 s leave the critical path. */
 static void *cadp_plan_new(const scn_scenario *s, const void *opts)
 {
     if (forced_alloc)
         return NULL;
     cadp_plan_job *j = dp_calloc(1, sizeof *j);
-    if (j) {
-        j->s = s;
-        j->o = opts;
-    }
-    return j; /* NULL when out of memory: start plans on its own thread */
+    if (!j)
+        return NULL; /* start plans on its own thread */
+    j->s = s;
+    j->o = opts;
+    dp_err ignored = {0};
+    if (cadp_inputs_build(s, &j->in, &ignored))
+        j->in = (cadp_inputs){0}; /* plan_run builds them (and meets the error itself) */
+    return j;
 }
 
 static int cadp_plan_run(void *pj, dp_err *err)
@@ -1011,12 +1029,14 @@ static int cadp_plan_run(void *pj, dp_err *err)
     const scn_scenario *s = j->s;
     if (!(j->alloc = dp_calloc(s->n_devices, sizeof *j->alloc)))
         return dp_err_set(err, DP_ENOMEM, "out of memory");
-    cadp_inputs in;
+    cadp_inputs in = j->in;
+    j->in = (cadp_inputs){0}; /* cadp_plan_built owns them now */
     slv_params prm;
     slv_params_default(&prm);
     prm.rounding = cadp_slv_rounding(j->o);
     slv_result *res = NULL;
-    int rc = cadp_plan(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err);
+    int rc = in.n ? cadp_plan_built(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err)
+                  : cadp_plan(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err);
     if (rc)
         return rc;
     cadp_inputs_free(&in);
@@ -1038,7 +1058,7 @@ static int cadp_start(prt *rt, const void *opts)
     if (forced_alloc) {
         memcpy(alloc, forced_alloc, prt_n(rt) * sizeof *alloc);
     } else {
-        cadp_plan_job own = {s, o, NULL, 0, 0, 0, 0}, *pl = prt_plan(rt);
+        cadp_plan_job own = {.s = s, .o = o}, *pl = prt_plan(rt);
         int rc = 0;
         if (!pl) { /* no second thread's plan (out of memory making the job): plan here */
             pl = &own;

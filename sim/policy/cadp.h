@@ -82,6 +82,11 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
 int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const struct slv_params *prm,
               int paper_model, cadp_inputs *in, struct slv_result **out, size_t *classes, int *solves,
               dp_err *err);
+/* The same from inputs cadp_inputs_build made (*in, owned from here on:
+ * freed on error, else the last solve's). */
+int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method,
+                    const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
+                    size_t *classes, int *solves, dp_err *err);
 /* The solver method name ("exact", "alm") and solver rounding of options o. */
 const char *cadp_method(const cadp_opts *o);
 int cadp_slv_rounding(const cadp_opts *o);
