@@ -1176,25 +1176,16 @@ int scni_new_group(cv *c, size_t *gi)
     return 0;
 }
 
-/* "PREFIX" + the decimal digits of i, cut to fit buf; no snprintf (it was
- * a tenth of converting a group). */
+/* "PREFIX[i]SUFFIX", cut to fit buf (snprintf's bytes) without snprintf:
+ * it was a tenth of converting a group. */
 static void path_index(char *buf, size_t len, const char *prefix, size_t i, const char *suffix)
 {
-    char d[24];
-    size_t nd = 0, lp = strlen(prefix), ls = strlen(suffix), k = 0;
-    for (size_t x = i; nd == 0 || x; x /= 10)
-        d[nd++] = (char)('0' + x % 10);
-    if (lp + nd + 2 + ls >= len) { /* never for the paths made here; cut rather than overflow */
-        snprintf(buf, len, "%s[%zu]%s", prefix, i, suffix);
+    if (len == 0)
         return;
-    }
-    memcpy(buf, prefix, lp);
-    k = lp;
-    buf[k++] = '[';
-    while (nd)
-        buf[k++] = d[--nd];
-    buf[k++] = ']';
-    memcpy(buf + k, suffix, ls + 1);
+    dp_indexed_name(buf, len, prefix, (long long)i);
+    size_t k = strlen(buf), ls = strnlen(suffix, len - 1 - k);
+    memcpy(buf + k, suffix, ls);
+    buf[k + ls] = '\0';
 }
 
 static void group_path_of(const yt_node *nm, size_t item, char *path, size_t len)

@@ -1035,9 +1035,8 @@ static int cadp_plan_run(void *pj, dp_err *err)
     slv_params_default(&prm);
     prm.rounding = cadp_slv_rounding(j->o);
     slv_result *res = NULL;
-    int rc = in.n ? cadp_plan_built(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err)
-                  : cadp_plan(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err);
-    if (rc)
+    int rc = in.n ? 0 : cadp_inputs_build(s, &in, err); /* plan_new could not build them */
+    if (rc || (rc = cadp_plan_built(s, j->o, cadp_method(j->o), &prm, 0, &in, &res, NULL, &j->solves, err)))
         return rc;
     cadp_inputs_free(&in);
     memcpy(j->alloc, res->alloc, s->n_devices * sizeof *j->alloc);
