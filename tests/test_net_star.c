@@ -45,6 +45,12 @@ static void on_done(void *ctx, uint64_t id)
     f->w->star_seen |= net_star_on(f->w->n);
 }
 
+/* For the bulk placement test: the fewest flows placed at once that go to
+ * sorted runs (0: the default), and random sizes rounded to whole units of
+ * this many bytes (0: not rounded; rounded sizes make many equal keys). */
+static size_t g_bulk;
+static double g_quantum;
+
 /* The fast path from `star` active flows on (1: as soon as the structure
  * holds; 0: never). */
 static void w_init(world *w, size_t star)
@@ -53,6 +59,8 @@ static void w_init(world *w, size_t star)
     w->e = sim_engine_new(NULL);
     w->n = net_new(w->e, NULL);
     net_set_star_min_flows(w->n, star ? star : SIZE_MAX);
+    if (g_bulk)
+        net_set_star_bulk_min(w->n, g_bulk);
     for (int i = 0; i < MAXF; i++)
         w->f[i] = (fl){w, i, 0, -1, -1};
 }
@@ -401,6 +409,8 @@ static void random_world(uint64_t seed, int F, size_t star, int intruder, int hu
         trace_free(tr);
         double cap = uni(&r) < 0.2 ? C * 0.05 * uni(&r) + 1 : INFINITY;
         double bytes = uni(&r) < 0.02 ? 0 : 1e5 * (1 + 100 * uni(&r));
+        if (g_quantum > 0)
+            bytes = g_quantum * ceil(bytes / g_quantum);
         double lat = uni(&r) < 0.3 ? 0 : 20 * uni(&r);
         int p[3] = {acc[i], hubs == 2 && i % 2 ? nic2 : nic, acc[i]};
         start(&w, i, p, hubs ? 3 : 1, bytes, lat, cap);
@@ -543,5 +553,53 @@ Test(net_star, leaves_and_comes_back_exactly)
         cr_expect(!(seen & 2), "seed %llu: on while a flow left the star", (unsigned long long)seed);
         cr_expect(seen & 8, "seed %llu: no completion while the intruder ran", (unsigned long long)seed);
         cr_expect(seen & 4, "seed %llu: not on again after the intruder", (unsigned long long)seed);
+    }
+}
+
+/* Bulk placements (sorted runs beside the heaps) change no bit: the same
+ * worlds with every placement in bulk and with none, star path on in both,
+ * give the same finish times, cut sizes, order and link figures exactly.
+ * Sizes rounded to whole units make many flows end at one instant (equal
+ * keys, ordered by entry). */
+static void compare_bulk(uint64_t seed, int F, size_t star, int intruder, int hubs, int traced,
+                         double quantum)
+{
+    static run_out a, b;
+    g_quantum = quantum;
+    g_bulk = 1;
+    random_world(seed, F, star, intruder, hubs, traced, &a);
+    g_bulk = SIZE_MAX;
+    random_world(seed, F, star, intruder, hubs, traced, &b);
+    g_bulk = 0;
+    g_quantum = 0;
+    cr_assert(a.star_seen && b.star_seen, "seed %llu: the fast path never held the flows",
+              (unsigned long long)seed);
+    cr_assert_eq(a.n_done, b.n_done, "seed %llu", (unsigned long long)seed);
+    for (int i = 0; i < F + intruder; i++) {
+        cr_expect(a.t[i] == b.t[i] || (isnan(a.t[i]) && isnan(b.t[i])),
+                  "seed %llu flow %d ends at %.17g, without bulk %.17g", (unsigned long long)seed, i, a.t[i],
+                  b.t[i]);
+        cr_expect(a.sent[i] == b.sent[i], "seed %llu flow %d cut after %.17g B, without bulk %.17g",
+                  (unsigned long long)seed, i, a.sent[i], b.sent[i]);
+    }
+    for (int k = 0; k < a.n_done; k++)
+        cr_expect_eq(a.order[k], b.order[k], "seed %llu: completion %d", (unsigned long long)seed, k);
+    for (int k = 0; k < a.n_done; k++)
+        cr_expect_eq(a.star_at[k], b.star_at[k], "seed %llu: completion %d", (unsigned long long)seed, k);
+    for (int l = 0; l < a.n_links; l++) {
+        cr_expect(a.bytes[l] == b.bytes[l], "seed %llu link %d bytes", (unsigned long long)seed, l);
+        cr_expect(a.busy[l] == b.busy[l], "seed %llu link %d busy", (unsigned long long)seed, l);
+        cr_expect(a.peak[l] == b.peak[l], "seed %llu link %d peak", (unsigned long long)seed, l);
+    }
+}
+
+Test(net_star, bulk_placement_changes_no_bit)
+{
+    for (uint64_t seed = 61; seed <= 64; seed++) {
+        compare_bulk(seed, 500, 1, 0, (int)(seed % 3), 0, 0);     /* one hub, two, none */
+        compare_bulk(seed, 500, 1, 0, (int)(seed % 3), 0, 2e6);   /* ... with many equal keys */
+        compare_bulk(seed, 400, 64, 0, 1, 0, 1e6);                /* entered mid-run */
+        compare_bulk(seed, 300, 1, 1, seed <= 62 ? 1 : 2, 0, 0);  /* left and entered again */
+        compare_bulk(seed, 200, 1, 0, (int)(seed % 2) + 1, 1, 0); /* traced capacities */
     }
 }

@@ -119,6 +119,11 @@ typedef struct star_hub {
     double sum_c, sum_c_err;
     sh_ent *sh[4]; /* heaps, dead entries included */
     size_t sh_n[4], sh_cap[4];
+    /* beside each heap, a sorted run: the entries of a bulk placement
+     * (sh_bulk_end), read from run_at on (see sh_top) */
+    sh_ent *run[4];
+    size_t run_at[4], run_n[4], run_cap[4];
+    int run_open[4];         /* filling in the current bulk, not sorted yet */
     size_t n_c, n_u;         /* flows in C and in U */
     struct star_epoch *lstk; /* levels since an epoch: L decreasing */
     size_t n_lstk, cap_lstk;
@@ -165,9 +170,17 @@ struct net {
     /* star fast path (net_star.c) */
     net_namer_fn namer; /* names of links added without one */
     void *namer_ctx;
-    int star;        /* on: the flows are held by net_star.c's sets */
-    int star_off;    /* DPSIM_NET_NO_STAR */
-    size_t star_min; /* fewest active flows to enter */
+    /* net_set_done_prefetch: callbacks whose data report_done fetches ahead */
+    struct {
+        net_done_fn done;
+        sim_prefetch_fn fn;
+        void *pctx;
+    } dpf[NET_MAX_DONE_PREFETCH];
+    int n_dpf;
+    int star;         /* on: the flows are held by net_star.c's sets */
+    int star_off;     /* DPSIM_NET_NO_STAR */
+    size_t star_min;  /* fewest active flows to enter */
+    size_t star_bulk; /* fewest flows placed at once to go to runs */
     star_hub *hubs;
     size_t n_hubs, cap_hubs, hubs_made; /* in use, allocated, ever initialised */
     uint64_t sstamp;                    /* stamps handed out */
@@ -175,6 +188,9 @@ struct net {
     double done_t;  /* when the pending completion event is, if the star path set it */
     uint32_t *pend; /* STAR_NEW flows */
     size_t n_pend, cap_pend;
+    int sh_bulk;     /* a bulk placement is on: pushes append to runs */
+    sh_ent *run_tmp; /* radix sort scratch (sh_bulk_end) */
+    size_t cap_run_tmp;
     int oom; /* memory ran out computing shares or ends: every flow stalled for good */
 };
 
@@ -231,6 +247,7 @@ net *net_new(sim_engine *e, dp_err *err)
     /* DPSIM_NET_NO_STAR=1: progressive filling only (to compare the two) */
     n->star_off = dp_env_flag("DPSIM_NET_NO_STAR");
     n->star_min = STAR_MIN_FLOWS;
+    n->star_bulk = STAR_BULK_MIN;
     return n;
 }
 
@@ -398,6 +415,23 @@ void net_link_prefetch(const net *n, int l)
 {
     if (l >= 0 && (size_t)l < n->n_links)
         __builtin_prefetch(&n->links[l]);
+}
+
+int net_set_done_prefetch(net *n, net_done_fn done, sim_prefetch_fn fn, void *pctx)
+{
+    for (int k = 0; k < n->n_dpf; k++)
+        if (n->dpf[k].done == done) {
+            n->dpf[k].fn = fn;
+            n->dpf[k].pctx = pctx;
+            return 0;
+        }
+    if (n->n_dpf >= NET_MAX_DONE_PREFETCH)
+        return DP_EINPUT;
+    n->dpf[n->n_dpf].done = done;
+    n->dpf[n->n_dpf].fn = fn;
+    n->dpf[n->n_dpf].pctx = pctx;
+    n->n_dpf++;
+    return 0;
 }
 
 void net_set_namer(net *n, net_namer_fn fn, void *ctx)
@@ -1205,10 +1239,34 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
 /* Report the nf flows in n->finished, released: callbacks in start order,
  * so simultaneous completions are reported deterministically whatever the
  * active list's order. */
+/* Distances ahead of the callback being run (report_done): the flow
+ * record, then what its callback will touch (read through the flow). */
+#define DPF_FLOW 16
+#define DPF_CTX  8
+
+static void done_prefetch(const net *n, size_t k, size_t nf)
+{
+    if (k + DPF_FLOW < nf)
+        __builtin_prefetch(&n->finished[k + DPF_FLOW].f->done);
+    if (k + DPF_CTX < nf) {
+        const flow *f = n->finished[k + DPF_CTX].f;
+        for (int j = 0; j < n->n_dpf; j++)
+            if (n->dpf[j].done == f->done) {
+                n->dpf[j].fn(n->dpf[j].pctx, f->ctx);
+                break;
+            }
+    }
+}
+
 static void report_done(net *n, size_t nf)
 {
     sort_finished(n, nf);
+    /* 10^6 flows ending at one instant: their callbacks touch every
+     * device's records once, a cache miss each, unless fetched ahead */
+    int ahead = n->n_dpf > 0 && nf > DPF_FLOW;
     for (size_t k = 0; k < nf; k++) {
+        if (ahead)
+            done_prefetch(n, k, nf);
         flow *f = n->finished[k].f;
         net_done_fn cb = f->done;
         void *cctx = f->ctx;

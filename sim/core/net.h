@@ -58,6 +58,14 @@ double net_link_peak_util(const net *n, int link);
 const char *net_link_name(const net *n, int link);
 /* A hint: fetch link's record into the cache (sim_set_prefetch). */
 void net_link_prefetch(const net *n, int link);
+/* A hint for completions of many flows at one instant (a model sent to
+ * every device): while the callbacks run in start order, fn(pctx, ctx) is
+ * called a few flows ahead for each flow whose callback is `done`, to fetch
+ * what that callback will touch.  fn must only read (it runs before the
+ * callbacks ahead of it).  Up to NET_MAX_DONE_PREFETCH callbacks; DP_EINPUT
+ * beyond. */
+#define NET_MAX_DONE_PREFETCH 4
+int net_set_done_prefetch(net *n, net_done_fn done, sim_prefetch_fn fn, void *pctx);
 /* Names for links added without one, made when asked for: a world of 10^6
  * devices has 2x10^6 access links whose names only an error message or a
  * report ever reads.  fn writes link's name into buf (cap bytes) and
@@ -154,8 +162,11 @@ void net_reshare_now(net *n);
  * DPSIM_NET_NO_STAR=1 in the environment (read by net_new) turns it off.
  * net_set_star_min_flows: for tests and benchmarks (1: as soon as the
  * structure holds; SIZE_MAX: never).  net_star_on: 1 while it holds the
- * flows. */
+ * flows.  net_set_star_bulk_min: for tests (default 4096; 1: always), the
+ * fewest flows placed at once that are sorted into runs instead of pushed
+ * on heaps one by one (the same order, so the same results to the bit). */
 void net_set_star_min_flows(net *n, size_t min_flows);
+void net_set_star_bulk_min(net *n, size_t min_flows);
 int net_star_on(const net *n);
 
 #endif

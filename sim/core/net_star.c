@@ -20,12 +20,12 @@
  *    measures everyone's progress (processor sharing); keyed by the V at
  *    which each ends, and by c_i smallest first (the first to join C when L
  *    rises).
- * (Heaps of (key, stamp, flow) with lazy deletion, below.)  A completion pops the smallest keys, an
- * activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where
- * the general path runs progressive filling and brings every flow up to date at every event, O(F).  Anything
- * that breaks the structure (a flow on two hubs, a link newly shared, a hub made unlimited) materialises
- * every flow's remaining bytes and hands back to progressive filling
- * (star_leave); a later full reshare enters again when the structure holds.
+ * (Heaps of (key, stamp, flow) with lazy deletion, each with a sorted run beside it that a bulk placement
+ * fills at once, below.)  A completion pops the smallest keys, an activation inserts, a change moves only the
+ * flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
+ * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
+ * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
+ * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
  *
  * Invariants while n->star:
  *  - every ACTIVE flow is in C or U, or is STAR_NEW: on n->pend with
@@ -55,9 +55,20 @@ enum { H_CFIN, H_CCAP, H_UKEY, H_UCAP }; /* C by finish time, C by cap (largest 
  * filling: every event scans the hubs. */
 #define STAR_MAX_HUBS 16
 
+/* Placements of at least this many flows at once (entering the star path
+ * with 10^6 flows after a model went to every device) go to runs: one
+ * sort, then every completion reads the next entry instead of sifting a
+ * heap of 10^6. */
+#define STAR_BULK_MIN 4096
+
 void net_set_star_min_flows(net *n, size_t min_flows)
 {
     n->star_min = min_flows ? min_flows : 1;
+}
+
+void net_set_star_bulk_min(net *n, size_t min_flows)
+{
+    n->star_bulk = min_flows ? min_flows : 1;
 }
 
 int net_star_on(const net *n)
@@ -101,31 +112,35 @@ static inline size_t sh_live(const star_hub *hb, int h)
     return h == H_CFIN || h == H_CCAP ? hb->n_c : hb->n_u;
 }
 
-/* Keep the live entries only (Floyd's heap build, O(size)). */
+static inline int sh_alive(const net *n, const sh_ent *e)
+{
+    return F(n, e->idx)->sstamp == e->stamp;
+}
+
+/* Keep the live entries only: the heap's rebuilt (Floyd, O(size)), the
+ * run's kept in order. */
 static void sh_compact(const net *n, star_hub *hb, int h)
 {
     sh_ent *e = hb->sh[h];
     size_t m = 0;
     for (size_t i = 0; i < hb->sh_n[h]; i++)
-        if (F(n, e[i].idx)->sstamp == e[i].stamp)
+        if (sh_alive(n, &e[i]))
             e[m++] = e[i];
     hb->sh_n[h] = m;
     for (size_t i = m / 2; i-- > 0;)
         sh_sift_down(e, m, i, e[i]);
+    sh_ent *r = hb->run[h];
+    m = 0;
+    for (size_t i = hb->run_at[h]; i < hb->run_n[h]; i++)
+        if (sh_alive(n, &r[i]))
+            r[m++] = r[i];
+    hb->run_at[h] = 0;
+    hb->run_n[h] = m;
 }
 
-/* A failed allocation leaves the entry out and sets n->star_oom: the
- * recomputation then hands every flow back (star_leave reads the flows, not
- * the heaps). */
-static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
+static void sh_heap_push(star_hub *hb, int h, sh_ent x)
 {
-    if (hb->sh_n[h] >= 2 * sh_live(hb, h) + 1024)
-        sh_compact(n, hb, h);
-    if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + 1, sizeof(sh_ent))) {
-        n->star_oom = 1;
-        return;
-    }
-    sh_ent *e = hb->sh[h], x = {key, f->sstamp, f->index};
+    sh_ent *e = hb->sh[h];
     size_t i = hb->sh_n[h]++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -137,18 +152,142 @@ static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
     e[i] = x;
 }
 
-/* The live flow with the smallest key, or NULL. */
+/* A failed allocation leaves the entry out and sets n->star_oom: the
+ * recomputation then hands every flow back (star_leave reads the flows, not
+ * the heaps).  In a bulk placement the entry is appended to the heap's run
+ * instead (sorted once by sh_bulk_end), unless that run still holds
+ * entries of an earlier bulk. */
+static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
+{
+    sh_ent x = {key, f->sstamp, f->index};
+    if (n->sh_bulk && (hb->run_open[h] || hb->run_at[h] == hb->run_n[h])) {
+        if (!hb->run_open[h]) {
+            hb->run_at[h] = hb->run_n[h] = 0;
+            hb->run_open[h] = 1;
+        }
+        if (grow((void **)&hb->run[h], &hb->run_cap[h], hb->run_n[h] + 1, sizeof(sh_ent))) {
+            n->star_oom = 1;
+            return;
+        }
+        hb->run[h][hb->run_n[h]++] = x;
+        return;
+    }
+    if (hb->sh_n[h] + (hb->run_n[h] - hb->run_at[h]) >= 2 * sh_live(hb, h) + 1024)
+        sh_compact(n, hb, h);
+    if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + 1, sizeof(sh_ent))) {
+        n->star_oom = 1;
+        return;
+    }
+    sh_heap_push(hb, h, x);
+}
+
+/* The live flow with the smallest key, or NULL: the smaller of the heap's
+ * top and the run's head, dead entries dropped on the way.  Entries are
+ * distinct in (key, stamp), so the order is that of one heap holding
+ * both. */
 static flow *sh_top(const net *n, star_hub *hb, int h)
 {
-    while (hb->sh_n[h]) {
-        sh_ent *e = hb->sh[h];
-        flow *f = F(n, e[0].idx);
-        if (f->sstamp == e[0].stamp)
-            return f;
+    sh_ent *e = hb->sh[h];
+    while (hb->sh_n[h] && !sh_alive(n, &e[0]))
         if (--hb->sh_n[h])
             sh_sift_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
+    const sh_ent *r = hb->run[h];
+    while (hb->run_at[h] < hb->run_n[h] && !sh_alive(n, &r[hb->run_at[h]]))
+        hb->run_at[h]++;
+    int in_heap = hb->sh_n[h] > 0, in_run = hb->run_at[h] < hb->run_n[h];
+    if (in_run && (!in_heap || sh_before(&r[hb->run_at[h]], &e[0])))
+        return F(n, r[hb->run_at[h]].idx);
+    return in_heap ? F(n, e[0].idx) : NULL;
+}
+
+/* Empty heap h of hub hb and its run. */
+static void sh_clear(star_hub *hb, int h)
+{
+    hb->sh_n[h] = 0;
+    hb->run_at[h] = hb->run_n[h] = 0;
+    hb->run_open[h] = 0;
+}
+
+/* A key's bits as an unsigned integer that orders like the key (-0 as +0,
+ * which compare equal). */
+static inline uint64_t sh_key_bits(double k)
+{
+    uint64_t u;
+    if (k == 0)
+        k = 0;
+    memcpy(&u, &k, sizeof u);
+    return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
+}
+
+/* Sort run r[0, m) by key, stably: entries were appended in stamp order,
+ * so equal keys stay in stamp order, as sh_before has them.  LSD radix
+ * over 16-bit digits, skipping a digit every entry shares.  0, or -1 when
+ * out of memory (r unchanged). */
+static int sh_run_sort(net *n, sh_ent *r, size_t m)
+{
+    int sorted = 1;
+    for (size_t i = 1; i < m && sorted; i++)
+        sorted = !sh_before(&r[i], &r[i - 1]);
+    if (sorted)
+        return 0;
+    if (grow((void **)&n->run_tmp, &n->cap_run_tmp, m, sizeof(sh_ent)))
+        return -1;
+    size_t *cnt = dp_malloc(65536 * sizeof *cnt);
+    if (!cnt)
+        return -1;
+    sh_ent *a = r, *b = n->run_tmp;
+    for (int sh = 0; sh < 64; sh += 16) {
+        memset(cnt, 0, 65536 * sizeof *cnt);
+        for (size_t i = 0; i < m; i++)
+            cnt[(sh_key_bits(a[i].key) >> sh) & 0xffff]++;
+        if (cnt[(sh_key_bits(a[0].key) >> sh) & 0xffff] == m)
+            continue; /* one digit for all: this pass would move nothing */
+        size_t acc = 0;
+        for (size_t d = 0; d < 65536; d++) {
+            size_t c = cnt[d];
+            cnt[d] = acc;
+            acc += c;
+        }
+        for (size_t i = 0; i < m; i++)
+            b[cnt[(sh_key_bits(a[i].key) >> sh) & 0xffff]++] = a[i];
+        sh_ent *t = a;
+        a = b;
+        b = t;
     }
-    return NULL;
+    if (a != r)
+        memcpy(r, a, m * sizeof *r);
+    dp_free(cnt);
+    return 0;
+}
+
+/* End a bulk placement: sort the runs it filled (a key that is NaN, or no
+ * memory for the sort, and the run's entries are pushed on the heap
+ * instead, as without a bulk). */
+static void sh_bulk_end(net *n)
+{
+    n->sh_bulk = 0;
+    for (size_t i = 0; i < n->n_hubs; i++) {
+        star_hub *hb = &n->hubs[i];
+        for (int h = 0; h < 4; h++) {
+            if (!hb->run_open[h])
+                continue;
+            hb->run_open[h] = 0;
+            sh_ent *r = hb->run[h];
+            size_t m = hb->run_n[h];
+            int nan = 0;
+            for (size_t k = 0; k < m && !nan; k++)
+                nan = isnan(r[k].key);
+            if (!nan && !sh_run_sort(n, r, m))
+                continue;
+            hb->run_n[h] = 0;
+            if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + m, sizeof(sh_ent))) {
+                n->star_oom = 1;
+                continue;
+            }
+            for (size_t k = 0; k < m; k++)
+                sh_heap_push(hb, h, r[k]);
+        }
+    }
 }
 
 /* ---- the state of one flow ----------------------------------------------------- */
@@ -316,12 +455,15 @@ static void star_detach(net *n, flow *f, double now)
             sum_add(hb, -f->c);
         if (!--hb->n_c) { /* no rounding carried past an empty set, no dead entries kept */
             hb->sum_c = hb->sum_c_err = 0;
-            hb->sh_n[H_CFIN] = hb->sh_n[H_CCAP] = 0;
+            sh_clear(hb, H_CFIN);
+            sh_clear(hb, H_CCAP);
         }
     } else if (f->sset == STAR_U) {
         star_fold_peak(n, f);
-        if (!--hb->n_u)
-            hb->sh_n[H_UKEY] = hb->sh_n[H_UCAP] = 0;
+        if (!--hb->n_u) {
+            sh_clear(hb, H_UKEY);
+            sh_clear(hb, H_UCAP);
+        }
     }
     f->sstamp = 0;
     f->sset = STAR_NEW;
@@ -347,13 +489,14 @@ static void star_reset(net *n)
         if (hb->link >= 0)
             n->links[hb->link].hub = 0;
         for (int h = 0; h < 4; h++)
-            hb->sh_n[h] = 0;
+            sh_clear(hb, h);
         hb->n_c = hb->n_u = hb->n_lstk = 0;
         hb->sum_c = hb->sum_c_err = hb->V = hb->L = 0;
         hb->tV = sim_now(n->e);
     }
     n->n_hubs = 0;
     n->star_oom = 0;
+    n->sh_bulk = 0;
     n->n_pend = 0;
     n->done_t = NAN;
 }
@@ -590,13 +733,14 @@ static int star_reshare(net *n)
             hb->V += hb->L * (now - hb->tV);
         hb->tV = now;
     }
+    n->sh_bulk = n->n_pend >= n->star_bulk;
     for (size_t i = 0; i < n->n_pend; i++) {
         flow *f = F(n, n->pend[i]);
         if (f->state != FLOW_ACTIVE || f->sset != STAR_NEW)
             continue; /* cut, or listed twice */
         int hub = star_fits(n, f);
         if (hub < 0) {
-            star_leave(n);
+            star_leave(n); /* (star_reset ends the bulk) */
             return 0;
         }
         f->hub = (uint32_t)hub;
@@ -607,6 +751,8 @@ static int star_reshare(net *n)
             star_to_c(n, f, now, f->remaining); /* no level: every flow at its cap */
     }
     n->n_pend = 0;
+    if (n->sh_bulk)
+        sh_bulk_end(n);
     int oom = 0;
     for (size_t i = 0; i < n->n_hubs; i++) {
         hub_fill(n, &n->hubs[i], now);
@@ -662,12 +808,15 @@ static void star_on_done(net *n)
 static void star_free(net *n)
 {
     for (size_t i = 0; i < n->hubs_made; i++) {
-        for (int h = 0; h < 4; h++)
+        for (int h = 0; h < 4; h++) {
             dp_free(n->hubs[i].sh[h]);
+            dp_free(n->hubs[i].run[h]);
+        }
         dp_free(n->hubs[i].lstk);
     }
     dp_free(n->hubs);
     dp_free(n->pend);
+    dp_free(n->run_tmp);
 }
 
 /* A link's peak share, with the level its private flow in U runs at now. */

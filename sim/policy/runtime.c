@@ -425,6 +425,32 @@ static void compute_prefetch(void *pctx, void *ctx)
     world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
 }
 
+static void on_xfer_done(void *ctx, uint64_t id);
+
+/* What a distribution's end touches (on_xfer_done, then the device's start:
+ * prt_compute_left and its records), fetched a few flows ahead while 10^6
+ * distributions end at one instant (net_set_done_prefetch). */
+static void xfer_prefetch(void *pctx, void *ctx)
+{
+    prt *rt = pctx;
+    const xfer_ctx *x = ctx;
+    size_t d = x->d;
+    timeline *tl = TL(rt);
+    __builtin_prefetch(&rt->pending[d]);
+    __builtin_prefetch(&rt->ready_s[d]);
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    __builtin_prefetch(&rt->r->devices[d].data_ready_s);
+    __builtin_prefetch(&tl->dev_fn[d]);
+    __builtin_prefetch(&tl->dev_ctx[d]);
+    __builtin_prefetch(&tl->cslots[d]);
+    __builtin_prefetch((const char *)&tl->cslots[d] + 64);
+    __builtin_prefetch(&rt->left[d]);
+    __builtin_prefetch(&rt->s->devices[d]);
+}
+
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
     prt *rt = dp_calloc(1, sizeof(prt) + sizeof(timeline));
@@ -478,8 +504,10 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->may_fail = scn_has_failures(s);
     /* Below a few thousand devices their records stay in cache and the
      * hint would only cost its look at the next event (5% of table 3). */
-    if (n >= PREFETCH_MIN_DEVICES && (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
-                                      sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt))) {
+    if (n >= PREFETCH_MIN_DEVICES &&
+        (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
+         sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt) ||
+         net_set_done_prefetch(world_net(rt->w), on_xfer_done, xfer_prefetch, rt))) {
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
