@@ -603,3 +603,59 @@ Test(net_star, bulk_placement_changes_no_bit)
         compare_bulk(seed, 200, 1, 0, (int)(seed % 2) + 1, 1, 0); /* traced capacities */
     }
 }
+
+/* Bulk placements of thousands of flows: with distinct sizes (more keys
+ * than the few-keys sort takes: the radix sort), with a handful of sizes
+ * (the few-keys sort), with keys negative and equal (caps under a shared
+ * link), every finish time and the order the same bits as without runs. */
+static int bulk_order[8192], bulk_n;
+static double bulk_t[8192];
+static sim_engine *bulk_e;
+static void on_bulk_done(void *ctx, uint64_t id)
+{
+    (void)id;
+    int tag = (int)(intptr_t)ctx;
+    bulk_t[tag] = sim_now(bulk_e);
+    bulk_order[bulk_n++] = tag;
+}
+
+static void bulk_world(int F, int sizes, int shared, size_t bulk, double *t, int *order)
+{
+    bulk_e = sim_engine_new(NULL);
+    net *n = net_new(bulk_e, NULL);
+    net_set_star_min_flows(n, 1);
+    net_set_star_bulk_min(n, bulk);
+    rnd r = {(uint64_t)(F * 31 + sizes * 7 + shared)};
+    int nic = net_link_add(n, shared ? 1e9 : INFINITY, NULL, "nic");
+    for (int i = 0; i < F; i++) {
+        int acc = net_link_add(n, 1e6 * (1 + (i % 5)), NULL, NULL);
+        int p[2] = {acc, nic};
+        double bytes = sizes ? 1e4 * (1 + i % sizes) : 1e4 * (1 + 100 * uni(&r));
+        double cap = shared && i % 3 == 0 ? 1e5 * (1 + i % 4) : INFINITY;
+        cr_assert(net_flow_start(n, p, 2, bytes, 0, cap, on_bulk_done, (void *)(intptr_t)i));
+    }
+    bulk_n = 0;
+    sim_run(bulk_e, INFINITY);
+    cr_assert_eq(bulk_n, F);
+    memcpy(t, bulk_t, (size_t)F * sizeof *t);
+    memcpy(order, bulk_order, (size_t)F * sizeof *order);
+    net_free(n);
+    sim_engine_free(bulk_e);
+}
+
+Test(net_star, bulk_sorts_many_and_few_keys)
+{
+    static double ta[8192], tb[8192];
+    static int oa[8192], ob[8192];
+    int cases[][3] = {{6000, 0, 0}, {6000, 3, 0}, {6000, 0, 1}, {6000, 4, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int F = cases[c][0], sizes = cases[c][1], shared = cases[c][2];
+        bulk_world(F, sizes, shared, 1, ta, oa);
+        bulk_world(F, sizes, shared, SIZE_MAX, tb, ob);
+        for (int i = 0; i < F; i++) {
+            cr_expect(ta[i] == tb[i], "case %zu flow %d ends at %.17g, without runs %.17g", c, i, ta[i],
+                      tb[i]);
+            cr_expect_eq(oa[i], ob[i], "case %zu: completion %d", c, i);
+        }
+    }
+}

@@ -232,6 +232,11 @@ static void flow_links_end(net *n, flow *f, double bytes);
 static void report_done(net *n, size_t nf);
 static void stall_all(net *n);
 
+/* LSD radix sorts (sort_finished, the star path's runs): digits of 11 bits
+ * keep the count table in the cache. */
+#define RADIX_BITS 11
+#define RADIX_MASK ((1u << RADIX_BITS) - 1)
+
 /* The star fast path: flows sharing one link, in closed form (net_star.c). */
 #include "net_star.c"
 
@@ -1142,10 +1147,8 @@ static void stall_all(net *n)
 /* n->finished[0, nf) into start (seq) order.  Often already in order (the
  * star path ends ties in entry order); 10^6 flows ending at one instant (a
  * model sent to every device) are put in order by an LSD radix sort over
- * 11-bit digits of seq, O(nf) (qsort took 0.15 s).  seqs are distinct, so
- * any sort gives the same order. */
-#define RADIX_BITS 11
-#define RADIX_MASK ((1u << RADIX_BITS) - 1)
+ * RADIX_BITS-bit digits of seq, O(nf) (qsort took 0.15 s).  seqs are
+ * distinct, so any sort gives the same order. */
 static int by_seq(const void *a, const void *b);
 
 static void sort_finished(net *n, size_t nf)

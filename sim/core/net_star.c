@@ -219,12 +219,81 @@ static inline uint64_t sh_key_bits(double k)
     return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
 }
 
-/* Sort run r[0, m) by key, stably: entries were appended in stamp order,
- * so equal keys stay in stamp order, as sh_before has them.  LSD radix
- * over 16-bit digits, skipping a digit every entry shares.  0, or -1 when
- * out of memory (r unchanged). */
-static int sh_run_sort(net *n, sh_ent *r, size_t m)
+/* Few distinct keys (a mass send of equal sizes ends at a handful of
+ * instants): sorted by a counting sort over the keys' ranks.  At most
+ * SH_FEW_KEYS distinct keys, kept in an open-addressing table. */
+#define SH_FEW_KEYS  1024
+#define SH_FEW_SLOTS 4096
+
+static int cmp_u64(const void *a, const void *b)
 {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static inline size_t few_slot(uint64_t k)
+{
+    return (size_t)((k * UINT64_C(0x9e3779b97f4a7c15)) >> 52); /* 12 bits: SH_FEW_SLOTS */
+}
+
+/* Counting sort of a[0, m) into b by the rank of its key among at most
+ * SH_FEW_KEYS distinct ones; 1 if done, 0 if the keys are too many (or no
+ * memory for the table). */
+static int sh_sort_few(const sh_ent *a, sh_ent *b, size_t m)
+{
+    /* no key is 0: sh_key_bits sets bit 63, or inverts a word that had it */
+    struct few {
+        uint64_t slot_key[SH_FEW_SLOTS], keys[SH_FEW_KEYS];
+        size_t slot_at[SH_FEW_SLOTS]; /* entries with the slot's key, then where they go */
+    } *t = dp_calloc(1, sizeof *t);
+    if (!t)
+        return 0;
+    size_t nk = 0;
+    for (size_t i = 0; i < m; i++) { /* the distinct keys, and how many of each */
+        uint64_t k = sh_key_bits(a[i].key);
+        size_t s = few_slot(k);
+        while (t->slot_key[s] && t->slot_key[s] != k)
+            s = (s + 1) & (SH_FEW_SLOTS - 1);
+        if (!t->slot_key[s]) {
+            if (nk == SH_FEW_KEYS) {
+                dp_free(t);
+                return 0;
+            }
+            t->slot_key[s] = k;
+            t->keys[nk++] = k;
+        }
+        t->slot_at[s]++;
+    }
+    qsort(t->keys, nk, sizeof *t->keys, cmp_u64);
+    size_t at = 0;
+    for (size_t r = 0; r < nk; r++) { /* in key order: counts become offsets */
+        size_t s = few_slot(t->keys[r]);
+        while (t->slot_key[s] != t->keys[r])
+            s = (s + 1) & (SH_FEW_SLOTS - 1);
+        size_t c = t->slot_at[s];
+        t->slot_at[s] = at;
+        at += c;
+    }
+    for (size_t i = 0; i < m; i++) {
+        uint64_t k = sh_key_bits(a[i].key);
+        size_t s = few_slot(k);
+        while (t->slot_key[s] != k)
+            s = (s + 1) & (SH_FEW_SLOTS - 1);
+        b[t->slot_at[s]++] = a[i];
+    }
+    dp_free(t);
+    return 1;
+}
+
+/* Sort run r[0, m) by key, stably: entries were appended in stamp order,
+ * so equal keys stay in stamp order, as sh_before has them.  Few distinct
+ * keys: a counting sort over their ranks; else LSD radix over 11-bit
+ * digits (a cache-sized count table), skipping a digit every entry shares.
+ * 0, or -1 when out of memory (r unchanged). */
+static int sh_run_sort(net *n, star_hub *hb, int h)
+{
+    sh_ent *r = hb->run[h];
+    size_t m = hb->run_n[h];
     int sorted = 1;
     for (size_t i = 1; i < m && sorted; i++)
         sorted = !sh_before(&r[i], &r[i - 1]);
@@ -232,31 +301,36 @@ static int sh_run_sort(net *n, sh_ent *r, size_t m)
         return 0;
     if (grow((void **)&n->run_tmp, &n->cap_run_tmp, m, sizeof(sh_ent)))
         return -1;
-    size_t *cnt = dp_malloc(65536 * sizeof *cnt);
-    if (!cnt)
-        return -1;
+    if (sh_sort_few(r, n->run_tmp, m)) { /* the scratch becomes the run */
+        hb->run[h] = n->run_tmp;
+        n->run_tmp = r;
+        size_t c = hb->run_cap[h];
+        hb->run_cap[h] = n->cap_run_tmp;
+        n->cap_run_tmp = c;
+        return 0;
+    }
+    size_t cnt[1u << RADIX_BITS]; /* on the stack, as sort_finished's */
     sh_ent *a = r, *b = n->run_tmp;
-    for (int sh = 0; sh < 64; sh += 16) {
-        memset(cnt, 0, 65536 * sizeof *cnt);
+    for (int sh = 0; sh < 64; sh += RADIX_BITS) {
+        memset(cnt, 0, sizeof cnt);
         for (size_t i = 0; i < m; i++)
-            cnt[(sh_key_bits(a[i].key) >> sh) & 0xffff]++;
-        if (cnt[(sh_key_bits(a[0].key) >> sh) & 0xffff] == m)
+            cnt[(sh_key_bits(a[i].key) >> sh) & RADIX_MASK]++;
+        if (cnt[(sh_key_bits(a[0].key) >> sh) & RADIX_MASK] == m)
             continue; /* one digit for all: this pass would move nothing */
         size_t acc = 0;
-        for (size_t d = 0; d < 65536; d++) {
+        for (size_t d = 0; d <= RADIX_MASK; d++) {
             size_t c = cnt[d];
             cnt[d] = acc;
             acc += c;
         }
         for (size_t i = 0; i < m; i++)
-            b[cnt[(sh_key_bits(a[i].key) >> sh) & 0xffff]++] = a[i];
+            b[cnt[(sh_key_bits(a[i].key) >> sh) & RADIX_MASK]++] = a[i];
         sh_ent *t = a;
         a = b;
         b = t;
     }
     if (a != r)
         memcpy(r, a, m * sizeof *r);
-    dp_free(cnt);
     return 0;
 }
 
@@ -277,7 +351,7 @@ static void sh_bulk_end(net *n)
             int nan = 0;
             for (size_t k = 0; k < m && !nan; k++)
                 nan = isnan(r[k].key);
-            if (!nan && !sh_run_sort(n, r, m))
+            if (!nan && !sh_run_sort(n, hb, h))
                 continue;
             hb->run_n[h] = 0;
             if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + m, sizeof(sh_ent))) {
