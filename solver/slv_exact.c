@@ -186,9 +186,9 @@ static int relaxed_pure(const slv_problem *p, double *x_out, double *value_s, lo
  * Selection over the saturation points w_i = a_i v_i: a bracket (lo, hi] of S
  * shrinks while devices saturated below lo (constant v_i) or linear above hi
  * (slope 1/a_i) leave the active set; once it is empty S solves a linear
- * equation exactly.  idx is scratch of n entries. */
+ * equation exactly.  idx and up are scratch of n entries each. */
 static double cont_send_level(size_t n, const double *a, const double *v, double D, double s0, size_t *idx,
-                              double *slope_out, size_t *nlin_out)
+                              size_t *up, double *slope_out, size_t *nlin_out)
 {
     double total = 0, g0 = 0, hi = 0;
     for (size_t i = 0; i < n; i++) {
@@ -222,28 +222,40 @@ static double cont_send_level(size_t n, const double *a, const double *v, double
         double w0 = a[idx[0]] * v[idx[0]], w1 = a[idx[m / 2]] * v[idx[m / 2]],
                w2 = a[idx[m - 1]] * v[idx[m - 1]];
         double piv = w0 < w1 ? (w1 < w2 ? w1 : (w0 < w2 ? w2 : w0)) : (w0 < w2 ? w0 : (w1 < w2 ? w2 : w1));
-        double g = sat + piv * lin;
+        /* One pass for the count at piv and both outcomes: every active
+         * device lies in (lo, hi), so if piv becomes hi the devices at or
+         * above it leave linear (the rest stay, in idx), and if it becomes
+         * lo those at or below it leave saturated (the rest stay, in up).
+         * Each sum runs in the order of idx from its value before, as a
+         * second pass would add them. */
+        double g = sat + piv * lin, sat_lo = sat, lin_hi = lin;
+        size_t nlin_hi = nlin, n_below = 0, n_above = 0;
         for (size_t k = 0; k < m; k++) {
             size_t i = idx[k];
-            double c = piv / a[i];
+            double c = piv / a[i], w = a[i] * v[i];
             g += c < v[i] ? c : v[i];
-        }
-        if (g >= D)
-            hi = piv;
-        else
-            lo = piv;
-        size_t mm = 0;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = idx[k];
-            double w = a[i] * v[i];
-            if (w <= lo)
-                sat += v[i];
-            else if (w >= hi)
-                lin += 1.0 / a[i], nlin++;
+            if (w <= piv)
+                sat_lo += v[i];
             else
-                idx[mm++] = i;
+                up[n_above++] = i;
+            if (w >= piv)
+                lin_hi += 1.0 / a[i], nlin_hi++;
+            else
+                idx[n_below++] = i; /* n_below <= k: nothing unread is overwritten */
         }
-        m = mm;
+        if (g >= D) {
+            hi = piv;
+            lin = lin_hi;
+            nlin = nlin_hi;
+            m = n_below;
+        } else {
+            lo = piv;
+            sat = sat_lo;
+            size_t *t = idx;
+            idx = up;
+            up = t;
+            m = n_above;
+        }
     }
     if (slope_out)
         *slope_out = lin;
@@ -318,7 +330,7 @@ static double feas_level(const slv_problem *p, const double *c, size_t *idx)
 typedef struct cont_ws {
     const slv_problem *p;
     double *a, *c, *v;
-    size_t *idx;
+    size_t *idx, *up; /* cont_send_level's scratch (idx: feas_level's too) */
 } cont_ws;
 
 /* S_c(T) for the relaxed problem; +inf when level T is infeasible.  With
@@ -347,7 +359,7 @@ static double cont_eval(cont_ws *w, double T)
         if (ms > s0)
             s0 = ms;
     }
-    return cont_send_level(p->n, w->a, w->v, (double)p->samples, s0, w->idx, NULL, NULL);
+    return cont_send_level(p->n, w->a, w->v, (double)p->samples, s0, w->idx, w->up, NULL, NULL);
 }
 
 /* ---- a best-first heap of level intervals -------------------------------- */
@@ -541,7 +553,7 @@ int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value
 {
     size_t n = p->n;
     rel_ws r = {{p, dp_malloc(n * sizeof(double)), dp_malloc(n * sizeof(double)),
-                 dp_malloc(n * sizeof(double)), dp_malloc(n * sizeof(size_t))},
+                 dp_malloc(n * sizeof(double)), dp_malloc(n * sizeof(size_t)), dp_malloc(n * sizeof(size_t))},
                 NULL,
                 NULL,
                 NULL,
@@ -550,7 +562,7 @@ int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value
     cont_ws *w = &r.w;
     heap h = {0};
     int rc = DP_OK;
-    if (!w->a || !w->c || !w->v || !w->idx) {
+    if (!w->a || !w->c || !w->v || !w->idx || !w->up) {
         rc = DP_ENOMEM;
         goto out;
     }
@@ -707,6 +719,7 @@ out:
     dp_free(w->c);
     dp_free(w->v);
     dp_free(w->idx);
+    dp_free(w->up);
     dp_free(r.comm_sorted);
     dp_free(r.P1);
     dp_free(r.P2);
@@ -725,9 +738,9 @@ int slv_relaxed_solve(const slv_problem *p, double *x_out, double *value_s, long
 
 typedef struct int_ws {
     const slv_problem *p;
-    int64_t *nmax; /* n_i(T) of the last evaluation */
-    int64_t *lim;  /* min(cap_i, D) */
-    size_t *idx;
+    int64_t *nmax;         /* n_i(T) of the last evaluation */
+    int64_t *lim;          /* min(cap_i, D) */
+    size_t *idx, *up;      /* the bracket's active devices; cont_send_level's scratch */
     double *vd;            /* nmax as doubles, for the continuous bracket */
     double *inv_a, *inv_t; /* 1/a_i, 1/t_i: multiplications guess, products decide */
     double S0;             /* max_i a_i * min_share_i */
@@ -779,21 +792,15 @@ static int64_t count_at(const int_ws *w, size_t m, int64_t base, double S)
     return f;
 }
 
-/* S*(T) given nmax: the D-th smallest send time a_i * k (k <= nmax_i), at
- * least S0.  Bracket (lo, hi] with count(lo) < D <= count(hi); a device whose
+/* S*(T) given nmax (and, from int_eval's pass, their sum, the largest
+ * a_i nmax_i and nmax as doubles in vd): the D-th smallest send time
+ * a_i * k (k <= nmax_i), at least S0.  Bracket (lo, hi] with count(lo) < D <= count(hi); a device whose
  * count is the same at lo and hi leaves the active set with that count. */
-static double int_send_level(int_ws *w)
+static double int_send_level(int_ws *w, int64_t total, double hi)
 {
     const slv_problem *p = w->p;
     const double *a = p->send_s;
-    int64_t D = p->samples, total = 0;
-    double hi = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        total += w->nmax[i];
-        double top = a[i] * (double)w->nmax[i];
-        if (w->nmax[i] > 0 && top > hi)
-            hi = top;
-    }
+    int64_t D = p->samples;
     if (total < D)
         return HUGE_VAL;
     /* A tight bracket first: with fc(S) = sum min(S / a_i, n_i), the integer
@@ -801,11 +808,9 @@ static double int_send_level(int_ws *w)
      * continuous solutions for D and D + N.  Their width is about one send
      * time per device, so few devices have a jump inside and the passes
      * below start from a small active set instead of all N. */
-    for (size_t i = 0; i < p->n; i++)
-        w->vd[i] = (double)w->nmax[i];
     double lo = w->S0, top = hi, slope = 0;
     size_t nlin = 0;
-    double clo = cont_send_level(p->n, a, w->vd, (double)D, w->S0, w->idx, &slope, &nlin);
+    double clo = cont_send_level(p->n, a, w->vd, (double)D, w->S0, w->idx, w->up, &slope, &nlin);
     /* f(S) >= fc(S) - (unsaturated devices): about nlin / slope above clo the
      * count reaches D unless devices saturate on the way; grow if not */
     double width = slope > 0 ? 1.05 * (double)nlin / slope : hi - lo;
@@ -895,6 +900,8 @@ static level_info int_eval(int_ws *w, double T)
     const slv_problem *p = w->p;
     level_info r = {HUGE_VAL, -HUGE_VAL, HUGE_VAL};
     int feasible = 1;
+    int64_t total = 0; /* for int_send_level, in the same pass */
+    double hi = 0;
     for (size_t i = 0; i < p->n; i++) {
         double comm = slv_comm_(p, i), t = p->batch_s[i];
         int64_t b = p->batch[i];
@@ -904,6 +911,11 @@ static level_info int_eval(int_ws *w, double T)
         if (nm > w->lim[i])
             nm = w->lim[i];
         w->nmax[i] = nm;
+        w->vd[i] = (double)nm;
+        total += nm;
+        double top = p->send_s[i] * (double)nm;
+        if (nm > 0 && top > hi)
+            hi = top;
         if (nm < slv_min_(p, i))
             feasible = 0;
         if (!p->allow_exclude && T < comm)
@@ -921,7 +933,7 @@ static level_info int_eval(int_ws *w, double T)
         }
     }
     if (feasible)
-        r.S = int_send_level(w);
+        r.S = int_send_level(w, total, hi);
     return r;
 }
 
@@ -959,13 +971,14 @@ int slv_int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, dou
                 dp_malloc(n * sizeof(int64_t)),
                 dp_malloc(n * sizeof(int64_t)),
                 dp_malloc(n * sizeof(size_t)),
+                dp_malloc(n * sizeof(size_t)),
                 dp_malloc(n * sizeof(double)),
                 dp_malloc(n * sizeof(double)),
                 dp_malloc(n * sizeof(double)),
                 0};
     heap h = {0};
     int rc = DP_OK;
-    if (!w.nmax || !w.lim || !w.idx || !w.vd || !w.inv_a || !w.inv_t) {
+    if (!w.nmax || !w.lim || !w.idx || !w.up || !w.vd || !w.inv_a || !w.inv_t) {
         rc = DP_ENOMEM;
         goto out;
     }
@@ -1094,6 +1107,7 @@ out:
     dp_free(w.nmax);
     dp_free(w.lim);
     dp_free(w.idx);
+    dp_free(w.up);
     dp_free(w.vd);
     dp_free(w.inv_a);
     dp_free(w.inv_t);
