@@ -248,6 +248,28 @@ Test(units, short_decimals_parse_to_strtods_double_bit_for_bit)
     }
 }
 
+/* dp_prefault: pages are faulted in beside the caller, who writes the
+ * range meanwhile; every byte written stays, every other byte stays 0.
+ * Below 8 MiB (or a NULL range) there is nothing to wait for. */
+Test(units, prefault_keeps_what_the_caller_writes)
+{
+    cr_assert_null(dp_prefault_start(NULL, 64u << 20));
+    char small[4096];
+    cr_assert_null(dp_prefault_start(small, sizeof small));
+    dp_prefault_wait(NULL);
+    size_t len = (24u << 20) + 123; /* not a whole number of pages */
+    unsigned char *p = dp_calloc(len, 1);
+    cr_assert_not_null(p);
+    dp_prefault *pf = dp_prefault_start(p + 7, len - 7); /* unaligned: only whole pages inside */
+    for (size_t i = 0; i < len; i += 4093)
+        p[i] = (unsigned char)(i % 251 + 1);
+    dp_prefault_wait(pf);
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != (i % 4093 == 0 ? (unsigned char)(i % 251 + 1) : 0))
+            cr_assert_fail("byte %zu is %u", i, p[i]);
+    dp_free(p);
+}
+
 /* Device names "base[i]" are made without snprintf (dp_indexed_name): the
  * same bytes as snprintf for every buffer size, truncation included. */
 Test(units, indexed_names_match_snprintf)

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static atomic_long live_blocks;
 static atomic_long fail_countdown; /* 0 = off */
@@ -73,6 +76,68 @@ char *dp_strdup(const char *s)
     if (d)
         memcpy(d, s, n);
     return d;
+}
+
+/* ---- prefaulting -------------------------------------------------------- */
+
+#define PREFAULT_MIN   ((size_t)8 << 20)
+#define PREFAULT_CHUNK ((size_t)2 << 20) /* pages the caller reached first are skipped a chunk at a time */
+
+struct dp_prefault {
+    pthread_t th;
+    char *lo, *hi; /* page-aligned */
+};
+
+static void *prefault_main(void *arg)
+{
+#ifdef MADV_POPULATE_WRITE
+    dp_prefault *pf = arg;
+    for (char *p = pf->lo; p < pf->hi; p += PREFAULT_CHUNK) {
+        size_t n = (size_t)(pf->hi - p) < PREFAULT_CHUNK ? (size_t)(pf->hi - p) : PREFAULT_CHUNK;
+        if (madvise(p, n, MADV_POPULATE_WRITE))
+            break; /* not supported here (an older kernel, valgrind): the caller faults them in */
+    }
+#else
+    (void)arg;
+#endif
+    return NULL;
+}
+
+dp_prefault *dp_prefault_start(void *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (!p || len < PREFAULT_MIN)
+        return NULL;
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0)
+        return NULL;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    uintptr_t b = ((uintptr_t)p + len) & ~((uintptr_t)pg - 1);
+    if (b <= a)
+        return NULL;
+    dp_prefault *pf = dp_malloc(sizeof *pf);
+    if (!pf)
+        return NULL;
+    pf->lo = (char *)a;
+    pf->hi = (char *)b;
+    if (pthread_create(&pf->th, NULL, prefault_main, pf)) {
+        dp_free(pf);
+        return NULL;
+    }
+    return pf;
+#else
+    (void)p;
+    (void)len;
+    return NULL;
+#endif
+}
+
+void dp_prefault_wait(dp_prefault *pf)
+{
+    if (!pf)
+        return;
+    pthread_join(pf->th, NULL);
+    dp_free(pf);
 }
 
 void dp_indexed_name(char *dst, size_t cap, const char *base, long long i)

@@ -39,6 +39,18 @@ char *dp_strdup(const char *s);
  * cap - 1 and terminated when cap > 0), without the format machinery:
  * naming 10^6 devices with snprintf was a fifth of loading them. */
 void dp_indexed_name(char *dst, size_t cap, const char *base, long long i);
+/* Fault in [p, p + len) on a second thread while the caller fills it: a
+ * new array of 10^6 records costs a page fault per 4 KiB, a fifth of
+ * loading 10^6 devices, and the other core is idle then.  The kernel maps
+ * zeroed pages without writing a byte (Linux's MADV_POPULATE_WRITE), so the
+ * caller may write the range meanwhile; the range must stay allocated until
+ * dp_prefault_wait.  NULL when it would not help (under 8 MiB, no such
+ * madvise, no memory or thread for it): the pages then fault in as they are
+ * written, as without. */
+typedef struct dp_prefault dp_prefault;
+dp_prefault *dp_prefault_start(void *p, size_t len);
+/* Wait for it to end and free it (NULL: nothing to do). */
+void dp_prefault_wait(dp_prefault *pf);
 /* Number of blocks handed out and not yet freed (library-wide). */
 long dp_alloc_live(void);
 /* Make the k-th allocation from now (k >= 1) and every later one fail;

@@ -521,6 +521,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     unsigned drawn = 0;
     int r = 0;
     int64_t count, seed;
+    dp_prefault *pf = NULL;
     if ((r = scni_get_int(c, it, path, "count", 0, 1, 0, SCN_MAX_DEVICES, "devices per group", &count)) < 0 ||
         (r = scni_get_int(c, it, path, "seed", 0, (int64_t)s->training.seed, 0, 9007199254740992.0, "seed",
                           &seed)) < 0)
@@ -598,6 +599,12 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     scn_group tpl = s->groups[first]; /* its heap parts are member 0's */
     const char *base = s->pops[s->n_pops - 1].name;
     const yt_node *bn = yt_get(it, "batch");
+    /* the members' groups at once, their pages faulted in beside */
+    if (count > 1) {
+        if ((r = scni_reserve_groups(c, (size_t)count - 1)) < 0)
+            goto out;
+        pf = dp_prefault_start(&s->groups[s->n_groups], (size_t)(count - 1) * sizeof *s->groups);
+    }
     for (int64_t i = 0; i < count; i++) {
         char name[SCN_NAME_MAX + 24];
         dp_indexed_name(name, sizeof name, base, (long long)i);
@@ -649,6 +656,7 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
     if (count == 0) /* skipped through an override: the group stays, count 0 */
         s->groups[first].count = 0;
 out:
+    dp_prefault_wait(pf);
     for (int k = 0; k < DK_N; k++)
         dist_free(&d[k]);
     dp_free(top.keys);

@@ -1160,6 +1160,20 @@ int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp)
     return 0;
 }
 
+int scni_reserve_groups(cv *c, size_t more)
+{
+    scn_scenario *s = c->s;
+    if (more <= c->groups_cap - s->n_groups)
+        return 0;
+    size_t cap = s->n_groups + more;
+    scn_group *g = dp_realloc(s->groups, cap * sizeof *g);
+    if (!g)
+        return scni_oom(c);
+    s->groups = g;
+    c->groups_cap = cap;
+    return 0;
+}
+
 int scni_new_group(cv *c, size_t *gi)
 {
     scn_scenario *s = c->s;
@@ -1429,6 +1443,7 @@ static int conv_devices(cv *c, const yt_node *root)
                          s->n_groups);
     if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
         return scni_oom(c);
+    dp_prefault *pf = dp_prefault_start(s->devices, (size_t)total * sizeof *s->devices);
     size_t k = 0;
     for (size_t gi = 0; gi < s->n_groups; gi++) {
         const scn_group *gr = &s->groups[gi];
@@ -1443,6 +1458,7 @@ static int conv_devices(cv *c, const yt_node *root)
                 dp_indexed_name(s->devices[k].name, sizeof s->devices[k].name, gr->name, j);
         }
     }
+    dp_prefault_wait(pf);
     s->n_devices = k;
     s->failures = any_failures(s);
     return 0;

@@ -89,6 +89,9 @@ int scni_unknown_site(cv *c, const yt_node *n, const char *kp);
 /* Room for one more device group: its index in *gi (s->n_groups grows by
  * one; the group is zeroed). */
 int scni_new_group(cv *c, size_t *gi);
+/* Room for `more` groups beyond those made, in one step (a population's
+ * members); 0 or the out-of-memory status. */
+int scni_reserve_groups(cv *c, size_t more);
 /* Record group gi's name (already in s->groups[gi].name); a name seen
  * before is an error at node n, key path kp. */
 int scni_name_add(cv *c, size_t gi, const yt_node *n, const char *kp);
