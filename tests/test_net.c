@@ -602,6 +602,86 @@ Test(net, done_prefetch_runs_ahead_and_changes_nothing)
     sim_engine_free(e);
 }
 
+/* Progressive filling with its candidates as a run (homogeneous worlds:
+ * equal access links touched in index order) gives the same bits as with
+ * every candidate on the heap: finish times, order and link figures, in
+ * worlds of equal access links alone, with a shared NIC, and with some
+ * access links slower (candidates then out of order at some fills). */
+typedef struct fr_out {
+    double t[3000], bytes[3100], busy[3100], peak[3100];
+    int order[3000], n_done;
+    uint64_t runs;
+} fr_out;
+static fr_out *fr_cur;
+static sim_engine *fr_e;
+static void on_fr_done(void *ctx, uint64_t id)
+{
+    (void)id;
+    int tag = (int)(intptr_t)ctx;
+    fr_cur->t[tag] = sim_now(fr_e);
+    fr_cur->order[fr_cur->n_done++] = tag;
+}
+
+static void fr_world(int F, int nic_kind, int slow_every, int runs, fr_out *o)
+{
+    memset(o, 0, sizeof *o);
+    fr_cur = o;
+    fr_e = sim_engine_new(NULL);
+    net *n = net_new(fr_e, NULL);
+    net_set_star_min_flows(n, (size_t)-1); /* progressive filling only */
+    net_set_fill_runs(n, runs);
+    /* nic_kind 2: access links rising from 1e6 to 2e6 and a NIC whose level
+     * starts between the first two, so the run is in order and the NIC's
+     * level, pushed after the first freeze, must come before the run's
+     * next entry */
+    double C = nic_kind == 2 ? 1.0005e6 * F : nic_kind ? 1e6 * F / 3 : INFINITY;
+    int nic = net_link_add(n, C, NULL, "nic");
+    for (int i = 0; i < F; i++) {
+        double cap = nic_kind == 2                       ? 1e6 * (1 + (double)i / F)
+                     : slow_every && i % slow_every == 0 ? 2e5
+                                                         : 1e6;
+        int acc = net_link_add(n, cap, NULL, NULL), p[2] = {acc, nic};
+        double bytes = 1e4 * (1 + i % 7) + (i % 3) * 1e3;
+        cr_assert(net_flow_start(n, p, 2, bytes, i % 5 || nic_kind == 2 ? 0 : 1e-3, INFINITY, on_fr_done,
+                                 (void *)(intptr_t)i));
+        if (i % 4 == 0 && nic_kind != 2) /* two flows on some access links */
+            cr_assert(
+                net_flow_start(n, p, 2, bytes / 2, 0, INFINITY, on_fr_done, (void *)(intptr_t)(F + i / 4)));
+    }
+    sim_run(fr_e, INFINITY);
+    for (size_t l = 0; l < net_link_count(n); l++) {
+        o->bytes[l] = net_link_bytes(n, (int)l);
+        o->busy[l] = net_link_busy_s(n, (int)l);
+        o->peak[l] = net_link_peak_util(n, (int)l);
+    }
+    o->runs = net_fill_runs(n);
+    net_free(n);
+    sim_engine_free(fr_e);
+}
+
+Test(net, fill_runs_change_no_bit)
+{
+    static fr_out a, b;
+    int cases[][3] = {{2000, 0, 0}, {2000, 1, 0}, {2000, 0, 9}, {2000, 1, 13}, {1000, 2, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int F = cases[c][0];
+        fr_world(F, cases[c][1], cases[c][2], 1, &a);
+        fr_world(F, cases[c][1], cases[c][2], 0, &b);
+        cr_expect(a.runs > 0, "case %zu: no fill read a run", c);
+        cr_expect_eq(b.runs, 0);
+        cr_assert_eq(a.n_done, b.n_done);
+        int nf = cases[c][1] == 2 ? F : F + F / 4;
+        for (int i = 0; i < nf; i++)
+            cr_expect(a.t[i] == b.t[i], "case %zu flow %d ends at %.17g, on the heap %.17g", c, i, a.t[i],
+                      b.t[i]);
+        for (int k = 0; k < a.n_done; k++)
+            cr_expect_eq(a.order[k], b.order[k], "case %zu completion %d", c, k);
+        for (int l = 0; l < F + 1; l++)
+            cr_expect(a.bytes[l] == b.bytes[l] && a.busy[l] == b.busy[l] && a.peak[l] == b.peak[l],
+                      "case %zu link %d", c, l);
+    }
+}
+
 /* net_reserve makes room ahead (the runtime calls it while a plan is made):
  * flows started after it, fewer or more than reserved, get the same ids,
  * the same ends and the same report order as without it. */

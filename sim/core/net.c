@@ -161,6 +161,10 @@ struct net {
     size_t cap_csr;
     lvl *heap;
     size_t n_heap, cap_heap;
+    lvl *lrun; /* candidates already in order when the fill began (fill_pop) */
+    size_t lrun_at, lrun_n, cap_lrun;
+    int no_runs;   /* net_set_fill_runs(n, 0): every candidate on the heap */
+    uint64_t runs; /* fills that read their candidates as a run */
     int *deferred; /* links whose level changed while a bottleneck froze its flows */
     size_t n_deferred, cap_deferred;
     struct fin_ent *finished; /* a completion's flows, with their start order (report_done) */
@@ -273,6 +277,7 @@ void net_free(net *n)
     dp_free(n->touched);
     dp_free(n->csr);
     dp_free(n->heap);
+    dp_free(n->lrun);
     dp_free(n->deferred);
     dp_free(n->finished);
     dp_free(n->fin_tmp);
@@ -882,6 +887,55 @@ static lvl heap_pop(net *n)
     return top;
 }
 
+/* The fill's candidates, when they come out of steps 1-3 already in
+ * order (a homogeneous world: every access link at one level, touched in
+ * index order), become a run read front to back, and the heap starts empty
+ * for the levels the fill pushes: 10^6 links then cost no sift at all.
+ * fill_pop takes the smaller of the run's head and the heap's top, the
+ * order one heap holding both would give (a duplicate (level, who) pair is
+ * the same entry, whichever copy comes first).  1 if the run was made. */
+static int fill_run(net *n)
+{
+    if (n->no_runs)
+        return 0;
+    for (size_t i = 1; i < n->n_heap; i++)
+        if (lvl_less(&n->heap[i], &n->heap[i - 1]))
+            return 0;
+    lvl *t = n->lrun;
+    size_t c = n->cap_lrun;
+    n->lrun = n->heap;
+    n->cap_lrun = n->cap_heap;
+    n->lrun_at = 0;
+    n->lrun_n = n->n_heap;
+    n->heap = t;
+    n->cap_heap = c;
+    n->n_heap = 0;
+    n->runs++;
+    return 1;
+}
+
+void net_set_fill_runs(net *n, int on)
+{
+    n->no_runs = !on;
+}
+
+uint64_t net_fill_runs(const net *n)
+{
+    return n->runs;
+}
+
+static inline int fill_left(const net *n)
+{
+    return n->n_heap > 0 || n->lrun_at < n->lrun_n;
+}
+
+static lvl fill_pop(net *n)
+{
+    if (n->lrun_at < n->lrun_n && (!n->n_heap || lvl_less(&n->lrun[n->lrun_at], &n->heap[0])))
+        return n->lrun[n->lrun_at++];
+    return heap_pop(n);
+}
+
 /* Make the n_heap entries a heap (Floyd, O(n)).  Entries are distinct in
  * (level, who), so the pops come in the same order as after pushing them
  * one by one: the fill is unchanged bit for bit. */
@@ -1077,12 +1131,14 @@ void net_reshare_now(net *n)
         goto oom;
     for (size_t t = 0; t < n_touched; t++)
         n->heap[n->n_heap++] = (lvl){link_level(&n->links[n->touched[t]]), n->touched[t]};
-    heap_build(n);
+    n->lrun_at = n->lrun_n = 0;
+    if (!fill_run(n))
+        heap_build(n);
     /* 4. fill, until every bounded flow is frozen: what is left in the heap
      * then is stale or a frozen flow's cap (F flows through one NIC left F
      * stale access-link entries to pop, half a reshare's cost) */
-    while (n->n_heap && unfrozen > 0) {
-        lvl top = heap_pop(n);
+    while (fill_left(n) && unfrozen > 0) {
+        lvl top = fill_pop(n);
         if (top.who < 0) {
             flow *f = F(n, n->active[-(top.who + 1)]);
             if (!f->frozen) {
