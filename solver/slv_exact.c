@@ -549,7 +549,19 @@ static double rel_bound(const rel_ws *r, node *nd, double *split)
     return t > lb ? t : lb;
 }
 
+/* slv_relaxed_solve_general, also giving its feasibility level (NULL: not
+ * wanted), which the integer search would compute again from the same
+ * c_i. */
+static int relaxed_general(const slv_problem *p, double *x_out, double *value_s, long *evals,
+                           double *tfeas_out);
+
 int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value_s, long *evals)
+{
+    return relaxed_general(p, x_out, value_s, evals, NULL);
+}
+
+static int relaxed_general(const slv_problem *p, double *x_out, double *value_s, long *evals,
+                           double *tfeas_out)
 {
     size_t n = p->n;
     rel_ws r = {{p, dp_malloc(n * sizeof(double)), dp_malloc(n * sizeof(double)),
@@ -616,6 +628,8 @@ int slv_relaxed_solve_general(const slv_problem *p, double *x_out, double *value
             L0 = lo;
     }
     double Tfeas = feas_level(p, w->c, w->idx);
+    if (tfeas_out)
+        *tfeas_out = Tfeas;
     if (Tfeas > L0)
         L0 = Tfeas;
     if (L0 > Tf)
@@ -963,8 +977,19 @@ static void int_materialize(int_ws *w, double T, int64_t *x)
     }
 }
 
+/* slv_int_search, given the relaxed feasibility level when the relaxed
+ * solve has it (NAN: compute it). */
+static int int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, double hint_s, long max_evals,
+                      long *evals, int *proven, double *int_lb_s, double tfeas_known);
+
 int slv_int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, double hint_s, long max_evals,
                    long *evals, int *proven, double *int_lb_s)
+{
+    return int_search(p, alloc, have_incumbent, hint_s, max_evals, evals, proven, int_lb_s, NAN);
+}
+
+static int int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, double hint_s, long max_evals,
+                      long *evals, int *proven, double *int_lb_s, double tfeas_known)
 {
     size_t n = p->n;
     int_ws w = {p,
@@ -1011,9 +1036,12 @@ int slv_int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, dou
         L0 = Lforced;
     /* n_i(T) <= (T - comm_i) / c_i, so no level below the relaxed feasibility
      * level fits D: skip that stretch instead of bisecting through it */
-    for (size_t i = 0; i < n; i++)
-        w.vd[i] = p->batch_s[i] / p->batch[i];
-    double Tfeas = feas_level(p, w.vd, w.idx);
+    double Tfeas = tfeas_known;
+    if (isnan(Tfeas)) {
+        for (size_t i = 0; i < n; i++)
+            w.vd[i] = p->batch_s[i] / p->batch[i];
+        Tfeas = feas_level(p, w.vd, w.idx);
+    }
     Tfeas -= fabs(Tfeas) * 1e-12; /* rounding margin: never cut a feasible level */
     if (Tfeas > L0)
         L0 = Tfeas;
@@ -1126,6 +1154,7 @@ typedef struct exact_state {
     int64_t *alloc;
     int proven;
     double int_lb;
+    double tfeas; /* the relaxed solve's feasibility level (NAN: none) */
 } exact_state;
 
 static int exact_alloc(void *vs, size_t n)
@@ -1154,6 +1183,7 @@ static int exact_set(void *vs, const slv_problem *p, const slv_params *prm)
     s->stage = 0;
     s->proven = 0;
     s->lp_evals = s->int_evals = 0;
+    s->tfeas = NAN;
     return DP_OK;
 }
 
@@ -1162,7 +1192,8 @@ static int exact_iterate(void *vs, const slv_problem *p, const slv_params *prm)
     exact_state *s = vs;
     int rc;
     if (s->stage == 0) {
-        rc = slv_relaxed_solve(p, s->x, &s->lb, &s->lp_evals);
+        rc = is_pure(p) ? relaxed_pure(p, s->x, &s->lb, &s->lp_evals)
+                        : relaxed_general(p, s->x, &s->lb, &s->lp_evals, &s->tfeas);
         if (rc)
             return rc;
         s->stage = 1;
@@ -1181,8 +1212,8 @@ static int exact_iterate(void *vs, const slv_problem *p, const slv_params *prm)
             if (lvl > hint)
                 hint = lvl;
         }
-        rc =
-            slv_int_search(p, s->alloc, 0, hint, prm->exact_max_evals, &s->int_evals, &s->proven, &s->int_lb);
+        rc = int_search(p, s->alloc, 0, hint, prm->exact_max_evals, &s->int_evals, &s->proven, &s->int_lb,
+                        s->tfeas);
         if (rc)
             return rc;
         s->stage = 2;
