@@ -619,7 +619,9 @@ static void on_bulk_done(void *ctx, uint64_t id)
     bulk_order[bulk_n++] = tag;
 }
 
-static void bulk_world(int F, int sizes, int shared, size_t bulk, double *t, int *order)
+/* F flows through access links (and a NIC if shared), started, not run;
+ * the engine in bulk_e. */
+static net *bulk_net(int F, int sizes, int shared, size_t bulk)
 {
     bulk_e = sim_engine_new(NULL);
     net *n = net_new(bulk_e, NULL);
@@ -633,8 +635,15 @@ static void bulk_world(int F, int sizes, int shared, size_t bulk, double *t, int
         double bytes = sizes ? 1e4 * (1 + i % sizes) : 1e4 * (1 + 100 * uni(&r));
         double cap = shared && i % 3 == 0 ? 1e5 * (1 + i % 4) : INFINITY;
         cr_assert(net_flow_start(n, p, 2, bytes, 0, cap, on_bulk_done, (void *)(intptr_t)i));
+        bulk_t[i] = -1;
     }
     bulk_n = 0;
+    return n;
+}
+
+static void bulk_world(int F, int sizes, int shared, size_t bulk, double *t, int *order)
+{
+    net *n = bulk_net(F, sizes, shared, bulk);
     sim_run(bulk_e, INFINITY);
     cr_assert_eq(bulk_n, F);
     memcpy(t, bulk_t, (size_t)F * sizeof *t);
@@ -657,5 +666,44 @@ Test(net_star, bulk_sorts_many_and_few_keys)
                       tb[i]);
             cr_expect_eq(oa[i], ob[i], "case %zu: completion %d", c, i);
         }
+    }
+}
+
+/* One allocation of a run whose placements all go to runs (appending,
+ * the sort's scratch, the few-keys table) fails, each in turn, the others
+ * succeed: the run ends with every flow done at the times of an unhindered
+ * one (the same bits, or up to rounding where the failure handed the flows
+ * back to progressive filling), or stops and says so (net_out_of_memory,
+ * or the engine's sim_error) with the flows that ended before as
+ * unhindered; nothing leaks. */
+Test(net_star, bulk_out_of_memory_anywhere)
+{
+    static double ref[8192];
+    static int ref_order[8192];
+    int F = 300;
+    for (int shared = 0; shared < 2; shared++) { /* flows at their caps; and through a NIC */
+        bulk_world(F, 0, shared, 1, ref, ref_order);
+        int completed = 0, stopped = 0;
+        for (long k = 1; k < 300; k++) {
+            long live = dp_alloc_live();
+            net *n = bulk_net(F, 0, shared, 1);
+            dp_alloc_fail_once(k);
+            sim_run(bulk_e, INFINITY);
+            dp_alloc_fail_after(0);
+            int stop = net_out_of_memory(n) || sim_error(bulk_e);
+            stopped += stop;
+            completed += !stop;
+            if (!stop)
+                cr_expect_eq(bulk_n, F, "shared %d, k = %ld: neither finished nor stopped", shared, k);
+            for (int i = 0; i < F; i++)
+                cr_expect(
+                    stop ? bulk_t[i] < 0 || bulk_t[i] == ref[i] : fabs(bulk_t[i] - ref[i]) <= 1e-9 * ref[i],
+                    "shared %d, k = %ld flow %d ends at %.17g, want %.17g", shared, k, i, bulk_t[i], ref[i]);
+            net_free(n);
+            sim_engine_free(bulk_e);
+            cr_expect_eq(dp_alloc_live(), live, "shared %d, k = %ld: blocks leaked", shared, k);
+        }
+        cr_expect(stopped > 0 && completed > 0, "shared %d: %d runs stopped, %d completed", shared, stopped,
+                  completed);
     }
 }

@@ -16,14 +16,18 @@
 
 static atomic_long live_blocks;
 static atomic_long fail_countdown; /* 0 = off */
+static atomic_int fail_once;       /* dp_alloc_fail_once: the k-th alone fails */
 
 static int should_fail(void)
 {
     long k = atomic_load(&fail_countdown);
     if (k == 0)
         return 0;
-    if (k == 1)
-        return 1; /* stays at 1: every later allocation fails too */
+    if (k == 1) {
+        if (atomic_load(&fail_once))
+            atomic_store(&fail_countdown, 0);
+        return 1; /* else stays at 1: every later allocation fails too */
+    }
     atomic_fetch_sub(&fail_countdown, 1);
     return 0;
 }
@@ -169,6 +173,13 @@ long dp_alloc_live(void)
 
 void dp_alloc_fail_after(long k)
 {
+    atomic_store(&fail_once, 0);
+    atomic_store(&fail_countdown, k);
+}
+
+void dp_alloc_fail_once(long k)
+{
+    atomic_store(&fail_once, 1);
     atomic_store(&fail_countdown, k);
 }
 

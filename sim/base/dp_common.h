@@ -56,6 +56,9 @@ long dp_alloc_live(void);
 /* Make the k-th allocation from now (k >= 1) and every later one fail;
  * k = 0 turns failure injection off.  Test-only. */
 void dp_alloc_fail_after(long k);
+/* Make the k-th allocation from now fail and no other (a failure the
+ * code may recover from); dp_alloc_fail_after(0) turns it off.  Test-only. */
+void dp_alloc_fail_once(long k);
 
 /* ---- errors ----------------------------------------------------------- */
 enum {

@@ -1295,9 +1295,6 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
     net_reshare_now(n);
 }
 
-/* Report the nf flows in n->finished, released: callbacks in start order,
- * so simultaneous completions are reported deterministically whatever the
- * active list's order. */
 /* Distances ahead of the callback being run (report_done): the flow
  * record, then what its callback will touch (read through the flow). */
 #define DPF_FLOW 16
@@ -1317,6 +1314,9 @@ static void done_prefetch(const net *n, size_t k, size_t nf)
     }
 }
 
+/* Report the nf flows in n->finished, released: callbacks in start order,
+ * so simultaneous completions are reported deterministically whatever the
+ * active list's order. */
 static void report_done(net *n, size_t nf)
 {
     sort_finished(n, nf);

@@ -166,13 +166,13 @@ void net_reshare_now(net *n);
  * fewest flows placed at once that are sorted into runs instead of pushed
  * on heaps one by one (the same order, so the same results to the bit). */
 void net_set_star_min_flows(net *n, size_t min_flows);
+void net_set_star_bulk_min(net *n, size_t min_flows);
+int net_star_on(const net *n);
 /* Progressive filling reads its candidates as a sorted run, not a heap,
  * when they come out in order (the same pops, so the same bits); for
  * tests: net_set_fill_runs(n, 0) keeps every candidate on the heap, and
  * net_fill_runs counts the fills that used a run. */
 void net_set_fill_runs(net *n, int on);
 uint64_t net_fill_runs(const net *n);
-void net_set_star_bulk_min(net *n, size_t min_flows);
-int net_star_on(const net *n);
 
 #endif

@@ -209,7 +209,8 @@ static void sh_clear(star_hub *hb, int h)
 }
 
 /* A key's bits as an unsigned integer that orders like the key (-0 as +0,
- * which compare equal). */
+ * which compare equal).  Keys are never NaN: finish and virtual times come
+ * from finite byte counts, caps are positive or +inf. */
 static inline uint64_t sh_key_bits(double k)
 {
     uint64_t u;
@@ -289,7 +290,7 @@ static int sh_sort_few(const sh_ent *a, sh_ent *b, size_t m)
  * so equal keys stay in stamp order, as sh_before has them.  Few distinct
  * keys: a counting sort over their ranks; else LSD radix over 11-bit
  * digits (a cache-sized count table), skipping a digit every entry shares.
- * 0, or -1 when out of memory (r unchanged). */
+ * 0, or -1 when out of memory. */
 static int sh_run_sort(net *n, star_hub *hb, int h)
 {
     sh_ent *r = hb->run[h];
@@ -334,9 +335,9 @@ static int sh_run_sort(net *n, star_hub *hb, int h)
     return 0;
 }
 
-/* End a bulk placement: sort the runs it filled (a key that is NaN, or no
- * memory for the sort, and the run's entries are pushed on the heap
- * instead, as without a bulk). */
+/* End a bulk placement: sort the runs it filled.  No memory for a sort
+ * sets n->star_oom (the run dropped), as a failed push does: the
+ * recomputation then hands every flow back. */
 static void sh_bulk_end(net *n)
 {
     n->sh_bulk = 0;
@@ -346,20 +347,10 @@ static void sh_bulk_end(net *n)
             if (!hb->run_open[h])
                 continue;
             hb->run_open[h] = 0;
-            sh_ent *r = hb->run[h];
-            size_t m = hb->run_n[h];
-            int nan = 0;
-            for (size_t k = 0; k < m && !nan; k++)
-                nan = isnan(r[k].key);
-            if (!nan && !sh_run_sort(n, hb, h))
-                continue;
-            hb->run_n[h] = 0;
-            if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + m, sizeof(sh_ent))) {
+            if (sh_run_sort(n, hb, h)) {
+                hb->run_n[h] = 0;
                 n->star_oom = 1;
-                continue;
             }
-            for (size_t k = 0; k < m; k++)
-                sh_heap_push(hb, h, r[k]);
         }
     }
 }

@@ -402,14 +402,11 @@ static void copy_str(char *dst, size_t cap, const char *src)
 static void on_fold_done(sim_engine *e, void *ctx, uint64_t id);
 static void on_compute_done(sim_engine *e, void *ctx, uint64_t id);
 
-/* The records a batch's end touches (compute_done_at, set_act_at), fetched
- * while the event before it runs (sim_set_prefetch): the slot's device is
- * its index in cslots, so nothing cold is read here. */
-static void compute_prefetch(void *pctx, void *ctx)
+/* Device d's records a batch's end or a device's start touches
+ * (compute_done_at, set_act_at, prt_compute_left). */
+static void dev_prefetch(prt *rt, size_t d)
 {
-    prt *rt = pctx;
-    const compute_slot *c = ctx;
-    size_t d = (size_t)(c - TL(rt)->cslots);
+    const compute_slot *c = &TL(rt)->cslots[d];
     __builtin_prefetch(c);
     __builtin_prefetch((const char *)c + 64);
     __builtin_prefetch(&rt->act[d]);
@@ -422,6 +419,16 @@ static void compute_prefetch(void *pctx, void *ctx)
     __builtin_prefetch(&rt->left[d]);
     __builtin_prefetch(&rt->server_bytes[d]);
     __builtin_prefetch(&rt->coll_dev[d]);
+}
+
+/* The records a batch's end touches, fetched while the event before it
+ * runs (sim_set_prefetch): the slot's device is its index in cslots, so
+ * nothing cold is read here. */
+static void compute_prefetch(void *pctx, void *ctx)
+{
+    prt *rt = pctx;
+    size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
+    dev_prefetch(rt, d);
     world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
 }
 
@@ -433,22 +440,15 @@ static void on_xfer_done(void *ctx, uint64_t id);
 static void xfer_prefetch(void *pctx, void *ctx)
 {
     prt *rt = pctx;
-    const xfer_ctx *x = ctx;
-    size_t d = x->d;
+    size_t d = ((const xfer_ctx *)ctx)->d;
     timeline *tl = TL(rt);
     __builtin_prefetch(&rt->pending[d]);
     __builtin_prefetch(&rt->ready_s[d]);
-    __builtin_prefetch(&rt->act[d]);
-    __builtin_prefetch(&rt->act_since[d]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
     __builtin_prefetch(&rt->r->devices[d].data_ready_s);
     __builtin_prefetch(&tl->dev_fn[d]);
     __builtin_prefetch(&tl->dev_ctx[d]);
-    __builtin_prefetch(&tl->cslots[d]);
-    __builtin_prefetch((const char *)&tl->cslots[d] + 64);
-    __builtin_prefetch(&rt->left[d]);
     __builtin_prefetch(&rt->s->devices[d]);
+    dev_prefetch(rt, d);
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
