@@ -133,6 +133,12 @@ int slv_iterate(slv_solver *s);
 void slv_set_interrupt(volatile sig_atomic_t *flag);
 /* Nonzero when the flag is set (for the methods' loops). */
 int slv_interrupted(void);
+/* The exact method's integer search runs its O(N) passes on two threads
+ * (the caller and one helper) once N reaches this many devices; 0 restores
+ * the default (131072).  The passes it splits combine exactly (integer
+ * sums, maxima, lists in order), so the result is the same bits at any
+ * setting; tests lower it to check that. */
+void slv_set_par_min(size_t n);
 /* Iterate to the end, then round and fill the result.  0 ok, negative on error. */
 int slv_solve(slv_solver *s, dp_err *err);
 /* The result of the last slv_solve: borrowed, valid until the next slv_set or

@@ -26,6 +26,7 @@
  * division alone, so the search and the objective agree to the last bit.
  */
 #include "slv.h"
+#include "slv_par.h"
 
 #include <float.h>
 #include <math.h>
@@ -758,6 +759,7 @@ typedef struct int_ws {
     double *vd;            /* nmax as doubles, for the continuous bracket */
     double *inv_a, *inv_t; /* 1/a_i, 1/t_i: multiplications guess, products decide */
     double S0;             /* max_i a_i * min_share_i */
+    slv_par *par;          /* the passes' helper thread (NULL: none) */
 } int_ws;
 
 /* Largest k in [0, nmax] with a * k <= S, decided by the product itself. */
@@ -794,16 +796,286 @@ typedef struct level_info {
     double Tnext; /* smallest level > T any device can reach (+inf if none) */
 } level_info;
 
-/* Count sum_i min(send_count(S), nmax_i) over the active devices plus a base. */
-static int64_t count_at(const int_ws *w, size_t m, int64_t base, double S)
+/* ---- int_send_level's passes, in chunks (slv_par) ------------------------
+ *
+ * Each pass runs over the active devices idx[0, m), or over every device.
+ * Its combinations are exact (integer sums, minima, lists joined in
+ * order), so S*(T) is the same bits at any cut; see slv_par.h. */
+
+typedef struct act_part {
+    int64_t at_lo, at_hi, base; /* counts at lo and hi; counts that stay put */
+    size_t m;                   /* devices kept (listed from idx[from]) */
+    double jump;                /* the least next jump after lo */
+} act_part;
+
+typedef struct act_job {
+    int_ws *w;
+    int all;     /* over every device (else idx[0, m)) */
+    int want_hi; /* keep_chunk: count at hi too */
+    double lo, hi;
+    act_part part[SLV_PAR_CHUNKS];
+} act_job;
+
+static inline size_t act_dev(const act_job *j, size_t k)
 {
+    return j->all ? k : j->w->idx[k];
+}
+
+/* Keep the devices with a jump in (lo, hi] (and a count that can still
+ * change), in order from idx[from]: a chunk never writes past what it has
+ * read, so idx may be both its input and its output. */
+static void keep_chunk(void *vj, size_t c, size_t from, size_t to)
+{
+    act_job *j = vj;
+    int_ws *w = j->w;
     const double *a = w->p->send_s;
-    int64_t f = base;
-    for (size_t k = 0; k < m; k++) {
-        size_t i = w->idx[k];
-        f += send_count(a[i], w->inv_a[i], w->nmax[i], S);
+    act_part r = {0, 0, 0, 0, 0};
+    size_t *out = w->idx + from;
+    for (size_t k = from; k < to; k++) {
+        size_t i = act_dev(j, k);
+        if (w->nmax[i] == 0)
+            continue;
+        int64_t kl = send_count(a[i], w->inv_a[i], w->nmax[i], j->lo);
+        r.at_lo += kl;
+        if (kl == w->nmax[i] || a[i] * (double)(kl + 1) > j->hi) {
+            r.base += kl; /* no jump in (lo, hi]: the same count at hi */
+            r.at_hi += kl;
+        } else {
+            out[r.m++] = i;
+            if (j->want_hi)
+                r.at_hi += send_count(a[i], w->inv_a[i], w->nmax[i], j->hi);
+        }
     }
+    j->part[c] = r;
+}
+
+static void jump_chunk(void *vj, size_t c, size_t from, size_t to)
+{
+    act_job *j = vj;
+    const int_ws *w = j->w;
+    const double *a = w->p->send_s;
+    double nj = HUGE_VAL;
+    for (size_t k = from; k < to; k++) {
+        size_t i = w->idx[k];
+        double x = a[i] * (double)(send_count(a[i], w->inv_a[i], w->nmax[i], j->lo) + 1);
+        if (x < nj)
+            nj = x;
+    }
+    j->part[c].jump = nj;
+}
+
+static void count_chunk(void *vj, size_t c, size_t from, size_t to)
+{
+    act_job *j = vj;
+    const int_ws *w = j->w;
+    const double *a = w->p->send_s;
+    int64_t f = 0;
+    for (size_t k = from; k < to; k++) {
+        size_t i = w->idx[k];
+        f += send_count(a[i], w->inv_a[i], w->nmax[i], j->lo);
+    }
+    j->part[c].at_lo = f;
+}
+
+/* Keep (see keep_chunk) over idx[0, m), or every device when all: adds the
+ * counts that stay put to *base and, if asked, the counts at lo and hi;
+ * returns how many are kept (now idx[0, kept)). */
+static size_t keep(int_ws *w, int all, size_t m, double lo, double hi, int64_t *base, int64_t *at_lo,
+                   int64_t *at_hi)
+{
+    act_job j = {w, all, at_hi != NULL, lo, hi, {{0, 0, 0, 0, 0}}};
+    size_t k = slv_par_run(w->par, m, keep_chunk, &j), kept = 0;
+    for (size_t c = 0; c < k; c++) {
+        const act_part *r = &j.part[c];
+        if (r->m)
+            memmove(w->idx + kept, w->idx + slv_par_lo(m, k, c), r->m * sizeof *w->idx);
+        kept += r->m;
+        *base += r->base;
+        if (at_lo)
+            *at_lo += r->at_lo;
+        if (at_hi)
+            *at_hi += r->at_hi;
+    }
+    return kept;
+}
+
+/* The least next jump after lo over idx[0, m). */
+static double next_jump(int_ws *w, size_t m, double lo)
+{
+    act_job j = {w, 0, 0, lo, 0, {{0, 0, 0, 0, 0}}};
+    double nj = HUGE_VAL;
+    for (size_t c = 0, k = slv_par_run(w->par, m, jump_chunk, &j); c < k; c++)
+        if (j.part[c].jump < nj)
+            nj = j.part[c].jump;
+    return nj;
+}
+
+/* sum_i min(send_count(S), nmax_i) over idx[0, m), plus a base. */
+static int64_t count_at(int_ws *w, size_t m, int64_t base, double S)
+{
+    act_job j = {w, 0, 0, S, 0, {{0, 0, 0, 0, 0}}};
+    int64_t f = base;
+    for (size_t c = 0, k = slv_par_run(w->par, m, count_chunk, &j); c < k; c++)
+        f += j.part[c].at_lo;
     return f;
+}
+
+/* ---- the continuous bracket guess, in chunks ------------------------------
+ *
+ * cont_send_level's computation on nmax (as doubles, vd), for
+ * int_send_level's first bracket only.  Its sums are cut by chunks, so they
+ * round differently from cont_send_level's: harmless here, because the
+ * bracket is checked by exact counts and widened or dropped when it misses,
+ * and S*(T) is the least jump reaching D whatever bracket found it. */
+
+typedef struct cg_part {
+    double total, g0, hi; /* first pass */
+    double sat, lin, g;   /* sums of the later passes */
+    size_t nlin, m, m_up; /* linear devices; kept below; kept above (in up) */
+} cg_part;
+
+typedef struct cg_job {
+    int_ws *w;
+    double s0, lo, hi, piv;
+    cg_part part[SLV_PAR_CHUNKS];
+} cg_job;
+
+static void cg_first(void *vj, size_t c, size_t from, size_t to)
+{
+    cg_job *j = vj;
+    const double *a = j->w->p->send_s, *v = j->w->vd;
+    cg_part r = {0};
+    for (size_t i = from; i < to; i++) {
+        r.total += v[i];
+        double x = a[i] * v[i];
+        if (x > r.hi)
+            r.hi = x;
+        double q = j->s0 / a[i];
+        r.g0 += q < v[i] ? q : v[i];
+    }
+    j->part[c] = r;
+}
+
+static void cg_split(void *vj, size_t c, size_t from, size_t to)
+{
+    cg_job *j = vj;
+    const double *a = j->w->p->send_s, *v = j->w->vd;
+    cg_part r = {0};
+    size_t *out = j->w->idx + from;
+    for (size_t i = from; i < to; i++) {
+        if (v[i] <= 0)
+            continue;
+        double x = a[i] * v[i];
+        if (x <= j->lo)
+            r.sat += v[i];
+        else if (x >= j->hi)
+            r.lin += 1.0 / a[i], r.nlin++;
+        else
+            out[r.m++] = i;
+    }
+    j->part[c] = r;
+}
+
+/* One selection round at piv over idx[from, to): those below piv stay in
+ * idx (in place), those above it go to up (from up[from]). */
+static void cg_round(void *vj, size_t c, size_t from, size_t to)
+{
+    cg_job *j = vj;
+    const double *a = j->w->p->send_s, *v = j->w->vd;
+    size_t *idx = j->w->idx, *up = j->w->up;
+    double piv = j->piv;
+    cg_part r = {0};
+    for (size_t k = from; k < to; k++) {
+        size_t i = idx[k];
+        double q = piv / a[i], x = a[i] * v[i];
+        r.g += q < v[i] ? q : v[i];
+        if (x <= piv)
+            r.sat += v[i];
+        else
+            up[from + r.m_up++] = i;
+        if (x >= piv)
+            r.lin += 1.0 / a[i], r.nlin++;
+        else
+            idx[from + r.m++] = i;
+    }
+    j->part[c] = r;
+}
+
+/* Least S >= s0 with sum_i min(S / a_i, vd_i) >= D (within the chunks'
+ * rounding), the slope (1/a summed over the devices still linear there)
+ * and their number; +inf if sum vd < D.  idx and up are its scratch. */
+static double cont_guess(int_ws *w, double D, double s0, double *slope_out, size_t *nlin_out)
+{
+    size_t n = w->p->n;
+    const double *a = w->p->send_s, *v = w->vd;
+    cg_job j = {w, s0, 0, 0, 0, {{0, 0, 0, 0, 0, 0, 0, 0, 0}}};
+    double total = 0, g0 = 0, hi = 0;
+    size_t k = slv_par_run(w->par, n, cg_first, &j);
+    for (size_t c = 0; c < k; c++) {
+        total += j.part[c].total;
+        g0 += j.part[c].g0;
+        if (j.part[c].hi > hi)
+            hi = j.part[c].hi;
+    }
+    if (!(total >= D))
+        return HUGE_VAL;
+    if (g0 >= D)
+        return s0;
+    double lo = s0, sat = 0, lin = 0;
+    size_t nlin = 0, m = 0;
+    j.lo = lo;
+    j.hi = hi;
+    k = slv_par_run(w->par, n, cg_split, &j);
+    for (size_t c = 0; c < k; c++) {
+        const cg_part *r = &j.part[c];
+        if (r->m)
+            memmove(w->idx + m, w->idx + slv_par_lo(n, k, c), r->m * sizeof *w->idx);
+        m += r->m;
+        sat += r->sat;
+        lin += r->lin;
+        nlin += r->nlin;
+    }
+    while (m > 0) {
+        const size_t *idx = w->idx;
+        /* median of three positions: sorted inputs stay O(N) */
+        double w0 = a[idx[0]] * v[idx[0]], w1 = a[idx[m / 2]] * v[idx[m / 2]],
+               w2 = a[idx[m - 1]] * v[idx[m - 1]];
+        double piv = w0 < w1 ? (w1 < w2 ? w1 : (w0 < w2 ? w2 : w0)) : (w0 < w2 ? w0 : (w1 < w2 ? w2 : w1));
+        j.piv = piv;
+        k = slv_par_run(w->par, m, cg_round, &j);
+        double g = sat + piv * lin, sat_lo = sat, lin_hi = lin;
+        size_t nlin_hi = nlin;
+        for (size_t c = 0; c < k; c++) {
+            g += j.part[c].g;
+            sat_lo += j.part[c].sat;
+            lin_hi += j.part[c].lin;
+            nlin_hi += j.part[c].nlin;
+        }
+        int below = g >= D; /* piv becomes hi: those below it stay (idx), else those above (up) */
+        const size_t *src = below ? w->idx : w->up;
+        size_t kept = 0;
+        for (size_t c = 0; c < k; c++) {
+            size_t cm = below ? j.part[c].m : j.part[c].m_up;
+            if (cm)
+                memmove(w->idx + kept, src + slv_par_lo(m, k, c), cm * sizeof *w->idx);
+            kept += cm;
+        }
+        m = kept;
+        if (below) {
+            hi = piv;
+            lin = lin_hi;
+            nlin = nlin_hi;
+        } else {
+            lo = piv;
+            sat = sat_lo;
+        }
+    }
+    *slope_out = lin;
+    *nlin_out = nlin;
+    if (lin <= 0)
+        return hi;
+    double S = (D - sat) / lin;
+    return S < lo ? lo : S > hi ? hi : S;
 }
 
 /* S*(T) given nmax (and, from int_eval's pass, their sum, the largest
@@ -824,7 +1096,7 @@ static double int_send_level(int_ws *w, int64_t total, double hi)
      * below start from a small active set instead of all N. */
     double lo = w->S0, top = hi, slope = 0;
     size_t nlin = 0;
-    double clo = cont_send_level(p->n, a, w->vd, (double)D, w->S0, w->idx, w->up, &slope, &nlin);
+    double clo = cont_guess(w, (double)D, w->S0, &slope, &nlin);
     /* f(S) >= fc(S) - (unsaturated devices): about nlin / slope above clo the
      * count reaches D unless devices saturate on the way; grow if not */
     double width = slope > 0 ? 1.05 * (double)nlin / slope : hi - lo;
@@ -837,21 +1109,8 @@ static double int_send_level(int_ws *w, int64_t total, double hi)
     int64_t base, at_lo;
     for (;;) {
         int64_t at_hi = 0;
-        m = 0;
         base = at_lo = 0;
-        for (size_t i = 0; i < p->n; i++) {
-            if (w->nmax[i] == 0)
-                continue;
-            int64_t kl = send_count(a[i], w->inv_a[i], w->nmax[i], lo);
-            at_lo += kl;
-            if (kl == w->nmax[i] || a[i] * (double)(kl + 1) > hi) {
-                base += kl; /* no jump in (lo, hi]: the same count at hi */
-                at_hi += kl;
-            } else {
-                w->idx[m++] = i;
-                at_hi += send_count(a[i], w->inv_a[i], w->nmax[i], hi);
-            }
-        }
+        m = keep(w, 1, p->n, lo, hi, &base, &at_lo, &at_hi);
         if (lo == w->S0 && hi == top)
             break;
         if (at_lo < D && at_hi >= D)
@@ -868,13 +1127,7 @@ static double int_send_level(int_ws *w, int64_t total, double hi)
         return lo; /* the minimum-share floor already fits everything */
     for (int pass = 0;; pass++) {
         /* next jump after lo: if it already reaches D it is the answer */
-        double nj = HUGE_VAL;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = w->idx[k];
-            double j = a[i] * (double)(send_count(a[i], w->inv_a[i], w->nmax[i], lo) + 1);
-            if (j < nj)
-                nj = j;
-        }
+        double nj = next_jump(w, m, lo);
         if (m == 0 || !(nj < hi))
             return hi;
         if (count_at(w, m, base, nj) >= D)
@@ -896,27 +1149,31 @@ static double int_send_level(int_ws *w, int64_t total, double hi)
             else
                 lo = piv;
         }
-        size_t mm = 0;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = w->idx[k];
-            int64_t kl = send_count(a[i], w->inv_a[i], w->nmax[i], lo);
-            if (kl == w->nmax[i] || a[i] * (double)(kl + 1) > hi)
-                base += kl;
-            else
-                w->idx[mm++] = i;
-        }
-        m = mm;
+        m = keep(w, 0, m, lo, hi, &base, NULL, NULL);
     }
 }
 
-static level_info int_eval(int_ws *w, double T)
+/* int_eval's pass, in chunks (slv_par). */
+typedef struct eval_part {
+    int64_t total;
+    double hi, Tsnap, Tnext;
+    int feasible;
+} eval_part;
+
+typedef struct eval_job {
+    int_ws *w;
+    double T;
+    eval_part part[SLV_PAR_CHUNKS];
+} eval_job;
+
+static void eval_chunk(void *vj, size_t c, size_t from, size_t to)
 {
+    eval_job *j = vj;
+    int_ws *w = j->w;
     const slv_problem *p = w->p;
-    level_info r = {HUGE_VAL, -HUGE_VAL, HUGE_VAL};
-    int feasible = 1;
-    int64_t total = 0; /* for int_send_level, in the same pass */
-    double hi = 0;
-    for (size_t i = 0; i < p->n; i++) {
+    double T = j->T;
+    eval_part r = {0, 0, -HUGE_VAL, HUGE_VAL, 1};
+    for (size_t i = from; i < to; i++) {
         double comm = slv_comm_(p, i), t = p->batch_s[i];
         int64_t b = p->batch[i];
         int64_t kmax = (w->lim[i] + b - 1) / b;
@@ -926,14 +1183,14 @@ static level_info int_eval(int_ws *w, double T)
             nm = w->lim[i];
         w->nmax[i] = nm;
         w->vd[i] = (double)nm;
-        total += nm;
+        r.total += nm;
         double top = p->send_s[i] * (double)nm;
-        if (nm > 0 && top > hi)
-            hi = top;
+        if (nm > 0 && top > r.hi)
+            r.hi = top;
         if (nm < slv_min_(p, i))
-            feasible = 0;
+            r.feasible = 0;
         if (!p->allow_exclude && T < comm)
-            feasible = 0;
+            r.feasible = 0;
         /* the level this device really uses, and the next one it could */
         if (kb > 0 || (!p->allow_exclude && T >= comm)) {
             double lvl = comm + t * (double)kb;
@@ -946,9 +1203,51 @@ static level_info int_eval(int_ws *w, double T)
                 r.Tnext = nx;
         }
     }
+    j->part[c] = r;
+}
+
+static level_info int_eval(int_ws *w, double T)
+{
+    eval_job j = {w, T, {{0, 0, 0, 0, 0}}};
+    size_t k = slv_par_run(w->par, w->p->n, eval_chunk, &j);
+    level_info r = {HUGE_VAL, -HUGE_VAL, HUGE_VAL};
+    int feasible = 1;
+    int64_t total = 0; /* for int_send_level, in the same pass */
+    double hi = 0;
+    for (size_t c = 0; c < k; c++) { /* maxima, minima and integer sums: exact in any cut */
+        const eval_part *e = &j.part[c];
+        total += e->total;
+        if (e->hi > hi)
+            hi = e->hi;
+        if (e->Tsnap > r.Tsnap)
+            r.Tsnap = e->Tsnap;
+        if (e->Tnext < r.Tnext)
+            r.Tnext = e->Tnext;
+        feasible &= e->feasible;
+    }
     if (feasible)
         r.S = int_send_level(w, total, hi);
     return r;
+}
+
+/* int_materialize's send counts, in chunks (slv_par). */
+typedef struct mat_job {
+    int_ws *w;
+    double S;
+    int64_t *x;
+    int64_t sum[SLV_PAR_CHUNKS];
+} mat_job;
+
+static void mat_chunk(void *vj, size_t c, size_t from, size_t to)
+{
+    mat_job *j = vj;
+    const int_ws *w = j->w;
+    int64_t sum = 0;
+    for (size_t i = from; i < to; i++) {
+        j->x[i] = send_count(w->p->send_s[i], w->inv_a[i], w->nmax[i], j->S);
+        sum += j->x[i];
+    }
+    j->sum[c] = sum;
 }
 
 /* The allocation for level T (after int_eval(T)): every device at its send
@@ -958,11 +1257,11 @@ static void int_materialize(int_ws *w, double T, int64_t *x)
 {
     const slv_problem *p = w->p;
     level_info li = int_eval(w, T);
+    mat_job j = {w, li.S, x, {0}};
+    size_t k = slv_par_run(w->par, p->n, mat_chunk, &j);
     int64_t sum = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        x[i] = send_count(p->send_s[i], w->inv_a[i], w->nmax[i], li.S);
-        sum += x[i];
-    }
+    for (size_t c = 0; c < k; c++)
+        sum += j.sum[c];
     int64_t ex = sum - p->samples;
     for (size_t i = 0; i < p->n && ex > 0; i++)
         if (x[i] > slv_min_(p, i) && p->send_s[i] * (double)x[i] >= li.S) {
@@ -975,6 +1274,49 @@ static void int_materialize(int_ws *w, double T, int64_t *x)
         x[i] -= take;
         ex -= take;
     }
+}
+
+/* int_search's per-device set-up and the extremes it needs, in chunks
+ * (slv_par). */
+typedef struct init_part {
+    double S0, Tmax, L0, Lforced;
+} init_part;
+
+typedef struct init_job {
+    int_ws *w;
+    init_part part[SLV_PAR_CHUNKS];
+} init_job;
+
+static void init_chunk(void *vj, size_t c, size_t from, size_t to)
+{
+    init_job *j = vj;
+    int_ws *w = j->w;
+    const slv_problem *p = w->p;
+    init_part r = {0, 0, HUGE_VAL, -HUGE_VAL};
+    for (size_t i = from; i < to; i++) {
+        w->lim[i] = limit_of(p, i);
+        w->inv_a[i] = 1.0 / p->send_s[i];
+        w->inv_t[i] = 1.0 / p->batch_s[i];
+        double ms = p->send_s[i] * (double)slv_min_(p, i);
+        if (ms > r.S0)
+            r.S0 = ms;
+        double comm = slv_comm_(p, i), t = p->batch_s[i];
+        int64_t b = p->batch[i];
+        double top = comm + t * (double)((w->lim[i] + b - 1) / b);
+        if (top > r.Tmax)
+            r.Tmax = top;
+        double first = p->allow_exclude ? comm + t : comm;
+        if (first < r.L0)
+            r.L0 = first;
+        double forced = -HUGE_VAL;
+        if (slv_min_(p, i) > 0)
+            forced = comm + t * (double)((slv_min_(p, i) + b - 1) / b);
+        else if (!p->allow_exclude)
+            forced = comm;
+        if (forced > r.Lforced)
+            r.Lforced = forced;
+    }
+    j->part[c] = r;
 }
 
 /* slv_int_search, given the relaxed feasibility level when the relaxed
@@ -1000,37 +1342,28 @@ static int int_search(const slv_problem *p, int64_t *alloc, int have_incumbent, 
                 dp_malloc(n * sizeof(double)),
                 dp_malloc(n * sizeof(double)),
                 dp_malloc(n * sizeof(double)),
-                0};
+                0,
+                NULL};
     heap h = {0};
     int rc = DP_OK;
     if (!w.nmax || !w.lim || !w.idx || !w.up || !w.vd || !w.inv_a || !w.inv_t) {
         rc = DP_ENOMEM;
         goto out;
     }
+    w.par = slv_par_new(n);
     double E = p->epochs, K = p->const_s;
     double L0 = HUGE_VAL, Tmax = 0, Lforced = -HUGE_VAL;
-    for (size_t i = 0; i < n; i++) {
-        w.lim[i] = limit_of(p, i);
-        w.inv_a[i] = 1.0 / p->send_s[i];
-        w.inv_t[i] = 1.0 / p->batch_s[i];
-        double ms = p->send_s[i] * (double)slv_min_(p, i);
-        if (ms > w.S0)
-            w.S0 = ms;
-        double comm = slv_comm_(p, i), t = p->batch_s[i];
-        int64_t b = p->batch[i];
-        double top = comm + t * (double)((w.lim[i] + b - 1) / b);
-        if (top > Tmax)
-            Tmax = top;
-        double first = p->allow_exclude ? comm + t : comm;
-        if (first < L0)
-            L0 = first;
-        double forced = -HUGE_VAL;
-        if (slv_min_(p, i) > 0)
-            forced = comm + t * (double)((slv_min_(p, i) + b - 1) / b);
-        else if (!p->allow_exclude)
-            forced = comm;
-        if (forced > Lforced)
-            Lforced = forced;
+    init_job ij = {&w, {{0, 0, 0, 0}}};
+    for (size_t c = 0, k = slv_par_run(w.par, n, init_chunk, &ij); c < k; c++) {
+        const init_part *r = &ij.part[c];
+        if (r->S0 > w.S0)
+            w.S0 = r->S0;
+        if (r->Tmax > Tmax)
+            Tmax = r->Tmax;
+        if (r->L0 < L0)
+            L0 = r->L0;
+        if (r->Lforced > Lforced)
+            Lforced = r->Lforced;
     }
     if (Lforced > L0)
         L0 = Lforced;
@@ -1140,6 +1473,7 @@ out:
     dp_free(w.inv_a);
     dp_free(w.inv_t);
     dp_free(h.v);
+    slv_par_free(w.par);
     return rc;
 }
 

@@ -4,7 +4,9 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "slv.h"
@@ -763,4 +765,121 @@ Test(solver, aggregation_counts_participants_only)
         cr_expect_float_eq(r->objective_s, slv_objective(&q.p, r->alloc), 1e-12);
         slv_result_free(r);
     }
+}
+
+/* The integer search's passes on two threads (slv_set_par_min) must give
+ * the same bits as on one, whatever the problem: many random sizes and
+ * shapes, including every device alike (all jumps coincide, so the active
+ * set never shrinks by value) and groups of equal send times. */
+typedef struct big_prob {
+    slv_problem p;
+    double *a, *t, *comm;
+    int *b;
+    int64_t *cap, *mn;
+} big_prob;
+
+static void big_random(big_prob *q, size_t n, int variant)
+{
+    q->a = calloc(n, sizeof *q->a);
+    q->t = calloc(n, sizeof *q->t);
+    q->comm = calloc(n, sizeof *q->comm);
+    q->b = calloc(n, sizeof *q->b);
+    q->cap = calloc(n, sizeof *q->cap);
+    q->mn = calloc(n, sizeof *q->mn);
+    cr_assert(q->a && q->t && q->comm && q->b && q->cap && q->mn);
+    int64_t D = 1 + (int64_t)(urand() * 40.0 * (double)n);
+    q->p = (slv_problem){.n = n, .send_s = q->a, .batch = q->b, .batch_s = q->t, .epochs = 1 + (int)(urand() * 5),
+                         .samples = D};
+    for (size_t i = 0; i < n; i++) {
+        int kind = variant % 4;
+        q->a[i] = kind == 0 ? 1e-3 : kind == 1 ? 1e-3 * (1 + (double)(i % 3)) : 1e-4 + urand() * 1e-2;
+        q->b[i] = kind == 0 ? 4 : 1 + (int)(urand() * 16);
+        q->t[i] = kind == 0 ? 2.5 : (0.01 + urand()) * q->b[i];
+        q->cap[i] = -1;
+    }
+    if (variant & 4) {
+        q->p.comm_s = q->comm;
+        for (size_t i = 0; i < n; i++)
+            q->comm[i] = urand() < 0.5 ? urand() * 2 : 0;
+        q->p.allow_exclude = (variant & 8) != 0;
+    }
+    if (variant & 16) { /* caps on half the devices, enough room left */
+        q->p.cap = q->cap;
+        for (size_t i = 0; i < n; i++)
+            q->cap[i] = i % 2 ? q->b[i] + (int64_t)(urand() * 50) : -1;
+    }
+    if (variant & 32) { /* small minimum shares on a few */
+        q->p.min_share = q->mn;
+        for (size_t i = 0; i < n; i += 7)
+            q->mn[i] = (int64_t)(urand() * 3) < D / (int64_t)n ? (int64_t)(urand() * 3) : 0;
+    }
+}
+
+static void big_free(big_prob *q)
+{
+    free(q->a);
+    free(q->t);
+    free(q->comm);
+    free(q->b);
+    free(q->cap);
+    free(q->mn);
+}
+
+static void expect_same_bits(const slv_result *x, const slv_result *y, size_t n, int trial)
+{
+    cr_expect_eq(memcmp(x->alloc, y->alloc, n * sizeof *x->alloc), 0, "trial %d: allocations differ", trial);
+    cr_expect_eq(memcmp(x->relaxed, y->relaxed, n * sizeof *x->relaxed), 0, "trial %d", trial);
+    const double a[] = {x->objective_s, x->lower_bound_s, x->int_lower_bound_s, x->send_s, x->epoch_s};
+    const double b[] = {y->objective_s, y->lower_bound_s, y->int_lower_bound_s, y->send_s, y->epoch_s};
+    cr_expect_eq(memcmp(a, b, sizeof a), 0, "trial %d: objective %.17g / %.17g, integer bound %.17g / %.17g",
+                 trial, a[0], b[0], a[2], b[2]);
+    cr_expect_eq(x->iterations, y->iterations, "trial %d", trial);
+    cr_expect_eq(x->status, y->status, "trial %d", trial);
+}
+
+Test(solver, helper_thread_changes_no_bit)
+{
+    rng_state = 4242;
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.exact_max_evals = 12; /* the budgeted path too, not only proofs */
+    for (int trial = 0; trial < 64; trial++) {
+        size_t n = 1 + (size_t)(urand() * (trial % 4 == 0 ? 40 : 3000));
+        big_prob q;
+        big_random(&q, n, trial);
+        dp_err err = {0};
+        if (slv_problem_check(&q.p, &err) != 0) {
+            big_free(&q);
+            continue;
+        }
+        const slv_params *pp = trial % 2 ? &prm : NULL;
+        slv_set_par_min(SIZE_MAX); /* one thread */
+        slv_result *one = solve("exact", &q.p, pp);
+        slv_set_par_min(1); /* a helper from one device on */
+        slv_result *two = solve("exact", &q.p, pp);
+        slv_set_par_min(0);
+        expect_same_bits(one, two, n, trial);
+        slv_result_free(one);
+        slv_result_free(two);
+        big_free(&q);
+    }
+}
+
+/* And with the helper, the integer optimum is still the brute force's. */
+Test(solver, helper_thread_matches_brute_force)
+{
+    rng_state = 777;
+    slv_set_par_min(1);
+    for (int trial = 0; trial < 300; trial++) {
+        prob q;
+        random_small(&q, trial % 32);
+        if (slv_problem_check(&q.p, NULL) != 0)
+            continue;
+        slv_result *r = solve("exact", &q.p, NULL);
+        double bf = brute(&q.p);
+        cr_expect_float_eq(r->objective_s, bf, 1e-9 * bf, "trial %d: exact %.12g brute %.12g", trial,
+                           r->objective_s, bf);
+        slv_result_free(r);
+    }
+    slv_set_par_min(0);
 }
