@@ -834,6 +834,34 @@ static int star_reshare(net *n)
 /* The completion event: end the flows at the top of every set that end
  * now (or have less than 1e-9 of their size left), report them in start
  * order, recompute. */
+/* Many flows ending at one instant come off a sorted run: fetch the flow
+ * records DONE_FLOW entries ahead (sh_top reads them) and, once a record
+ * is in, the links it holds DONE_LINK ahead (star_disown and
+ * flow_links_end write them): a cache miss each otherwise. */
+#define DONE_FLOW 16
+#define DONE_LINK 8
+
+static void star_done_prefetch(const net *n, const star_hub *hb, int h)
+{
+    const sh_ent *r = hb->run[h];
+    size_t at = hb->run_at[h], nr = hb->run_n[h];
+    if (at + DONE_FLOW < nr) {
+        const char *f = (const char *)F(n, r[at + DONE_FLOW].idx);
+        __builtin_prefetch(f);
+        __builtin_prefetch(f + 64);
+        __builtin_prefetch(f + 128);
+    }
+    if (at + DONE_LINK < nr) {
+        const flow *g = F(n, r[at + DONE_LINK].idx);
+        for (int k = 0; k < g->np; k++) { /* a link record spans up to three lines */
+            const char *l = (const char *)&n->links[g->path[k]];
+            __builtin_prefetch(l);
+            __builtin_prefetch(l + 64);
+            __builtin_prefetch(l + 128);
+        }
+    }
+}
+
 static void star_on_done(net *n)
 {
     double now = sim_now(n->e);
@@ -847,6 +875,7 @@ static void star_on_done(net *n)
         for (int set = 0; set < 2; set++) {
             int h = set ? H_UKEY : H_CFIN;
             for (flow *f; (f = sh_top(n, hb, h));) {
+                star_done_prefetch(n, hb, h);
                 double t = set ? u_fin(hb, f) : f->fin;
                 if (!(t <= now || star_rem(n, f, now) <= 1e-9 * f->bytes))
                     break;
