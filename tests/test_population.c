@@ -431,3 +431,35 @@ Test(population, out_of_memory_never_crashes_or_leaks)
     }
     cr_assert(ok);
 }
+
+/* Members after the first share one block for their names when they own
+ * nothing else (scn_group.pooled): every name as dp_indexed_name writes it,
+ * across digit boundaries; a template with outages (its own memory) keeps
+ * names of their own; both free without leaks (the suite's teardown). */
+Test(population, pooled_member_names)
+{
+    scn_scenario *s = load_ok(pop_text(1001, "{ lognormal: { median: 2.5s, sigma: 0.4 } }", NULL));
+    cr_assert_eq(s->n_groups, 1001);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        char want[64];
+        dp_indexed_name(want, sizeof want, "phone", (long long)i);
+        cr_assert_str_eq(s->groups[i].name, want);
+        cr_assert_eq(s->groups[i].pooled, i > 0, "group %zu", i);
+    }
+    scn_free(s);
+    char text[2048];
+    snprintf(text, sizeof text,
+             HEAD "  - name: phone\n    count: 12\n    kind: cpu\n    memory: 1GiB\n    batch: 4\n"
+                  "    batch_time: { lognormal: { median: 2.5s, sigma: 0.4 } }\n"
+                  "    link: { up: 10Mbps, down: 10Mbps, outages: [[1h, 2h]] }\n");
+    s = load_ok(text);
+    cr_assert_eq(s->n_groups, 12);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        cr_assert_eq(s->groups[i].pooled, 0);
+        cr_assert_not_null(s->groups[i].link.outages.start_s, "group %zu has its own outages", i);
+        char want[64];
+        dp_indexed_name(want, sizeof want, "phone", (long long)i);
+        cr_assert_str_eq(s->groups[i].name, want);
+    }
+    scn_free(s);
+}

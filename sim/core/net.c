@@ -139,6 +139,7 @@ struct net {
     sim_engine *e;
     link *links;
     size_t n_links, cap_links;
+    size_t owning; /* links from 0 that may own a name or trace: net_free walks only these */
     flow **chunks;
     size_t n_chunks, cap_chunks;
     uint32_t n_flows; /* slots ever used */
@@ -264,7 +265,7 @@ void net_free(net *n)
 {
     if (!n)
         return;
-    for (size_t i = 0; i < n->n_links; i++) {
+    for (size_t i = 0; i < n->owning; i++) { /* a device's access links own nothing */
         dp_free(n->links[i].name);
         trace_free(n->links[i].tr);
         dp_free(n->links[i].tctx);
@@ -356,6 +357,8 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
     l->cap = l->nominal = cap_Bps;
     n->cap_changes++;
     int idx = (int)n->n_links++;
+    if (name || tr)
+        n->owning = n->n_links;
     if (name && !(l->name = dp_strdup(name)))
         return DP_ENOMEM;
     if (tr) {

@@ -390,10 +390,25 @@ static int copy_trace(trace **dst, const trace *src)
 
 /* dst = src with copies of everything src owns, named `name`.  On failure
  * dst holds what was copied (scn_free frees it). */
-static int group_copy(scn_group *dst, const scn_group *src, const char *name)
+/* 1 when g owns memory besides its name (tables, traces, outages). */
+static int owns_parts(const scn_group *g)
+{
+    return g->table_batch || g->table_s || g->speed_trace || g->link.up_trace || g->link.down_trace ||
+           g->avail.trace || g->link.outages.start_s || g->link.outages.end_s;
+}
+
+/* dst = src with copies of its parts, named `name` (a copy), or, when
+ * pooled, pointing at `name` itself (src owns no parts: see owns_parts). */
+static int group_copy(scn_group *dst, const scn_group *src, char *name, int pooled)
 {
     *dst = *src;
     dst->name = NULL;
+    dst->pooled = 0;
+    if (pooled) {
+        dst->name = name;
+        dst->pooled = 1;
+        return 0;
+    }
     dst->table_batch = dst->table_s = NULL;
     dst->speed_trace = dst->link.up_trace = dst->link.down_trace = dst->avail.trace = NULL;
     dst->link.outages.start_s = dst->link.outages.end_s = NULL;
@@ -418,7 +433,7 @@ static int add_pop(cv *c, scn_pop_kind kind, const char *name, size_t item, size
         return scni_oom(c);
     s->pops = p;
     p = &s->pops[s->n_pops];
-    *p = (scn_population){kind, NULL, first, s->n_groups - first, seed, drawn, (int)item};
+    *p = (scn_population){kind, NULL, first, s->n_groups - first, seed, drawn, (int)item, NULL};
     s->n_pops++;
     if (!(p->name = dp_strdup(name)))
         return scni_oom(c);
@@ -429,8 +444,10 @@ static int add_pop(cv *c, scn_pop_kind kind, const char *name, size_t item, size
 
 void scni_free_pops(scn_scenario *s)
 {
-    for (size_t i = 0; i < s->n_pops; i++)
+    for (size_t i = 0; i < s->n_pops; i++) {
         dp_free(s->pops[i].name);
+        dp_free(s->pops[i].names);
+    }
     dp_free(s->pops);
     s->pops = NULL;
     s->n_pops = 0;
@@ -605,6 +622,24 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             goto out;
         pf = dp_prefault_start(&s->groups[s->n_groups], (size_t)(count - 1) * sizeof *s->groups);
     }
+    /* Members 1.. name themselves in one block when they own nothing else:
+     * 10^6 names were as many allocations to make and to free. */
+    char *pool = NULL, *pool_end = NULL;
+    if (count > 1 && !owns_parts(&tpl)) {
+        size_t need = 0, lb = strlen(base);
+        for (int64_t i = 1; i < count; i++) {
+            size_t digits = 1;
+            for (int64_t v = i; v >= 10; v /= 10)
+                digits++;
+            need += lb + digits + 3; /* "base[i]" and its terminator */
+        }
+        if (!(pool = dp_malloc(need))) {
+            r = scni_oom(c);
+            goto out;
+        }
+        s->pops[s->n_pops - 1].names = pool;
+        pool_end = pool + need;
+    }
     for (int64_t i = 0; i < count; i++) {
         char name[SCN_NAME_MAX + 24];
         dp_indexed_name(name, sizeof name, base, (long long)i);
@@ -620,9 +655,17 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             }
             dp_free(g->name); /* the template's name: the population's */
             g->name = nm0;
-        } else if (group_copy(g, &tpl, name)) {
-            r = scni_oom(c);
-            goto out;
+        } else {
+            size_t len = strlen(name) + 1;
+            int pooled = pool && len <= (size_t)(pool_end - pool);
+            if (pooled) {
+                memcpy(pool, name, len);
+                pool += len;
+            }
+            if (group_copy(g, &tpl, pooled ? pool - len : name, pooled)) {
+                r = scni_oom(c);
+                goto out;
+            }
         }
         g->count = 1;
         for (int k = 0; k < DK_N; k++) {

@@ -1704,6 +1704,8 @@ void scn_free(scn_scenario *s)
     dp_free(s->wan);
     for (size_t i = 0; i < s->n_groups; i++) {
         scn_group *g = &s->groups[i];
+        if (g->pooled) /* name in its population's block, nothing else owned */
+            continue;
         dp_free(g->name);
         dp_free(g->table_batch);
         dp_free(g->table_s);

@@ -103,6 +103,8 @@ typedef struct scn_group {
     scn_avail avail; /* the group's own, else the top-level `availability:` */
     int item;        /* the `devices:` list item it came from (0-based) */
     int pop;         /* 1 + index into scn_scenario.pops when a population made it, else 0 */
+    int pooled;      /* its name lives in its population's `names` block and it owns nothing
+                        else (scn_free passes it by) */
 } scn_group;
 
 /* Many device groups made by one `devices:` item (scenarios/README.md,
@@ -119,6 +121,7 @@ typedef struct scn_population {
     uint64_t seed;   /* DRAWN: the seed of its draws */
     unsigned drawn;  /* DRAWN: bit k set when the k-th drawable key (population.c) is drawn */
     int item;        /* the `devices:` item */
+    char *names;     /* DRAWN: one block with the names of its pooled members, or NULL */
 } scn_population;
 
 /* One expanded device: group `group`, member `index` of count. Rank = position + 1. */
