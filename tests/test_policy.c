@@ -575,6 +575,42 @@ Test(policy, straggler_episode_stretches_a_batch_by_hand)
     scn_free(s);
 }
 
+/* A plain device's batch time comes from a dense per-device record, not its
+ * group: the same bits as scn_batch_time for every compute model, batch
+ * size and part (a table device keeps going through its group). */
+Test(policy, plain_batch_time_matches_the_group_bit_for_bit)
+{
+    static const char *T = "name: plain\n"
+                           "model: { name: m, params: 1, flops_per_sample: 3.7e6 }\n"
+                           "dataset: { name: d, samples: 40, sample_bytes: 1 }\n"
+                           "training: { epochs: 1 }\n"
+                           "devices:\n"
+                           "  - { name: m, count: 3, kind: gpu, memory: 1GiB, batch: 7, batch_time: 0.37s,\n"
+                           "      link: { up: 1Gbps, down: 1Gbps } }\n"
+                           "  - { name: p, kind: cpu, memory: 1GiB, batch: 5, peak_flops: 3.3GFLOPS,\n"
+                           "      efficiency: 0.37, overhead: 3ms, link: { up: 1Gbps, down: 1Gbps } }\n"
+                           "  - { name: t, kind: cpu, memory: 1GiB, batch: 4,\n"
+                           "      batch_table: [[1, 0.11s], [4, 0.3s], [16, 1.1s]],\n"
+                           "      link: { up: 1Gbps, down: 1Gbps } }\n";
+    scn_scenario *s = load(T, NULL, 0);
+    dp_err err = {0};
+    cmp_model *c = cmp_new(s, 5, &err);
+    cr_assert(c, "%s", err.msg);
+    const double parts[] = {1.0, 0.5, 1.0 / 3.0, 0.0};
+    for (size_t d = 0; d < s->n_devices; d++) {
+        const scn_group *g = &s->groups[s->devices[d].group];
+        cr_assert(cmp_plain(c, d), "device %zu", d);
+        for (int n = 0; n <= 40; n++)
+            for (size_t k = 0; k < sizeof parts / sizeof *parts; k++) {
+                double want = scn_batch_time(s, g, n) * parts[k], got = cmp_batch_s(c, d, n, 1.25, parts[k]);
+                cr_expect_eq(memcmp(&got, &want, sizeof got), 0, "device %zu n=%d part %g: %.17g, want %.17g",
+                             d, n, parts[k], got, want);
+            }
+    }
+    cmp_free(c);
+    scn_free(s);
+}
+
 /* The same seed gives the same episodes whatever is asked in between. */
 Test(policy, straggler_episodes_depend_on_the_seed_only)
 {

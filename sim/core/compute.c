@@ -22,13 +22,26 @@ typedef struct strag {
     size_t head, n, cap; /* live episodes are [head, n) */
 } strag;
 
+/* What a plain device's batch time needs, beside its other devices' in one
+ * dense array: a batch's end reads this record instead of the device's and
+ * then its group's (two dependent cache misses at 10^6 devices). */
+typedef struct cmp_fast {
+    double a, b;         /* FAST_MEASURED: b = batch_time_s; FAST_DERIVED: a = overhead_s,
+                            b = peak_flops * efficiency (the product scn_batch_time divides by) */
+    int batch;           /* FAST_MEASURED: the group's batch */
+    unsigned char kind;  /* FAST_NONE: through the group (tables) */
+    unsigned char plain; /* cmp_plain */
+} cmp_fast;
+
+enum { FAST_NONE, FAST_MEASURED, FAST_DERIVED };
+
 struct cmp_model {
     const scn_scenario *s;
     size_t n;
-    gsl_rng **rng;        /* NULL entry: device without noise */
-    strag *st;            /* per device, NULL when no group has stragglers; rng NULL: none */
-    double *straggle_s;   /* per device: wall seconds added by episodes */
-    unsigned char *plain; /* per device: cmp_plain (no walk to its group) */
+    gsl_rng **rng;      /* NULL entry: device without noise */
+    strag *st;          /* per device, NULL when no group has stragglers; rng NULL: none */
+    double *straggle_s; /* per device: wall seconds added by episodes */
+    cmp_fast *fast;     /* per device */
 };
 
 /* splitmix64: decorrelates (seed, device) into one 64-bit stream seed. */
@@ -66,7 +79,8 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
         strag_any |= s->groups[g].count > 0 && s->groups[g].stragglers.every_s > 0;
     if (!c || !(c->rng = dp_calloc(nd, sizeof *c->rng)) ||
         (strag_any && !(c->st = dp_calloc(nd, sizeof *c->st))) ||
-        !(c->straggle_s = dp_calloc(nd, sizeof *c->straggle_s)) || !(c->plain = dp_calloc(nd, 1))) {
+        !(c->straggle_s = dp_calloc(nd, sizeof *c->straggle_s)) ||
+        !(c->fast = dp_calloc(nd, sizeof *c->fast))) {
         if (c) {
             dp_free(c->rng);
             dp_free(c->st);
@@ -106,8 +120,20 @@ cmp_model *cmp_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             gsl_rng_set(c->rng[i], sd ? sd : 1);
         }
     }
-    for (size_t i = 0; i < c->n; i++)
-        c->plain[i] = !c->rng[i] && !(c->st && c->st[i].rng) && !s->groups[s->devices[i].group].speed_trace;
+    for (size_t i = 0; i < c->n; i++) {
+        const scn_group *g = &s->groups[s->devices[i].group];
+        cmp_fast *f = &c->fast[i];
+        f->plain = !c->rng[i] && !(c->st && c->st[i].rng) && !g->speed_trace;
+        if (g->compute == SCN_COMPUTE_MEASURED) {
+            f->kind = FAST_MEASURED;
+            f->b = g->batch_time_s;
+            f->batch = g->batch;
+        } else if (g->compute == SCN_COMPUTE_DERIVED) {
+            f->kind = FAST_DERIVED;
+            f->a = g->overhead_s;
+            f->b = g->peak_flops * g->efficiency;
+        }
+    }
     return c;
 }
 
@@ -128,7 +154,7 @@ void cmp_free(cmp_model *c)
     dp_free(c->rng);
     dp_free(c->st);
     dp_free(c->straggle_s);
-    dp_free(c->plain);
+    dp_free(c->fast);
     dp_free(c);
 }
 
@@ -240,6 +266,14 @@ static double stretch_strag(cmp_model *c, size_t dev, const trace *tr, double t,
 
 double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double part)
 {
+    const cmp_fast *f = &c->fast[dev];
+    if (f->plain && f->kind != FAST_NONE) { /* scn_batch_time's expressions, on the same values */
+        if (n < 1)
+            return 0 * part;
+        double w = f->kind == FAST_MEASURED ? ceil((double)n / (double)f->batch) * f->b
+                                            : f->a + (double)n * c->s->model.train_flops_per_sample / f->b;
+        return w * part;
+    }
     const scn_group *g = &c->s->groups[c->s->devices[dev].group];
     double w = scn_batch_time(c->s, g, n) * part;
     if (c->rng[dev]) {
@@ -258,7 +292,13 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
 
 int cmp_plain(const cmp_model *c, size_t dev)
 {
-    return c->plain[dev];
+    return c->fast[dev].plain;
+}
+
+void cmp_prefetch(const cmp_model *c, size_t dev)
+{
+    if (dev < c->n)
+        __builtin_prefetch(&c->fast[dev]);
 }
 
 int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s)

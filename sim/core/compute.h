@@ -35,6 +35,9 @@ double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double par
  * function of n and part, which lets the runtime put a run of batches
  * into one event (prt_compute_left). */
 int cmp_plain(const cmp_model *c, size_t dev);
+/* A hint: fetch what cmp_batch_s and cmp_plain read for dev (a batch's end
+ * soon).  Changes nothing. */
+void cmp_prefetch(const cmp_model *c, size_t dev);
 
 /* Wall seconds straggler episodes added to device dev's batches so far
  * (counted when a batch starts; a batch cut short still counts whole). */

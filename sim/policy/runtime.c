@@ -418,6 +418,7 @@ static void dev_prefetch(prt *rt, size_t d)
     __builtin_prefetch(&rt->part_done[d]);
     __builtin_prefetch(&rt->left[d]);
     __builtin_prefetch(&rt->server_bytes[d]);
+    cmp_prefetch(world_compute(rt->w), d);
     __builtin_prefetch(&rt->coll_dev[d]);
 }
 
