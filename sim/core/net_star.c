@@ -853,11 +853,10 @@ static void star_done_prefetch(const net *n, const star_hub *hb, int h)
     }
     if (at + DONE_LINK < nr) {
         const flow *g = F(n, r[at + DONE_LINK].idx);
-        for (int k = 0; k < g->np; k++) { /* a link record spans up to three lines */
+        for (int k = 0; k < g->np; k++) { /* a link's first 64 bytes (its hot fields): one line or two */
             const char *l = (const char *)&n->links[g->path[k]];
             __builtin_prefetch(l);
-            __builtin_prefetch(l + 64);
-            __builtin_prefetch(l + 128);
+            __builtin_prefetch(l + 63);
         }
     }
 }

@@ -443,13 +443,25 @@ static void xfer_prefetch(void *pctx, void *ctx)
     prt *rt = pctx;
     size_t d = ((const xfer_ctx *)ctx)->d;
     timeline *tl = TL(rt);
+    /* only these: the lines a batch's end needs (busy_compute, batches,
+     * part_done, server_bytes, coll_dev) would wait seconds of simulated
+     * time, and every fetch in flight holds one of the core's few miss
+     * buffers while 10^6 ends are read in a row */
     __builtin_prefetch(&rt->pending[d]);
     __builtin_prefetch(&rt->ready_s[d]);
     __builtin_prefetch(&rt->r->devices[d].data_ready_s);
     __builtin_prefetch(&tl->dev_fn[d]);
     __builtin_prefetch(&tl->dev_ctx[d]);
-    __builtin_prefetch(&rt->s->devices[d]);
-    dev_prefetch(rt, d);
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    __builtin_prefetch(&rt->share[d]);
+    __builtin_prefetch(&rt->left[d]);
+    const compute_slot *c = &tl->cslots[d]; /* prt_compute_left writes it */
+    __builtin_prefetch(c);
+    __builtin_prefetch((const char *)c + 64);
+    cmp_prefetch(world_compute(rt->w), d);
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
