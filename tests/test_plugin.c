@@ -575,3 +575,70 @@ Test(plugin, every_policy_out_of_memory_with_failures_fails_cleanly, .timeout = 
     snprintf(text, sizeof text, "%savailability: { mtbf: 3s, mttr: 1s }\n", TEXT);
     sweep_builtins(text, NULL, 0);
 }
+
+/* ---- policy_def.prefetch: a hint that changes nothing --------------------- */
+
+extern const policy_def policy_cadp;
+static long hint_calls, hint_bad;
+static size_t hint_n;
+
+static void counting_prefetch(prt *rt, size_t d)
+{
+    hint_calls++;
+    hint_bad += d >= prt_n(rt) || d >= hint_n;
+    policy_cadp.prefetch(rt, d);
+}
+
+/* C-ADP with and without a (counting) prefetch hook, on a population large
+ * enough for the hints to run (PREFETCH_MIN_DEVICES, runtime.c; many
+ * distributions ending at one instant, batch runs ending one after
+ * another): the hook is called, only for real devices, and every figure is
+ * the same bits. */
+Test(plugin, prefetch_hint_changes_nothing)
+{
+    static policy_def plain, hinted;
+    plain = policy_cadp;
+    plain.name = "cadp_plain";
+    plain.prefetch = NULL;
+    hinted = policy_cadp;
+    hinted.name = "cadp_hinted";
+    hinted.prefetch = counting_prefetch;
+    dp_err e = {0};
+    if (!policy_find("cadp_plain"))
+        cr_assert_eq(policy_register(&plain, &e), 0, "%s", e.msg);
+    if (!policy_find("cadp_hinted"))
+        cr_assert_eq(policy_register(&hinted, &e), 0, "%s", e.msg);
+    const char *text = "name: hint\n"
+                       "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                       "dataset: { samples: 60000, sample_bytes: 1KB }\n"
+                       "training: { epochs: 2 }\n"
+                       "devices:\n"
+                       "  - name: phone\n    count: 5000\n    seed: 3\n    kind: cpu\n    memory: 1GiB\n"
+                       "    batch: 4\n    batch_time: { lognormal: { median: 2.5s, sigma: 0.4 } }\n"
+                       "    link: { up: 50Mbps, down: 50Mbps }\n";
+    scn_scenario *s = load(text, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    hint_n = s->n_devices;
+    res_run *a = policy_run(policy_find("cadp_plain"), s, 7, &e);
+    cr_assert_not_null(a, "%s", e.msg);
+    hint_calls = hint_bad = 0;
+    res_run *b = policy_run(policy_find("cadp_hinted"), s, 7, &e);
+    cr_assert_not_null(b, "%s", e.msg);
+    cr_expect_gt(hint_calls, 5000, "the hook ran %ld times", hint_calls);
+    cr_expect_eq(hint_bad, 0);
+    const double fa[] = {a->ttotal_s, a->tsend_s, a->ttraining_s, a->samples_processed};
+    const double fb[] = {b->ttotal_s, b->tsend_s, b->ttraining_s, b->samples_processed};
+    cr_expect_eq(memcmp(fa, fb, sizeof fa), 0, "Ttotal %.17g / %.17g", fa[0], fb[0]);
+    cr_assert_eq(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        const res_device *x = &a->devices[d], *y = &b->devices[d];
+        const double va[] = {x->compute_s, x->send_s, x->recv_s, x->wait_s, x->data_ready_s, x->bytes_sent};
+        const double vb[] = {y->compute_s, y->send_s, y->recv_s, y->wait_s, y->data_ready_s, y->bytes_sent};
+        cr_expect_eq(memcmp(va, vb, sizeof va), 0, "device %zu", d);
+        cr_expect_eq(x->batches, y->batches, "device %zu", d);
+        cr_expect_eq(x->samples, y->samples, "device %zu", d);
+    }
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+}

@@ -430,6 +430,8 @@ static void compute_prefetch(void *pctx, void *ctx)
     prt *rt = pctx;
     size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
     dev_prefetch(rt, d);
+    if (rt->pdef && rt->pdef->prefetch)
+        rt->pdef->prefetch(rt, d);
     world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
 }
 
@@ -462,6 +464,8 @@ static void xfer_prefetch(void *pctx, void *ctx)
     __builtin_prefetch(c);
     __builtin_prefetch((const char *)c + 64);
     cmp_prefetch(world_compute(rt->w), d);
+    if (rt->pdef && rt->pdef->prefetch)
+        rt->pdef->prefetch(rt, d);
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
