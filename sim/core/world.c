@@ -413,14 +413,15 @@ static int site_of(const world *w, int node)
     return node == 0 ? w->s->server.site : w->r[node - 1].site;
 }
 
-void world_prefetch_dev(const world *w, size_t d)
+void world_prefetch_dev(const world *w, size_t d, int down)
 {
     if (d >= w->nd)
         return;
     __builtin_prefetch(&w->r[d]);
-    int l0 = w->dev_link0 + w->per_dev * (int)d;
+    int l0 = w->dev_link0 + w->per_dev * (int)d; /* up, then down (world_new) */
     net_link_prefetch(w->n, l0);
-    net_link_prefetch(w->n, l0 + 1);
+    if (down)
+        net_link_prefetch(w->n, l0 + 1);
 }
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)

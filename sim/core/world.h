@@ -58,9 +58,9 @@ size_t world_n_devices(const world *w);
  * links must hold NET_MAX_PATH entries.  0 or DP_EINPUT. */
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s);
 /* A hint: fetch what a transfer to or from device d (0-based) reads first,
- * its route and its access links, without reading them (their indices
- * follow from d). */
-void world_prefetch_dev(const world *w, size_t d);
+ * its route and its up link (and its down link when `down`), without
+ * reading them (their indices follow from d). */
+void world_prefetch_dev(const world *w, size_t d, int down);
 /* Start a transfer of `bytes` from node to node along world_path, with the
  * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
  * Returns the flow id or 0 on failure. */

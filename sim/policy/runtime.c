@@ -402,9 +402,9 @@ static void copy_str(char *dst, size_t cap, const char *src)
 static void on_fold_done(sim_engine *e, void *ctx, uint64_t id);
 static void on_compute_done(sim_engine *e, void *ctx, uint64_t id);
 
-/* Device d's records a batch's end or a device's start touches
- * (compute_done_at, set_act_at, prt_compute_left). */
-static void dev_prefetch(prt *rt, size_t d)
+/* Device d's records a batch's end touches (compute_done_at, set_act_at),
+ * and what starting another batch reads when `more` (prt_compute_left). */
+static void dev_prefetch(prt *rt, size_t d, int more)
 {
     const compute_slot *c = &TL(rt)->cslots[d];
     __builtin_prefetch(c);
@@ -418,7 +418,8 @@ static void dev_prefetch(prt *rt, size_t d)
     __builtin_prefetch(&rt->part_done[d]);
     __builtin_prefetch(&rt->left[d]);
     __builtin_prefetch(&rt->server_bytes[d]);
-    cmp_prefetch(world_compute(rt->w), d);
+    if (more)
+        cmp_prefetch(world_compute(rt->w), d);
     __builtin_prefetch(&rt->coll_dev[d]);
 }
 
@@ -429,10 +430,24 @@ static void compute_prefetch(void *pctx, void *ctx)
 {
     prt *rt = pctx;
     size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
-    dev_prefetch(rt, d);
+    dev_prefetch(rt, d, 1);
     if (rt->pdef && rt->pdef->prefetch)
         rt->pdef->prefetch(rt, d);
-    world_prefetch_dev(rt->w, d); /* a batch run's end often starts a transfer */
+    world_prefetch_dev(rt->w, d, 1); /* a batch's end often starts a transfer */
+}
+
+/* The same for the end of a run of batches (prt_compute_left), which ends
+ * the samples the device had: what follows is a send (its model, a
+ * gradient), not another batch or a download.  Fewer fetches in flight
+ * leave the core's miss buffers to the ones that are used. */
+static void fold_prefetch(void *pctx, void *ctx)
+{
+    prt *rt = pctx;
+    size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
+    dev_prefetch(rt, d, 0);
+    if (rt->pdef && rt->pdef->prefetch)
+        rt->pdef->prefetch(rt, d);
+    world_prefetch_dev(rt->w, d, 0);
 }
 
 static void on_xfer_done(void *ctx, uint64_t id);
@@ -522,7 +537,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     /* Below a few thousand devices their records stay in cache and the
      * hint would only cost its look at the next event (5% of table 3). */
     if (n >= PREFETCH_MIN_DEVICES &&
-        (sim_set_prefetch(rt->e, on_fold_done, compute_prefetch, rt) ||
+        (sim_set_prefetch(rt->e, on_fold_done, fold_prefetch, rt) ||
          sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt) ||
          net_set_done_prefetch(world_net(rt->w), on_xfer_done, xfer_prefetch, rt))) {
         dp_err_set(err, DP_ENOMEM, "out of memory");
