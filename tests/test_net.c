@@ -602,6 +602,55 @@ Test(net, done_prefetch_runs_ahead_and_changes_nothing)
     sim_engine_free(e);
 }
 
+/* Flows through one shared NIC ending one at a time (the star path: a wave
+ * of uploads): the next flow to end gets its hint while the flow before it
+ * is still running, never after its callback, and only for the registered
+ * callback; the times and order are the same bits as without the hint. */
+static double one_t[2][400];
+static sim_engine *one_e;
+static int one_pass;
+static void on_one_order(void *ctx, uint64_t id)
+{
+    (void)id;
+    int tag = (int)(intptr_t)ctx;
+    one_t[one_pass][tag] = sim_now(one_e);
+    on_done_order(ctx, id);
+}
+static void on_one_other(void *ctx, uint64_t id)
+{
+    on_one_order(ctx, id);
+}
+
+Test(net, done_prefetch_for_flows_ending_one_at_a_time)
+{
+    int m = 400;
+    for (one_pass = 0; one_pass < 2; one_pass++) {
+        sim_engine *e = sim_engine_new(NULL);
+        net *n = net_new(e, NULL);
+        one_e = e;
+        if (one_pass)
+            cr_assert_eq(net_set_done_prefetch(n, on_one_order, pf_hint, (void *)(intptr_t)7), 0);
+        int nic = net_link_add(n, 1e6, NULL, NULL);
+        for (int i = 0; i < m; i++) { /* distinct sizes: distinct ends; even tags hinted */
+            int path[2] = {net_link_add(n, 1e7, NULL, NULL), nic};
+            cr_assert(net_flow_start(n, path, 2, 1000.0 + 37.0 * i, 0, INFINITY,
+                                     i % 2 ? on_one_other : on_one_order, (void *)(intptr_t)i));
+        }
+        start_order_n = pf_n = pf_late = 0;
+        sim_run(e, INFINITY);
+        cr_assert_eq(start_order_n, m);
+        if (one_pass) {
+            cr_expect_eq(pf_late, 0, "hints after their callback");
+            cr_expect_geq(pf_n, m / 2 - 1, "%d hints for %d hinted flows", pf_n, m / 2);
+            for (int k = 0; k < pf_n; k++)
+                cr_expect_eq(pf_seen[k] % 2, 0, "hint for flow %d, not registered", pf_seen[k]);
+            cr_expect_eq(memcmp(one_t[0], one_t[1], (size_t)m * sizeof one_t[0][0]), 0);
+        }
+        net_free(n);
+        sim_engine_free(e);
+    }
+}
+
 /* Progressive filling with its candidates as a run (homogeneous worlds:
  * equal access links touched in index order) gives the same bits as with
  * every candidate on the heap: finish times, order and link figures, in

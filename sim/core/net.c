@@ -236,6 +236,7 @@ static void active_remove(net *n, flow *f);
 static void flow_links_end(net *n, flow *f, double bytes);
 static void report_done(net *n, size_t nf);
 static void stall_all(net *n);
+static void dpf_hint(const net *n, const flow *f);
 
 /* LSD radix sorts (sort_finished, the star path's runs): digits of 11 bits
  * keep the count table in the cache. */
@@ -1303,18 +1304,22 @@ static void on_done(sim_engine *e, void *ctx, uint64_t id)
 #define DPF_FLOW 16
 #define DPF_CTX  8
 
+/* The hint registered for f's callback, if any, on f's context. */
+static void dpf_hint(const net *n, const flow *f)
+{
+    for (int j = 0; j < n->n_dpf; j++)
+        if (n->dpf[j].done == f->done) {
+            n->dpf[j].fn(n->dpf[j].pctx, f->ctx);
+            break;
+        }
+}
+
 static void done_prefetch(const net *n, size_t k, size_t nf)
 {
     if (k + DPF_FLOW < nf)
         __builtin_prefetch(&n->finished[k + DPF_FLOW].f->done);
-    if (k + DPF_CTX < nf) {
-        const flow *f = n->finished[k + DPF_CTX].f;
-        for (int j = 0; j < n->n_dpf; j++)
-            if (n->dpf[j].done == f->done) {
-                n->dpf[j].fn(n->dpf[j].pctx, f->ctx);
-                break;
-            }
-    }
+    if (k + DPF_CTX < nf)
+        dpf_hint(n, n->finished[k + DPF_CTX].f);
 }
 
 /* Report the nf flows in n->finished, released: callbacks in start order,

@@ -717,14 +717,19 @@ static double u_fin(const star_hub *hb, const flow *f)
 static void star_schedule(net *n, double now)
 {
     double first = INFINITY;
+    const flow *next = NULL;
     for (size_t i = 0; i < n->n_hubs; i++) {
         star_hub *hb = &n->hubs[i];
         flow *f = sh_top(n, hb, H_CFIN);
-        if (f && f->fin < first)
+        if (f && f->fin < first) {
             first = f->fin;
+            next = f;
+        }
         f = sh_top(n, hb, H_UKEY);
-        if (f && u_fin(hb, f) < first)
+        if (f && u_fin(hb, f) < first) {
             first = u_fin(hb, f);
+            next = f;
+        }
     }
     if (first < now)
         first = now;
@@ -734,6 +739,10 @@ static void star_schedule(net *n, double now)
         sim_cancel(n->e, n->done_ev);
     n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
     n->done_t = first;
+    /* flows ending one at a time (a wave of uploads): what the next one's
+     * callback touches is fetched now, events before it ends */
+    if (next && n->n_dpf)
+        dpf_hint(n, next);
 }
 
 /* Water-filling in hub hb from its current split, at `now`: the capped

@@ -501,6 +501,18 @@ static void send_models(prt *rt, void *ctx)
 
 static void aggregated_now(prt *rt, void *ctx);
 
+/* What an upload's end touches (on_upload: the device's record and its
+ * activity), fetched while the flow is still the next to end
+ * (net_set_done_prefetch): the record's device follows from its address. */
+static void upload_prefetch(void *pctx, void *ctx)
+{
+    prt *rt = pctx;
+    const cadp_state *st = prt_state(rt);
+    const cadp_dev *cd = ctx;
+    __builtin_prefetch(cd);
+    prt_prefetch_act(rt, (size_t)(cd - st->dev));
+}
+
 static void on_upload(void *ctx, uint64_t id)
 {
     (void)id;
@@ -1109,6 +1121,13 @@ static int cadp_start(prt *rt, const void *opts)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
     st->fail_on = scn_has_failures(s);
+    if (prt_hints(rt) && net_set_done_prefetch(world_net(prt_world(rt)), on_upload, upload_prefetch, rt)) {
+        dp_free(alloc);
+        dp_free(bytes);
+        dp_free(skip);
+        dp_free(ctx);
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
+    }
     if (st->fail_on && !(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc))) {
         dp_free(alloc);
         dp_free(bytes);

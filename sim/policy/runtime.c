@@ -536,10 +536,9 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->may_fail = scn_has_failures(s);
     /* Below a few thousand devices their records stay in cache and the
      * hint would only cost its look at the next event (5% of table 3). */
-    if (n >= PREFETCH_MIN_DEVICES &&
-        (sim_set_prefetch(rt->e, on_fold_done, fold_prefetch, rt) ||
-         sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt) ||
-         net_set_done_prefetch(world_net(rt->w), on_xfer_done, xfer_prefetch, rt))) {
+    if (prt_hints(rt) && (sim_set_prefetch(rt->e, on_fold_done, fold_prefetch, rt) ||
+                          sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt) ||
+                          net_set_done_prefetch(world_net(rt->w), on_xfer_done, xfer_prefetch, rt))) {
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
@@ -921,6 +920,21 @@ static void set_act_at(prt *rt, size_t d, res_activity a, double now)
     S[cur] += now - since;
     rt->act[d] = a;
     rt->act_since[d] = now;
+}
+
+int prt_hints(const prt *rt)
+{
+    return rt->n >= PREFETCH_MIN_DEVICES;
+}
+
+void prt_prefetch_act(const prt *rt, size_t d)
+{
+    if (d >= rt->n)
+        return;
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
 }
 
 void prt_set_act(prt *rt, size_t d, res_activity a)

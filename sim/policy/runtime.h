@@ -177,6 +177,11 @@ int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, d
 int prt_fail(prt *rt, int code, const char *fmt, ...) DP_PRINTF(3, 4);
 /* Device d (0-based) switches to activity a now. */
 void prt_set_act(prt *rt, size_t d, res_activity a);
+/* Prefetch hints (they change nothing): nonzero when the run has enough
+ * devices for hints to pay (their records no longer stay in cache), and a
+ * hint for what prt_set_act(rt, d, ...) will touch. */
+int prt_hints(const prt *rt);
+void prt_prefetch_act(const prt *rt, size_t d);
 /* Device d computes a batch of n samples now; fn(rt, ctx) runs when done.
  * `part` (0, 1] is the share of the batch's work done now (1 = the whole
  * batch; DeepSpeed stage 3 runs forward and backward apart); FLOPS and
