@@ -425,29 +425,28 @@ static void dev_prefetch(prt *rt, size_t d, int more)
 
 /* The records a batch's end touches, fetched while the event before it
  * runs (sim_set_prefetch): the slot's device is its index in cslots, so
- * nothing cold is read here. */
-static void compute_prefetch(void *pctx, void *ctx)
+ * nothing cold is read here.  After a run of batches (prt_compute_left,
+ * more = 0) the device's samples are done and what follows is a send (its
+ * model, a gradient), not another batch or a download: the compute record
+ * and the down link are left out, since fewer fetches in flight leave the
+ * core's miss buffers to the ones that are used. */
+static void slot_prefetch(prt *rt, const void *slot, int more)
 {
-    prt *rt = pctx;
-    size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
-    dev_prefetch(rt, d, 1);
+    size_t d = (size_t)((const compute_slot *)slot - TL(rt)->cslots);
+    dev_prefetch(rt, d, more);
     if (rt->pdef && rt->pdef->prefetch)
         rt->pdef->prefetch(rt, d);
-    world_prefetch_dev(rt->w, d, 1); /* a batch's end often starts a transfer */
+    world_prefetch_dev(rt->w, d, more); /* a batch's end often starts a transfer */
 }
 
-/* The same for the end of a run of batches (prt_compute_left), which ends
- * the samples the device had: what follows is a send (its model, a
- * gradient), not another batch or a download.  Fewer fetches in flight
- * leave the core's miss buffers to the ones that are used. */
+static void compute_prefetch(void *pctx, void *ctx)
+{
+    slot_prefetch(pctx, ctx, 1);
+}
+
 static void fold_prefetch(void *pctx, void *ctx)
 {
-    prt *rt = pctx;
-    size_t d = (size_t)((const compute_slot *)ctx - TL(rt)->cslots);
-    dev_prefetch(rt, d, 0);
-    if (rt->pdef && rt->pdef->prefetch)
-        rt->pdef->prefetch(rt, d);
-    world_prefetch_dev(rt->w, d, 0);
+    slot_prefetch(pctx, ctx, 0);
 }
 
 static void on_xfer_done(void *ctx, uint64_t id);
