@@ -409,10 +409,7 @@ static void dev_prefetch(prt *rt, size_t d, int more)
     const compute_slot *c = &TL(rt)->cslots[d];
     __builtin_prefetch(c);
     __builtin_prefetch((const char *)c + 64);
-    __builtin_prefetch(&rt->act[d]);
-    __builtin_prefetch(&rt->act_since[d]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    prt_prefetch_act(rt, d);
     __builtin_prefetch(&rt->busy_compute[d]);
     __builtin_prefetch(&rt->batches[d]);
     __builtin_prefetch(&rt->part_done[d]);
@@ -468,10 +465,7 @@ static void xfer_prefetch(void *pctx, void *ctx)
     __builtin_prefetch(&rt->r->devices[d].data_ready_s);
     __builtin_prefetch(&tl->dev_fn[d]);
     __builtin_prefetch(&tl->dev_ctx[d]);
-    __builtin_prefetch(&rt->act[d]);
-    __builtin_prefetch(&rt->act_since[d]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
-    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+    prt_prefetch_act(rt, d);
     __builtin_prefetch(&rt->share[d]);
     __builtin_prefetch(&rt->left[d]);
     const compute_slot *c = &tl->cslots[d]; /* prt_compute_left writes it */
