@@ -509,6 +509,8 @@ static void upload_prefetch(void *pctx, void *ctx)
     prt *rt = pctx;
     const cadp_state *st = prt_state(rt);
     const cadp_dev *cd = ctx;
+    if (!st || !st->dev) /* a flow ending after cadp_free: nothing to fetch */
+        return;
     __builtin_prefetch(cd);
     prt_prefetch_act(rt, (size_t)(cd - st->dev));
 }
