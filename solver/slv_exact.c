@@ -183,79 +183,183 @@ static int relaxed_pure(const slv_problem *p, double *x_out, double *value_s, lo
 
 /* ---- continuous send level S_c(T) ---------------------------------------- */
 
-/* Least S >= s0 with sum_i min(S / a_i, v_i) >= D, or +inf if sum v < D.
- * Selection over the saturation points w_i = a_i v_i: a bracket (lo, hi] of S
- * shrinks while devices saturated below lo (constant v_i) or linear above hi
- * (slope 1/a_i) leave the active set; once it is empty S solves a linear
- * equation exactly.  idx and up are scratch of n entries each. */
-static double cont_send_level(size_t n, const double *a, const double *v, double D, double s0, size_t *idx,
-                              size_t *up, double *slope_out, size_t *nlin_out)
+/* sl_level's inputs: a_i, v_i over n devices, two scratch lists of n
+ * entries, and the helper for its passes (NULL: one pass in index order). */
+typedef struct sl_in {
+    size_t n;
+    const double *a, *v;
+    size_t *idx, *up;
+    slv_par *par;
+} sl_in;
+
+typedef struct sl_part {
+    double total, g0, hi; /* first pass */
+    double sat, lin, g;   /* sums of the later passes */
+    size_t nlin, m, m_up; /* linear devices; kept below; kept above (in up) */
+} sl_part;
+
+/* A pass's job.  The round's sums start from their values before the
+ * round (seed_*) in chunk 0, so with one chunk every sum runs in the order
+ * of idx from its value before, as a plain loop adds them. */
+typedef struct sl_job {
+    const sl_in *in;
+    size_t *idx, *up; /* the active list and the other scratch (they swap) */
+    double s0, lo, hi, piv;
+    double seed_g, seed_sat, seed_lin;
+    sl_part part[SLV_PAR_CHUNKS];
+} sl_job;
+
+static void sl_first(void *vj, size_t c, size_t from, size_t to)
 {
+    sl_job *j = vj;
+    const double *a = j->in->a, *v = j->in->v;
+    sl_part r = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = from; i < to; i++) {
+        r.total += v[i];
+        double x = a[i] * v[i];
+        if (x > r.hi)
+            r.hi = x;
+        double q = j->s0 / a[i];
+        r.g0 += q < v[i] ? q : v[i];
+    }
+    j->part[c] = r;
+}
+
+static void sl_split(void *vj, size_t c, size_t from, size_t to)
+{
+    sl_job *j = vj;
+    const double *a = j->in->a, *v = j->in->v;
+    sl_part r = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    size_t *out = j->idx + from;
+    for (size_t i = from; i < to; i++) {
+        if (v[i] <= 0)
+            continue;
+        double x = a[i] * v[i];
+        if (x <= j->lo)
+            r.sat += v[i];
+        else if (x >= j->hi)
+            r.lin += 1.0 / a[i], r.nlin++;
+        else
+            out[r.m++] = i;
+    }
+    j->part[c] = r;
+}
+
+/* One selection round at piv over idx[from, to), counting at piv and
+ * partitioning for both outcomes in one pass: those below piv stay in idx
+ * (in place: a chunk never writes past what it has read), those above it
+ * go to up (from up[from]). */
+static void sl_round(void *vj, size_t c, size_t from, size_t to)
+{
+    sl_job *j = vj;
+    const double *a = j->in->a, *v = j->in->v;
+    size_t *idx = j->idx, *up = j->up;
+    double piv = j->piv;
+    sl_part r = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (c == 0) {
+        r.g = j->seed_g;
+        r.sat = j->seed_sat;
+        r.lin = j->seed_lin;
+    }
+    for (size_t k = from; k < to; k++) {
+        size_t i = idx[k];
+        double q = piv / a[i], x = a[i] * v[i];
+        r.g += q < v[i] ? q : v[i];
+        if (x <= piv)
+            r.sat += v[i];
+        else
+            up[from + r.m_up++] = i;
+        if (x >= piv)
+            r.lin += 1.0 / a[i], r.nlin++;
+        else
+            idx[from + r.m++] = i;
+    }
+    j->part[c] = r;
+}
+
+/* Least S >= s0 with sum_i min(S / a_i, v_i) >= D, or +inf if sum v < D;
+ * the slope there (1/a_i summed over the devices still linear) and their
+ * number when slope_out / nlin_out are given.  Selection over the
+ * saturation points w_i = a_i v_i: a bracket (lo, hi] of S shrinks while
+ * devices saturated below lo (constant v_i) or linear above hi (slope
+ * 1/a_i) leave the active set; once it is empty S solves a linear equation
+ * exactly.  Lists stay in index order, so only the sums' rounding depends
+ * on in->par: without a helper they are those of a plain loop (the relaxed
+ * search needs them so); with one they are cut by chunks (the integer
+ * search's first bracket, which exact counts check). */
+static double sl_level(const sl_in *in, double D, double s0, double *slope_out, size_t *nlin_out)
+{
+    size_t n = in->n;
+    const double *a = in->a, *v = in->v;
+    sl_job j = {in, in->idx, in->up, s0, 0, 0, 0, 0, 0, 0, {{0, 0, 0, 0, 0, 0, 0, 0, 0}}};
     double total = 0, g0 = 0, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += v[i];
-        double w = a[i] * v[i];
-        if (w > hi)
-            hi = w;
-        double c = s0 / a[i];
-        g0 += c < v[i] ? c : v[i];
+    size_t k = slv_par_run(in->par, n, sl_first, &j);
+    for (size_t c = 0; c < k; c++) {
+        total += j.part[c].total;
+        g0 += j.part[c].g0;
+        if (j.part[c].hi > hi)
+            hi = j.part[c].hi;
     }
     if (!(total >= D))
         return HUGE_VAL;
     if (g0 >= D)
         return s0;
     double lo = s0, sat = 0, lin = 0;
-    size_t nlin = 0;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] <= 0)
-            continue;
-        double w = a[i] * v[i];
-        if (w <= lo)
-            sat += v[i];
-        else if (w >= hi)
-            lin += 1.0 / a[i], nlin++;
-        else
-            idx[m++] = i;
+    size_t nlin = 0, m = 0;
+    j.lo = lo;
+    j.hi = hi;
+    k = slv_par_run(in->par, n, sl_split, &j);
+    for (size_t c = 0; c < k; c++) {
+        const sl_part *r = &j.part[c];
+        if (r->m)
+            memmove(j.idx + m, j.idx + slv_par_lo(n, k, c), r->m * sizeof *j.idx);
+        m += r->m;
+        sat += r->sat;
+        lin += r->lin;
+        nlin += r->nlin;
     }
     while (m > 0) {
+        const size_t *idx = j.idx;
         /* median of three positions: sorted inputs stay O(N) */
         double w0 = a[idx[0]] * v[idx[0]], w1 = a[idx[m / 2]] * v[idx[m / 2]],
                w2 = a[idx[m - 1]] * v[idx[m - 1]];
         double piv = w0 < w1 ? (w1 < w2 ? w1 : (w0 < w2 ? w2 : w0)) : (w0 < w2 ? w0 : (w1 < w2 ? w2 : w1));
-        /* One pass for the count at piv and both outcomes: every active
-         * device lies in (lo, hi), so if piv becomes hi the devices at or
-         * above it leave linear (the rest stay, in idx), and if it becomes
-         * lo those at or below it leave saturated (the rest stay, in up).
-         * Each sum runs in the order of idx from its value before, as a
-         * second pass would add them. */
-        double g = sat + piv * lin, sat_lo = sat, lin_hi = lin;
-        size_t nlin_hi = nlin, n_below = 0, n_above = 0;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = idx[k];
-            double c = piv / a[i], w = a[i] * v[i];
-            g += c < v[i] ? c : v[i];
-            if (w <= piv)
-                sat_lo += v[i];
-            else
-                up[n_above++] = i;
-            if (w >= piv)
-                lin_hi += 1.0 / a[i], nlin_hi++;
-            else
-                idx[n_below++] = i; /* n_below <= k: nothing unread is overwritten */
+        j.piv = piv;
+        j.seed_g = sat + piv * lin;
+        j.seed_sat = sat;
+        j.seed_lin = lin;
+        k = slv_par_run(in->par, m, sl_round, &j);
+        double g = 0, sat_lo = 0, lin_hi = 0;
+        size_t nlin_hi = nlin;
+        for (size_t c = 0; c < k; c++) {
+            g += j.part[c].g;
+            sat_lo += j.part[c].sat;
+            lin_hi += j.part[c].lin;
+            nlin_hi += j.part[c].nlin;
         }
-        if (g >= D) {
+        /* piv becomes hi: those below it stay (idx), else those above (up,
+         * which then becomes the list); the chunks' lists are joined in
+         * order (nothing moves with one chunk) */
+        int below = g >= D;
+        size_t *keep_in = below ? j.idx : j.up, kept = 0;
+        for (size_t c = 0; c < k; c++) {
+            size_t cm = below ? j.part[c].m : j.part[c].m_up;
+            if (cm)
+                memmove(keep_in + kept, keep_in + slv_par_lo(m, k, c), cm * sizeof *keep_in);
+            kept += cm;
+        }
+        if (!below) {
+            j.up = j.idx;
+            j.idx = keep_in;
+        }
+        m = kept;
+        if (below) {
             hi = piv;
             lin = lin_hi;
             nlin = nlin_hi;
-            m = n_below;
         } else {
             lo = piv;
             sat = sat_lo;
-            size_t *t = idx;
-            idx = up;
-            up = t;
-            m = n_above;
         }
     }
     if (slope_out)
@@ -264,19 +368,15 @@ static double cont_send_level(size_t n, const double *a, const double *v, double
         *nlin_out = nlin;
     if (lin <= 0)
         return hi;
-    double s = (D - sat) / lin;
-    if (s < lo)
-        s = lo;
-    if (s > hi)
-        s = hi;
-    return s;
+    double S = (D - sat) / lin;
+    return S < lo ? lo : S > hi ? hi : S;
 }
 
 /* Least T with sum_i clamp((T - comm_i) / c_i, 0, lim_i) >= D: the epoch
  * level below which the relaxed problem is infeasible (the optimum often sits
  * right on it, and bisecting for it would cost one evaluation per bit).
  * Selection over the 2N breakpoints comm_i and comm_i + c_i lim_i, as in
- * cont_send_level; O(N) expected.  idx is scratch of n entries. */
+ * sl_level; O(N) expected.  idx is scratch of n entries. */
 static double feas_level(const slv_problem *p, const double *c, size_t *idx)
 {
     size_t n = p->n;
@@ -331,7 +431,7 @@ static double feas_level(const slv_problem *p, const double *c, size_t *idx)
 typedef struct cont_ws {
     const slv_problem *p;
     double *a, *c, *v;
-    size_t *idx, *up; /* cont_send_level's scratch (idx: feas_level's too) */
+    size_t *idx, *up; /* sl_level's scratch (idx: feas_level's too) */
 } cont_ws;
 
 /* S_c(T) for the relaxed problem; +inf when level T is infeasible.  With
@@ -360,7 +460,8 @@ static double cont_eval(cont_ws *w, double T)
         if (ms > s0)
             s0 = ms;
     }
-    return cont_send_level(p->n, w->a, w->v, (double)p->samples, s0, w->idx, w->up, NULL, NULL);
+    sl_in in = {p->n, w->a, w->v, w->idx, w->up, NULL};
+    return sl_level(&in, (double)p->samples, s0, NULL, NULL);
 }
 
 /* ---- a best-first heap of level intervals -------------------------------- */
@@ -755,7 +856,7 @@ typedef struct int_ws {
     const slv_problem *p;
     int64_t *nmax;         /* n_i(T) of the last evaluation */
     int64_t *lim;          /* min(cap_i, D) */
-    size_t *idx, *up;      /* the bracket's active devices; cont_send_level's scratch */
+    size_t *idx, *up;      /* the bracket's active devices; sl_level's scratch */
     double *vd;            /* nmax as doubles, for the continuous bracket */
     double *inv_a, *inv_t; /* 1/a_i, 1/t_i: multiplications guess, products decide */
     double S0;             /* max_i a_i * min_share_i */
@@ -810,9 +911,10 @@ typedef struct act_part {
 
 typedef struct act_job {
     int_ws *w;
-    int all;     /* over every device (else idx[0, m)) */
-    int want_hi; /* keep_chunk: count at hi too */
-    double lo, hi;
+    int all;       /* over every device (else idx[0, m)) */
+    int want_hi;   /* keep_chunk: count at hi too */
+    double lo, hi; /* the bracket; jump_chunk and count_chunk use lo alone (their level), and
+                      count_chunk leaves its count in part[c].at_lo */
     act_part part[SLV_PAR_CHUNKS];
 } act_job;
 
@@ -920,164 +1022,6 @@ static int64_t count_at(int_ws *w, size_t m, int64_t base, double S)
     return f;
 }
 
-/* ---- the continuous bracket guess, in chunks ------------------------------
- *
- * cont_send_level's computation on nmax (as doubles, vd), for
- * int_send_level's first bracket only.  Its sums are cut by chunks, so they
- * round differently from cont_send_level's: harmless here, because the
- * bracket is checked by exact counts and widened or dropped when it misses,
- * and S*(T) is the least jump reaching D whatever bracket found it. */
-
-typedef struct cg_part {
-    double total, g0, hi; /* first pass */
-    double sat, lin, g;   /* sums of the later passes */
-    size_t nlin, m, m_up; /* linear devices; kept below; kept above (in up) */
-} cg_part;
-
-typedef struct cg_job {
-    int_ws *w;
-    double s0, lo, hi, piv;
-    cg_part part[SLV_PAR_CHUNKS];
-} cg_job;
-
-static void cg_first(void *vj, size_t c, size_t from, size_t to)
-{
-    cg_job *j = vj;
-    const double *a = j->w->p->send_s, *v = j->w->vd;
-    cg_part r = {0};
-    for (size_t i = from; i < to; i++) {
-        r.total += v[i];
-        double x = a[i] * v[i];
-        if (x > r.hi)
-            r.hi = x;
-        double q = j->s0 / a[i];
-        r.g0 += q < v[i] ? q : v[i];
-    }
-    j->part[c] = r;
-}
-
-static void cg_split(void *vj, size_t c, size_t from, size_t to)
-{
-    cg_job *j = vj;
-    const double *a = j->w->p->send_s, *v = j->w->vd;
-    cg_part r = {0};
-    size_t *out = j->w->idx + from;
-    for (size_t i = from; i < to; i++) {
-        if (v[i] <= 0)
-            continue;
-        double x = a[i] * v[i];
-        if (x <= j->lo)
-            r.sat += v[i];
-        else if (x >= j->hi)
-            r.lin += 1.0 / a[i], r.nlin++;
-        else
-            out[r.m++] = i;
-    }
-    j->part[c] = r;
-}
-
-/* One selection round at piv over idx[from, to): those below piv stay in
- * idx (in place), those above it go to up (from up[from]). */
-static void cg_round(void *vj, size_t c, size_t from, size_t to)
-{
-    cg_job *j = vj;
-    const double *a = j->w->p->send_s, *v = j->w->vd;
-    size_t *idx = j->w->idx, *up = j->w->up;
-    double piv = j->piv;
-    cg_part r = {0};
-    for (size_t k = from; k < to; k++) {
-        size_t i = idx[k];
-        double q = piv / a[i], x = a[i] * v[i];
-        r.g += q < v[i] ? q : v[i];
-        if (x <= piv)
-            r.sat += v[i];
-        else
-            up[from + r.m_up++] = i;
-        if (x >= piv)
-            r.lin += 1.0 / a[i], r.nlin++;
-        else
-            idx[from + r.m++] = i;
-    }
-    j->part[c] = r;
-}
-
-/* Least S >= s0 with sum_i min(S / a_i, vd_i) >= D (within the chunks'
- * rounding), the slope (1/a summed over the devices still linear there)
- * and their number; +inf if sum vd < D.  idx and up are its scratch. */
-static double cont_guess(int_ws *w, double D, double s0, double *slope_out, size_t *nlin_out)
-{
-    size_t n = w->p->n;
-    const double *a = w->p->send_s, *v = w->vd;
-    cg_job j = {w, s0, 0, 0, 0, {{0, 0, 0, 0, 0, 0, 0, 0, 0}}};
-    double total = 0, g0 = 0, hi = 0;
-    size_t k = slv_par_run(w->par, n, cg_first, &j);
-    for (size_t c = 0; c < k; c++) {
-        total += j.part[c].total;
-        g0 += j.part[c].g0;
-        if (j.part[c].hi > hi)
-            hi = j.part[c].hi;
-    }
-    if (!(total >= D))
-        return HUGE_VAL;
-    if (g0 >= D)
-        return s0;
-    double lo = s0, sat = 0, lin = 0;
-    size_t nlin = 0, m = 0;
-    j.lo = lo;
-    j.hi = hi;
-    k = slv_par_run(w->par, n, cg_split, &j);
-    for (size_t c = 0; c < k; c++) {
-        const cg_part *r = &j.part[c];
-        if (r->m)
-            memmove(w->idx + m, w->idx + slv_par_lo(n, k, c), r->m * sizeof *w->idx);
-        m += r->m;
-        sat += r->sat;
-        lin += r->lin;
-        nlin += r->nlin;
-    }
-    while (m > 0) {
-        const size_t *idx = w->idx;
-        /* median of three positions: sorted inputs stay O(N) */
-        double w0 = a[idx[0]] * v[idx[0]], w1 = a[idx[m / 2]] * v[idx[m / 2]],
-               w2 = a[idx[m - 1]] * v[idx[m - 1]];
-        double piv = w0 < w1 ? (w1 < w2 ? w1 : (w0 < w2 ? w2 : w0)) : (w0 < w2 ? w0 : (w1 < w2 ? w2 : w1));
-        j.piv = piv;
-        k = slv_par_run(w->par, m, cg_round, &j);
-        double g = sat + piv * lin, sat_lo = sat, lin_hi = lin;
-        size_t nlin_hi = nlin;
-        for (size_t c = 0; c < k; c++) {
-            g += j.part[c].g;
-            sat_lo += j.part[c].sat;
-            lin_hi += j.part[c].lin;
-            nlin_hi += j.part[c].nlin;
-        }
-        int below = g >= D; /* piv becomes hi: those below it stay (idx), else those above (up) */
-        const size_t *src = below ? w->idx : w->up;
-        size_t kept = 0;
-        for (size_t c = 0; c < k; c++) {
-            size_t cm = below ? j.part[c].m : j.part[c].m_up;
-            if (cm)
-                memmove(w->idx + kept, src + slv_par_lo(m, k, c), cm * sizeof *w->idx);
-            kept += cm;
-        }
-        m = kept;
-        if (below) {
-            hi = piv;
-            lin = lin_hi;
-            nlin = nlin_hi;
-        } else {
-            lo = piv;
-            sat = sat_lo;
-        }
-    }
-    *slope_out = lin;
-    *nlin_out = nlin;
-    if (lin <= 0)
-        return hi;
-    double S = (D - sat) / lin;
-    return S < lo ? lo : S > hi ? hi : S;
-}
-
 /* S*(T) given nmax (and, from int_eval's pass, their sum, the largest
  * a_i nmax_i and nmax as doubles in vd): the D-th smallest send time
  * a_i * k (k <= nmax_i), at least S0.  Bracket (lo, hi] with count(lo) < D <= count(hi); a device whose
@@ -1096,7 +1040,10 @@ static double int_send_level(int_ws *w, int64_t total, double hi)
      * below start from a small active set instead of all N. */
     double lo = w->S0, top = hi, slope = 0;
     size_t nlin = 0;
-    double clo = cont_guess(w, (double)D, w->S0, &slope, &nlin);
+    /* cut by chunks: its sums round otherwise than a plain loop's, which
+     * only moves the bracket; the counts below check it */
+    sl_in in = {p->n, a, w->vd, w->idx, w->up, w->par};
+    double clo = sl_level(&in, (double)D, w->S0, &slope, &nlin);
     /* f(S) >= fc(S) - (unsaturated devices): about nlin / slope above clo the
      * count reaches D unless devices saturate on the way; grow if not */
     double width = slope > 0 ? 1.05 * (double)nlin / slope : hi - lo;

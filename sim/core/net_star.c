@@ -840,9 +840,6 @@ static int star_reshare(net *n)
     return 1;
 }
 
-/* The completion event: end the flows at the top of every set that end
- * now (or have less than 1e-9 of their size left), report them in start
- * order, recompute. */
 /* Many flows ending at one instant come off a sorted run: fetch the flow
  * records DONE_FLOW entries ahead (sh_top reads them) and, once a record
  * is in, the links it holds DONE_LINK ahead (star_disown and
@@ -870,6 +867,9 @@ static void star_done_prefetch(const net *n, const star_hub *hb, int h)
     }
 }
 
+/* The completion event: end the flows at the top of every set that end
+ * now (or have less than 1e-9 of their size left), report them in start
+ * order, recompute. */
 static void star_on_done(net *n)
 {
     double now = sim_now(n->e);

@@ -388,8 +388,6 @@ static int copy_trace(trace **dst, const trace *src)
     return src && !(*dst = trace_copy(src)) ? DP_ENOMEM : 0;
 }
 
-/* dst = src with copies of everything src owns, named `name`.  On failure
- * dst holds what was copied (scn_free frees it). */
 /* 1 when g owns memory besides its name (tables, traces, outages). */
 static int owns_parts(const scn_group *g)
 {
@@ -397,18 +395,12 @@ static int owns_parts(const scn_group *g)
            g->avail.trace || g->link.outages.start_s || g->link.outages.end_s;
 }
 
-/* dst = src with copies of its parts, named `name` (a copy), or, when
- * pooled, pointing at `name` itself (src owns no parts: see owns_parts). */
-static int group_copy(scn_group *dst, const scn_group *src, char *name, int pooled)
+/* dst = src with copies of everything src owns, named `name`.  On failure
+ * dst holds what was copied (scn_free frees it). */
+static int group_copy(scn_group *dst, const scn_group *src, const char *name)
 {
     *dst = *src;
     dst->name = NULL;
-    dst->pooled = 0;
-    if (pooled) {
-        dst->name = name;
-        dst->pooled = 1;
-        return 0;
-    }
     dst->table_batch = dst->table_s = NULL;
     dst->speed_trace = dst->link.up_trace = dst->link.down_trace = dst->avail.trace = NULL;
     dst->link.outages.start_s = dst->link.outages.end_s = NULL;
@@ -655,17 +647,16 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total)
             }
             dp_free(g->name); /* the template's name: the population's */
             g->name = nm0;
-        } else {
+        } else if (pool && strlen(name) < (size_t)(pool_end - pool)) { /* tpl owns nothing to copy */
+            *g = tpl;
+            g->name = pool;
+            g->pooled = 1;
             size_t len = strlen(name) + 1;
-            int pooled = pool && len <= (size_t)(pool_end - pool);
-            if (pooled) {
-                memcpy(pool, name, len);
-                pool += len;
-            }
-            if (group_copy(g, &tpl, pooled ? pool - len : name, pooled)) {
-                r = scni_oom(c);
-                goto out;
-            }
+            memcpy(pool, name, len);
+            pool += len;
+        } else if (group_copy(g, &tpl, name)) {
+            r = scni_oom(c);
+            goto out;
         }
         g->count = 1;
         for (int k = 0; k < DK_N; k++) {

@@ -1123,13 +1123,9 @@ static int cadp_start(prt *rt, const void *opts)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
     st->fail_on = scn_has_failures(s);
-    if (prt_hints(rt) && net_set_done_prefetch(world_net(prt_world(rt)), on_upload, upload_prefetch, rt)) {
-        dp_free(alloc);
-        dp_free(bytes);
-        dp_free(skip);
-        dp_free(ctx);
-        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
-    }
+    /* a hint only: were its table full, the run would be the same */
+    if (prt_hints(rt))
+        (void)net_set_done_prefetch(world_net(prt_world(rt)), on_upload, upload_prefetch, rt);
     if (st->fail_on && !(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc))) {
         dp_free(alloc);
         dp_free(bytes);
