@@ -1479,11 +1479,26 @@ static int conv_policies(cv *c, const yt_node *root)
     return 0;
 }
 
+/* `learning:` is the learner's own (sim/learn validates it when a run
+ * starts or `check` runs); the loader only keeps it, as a mapping. */
+static int conv_learning(cv *c, const yt_node *root)
+{
+    const yt_node *p = yt_get(root, "learning");
+    char g[80];
+    if (yt_is_null(p))
+        return 0;
+    if (p->kind != YT_MAP)
+        return scni_fail(c, p, "learning", "expected a mapping (data, model, partition, ...) (got %s)",
+                         scni_got(p, g, sizeof g));
+    c->s->learning = p;
+    return 0;
+}
+
 static int convert(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
                                        "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", NULL};
+                                       "devices", "policies",    "availability", "learning", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -1498,7 +1513,8 @@ static int convert(cv *c, const yt_node *root)
         (r = conv_wan(c, root)) < 0 ||
         (c->s->availability.data_persists = 1,
          r = get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
-        (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0)
+        (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0 ||
+        (r = conv_learning(c, root)) < 0)
         return r;
     return 0;
 }
@@ -1766,6 +1782,11 @@ double scn_batch_time(const scn_scenario *s, const scn_group *g, int n)
 const yt_node *scn_policies(const scn_scenario *s)
 {
     return s ? s->policies : NULL;
+}
+
+const yt_node *scn_learning(const scn_scenario *s)
+{
+    return s ? s->learning : NULL;
 }
 
 static cv reader(const scn_scenario *s, dp_err *err)

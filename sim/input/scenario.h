@@ -221,6 +221,9 @@ typedef struct scn_scenario {
      * reads its own options from it (policy.h); the tree belongs to the
      * scenario. */
     const struct yt_node *policies;
+    /* `learning:` as written (a mapping, or NULL when absent): the
+     * learner's options (sim/learn), read and checked there. */
+    const struct yt_node *learning;
     struct yt_doc *tree;
 } scn_scenario;
 
@@ -288,6 +291,8 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out);
  * the key was set, 0 when absent (*out = def), DP_EINPUT on a bad value.
  * `path` is the mapping's key path ("policies.ddp"). */
 const struct yt_node *scn_policies(const scn_scenario *s);
+/* The `learning:` mapping (NULL when absent), read by sim/learn. */
+const struct yt_node *scn_learning(const scn_scenario *s);
 int scn_read_keys(const scn_scenario *s, const struct yt_node *m, const char *path, const char *const *keys,
                   dp_err *err);
 /* A quantity > 0 (>= 0 with nonneg) and at most max. */
