@@ -25,7 +25,9 @@ int main(int argc, char **argv)
     int c;
     size_t n = 0;
     while ((c = fgetc(in)) != EOF) {
-        fprintf(out, "%d,%s", c, (++n % 20) ? "" : "\n");
+        /* as a signed char's value: bytes over 127 (a gzip file) must not
+         * overflow `const char` */
+        fprintf(out, "%d,%s", c > 127 ? c - 256 : c, (++n % 20) ? "" : "\n");
     }
     fprintf(out, "0};\nconst size_t %s_len = %zu;\n", argv[2], n);
     fclose(in);

@@ -1,0 +1,653 @@
+/* learner.c: real SGD on the simulated schedule (learner.h). */
+#include "learner.h"
+#include "lconfig.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+
+/* Train loss is measured on at most this many training rows (the first
+ * ones of the fixed split), so an evaluation costs little on large sets. */
+#define TRAIN_LOSS_ROWS 10000
+
+struct learner {
+    const lrn_cfg *c;
+    const ldata *D;
+    size_t n;      /* devices */
+    uint64_t seed; /* the partition's and the data order's */
+    lmodel m;
+    size_t P; /* parameters */
+    lrn_mode mode;
+
+    double *global;   /* the server's / shared model */
+    uint64_t version; /* updates applied to global */
+    double **w;       /* LOCAL, ASYNC: each device's own model (lazy) */
+    double **g;       /* SYNC, ASYNC: each device's gradient sum (lazy) */
+    double *cnt;      /* samples in g[d] */
+    double *since;    /* LOCAL: samples since d's last average */
+    double *since_g;  /* LOCAL: samples since d's last average into global */
+    uint64_t *read_ver;
+    double *scratch; /* P: a gradient; then an average */
+    size_t *bidx;    /* a batch's indices */
+    size_t bcap;
+
+    /* the partition: device d reads part[off[d] .. off[d+1]) */
+    int built;
+    int64_t *shares;
+    size_t *part, *perm, *off, *pos;
+    uint64_t *pass;
+    gsl_rng *rng;
+    double *cum;  /* simulated samples consumed per device */
+    double ratio; /* training rows per simulated sample */
+
+    /* evaluations */
+    lrn_eval *ev;
+    size_t n_ev, cap_ev;
+    double next_t; /* next time-based evaluation (INFINITY: none) */
+    double consumed;
+    double *tta;
+    size_t reached;
+    long max_stale;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static unsigned long order_seed(uint64_t seed, size_t d, uint64_t pass)
+{
+    return (unsigned long)mix(mix(seed ^ 0x6c6561726e6572ULL) + mix((uint64_t)d * 0x10001ULL + pass));
+}
+
+double lrn_lr(const learner *L, int epoch)
+{
+    const lrn_cfg *c = L->c;
+    if (c->lr_every <= 0 || epoch <= 1)
+        return c->lr;
+    return c->lr * pow(c->lr_factor, (double)((epoch - 1) / c->lr_every));
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+static int eval_at(learner *L, double t, int epoch)
+{
+    if (L->n_ev && L->ev[L->n_ev - 1].t_s == t && L->ev[L->n_ev - 1].samples == L->consumed)
+        return 0; /* the same instant and state: once */
+    if (L->n_ev == L->cap_ev) {
+        size_t cap = L->cap_ev ? 2 * L->cap_ev : 64;
+        lrn_eval *e = dp_realloc(L->ev, cap * sizeof *e);
+        if (!e)
+            return DP_ENOMEM;
+        L->ev = e;
+        L->cap_ev = cap;
+    }
+    lrn_eval *e = &L->ev[L->n_ev];
+    memset(e, 0, sizeof *e);
+    e->t_s = t;
+    e->epoch = epoch;
+    e->samples = L->consumed;
+    e->epochs = L->consumed / (double)L->D->n_train;
+    double acc, tl;
+    size_t nt = L->D->n_train < TRAIN_LOSS_ROWS ? L->D->n_train : TRAIN_LOSS_ROWS;
+    if (lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
+        lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl))
+        return DP_ENOMEM;
+    e->train_loss = tl;
+    L->n_ev++;
+    for (size_t k = 0; k < L->c->n_targets; k++)
+        if (isnan(L->tta[k]) && e->test_acc >= L->c->targets[k]) {
+            L->tta[k] = t;
+            L->reached++;
+        }
+    return 0;
+}
+
+/* The time-based evaluations due before t (strictly), or up to t. */
+static int flush(learner *L, double t, int epoch, int upto)
+{
+    while (L->next_t < t || (upto && L->next_t == t)) {
+        int rc = eval_at(L, L->next_t, epoch);
+        if (rc)
+            return rc;
+        L->next_t += L->c->eval_every_s;
+    }
+    return 0;
+}
+
+/* ---- partition and data order ------------------------------------------ */
+
+static int build_partition(learner *L)
+{
+    const ldata *D = L->D;
+    size_t n = L->n, N = D->n_train;
+    const lrn_cfg *c = L->c;
+    gsl_rng *r = L->rng;
+    gsl_rng_set(r, (unsigned long)mix(L->seed ^ 0x7061727469ULL));
+    size_t *all = dp_malloc(N * sizeof *all);
+    if (!all)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < N; i++)
+        all[i] = i;
+    int rc = 0;
+    if (c->partition == LRN_PART_IID || c->partition == LRN_PART_POLICY) {
+        gsl_ran_shuffle(r, all, N, sizeof *all);
+        /* part sizes: equal (iid) or in proportion to the shares (policy),
+         * largest remainders, each at least one row */
+        double tot = 0;
+        for (size_t d = 0; d < n; d++)
+            tot += c->partition == LRN_PART_POLICY && L->shares ? (double)L->shares[d] : 1.0;
+        size_t given = 0;
+        for (size_t d = 0; d < n; d++) {
+            double wgt = c->partition == LRN_PART_POLICY && L->shares ? (double)L->shares[d] : 1.0;
+            size_t k = tot > 0 ? (size_t)floor((double)(N - n) * wgt / tot) : 0;
+            L->off[d + 1] = k + 1;
+            given += k + 1;
+        }
+        for (size_t d = 0; given < N; d = (d + 1) % n, given++)
+            L->off[d + 1]++;
+        for (size_t d = 0; d < n; d++)
+            L->off[d + 1] += L->off[d];
+        memcpy(L->part, all, N * sizeof *all);
+    } else if (c->partition == LRN_PART_LABELS) {
+        /* McMahan's shards: rows sorted by label, cut into n * k shards,
+         * dealt k to a device in a shuffled order */
+        size_t k = (size_t)c->labels_per_device, S = n * k, at = 0;
+        for (size_t y = 0; y < D->classes; y++)
+            for (size_t i = 0; i < N; i++)
+                if ((size_t)D->y_train[i] == y)
+                    all[at++] = i;
+        size_t *sh = dp_malloc(S * sizeof *sh);
+        if (!sh) {
+            dp_free(all);
+            return DP_ENOMEM;
+        }
+        for (size_t i = 0; i < S; i++)
+            sh[i] = i;
+        gsl_ran_shuffle(r, sh, S, sizeof *sh);
+        at = 0;
+        for (size_t d = 0; d < n; d++) {
+            L->off[d] = at;
+            for (size_t j = 0; j < k; j++) {
+                size_t s0 = sh[d * k + j], a = s0 * N / S, b = (s0 + 1) * N / S;
+                memcpy(L->part + at, all + a, (b - a) * sizeof *all);
+                at += b - a;
+            }
+        }
+        L->off[n] = at;
+        dp_free(sh);
+    } else { /* Dirichlet(alpha) over labels: per class, shares drawn for every device */
+        double *alpha = dp_malloc(n * sizeof *alpha), *p = dp_malloc(n * sizeof *p);
+        size_t *cntd = dp_calloc(n * D->classes, sizeof *cntd), *cls = dp_malloc(N * sizeof *cls);
+        if (!alpha || !p || !cntd || !cls)
+            rc = DP_ENOMEM;
+        for (size_t d = 0; !rc && d < n; d++)
+            alpha[d] = c->alpha;
+        size_t at = 0;
+        for (size_t y = 0; !rc && y < D->classes; y++) {
+            size_t ny = 0;
+            for (size_t i = 0; i < N; i++)
+                if ((size_t)D->y_train[i] == y)
+                    cls[ny++] = i;
+            gsl_ran_shuffle(r, cls, ny, sizeof *cls);
+            gsl_ran_dirichlet(r, n, alpha, p);
+            size_t given = 0;
+            for (size_t d = 0; d < n; d++) {
+                cntd[d * D->classes + y] = (size_t)floor(p[d] * (double)ny);
+                given += cntd[d * D->classes + y];
+            }
+            for (size_t d = 0; given < ny; d = (d + 1) % n, given++)
+                cntd[d * D->classes + y]++;
+            /* keep class y's rows in device order in all[at..at+ny) */
+            for (size_t j = 0; j < ny; j++)
+                all[at + j] = cls[j];
+            at += ny;
+        }
+        /* regroup by device: device d's rows of every class */
+        size_t o = 0;
+        for (size_t d = 0; !rc && d < n; d++) {
+            L->off[d] = o;
+            size_t base = 0;
+            for (size_t y = 0; y < D->classes; y++) {
+                size_t before = 0, ny = 0;
+                for (size_t e = 0; e < n; e++) {
+                    if (e < d)
+                        before += cntd[e * D->classes + y];
+                    ny += cntd[e * D->classes + y];
+                }
+                memcpy(L->part + o, all + base + before, cntd[d * D->classes + y] * sizeof *all);
+                o += cntd[d * D->classes + y];
+                base += ny;
+            }
+        }
+        L->off[n] = o;
+        dp_free(alpha);
+        dp_free(p);
+        dp_free(cntd);
+        dp_free(cls);
+    }
+    dp_free(all);
+    if (rc)
+        return rc;
+    for (size_t d = 0; d < n; d++) {
+        L->pos[d] = L->off[d + 1] - L->off[d]; /* a new pass at the first read */
+        L->pass[d] = 0;
+    }
+    L->built = 1;
+    return 0;
+}
+
+int lrn_draw(learner *L, size_t d, size_t k, size_t *idx)
+{
+    if (!L->built) {
+        int rc = build_partition(L);
+        if (rc)
+            return rc;
+    }
+    size_t len = L->off[d + 1] - L->off[d];
+    if (len == 0)
+        return 0;
+    size_t *perm = L->perm + L->off[d];
+    for (size_t i = 0; i < k; i++) {
+        if (L->pos[d] == len) {
+            memcpy(perm, L->part + L->off[d], len * sizeof *perm);
+            gsl_rng_set(L->rng, order_seed(L->seed, d, L->pass[d]++));
+            gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+            L->pos[d] = 0;
+        }
+        idx[i] = perm[L->pos[d]++];
+    }
+    return 0;
+}
+
+/* ---- the learner -------------------------------------------------------- */
+
+learner *lrn_new(const lrn_cfg *c, const scn_scenario *s, size_t n, uint64_t seed, dp_err *err)
+{
+    learner *L = dp_calloc(1, sizeof *L);
+    if (!L) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    L->c = c;
+    L->D = c->data;
+    L->n = n;
+    L->seed = c->has_seed ? c->seed : seed;
+    if (lm_init(&L->m, c->model, L->D->dim, L->D->classes, c->hidden, err)) {
+        dp_free(L);
+        return NULL;
+    }
+    L->P = L->m.n_params;
+    L->global = dp_malloc(L->P * sizeof *L->global);
+    L->scratch = dp_malloc(L->P * sizeof *L->scratch);
+    L->w = dp_calloc(n, sizeof *L->w);
+    L->g = dp_calloc(n, sizeof *L->g);
+    L->cnt = dp_calloc(n, sizeof *L->cnt);
+    L->since = dp_calloc(n, sizeof *L->since);
+    L->since_g = dp_calloc(n, sizeof *L->since_g);
+    L->read_ver = dp_calloc(n, sizeof *L->read_ver);
+    L->part = dp_malloc(L->D->n_train * sizeof *L->part);
+    L->perm = dp_malloc(L->D->n_train * sizeof *L->perm);
+    L->off = dp_calloc(n + 1, sizeof *L->off);
+    L->pos = dp_calloc(n, sizeof *L->pos);
+    L->pass = dp_calloc(n, sizeof *L->pass);
+    L->cum = dp_calloc(n, sizeof *L->cum);
+    L->tta = dp_malloc((c->n_targets ? c->n_targets : 1) * sizeof *L->tta);
+    L->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!L->global || !L->scratch || !L->w || !L->g || !L->cnt || !L->since || !L->since_g || !L->read_ver ||
+        !L->part || !L->perm || !L->off || !L->pos || !L->pass || !L->cum || !L->tta || !L->rng) {
+        lrn_free(L);
+        dp_err_set(err, DP_ENOMEM, "out of memory for the learner");
+        return NULL;
+    }
+    for (size_t k = 0; k < c->n_targets; k++)
+        L->tta[k] = NAN;
+    lm_init_weights(&L->m, L->global, mix(L->seed ^ 0x696e6974ULL));
+    L->ratio = c->samples == LRN_SAMPLES_SAME || s->dataset.samples <= 0
+                   ? 1.0
+                   : (double)L->D->n_train / (double)s->dataset.samples;
+    L->next_t = c->eval_every_s > 0 ? c->eval_every_s : INFINITY;
+    if (eval_at(L, 0, 1)) { /* the initial model, at t = 0 */
+        lrn_free(L);
+        dp_err_set(err, DP_ENOMEM, "out of memory for the learner");
+        return NULL;
+    }
+    return L;
+}
+
+void lrn_free(learner *L)
+{
+    if (!L)
+        return;
+    for (size_t d = 0; d < L->n; d++) {
+        if (L->w)
+            dp_free(L->w[d]);
+        if (L->g)
+            dp_free(L->g[d]);
+    }
+    dp_free(L->w);
+    dp_free(L->g);
+    dp_free(L->global);
+    dp_free(L->scratch);
+    dp_free(L->bidx);
+    dp_free(L->cnt);
+    dp_free(L->since);
+    dp_free(L->since_g);
+    dp_free(L->read_ver);
+    dp_free(L->shares);
+    dp_free(L->part);
+    dp_free(L->perm);
+    dp_free(L->off);
+    dp_free(L->pos);
+    dp_free(L->pass);
+    dp_free(L->cum);
+    dp_free(L->ev);
+    dp_free(L->tta);
+    if (L->rng)
+        gsl_rng_free(L->rng);
+    lm_free(&L->m);
+    dp_free(L);
+}
+
+void lrn_set_mode(learner *L, lrn_mode m)
+{
+    L->mode = m;
+}
+
+void lrn_set_shares(learner *L, const int64_t *share)
+{
+    if (L->built || L->c->partition != LRN_PART_POLICY)
+        return;
+    if (!L->shares)
+        L->shares = dp_malloc(L->n * sizeof *L->shares);
+    if (L->shares)
+        memcpy(L->shares, share, L->n * sizeof *share);
+}
+
+/* Device d's own model, made from the global one on first use. */
+static double *own(learner *L, size_t d)
+{
+    if (!L->w[d]) {
+        L->w[d] = dp_malloc(L->P * sizeof(double));
+        if (L->w[d]) {
+            memcpy(L->w[d], L->global, L->P * sizeof(double));
+            L->read_ver[d] = L->version;
+        }
+    }
+    return L->w[d];
+}
+
+static double *grad(learner *L, size_t d)
+{
+    if (!L->g[d])
+        L->g[d] = dp_calloc(L->P, sizeof(double));
+    return L->g[d];
+}
+
+int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    /* this step's training rows: the device's running total, scaled, so
+     * that an epoch of the schedule is one pass over the training set */
+    double before = L->cum[d];
+    L->cum[d] += samples;
+    size_t k = (size_t)(floor(L->cum[d] * L->ratio) - floor(before * L->ratio));
+    if (k == 0)
+        return 0;
+    if (k > L->bcap) {
+        size_t *b = dp_realloc(L->bidx, k * sizeof *b);
+        if (!b)
+            return DP_ENOMEM;
+        L->bidx = b;
+        L->bcap = k;
+    }
+    if ((rc = lrn_draw(L, d, k, L->bidx)))
+        return rc;
+    if (L->off[d + 1] == L->off[d])
+        return 0; /* an empty part (a Dirichlet draw can give none) */
+    const ldata *D = L->D;
+    L->consumed += (double)k;
+    if (L->mode == LRN_LOCAL) {
+        double *w = own(L, d);
+        if (!w)
+            return DP_ENOMEM;
+        if (isnan(lm_grad_sum(&L->m, w, D->x_train, D->y_train, L->bidx, k, L->scratch)))
+            return DP_ENOMEM;
+        double lr = lrn_lr(L, epoch), nk = (double)k;
+        for (size_t j = 0; j < L->P; j++)
+            w[j] -= lr * (L->scratch[j] / nk);
+        L->since[d] += nk;
+        L->since_g[d] += nk;
+        return 0;
+    }
+    const double *at = L->mode == LRN_ASYNC ? own(L, d) : L->global;
+    double *g = grad(L, d);
+    if (!at || !g)
+        return DP_ENOMEM;
+    if (L->cnt[d] == 0) {
+        if (isnan(lm_grad_sum(&L->m, at, D->x_train, D->y_train, L->bidx, k, g)))
+            return DP_ENOMEM;
+    } else {
+        if (isnan(lm_grad_sum(&L->m, at, D->x_train, D->y_train, L->bidx, k, L->scratch)))
+            return DP_ENOMEM;
+        for (size_t j = 0; j < L->P; j++)
+            g[j] += L->scratch[j];
+    }
+    L->cnt[d] += (double)k;
+    return 0;
+}
+
+static size_t member(const size_t *members, size_t i)
+{
+    return members ? members[i] : i;
+}
+
+int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, lrn_weighting wt)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    if (!members)
+        m = L->n;
+    double *avg = L->scratch, tot = 0;
+    size_t contributing = 0;
+    memset(avg, 0, L->P * sizeof *avg);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        if (L->cnt[d] == 0 || !L->g[d])
+            continue;
+        contributing++;
+        const double *g = L->g[d];
+        if (wt == LRN_PER_RANK) {
+            double c = L->cnt[d];
+            for (size_t j = 0; j < L->P; j++)
+                avg[j] += g[j] / c;
+        } else {
+            for (size_t j = 0; j < L->P; j++)
+                avg[j] += g[j];
+        }
+        tot += L->cnt[d];
+        L->cnt[d] = 0;
+    }
+    if (!contributing)
+        return 0;
+    /* PyTorch divides the summed per-rank means by the world size, ranks
+     * that joined with no samples included */
+    double div = wt == LRN_PER_RANK ? (double)m : tot, lr = lrn_lr(L, epoch);
+    for (size_t j = 0; j < L->P; j++)
+        L->global[j] -= lr * (avg[j] / div);
+    L->version++;
+    return 0;
+}
+
+int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
+                int to_members)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    if (!members)
+        m = L->n;
+    double *since = into_global ? L->since_g : L->since, tot = 0;
+    size_t with = 0, one = 0;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        if (since[d] > 0 && L->w[d]) {
+            tot += since[d];
+            with++;
+            one = d;
+        }
+    }
+    double *avg = L->scratch;
+    if (with == 1) {
+        memcpy(avg, L->w[one], L->P * sizeof *avg); /* one model: itself, bit for bit */
+    } else if (with > 1) {
+        memset(avg, 0, L->P * sizeof *avg);
+        for (size_t i = 0; i < m; i++) {
+            size_t d = member(members, i);
+            if (since[d] > 0 && L->w[d]) {
+                double a = since[d] / tot;
+                const double *w = L->w[d];
+                for (size_t j = 0; j < L->P; j++)
+                    avg[j] += a * w[j];
+            }
+        }
+    }
+    if (with && into_global) {
+        memcpy(L->global, avg, L->P * sizeof *avg);
+        L->version++;
+    }
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        if (to_members && (with || into_global)) {
+            double *w = own(L, d);
+            if (!w)
+                return DP_ENOMEM;
+            memcpy(w, with ? avg : L->global, L->P * sizeof *w);
+            L->read_ver[d] = L->version;
+        }
+        L->since[d] = 0;
+        if (into_global)
+            L->since_g[d] = 0;
+    }
+    return 0;
+}
+
+long lrn_push(learner *L, double t, int epoch, size_t d)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    if (L->cnt[d] == 0 || !L->g[d])
+        return 0;
+    long s = (long)(L->version - L->read_ver[d]);
+    double lr = lrn_lr(L, epoch), c = L->cnt[d];
+    if (L->c->staleness == LRN_STALE_DIVIDE && s > 1)
+        lr /= (double)s;
+    const double *g = L->g[d];
+    for (size_t j = 0; j < L->P; j++)
+        L->global[j] -= lr * (g[j] / c);
+    L->cnt[d] = 0;
+    L->version++;
+    if (s > L->max_stale)
+        L->max_stale = s;
+    return s;
+}
+
+int lrn_pull(learner *L, double t, size_t d)
+{
+    (void)t;
+    double *w = own(L, d);
+    if (!w)
+        return DP_ENOMEM;
+    memcpy(w, L->global, L->P * sizeof *w);
+    L->read_ver[d] = L->version;
+    return 0;
+}
+
+int lrn_lose(learner *L, double t, size_t d)
+{
+    (void)t;
+    L->cnt[d] = 0;
+    L->since[d] = 0;
+    L->since_g[d] = 0;
+    if (L->w[d]) {
+        memcpy(L->w[d], L->global, L->P * sizeof(double));
+        L->read_ver[d] = L->version;
+    }
+    return 0;
+}
+
+int lrn_epoch_end(learner *L, double t, int epoch)
+{
+    int rc = flush(L, t, epoch, 1);
+    if (!rc && L->c->eval_epochs > 0 && epoch % L->c->eval_epochs == 0)
+        rc = eval_at(L, t, epoch);
+    return rc;
+}
+
+int lrn_finish(learner *L, double t, int epoch)
+{
+    int rc = flush(L, t, epoch, 1);
+    if (!rc && (!L->n_ev || L->ev[L->n_ev - 1].t_s < t))
+        rc = eval_at(L, t, epoch);
+    return rc;
+}
+
+int lrn_done(const learner *L)
+{
+    return L->c->stop_at_target && L->c->n_targets && L->reached == L->c->n_targets;
+}
+
+size_t lrn_n_evals(const learner *L)
+{
+    return L->n_ev;
+}
+
+const lrn_eval *lrn_evals(const learner *L)
+{
+    return L->ev;
+}
+
+size_t lrn_n_targets(const learner *L)
+{
+    return L->c->n_targets;
+}
+
+double lrn_target(const learner *L, size_t k)
+{
+    return L->c->targets[k];
+}
+
+double lrn_tta(const learner *L, size_t k)
+{
+    return L->tta[k];
+}
+
+const double *lrn_weights(const learner *L, size_t *n_params)
+{
+    if (n_params)
+        *n_params = L->P;
+    return L->global;
+}
+
+long lrn_max_staleness(const learner *L)
+{
+    return L->max_stale;
+}
+
+const struct ldata *lrn_data(const learner *L)
+{
+    return L->D;
+}
+
+struct lmodel *lrn_model(learner *L)
+{
+    return &L->m;
+}

@@ -1,0 +1,188 @@
+/* lmodel.c: softmax regression and a one-hidden-layer MLP (lmodel.h). */
+#include "lmodel.h"
+
+#include <gsl/gsl_cblas.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+
+int lm_init(lmodel *m, lm_kind kind, size_t dim, size_t classes, size_t hidden, dp_err *err)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->dim = dim;
+    m->classes = classes;
+    m->hidden = kind == LM_MLP ? hidden : 0;
+    m->n_params = kind == LM_MLP ? hidden * dim + hidden + classes * hidden + classes : classes * dim + classes;
+    if (kind == LM_MLP && hidden == 0)
+        return dp_err_set(err, DP_EINPUT, "an MLP needs a hidden width >= 1");
+    return 0;
+}
+
+void lm_free(lmodel *m)
+{
+    dp_free(m->xb);
+    dp_free(m->z);
+    dp_free(m->h);
+    m->xb = m->z = m->h = NULL;
+    m->cap = 0;
+}
+
+static int reserve(lmodel *m, size_t n)
+{
+    if (n <= m->cap)
+        return 0;
+    size_t cap = n < 64 ? 64 : n;
+    double *xb = dp_realloc(m->xb, cap * m->dim * sizeof *xb);
+    if (xb)
+        m->xb = xb;
+    double *z = dp_realloc(m->z, cap * m->classes * sizeof *z);
+    if (z)
+        m->z = z;
+    double *h = m->hidden ? dp_realloc(m->h, cap * m->hidden * 2 * sizeof *h) : m->h;
+    if (h)
+        m->h = h;
+    if (!xb || !z || (m->hidden && !h))
+        return -1;
+    m->cap = cap;
+    return 0;
+}
+
+void lm_init_weights(const lmodel *m, double *w, uint64_t seed)
+{
+    memset(w, 0, m->n_params * sizeof *w);
+    if (m->kind != LM_MLP)
+        return;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!r)
+        return;
+    gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)));
+    double *w1 = w, *w2 = w + m->hidden * m->dim + m->hidden;
+    double s1 = sqrt(2.0 / (double)m->dim), s2 = sqrt(2.0 / (double)m->hidden);
+    for (size_t i = 0; i < m->hidden * m->dim; i++)
+        w1[i] = gsl_ran_gaussian(r, s1);
+    for (size_t i = 0; i < m->classes * m->hidden; i++)
+        w2[i] = gsl_ran_gaussian(r, s2);
+    gsl_rng_free(r);
+}
+
+/* Row-wise softmax of z (n x K) in place; returns the summed
+ * cross-entropy of labels y (NULL: none) and the count of rows whose
+ * largest logit is the label (first index on ties). */
+static double softmax_rows(double *z, size_t n, size_t K, const int *y, size_t *correct)
+{
+    double loss = 0;
+    for (size_t i = 0; i < n; i++) {
+        double *r = z + i * K, mx = r[0];
+        size_t am = 0;
+        for (size_t k = 1; k < K; k++)
+            if (r[k] > mx)
+                mx = r[k], am = k;
+        double sum = 0;
+        for (size_t k = 0; k < K; k++)
+            sum += r[k] = exp(r[k] - mx);
+        for (size_t k = 0; k < K; k++)
+            r[k] /= sum;
+        if (y) {
+            double p = r[y[i]];
+            loss -= log(p > 1e-300 ? p : 1e-300);
+            if (correct && (size_t)y[i] == am)
+                (*correct)++;
+        }
+    }
+    return loss;
+}
+
+/* Forward pass over the n rows in m->xb; probabilities in m->z, hidden
+ * activations (after ReLU) in m->h. */
+static void forward(lmodel *m, const double *w, size_t n)
+{
+    size_t d = m->dim, K = m->classes, H = m->hidden;
+    if (m->kind == LM_SOFTMAX) {
+        const double *W = w, *b = w + K * d;
+        for (size_t i = 0; i < n; i++)
+            memcpy(m->z + i * K, b, K * sizeof *b);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)d, 1.0, m->xb, (int)d, W, (int)d,
+                    1.0, m->z, (int)K);
+        return;
+    }
+    const double *W1 = w, *b1 = w + H * d, *W2 = b1 + H, *b2 = W2 + K * H;
+    for (size_t i = 0; i < n; i++)
+        memcpy(m->h + i * H, b1, H * sizeof *b1);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)d, 1.0, m->xb, (int)d, W1, (int)d, 1.0,
+                m->h, (int)H);
+    for (size_t i = 0; i < n * H; i++)
+        if (m->h[i] < 0)
+            m->h[i] = 0;
+    for (size_t i = 0; i < n; i++)
+        memcpy(m->z + i * K, b2, K * sizeof *b2);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)H, 1.0, m->h, (int)H, W2, (int)H, 1.0,
+                m->z, (int)K);
+}
+
+double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
+                   double *g)
+{
+    size_t d = m->dim, K = m->classes, H = m->hidden;
+    memset(g, 0, m->n_params * sizeof *g);
+    if (n == 0)
+        return 0;
+    if (reserve(m, n))
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        memcpy(m->xb + i * d, X + idx[i] * d, d * sizeof *X);
+    forward(m, w, n);
+    double loss = 0;
+    for (size_t i = 0; i < n; i++) {
+        int yi = y[idx[i]];
+        loss += softmax_rows(m->z + i * K, 1, K, &yi, NULL);
+        m->z[i * K + (size_t)yi] -= 1.0; /* dL/dz = p - onehot */
+    }
+    if (m->kind == LM_SOFTMAX) {
+        double *gW = g, *gb = g + K * d;
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)n, 1.0, m->z, (int)K, m->xb,
+                    (int)d, 0.0, gW, (int)d);
+        for (size_t i = 0; i < n; i++)
+            for (size_t k = 0; k < K; k++)
+                gb[k] += m->z[i * K + k];
+        return loss;
+    }
+    const double *W2 = w + H * d + H;
+    double *gW1 = g, *gb1 = g + H * d, *gW2 = gb1 + H, *gb2 = gW2 + K * H;
+    double *dh = m->h + n * H; /* second half of the hidden scratch */
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)H, (int)n, 1.0, m->z, (int)K, m->h, (int)H,
+                0.0, gW2, (int)H);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < K; k++)
+            gb2[k] += m->z[i * K + k];
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)H, (int)K, 1.0, m->z, (int)K, W2, (int)H,
+                0.0, dh, (int)H);
+    for (size_t i = 0; i < n * H; i++)
+        if (m->h[i] <= 0)
+            dh[i] = 0;
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)H, (int)d, (int)n, 1.0, dh, (int)H, m->xb, (int)d,
+                0.0, gW1, (int)d);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < H; j++)
+            gb1[j] += dh[i * H + j];
+    return loss;
+}
+
+int lm_eval(lmodel *m, const double *w, const double *X, const int *y, size_t n, double *acc, double *loss)
+{
+    const size_t chunk = 256;
+    if (reserve(m, chunk))
+        return DP_ENOMEM;
+    size_t correct = 0;
+    double sum = 0;
+    for (size_t i0 = 0; i0 < n; i0 += chunk) {
+        size_t c = n - i0 < chunk ? n - i0 : chunk;
+        memcpy(m->xb, X + i0 * m->dim, c * m->dim * sizeof *X);
+        forward(m, w, c);
+        sum += softmax_rows(m->z, c, m->classes, y + i0, &correct);
+    }
+    *acc = n ? (double)correct / (double)n : 0;
+    *loss = n ? sum / (double)n : 0;
+    return 0;
+}
