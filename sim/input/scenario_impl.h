@@ -118,4 +118,26 @@ int scni_conv_population(cv *c, const yt_node *it, size_t item, int64_t *total);
 /* Free a scenario's populations. */
 void scni_free_pops(scn_scenario *s);
 
+/* ---- between the loader's files (scenario.c lists them) ----------------- */
+/* scenario.c */
+int scni_any_failures(const scn_scenario *s);
+/* scenario_keys.c */
+int scni_check_name(cv *c, const yt_node *n, const char *kp);
+int scni_dup_str(cv *c, char **dst, const char *src);
+int scni_enum_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key,
+                 const char *const *names, int def, int *out);
+int scni_get_bool(cv *c, const yt_node *m, const char *path, const char *key, int def, int *out);
+int scni_get_enum(cv *c, const yt_node *m, const char *path, const char *key, const char *const *names,
+                  int def, int *out);
+int scni_get_text(cv *c, const yt_node *m, const char *path, const char *key, const char *def, char **dst);
+void scni_where(const cv *c, const yt_node *n, char *buf, size_t len);
+/* scenario_files.c */
+int scni_check_pair(cv *c, const yt_node *p, const char *pk, const char *what);
+int scni_get_avail(cv *c, const yt_node *n, const char *path, scn_avail *a);
+int scni_get_outages(cv *c, const yt_node *l, const char *path, scn_outages *o);
+int scni_get_stragglers(cv *c, const yt_node *n, const char *path, scn_stragglers *st);
+int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, int bits, trace **out);
+/* scenario_sections.c */
+int scni_convert(cv *c, const yt_node *root);
+
 #endif

@@ -1,7 +1,7 @@
 /* ddp.c: PyTorch DistributedDataParallel (docs/MODEL.md section 4): one
  * micro-step per synchronisation, bucketed ring all-reduce overlapping the
  * backward pass.  The machinery is sync.c's. */
-#include "runtime.h"
+#include "sync.h"
 
 #include <stddef.h>
 

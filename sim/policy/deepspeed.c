@@ -24,7 +24,7 @@
  * micro-step into sync.c's groups with the step hook, and runs its
  * collectives among sync.c's members.
  */
-#include "runtime.h"
+#include "sync.h"
 
 #include <stddef.h>
 #include <string.h>

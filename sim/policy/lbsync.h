@@ -20,7 +20,7 @@
 #ifndef DP_LBSYNC_H
 #define DP_LBSYNC_H
 
-#include "runtime.h"
+#include "sync.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,6 @@ static size_t n_registered;
 
 const char *const popt_data_names[] = {"replicate", "shard", NULL};
 const char *const popt_collective_names[] = {"flows", "analytic", NULL};
-const char *const popt_on_failure_names[] = {"wait", "elastic", NULL};
 
 /* ---- registry ------------------------------------------------------------------ */
 

@@ -1,8 +1,10 @@
 /* runtime_impl.h: the runtime's state, shared by runtime.c, collective.c
- * and policy.c (the dispatcher) only.  Policies see runtime.h.  */
+ * policy.c (the dispatcher) and the runtime's own files (runtime*.c, whose
+ * private records and functions close this header) only.  Policies see runtime.h.  */
 #ifndef DP_RUNTIME_IMPL_H
 #define DP_RUNTIME_IMPL_H
 
+#include "policy.h"
 #include "runtime.h"
 
 struct prt {
@@ -120,5 +122,179 @@ res_run *prt_results(prt *rt);
  * value: policy.c calls it while a plan is being made on the other thread,
  * so the page faults of the first instant happen in that wait. */
 void prt_warm(prt *rt);
+
+/* ---- the runtime's private records ------------------------------------ */
+
+#define MAX_BINS             1024
+#define SEG_EXACT            20000
+#define TL_BINS              2048
+#define TL_DEVICES           64
+#define PREFETCH_MIN_DEVICES 4096
+
+/* ---- the epoch journal (declarations; "epoch boundaries" below) ---------- */
+
+/* What the runtime records, with engine (relative) times: replaying the
+ * entries with another base repeats the records of an epoch exactly.
+ * Fixed-size entries (no implicit padding, so they compare with memcmp):
+ *   J_ACT    a = activity, r = time; devices f->dv[d, d + n), in call order
+ *            (consecutive changes to the same activity at the same time,
+ *            e.g. every member of a collective starting or ending, share
+ *            one entry)
+ *   J_CSTART r = time
+ *   J_CDONE  d, n = samples, a = step (| J_FOLDED: a batch of a run in one
+ *            event, not its last, after which the device computes on),
+ *            r = end, r0 = start, v1 = part
+ *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
+ *   J_RING   n = rounds, v1 = chunk
+ *   J_SRV    d, v1 = bytes exchanged with the server (prt_add_server_bytes)
+ *   J_EPOCH  r = time */
+typedef enum { J_ACT = 0, J_CSTART, J_CDONE, J_COLL, J_RING, J_SRV, J_EPOCH } jkind;
+#define J_FOLDED 2
+typedef struct jent {
+    uint8_t kind, a;
+    uint16_t pad0;
+    int32_t d, n;
+    uint32_t pad1;
+    double r, r0, v1;
+} jent;
+
+/* ---- small event records with a free list --------------------------------- */
+
+typedef struct prt_ev {
+    prt *rt;
+    prt_fn fn;
+    void *ctx;
+    uint64_t gen;
+    struct prt_ev *next;
+} prt_ev;
+
+typedef struct compute_slot {
+    prt *rt;
+    size_t d;
+    int n;
+    double part;
+    int step; /* prt_compute_step: one whole step, whatever part says */
+    double t0;
+    prt_fn fn;
+    void *ctx;
+    uint64_t ev; /* 0: not computing */
+    /* a run of batches in one event (prt_compute_left): fold samples in
+     * batches of n, each full one lasting w_full, a short last one w_last;
+     * fold == 0: one batch */
+    int64_t fold;
+    double w_full, w_last;
+} compute_slot;
+
+typedef struct xfer_ctx {
+    prt *rt;
+    size_t d;
+    int is_data;
+} xfer_ctx;
+
+/* Timeline state (and the event and compute records), private to the
+ * runtime's files; it follows the prt in one allocation (TL). */
+typedef struct timeline {
+    int coarse;
+    double res_s; /* bin width when coarse */
+    size_t ndev;
+    /* coarse: cum[(d * (TL_BINS + 1) + k) * RES_ACT_COUNT + a] is device
+     * d's time in activity a up to the bin edge k * res_s, for edges
+     * 1 <= k < next_edge[d] (edge 0 is 0 everywhere) */
+    double *cum;
+    size_t next_edge[TL_DEVICES];
+    /* the engine time of device d's next edge, as tl_edges computes it,
+     * while edge_gen[d] == gen (gen changes with the width and the base) */
+    double next_xr[TL_DEVICES];
+    uint64_t edge_gen[TL_DEVICES], gen;
+    double *seg_t0; /* per device: absolute start of its current activity (segments) */
+    compute_slot *cslots;
+    xfer_ctx *xctx; /* 2 per device */
+    prt_fn *dev_fn;
+    void **dev_ctx;
+    prt_ev *free_ev;
+    prt_ev **blocks;
+    size_t n_blocks;
+    /* Utilisation counts compute inside [Tsend, Ttotal] only: a policy may
+     * compute before the last device holds its data (C-ADP starts each
+     * device when its own data arrives), and that work over N x Ttraining
+     * could pass 100%.  busy_int is the integral of the number of devices
+     * computing, up to engine time busy_t (a running record); busy_at_tsend
+     * its whole-run value when Tsend last moved (Tsend only moves to
+     * "now"). */
+    size_t computing;
+    double busy_int, busy_t, busy_at_tsend;
+} timeline;
+
+static inline timeline *TL(prt *rt)
+{
+    return (timeline *)((char *)rt + sizeof(prt));
+}
+
+/* The records an epoch boundary folds (see the invariants): rt->tot holds
+ * the folded totals, and an epoch journal keeps one epoch's subtotals. */
+typedef struct prt_sums {
+    double *act_time; /* n * RES_ACT_COUNT */
+    double *busy_compute, *coll_bytes, *coll_busy_s, *coll_recv_s, *server_bytes;
+    int64_t *batches;
+    double samples_done, busy_int;
+} prt_sums;
+
+/* Absolute simulated time now (base + 0.0 == the engine's time exactly
+ * while base is 0, i.e. in every world that is not periodic). */
+static inline double abs_now(const prt *rt)
+{
+    return rt->base + sim_now(rt->e);
+}
+
+/* Bring the compute integral up to engine time now. */
+static inline void busy_advance_to(prt *rt, double now)
+{
+    timeline *tl = TL(rt);
+    tl->busy_int += (double)tl->computing * (now - tl->busy_t);
+    tl->busy_t = now;
+}
+
+static inline void busy_advance(prt *rt)
+{
+    busy_advance_to(rt, sim_now(rt->e));
+}
+
+/* The FLOP of n samples (part of a batch), as the FLOPS bins count it. */
+static inline double batch_flops(const prt *rt, int n, double part)
+{
+    return rt->s->model.flops_per_sample * n * part;
+}
+
+/* ---- between the runtime's own files (runtime*.c) ---------------------- */
+
+/* runtime.c */
+void fail_oom(prt *rt);
+int end_epoch_at(prt *rt, double now);
+/* runtime_records.c */
+prt_sums *sums_new(size_t n);
+void sums_free(prt_sums *x);
+prt_sums running(prt *rt);
+void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy);
+void running_zero(prt *rt);
+void prt_add_flops(prt *rt, double t0, double t1, double flops);
+void tl_widen(timeline *tl);
+void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, const double *S);
+void timeline_finish(prt *rt, double T);
+void set_act_at(prt *rt, size_t d, res_activity a, double now);
+/* the segment hook (policy_set_segment_hook), NULL when unset */
+extern policy_segment_fn rt_segment_fn;
+/* runtime_work.c */
+void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double part, int step, double base);
+void on_world_device(void *ctx, size_t d, int up);
+void dyn_stats(prt *rt, double T);
+/* Install the prefetch hints of batch and distribution ends; nonzero when
+ * out of memory. */
+int work_set_prefetch(prt *rt);
+/* runtime_ff.c */
+void jrec(prt *rt, jent e);
+void jrec_act(prt *rt, size_t d, res_activity a);
+void jbreak(prt *rt);
+void ff_init(prt *rt);
+void ff_free(prt *rt);
 
 #endif

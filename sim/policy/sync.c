@@ -18,11 +18,13 @@
  * flight at the timeout is abandoned (prt_abort), so no callback of the
  * failed attempt runs afterwards.
  */
-#include "runtime.h"
+#include "sync.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+const char *const popt_on_failure_names[] = {"wait", "elastic", NULL};
 
 #define SEEN_PAIRS 8 /* last_started: distinct (t0, dt) pairs remembered per group */
 

@@ -1,0 +1,681 @@
+/* runtime_ff.c: the event loop, the epoch journal and the fast-forward of
+ * a periodic world (runtime.c lists the runtime's files and the invariants). */
+#include "log.h"
+#include "policy.h"
+#include "runtime_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- epoch boundaries: rebase and fast-forward ------------------------------
+ *
+ * In a periodic world (prt_periodic) a policy with a steady_state hook ends
+ * an epoch, and starts the next from an event at now.  Once that handler
+ * has returned, if nothing but events at now is pending (no batch,
+ * collective or flow in flight), the engine's clock restarts at 0
+ * (sim_rebase, exact) and base grows by the epoch's engine time: one
+ * addition per epoch.  From there on, an epoch is the same deterministic
+ * function of the state at its start, in engine time, whatever its base.
+ *
+ * The journal keeps the records of the current epoch (jent, engine times),
+ * each compared with the previous epoch's entry it overwrites (on arrival;
+ * a J_ACT, which grows while devices change at the same time, when closed).
+ * At the boundary after epoch j: if epochs j-1 and j were journaled whole
+ * (no unjournaled record, no network traffic), their journals, lengths and
+ * event counts are equal bit for bit, and the state now (runtime and
+ * policy) equals the state at the start of epoch j, then epoch j+1 would
+ * repeat epoch j, and so would every later one: the journal is replayed for
+ * the remaining epochs through the same record functions with each epoch's
+ * base, which is the arithmetic of the full simulation, so the results are
+ * the same bits.  Only the order across independent accumulators may
+ * differ (replay_acts_by_device, ring_acc_apply), never the order of the
+ * additions into one.  The run gets the statistic fast_forward (a = first
+ * replayed epoch, b = last). */
+
+static int ff_enabled = 1;
+static policy_progress_fn progress_fn;
+static void *progress_ctx;
+
+void policy_set_fast_forward(int on)
+{
+    ff_enabled = on != 0;
+}
+
+/* Bytes of one epoch's journal (entries and device lists); an epoch with
+ * more is simulated, never fast-forwarded. */
+#define J_MAX ((size_t)64 << 20)
+
+typedef struct ffj {
+    jent *v; /* this epoch's entries; v[n, n_prev) still the previous epoch's */
+    size_t n, n_prev, cap;
+    int32_t *dv; /* J_ACT's devices, likewise: dv[nd, nd_prev) the previous epoch's */
+    size_t nd, nd_prev, dcap;
+    jent open_prev; /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
+    int open;       /* v[n - 1] is a J_ACT still growing, compared when closed */
+    int last_kind;  /* of the last entry journaled */
+    int n_ends;     /* J_EPOCH entries in this epoch's journal */
+    int on;         /* journaling this epoch: it began at a rebase, nothing unjournaled since */
+    int match;      /* every entry so far equals the previous epoch's */
+    int prev_ok;    /* v[0, n_prev) was a whole epoch */
+    double span_prev;
+    uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
+    unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
+    size_t st_n, st_cap, tmp_cap;
+    prt_sums *ep; /* the running records of the last epoch closed (epoch_close) */
+    /* per link: bytes and busy seconds of the epoch just closed (net_fold),
+     * and of the one before it */
+    double *net_ep, *net_prev;
+    size_t n_links;
+    int dead; /* journal given up for the run (too large, out of memory) */
+} ffj;
+
+/* Every group's speed and link, every WAN link constant; no noise, no
+ * failures, stragglers or outages: nothing in the world depends on the
+ * absolute time or draws random numbers. */
+static int world_periodic(const scn_scenario *s)
+{
+    if (scn_is_dynamic(s))
+        return 0;
+    for (size_t i = 0; i < s->n_groups; i++) {
+        const scn_group *g = &s->groups[i];
+        if (g->count > 0 && (g->noise_cv > 0 || g->speed_trace || g->link.up_trace || g->link.down_trace))
+            return 0;
+    }
+    for (size_t i = 0; i < s->n_wan; i++)
+        if (s->wan[i].trace)
+            return 0;
+    return 1;
+}
+
+void ff_init(prt *rt)
+{
+    /* one epoch has no boundary to fold at or replay from (its end ends
+     * the run): nothing to keep, 144 MB at 10^6 devices */
+    if (rt->ff || !rt->pdef || !rt->pdef->steady_state || rt->s->training.epochs < 2 ||
+        !world_periodic(rt->s))
+        return;
+    ffj *f = dp_calloc(1, sizeof *f);
+    prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);
+    if (f) {
+        f->n_links = net_link_count(world_net(rt->w));
+        f->net_ep = dp_calloc(2 * f->n_links + 1, sizeof *f->net_ep);
+        f->net_prev = dp_calloc(2 * f->n_links + 1, sizeof *f->net_prev);
+    }
+    if (!f || !f->net_ep || !f->net_prev || !tot || !ep) { /* not periodic then: simulated as before */
+        if (f) {
+            dp_free(f->net_ep);
+            dp_free(f->net_prev);
+        }
+        dp_free(f);
+        sums_free(tot);
+        sums_free(ep);
+        return;
+    }
+    f->ep = ep;
+    rt->ff = f;
+    rt->tot = tot;
+    rt->periodic = 1;
+}
+
+void ff_free(prt *rt)
+{
+    ffj *f = rt->ff;
+    if (!f)
+        return;
+    dp_free(f->v);
+    dp_free(f->dv);
+    dp_free(f->st);
+    dp_free(f->tmp);
+    dp_free(f->net_ep);
+    dp_free(f->net_prev);
+    sums_free(f->ep);
+    dp_free(f);
+}
+
+static int same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static void jdrop(ffj *f)
+{
+    f->dead = 1;
+    f->on = 0;
+    dp_free(f->v);
+    dp_free(f->dv);
+    f->v = NULL;
+    f->dv = NULL;
+    f->n = f->n_prev = f->cap = 0;
+    f->nd = f->nd_prev = f->dcap = 0;
+    f->open = 0;
+}
+
+/* Room for one more item of `size` bytes in *buf (cap items); 0 when the
+ * journal would pass J_MAX or memory is out (the journal is dropped). */
+static int jroom(ffj *f, void **buf, size_t *cap, size_t used, size_t size)
+{
+    if (used < *cap)
+        return 1;
+    size_t nc = *cap ? 2 * *cap : 4096;
+    size_t total = (f->cap * sizeof *f->v + f->dcap * sizeof *f->dv) + (nc - *cap) * size;
+    void *nb = total <= J_MAX ? dp_realloc(*buf, nc * size) : NULL;
+    if (!nb) {
+        jdrop(f);
+        return 0;
+    }
+    *buf = nb;
+    *cap = nc;
+    return 1;
+}
+
+/* The open J_ACT at v[n - 1] is complete: compare it with the previous
+ * epoch's entry it overwrote. */
+static void jclose(ffj *f)
+{
+    if (f->open && (f->n > f->n_prev || memcmp(&f->v[f->n - 1], &f->open_prev, sizeof(jent)) != 0))
+        f->match = 0;
+    f->open = 0;
+}
+
+/* Append e (compared with the previous epoch's entry it overwrites, bit
+ * for bit, now or when closed for an open J_ACT). */
+void jrec(prt *rt, jent e)
+{
+    ffj *f = rt->ff;
+    if (!f || !f->on)
+        return;
+    jclose(f);
+    if (!jroom(f, (void **)&f->v, &f->cap, f->n, sizeof *f->v))
+        return;
+    jent *slot = &f->v[f->n];
+    if (e.kind == J_ACT) {
+        f->open = 1;
+        f->open_prev = f->n < f->n_prev ? *slot : (jent){0};
+    } else if (f->n >= f->n_prev || memcmp(slot, &e, sizeof e) != 0)
+        f->match = 0;
+    *slot = e;
+    f->n++;
+    f->last_kind = e.kind;
+    f->n_ends += e.kind == J_EPOCH;
+}
+
+/* Device d changes to activity a now: appended to the open J_ACT when it
+ * is for the same activity at the same time, else a new J_ACT. */
+void jrec_act(prt *rt, size_t d, res_activity a)
+{
+    ffj *f = rt->ff;
+    if (!f || !f->on)
+        return;
+    double now = sim_now(rt->e);
+    jent *last = f->open ? &f->v[f->n - 1] : NULL;
+    if (!last || last->a != (uint8_t)a || !same_bits(last->r, now)) {
+        jrec(rt, (jent){.kind = J_ACT, .a = (uint8_t)a, .d = (int32_t)f->nd, .r = now});
+        if (!f->on)
+            return;
+        last = &f->v[f->n - 1];
+    }
+    if (!jroom(f, (void **)&f->dv, &f->dcap, f->nd, sizeof *f->dv))
+        return;
+    if (f->nd >= f->nd_prev || f->dv[f->nd] != (int32_t)d)
+        f->match = 0;
+    f->dv[f->nd++] = (int32_t)d;
+    last->n++;
+}
+
+void jbreak(prt *rt)
+{
+    if (rt->ff)
+        rt->ff->on = 0;
+}
+
+static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, size_t len)
+{
+    if (*off + len > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *off + len)
+            nc *= 2;
+        unsigned char *nb = dp_realloc(*buf, nc);
+        if (!nb)
+            return DP_ENOMEM;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *off, src, len);
+    *off += len;
+    return 0;
+}
+
+/* The state that decides the run's future at a boundary, into f->tmp:
+ * the runtime's (per device: share, left, activity, collectives, part of a
+ * batch, transfers pending; what is in flight; pending events) then the
+ * policy's.  Its size, 0 when the policy cannot tell, (size_t)-1 when out
+ * of memory. */
+static size_t state_now(prt *rt)
+{
+    ffj *f = rt->ff;
+    size_t off = 0, n = rt->n, pend = sim_pending(rt->e);
+    int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
+    if (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->part_done, n * sizeof *rt->part_done) ||
+        put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
+        put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
+        put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
+        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen))
+        return (size_t)-1;
+    for (;;) {
+        size_t room = f->tmp_cap - off;
+        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp + off, room);
+        if (k == 0)
+            return 0;
+        if (k <= room)
+            return off + k;
+        size_t need = off + k;
+        unsigned char *nb = dp_realloc(f->tmp, need);
+        if (!nb)
+            return (size_t)-1;
+        f->tmp = nb;
+        f->tmp_cap = need;
+    }
+}
+
+/* A clean boundary at engine time span, where the engine restarts at 0:
+ * every device's current interval closes at span (and goes on from 0), the
+ * running records fold into rt->tot, and into *ep too when given (the
+ * epoch's subtotals). */
+static void epoch_close(prt *rt, double span, prt_sums *ep)
+{
+    timeline *tl = TL(rt);
+    for (size_t d = 0; d < rt->n; d++) {
+        res_activity cur = rt->act[d];
+        double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
+        if (tl->coarse && d < tl->ndev)
+            tl_edges(rt, d, cur, since, span, S);
+        S[cur] += span - since;
+        rt->act_since[d] = 0;
+    }
+    busy_advance_to(rt, span);
+    tl->busy_t = 0;
+    prt_sums run = running(rt);
+    if (ep)
+        sums_add(ep, &run, rt->n, 1);
+    sums_add(rt->tot, &run, rt->n, 0);
+    running_zero(rt);
+}
+
+/* One journaled epoch's activity intervals per timeline device, for the
+ * bin edges inside a replayed epoch: device d's intervals are k in
+ * [off[d], off[d + 1]) in time order, the last ending at the epoch's end;
+ * interval k ran activity a[k] from the previous one's end (0 for the
+ * first) to t[k].  The device's running times at the start of its
+ * intervals 0, DC_EVERY, 2 DC_EVERY, ... are kept (chk, from chk_off[d]);
+ * at any other interval they are added up from the one before it, with the
+ * simulation's additions in its order (dc_running). */
+#define DC_EVERY 64
+
+typedef struct dev_changes {
+    size_t *off, *chk_off;
+    double *t, *chk;
+    uint8_t *a;
+    double *done; /* per J_CDONE of the journal: start, end (engine times), FLOP */
+    size_t n_done;
+} dev_changes;
+
+static void dev_changes_free(dev_changes *c)
+{
+    dp_free(c->off);
+    dp_free(c->chk_off);
+    dp_free(c->t);
+    dp_free(c->chk);
+    dp_free(c->a);
+    dp_free(c->done);
+}
+
+static inline double dc_since(const dev_changes *c, size_t d, size_t k)
+{
+    return k == c->off[d] ? 0 : c->t[k - 1];
+}
+
+/* Device d's running times at the start of its interval k into S. */
+static void dc_running(const dev_changes *c, size_t d, size_t k, double *S)
+{
+    size_t i = k - c->off[d], j = c->off[d] + i / DC_EVERY * DC_EVERY;
+    memcpy(S, c->chk + (c->chk_off[d] + i / DC_EVERY) * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *S);
+    for (; j < k; j++)
+        S[c->a[j]] += c->t[j] - dc_since(c, d, j);
+}
+
+/* From the journal (the epoch just closed, of span engine seconds; each
+ * device's activity now is the one it had at the epoch's start).  0,
+ * DP_ENOMEM, or 1 when a device's subtotals would not be the epoch's
+ * (never expected: the caller then replays in journal order). */
+static int dev_changes_build(prt *rt, dev_changes *c, double span)
+{
+    ffj *f = rt->ff;
+    size_t nt = TL(rt)->ndev;
+    *c = (dev_changes){
+        dp_calloc(nt + 1, sizeof *c->off), dp_calloc(nt + 1, sizeof *c->chk_off), NULL, NULL, NULL, NULL, 0};
+    if (!c->off || !c->chk_off)
+        return DP_ENOMEM;
+    size_t nd = 0;
+    for (size_t i = 0; i < f->n; i++)
+        nd += f->v[i].kind == J_CDONE;
+    if (!(c->done = dp_calloc(3 * nd + 1, sizeof *c->done)))
+        return DP_ENOMEM;
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_CDONE)
+            continue;
+        double *x = c->done + 3 * c->n_done++;
+        x[0] = e->r0;
+        x[1] = e->r;
+        x[2] = batch_flops(rt, e->n, e->v1);
+    }
+    for (size_t k = 0; k < f->nd; k++)
+        if ((size_t)f->dv[k] < nt)
+            c->off[f->dv[k] + 1]++;
+    for (size_t d = 0; d < nt; d++) {
+        size_t m = c->off[d + 1] + 1; /* the epoch's end */
+        c->chk_off[d + 1] = c->chk_off[d] + (m + DC_EVERY - 1) / DC_EVERY;
+        c->off[d + 1] = c->off[d] + m;
+    }
+    size_t m = c->off[nt];
+    c->t = dp_calloc(m + 1, sizeof *c->t);
+    c->a = dp_calloc(m + 1, sizeof *c->a);
+    c->chk = dp_calloc((c->chk_off[nt] + 1) * RES_ACT_COUNT, sizeof *c->chk);
+    size_t *fill = dp_calloc(nt + 1, sizeof *fill);
+    if (!c->t || !c->a || !c->chk || !fill) {
+        dp_free(fill);
+        return DP_ENOMEM;
+    }
+    /* first each interval's end and the activity after it */
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_ACT)
+            continue;
+        for (int32_t k = 0; k < e->n; k++) {
+            size_t d = (size_t)f->dv[e->d + k];
+            if (d >= nt)
+                continue;
+            size_t at = c->off[d] + fill[d]++;
+            c->t[at] = e->r;
+            c->a[at] = e->a;
+        }
+    }
+    dp_free(fill);
+    /* then, device by device, the activity during each interval and the
+     * running times as the simulation added them */
+    double S[RES_ACT_COUNT];
+    for (size_t d = 0; d < nt; d++) {
+        size_t end = c->off[d + 1] - 1;
+        c->t[end] = span;
+        memset(S, 0, sizeof S);
+        res_activity cur = rt->act[d];
+        for (size_t k = c->off[d]; k <= end; k++) {
+            res_activity next = k < end ? (res_activity)c->a[k] : cur;
+            if ((k - c->off[d]) % DC_EVERY == 0)
+                memcpy(c->chk + (c->chk_off[d] + (k - c->off[d]) / DC_EVERY) * RES_ACT_COUNT, S, sizeof S);
+            c->a[k] = (uint8_t)cur;
+            S[cur] += c->t[k] - dc_since(c, d, k);
+            cur = next;
+        }
+        if (cur != rt->act[d] || memcmp(S, f->ep->act_time + d * RES_ACT_COUNT, sizeof S) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The bin edges of timeline device d inside a replayed epoch of span
+ * engine seconds: each from the interval that holds it (the first ending
+ * at or after it, as in the simulation, where an interval's edges are
+ * computed when it ends), found by bisection. */
+static void replay_edges(prt *rt, const dev_changes *c, size_t d, double span)
+{
+    timeline *tl = TL(rt);
+    size_t lo = c->off[d], hi = c->off[d + 1];
+    double S[RES_ACT_COUNT];
+    for (;;) {
+        if (tl->next_edge[d] > TL_BINS)
+            tl_widen(tl);
+        double xr = (double)tl->next_edge[d] * tl->res_s - rt->base;
+        if (xr > span)
+            return;
+        size_t l = lo, h = hi - 1; /* c->t[hi - 1] == span >= xr */
+        while (l < h) {
+            size_t mid = l + (h - l) / 2;
+            if (c->t[mid] >= xr)
+                h = mid;
+            else
+                l = mid + 1;
+        }
+        dc_running(c, d, l, S);
+        tl_edges(rt, d, (res_activity)c->a[l], dc_since(c, d, l), c->t[l], S);
+        lo = l + 1 < hi ? l + 1 : hi - 1;
+    }
+}
+
+/* Replay the journal v[0, n) (one epoch of `span` engine seconds and `ev`
+ * events, just closed) for every epoch left, each with its own base.  With
+ * histograms (and no segment hook) an epoch costs its bin edges, its FLOPS
+ * bins and one addition per record (the epoch's subtotals, f->ep);
+ * otherwise every record is replayed in journal order, as simulated. */
+static void ff_replay(prt *rt, double span, uint64_t ev)
+{
+    ffj *f = rt->ff;
+    timeline *tl = TL(rt);
+    int first = rt->epoch;
+    dev_changes ch = {0};
+    int by_sums = 0, built = 0;
+    const int32_t *dv = f->dv;
+    while (!rt->finished && !rt->failed) {
+        double base = rt->base;
+        if (!built && tl->coarse &&
+            !rt_segment_fn) { /* histograms on (perhaps since the last epoch replayed) */
+            built = 1;
+            int rc = dev_changes_build(rt, &ch, span);
+            if (rc == DP_ENOMEM) {
+                fail_oom(rt);
+                break;
+            }
+            by_sums = rc == 0;
+        }
+        if (by_sums) {
+            for (size_t d = 0; d < tl->ndev; d++)
+                replay_edges(rt, &ch, d, span);
+            /* the batches' FLOPS bins and the epoch's end (the journal's last entry) */
+            for (size_t k = 0; k < ch.n_done; k++) {
+                const double *x = ch.done + 3 * k;
+                prt_add_flops(rt, base + x[0], base + x[1], x[2]);
+            }
+            end_epoch_at(rt, base + f->v[f->n - 1].r);
+            sums_add(rt->tot, f->ep, rt->n, 0);
+        }
+        for (size_t i = 0; i < f->n && !by_sums && !rt->failed; i++) {
+            const jent *e = &f->v[i];
+            switch (e->kind) {
+            case J_ACT:
+                for (int32_t k = 0; k < e->n; k++)
+                    set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, e->r);
+                break;
+            case J_CSTART:
+                busy_advance_to(rt, e->r);
+                tl->computing++;
+                break;
+            case J_CDONE:
+                compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
+                break;
+            case J_RING:
+                coll_ring_account(rt, e->v1, e->n);
+                break;
+            case J_COLL:
+                rt->coll_bytes[e->d] += e->v1;
+                rt->coll_busy_s[e->d] += e->r0;
+                rt->coll_recv_s[e->n] += e->r0;
+                break;
+            case J_SRV:
+                rt->server_bytes[e->d] += e->v1;
+                break;
+            default: /* J_EPOCH, the journal's last entry */
+                end_epoch_at(rt, base + e->r);
+                break;
+            }
+        }
+        if (!by_sums)
+            epoch_close(rt, span, NULL);
+        net_fold_add(world_net(rt->w), f->net_ep);
+        rt->ff_events += ev;
+        rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
+        tl->gen++;
+    }
+    dev_changes_free(&ch);
+    int last = rt->s->training.epochs;
+    DP_LOG(LOG_POLICY, LOG_INFO, rt->base, "%s: fast_forward: epochs %d-%d repeat epoch %d", rt->r->policy,
+           first, last, first - 1);
+    if (!rt->failed)
+        prt_stat(rt, "fast_forward", RES_SCOPE_RUN, first, last, last - first + 1);
+    if (progress_fn)
+        progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events, 1.0);
+}
+
+/* After the handler that ended an epoch: rebase if the boundary is clean,
+ * then fast-forward or start journaling the new epoch.  0, or DP_ENOMEM
+ * (the run failed). */
+static int ff_boundary(prt *rt)
+{
+    rt->boundary = 0;
+    ffj *f = rt->ff;
+    double span = sim_now(rt->e);
+    uint64_t ev = sim_events_run(rt->e);
+    int whole = f->on && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
+    net *nt = world_net(rt->w);
+    size_t sn = 0;
+    int clean = TL(rt)->computing == 0 && rt->coll_active == 0 && net_flows_active(nt) == 0 &&
+                net_flows_pending(nt) == 0;
+    if (clean && (sn = state_now(rt)) == (size_t)-1) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    if (!clean || sn == 0 || sim_rebase(rt->e)) {
+        /* not a clean boundary: time goes on from here, unjournaled */
+        f->on = 0;
+        f->prev_ok = 0;
+        f->st_n = 0;
+        return 0;
+    }
+    epoch_close(rt, span, f->ep);
+    double *np = f->net_prev;
+    f->net_prev = f->net_ep;
+    f->net_ep = np;
+    net_fold(nt, f->net_ep); /* no flow is active: a clean boundary */
+    rt->base += span;
+    TL(rt)->gen++; /* edges' engine times move with the base */
+    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
+                  same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
+                  memcmp(f->tmp, f->st, sn) == 0 &&
+                  memcmp(f->net_ep, f->net_prev, 2 * f->n_links * sizeof *f->net_ep) == 0;
+    if (repeats && ff_enabled) {
+        /* v holds the epoch just ended; base is already the next one's origin */
+        ff_replay(rt, span, ev - f->ev0);
+        return rt->failed ? DP_ENOMEM : 0;
+    }
+    f->prev_ok = whole;
+    f->n_prev = whole ? f->n : 0;
+    f->nd_prev = whole ? f->nd : 0;
+    f->span_prev = span;
+    f->ev_prev = ev - f->ev0;
+    unsigned char *t = f->st;
+    size_t tc = f->st_cap;
+    f->st = f->tmp;
+    f->st_cap = f->tmp_cap;
+    f->st_n = sn;
+    f->tmp = t;
+    f->tmp_cap = tc;
+    f->n = 0;
+    f->nd = 0;
+    f->open = 0;
+    f->n_ends = 0;
+    f->match = 1;
+    f->on = !f->dead;
+    f->ev0 = ev;
+    return 0;
+}
+
+/* ---- run and results ---------------------------------------------------------- */
+
+static volatile sig_atomic_t *interrupt_flag;
+
+void policy_set_interrupt(volatile sig_atomic_t *flag)
+{
+    interrupt_flag = flag;
+}
+
+void policy_set_progress(policy_progress_fn fn, void *ctx)
+{
+    progress_fn = fn;
+    progress_ctx = ctx;
+}
+
+int prt_run(prt *rt)
+{
+    ff_init(rt);
+    /* Polling the flag every 4096 events keeps the check off the hot path
+     * and still stops within microseconds of host time. */
+    uint64_t k = 0;
+    while (!rt->finished && !rt->failed && sim_step(rt->e)) {
+        DP_LOG(LOG_ENGINE, LOG_TRACE, abs_now(rt), "event %llu done, %zu pending",
+               (unsigned long long)sim_events_run(rt->e), sim_pending(rt->e));
+        if (rt->boundary && !rt->finished && !rt->failed && ff_boundary(rt))
+            break; /* out of memory (the run failed) */
+        if ((++k & 4095) != 0)
+            continue;
+        if (progress_fn) {
+            double work = (double)rt->s->dataset.samples * rt->s->training.epochs;
+            progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e),
+                        work > 0 ? rt->samples_done / work : 0);
+        }
+        if (interrupt_flag && *interrupt_flag)
+            return dp_err_set(rt->err, DP_ERUN,
+                              "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
+        /* The network stalled for good (out of memory): in a world whose
+         * devices keep failing and recovering the queue never empties, so
+         * the run would go on to the event limit. */
+        if (net_out_of_memory(world_net(rt->w)))
+            break;
+        if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
+            return dp_err_set(rt->err, DP_ERUN,
+                              "stopped after %llu events (the limit on events per run) at simulated "
+                              "t = %.6g s of a run this large; use fewer epochs or devices, or analytic "
+                              "collectives",
+                              (unsigned long long)sim_events_run(rt->e), abs_now(rt));
+    }
+    if (rt->failed)
+        return rt->err ? rt->err->code : DP_ERUN;
+    if (sim_error(rt->e)) /* e.g. a trace change or a completion could not be scheduled */
+        return dp_err_set(rt->err, DP_ERUN,
+                          "stopped at simulated t = %.6g s: an event could not be scheduled (%s); "
+                          "this run was not stored",
+                          abs_now(rt), sim_error(rt->e) == DP_ENOMEM ? "out of memory" : "invalid time");
+    if (!rt->finished && net_out_of_memory(world_net(rt->w)))
+        return dp_err_set(rt->err, DP_ENOMEM,
+                          "stopped at simulated t = %.6g s: out of memory computing the network's shares; "
+                          "this run was not stored",
+                          abs_now(rt));
+    if (!rt->finished) {
+        net *n = world_net(rt->w);
+        char stuck[512] = "";
+        size_t len = 0;
+        for (size_t l = 0; l < net_link_count(n) && len < sizeof stuck - 80; l++)
+            if (net_link_capacity(n, (int)l) == 0)
+                len += (size_t)snprintf(stuck + len, sizeof stuck - len, "%s%s", len ? ", " : "",
+                                        net_link_name(n, (int)l));
+        return dp_err_set(rt->err, DP_ERUN,
+                          "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: %s%s",
+                          abs_now(rt), net_flows_active(n) + net_flows_pending(n),
+                          len ? "zero capacity with no recovery on " : "nothing left to happen", stuck);
+    }
+    return 0;
+}

@@ -1,0 +1,337 @@
+/* runtime_records.c: the runtime's records (runtime.c lists its files and
+ * the invariants): the sums an epoch boundary folds, the FLOPS bins, the
+ * timeline, each device's activity. */
+#include "log.h"
+#include "policy.h"
+#include "runtime_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The records an epoch boundary folds (see the invariants): rt->tot holds
+ * the folded totals, and an epoch journal keeps one epoch's subtotals. */
+
+void sums_free(prt_sums *x);
+
+prt_sums *sums_new(size_t n)
+{
+    prt_sums *x = dp_calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->act_time = dp_calloc(n * RES_ACT_COUNT, sizeof *x->act_time);
+    x->busy_compute = dp_calloc(n, sizeof *x->busy_compute);
+    x->coll_bytes = dp_calloc(n, sizeof *x->coll_bytes);
+    x->coll_busy_s = dp_calloc(n, sizeof *x->coll_busy_s);
+    x->coll_recv_s = dp_calloc(n, sizeof *x->coll_recv_s);
+    x->server_bytes = dp_calloc(n, sizeof *x->server_bytes);
+    x->batches = dp_calloc(n, sizeof *x->batches);
+    if (!x->act_time || !x->busy_compute || !x->coll_bytes || !x->coll_busy_s || !x->coll_recv_s ||
+        !x->server_bytes || !x->batches) {
+        sums_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void sums_free(prt_sums *x)
+{
+    if (!x)
+        return;
+    dp_free(x->act_time);
+    dp_free(x->busy_compute);
+    dp_free(x->coll_bytes);
+    dp_free(x->coll_busy_s);
+    dp_free(x->coll_recv_s);
+    dp_free(x->server_bytes);
+    dp_free(x->batches);
+    dp_free(x);
+}
+
+/* The running records, as a prt_sums whose arrays are the runtime's own. */
+prt_sums running(prt *rt)
+{
+    return (prt_sums){rt->act_time,     rt->busy_compute, rt->coll_bytes,   rt->coll_busy_s, rt->coll_recv_s,
+                      rt->server_bytes, rt->batches,      rt->samples_done, TL(rt)->busy_int};
+}
+
+/* to += x, record by record; to = x instead when `copy`. */
+void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
+{
+    size_t na = n * RES_ACT_COUNT;
+    for (size_t i = 0; i < na; i++)
+        to->act_time[i] = copy ? x->act_time[i] : to->act_time[i] + x->act_time[i];
+    for (size_t i = 0; i < n; i++) {
+        to->busy_compute[i] = copy ? x->busy_compute[i] : to->busy_compute[i] + x->busy_compute[i];
+        to->coll_bytes[i] = copy ? x->coll_bytes[i] : to->coll_bytes[i] + x->coll_bytes[i];
+        to->coll_busy_s[i] = copy ? x->coll_busy_s[i] : to->coll_busy_s[i] + x->coll_busy_s[i];
+        to->coll_recv_s[i] = copy ? x->coll_recv_s[i] : to->coll_recv_s[i] + x->coll_recv_s[i];
+        to->server_bytes[i] = copy ? x->server_bytes[i] : to->server_bytes[i] + x->server_bytes[i];
+        to->batches[i] = copy ? x->batches[i] : to->batches[i] + x->batches[i];
+    }
+    to->samples_done = copy ? x->samples_done : to->samples_done + x->samples_done;
+    to->busy_int = copy ? x->busy_int : to->busy_int + x->busy_int;
+}
+
+void running_zero(prt *rt)
+{
+    size_t n = rt->n;
+    memset(rt->act_time, 0, n * RES_ACT_COUNT * sizeof *rt->act_time);
+    memset(rt->busy_compute, 0, n * sizeof *rt->busy_compute);
+    memset(rt->coll_bytes, 0, n * sizeof *rt->coll_bytes);
+    memset(rt->coll_busy_s, 0, n * sizeof *rt->coll_busy_s);
+    memset(rt->coll_recv_s, 0, n * sizeof *rt->coll_recv_s);
+    memset(rt->server_bytes, 0, n * sizeof *rt->server_bytes);
+    memset(rt->batches, 0, n * sizeof *rt->batches);
+    rt->samples_done = 0;
+    TL(rt)->busy_int = 0;
+}
+
+/* A whole-run total now: folded + running (the running value alone, the
+ * same bits, where nothing is folded). */
+static double total(const double *tot, const double *run, size_t i)
+{
+    return tot ? tot[i] + run[i] : run[i];
+}
+
+double prt_compute_s(const prt *rt, size_t d)
+{
+    return total(rt->tot ? rt->tot->busy_compute : NULL, rt->busy_compute, d);
+}
+
+/* ---- FLOPS bins -------------------------------------------------------------- */
+
+static void bins_fit(prt *rt, double t)
+{
+    while (t >= rt->bin_s * MAX_BINS) {
+        for (size_t k = 0; k < MAX_BINS / 2; k++)
+            rt->bins[k] = rt->bins[2 * k] + rt->bins[2 * k + 1];
+        memset(rt->bins + MAX_BINS / 2, 0, (MAX_BINS / 2) * sizeof *rt->bins);
+        rt->bin_s *= 2;
+    }
+}
+
+void prt_add_flops(prt *rt, double t0, double t1, double flops)
+{
+    if (!(t1 > t0) || !(flops > 0)) {
+        if (flops > 0) { /* instantaneous: credit the bin of t0 */
+            bins_fit(rt, t0);
+            rt->bins[(size_t)(t0 / rt->bin_s)] += flops;
+        }
+        return;
+    }
+    bins_fit(rt, t1);
+    double rate = flops / (t1 - t0);
+    size_t k0 = (size_t)(t0 / rt->bin_s), k1 = (size_t)(t1 / rt->bin_s);
+    if (k1 >= MAX_BINS)
+        k1 = MAX_BINS - 1;
+    for (size_t k = k0; k <= k1; k++) {
+        double a = fmax(t0, (double)k * rt->bin_s), b = fmin(t1, (double)(k + 1) * rt->bin_s);
+        if (b > a)
+            rt->bins[k] += rate * (b - a);
+    }
+}
+
+/* ---- timeline ---------------------------------------------------------------- */
+
+/* Every device's histogram edges at twice the bin width: edge j of the
+ * new width is edge 2j of the old (k * res_s is exact in both), so nothing
+ * is computed and no histogram depends on when this happens. */
+void tl_widen(timeline *tl)
+{
+    for (size_t d = 0; d < tl->ndev; d++) {
+        double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        for (size_t j = 1; j <= TL_BINS / 2; j++)
+            memcpy(c + j * RES_ACT_COUNT, c + 2 * j * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *c);
+        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
+    }
+    tl->res_s *= 2;
+    tl->gen++;
+}
+
+/* Device d (a timeline device, histograms on) ran activity cur from engine
+ * time since to now, its running times at since being S (not yet charged
+ * for this interval) and its folded ones rt->tot's: the cumulative times at
+ * every bin edge up to now.  An edge's engine time is k * res_s - base, the
+ * same arithmetic wherever the edge is computed (a fast-forward included). */
+void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, const double *S)
+{
+    timeline *tl = TL(rt);
+    const double *T = rt->tot ? rt->tot->act_time + d * RES_ACT_COUNT : NULL;
+    for (;;) {
+        size_t k = tl->next_edge[d];
+        if (k > TL_BINS) {
+            tl_widen(tl);
+            continue;
+        }
+        double xr = (double)k * tl->res_s - rt->base;
+        if (xr > now) {
+            tl->next_xr[d] = xr;
+            tl->edge_gen[d] = tl->gen;
+            return;
+        }
+        double *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+        for (int a = 0; a < RES_ACT_COUNT; a++)
+            c[a] = T ? T[a] + S[a] : S[a];
+        c[cur] += xr - since;
+        tl->next_edge[d] = k + 1;
+    }
+}
+
+/* Switch from exact segments to histograms at absolute time now: the edges
+ * the segments so far cover, from the segments. */
+static int go_coarse(prt *rt, double now)
+{
+    timeline *tl = TL(rt);
+    double *run = dp_calloc(tl->ndev * RES_ACT_COUNT, sizeof *run);
+    tl->cum = dp_calloc(tl->ndev * (TL_BINS + 1) * RES_ACT_COUNT, sizeof *tl->cum);
+    if (!run || !tl->cum) {
+        dp_free(run);
+        return DP_ENOMEM;
+    }
+    tl->coarse = 1;
+    tl->res_s = 1e-3;
+    while (now >= tl->res_s * TL_BINS)
+        tl->res_s *= 2;
+    for (size_t d = 0; d < tl->ndev; d++)
+        tl->next_edge[d] = 1;
+    tl->gen++;
+    /* a device's segments are in time order and end before now, so below
+     * the last edge */
+    for (size_t i = 0; i < rt->r->n_segments; i++) {
+        const res_segment *sg = &rt->r->segments[i];
+        size_t d = (size_t)sg->device;
+        double *cd = run + d * RES_ACT_COUNT;
+        for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
+            double x = (double)k * tl->res_s, *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+            memcpy(c, cd, RES_ACT_COUNT * sizeof *c);
+            if (x > sg->t0_s)
+                c[sg->act] += x - sg->t0_s;
+            tl->next_edge[d] = k + 1;
+        }
+        cd[sg->act] += sg->t1_s - sg->t0_s;
+    }
+    dp_free(run);
+    rt->r->n_segments = 0;
+    return 0;
+}
+
+policy_segment_fn rt_segment_fn;
+static void *segment_ctx;
+
+void policy_set_segment_hook(policy_segment_fn fn, void *ctx)
+{
+    rt_segment_fn = fn;
+    segment_ctx = ctx;
+}
+
+/* Device d's current activity a ends at absolute time t1: the segment hook
+ * and, before histograms, an exact segment (a device's activity that goes
+ * on through an epoch boundary stays one segment). */
+static void timeline_seg(prt *rt, size_t d, res_activity a, double t1)
+{
+    timeline *tl = TL(rt);
+    double t0 = tl->seg_t0[d];
+    tl->seg_t0[d] = t1;
+    if (!(t1 > t0))
+        return;
+    if (rt_segment_fn)
+        rt_segment_fn(segment_ctx, d, (int)a, t0, t1);
+    if (d >= tl->ndev || tl->coarse)
+        return;
+    if (rt->r->n_segments < SEG_EXACT) {
+        if (res_add_segment(rt->r, (int)d, a, t0, t1))
+            fail_oom(rt);
+        return;
+    }
+    if (go_coarse(rt, t1))
+        fail_oom(rt); /* set_act_at then adds this interval to the histograms */
+}
+
+/* Histograms -> segments: each bin shows its dominant activity.  After the
+ * run's records are whole-run totals (prt_results). */
+void timeline_finish(prt *rt, double T)
+{
+    timeline *tl = TL(rt);
+    if (!tl->coarse)
+        return;
+    rt->r->timeline_res_s = tl->res_s;
+    for (size_t d = 0; d < tl->ndev; d++) {
+        const double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        const double *end = rt->act_time + d * RES_ACT_COUNT; /* the edge at T */
+        size_t ne = tl->next_edge[d];
+        for (size_t k = 0; k < ne; k++) {
+            int last = k + 1 >= ne;
+            double t0 = (double)k * tl->res_s, t1 = last ? T : fmin((double)(k + 1) * tl->res_s, T);
+            if (t1 <= t0)
+                break;
+            const double *lo = c + k * RES_ACT_COUNT, *hi = last ? end : c + (k + 1) * RES_ACT_COUNT;
+            int best = RES_ACT_WAIT;
+            double bv = -1;
+            for (int a = 0; a < RES_ACT_COUNT; a++)
+                if (hi[a] - lo[a] > bv) {
+                    bv = hi[a] - lo[a];
+                    best = a;
+                }
+            if (res_add_segment(rt->r, (int)d, (res_activity)best, t0, t1)) {
+                fail_oom(rt);
+                return;
+            }
+        }
+    }
+}
+
+/* Device d changes to activity a at engine time now (a may be its current
+ * one: the interval is closed and goes on). */
+void set_act_at(prt *rt, size_t d, res_activity a, double now)
+{
+    timeline *tl = TL(rt);
+    res_activity cur = rt->act[d];
+    double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
+    if (rt_segment_fn || (!tl->coarse && d < tl->ndev))
+        timeline_seg(rt, d, cur, rt->base + now);
+    /* below the next edge (cached), nothing to compute */
+    if (tl->coarse && d < tl->ndev && !(tl->edge_gen[d] == tl->gen && now < tl->next_xr[d]))
+        tl_edges(rt, d, cur, since, now, S);
+    S[cur] += now - since;
+    rt->act[d] = a;
+    rt->act_since[d] = now;
+}
+
+int prt_hints(const prt *rt)
+{
+    return rt->n >= PREFETCH_MIN_DEVICES;
+}
+
+void prt_prefetch_act(const prt *rt, size_t d)
+{
+    if (d >= rt->n)
+        return;
+    __builtin_prefetch(&rt->act[d]);
+    __builtin_prefetch(&rt->act_since[d]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT]);
+    __builtin_prefetch(&rt->act_time[d * RES_ACT_COUNT + RES_ACT_COUNT - 1]);
+}
+
+void prt_set_act(prt *rt, size_t d, res_activity a)
+{
+    if (rt->act[d] == a)
+        return;
+    jrec_act(rt, d, a);
+    set_act_at(rt, d, a, sim_now(rt->e));
+}
+
+void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
+{
+    jrec(rt, (jent){.kind = J_COLL, .d = (int32_t)d, .n = (int32_t)next, .r0 = busy_s, .v1 = bytes});
+    rt->coll_bytes[d] += bytes;
+    rt->coll_busy_s[d] += busy_s;
+    rt->coll_recv_s[next] += busy_s;
+}
+
+void prt_rec_ring(prt *rt, double chunk, int rounds)
+{
+    jrec(rt, (jent){.kind = J_RING, .n = rounds, .v1 = chunk});
+    coll_ring_account(rt, chunk, rounds);
+}

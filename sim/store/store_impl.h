@@ -1,0 +1,25 @@
+/* store_impl.h: what the store's core files share (store.c lists them):
+ * the connection's state and the small SQL helpers.  Not for other files:
+ * the rest of sim/store uses store_sql.h. */
+#ifndef DP_STORE_IMPL_H
+#define DP_STORE_IMPL_H
+
+#include "store_sql.h"
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    int readonly;
+    long fail_after_rows; /* test hook: k-th child row of the next put fails */
+    char invocation[64];  /* stored in runs.invocation ("" = NULL) */
+};
+
+/* Constant SQL only (BEGIN/COMMIT/PRAGMA/DDL): no values are ever formatted
+ * into these strings. */
+int store_exec(store *st, const char *sql);
+/* Undo the open transaction, if any, keeping the error already in err. */
+void store_rollback(store *st);
+/* Bind text, or NULL when v is NULL. */
+int store_bind_opt_text(sqlite3_stmt *s, int i, const char *v);
+
+#endif
