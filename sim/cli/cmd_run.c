@@ -161,6 +161,7 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < np; k++)
             if (runs[k])
                 report_table_row(stdout, runs[k], ids[k]);
+        report_learning(stdout, runs, np);
         int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)
             if (runs[k] && (report_plan(NULL, runs[k]) || report_fast_forward(NULL, runs[k]))) {

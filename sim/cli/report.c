@@ -183,6 +183,36 @@ void report_json_run(json_buf *j, const res_run *r, const char *const *overrides
     for (size_t e = 0; e < r->n_epochs; e++)
         json_num(j, r->epochs[e].end_s);
     json_arr_end(j);
+    if (r->n_evals) { /* only runs with `learning:` */
+        json_key(j, "learning");
+        json_obj_begin(j);
+        json_key_str(j, "source", r->learn_source);
+        json_key(j, "time_to_accuracy");
+        json_arr_begin(j);
+        for (size_t k = 0; k < r->n_tta; k++) {
+            json_obj_begin(j);
+            json_key_num(j, "target", r->tta_target[k]);
+            json_key_num(j, "t_s", r->tta_s[k]); /* null: not reached */
+            json_obj_end(j);
+        }
+        json_arr_end(j);
+        json_key(j, "evaluations");
+        json_arr_begin(j);
+        for (size_t k = 0; k < r->n_evals; k++) {
+            const res_eval *e = &r->evals[k];
+            json_obj_begin(j);
+            json_key_num(j, "t_s", e->t_s);
+            json_key_num(j, "epochs", e->epochs);
+            json_key_num(j, "samples", e->samples);
+            json_key_int(j, "epoch", e->epoch);
+            json_key_num(j, "test_acc", e->test_acc);
+            json_key_num(j, "test_loss", e->test_loss);
+            json_key_num(j, "train_loss", e->train_loss);
+            json_obj_end(j);
+        }
+        json_arr_end(j);
+        json_obj_end(j);
+    }
     if (r->n_stats) { /* only policies and worlds that record some */
         json_key(j, "stats");
         json_arr_begin(j);
@@ -199,6 +229,49 @@ void report_json_run(json_buf *j, const res_run *r, const char *const *overrides
         json_arr_end(j);
     }
     json_obj_end(j);
+}
+
+/* The accuracy reached (last evaluation) and the time to each target. */
+static double last_acc(const res_run *r)
+{
+    return r->n_evals ? r->evals[r->n_evals - 1].test_acc : NAN;
+}
+
+int report_learning(FILE *out, res_run *const *runs, int n)
+{
+    const res_run *first = NULL;
+    for (int k = 0; k < n && !first; k++)
+        if (runs[k] && runs[k]->n_evals)
+            first = runs[k];
+    if (!first)
+        return 0;
+    if (!out)
+        return 1;
+    fprintf(out, "\ntime to accuracy (%s: test accuracy of the global model, first evaluation at or above):\n",
+            first->learn_source);
+    fprintf(out, "%-12s %10s %10s", "policy", "final acc", "at (s)");
+    for (size_t k = 0; k < first->n_tta; k++) {
+        char h[32];
+        snprintf(h, sizeof h, "t@%.4g (s)", first->tta_target[k]);
+        fprintf(out, " %12s", h);
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < n; i++) {
+        const res_run *r = runs[i];
+        if (!r || !r->n_evals)
+            continue;
+        char pol[64];
+        fprintf(out, "%-12s %9.2f%% %10.2f", dp_esc(pol, sizeof pol, r->policy), 100 * last_acc(r),
+                r->evals[r->n_evals - 1].t_s);
+        for (size_t k = 0; k < r->n_tta; k++) {
+            if (isnan(r->tta_s[k]))
+                fprintf(out, " %12s", "not reached");
+            else
+                fprintf(out, " %12.2f", r->tta_s[k]);
+        }
+        fprintf(out, "\n");
+    }
+    return 1;
 }
 
 int report_plan(FILE *out, const res_run *r)

@@ -18,6 +18,9 @@ void report_devices(FILE *out, const res_run *r, int all);
  * "POLICY: planned Ttotal X s vs simulated Y s (difference)".  Returns 1 if
  * printed (out NULL: only tells), 0 if the run has no plan. */
 int report_plan(FILE *out, const res_run *r);
+/* With `learning:`, a table of each run's final accuracy and time to
+ * every target (NULL out: 1 when there is one to print). */
+int report_learning(FILE *out, res_run *const *runs, int n);
 /* For a run that fast-forwarded (statistic fast_forward): one line
  * "POLICY: fast_forward: epochs A-B (...)".  Returns 1 if printed (out
  * NULL: only tells), 0 if the run simulated every epoch. */

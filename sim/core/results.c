@@ -55,6 +55,9 @@ void res_run_free(res_run *r)
     if (!r)
         return;
     dp_free(r->options_json);
+    dp_free(r->evals);
+    dp_free(r->tta_target);
+    dp_free(r->tta_s);
     dp_free(r->devices);
     dp_free(r->epochs);
     dp_free(r->flops_bins);

@@ -77,6 +77,16 @@ typedef struct res_stat {
     double value;
 } res_stat;
 
+/* Learning (scenario `learning:`; docs/MODEL.md "Learning"): the global
+ * model evaluated on the held-out split at simulated time t_s. */
+typedef struct res_eval {
+    double t_s;
+    double epochs;  /* epoch-equivalents: training samples consumed / training set size */
+    double samples; /* training samples consumed by updates by then */
+    int epoch;      /* the simulation's epoch then */
+    double test_acc, test_loss, train_loss;
+} res_eval;
+
 typedef struct res_run {
     char policy[32];    /* "ddp", "deepspeed", "cadp" */
     char *options_json; /* the policy options used, as a JSON object */
@@ -109,6 +119,16 @@ typedef struct res_run {
     double timeline_res_s;
     size_t n_segments, cap_segments;
     res_segment *segments;
+
+    /* Learning (n_evals == 0 without `learning:`): evaluations in time
+     * order, and per target accuracy its time to accuracy (NAN: not
+     * reached).  learn_source: "sgd" (the learner) or "efficiency" (the
+     * statistical-efficiency model); "" without learning. */
+    size_t n_evals;
+    res_eval *evals;
+    size_t n_tta;
+    double *tta_target, *tta_s;
+    char learn_source[16];
 
     /* Further statistics, in the order added (see res_stat). */
     size_t n_stats, cap_stats;

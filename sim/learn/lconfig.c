@@ -21,11 +21,6 @@ void lrn_cfg_free(lrn_cfg *c)
     dp_free(c);
 }
 
-int lrn_cfg_epochs(const lrn_cfg *c, const scn_scenario *s)
-{
-    return c && c->max_epochs > 0 ? c->max_epochs : s->training.epochs;
-}
-
 void lrn_cfg_describe(const lrn_cfg *c, char *buf, size_t len)
 {
     char lr[96], part[64], tg[128] = "";
@@ -138,7 +133,7 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
         return 0;
     static const char *const keys[] = {"data",      "test_fraction", "model",   "hidden",         "partition",
                                        "labels_per_device", "alpha",  "seed",    "lr",             "staleness",
-                                       "evaluate",  "targets",       "stop_at_target", "max_epochs", "samples",
+                                       "evaluate",  "targets",       "stop_at_target", "samples",
                                        NULL};
     if (scn_read_keys(s, m, "learning", keys, err) < 0)
         return DP_EINPUT;
@@ -146,7 +141,7 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
     if (!c)
         return dp_err_set(err, DP_ENOMEM, "out of memory");
     int model, part, stale, samples, stop;
-    int64_t hidden, lpd, seed, me;
+    int64_t hidden, lpd, seed;
     const yt_node *ev = yt_get(m, "evaluate");
     int has_seed;
     if (scn_read_quantity(s, m, "learning", "test_fraction", SCN_UNIT_NUMBER, 0.2, 0, 0.99, &c->test_fraction,
@@ -161,7 +156,6 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
         scn_read_enum(s, m, "learning", "staleness", lrn_staleness_names, LRN_STALE_NONE, &stale, err) < 0 ||
         read_targets(s, m, c, err) < 0 ||
         scn_read_bool(s, m, "learning", "stop_at_target", 0, &stop, err) < 0 ||
-        scn_read_int(s, m, "learning", "max_epochs", 0, 1, 1e9, &me, err) < 0 ||
         scn_read_enum(s, m, "learning", "samples", lrn_samples_names, LRN_SAMPLES_EPOCH, &samples, err) < 0)
         goto bad;
     c->model = (lm_kind)model;
@@ -172,7 +166,6 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
     c->seed = (uint64_t)seed;
     c->staleness = stale;
     c->stop_at_target = stop;
-    c->max_epochs = (int)me;
     c->samples = samples;
     c->eval_epochs = 1;
     c->eval_every_s = 0;

@@ -34,7 +34,6 @@ struct lrn_cfg {
     double *targets;
     size_t n_targets;
     int stop_at_target;
-    int max_epochs;
     int samples;
 };
 

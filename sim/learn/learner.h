@@ -50,9 +50,6 @@ typedef struct learner learner;
  * NULL when the scenario has no `learning:`. */
 int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err);
 void lrn_cfg_free(lrn_cfg *c);
-/* Epochs a run with this config simulates (learning.max_epochs, else the
- * scenario's training.epochs). */
-int lrn_cfg_epochs(const lrn_cfg *c, const scn_scenario *s);
 /* One line describing the learner for `dpsim check` and run notes. */
 void lrn_cfg_describe(const lrn_cfg *c, char *buf, size_t len);
 

@@ -467,6 +467,9 @@ static void aggregated(prt *rt, void *ctx)
 {
     (void)ctx;
     cadp_state *st = prt_state(rt);
+    /* the update stream: the epoch's local models averaged with weights
+     * D_i / D (the samples each trained on), the result sent back */
+    prt_learn_average(rt, NULL, 0, 1, 1);
     if (prt_end_epoch(rt) <= 0)
         return;
     st->uploaded = 0;
@@ -1068,6 +1071,7 @@ static int cadp_start(prt *rt, const void *opts)
 {
     const cadp_opts *o = opts;
     const scn_scenario *s = prt_scn(rt);
+    prt_learn_mode(rt, PRT_LEARN_LOCAL);
     int64_t *alloc = dp_calloc(prt_n(rt), sizeof *alloc);
     if (!alloc)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");

@@ -99,6 +99,9 @@ static int quota_reached(const ls_state *st, const ls_dev *v, double now)
  * either end the epoch or go on. Returns 1 when the next round starts. */
 static int round_end(prt *rt, ls_state *st)
 {
+    /* the update stream: the round's models averaged by samples, back to
+     * every participant (and the server's copy) */
+    prt_learn_average(rt, NULL, 0, 1, 1);
     int64_t batch = 0, devs = 0;
     for (size_t i = 0; i < st->n_parts; i++) {
         ls_dev *v = &st->dev[st->parts[i]];
@@ -402,6 +405,7 @@ static int ls_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->o = *(const ls_opts *)opts;
+    prt_learn_mode(rt, PRT_LEARN_LOCAL);
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
     st->ring = dp_calloc(n, sizeof *st->ring);

@@ -234,6 +234,8 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
+    if (prt_learn_open(rt, seed, err))
+        goto fail;
     ff_init(rt);
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
@@ -256,6 +258,7 @@ void prt_free(prt *rt)
 {
     if (!rt)
         return;
+    prt_learn_close(rt);
     timeline *tl = TL(rt);
     coll_free_all(rt);
     world_free(rt->w);
@@ -389,7 +392,10 @@ int end_epoch_at(prt *rt, double now)
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    if (rt->epoch >= rt->s->training.epochs) {
+    int stop = rt->learn && prt_learn_epoch(rt, now); /* evaluate; every target reached? */
+    if (rt->failed)
+        return DP_ENOMEM;
+    if (rt->epoch >= rt->s->training.epochs || stop) {
         rt->finished = 1;
         return 0;
     }
@@ -431,6 +437,8 @@ res_run *prt_results(prt *rt)
         rt->tot = NULL;
     }
     timeline_finish(rt, T);
+    if (rt->learn)
+        prt_learn_results(rt, r, T);
     r->tsend_s = rt->tsend_s;
     r->ttotal_s = T;
     r->ttraining_s = T - rt->tsend_s;

@@ -228,6 +228,38 @@ int prt_at(prt *rt, double t, prt_fn fn, void *ctx);
  * next epoch from prt_at(rt, prt_now(rt), ...) after prt_end_epoch. */
 int prt_periodic(const prt *rt);
 
+/* ---- the update stream (learning; learn_stream.c) ----------------------
+ * With `learning:` in the scenario, the runtime trains a real model on the
+ * schedule the policy simulates (docs/MODEL.md "Learning").  Every batch a
+ * device completes is a step, by itself; a policy declares how its devices
+ * hold models and reports when models meet.  Without `learning:` each of
+ * these does nothing, so a policy calls them unconditionally.
+ *   SYNC:  every device computes gradients at one shared model, which
+ *          prt_learn_sync updates (DDP, ZeRO, the load balancers);
+ *   LOCAL: every device steps its own model, which prt_learn_average
+ *          averages (C-ADP, local SGD, FL-SGD, hierarchical);
+ *   ASYNC: every device computes gradients at the copy it pulled last
+ *          (prt_learn_pull), applied to the server's model by
+ *          prt_learn_push (asynchronous parameter server). */
+typedef enum { PRT_LEARN_SYNC = 0, PRT_LEARN_LOCAL = 1, PRT_LEARN_ASYNC = 2 } prt_learn_kind;
+int prt_learning(const prt *rt);
+void prt_learn_mode(prt *rt, prt_learn_kind m);
+/* A synchronous optimizer step among members[0..m) (NULL: every device):
+ * the gradients since the last step averaged as PyTorch does (by_samples
+ * 0: the mean of per-rank means, a rank with none adds zero; 1: the mean
+ * over the global batch), applied to the shared model. */
+void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples);
+/* A model average among members[0..m) (NULL: every device), each model
+ * weighted by the samples it trained on since its last average (since its
+ * last average into the global model when into_global): into the global
+ * (server's) model and/or back into every member's model. */
+void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global, int to_members);
+/* Device d's gradients since its pull applied to the server's model now;
+ * returns the staleness (updates applied since that pull). */
+long prt_learn_push(prt *rt, size_t d);
+/* Device d copies the server's model now (a pull, a model download). */
+void prt_learn_pull(prt *rt, size_t d);
+
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
 /* Ring collective over all devices on `bytes` (the full tensor, M):

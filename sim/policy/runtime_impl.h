@@ -7,6 +7,9 @@
 #include "policy.h"
 #include "runtime.h"
 
+struct learner;
+struct lrn_cfg;
+
 struct prt {
     world *w;
     sim_engine *e;
@@ -20,6 +23,9 @@ struct prt {
     int *pending;    /* outstanding initial transfers per device */
     double tsend_s;  /* when the last device held its data */
     int finished;    /* the policy declared the end */
+    /* learning (scenario `learning:`; learn_stream.c), NULL without */
+    struct lrn_cfg *learn_cfg;
+    struct learner *learn;
     int failed;
     dp_err *err;
     /* activity tracking */
@@ -296,5 +302,15 @@ void jrec_act(prt *rt, size_t d, res_activity a);
 void jbreak(prt *rt);
 void ff_init(prt *rt);
 void ff_free(prt *rt);
+
+/* The update stream's runtime side (learn_stream.c): a batch of device d
+ * ended at absolute time t with `samples` samples; d went down; an epoch
+ * ended (returns 1 when the learner says stop); the run's results. */
+int prt_learn_open(prt *rt, uint64_t seed, dp_err *err);
+void prt_learn_close(prt *rt);
+void prt_learn_batch(prt *rt, size_t d, double t, double samples);
+void prt_learn_lost(prt *rt, size_t d, double t);
+int prt_learn_epoch(prt *rt, double t);
+void prt_learn_results(prt *rt, res_run *r, double T);
 
 #endif

@@ -112,6 +112,8 @@ void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double par
     if (rt->part_done[d] >= 1 - 1e-9) {
         rt->batches[d]++;
         rt->part_done[d] = 0;
+        if (rt->learn) /* the update stream's step: a whole batch (a step of n * part samples) */
+            prt_learn_batch(rt, d, base + now, step ? n * part : n);
     }
     rt->samples_done += n * part;
     prt_add_flops(rt, base + t0, base + now, batch_flops(rt, n, part));
@@ -230,7 +232,9 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
     if (left <= 0 || bs < 1)
         return prt_fail(rt, DP_EINPUT, "device %s: a run of batches with %lld samples left in batches of %d",
                         rt->s->devices[d].name, (long long)left, bs);
-    if (left <= bs || !fold_allowed() || !cmp_plain(cm, d)) { /* one batch, then again */
+    /* with a learner, one event per batch: its steps (and the evaluations
+     * between them) then come in time order */
+    if (left <= bs || !fold_allowed() || !cmp_plain(cm, d) || rt->learn) { /* one batch, then again */
         int n = left < bs ? (int)left : bs;
         rt->left[d] -= n;
         return prt_compute(rt, d, n, 1.0, fn, ctx, NULL);
@@ -367,6 +371,8 @@ void on_world_device(void *ctx, size_t d, int up)
         return;
     if (!up) {
         drop_compute(rt, d);
+        if (rt->learn) /* its work since its last average or push is lost */
+            prt_learn_lost(rt, d, rt->base + sim_now(rt->e));
         rt->pending[d] = 0;
         coll_device_down(rt, d);
         prt_set_act(rt, d, RES_ACT_WAIT);

@@ -205,8 +205,12 @@ static void on_bucket_done(prt *rt, void *ctx)
     /* The optimizer steps (and ZeRO all-gathers the updated parameters)
      * every gather_every groups, and always at the end of an epoch. */
     int step = ++st->since_gather >= st->cfg.gather_every || !prt_work_left(rt);
-    if (step)
+    if (step) {
         st->since_gather = 0;
+        /* the update stream: DDP and ZeRO average per-rank means; the load
+         * balancers (hooks) weigh every sample of the global batch alike */
+        prt_learn_sync(rt, st->mem, st->m, st->cfg.hooks != NULL);
+    }
     if (st->cfg.allgather_after && step) {
         if (sync_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))
             prt_fail(rt, DP_ENOMEM, "out of memory");

@@ -1,0 +1,128 @@
+/* learn_stream.c: the update stream's runtime side (runtime.h, "the
+ * update stream"): the runtime's learner (sim/learn) fed by the runtime
+ * itself (steps at batch ends, losses at failures, epoch ends, the end of
+ * the run) and by the policy (synchronous steps, averages, pushes,
+ * pulls).  Without `learning:` rt->learn is NULL and all of it is a no-op. */
+#include "learner.h"
+#include "runtime_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static double now_abs(const prt *rt)
+{
+    return rt->base + sim_now(rt->e);
+}
+
+static void learn_oom(prt *rt, int rc)
+{
+    if (rc < 0)
+        prt_fail(rt, rc == DP_ENOMEM ? DP_ENOMEM : DP_ERUN, "learner: out of memory");
+}
+
+int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
+{
+    if (!scn_learning(rt->s))
+        return 0;
+    if (lrn_cfg_read(rt->s, &rt->learn_cfg, err))
+        return err ? err->code : DP_EINPUT;
+    if (!rt->learn_cfg)
+        return 0;
+    if (!(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
+        return err ? err->code : DP_ENOMEM;
+    return 0;
+}
+
+void prt_learn_close(prt *rt)
+{
+    lrn_free(rt->learn);
+    lrn_cfg_free(rt->learn_cfg);
+    rt->learn = NULL;
+    rt->learn_cfg = NULL;
+}
+
+int prt_learning(const prt *rt)
+{
+    return rt->learn != NULL;
+}
+
+void prt_learn_mode(prt *rt, prt_learn_kind m)
+{
+    if (rt->learn)
+        lrn_set_mode(rt->learn, m == PRT_LEARN_LOCAL ? LRN_LOCAL : m == PRT_LEARN_ASYNC ? LRN_ASYNC : LRN_SYNC);
+}
+
+void prt_learn_batch(prt *rt, size_t d, double t, double samples)
+{
+    lrn_set_shares(rt->learn, rt->share); /* the "policy" partition: sized by the first shares */
+    learn_oom(rt, lrn_step(rt->learn, t, rt->epoch, d, samples));
+}
+
+void prt_learn_lost(prt *rt, size_t d, double t)
+{
+    learn_oom(rt, lrn_lose(rt->learn, t, d));
+}
+
+int prt_learn_epoch(prt *rt, double t)
+{
+    int rc = lrn_epoch_end(rt->learn, t, rt->epoch);
+    learn_oom(rt, rc);
+    return !rc && lrn_done(rt->learn);
+}
+
+void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_sync(rt->learn, now_abs(rt), rt->epoch, members, m,
+                               by_samples ? LRN_BY_SAMPLES : LRN_PER_RANK));
+}
+
+void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global, int to_members)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_average(rt->learn, now_abs(rt), rt->epoch, members, m, into_global, to_members));
+}
+
+long prt_learn_push(prt *rt, size_t d)
+{
+    if (!rt->learn)
+        return 0;
+    long s = lrn_push(rt->learn, now_abs(rt), rt->epoch, d);
+    learn_oom(rt, (int)(s < 0 ? s : 0));
+    return s < 0 ? 0 : s;
+}
+
+void prt_learn_pull(prt *rt, size_t d)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_pull(rt->learn, now_abs(rt), d));
+}
+
+void prt_learn_results(prt *rt, res_run *r, double T)
+{
+    learner *L = rt->learn;
+    if (lrn_finish(L, T, rt->epoch)) {
+        learn_oom(rt, DP_ENOMEM);
+        return;
+    }
+    size_t ne = lrn_n_evals(L), nt = lrn_n_targets(L);
+    r->evals = dp_malloc((ne ? ne : 1) * sizeof *r->evals);
+    r->tta_target = dp_malloc((nt ? nt : 1) * sizeof *r->tta_target);
+    r->tta_s = dp_malloc((nt ? nt : 1) * sizeof *r->tta_s);
+    if (!r->evals || !r->tta_target || !r->tta_s) {
+        learn_oom(rt, DP_ENOMEM);
+        return;
+    }
+    const lrn_eval *e = lrn_evals(L);
+    for (size_t i = 0; i < ne; i++)
+        r->evals[i] = (res_eval){e[i].t_s,      e[i].epochs,    e[i].samples,   e[i].epoch,
+                                 e[i].test_acc, e[i].test_loss, e[i].train_loss};
+    r->n_evals = ne;
+    for (size_t k = 0; k < nt; k++) {
+        r->tta_target[k] = lrn_target(L, k);
+        r->tta_s[k] = lrn_tta(L, k);
+    }
+    r->n_tta = nt;
+    snprintf(r->learn_source, sizeof r->learn_source, "sgd");
+}
