@@ -27,6 +27,8 @@ struct learner {
     double *cnt;      /* samples in g[d] */
     double *since;    /* LOCAL: samples since d's last average */
     double *since_g;  /* LOCAL: samples since d's last average into global */
+    double **snap;    /* LOCAL: each device's model at the background average's start (lazy) */
+    double *snap_w;   /* its weight then (samples since the previous start) */
     uint64_t *read_ver;
     double *scratch; /* P: a gradient; then an average */
     size_t *bidx;    /* a batch's indices */
@@ -290,6 +292,8 @@ learner *lrn_new(const lrn_cfg *c, const scn_scenario *s, size_t n, uint64_t see
     L->since = dp_calloc(n, sizeof *L->since);
     L->since_g = dp_calloc(n, sizeof *L->since_g);
     L->read_ver = dp_calloc(n, sizeof *L->read_ver);
+    L->snap = dp_calloc(n, sizeof *L->snap);
+    L->snap_w = dp_calloc(n, sizeof *L->snap_w);
     L->part = dp_malloc(L->D->n_train * sizeof *L->part);
     L->perm = dp_malloc(L->D->n_train * sizeof *L->perm);
     L->off = dp_calloc(n + 1, sizeof *L->off);
@@ -298,7 +302,7 @@ learner *lrn_new(const lrn_cfg *c, const scn_scenario *s, size_t n, uint64_t see
     L->cum = dp_calloc(n, sizeof *L->cum);
     L->tta = dp_malloc((c->n_targets ? c->n_targets : 1) * sizeof *L->tta);
     L->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!L->global || !L->scratch || !L->w || !L->g || !L->cnt || !L->since || !L->since_g || !L->read_ver ||
+    if (!L->global || !L->scratch || !L->w || !L->g || !L->cnt || !L->since || !L->since_g || !L->read_ver || !L->snap || !L->snap_w ||
         !L->part || !L->perm || !L->off || !L->pos || !L->pass || !L->cum || !L->tta || !L->rng) {
         lrn_free(L);
         dp_err_set(err, DP_ENOMEM, "out of memory for the learner");
@@ -328,7 +332,11 @@ void lrn_free(learner *L)
             dp_free(L->w[d]);
         if (L->g)
             dp_free(L->g[d]);
+        if (L->snap)
+            dp_free(L->snap[d]);
     }
+    dp_free(L->snap);
+    dp_free(L->snap_w);
     dp_free(L->w);
     dp_free(L->g);
     dp_free(L->global);
@@ -353,9 +361,17 @@ void lrn_free(learner *L)
     dp_free(L);
 }
 
-void lrn_set_mode(learner *L, lrn_mode m)
+int lrn_set_mode(learner *L, lrn_mode m)
 {
     L->mode = m;
+    if (m == LRN_SYNC)
+        return 0;
+    for (size_t d = 0; d < L->n; d++) /* the initial model (version 0) on every device */
+        if (!L->w[d] && !(L->w[d] = dp_malloc(L->P * sizeof(double))))
+            return DP_ENOMEM;
+        else
+            memcpy(L->w[d], L->global, L->P * sizeof(double)), L->read_ver[d] = L->version;
+    return 0;
 }
 
 void lrn_set_shares(learner *L, const int64_t *share)
@@ -544,9 +560,11 @@ long lrn_push(learner *L, double t, int epoch, size_t d)
     int rc = flush(L, t, epoch, 0);
     if (rc)
         return rc;
-    if (L->cnt[d] == 0 || !L->g[d])
-        return 0;
     long s = (long)(L->version - L->read_ver[d]);
+    if (L->cnt[d] == 0 || !L->g[d]) {
+        L->version++; /* an empty push is still an update of the server's clock */
+        return s;
+    }
     double lr = lrn_lr(L, epoch), c = L->cnt[d];
     if (L->c->staleness == LRN_STALE_DIVIDE && s > 1)
         lr /= (double)s;
@@ -558,6 +576,69 @@ long lrn_push(learner *L, double t, int epoch, size_t d)
     if (s > L->max_stale)
         L->max_stale = s;
     return s;
+}
+
+int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, size_t m)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        double *w = own(L, d);
+        if (!L->snap[d])
+            L->snap[d] = dp_malloc(L->P * sizeof(double));
+        if (!w || !L->snap[d])
+            return DP_ENOMEM;
+        memcpy(L->snap[d], w, L->P * sizeof(double));
+        L->snap_w[d] = L->since[d];
+        L->since[d] = 0;
+    }
+    return 0;
+}
+
+int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size_t m)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    double tot = 0;
+    size_t with = 0, one = 0;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        if (L->snap[d] && L->snap_w[d] > 0)
+            tot += L->snap_w[d], with++, one = d;
+    }
+    if (!with)
+        return 0;
+    double *avg = L->scratch;
+    if (with == 1) {
+        memcpy(avg, L->snap[one], L->P * sizeof *avg);
+    } else {
+        memset(avg, 0, L->P * sizeof *avg);
+        for (size_t i = 0; i < m; i++) {
+            size_t d = member(members, i);
+            if (L->snap[d] && L->snap_w[d] > 0) {
+                double a = L->snap_w[d] / tot;
+                for (size_t j = 0; j < L->P; j++)
+                    avg[j] += a * L->snap[d][j];
+            }
+        }
+    }
+    memcpy(L->global, avg, L->P * sizeof *avg);
+    L->version++;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        if (!L->snap[d] || !L->w[d])
+            continue;
+        double *w = L->w[d];
+        const double *sn = L->snap[d];
+        for (size_t j = 0; j < L->P; j++) /* the average plus its own steps since the snapshot */
+            w[j] = avg[j] + (w[j] - sn[j]);
+        L->snap_w[d] = 0;
+        L->since_g[d] = L->since[d];
+    }
+    return 0;
 }
 
 int lrn_pull(learner *L, double t, size_t d)

@@ -59,7 +59,9 @@ learner *lrn_new(const lrn_cfg *c, const scn_scenario *s, size_t n, uint64_t see
 void lrn_free(learner *L);
 
 /* Every device's mode (before the first update). */
-void lrn_set_mode(learner *L, lrn_mode m);
+/* LOCAL and ASYNC give every device its own copy of the initial model
+ * now (0 or DP_ENOMEM). */
+int lrn_set_mode(learner *L, lrn_mode m);
 /* The partition "policy" sizes parts by these shares (samples per epoch
  * per device), read at the first update if not set before. */
 void lrn_set_shares(learner *L, const int64_t *share);
@@ -70,6 +72,12 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples);
 int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, lrn_weighting w);
 int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
                 int to_members);
+/* A background average (FL-SGD): begin snapshots each member's model and
+ * the samples it trained on since its last snapshot; end averages the
+ * snapshots into the global model and moves every member to that average
+ * plus its own steps since the snapshot (a one-period-stale average). */
+int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, size_t m);
+int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size_t m);
 /* Returns the push's staleness (>= 0), or a negative DP_E*. */
 long lrn_push(learner *L, double t, int epoch, size_t d);
 int lrn_pull(learner *L, double t, size_t d);

@@ -135,6 +135,7 @@ static void pull(prt *rt, aps_dev *v)
     aps_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
     v->pulled = st->version;
+    prt_learn_pull(rt, v->d); /* the update stream: it computes on this version */
     v->phase = AP_PULL;
     v->c0 = prt_compute_s(rt, v->d);
     prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
@@ -222,6 +223,7 @@ static void applied(prt *rt, void *ctx)
         st->q_tail = 0;
     st->busy = 0;
     cl_update(&st->cs, v->n, 1, st->version - v->pulled);
+    prt_learn_push(rt, v->d); /* the update stream: staleness counted from its pull */
     st->version++;
     st->cs.rounds++;
     if (st->s >= 0)
@@ -322,6 +324,7 @@ static int resend_lost_data(prt *rt, aps_state *st)
             continue;
         cl_resend_add(rt, &r, d, v, 0);
         v->pulled = st->version;
+        prt_learn_pull(rt, d);
         v->phase = AP_PULL;
         v->c0 = prt_compute_s(rt, d);
     }
@@ -393,6 +396,7 @@ static int aps_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->s = ((const aps_opts *)opts)->max_staleness;
+    prt_learn_mode(rt, PRT_LEARN_ASYNC);
     st->n = n;
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);

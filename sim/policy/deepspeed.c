@@ -74,6 +74,7 @@ static void z3_coll(prt *rt, coll_kind k, prt_fn fn)
 static void z3_step_done(prt *rt, void *ctx)
 {
     (void)ctx;
+    sync_learn_step(rt);
     if (prt_work_left(rt))
         sync_next(rt);
     else if (prt_end_epoch(rt) > 0)

@@ -85,6 +85,7 @@ static void avg_done(prt *rt, void *ctx)
     (void)ctx;
     fl_state *st = prt_state(rt);
     st->inflight = 0;
+    prt_learn_average_end(rt, st->mem, st->n_avg); /* applied one period stale */
     st->cs.rounds++;
     cl_update(&st->cs, st->snap_batch, st->snap_devs, st->forced ? 0 : 1);
     for (size_t i = 0; i < st->n_parts; i++)
@@ -208,6 +209,7 @@ static void launch(prt *rt, fl_state *st, int forced)
         v->c_last = prt_compute_s(rt, v->d);
         st->mem[st->n_avg++] = v->d;
     }
+    prt_learn_average_begin(rt, st->mem, st->n_avg); /* the update stream: what each accumulated */
     double M = prt_scn(rt)->model.model_bytes;
     if (st->o.sync == FL_SYNC_RING) {
         ring_average(rt, st);
@@ -449,6 +451,7 @@ static int fl_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->o = *(const fl_opts *)opts;
+    prt_learn_mode(rt, PRT_LEARN_LOCAL);
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
     st->mem = dp_calloc(n, sizeof *st->mem);

@@ -141,6 +141,9 @@ static void reset_round(hi_state *st, size_t n)
  * done, then the next round. */
 static void round_end(prt *rt, hi_state *st)
 {
+    /* the update stream: the WAN average of the site models, weighted by
+     * the samples behind each since the last one, now on every device */
+    prt_learn_average(rt, NULL, 0, 1, 1);
     int64_t batch = 0, devs = 0;
     size_t n = prt_n(rt);
     for (size_t d = 0; d < n; d++) {
@@ -371,6 +374,11 @@ static void wan_check(prt *rt, hi_state *st)
 static void site_done(prt *rt, void *ctx)
 {
     hi_site *s = ctx;
+    /* the update stream: the site's models averaged among its members in
+     * the round (st->ring holds them while the ring runs) */
+    hi_state *hs = prt_state(rt);
+    size_t m = members_in(hs, s, hs->ring);
+    prt_learn_average(rt, hs->ring, m, 0, 1);
     s->phase = SITE_AVERAGED;
     wan_check(rt, prt_state(rt));
 }
@@ -593,6 +601,7 @@ static int hi_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->o = *(const hi_opts *)opts;
+    prt_learn_mode(rt, PRT_LEARN_LOCAL);
     st->fail_on = scn_has_failures(s);
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->site = dp_calloc(ns, sizeof *st->site);

@@ -50,7 +50,8 @@ int prt_learning(const prt *rt)
 void prt_learn_mode(prt *rt, prt_learn_kind m)
 {
     if (rt->learn)
-        lrn_set_mode(rt->learn, m == PRT_LEARN_LOCAL ? LRN_LOCAL : m == PRT_LEARN_ASYNC ? LRN_ASYNC : LRN_SYNC);
+        learn_oom(rt, lrn_set_mode(rt->learn,
+                                   m == PRT_LEARN_LOCAL ? LRN_LOCAL : m == PRT_LEARN_ASYNC ? LRN_ASYNC : LRN_SYNC));
 }
 
 void prt_learn_batch(prt *rt, size_t d, double t, double samples)
@@ -82,6 +83,18 @@ void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global
 {
     if (rt->learn)
         learn_oom(rt, lrn_average(rt->learn, now_abs(rt), rt->epoch, members, m, into_global, to_members));
+}
+
+void prt_learn_average_begin(prt *rt, const size_t *members, size_t m)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_average_begin(rt->learn, now_abs(rt), rt->epoch, members, m));
+}
+
+void prt_learn_average_end(prt *rt, const size_t *members, size_t m)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_average_end(rt->learn, now_abs(rt), rt->epoch, members, m));
 }
 
 long prt_learn_push(prt *rt, size_t d)

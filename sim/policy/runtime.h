@@ -254,6 +254,12 @@ void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples);
  * last average into the global model when into_global): into the global
  * (server's) model and/or back into every member's model. */
 void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global, int to_members);
+/* A background average (FL-SGD): begin snapshots the members' models
+ * (weighted by the samples each trained on since its previous snapshot);
+ * end, when the average has travelled, moves the global model to the
+ * snapshots' average and every member to it plus its own steps since. */
+void prt_learn_average_begin(prt *rt, const size_t *members, size_t m);
+void prt_learn_average_end(prt *rt, const size_t *members, size_t m);
 /* Device d's gradients since its pull applied to the server's model now;
  * returns the staleness (updates applied since that pull). */
 long prt_learn_push(prt *rt, size_t d);

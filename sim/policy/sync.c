@@ -181,6 +181,16 @@ static void group_synced(prt *rt, void *ctx)
         epoch_or_group_done(rt, ctx);
 }
 
+/* The update stream's optimizer step among the members: DDP and ZeRO
+ * average per-rank means; the load balancers (hooks sizing steps) weigh
+ * every sample of the global batch alike. */
+void sync_learn_step(prt *rt)
+{
+    sync_state *st = prt_state(rt);
+    const sync_hooks *h = st->cfg.hooks;
+    prt_learn_sync(rt, st->mem, st->m, h && !h->step);
+}
+
 void sync_next(prt *rt)
 {
     group_start(rt, NULL);
@@ -207,9 +217,7 @@ static void on_bucket_done(prt *rt, void *ctx)
     int step = ++st->since_gather >= st->cfg.gather_every || !prt_work_left(rt);
     if (step) {
         st->since_gather = 0;
-        /* the update stream: DDP and ZeRO average per-rank means; the load
-         * balancers (hooks) weigh every sample of the global batch alike */
-        prt_learn_sync(rt, st->mem, st->m, st->cfg.hooks != NULL);
+        sync_learn_step(rt);
     }
     if (st->cfg.allgather_after && step) {
         if (sync_coll(rt, COLL_ALLGATHER, prt_scn(rt)->model.model_bytes, group_synced))

@@ -143,6 +143,10 @@ struct sync_hooks {
 int sync_start(prt *rt, const sync_cfg *cfg);
 /* Start the next group now (from a `synced` hook, possibly later). */
 void sync_next(prt *rt);
+/* The optimizer step of the update stream (runtime.h, learning) among the
+ * members: sync.c takes it by itself; a step hook (ZeRO-3) calls it when
+ * its step's gradients are reduced. */
+void sync_learn_step(prt *rt);
 /* The same at an epoch boundary (after prt_end_epoch started the next
  * epoch): writes the checkpoint first when one is due (worlds with
  * failures), as sync.c does by itself without hooks. */
