@@ -31,6 +31,7 @@ struct learner {
     double *snap_w;   /* its weight then (samples since the previous start) */
     uint64_t *read_ver;
     double *scratch; /* P: a gradient; then an average */
+    double *ckpt;    /* the last checkpoint's model (NULL: the initial one) */
     size_t *bidx;    /* a batch's indices */
     size_t bcap;
 
@@ -341,6 +342,7 @@ void lrn_free(learner *L)
     dp_free(L->g);
     dp_free(L->global);
     dp_free(L->scratch);
+    dp_free(L->ckpt);
     dp_free(L->bidx);
     dp_free(L->cnt);
     dp_free(L->since);
@@ -661,6 +663,32 @@ int lrn_lose(learner *L, double t, size_t d)
     if (L->w[d]) {
         memcpy(L->w[d], L->global, L->P * sizeof(double));
         L->read_ver[d] = L->version;
+    }
+    return 0;
+}
+
+int lrn_checkpoint(learner *L)
+{
+    if (!L->ckpt && !(L->ckpt = dp_malloc(L->P * sizeof(double))))
+        return DP_ENOMEM;
+    memcpy(L->ckpt, L->global, L->P * sizeof(double));
+    return 0;
+}
+
+int lrn_restore(learner *L, double t, int epoch)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    if (L->ckpt)
+        memcpy(L->global, L->ckpt, L->P * sizeof(double));
+    else
+        lm_init_weights(&L->m, L->global, mix(L->seed ^ 0x696e6974ULL));
+    L->version++;
+    for (size_t d = 0; d < L->n; d++) {
+        L->cnt[d] = L->since[d] = L->since_g[d] = 0;
+        if (L->w[d])
+            memcpy(L->w[d], L->global, L->P * sizeof(double)), L->read_ver[d] = L->version;
     }
     return 0;
 }

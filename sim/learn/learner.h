@@ -82,6 +82,10 @@ int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size
 long lrn_push(learner *L, double t, int epoch, size_t d);
 int lrn_pull(learner *L, double t, size_t d);
 int lrn_lose(learner *L, double t, size_t d);
+/* A checkpoint of the global model is written now; a restart loads it on
+ * every device (pending gradients dropped). */
+int lrn_checkpoint(learner *L);
+int lrn_restore(learner *L, double t, int epoch);
 /* Evaluations due at an epoch's end (learning.evaluate.epochs). */
 int lrn_epoch_end(learner *L, double t, int epoch);
 /* The run ended at t: the evaluations due up to t, and a final one at t

@@ -112,6 +112,25 @@ void prt_learn_pull(prt *rt, size_t d)
         learn_oom(rt, lrn_pull(rt->learn, now_abs(rt), d));
 }
 
+void prt_learn_checkpoint(prt *rt)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_checkpoint(rt->learn));
+}
+
+void prt_learn_restore(prt *rt)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_restore(rt->learn, now_abs(rt), rt->epoch));
+}
+
+void prt_learn_up(prt *rt, size_t d, double t)
+{
+    (void)t;
+    if (rt->learn)
+        learn_oom(rt, lrn_pull(rt->learn, t, d));
+}
+
 void prt_learn_results(prt *rt, res_run *r, double T)
 {
     learner *L = rt->learn;

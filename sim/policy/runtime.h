@@ -265,6 +265,10 @@ void prt_learn_average_end(prt *rt, const size_t *members, size_t m);
 long prt_learn_push(prt *rt, size_t d);
 /* Device d copies the server's model now (a pull, a model download). */
 void prt_learn_pull(prt *rt, size_t d);
+/* A checkpoint of the model is complete now; a restart loads it (every
+ * device's model and pending gradients). */
+void prt_learn_checkpoint(prt *rt);
+void prt_learn_restore(prt *rt);
 
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;

@@ -310,6 +310,8 @@ int prt_learn_open(prt *rt, uint64_t seed, dp_err *err);
 void prt_learn_close(prt *rt);
 void prt_learn_batch(prt *rt, size_t d, double t, double samples);
 void prt_learn_lost(prt *rt, size_t d, double t);
+/* d came back: it holds the server's model (every policy sends it one). */
+void prt_learn_up(prt *rt, size_t d, double t);
 int prt_learn_epoch(prt *rt, double t);
 void prt_learn_results(prt *rt, res_run *r, double T);
 

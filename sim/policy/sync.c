@@ -439,6 +439,7 @@ static void try_resume(prt *rt)
     for (size_t d = 0; d < n; d++)
         want[d] = (char)(prt_device_up(rt, d) != 0);
     prt_add_restart(rt);
+    prt_learn_restore(rt); /* the update stream: every device loads the checkpoint's model */
     prt_add_blocked_s(rt, prt_now(rt) - st->blocked_since);
     for (size_t d = 0; d < n; d++)
         st->is_mem[d] = 0; /* a restart: everyone loads the checkpoint */
@@ -488,6 +489,7 @@ static void ckpt_done(prt *rt, void *ctx)
 {
     (void)ctx;
     sync_state *st = prt_state(rt);
+    prt_learn_checkpoint(rt);
     st->ckpt_epoch = prt_epoch(rt) - 1;
     st->ckpt_compute = total_compute(rt);
     st->restarts_here = 0;
