@@ -139,7 +139,7 @@ void prt_learn_results(prt *rt, res_run *r, double T)
         return;
     }
     size_t ne = lrn_n_evals(L), nt = lrn_n_targets(L);
-    r->evals = dp_malloc((ne ? ne : 1) * sizeof *r->evals);
+    r->evals = dp_calloc(ne ? ne : 1, sizeof *r->evals); /* zeroed padding: rows compare with memcmp */
     r->tta_target = dp_malloc((nt ? nt : 1) * sizeof *r->tta_target);
     r->tta_s = dp_malloc((nt ? nt : 1) * sizeof *r->tta_s);
     if (!r->evals || !r->tta_target || !r->tta_s) {
@@ -147,9 +147,16 @@ void prt_learn_results(prt *rt, res_run *r, double T)
         return;
     }
     const lrn_eval *e = lrn_evals(L);
-    for (size_t i = 0; i < ne; i++)
-        r->evals[i] = (res_eval){e[i].t_s,      e[i].epochs,    e[i].samples,   e[i].epoch,
-                                 e[i].test_acc, e[i].test_loss, e[i].train_loss};
+    for (size_t i = 0; i < ne; i++) {
+        res_eval *x = &r->evals[i];
+        x->t_s = e[i].t_s;
+        x->epochs = e[i].epochs;
+        x->samples = e[i].samples;
+        x->epoch = e[i].epoch;
+        x->test_acc = e[i].test_acc;
+        x->test_loss = e[i].test_loss;
+        x->train_loss = e[i].train_loss;
+    }
     r->n_evals = ne;
     for (size_t k = 0; k < nt; k++) {
         r->tta_target[k] = lrn_target(L, k);
