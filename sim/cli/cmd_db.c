@@ -163,6 +163,7 @@ int cmd_show(int argc, char **argv)
             store_files_free(files, n_files);
             report_table_header(stdout);
             report_table_row(stdout, r, (long long)id);
+            report_learning(stdout, &r, 1);
             printf("\n");
             int note = report_plan(stdout, r);
             note |= report_fast_forward(stdout, r);

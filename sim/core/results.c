@@ -186,3 +186,42 @@ const res_stat *res_find_stat(const res_run *r, const char *name, res_scope scop
     }
     return NULL;
 }
+
+/* The evaluations' capacity is the count rounded up to a power of two (the
+ * count is its only record, as for epochs). */
+int res_add_eval(res_run *r, const res_eval *e)
+{
+    size_t n = r->n_evals;
+    if (n == 0 || (n & (n - 1)) == 0) {
+        res_eval *q = dp_realloc(r->evals, (n ? 2 * n : 1) * sizeof *q);
+        if (!q)
+            return DP_ENOMEM;
+        r->evals = q;
+    }
+    res_eval *x = &r->evals[r->n_evals++];
+    memset(x, 0, sizeof *x); /* padding too: rows compare with memcmp */
+    x->t_s = e->t_s;
+    x->epochs = e->epochs;
+    x->samples = e->samples;
+    x->epoch = e->epoch;
+    x->test_acc = e->test_acc;
+    x->test_loss = e->test_loss;
+    x->train_loss = e->train_loss;
+    return 0;
+}
+
+/* A handful per run: grown one at a time. */
+int res_add_tta(res_run *r, double target, double t_s)
+{
+    double *a = dp_realloc(r->tta_target, (r->n_tta + 1) * sizeof *a);
+    if (!a)
+        return DP_ENOMEM;
+    r->tta_target = a;
+    double *b = dp_realloc(r->tta_s, (r->n_tta + 1) * sizeof *b);
+    if (!b)
+        return DP_ENOMEM;
+    r->tta_s = b;
+    r->tta_target[r->n_tta] = target;
+    r->tta_s[r->n_tta++] = t_s;
+    return 0;
+}

@@ -147,4 +147,9 @@ int res_add_stat(res_run *r, const char *name, res_scope scope, int64_t a, int64
 /* The first statistic with this name, scope and indices, or NULL. */
 const res_stat *res_find_stat(const res_run *r, const char *name, res_scope scope, int64_t a, int64_t b);
 
+/* Append an evaluation, a time to accuracy (NAN: not reached); 0 or
+ * DP_ENOMEM (the run unchanged). */
+int res_add_eval(res_run *r, const res_eval *e);
+int res_add_tta(res_run *r, double target, double t_s);
+
 #endif

@@ -139,29 +139,24 @@ void prt_learn_results(prt *rt, res_run *r, double T)
         return;
     }
     size_t ne = lrn_n_evals(L), nt = lrn_n_targets(L);
-    r->evals = dp_calloc(ne ? ne : 1, sizeof *r->evals); /* zeroed padding: rows compare with memcmp */
-    r->tta_target = dp_malloc((nt ? nt : 1) * sizeof *r->tta_target);
-    r->tta_s = dp_malloc((nt ? nt : 1) * sizeof *r->tta_s);
-    if (!r->evals || !r->tta_target || !r->tta_s) {
-        learn_oom(rt, DP_ENOMEM);
-        return;
-    }
     const lrn_eval *e = lrn_evals(L);
     for (size_t i = 0; i < ne; i++) {
-        res_eval *x = &r->evals[i];
-        x->t_s = e[i].t_s;
-        x->epochs = e[i].epochs;
-        x->samples = e[i].samples;
-        x->epoch = e[i].epoch;
-        x->test_acc = e[i].test_acc;
-        x->test_loss = e[i].test_loss;
-        x->train_loss = e[i].train_loss;
+        res_eval x = {.t_s = e[i].t_s,
+                      .epochs = e[i].epochs,
+                      .samples = e[i].samples,
+                      .epoch = e[i].epoch,
+                      .test_acc = e[i].test_acc,
+                      .test_loss = e[i].test_loss,
+                      .train_loss = e[i].train_loss};
+        if (res_add_eval(r, &x)) {
+            learn_oom(rt, DP_ENOMEM);
+            return;
+        }
     }
-    r->n_evals = ne;
-    for (size_t k = 0; k < nt; k++) {
-        r->tta_target[k] = lrn_target(L, k);
-        r->tta_s[k] = lrn_tta(L, k);
-    }
-    r->n_tta = nt;
+    for (size_t k = 0; k < nt; k++)
+        if (res_add_tta(r, lrn_target(L, k), lrn_tta(L, k))) {
+            learn_oom(rt, DP_ENOMEM);
+            return;
+        }
     snprintf(r->learn_source, sizeof r->learn_source, "sgd");
 }

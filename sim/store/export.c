@@ -29,6 +29,8 @@ static const struct {
     {"run_flops", "run_id, bin"},
     {"run_segments", "run_id, rowid"},
     {"run_stats", "run_id, seq"},
+    {"run_evals", "run_id, seq"},
+    {"run_tta", "run_id, seq"},
     {"calibrations", "id"},
     {"run_files", "run_id, rowid"}, /* names, paths and hashes; the contents (blobs) stay in the database */
 };

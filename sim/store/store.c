@@ -221,6 +221,17 @@ static const migration migrations[] = {
       * unknown). */
      "ALTER TABLE runs ADD COLUMN scenario_dir TEXT;"
      "CREATE INDEX runs_invocation ON runs(invocation) WHERE invocation IS NOT NULL;"},
+    {7, "adding run_evals and run_tta (version 7)",
+     /* Learning (scenario `learning:`): the global model's evaluations in
+      * time order, and each target accuracy's time to accuracy (NULL: not
+      * reached), each marked by the model that produced it (`source`:
+      * "sgd", the learner; "efficiency", the statistical-efficiency model). */
+     "CREATE TABLE run_evals(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL, source TEXT NOT NULL, t_s REAL NOT NULL, epochs REAL, samples REAL,"
+     " epoch INTEGER, test_acc REAL, test_loss REAL, train_loss REAL, PRIMARY KEY(run_id, seq));"
+     "CREATE TABLE run_tta(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL, source TEXT NOT NULL, target REAL NOT NULL, t_s REAL,"
+     " PRIMARY KEY(run_id, seq));"},
     /* ---- end of the polish branch's step ---- */
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,

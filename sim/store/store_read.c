@@ -187,6 +187,50 @@ static int stat_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *
     return 0;
 }
 
+static int eval_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
+{
+    res_run *r = ctx;
+    const char *src = (const char *)sqlite3_column_text(s, 0);
+    if (!src || sqlite3_column_type(s, 1) == SQLITE_NULL)
+        return corrupt(st, run_id, "evaluation", err);
+    if (i == 0)
+        snprintf(r->learn_source, sizeof r->learn_source, "%s", src);
+    res_eval e = {.t_s = store_col_double(s, 1),
+                  .epochs = store_col_double(s, 2),
+                  .samples = store_col_double(s, 3),
+                  .epoch = sqlite3_column_int(s, 4),
+                  .test_acc = store_col_double(s, 5),
+                  .test_loss = store_col_double(s, 6),
+                  .train_loss = store_col_double(s, 7)};
+    if (res_add_eval(r, &e))
+        return oom_reading(st, run_id, "evaluations", err);
+    return 0;
+}
+
+static int tta_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void *ctx, dp_err *err)
+{
+    (void)i;
+    if (sqlite3_column_type(s, 0) == SQLITE_NULL)
+        return corrupt(st, run_id, "time to accuracy", err);
+    if (res_add_tta(ctx, store_col_double(s, 0), store_col_double(s, 1)))
+        return oom_reading(st, run_id, "times to accuracy", err);
+    return 0;
+}
+
+/* Learning results: absent in databases before schema version 7's runs and
+ * in runs without `learning:` (no rows). */
+static int read_learning(store *st, int64_t run_id, res_run *r, dp_err *err)
+{
+    int e = store_sql_rows(st,
+                           "SELECT source, t_s, epochs, samples, epoch, test_acc, test_loss, train_loss"
+                           " FROM run_evals WHERE run_id = ?1 ORDER BY seq",
+                           "evaluations", run_id, NULL, r, eval_row, NULL, err);
+    if (!e)
+        e = store_sql_rows(st, "SELECT target, t_s FROM run_tta WHERE run_id = ?1 ORDER BY seq",
+                           "times to accuracy", run_id, NULL, r, tta_row, NULL, err);
+    return e;
+}
+
 static int read_stats(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
     return store_sql_rows(st, "SELECT name, scope, a, b, value FROM run_stats WHERE run_id = ?1 ORDER BY seq",
@@ -307,6 +351,8 @@ int store_get_run(store *st, int64_t run_id, res_run **out, dp_err *err)
         e = read_segments(st, run_id, r, err);
     if (!e)
         e = read_stats(st, run_id, r, err);
+    if (!e)
+        e = read_learning(st, run_id, r, err);
     e = end_read(st, e, "reading a run", err);
     if (e) {
         res_run_free(r);

@@ -249,7 +249,7 @@ static int step_row(rows *w, sqlite3_stmt *s, const char *what, dp_err *err)
 static int insert_children(store *st, int64_t run_id, const res_run *r, long fail_at, dp_err *err)
 {
     rows w = {st, 0, fail_at};
-    sqlite3_stmt *dev = NULL, *ep = NULL, *fl = NULL, *seg = NULL, *sta = NULL;
+    sqlite3_stmt *dev = NULL, *ep = NULL, *fl = NULL, *seg = NULL, *sta = NULL, *ev = NULL, *tt = NULL;
     int e = store_sql_prepare(
         st,
         "INSERT INTO run_devices(run_id, idx, name, grp, kind, samples, batches, compute_s, send_s,"
@@ -271,6 +271,14 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
                               "INSERT INTO run_stats(run_id, seq, name, scope, a, b, value)"
                               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                               &sta, "storing statistics", err);
+    if (!e && r->n_evals)
+        e = store_sql_prepare(st,
+                              "INSERT INTO run_evals(run_id, seq, source, t_s, epochs, samples, epoch, test_acc,"
+                              " test_loss, train_loss) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                              &ev, "storing evaluations", err);
+    if (!e && r->n_tta)
+        e = store_sql_prepare(st, "INSERT INTO run_tta(run_id, seq, source, target, t_s) VALUES(?1, ?2, ?3, ?4, ?5)",
+                              &tt, "storing times to accuracy", err);
 
     for (size_t i = 0; !e && i < r->n_devices; i++) {
         const res_device *d = &r->devices[i];
@@ -329,6 +337,33 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
             sqlite3_bind_null(sta, 7); /* SQLite stores no infinities faithfully in every tool */
         e = step_row(&w, sta, "storing statistics", err);
     }
+    for (size_t i = 0; !e && i < r->n_evals; i++) {
+        const res_eval *x = &r->evals[i];
+        sqlite3_bind_int64(ev, 1, run_id);
+        sqlite3_bind_int64(ev, 2, (int64_t)i);
+        sqlite3_bind_text(ev, 3, r->learn_source, -1, SQLITE_STATIC);
+        sqlite3_bind_double(ev, 4, x->t_s);
+        sqlite3_bind_double(ev, 5, x->epochs);
+        sqlite3_bind_double(ev, 6, x->samples);
+        sqlite3_bind_int(ev, 7, x->epoch);
+        sqlite3_bind_double(ev, 8, x->test_acc);
+        sqlite3_bind_double(ev, 9, x->test_loss);
+        sqlite3_bind_double(ev, 10, x->train_loss);
+        e = step_row(&w, ev, "storing evaluations", err);
+    }
+    for (size_t i = 0; !e && i < r->n_tta; i++) {
+        sqlite3_bind_int64(tt, 1, run_id);
+        sqlite3_bind_int64(tt, 2, (int64_t)i);
+        sqlite3_bind_text(tt, 3, r->learn_source, -1, SQLITE_STATIC);
+        sqlite3_bind_double(tt, 4, r->tta_target[i]);
+        if (isnan(r->tta_s[i]))
+            sqlite3_bind_null(tt, 5); /* not reached: NULL, never a guess */
+        else
+            sqlite3_bind_double(tt, 5, r->tta_s[i]);
+        e = step_row(&w, tt, "storing times to accuracy", err);
+    }
+    sqlite3_finalize(ev);
+    sqlite3_finalize(tt);
     sqlite3_finalize(sta);
     sqlite3_finalize(dev);
     sqlite3_finalize(ep);
