@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops",   "timeline",  "sweep",
-                                                        "mix",     "batches", "staleness", "links"};
+                                                        "mix",     "batches", "staleness", "links", "accuracy"};
 
 int plot_kind_by_name(const char *name)
 {
@@ -55,10 +55,12 @@ int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path
         return plot_draw_staleness(st, sel, out_path, err);
     case PLOT_LINKS:
         return plot_draw_links(st, sel, out_path, err);
+    case PLOT_ACCURACY:
+        return plot_draw_accuracy(st, sel, out_path, err);
     default:
         return dp_err_set(
             err, DP_EINPUT,
-            "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness, links)",
+            "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness, links, accuracy)",
             (int)k);
     }
 }

@@ -34,6 +34,7 @@ typedef enum {
     PLOT_BATCHES,
     PLOT_STALENESS,
     PLOT_LINKS,
+    PLOT_ACCURACY,
     PLOT_KIND_COUNT
 } plot_kind;
 
@@ -179,6 +180,8 @@ int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *
 int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_staleness.c */
 int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_accuracy.c */
+int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 

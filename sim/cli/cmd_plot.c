@@ -37,6 +37,7 @@ static void help(void)
            "             lbb): each device's batch per epoch (mean, bar from min to max)\n"
            "             and its time waiting at barriers.\n"
            "  staleness  histogram of update staleness per run (asyncps, flsgd)\n"
+           "  accuracy   test accuracy against simulated time and epochs per run (scenario learning:)\n"
            "             for one policy.\n"
            "  links      one run's links: busy fraction (bars) and peak utilisation\n"
            "             (points), from the statistics of scenarios with stragglers,\n"
@@ -210,11 +211,11 @@ int cmd_plot(int argc, char **argv)
     sel.note = stderr;
     if (!kind_name)
         return cli_usage_error(
-            "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness or links)");
+            "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)");
     int k = plot_kind_by_name(kind_name);
     if (k < 0)
         return cli_usage_error(
-            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches, staleness or links)",
+            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)",
             kind_name);
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
