@@ -46,6 +46,25 @@ int plot_metric(const char *name, const char **column, const char **label, doubl
         {"tflops", "TFLOPS (paper's count)", 1},
         {"utilization", "cluster utilization (%)", 100},
     };
+    /* learning: the stored time to a target accuracy, or the last
+     * evaluation's accuracy (the store checks the target's syntax) */
+    static char tta_label[64];
+    double x;
+    char *end;
+    if (name && !strncmp(name, "tta@", 4) && (x = strtod(name + 4, &end)) > 0 && x <= 1 && end != name + 4 &&
+        !*end) {
+        snprintf(tta_label, sizeof tta_label, "time to %.4g%% test accuracy (s)", 100 * x);
+        *column = name;
+        *label = tta_label;
+        *scale = 1;
+        return (int)(sizeof m / sizeof *m);
+    }
+    if (name && !strcmp(name, "final_acc")) {
+        *column = name;
+        *label = "final test accuracy (%)";
+        *scale = 100;
+        return (int)(sizeof m / sizeof *m) + 1;
+    }
     for (int k = 0; k < (int)(sizeof m / sizeof *m); k++)
         if (name && !strcmp(name, m[k].name)) {
             *column = m[k].name;

@@ -52,7 +52,8 @@ static void help(void)
            "  -p, --policy P       timeline, batches: latest run of P; mix: which policy (default cadp)\n"
            "      --sweep ID       sweep, mix: which sweep (default the latest)\n"
            "  -m, --metric M       sweep, mix: ttotal_s (default), tsend_s, ttraining_s,\n"
-           "                       tflops, utilization\n"
+           "                       tflops, utilization; with learning: final_acc, tta@X\n"
+           "                       (time to test accuracy X, e.g. tta@0.95; absent where not reached)\n"
            "  -x, --x KEY          sweep, mix: the key on x (default the sweep's first)\n"
            "  -y, --y KEY          mix: the key on y (default the sweep's second)\n"
            "      --logy, --liny   log or linear y axis (mix: colour scale); default auto\n"
@@ -228,7 +229,8 @@ int cmd_plot(int argc, char **argv)
         double scale;
         if (plot_metric(sel.metric, &col, &label, &scale) < 0)
             return cli_usage_error(
-                "plot", "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization)",
+                "plot",
+                "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization, final_acc, tta@X)",
                 sel.metric);
     }
     if (sel.to_s > 0 && !(sel.from_s < sel.to_s))

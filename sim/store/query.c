@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Room for one more element in the array whose pointer is at pp (any
@@ -529,18 +530,36 @@ int store_sweep_runs_get(store *st, int64_t sweep_id, const char *metric, store_
     for (size_t k = 0; k < sizeof columns / sizeof *columns; k++)
         if (metric && !strcmp(metric, columns[k]))
             col = columns[k];
-    if (!col)
-        return dp_err_set(
-            err, DP_EINPUT,
-            "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization)",
-            metric ? metric : "");
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"
-             " AND %s IS NOT NULL ORDER BY id",
-             col, col);
+    char sql[512], target[32] = "";
+    double x = 0;
+    char *end = NULL;
+    if (!col && metric && !strncmp(metric, "tta@", 4) && (x = strtod(metric + 4, &end)) > 0 && x <= 1 &&
+        end != metric + 4 && !*end) {
+        /* learning: each run's time to the target (runs that never reached
+         * it have no point: NULL is never turned into a number) */
+        snprintf(target, sizeof target, "%.17g", x);
+        snprintf(sql, sizeof sql,
+                 "SELECT r.policy, r.point_json, t.t_s FROM runs r JOIN run_tta t ON t.run_id = r.id"
+                 " WHERE r.sweep_id = ?1 AND r.status = 'ok' AND abs(t.target - CAST(?2 AS REAL)) < 1e-12"
+                 " AND t.t_s IS NOT NULL ORDER BY r.id");
+    } else if (!col && metric && !strcmp(metric, "final_acc")) {
+        snprintf(sql, sizeof sql,
+                 "SELECT r.policy, r.point_json, e.test_acc FROM runs r JOIN run_evals e ON e.run_id = r.id"
+                 " AND e.seq = (SELECT max(seq) FROM run_evals WHERE run_id = r.id)"
+                 " WHERE r.sweep_id = ?1 AND r.status = 'ok' ORDER BY r.id");
+    } else if (!col) {
+        return dp_err_set(err, DP_EINPUT,
+                          "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization;"
+                          " with learning: final_acc, tta@X for a target X in (0, 1])",
+                          metric ? metric : "");
+    } else {
+        snprintf(sql, sizeof sql,
+                 "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"
+                 " AND %s IS NOT NULL ORDER BY id",
+                 col, col);
+    }
     sweep_ctx c = {out, 0};
-    int e = store_sql_rows(st, sql, "a sweep", sweep_id, NULL, &c, sweep_row, NULL, err);
+    int e = store_sql_rows(st, sql, "a sweep", sweep_id, target[0] ? target : NULL, &c, sweep_row, NULL, err);
     if (!e && out->n == 0)
         e = dp_err_set(err, DP_EINPUT, "sweep %lld has no successful runs in %s", (long long)sweep_id,
                        db_name(st));

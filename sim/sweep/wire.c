@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define WIRE_MAGIC   0x64707377697265ULL /* "dpswire" */
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2 /* 2: learning results (evaluations, times to accuracy) */
 
 typedef struct wbuf {
     uint8_t *b;
@@ -209,6 +209,23 @@ int sweep_wire_pack_run(const res_run *r, uint8_t **out, size_t *len, dp_err *er
         put_i64(&w, s->b);
         put_f64(&w, s->value);
     }
+    put_str(&w, r->learn_source, sizeof r->learn_source);
+    put_u64(&w, r->n_evals);
+    for (size_t i = 0; i < r->n_evals; i++) {
+        const res_eval *e = &r->evals[i];
+        put_f64(&w, e->t_s);
+        put_f64(&w, e->epochs);
+        put_f64(&w, e->samples);
+        put_i64(&w, e->epoch);
+        put_f64(&w, e->test_acc);
+        put_f64(&w, e->test_loss);
+        put_f64(&w, e->train_loss);
+    }
+    put_u64(&w, r->n_tta);
+    for (size_t i = 0; i < r->n_tta; i++) {
+        put_f64(&w, r->tta_target[i]);
+        put_f64(&w, r->tta_s[i]);
+    }
     if (w.oom) {
         dp_free(w.b);
         return dp_err_set(err, DP_ENOMEM, "out of memory packing a %s run", r->policy);
@@ -317,6 +334,26 @@ int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err 
             if (!b->bad && (scope < 0 || scope >= RES_SCOPE_COUNT))
                 b->bad = 1;
             if (!b->bad && res_add_stat(r, name, (res_scope)scope, a, bb, v))
+                oom = 1, b->bad = 1;
+        }
+        get_fixed(b, r->learn_source, sizeof r->learn_source);
+        size_t nev = get_count(b, 56);
+        for (size_t i = 0; i < nev && !b->bad; i++) {
+            res_eval e = {0};
+            e.t_s = get_f64(b);
+            e.epochs = get_f64(b);
+            e.samples = get_f64(b);
+            e.epoch = (int)get_i64(b);
+            e.test_acc = get_f64(b);
+            e.test_loss = get_f64(b);
+            e.train_loss = get_f64(b);
+            if (!b->bad && res_add_eval(r, &e))
+                oom = 1, b->bad = 1;
+        }
+        size_t ntt = get_count(b, 16);
+        for (size_t i = 0; i < ntt && !b->bad; i++) {
+            double tg = get_f64(b), ts = get_f64(b);
+            if (!b->bad && res_add_tta(r, tg, ts))
                 oom = 1, b->bad = 1;
         }
         if (!b->bad && b->off != len)
