@@ -1,4 +1,5 @@
 /* cmd_check.c: dpsim check FILE: load, validate, summarise. */
+#include "learner.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
 
@@ -54,6 +55,13 @@ int cmd_check(int argc, char **argv)
     printf("policies\n");
     for (size_t k = 0; k < policy_count(); k++)
         policy_print_options(policy_at(k), s, stdout);
+    lrn_cfg *lc = NULL; /* cli_load_scenario checked it */
+    if (scn_learning(s) && lrn_cfg_read(s, &lc, &err) == 0 && lc) {
+        char d[512];
+        lrn_cfg_describe(lc, d, sizeof d);
+        printf("learning\n  %s\n", d);
+    }
+    lrn_cfg_free(lc);
     scn_free(s);
     return EXIT_OK;
 }

@@ -8,6 +8,7 @@
  * summary line of `dpsim check` and the help lines.
  */
 #include "policy.h"
+#include "learner.h"
 #include "runtime_impl.h"
 #include "yamltree.h"
 
@@ -240,6 +241,13 @@ int policy_options(const policy_def *p, const scn_scenario *s, void *opts, size_
 
 int policy_check_scenario(const scn_scenario *s, dp_err *err)
 {
+    /* `learning:` is the runtime's (every policy runs the same learner):
+     * checked here, before any run, with its data set loaded */
+    lrn_cfg *lc = NULL;
+    int lr = lrn_cfg_read(s, &lc, err);
+    lrn_cfg_free(lc);
+    if (lr < 0)
+        return lr;
     const yt_node *m = scn_policies(s);
     if (!m)
         return 0;
