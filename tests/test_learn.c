@@ -7,6 +7,7 @@
 #include "ldata.h"
 #include "lmodel.h"
 #include "policy/policy.h"
+#include "sweep/sweep_impl.h"
 #include "test_common.h"
 
 #include <stdio.h>
@@ -276,4 +277,27 @@ Test(learn, digits_shape)
     cr_expect_eq(d->dim, 64);
     cr_expect_eq(d->classes, 10);
     ldata_free(d);
+}
+
+/* An MPI sweep's worker sends its run to rank 0: the learning results
+ * travel with it, bit for bit. */
+Test(learn, learning_results_cross_the_wire)
+{
+    scn_scenario *s = load(world(4, 8, "learning: {lr: 0.5, targets: [0.8, 0.999]}\n"), NULL, 0);
+    res_run *r = run_policy("localsgd", s), *back = NULL;
+    uint8_t *b = NULL;
+    size_t len = 0;
+    dp_err e = {0};
+    cr_assert_eq(sweep_wire_pack_run(r, &b, &len, &e), 0, "%s", e.msg);
+    cr_assert_eq(sweep_wire_unpack_run(b, len, &back, &e), 0, "%s", e.msg);
+    cr_assert_eq(back->n_evals, r->n_evals);
+    cr_expect_eq(memcmp(back->evals, r->evals, r->n_evals * sizeof *r->evals), 0);
+    cr_assert_eq(back->n_tta, 2);
+    cr_expect_eq(back->tta_s[0], r->tta_s[0]);
+    cr_expect(isnan(back->tta_s[1]) && isnan(r->tta_s[1]), "0.999 is not reached");
+    cr_expect_str_eq(back->learn_source, "sgd");
+    dp_free(b);
+    res_run_free(back);
+    res_run_free(r);
+    scn_free(s);
 }
