@@ -11,6 +11,7 @@ const char *const lrn_model_names[] = {"softmax", "mlp", NULL};
 const char *const lrn_partition_names[] = {"iid", "labels", "dirichlet", "policy", NULL};
 const char *const lrn_staleness_names[] = {"none", "divide", NULL};
 const char *const lrn_samples_names[] = {"epoch", "same", NULL};
+const char *const lrn_features_names[] = {"standardize", "unit", NULL};
 
 void lrn_cfg_free(lrn_cfg *c)
 {
@@ -133,7 +134,7 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
         return 0;
     static const char *const keys[] = {"data",      "test_fraction", "model",   "hidden",         "partition",
                                        "labels_per_device", "alpha",  "seed",    "lr",             "staleness",
-                                       "evaluate",  "targets",       "stop_at_target", "samples",
+                                       "evaluate",  "targets",       "stop_at_target", "samples", "features",
                                        NULL};
     if (scn_read_keys(s, m, "learning", keys, err) < 0)
         return DP_EINPUT;
@@ -156,7 +157,9 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
         scn_read_enum(s, m, "learning", "staleness", lrn_staleness_names, LRN_STALE_NONE, &stale, err) < 0 ||
         read_targets(s, m, c, err) < 0 ||
         scn_read_bool(s, m, "learning", "stop_at_target", 0, &stop, err) < 0 ||
-        scn_read_enum(s, m, "learning", "samples", lrn_samples_names, LRN_SAMPLES_EPOCH, &samples, err) < 0)
+        scn_read_enum(s, m, "learning", "samples", lrn_samples_names, LRN_SAMPLES_EPOCH, &samples, err) < 0 ||
+        scn_read_enum(s, m, "learning", "features", lrn_features_names, LRN_FEAT_STANDARDIZE, &c->features,
+                      err) < 0)
         goto bad;
     c->model = (lm_kind)model;
     c->hidden = (size_t)hidden;
@@ -218,6 +221,8 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
             err->code = DP_ENOMEM;
         goto bad;
     }
+    if (c->features == LRN_FEAT_STANDARDIZE)
+        ldata_standardize(c->data);
     if (c->partition == LRN_PART_LABELS && (size_t)c->labels_per_device > c->data->classes) {
         scn_read_fail(s, yt_get(m, "labels_per_device"), "learning.labels_per_device", err,
                       "%d labels per device, the data set has %zu classes", c->labels_per_device,

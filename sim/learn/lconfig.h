@@ -10,11 +10,13 @@
 enum { LRN_PART_IID = 0, LRN_PART_LABELS, LRN_PART_DIRICHLET, LRN_PART_POLICY };
 enum { LRN_STALE_NONE = 0, LRN_STALE_DIVIDE };
 enum { LRN_SAMPLES_EPOCH = 0, LRN_SAMPLES_SAME };
+enum { LRN_FEAT_STANDARDIZE = 0, LRN_FEAT_UNIT };
 
 extern const char *const lrn_model_names[];
 extern const char *const lrn_partition_names[];
 extern const char *const lrn_staleness_names[];
 extern const char *const lrn_samples_names[];
+extern const char *const lrn_features_names[];
 
 struct lrn_cfg {
     ldata *data;
@@ -35,6 +37,7 @@ struct lrn_cfg {
     size_t n_targets;
     int stop_at_target;
     int samples;
+    int features;
 };
 
 #endif

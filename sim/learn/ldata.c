@@ -442,3 +442,22 @@ ldata *ldata_load(const char *source, const char *base_dir, double test_fraction
     }
     return d;
 }
+
+void ldata_standardize(ldata *d)
+{
+    for (size_t c = 0; c < d->dim; c++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < d->n_train; i++)
+            mean += d->x_train[i * d->dim + c];
+        mean /= (double)d->n_train;
+        for (size_t i = 0; i < d->n_train; i++) {
+            double x = d->x_train[i * d->dim + c] - mean;
+            var += x * x;
+        }
+        double sd = sqrt(var / (double)d->n_train), inv = sd > 0 ? 1.0 / sd : 0.0;
+        for (size_t i = 0; i < d->n_train; i++)
+            d->x_train[i * d->dim + c] = (d->x_train[i * d->dim + c] - mean) * inv;
+        for (size_t i = 0; i < d->n_test; i++)
+            d->x_test[i * d->dim + c] = (d->x_test[i * d->dim + c] - mean) * inv;
+    }
+}

@@ -43,5 +43,9 @@ typedef struct ldata {
  * DP_ENOMEM). */
 ldata *ldata_load(const char *source, const char *base_dir, double test_fraction, dp_err *err);
 void ldata_free(ldata *d);
+/* Standardise every feature to mean 0 and standard deviation 1 over the
+ * training split (the same shift and scale applied to the test split; a
+ * constant feature becomes 0). */
+void ldata_standardize(ldata *d);
 
 #endif
