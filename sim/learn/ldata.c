@@ -445,19 +445,35 @@ ldata *ldata_load(const char *source, const char *base_dir, double test_fraction
 
 void ldata_standardize(ldata *d)
 {
-    for (size_t c = 0; c < d->dim; c++) {
-        double mean = 0, var = 0;
-        for (size_t i = 0; i < d->n_train; i++)
-            mean += d->x_train[i * d->dim + c];
-        mean /= (double)d->n_train;
-        for (size_t i = 0; i < d->n_train; i++) {
-            double x = d->x_train[i * d->dim + c] - mean;
-            var += x * x;
-        }
-        double sd = sqrt(var / (double)d->n_train), inv = sd > 0 ? 1.0 / sd : 0.0;
-        for (size_t i = 0; i < d->n_train; i++)
-            d->x_train[i * d->dim + c] = (d->x_train[i * d->dim + c] - mean) * inv;
-        for (size_t i = 0; i < d->n_test; i++)
-            d->x_test[i * d->dim + c] = (d->x_test[i * d->dim + c] - mean) * inv;
+    /* row by row (the arrays are row-major): column passes over 60,000
+     * rows of 784 features were 2 s of cache misses */
+    size_t D = d->dim;
+    double *mean = dp_calloc(D ? D : 1, sizeof *mean), *inv = dp_calloc(D ? D : 1, sizeof *inv);
+    if (!mean || !inv) { /* left as read: the caller's results are then unit features */
+        dp_free(mean);
+        dp_free(inv);
+        return;
     }
+    for (size_t i = 0; i < d->n_train; i++)
+        for (size_t c = 0; c < D; c++)
+            mean[c] += d->x_train[i * D + c];
+    for (size_t c = 0; c < D; c++)
+        mean[c] /= (double)d->n_train;
+    for (size_t i = 0; i < d->n_train; i++)
+        for (size_t c = 0; c < D; c++) {
+            double x = d->x_train[i * D + c] - mean[c];
+            inv[c] += x * x;
+        }
+    for (size_t c = 0; c < D; c++) {
+        double sd = sqrt(inv[c] / (double)d->n_train);
+        inv[c] = sd > 0 ? 1.0 / sd : 0.0;
+    }
+    for (size_t i = 0; i < d->n_train; i++)
+        for (size_t c = 0; c < D; c++)
+            d->x_train[i * D + c] = (d->x_train[i * D + c] - mean[c]) * inv[c];
+    for (size_t i = 0; i < d->n_test; i++)
+        for (size_t c = 0; c < D; c++)
+            d->x_test[i * D + c] = (d->x_test[i * D + c] - mean[c]) * inv[c];
+    dp_free(mean);
+    dp_free(inv);
 }
