@@ -20,7 +20,7 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
         return rc;
     res_run **rr = dp_calloc(n ? n : 1, sizeof *rr);
     size_t *keep = dp_calloc(n ? n : 1, sizeof *keep), nk = 0;
-    double tmax = 0, emax = 0;
+    double tmax = 0, emax = 0, tmin = INFINITY; /* tmin: the earliest evaluation after t = 0 */
     if (!rr || !keep) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory");
         goto done;
@@ -32,6 +32,9 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
             continue;
         keep[nk++] = k;
         const res_eval *last = &rr[k]->evals[rr[k]->n_evals - 1];
+        for (size_t i = 0; i < rr[k]->n_evals; i++)
+            if (rr[k]->evals[i].t_s > 0)
+                tmin = fmin(tmin, rr[k]->evals[i].t_s);
         tmax = fmax(tmax, last->t_s);
         emax = fmax(emax, last->epochs);
     }
@@ -45,6 +48,10 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
     }
     double div;
     const char *unit = plot_time_unit(tmax, &div);
+    /* schedules whose runs differ by decades (C-ADP's seconds against
+     * DDP's hours) share a log time axis; the initial model's evaluation
+     * at t = 0 is then left out of the left panel */
+    int logx = plot_want_log(sel->log_x, tmin, tmax, 30);
     plot_gp *gp = plot_open(sel, out_path, 1400, 620, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
@@ -60,14 +67,21 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
         plot_title(gp, sel->title, panel ? "... against epochs" : t1, panel ? "" : t2);
         plot_gp_printf(gp,
                        "set grid lc rgb '#d0d0d0'\nset key bottom right box opaque\n"
-                       "set yrange [0:100]\nset ylabel 'test accuracy (%%)'\n");
+                       "set yrange [%s:100]\nset ylabel 'test accuracy (%%)'\n",
+                       !panel && logx ? "*" : "0");
         if (panel)
             plot_gp_printf(gp, "set xlabel 'epochs (training samples consumed / training set)'\n"
                                "set xrange [0:%.10g]\n",
                            emax > 0 ? emax * 1.02 : 1);
+        else if (logx)
+            plot_gp_printf(gp, "set xlabel 'simulated time (%s, log scale)'\nset logscale x\n"
+                               "set format x '%%g'\nset xrange [%.10g:%.10g]\n",
+                           unit, tmin / div / 1.2, tmax / div * 1.2);
         else
             plot_gp_printf(gp, "set xlabel 'simulated time (%s)'\nset xrange [0:%.10g]\n", unit,
                            tmax > 0 ? tmax / div * 1.02 : 1);
+        if (panel)
+            plot_gp_printf(gp, "unset logscale x\nset format x '%%g'\n");
         plot_gp_printf(gp, "unset arrow\n");
         for (size_t k = 0; k < r0->n_tta; k++)
             plot_gp_printf(gp, "set arrow from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb "
@@ -77,8 +91,9 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
             const res_run *x = rr[keep[q]];
             plot_gp_printf(gp, "$a%d_%zu << EOD\n", panel, q);
             for (size_t i = 0; i < x->n_evals; i++)
-                plot_gp_printf(gp, "%.10g %.10g\n", panel ? x->evals[i].epochs : x->evals[i].t_s / div,
-                               100 * x->evals[i].test_acc);
+                if (panel || !logx || x->evals[i].t_s > 0)
+                    plot_gp_printf(gp, "%.10g %.10g\n", panel ? x->evals[i].epochs : x->evals[i].t_s / div,
+                                   100 * x->evals[i].test_acc);
             plot_gp_printf(gp, "EOD\n");
         }
         plot_gp_printf(gp, "plot ");
