@@ -68,6 +68,19 @@ expect 2 "$BIN" run "$DIG" --db "$DB" --set learning.model=cnn
 after=$(sqlite3 "$DB" "SELECT count(*) FROM runs")
 [ "$before" = "$after" ] && ok "nothing stored by refused runs" || bad "runs went from $before to $after"
 
+# --- the learner sees every update: the same curve with the fast paths off
+# (steady-state replay, folded batch runs), and in a world that fails
+for p in ddp cadp localsgd; do
+    "$BIN" run "$DIG" -p $p --no-db --json --set training.epochs=3 2>/dev/null | grep -v wall_s >"$T/a.json"
+    DPSIM_NO_FAST_FORWARD=1 DPSIM_COMPUTE_PER_BATCH=1 "$BIN" run "$DIG" -p $p --no-db --json \
+        --set training.epochs=3 2>/dev/null | grep -v wall_s >"$T/b.json"
+    sed -i 's/"wall_s":[^,]*,//' "$T/a.json" "$T/b.json"
+    cmp -s "$T/a.json" "$T/b.json" && ok "$p: the same bytes without the fast paths" || bad "$p: fast paths change the run"
+done
+expect 0 "learning in a world that fails" -- "$BIN" run "$DIG" -p ddp,cadp,localsgd,asyncps --no-db -q \
+    --set training.epochs=3 --set 'availability={mtbf: 300s, mttr: 5s}' --set policies.ddp.timeout=10s
+has "$T/out" "time to accuracy"
+
 # --- without learning: no learning output at all
 expect 0 "$BIN" run "$TINY" --no-db --json -p cadp
 hasnt "$T/out" '"learning"'
