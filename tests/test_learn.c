@@ -82,40 +82,34 @@ static void expect_serial(const scn_scenario *s, const res_run *r, int b)
 
 static const char *SOFTMAX = "learning: {data: digits, model: softmax, lr: {initial: 0.5, every: 2, factor: 0.5}}\n";
 
-Test(learn, ddp_one_device_equals_serial_sgd)
+/* One device running `policy` with batch b: the plain serial SGD loop. */
+static void serial_case(const char *policy, int b, const char *learning)
 {
-    scn_scenario *s = load(world(1, 64, SOFTMAX), NULL, 0);
-    res_run *r = run_policy("ddp", s);
-    expect_serial(s, r, 64);
+    scn_scenario *s = load(world(1, b, learning), NULL, 0);
+    res_run *r = run_policy(policy, s);
+    expect_serial(s, r, b);
     res_run_free(r);
     scn_free(s);
+}
+
+Test(learn, ddp_one_device_equals_serial_sgd)
+{
+    serial_case("ddp", 64, SOFTMAX);
 }
 
 Test(learn, cadp_one_device_equals_serial_sgd)
 {
-    scn_scenario *s = load(world(1, 64, SOFTMAX), NULL, 0);
-    res_run *r = run_policy("cadp", s);
-    expect_serial(s, r, 64);
-    res_run_free(r);
-    scn_free(s);
+    serial_case("cadp", 64, SOFTMAX);
 }
 
 Test(learn, asyncps_one_worker_equals_serial_sgd)
 {
-    scn_scenario *s = load(world(1, 64, SOFTMAX), NULL, 0);
-    res_run *r = run_policy("asyncps", s);
-    expect_serial(s, r, 64);
-    res_run_free(r);
-    scn_free(s);
+    serial_case("asyncps", 64, SOFTMAX);
 }
 
 Test(learn, mlp_one_device_equals_serial_sgd)
 {
-    scn_scenario *s = load(world(1, 32, "learning: {model: mlp, hidden: 16, lr: 0.2}\n"), NULL, 0);
-    res_run *r = run_policy("ddp", s);
-    expect_serial(s, r, 32);
-    res_run_free(r);
-    scn_free(s);
+    serial_case("ddp", 32, "learning: {model: mlp, hidden: 16, lr: 0.2}\n");
 }
 
 /* Local SGD averaging after every step is DDP (the models' average by
