@@ -67,8 +67,8 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
         plot_title(gp, sel->title, panel ? "... against epochs" : t1, panel ? "" : t2);
         plot_gp_printf(gp,
                        "set grid lc rgb '#d0d0d0'\nset key bottom right box opaque\n"
-                       "set yrange [%s:100]\nset ylabel 'test accuracy (%%)'\n",
-                       !panel && logx ? "*" : "0");
+                       "set yrange %s\nset ylabel 'test accuracy (%%)'\n",
+                       !panel && logx ? "[*:*]" : "[0:100]");
         if (panel)
             plot_gp_printf(gp, "set xlabel 'epochs (training samples consumed / training set)'\n"
                                "set xrange [0:%.10g]\n",
