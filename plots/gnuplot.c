@@ -365,6 +365,64 @@ static int gp_spawn(plot_gp *gp, dp_err *err)
     return 0;
 }
 
+/* 0 when out_path's directory exists and is writable, else an error
+ * naming it.  Checked before gnuplot starts: gnuplot that cannot open its
+ * output draws to its stdout instead, and its error would be the image. */
+static int check_out_dir(const char *out_path, dp_err *err)
+{
+    char dir[3001];
+    const char *slash = strrchr(out_path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == out_path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - out_path), out_path);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return dp_err_set(err, DP_ERUN, "cannot write %s: '%s' is not a directory", out_path, dir);
+    if (access(dir, W_OK) != 0)
+        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir, strerror(errno));
+    return 0;
+}
+
+/* 1 when the file gnuplot wrote at path is whole: a PNG ends with its IEND
+ * chunk, a PDF with %%EOF, an SVG with </svg> (each told by its first
+ * bytes).  gnuplot exits 0 even when its output was cut short (a full
+ * disk), so the file itself is the only witness. */
+static int file_complete(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    unsigned char head[8] = {0}, tail[1024];
+    size_t nh = fread(head, 1, sizeof head, f), nt = 0;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size > 0 && fseek(f, size > (long)sizeof tail ? size - (long)sizeof tail : 0, SEEK_SET) == 0)
+        nt = fread(tail, 1, sizeof tail, f);
+    fclose(f);
+    if (size <= 0)
+        return 0;
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char png_end[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    const char *mark = NULL;
+    if (nh == 8 && !memcmp(head, png_sig, 8))
+        return nt >= 12 && !memcmp(tail + nt - 12, png_end, 12);
+    if (nh >= 4 && !memcmp(head, "%PDF", 4))
+        mark = "%%EOF";
+    else if (nh >= 5 && (!memcmp(head, "<?xml", 5) || !memcmp(head, "<svg", 4)))
+        mark = "</svg>";
+    if (!mark)
+        return 1; /* a format not checked here */
+    size_t ml = strlen(mark);
+    for (size_t i = nt >= ml ? nt - ml + 1 : 0; i-- > 0;)
+        if (!memcmp(tail + i, mark, ml))
+            return 1;
+    return 0;
+}
+
 /* A plot_gp for out_path, no process yet (gnuplot's part of plot_gp_open). */
 static plot_gp *gp_new(const char *out_path, dp_err *err)
 {
@@ -375,6 +433,8 @@ static plot_gp *gp_new(const char *out_path, dp_err *err)
                    out_path);
         return NULL;
     }
+    if (check_out_dir(out_path, err))
+        return NULL;
     plot_gp *gp = dp_calloc(1, sizeof *gp);
     if (!gp) {
         dp_err_set(err, DP_ENOMEM, "out of memory starting gnuplot");
@@ -446,6 +506,14 @@ static void read_log(plot_gp *gp, char *out, size_t cap)
     fseek(gp->log, from, SEEK_SET);
     char raw[4001], norm[4001];
     size_t n = fread(raw, 1, sizeof raw - 1, gp->log);
+    /* Not text (gnuplot drew an image to its stdout): say so, never quote it. */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f) {
+            snprintf(out, cap, "(%ld bytes of output that is not text)", size);
+            return;
+        }
+    }
     size_t o = 0;
     int sep = 0; /* 0 none pending, 1 a blank, 2 a line break */
     for (size_t i = 0; i < n; i++) {
@@ -534,6 +602,11 @@ int plot_gp_close(plot_gp *gp, dp_err *err)
         if (stat(gp->part, &sb) || sb.st_size == 0)
             rc = dp_err_set(err, DP_ERUN, "gnuplot ('%s') exited without writing %s%s%s", gp->prog, gp->out,
                             *log ? ": " : "", log);
+        else if (!file_complete(gp->part))
+            rc = dp_err_set(err, DP_ERUN,
+                            "gnuplot ('%s') exited 0 but %s is incomplete (%lld bytes, cut short: is the disk "
+                            "full?)%s%s",
+                            gp->prog, gp->out, (long long)sb.st_size, *log ? ": " : "", log);
         else if (rename(gp->part, gp->out))
             rc = dp_err_set(err, DP_ERUN, "cannot rename %s to %s: %s", gp->part, gp->out, strerror(errno));
     }
@@ -628,8 +701,7 @@ static int batch_draw_all(int *started, dp_err *err)
     pid_t w = gp_wait(gp, &status);
     int ok = w >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !gp->werr;
     for (size_t k = 0; ok && k < batch.n; k++) {
-        struct stat sb;
-        ok = stat(batch.items[k].part, &sb) == 0 && sb.st_size > 0;
+        ok = file_complete(batch.items[k].part); /* else drawn again one by one, to say which */
     }
     gp_free(gp);
     return ok;

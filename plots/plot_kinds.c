@@ -536,8 +536,10 @@ static int sweep_load(store *st, const plot_sel *sel, sdata *d, dp_err *err)
         return rc;
     if ((rc = store_sweep_scenario(st, d->sweep_id, d->scenario, sizeof d->scenario, err)))
         return rc;
+    char es[300]; /* a stored name, escaped: a database may come from anyone */
     if (sel->note)
-        fprintf(sel->note, "drawing sweep #%lld of scenario '%s'%s\n", (long long)d->sweep_id, d->scenario,
+        fprintf(sel->note, "drawing sweep #%lld of scenario '%s'%s\n", (long long)d->sweep_id,
+                dp_esc(es, sizeof es, d->scenario),
                 sel->sweep_id ? "" : " (the latest; choose another with --sweep ID)");
     store_sweep_runs runs;
     if ((rc = store_sweep_runs_get(st, d->sweep_id, col, &runs, err)))

@@ -4,7 +4,9 @@
 # --jobs 1 sweep (metrics, devices, epochs, stats, FLOPS bins, timeline);
 # a worker rank killed with SIGKILL mid-sweep loses only its run in flight,
 # which a resume then runs, giving the same final set as --jobs 1; SIGTERM
-# to rank 0 stops cleanly and a resume completes the set.
+# to rank 0 stops cleanly and a resume completes the set.  The signals are
+# raised by the ranks themselves at known points (DPSIM_TEST_RAISE,
+# sim/sweep/mpi.c), never sent on a timer.
 # Skipped (exit 77) where the binary was built without MPI or mpirun is
 # missing, and in the sanitizer build (see below).
 # Env: DPSIM_BIN (absolute path of dpsim), DPSIM_SRC (source root).
@@ -28,10 +30,6 @@ if grep -q __asan_init "$BIN" 2>/dev/null; then
     skip "sanitizer build: Open MPI's own allocations show as leaks; the normal build runs the MPI tests"
 fi
 
-MP=""
-e2e_cleanup() { # before e2e_lib.sh removes $T
-    if [ -n "$MP" ]; then kill -9 "$MP" 2>/dev/null || true; fi
-}
 cd "$T"
 
 if "$BIN" sweep "$TINY" --vary devices.gpu.count=1 --mpi --db probe.db -q 2>probe.err; then
@@ -65,18 +63,6 @@ SELECT $k, g.device, g.act, $f, g.t0_s), $f, g.t1_s) FROM run_segments g JOIN ru
   ORDER BY 1, 2, 3, g.rowid;"
 }
 nruns() { sqlite3 "$1" "SELECT count(*) FROM runs WHERE status = 'ok'"; }
-# rank_pid PARENT RANK: the pid of rank RANK among PARENT's (mpirun's)
-# children, from /proc (no procps needed); empty when not found.
-rank_pid() {
-    local d
-    for d in /proc/[0-9]*; do
-        if [ "$(awk '/^PPid:/ {print $2}' "$d/status" 2>/dev/null)" = "$1" ] &&
-            tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-            echo "${d#/proc/}"
-            return
-        fi
-    done
-}
 
 # ---- the same rows as --jobs 1 ------------------------------------------
 # tiny: 3 x 2 points x 3 policies, with --detail so that the FLOPS bins and
@@ -128,20 +114,15 @@ dump pref.db >pref.txt
 total=$(nruns pref.db)
 # A live rank beats every second; 4 s of silence leaves room for a busy machine.
 export DPSIM_MPI_TIMEOUT=4
-"${MPIRUN[@]}" -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db kill.db >kill.out 2>kill.err &
-MP=$!
-for _ in $(seq 1 300); do
-    n=$(sqlite3 kill.db "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
-    [ "${n:-0}" -ge 2 ] && break
-    sleep 0.05
-done
-victim=$(rank_pid "$MP" 1) # mpirun's own children only
-if [ -n "$victim" ]; then
-    kill -9 "$victim"
-    # mpirun --enable-recovery exits 0 whatever the ranks do (Open MPI 4.1),
-    # so the outcome is read from the output and the database.
-    wait "$MP" || true
-    MP=""
+# Rank 1 kills itself (SIGKILL) as it receives its first task, which rank 0
+# hands it before starting its own thread: a known point, not a race with
+# the clock (issue 38: polling the database and killing from here lost to
+# a sweep that finished first on a loaded machine).
+DPSIM_TEST_RAISE=1:0:9 "${MPIRUN[@]}" -x DPSIM_TEST_RAISE -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi \
+    --db kill.db >kill.out 2>kill.err || true
+# mpirun --enable-recovery exits 0 whatever the ranks do (Open MPI 4.1), so
+# the outcome is read from the output and the database.
+if [ -f kill.db ]; then
     stored=$(nruns kill.db)
     if grep -q "run lost with its rank" kill.err && [ "$stored" -lt "$total" ] && [ "$stored" -ge $((total - 1)) ]; then
         ok "rank 1 killed: the sweep went on, $stored of $total stored, the lost run reported"
@@ -157,23 +138,14 @@ if [ -n "$victim" ]; then
         diff pref.txt kill.txt | head -5 || true
     fi
 else
-    wait "$MP" || true
-    MP=""
-    bad "rank 1 not found among mpirun's children (the sweep ended before the kill?)"
+    bad "the sweep with rank 1 killed stored nothing"
+    tail -5 kill.err
 fi
 
 # ---- SIGTERM to rank 0: a clean stop, then resume --------------------------
-"${MPIRUN[@]}" -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db term.db >term.out 2>term.err &
-MP=$!
-for _ in $(seq 1 300); do
-    n=$(sqlite3 term.db "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
-    [ "${n:-0}" -ge 2 ] && break
-    sleep 0.05
-done
-r0=$(rank_pid "$MP" 0)
-if [ -n "$r0" ]; then kill -TERM "$r0"; fi
-wait "$MP" || true
-MP=""
+# Rank 0 raises SIGTERM on itself once 2 runs are stored (a known point).
+DPSIM_TEST_RAISE=0:2:15 "${MPIRUN[@]}" -x DPSIM_TEST_RAISE -n 3 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi \
+    --db term.db >term.out 2>term.err || true
 if grep -q "sweep interrupted: [0-9]* runs stored now, [1-9][0-9]* left" term.err &&
     "${MPIRUN[@]}" -n 2 "$BIN" sweep "$PAPER" "${PGRID[@]}" --mpi --db term.db >term2.out 2>&1 &&
     dump term.db | cmp -s pref.txt -; then

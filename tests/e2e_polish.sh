@@ -72,7 +72,8 @@ has "$T/err" "drawing run #5 (C-ADP)"
 expect 0 bash -c "cd '$T' && '$BIN' rerun 5 --db p.db"
 has "$T/out" "identical"
 
-# --- (2) progress: lines on stderr when not a terminal, none with --quiet or --json
+# --- (2) progress: lines on stderr when not a terminal, none with --quiet;
+# with --json too (issue 38: --json no longer turns them off without a word)
 G1="--set training.epochs=1"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp
 has "$T/err" "ddp on geo-3sites: t = "
@@ -86,6 +87,9 @@ hasnt "$T/err" "(0.0%), ETA"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --quiet
 hasnt "$T/err" "events/s"
 DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --json
+has "$T/err" "events/s"
+hasnt "$T/out" "events/s"
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" $G1 --no-db -p ddp --json -q
 hasnt "$T/err" "events/s"
 
 # --- (3) --log: off by default, categories and levels, bad specs refused

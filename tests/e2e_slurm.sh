@@ -116,21 +116,69 @@ else
     tail -3 job-again.log
 fi
 
-# Its submit part, with a fake sbatch that logs its arguments.
+# Its submit part, with a fake sbatch that logs its arguments and runs a
+# --wrap command as Slurm does: with /bin/sh (dash on Debian, which has no
+# shopt), in the environment sbatch was given (--export=ALL).
 mkdir -p fakebin
 cat >fakebin/sbatch <<'EOF'
 #!/bin/bash
-echo "$*" >>"$FAKE_LOG"
+printf '%s\n' "$*" >>"$FAKE_LOG"
+for a in "$@"; do
+    case $a in --wrap=*) /bin/sh -c "${a#--wrap=}" >>"$FAKE_LOG.wrap" 2>&1 || echo "wrap failed: $?" >>"$FAKE_LOG" ;; esac
+done
 echo "1234;cluster"
 EOF
 chmod +x fakebin/sbatch
 if env PATH="$T/fakebin:$PATH" FAKE_LOG="$T/sbatch.log" DPSIM="$BIN" DPSIM_OUT="$T/out" bash job.sh >submit.log &&
     head -1 sbatch.log | grep -q -- "--parsable.* job.sh$" &&
-    sed -n 2p sbatch.log | grep -q -- "--dependency=afterany:1234 .*merge .*results.db.*shard-\*.db"; then
-    ok "script submit: the array, then dpsim merge after any end of job 1234"
+    sed -n 2p sbatch.log | grep -q -- "--dependency=afterany:1234 .*merge" && ! grep -q "wrap failed" sbatch.log &&
+    rows out/results.db | cmp -s whole.txt -; then
+    ok "script submit: the array, then dpsim merge (run by /bin/sh) after any end of job 1234"
 else
     bad "script submit"
-    cat sbatch.log submit.log
+    cat sbatch.log submit.log sbatch.log.wrap
+fi
+
+# Hostile names (issue 38): a project directory, scenario and binary path
+# holding $(...), backquotes, quotes, spaces and a newline are data, never
+# code, in the task part and in the merge job.
+H="$T/p \$(touch PWNED1) \`touch PWNED2\` \"q\" 'a'
+x;touch PWNED3"
+mkdir -p "$H/bin"
+cp "$TINY" "$H/t \$(touch PWNED4).yaml"
+HB="$H/bin/dpsim \`touch PWNED5\`"
+ln -s "$BIN" "$HB"
+(cd "$H" && "$HB" sweep "t \$(touch PWNED4).yaml" "${GRID[@]}" --print-sbatch >job.sh)
+for i in 0 1 2; do
+    (cd "$H" && env SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_JOB_ID=44 SLURM_CPUS_PER_TASK=1 \
+        TMPDIR="$H" DPSIM="$HB" bash job.sh >"$T/hjob-$i.log" 2>&1) || {
+        bad "hostile: task $i failed"
+        cat "$T/hjob-$i.log"
+    }
+done
+rm -f sbatch.log sbatch.log.wrap
+(cd "$H" && env PATH="$T/fakebin:$PATH" FAKE_LOG="$T/sbatch.log" DPSIM="$HB" bash job.sh >"$T/hsubmit.log" 2>&1) ||
+    bad "hostile: submit failed: $(cat "$T/hsubmit.log")"
+if [ -z "$(find "$T" -name 'PWNED*')" ] && [ -f "$H/results.db" ] && rows "$H/results.db" | cmp -s whole.txt - &&
+    ! grep -q "wrap failed" sbatch.log; then
+    ok "hostile names in the directory, scenario and binary: nothing run, the merge job merges the 3 shards"
+else
+    bad "hostile names: $(find "$T" -name 'PWNED*') $(cat sbatch.log sbatch.log.wrap 2>/dev/null)"
+fi
+
+# Bundled short options (-qV SPEC, -qp ddp, -qd DB) are taken apart by the
+# parser: the script gets --vary 'KEY=SPEC' and --policy 'ddp', and runs.
+"$BIN" sweep "$TINY" -qV devices.gpu.count=1..2 -qp ddp -qd ignored.db --print-sbatch >bjob.sh
+mkdir -p bout
+env SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=1 SLURM_ARRAY_JOB_ID=45 SLURM_CPUS_PER_TASK=1 TMPDIR="$T/node" \
+    DPSIM="$BIN" DPSIM_OUT="$T/bout" bash bjob.sh >bjob.log 2>&1 || true
+if grep -q -- "--vary 'devices.gpu.count=1..2'" bjob.sh && grep -q -- "--policy 'ddp'" bjob.sh &&
+    ! grep -v '^#' bjob.sh | grep -q -- " -q\|ignored.db" &&
+    [ "$(sqlite3 bout/shards/shard-0.db "SELECT group_concat(policy || ':' || status) FROM runs")" = "ddp:ok,ddp:ok" ]; then
+    ok "bundled -qV/-qp/-qd: the script carries --vary and --policy from the parsed options; 2 runs stored"
+else
+    bad "bundled short options"
+    cat bjob.sh bjob.log
 fi
 
 e2e_done e2e_slurm

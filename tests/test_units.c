@@ -167,6 +167,11 @@ Test(units, control_characters_are_escaped)
                             "31m \xc3\xa9"),
                      "x\\xc2\\x9b31m \xc3\xa9");
     cr_expect_str_eq(dp_esc(b, sizeof b, NULL), "");
+    /* bytes that are not UTF-8 (a lone 8-bit CSI, a cut, overlong or
+     * surrogate sequence) are escaped one by one; 4-byte UTF-8 passes */
+    cr_expect_str_eq(dp_esc(b, sizeof b, "a\x9b" "2J\xc3"), "a\\x9b2J\\xc3");
+    cr_expect_str_eq(dp_esc(b, sizeof b, "\xc0\xaf\xed\xa0\x80"), "\\xc0\\xaf\\xed\\xa0\\x80");
+    cr_expect_str_eq(dp_esc(b, sizeof b, "\xf0\x9f\x98\x80!"), "\xf0\x9f\x98\x80!");
     /* cut before an escape that does not fit, never inside one */
     cr_expect_str_eq(dp_esc(b, 6, "ab\033c"), "ab");
     dp_err e = {0};

@@ -183,43 +183,155 @@ void dp_alloc_fail_once(long k)
     atomic_store(&fail_countdown, k);
 }
 
+/* Length of the well-formed UTF-8 sequence at p (2 to 4), or 0: a stray
+ * continuation byte, a bad lead byte, a cut or overlong sequence, a
+ * surrogate or a code point past U+10FFFF. */
+static int utf8_seq(const unsigned char *p)
+{
+    unsigned c = p[0];
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (int k = 1; k < n; k++)
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+        (c == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return n;
+}
+
 const char *dp_esc(char *buf, size_t len, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     if (!len)
         return buf;
     size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
         char e[9];
         size_t k = 0;
         unsigned c = *p;
+        int n = c < 0x80 ? 1 : utf8_seq(p);
         if (c == '\n' || c == '\r' || c == '\t') {
             e[k++] = '\\';
             e[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-        } else if (c < 0x20 || c == 0x7f || (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
-            /* C0 controls, DEL, and C1 controls (U+0080..U+009F) in UTF-8,
-             * which terminals also obey (0xc2 0x9b is CSI). */
-            e[k++] = '\\';
-            e[k++] = 'x';
-            e[k++] = hex[c >> 4];
-            e[k++] = hex[c & 15];
-            if (c == 0xc2) {
-                c = *++p;
+            n = 1;
+        } else if (c < 0x20 || c == 0x7f || n == 0 || (c == 0xc2 && p[1] <= 0x9f)) {
+            /* C0 controls, DEL, C1 controls (U+0080..U+009F) in UTF-8, and
+             * bytes that are not UTF-8 (a lone 0x9b is CSI to an 8-bit
+             * terminal): each byte as \xHH. */
+            n = n ? n : 1;
+            for (int b = 0; b < n; b++) {
                 e[k++] = '\\';
                 e[k++] = 'x';
-                e[k++] = hex[c >> 4];
-                e[k++] = hex[c & 15];
+                e[k++] = hex[p[b] >> 4];
+                e[k++] = hex[p[b] & 15];
             }
         } else {
-            e[k++] = (char)c;
+            for (int b = 0; b < n; b++)
+                e[k++] = (char)p[b];
         }
         if (o + k >= len)
             break; /* cut whole escapes only */
         memcpy(buf + o, e, k);
         o += k;
+        p += n;
     }
     buf[o] = '\0';
     return buf;
+}
+
+const char *dp_excerpt(char *buf, size_t len, const char *s, size_t n)
+{
+    char cut[DP_EXCERPT_MAX + 4];
+    size_t k = 0;
+    for (; k < n && k < DP_EXCERPT_MAX && s[k]; k++)
+        cut[k] = s[k];
+    /* never end inside a UTF-8 sequence: dp_esc would show its bytes */
+    while (k > 0 && k < n && s[k] && ((unsigned char)s[k] & 0xc0) == 0x80)
+        k--;
+    int more = k < n && s[k];
+    if (more)
+        cut[k++] = '.', cut[k++] = '.', cut[k++] = '.';
+    cut[k] = '\0';
+    return dp_esc(buf, len, cut);
+}
+
+static int sniff_sep(char c)
+{
+    return c == ',' || c == ';' || c == ' ' || c == '\t';
+}
+
+/* A CSV cell as dp_csv_sniff accepts it: a word or a decimal number. */
+static int sniff_cell(const char *p, size_t n)
+{
+    if (n >= 2 && p[0] == '"' && p[n - 1] == '"')
+        p++, n -= 2;
+    if (!n)
+        return 0;
+    unsigned char c = (unsigned char)p[0];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+        for (size_t i = 1; i < n; i++) {
+            c = (unsigned char)p[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  (c && strchr("_.()/%+-[]", c))))
+                return 0;
+        }
+        return 1;
+    }
+    /* [+-] digits [. digits] [e [+-] digits] */
+    size_t i = 0, d = 0;
+    if (p[i] == '+' || p[i] == '-')
+        i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9')
+        i++, d++;
+    if (i < n && p[i] == '.')
+        for (i++; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+            d++;
+    if (!d)
+        return 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        if (i >= n || p[i] < '0' || p[i] > '9')
+            return 0;
+        while (i < n && p[i] >= '0' && p[i] <= '9')
+            i++;
+    }
+    return i == n;
+}
+
+long dp_csv_sniff(const char *buf, size_t len)
+{
+    const char *p = buf, *end = buf + len;
+    if (len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
+        p += 3;
+    for (long line = 1; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        while (p < le && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *e = le;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+            e--;
+        if (p == e || *p == '#') {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        if (e - p > 256)
+            return line;
+        while (p < e) { /* cells between separators */
+            const char *q = p;
+            while (q < e && !sniff_sep(*q))
+                q++;
+            if (q > p && !sniff_cell(p, (size_t)(q - p)))
+                return line;
+            p = q;
+            while (p < e && sniff_sep(*p))
+                p++;
+        }
+        return 0;
+    }
+    return 0; /* nothing but blanks and comments: the reader says "empty" */
 }
 
 int dp_err_set(dp_err *err, int code, const char *fmt, ...)

@@ -75,11 +75,27 @@ typedef struct dp_err {
 
 /* Copy s to buf (len bytes, NUL-terminated; cut before an escape that does
  * not fit) with every control character escaped: \n, \r, \t, and \xHH for
- * the other C0 controls, DEL and the UTF-8 encoded C1 controls.  What is
+ * the other C0 controls, DEL, the UTF-8 encoded C1 controls and every byte
+ * that is not part of well-formed UTF-8 (8-bit terminals take 0x9b for CSI).  What is
  * printed from it stays one line and cannot drive the terminal.  Every
  * user-provided string printed to a terminal goes through it (dp_err_set
  * does it for messages).  Returns buf; s == NULL gives "". */
 const char *dp_esc(char *buf, size_t len, const char *s);
+
+/* An excerpt of s[0, n) (a line of an input file) for a message: at most
+ * DP_EXCERPT_MAX characters of it, then "...", escaped as dp_esc does.
+ * Messages quote files only through it, and only lines of files that passed
+ * dp_csv_sniff: a scenario may name any file (`from_csv: /etc/shadow`). */
+#define DP_EXCERPT_MAX 40
+const char *dp_excerpt(char *buf, size_t len, const char *s, size_t n);
+/* 0 when buf[0, len) looks like a CSV file (a trace, a device table) by its
+ * first line that is not blank or a # comment (a UTF-8 BOM skipped): words
+ * and numbers separated by commas, semicolons, tabs or spaces, where a word
+ * is a letter or '_' then letters, digits and _ . ( ) / % + - [ ] (double
+ * quotes around it allowed) and a number is a whole decimal one, at most
+ * 256 characters in all.  Else the number of that line (1 for a first line
+ * of binary bytes), which a message names without quoting it. */
+long dp_csv_sniff(const char *buf, size_t len);
 
 /* 1 when the environment variable `name` is set to anything but "" or "0"
  * (the switches that turn a fast path off to compare, e.g.

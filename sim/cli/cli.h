@@ -58,13 +58,14 @@ int cli_parse_override(char *arg, scn_override *ov);
  * always accepted. */
 #define CLI_MAX_SET 64
 #define CLI_MAX_POS 1024
+#define CLI_MAX_LOG 32
 enum {
     CLI_O_DB = 1 << 0,    /* -d, --db FILE (default results.db) */
     CLI_O_NODB = 1 << 1,  /* --no-db: db becomes NULL */
     CLI_O_JSON = 1 << 2,  /* --json */
     CLI_O_QUIET = 1 << 3, /* -q, --quiet */
     CLI_O_SET = 1 << 4,   /* -s, --set KEY=VALUE (repeatable, at most CLI_MAX_SET) */
-    CLI_O_LOG = 1 << 5,   /* --log CATEGORY[:LEVEL] (repeatable; log.h) */
+    CLI_O_LOG = 1 << 5,   /* --log CATEGORY[:LEVEL] (repeatable, at most CLI_MAX_LOG; log.h) */
 };
 typedef struct cli_opts {
     const char *cmd;
@@ -76,6 +77,8 @@ typedef struct cli_opts {
     char *ov_buf[CLI_MAX_SET];        /* owned; cli_opts_free */
     size_t n_pos;
     const char *pos[CLI_MAX_POS]; /* positional arguments in order (borrowed) */
+    size_t n_log;
+    const char *log_text[CLI_MAX_LOG]; /* each --log as given (borrowed), for generated scripts */
 } cli_opts;
 struct option;
 /* A command's own option: key is getopt_long's return (the short letter or

@@ -58,6 +58,7 @@ int cli_parse(int argc, char **argv, const char *cmd, unsigned want, const struc
     memset(o->pos, 0, sizeof o->pos);
     o->n_pos = 0;
     o->n_ov = 0;
+    o->n_log = 0;
     o->cmd = cmd;
     if (want & CLI_O_DB)
         o->db = "results.db";
@@ -138,8 +139,11 @@ int cli_parse(int argc, char **argv, const char *cmd, unsigned want, const struc
             break;
         case K_LOG: {
             dp_err err = {0};
+            if (o->n_log == CLI_MAX_LOG)
+                return cli_usage_error(cmd, "at most %d --log", CLI_MAX_LOG);
             if (log_enable(optarg, &err))
                 return cli_usage_error(cmd, "--log: %s", err.msg);
+            o->log_text[o->n_log++] = optarg;
             continue;
         }
         default:

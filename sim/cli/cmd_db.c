@@ -144,9 +144,10 @@ int cmd_show(int argc, char **argv)
             printf("%s\n", json_text(j));
             json_free(j);
         } else {
-            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, name, policy,
-                   (unsigned long long)seed);
-            char eo[600];
+            /* Every stored text is escaped: a database may come from anyone. */
+            char eo[600], en[300], ep[100];
+            printf("run #%llu: %s, policy %s, seed %llu", (unsigned long long)id, dp_esc(en, sizeof en, name),
+                   dp_esc(ep, sizeof ep, policy), (unsigned long long)seed);
             for (size_t k = 0; k < n_ovs; k++)
                 printf("%s%s", k ? ", " : ", overrides: ", dp_esc(eo, sizeof eo, ovs[k]));
             printf("\noptions: %s\n", dp_esc(eo, sizeof eo, r->options_json ? r->options_json : "{}"));
@@ -341,14 +342,15 @@ static void note_file_on_disk(uint64_t id, const scn_file *f)
 {
     dp_err e = {0};
     size_t len = 0;
+    char en[300], ep[300];
     char *now = dp_read_file(f->path, "trace file", RERUN_MAX_FILE_BYTES, &len, &e);
     if (!now)
         printf("run #%llu: trace '%s' (%s) is no longer readable (%s); using the copy stored with the run\n",
-               (unsigned long long)id, f->name, f->path, e.msg);
+               (unsigned long long)id, dp_esc(en, sizeof en, f->name), dp_esc(ep, sizeof ep, f->path), e.msg);
     else if (len != f->len || memcmp(now, f->data, len) != 0)
         printf("run #%llu: trace '%s' (%s) has changed since the run (%zu bytes, hash %016llx; stored: %zu "
                "bytes, hash %016llx); using the copy stored with the run\n",
-               (unsigned long long)id, f->name, f->path, len, (unsigned long long)scn_hash(now, len), f->len,
+               (unsigned long long)id, dp_esc(en, sizeof en, f->name), dp_esc(ep, sizeof ep, f->path), len, (unsigned long long)scn_hash(now, len), f->len,
                (unsigned long long)f->hash);
     dp_free(now);
 }
@@ -462,8 +464,9 @@ int cmd_rerun(int argc, char **argv)
         for (size_t e = 0; same && e < old->n_epochs; e++)
             same = SAME(old->epochs[e].end_s, now->epochs[e].end_s);
 #undef SAME
+        char en[300], ep[100];
         printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n",
-               (unsigned long long)id, name, policy, (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
+               (unsigned long long)id, dp_esc(en, sizeof en, name), dp_esc(ep, sizeof ep, policy), (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
                same ? "identical" : "DIFFERENT");
     }
     res_run_free(old);

@@ -52,7 +52,8 @@ static void help(void)
            "  -s, --set KEY=VALUE  override a value of the testbed for every run (e.g.\n"
            "                     policies.ddp.collective=flows to run the rings as flows);\n"
            "                     the figures then no longer match the calibration's\n"
-           "      --json         print the comparison as JSON (sim/store/JSON.md)\n"
+           "      --json         print the comparison as JSON on stdout (sim/store/JSON.md);\n"
+           "                     progress stays on stderr (-q: none)\n"
            "      --with-related also run the load-balancing policies of the paper's related\n"
            "                     work (equal_finish, dlb, lbbsp, lbb) with DDP's data and\n"
            "                     collective settings: a comparison beyond the paper\n"
@@ -164,7 +165,7 @@ static int reproduce(const cli_opts *o, const repro_args *a)
     if (!s)
         return cli_fail(&err);
     cli_catch_interrupts();
-    cli_progress_init(o->quiet || json);
+    cli_progress_init(o->quiet); /* --json is stdout's format: progress stays on stderr */
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

@@ -29,7 +29,8 @@ static void help(void)
            "                          --set policies.cadp.solver=alm\n"
            "                          --set devices.cpu4.link.down=20Mbps\n"
            "                        (policy options: below and scenarios/README.md)\n"
-           "      --json            print JSON instead of tables (shape: sim/store/JSON.md)\n"
+           "      --json            print JSON instead of tables on stdout (shape:\n"
+           "                        sim/store/JSON.md); progress stays on stderr (-q: none)\n"
            "  -q, --quiet           print the summary table only, no progress\n"
            "      --all             list every device in the per-device breakdown (past 50\n"
            "                        devices it shows the first 10 and each figure's min,\n"
@@ -131,7 +132,7 @@ int cmd_run(int argc, char **argv)
     if (!plist || !strcmp(plist, "all")) /* all: those that can run this scenario */
         np = policy_keep_applicable(s, pk, (size_t)np, stderr);
     cli_catch_interrupts();
-    cli_progress_init(quiet || json);
+    cli_progress_init(quiet); /* --json is stdout's format: progress stays on stderr */
     store *st = NULL;
     if (db && !(st = store_open(db, 0, &err))) {
         scn_free(s);

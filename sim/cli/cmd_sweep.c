@@ -178,18 +178,30 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
-/* --print-sbatch: the script on stdout, SCENARIO made absolute so that
- * tasks find it (and its traces) from any directory. */
-static int print_sbatch_script(int argc, char **argv, const char *file, const sweep_grid *g)
+/* --print-sbatch: the script on stdout, written from the parsed options,
+ * SCENARIO made absolute so that tasks find it (and its traces) from any
+ * directory. */
+static int print_sbatch_script(const char *file, const sweep_cfg *cfg, const char *plist, const cli_opts *o)
 {
     char abs[4096];
     if (strncmp(file, "builtin:", 8) == 0)
         snprintf(abs, sizeof abs, "%s", file);
     else if (!realpath(file, abs))
         return cli_usage_error("sweep", "%s: %s", file, strerror(errno));
-    size_t np = sweep_grid_n_points(g);
+    size_t np = sweep_grid_n_points(cfg->grid);
+    int all = !plist || !strcmp(plist, "all");
+    sweep_sbatch_spec sp = {.scenario_abs = abs,
+                            .grid = cfg->grid,
+                            .policies = cfg->policies,
+                            .n_policies = all ? 0 : cfg->n_policies,
+                            .seeds = cfg->seeds,
+                            .retry_failed = cfg->retry_failed,
+                            .detail = cfg->detail,
+                            .log = o->log_text,
+                            .n_log = o->n_log,
+                            .tasks = np < 16 ? (unsigned)np : 16u};
     dp_err err = {0};
-    if (sweep_sbatch_write(stdout, argc, argv, abs, np < 16 ? (unsigned)np : 16u, &err))
+    if (sweep_sbatch_write(stdout, &sp, &err))
         return cli_fail(&err);
     return EXIT_OK;
 }
@@ -248,7 +260,7 @@ int cmd_sweep(int argc, char **argv)
     cfg.n_policies = (size_t)np;
     cfg.grid = g;
     if (sa_.print_sbatch) {
-        rc = print_sbatch_script(argc - 1, argv + 1, file, g);
+        rc = print_sbatch_script(file, &cfg, plist, &o);
         goto out;
     }
 

@@ -918,6 +918,13 @@ int scni_conv_table(cv *c, const yt_node *it, size_t item, int64_t *total)
         return scni_fail(c, fn, kp, "device table '%s' holds a NUL byte at line %zu, column %zu", shown, line,
                          col);
     }
+    /* A scenario may name any file: one that is not a CSV table by its
+     * first line is refused without quoting a byte of it. */
+    long not_csv = dp_csv_sniff(sf->data, sf->len);
+    if (not_csv)
+        return scni_fail(c, fn, kp,
+                         "device table '%s' is not a CSV table: its line %ld is not a header of column names",
+                         shown, not_csv);
     csv_tab *t = dp_calloc(1, sizeof *t);
     if (!t)
         return scni_oom(c);

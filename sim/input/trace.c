@@ -204,10 +204,13 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* A line quoted in a message: a short escaped excerpt (dp_excerpt). */
+#define EX(s) dp_excerpt(ex, sizeof ex, (s), strlen(s))
+
 static trace *read_csv(const char *name, const char *buf, size_t len, const trace_opts *o, dp_err *err)
 {
     lines L = {buf, len, 0, 0};
-    char line[TRACE_LINE_MAX];
+    char line[TRACE_LINE_MAX], ex[4 * DP_EXCERPT_MAX + 8];
     int col0, r, rows = 0;
     builder b = {0};
     double last_t = 0, prev_t = 0;
@@ -227,7 +230,7 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
                 continue;
             }
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: expected two columns time_s,value (got '%s')", name,
-                       L.lineno, col0, line);
+                       L.lineno, col0, EX(line));
             goto fail;
         }
         *sep = '\0';
@@ -243,22 +246,22 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
         }
         if (bad1) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: time is not a finite number (got '%s')", name, L.lineno,
-                       col0, line);
+                       col0, EX(line));
             goto fail;
         }
         if (bad2 || strpbrk(f2, ",; \t")) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: value is not a finite number (got '%s')", name, L.lineno,
-                       col2, f2);
+                       col2, EX(f2));
             goto fail;
         }
         if (rows <= 0 && t != 0) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: the first time must be 0 (got %s)", name, L.lineno, col0,
-                       line);
+                       EX(line));
             goto fail;
         }
         if (t < last_t) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: time goes backwards after %g (got %s)", name, L.lineno,
-                       col0, last_t, line);
+                       col0, last_t, EX(line));
             goto fail;
         }
         if (t > TRACE_MAX_TIME_S) {
@@ -273,7 +276,7 @@ static trace *read_csv(const char *name, const char *buf, size_t len, const trac
             goto fail;
         }
         if (v < 0) {
-            dp_err_set(err, DP_EINPUT, "%s:%ld:%d: negative value (got %s)", name, L.lineno, col2, f2);
+            dp_err_set(err, DP_EINPUT, "%s:%ld:%d: negative value (got %s)", name, L.lineno, col2, EX(f2));
             goto fail;
         }
         /* Below this a positive rate only overflows what is computed from
@@ -315,7 +318,7 @@ static trace *read_mahimahi(const char *name, const char *buf, size_t len, const
     }
     /* Pass 1: validate, find the last timestamp. */
     lines L = {buf, len, 0, 0};
-    char line[TRACE_LINE_MAX];
+    char line[TRACE_LINE_MAX], ex[4 * DP_EXCERPT_MAX + 8];
     int col0, r;
     long long last = -1;
     size_t count = 0;
@@ -330,18 +333,18 @@ static trace *read_mahimahi(const char *name, const char *buf, size_t len, const
         if (!is_uint(line) || strlen(line) > 13) {
             dp_err_set(err, DP_EINPUT,
                        "%s:%ld:%d: expected a millisecond timestamp, a whole number <= %lld (got '%s')", name,
-                       L.lineno, col0, MAHIMAHI_MAX_MS, line);
+                       L.lineno, col0, MAHIMAHI_MAX_MS, EX(line));
             return NULL;
         }
         long long ms = strtoll(line, NULL, 10);
         if (ms > MAHIMAHI_MAX_MS) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: timestamp over the limit of %lld ms (got %s)", name,
-                       L.lineno, col0, MAHIMAHI_MAX_MS, line);
+                       L.lineno, col0, MAHIMAHI_MAX_MS, EX(line));
             return NULL;
         }
         if (ms < last) {
             dp_err_set(err, DP_EINPUT, "%s:%ld:%d: timestamp goes backwards after %lld (got %s)", name,
-                       L.lineno, col0, last, line);
+                       L.lineno, col0, last, EX(line));
             return NULL;
         }
         last = ms;
@@ -430,6 +433,16 @@ trace *trace_read_buffer(const char *name, const char *buf, size_t len, const tr
     }
     if (len == 0) {
         dp_err_set(err, DP_EINPUT, "%s:1:1: empty trace file", name);
+        return NULL;
+    }
+    /* A scenario may name any file: one that is not a trace by its first
+     * line is refused without quoting a byte of it (`file: /etc/shadow`). */
+    long not_csv = dp_csv_sniff(buf, len);
+    if (not_csv) {
+        dp_err_set(err, DP_EINPUT,
+                   "%s:%ld:1: not a trace file: its first line is neither column names nor numbers "
+                   "(time_s,value; mahimahi: a millisecond timestamp)",
+                   name, not_csv);
         return NULL;
     }
     if (opts && opts->scale_to_mean != 0 && !(opts->scale_to_mean > 0 && isfinite(opts->scale_to_mean))) {

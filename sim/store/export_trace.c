@@ -106,8 +106,9 @@ static int write_head(store_trace *t, dp_err *err)
     const char *path = t->path;
     int rc = 0;
     if (sqlite3_prepare_v2(db,
-                           "SELECT s.name, r.policy, r.seed, r.version, r.status, r.options_json,"
-                           " r.timeline_res_s, r.ttotal_s, r.overrides_json,"
+                           "SELECT s.name, r.policy, r.seed, r.version, r.status, "
+                           STORE_SQL_JSON_OF("r.options_json", "object") ","
+                           " r.timeline_res_s, r.ttotal_s, " STORE_SQL_JSON_OF("r.overrides_json", "array") ","
                            " (SELECT count(*) FROM run_devices WHERE run_id = r.id)"
                            " FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
                            -1, &q, NULL) != SQLITE_OK)
@@ -118,10 +119,19 @@ static int write_head(store_trace *t, dp_err *err)
         return dp_err_set(err, DP_EINPUT, "%s: no run #%lld ('dpsim runs --db %s' lists them)",
                           store_path(st), (long long)run, store_path(st));
     }
-    if (strcmp((const char *)sqlite3_column_text(q, 4), "ok") != 0) {
+    /* Every column is checked before use: a database may come from anyone
+     * (a NULL status, options that are not JSON, a spoofed trace). */
+    if (strcmp(store_col_text(q, 4), "ok") != 0) {
         sqlite3_finalize(q);
         return dp_err_set(err, DP_EINPUT, "%s: run #%lld failed and has no timeline", store_path(st),
                           (long long)run);
+    }
+    if (sqlite3_column_type(q, 5) == SQLITE_NULL || sqlite3_column_type(q, 8) == SQLITE_NULL) {
+        const char *what = sqlite3_column_type(q, 5) == SQLITE_NULL ? "options are not a JSON object"
+                                                                    : "overrides are not a JSON list";
+        sqlite3_finalize(q);
+        return dp_err_set(err, DP_ERUN, "%s: run #%lld: its stored %s (a damaged or crafted database)",
+                          store_path(st), (long long)run, what);
     }
     t->n_dev = (size_t)sqlite3_column_int64(q, 9);
     json_buf *j = json_new();
@@ -143,7 +153,7 @@ static int write_head(store_trace *t, dp_err *err)
                  t->full ? (int64_t)t->n_dev : (int64_t)(t->n_dev < 64 ? t->n_dev : 64));
     json_obj_end(j);
     char policy[64];
-    snprintf(policy, sizeof policy, "%s", (const char *)sqlite3_column_text(q, 1));
+    snprintf(policy, sizeof policy, "%s", store_col_text(q, 1));
     sqlite3_finalize(q);
     fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":", f);
     fputs(json_text(j), f);
@@ -163,6 +173,8 @@ static int write_head(store_trace *t, dp_err *err)
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t d = sqlite3_column_int64(q, 0), g0 = sqlite3_column_int64(q, 3);
         const char *grp = (const char *)sqlite3_column_text(q, 2);
+        if (d < 0 || (size_t)d >= t->n_dev || g0 < 0 || g0 > d)
+            continue; /* not a device of this run (a crafted index): no thread for it */
         char pname[96];
         snprintf(pname, sizeof pname, "%s (%s)", grp ? grp : "?", policy);
         /* pid: 2 + the index of the group's first device, unique per group
@@ -210,7 +222,9 @@ store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int 
 static void put_segment(store_trace *t, int64_t device, const char *act, double t0_s, double t1_s)
 {
     double t0 = t0_s * 1e6, t1 = t1_s * 1e6;
-    int pid = device >= 0 && (size_t)device < t->n_dev ? t->pid[device] : 2;
+    if (device < 0 || (size_t)device >= t->n_dev)
+        return; /* a segment of no device of the run (a crafted row) */
+    int pid = t->pid[device] ? t->pid[device] : 2;
     json_buf *j = json_new();
     json_obj_begin(j);
     json_key_str(j, "ph", "X");

@@ -59,7 +59,8 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
     sqlite3_stmt *s;
     int e =
         store_sql_prepare(st,
-                          "SELECT policy, options_json, seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
+                          "SELECT policy, " STORE_SQL_JSON_OF("options_json", "object") ","
+                          " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
                           " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
                           " FROM runs WHERE id = ?1",
                           &s, "reading the run", err);
@@ -67,7 +68,10 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
         return e;
     sqlite3_bind_int64(s, 1, run_id);
     int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 1) == SQLITE_NULL) {
+        e = dp_err_set(err, DP_ERUN, "%s: run %" PRId64 ": its stored options are not a JSON object (a damaged "
+                       "or crafted database)", st->path, run_id);
+    } else if (rc == SQLITE_ROW) {
         snprintf(r->policy, sizeof r->policy, "%s", store_col_text(s, 0));
         r->options_json = dp_strdup(store_col_text(s, 1));
         r->seed = (uint64_t)sqlite3_column_int64(s, 2);
@@ -599,9 +603,12 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
             "scenario", "policy", "seed", "status", "Tsend_s", "Ttraining_s", "Ttotal_s", "TFLOPS");
     int rc = SQLITE_DONE;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        /* stored text escaped: a database may come from anyone */
+        char t[100], n[300], p[100], st_[100];
         fprintf(out, "%6" PRId64 "  %-20s  %-24s  %-10s  %10" PRIu64 "  %-6s",
-                (int64_t)sqlite3_column_int64(s, 0), store_col_text(s, 1), store_col_text(s, 2),
-                store_col_text(s, 3), (uint64_t)sqlite3_column_int64(s, 4), store_col_text(s, 5));
+                (int64_t)sqlite3_column_int64(s, 0), dp_esc(t, sizeof t, store_col_text(s, 1)),
+                dp_esc(n, sizeof n, store_col_text(s, 2)), dp_esc(p, sizeof p, store_col_text(s, 3)),
+                (uint64_t)sqlite3_column_int64(s, 4), dp_esc(st_, sizeof st_, store_col_text(s, 5)));
         print_metric(out, s, 6, 12);
         print_metric(out, s, 7, 12);
         print_metric(out, s, 8, 12);

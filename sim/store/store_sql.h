@@ -43,6 +43,14 @@ static inline double store_col_double(sqlite3_stmt *s, int i)
     return sqlite3_column_type(s, i) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(s, i);
 }
 
+/* SQL for a stored JSON column as re-encoded JSON of the given type
+ * ('object', 'array'), or NULL when it is not valid JSON of that type: a
+ * database may come from anyone, and its JSON is copied into output
+ * (`show --json`, `export --trace`) only through this.  (Nested CASE: SQLite
+ * evaluates a CASE lazily, so json_type never sees malformed text.) */
+#define STORE_SQL_JSON_OF(col, type)                                                                        \
+    "CASE WHEN json_valid(" col ") THEN CASE WHEN json_type(" col ") = '" type "' THEN json(" col ") END END"
+
 /* A text column, "" for NULL. */
 static inline const char *store_col_text(sqlite3_stmt *s, int i)
 {

@@ -48,7 +48,9 @@ int sweep_shard_slurm(const char *id, const char *count, const char *min, const 
     return 0;
 }
 
-/* Write s single-quoted for bash ('it'\''s'). */
+/* Write s single-quoted for sh and bash ('it'\''s'): inside single quotes
+ * nothing is special (not $, `, \, " nor a newline), so any byte string is
+ * passed on as one word. */
 static void put_quoted(FILE *out, const char *s)
 {
     fputc('\'', out);
@@ -61,36 +63,27 @@ static void put_quoted(FILE *out, const char *s)
     fputc('\'', out);
 }
 
-/* Does option a (exactly, or as "a=VALUE") match name? *inline_val = 1 for
- * the "=VALUE" form. */
-static int is_opt(const char *a, const char *name, int *inline_val)
+/* " \\\n    OPT 'VALUE'" (VALUE NULL: the option alone). */
+static void put_opt(FILE *out, const char *opt, const char *value)
 {
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0)
-        return 0;
-    if (a[n] == '\0') {
-        *inline_val = 0;
-        return 1;
+    fprintf(out, " \\\n    %s", opt);
+    if (value) {
+        fputc(' ', out);
+        put_quoted(out, value);
     }
-    if (a[n] == '=' && name[1] == '-') {
-        *inline_val = 1;
-        return 1;
-    }
-    return 0;
 }
 
-int sweep_sbatch_write(FILE *out, int argc, char **argv, const char *scenario_abs, unsigned tasks,
-                       dp_err *err)
+int sweep_sbatch_write(FILE *out, const sweep_sbatch_spec *sp, dp_err *err)
 {
-    if (!out || !scenario_abs || tasks < 1)
-        return dp_err_set(err, DP_EINPUT, "sweep_sbatch_write: missing output, scenario or task count");
-    /* Options that take a value (sweep's own list, cmd_sweep.c): their
-     * value is not SCENARIO. */
-    static const char *const with_value[] = {"-V", "--vary", "-p", "--policy", "--seeds",
-                                             "-j", "--jobs", "-d", "--db",     "--shard"};
-    /* Set by the script itself, or meaningless in it. */
-    static const char *const dropped[] = {"--print-sbatch", "--mpi", "-q",   "--quiet", "-j",
-                                          "--jobs",         "-d",    "--db", "--shard"};
+    if (!out || !sp || !sp->scenario_abs || !sp->grid || sp->tasks < 1)
+        return dp_err_set(err, DP_EINPUT, "sweep_sbatch_write: missing output, scenario, grid or task count");
+    /* No value known at generation time is pasted into shell code
+     * unquoted: the script's own values ($DPSIM, $OUT, $MERGED: the user's
+     * environment and directory names) are always expanded inside double
+     * quotes, and reach the merge job through its environment (exported,
+     * sbatch's default --export=ALL) rather than pasted into its --wrap
+     * command, which Slurm runs with /bin/sh: a fixed, single-quoted text
+     * in plain POSIX sh (no shopt, no arrays). */
     fprintf(out,
             "#!/bin/bash\n"
             "# A dpsim sweep as a Slurm job array, written by `dpsim sweep --print-sbatch`.\n"
@@ -114,16 +107,19 @@ int sweep_sbatch_write(FILE *out, int argc, char **argv, const char *scenario_ab
             "DPSIM=${DPSIM:-dpsim}           # the dpsim binary (same version on every node)\n"
             "OUT=${DPSIM_OUT:-$PWD}          # shared directory: shards/ and the merged results.db\n"
             "MERGED=${DPSIM_MERGED:-$OUT/results.db}\n"
+            "export DPSIM DPSIM_OUT=\"$OUT\" DPSIM_MERGED=\"$MERGED\"\n"
             "\n"
             "if [ -z \"${SLURM_ARRAY_TASK_ID:-}\" ]; then\n"
             "    # Submitting: the array, then the merge once all its tasks have ended\n"
             "    # (afterany: the shards that finished are merged even if one failed).\n"
+            "    # Both jobs take this environment (DPSIM, DPSIM_OUT, DPSIM_MERGED).\n"
             "    mkdir -p \"$OUT/shards\"\n"
-            "    jid=$(sbatch --parsable --export=ALL,DPSIM=\"$DPSIM\",DPSIM_OUT=\"$OUT\" \"$0\")\n"
-            "    sbatch --dependency=afterany:\"${jid%%%%;*}\" --job-name=dpsim-merge "
+            "    jid=$(sbatch --parsable --export=ALL \"$0\")\n"
+            "    sbatch --export=ALL --dependency=afterany:\"${jid%%%%;*}\" --job-name=dpsim-merge "
             "--output=dpsim-merge-%%j.out \\\n"
-            "        --wrap=\"shopt -s nullglob; \\\"$DPSIM\\\" merge \\\"$MERGED\\\" "
-            "\\\"$OUT\\\"/shards/shard-*.db\"\n"
+            "        --wrap='set --; for f in \"$DPSIM_OUT\"/shards/shard-*.db; do "
+            "if [ -f \"$f\" ]; then set -- \"$@\" \"$f\"; fi; done; "
+            "exec \"$DPSIM\" merge \"$DPSIM_MERGED\" \"$@\"'\n"
             "    echo \"submitted array job $jid and its merge into $MERGED\"\n"
             "    exit 0\n"
             "fi\n"
@@ -134,41 +130,33 @@ int sweep_sbatch_write(FILE *out, int argc, char **argv, const char *scenario_ab
             "trap 'rm -rf \"$LOCAL\"' EXIT\n"
             "if [ -f \"$SHARD\" ]; then cp \"$SHARD\" \"$LOCAL/shard.db\"; fi  # resume\n"
             "status=0\n"
-            "\"$DPSIM\" sweep",
-            tasks - 1);
-    int after_value = 0, drop_value = 0, scenario_done = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (after_value) {
-            after_value = 0;
-            if (!drop_value) {
-                fputc(' ', out);
-                put_quoted(out, a);
-            }
-            continue;
-        }
-        int inl = 0, takes = 0, drop = 0;
-        for (size_t j = 0; j < sizeof with_value / sizeof *with_value; j++)
-            if (is_opt(a, with_value[j], &inl))
-                takes = 1;
-        for (size_t j = 0; j < sizeof dropped / sizeof *dropped; j++)
-            if (is_opt(a, dropped[j], &inl))
-                drop = 1;
-        if (a[0] == '-' && a[1]) {
-            if (takes && !inl) {
-                after_value = 1;
-                drop_value = drop;
-            }
-            if (!drop) {
-                fputs(" \\\n    ", out);
-                put_quoted(out, a);
-            }
-        } else if (!scenario_done) {
-            scenario_done = 1;
-            fputc(' ', out);
-            put_quoted(out, scenario_abs);
-        }
+            "\"$DPSIM\" sweep ",
+            sp->tasks - 1);
+    /* The sweep's options as parsed (not argv's text: bundled short options
+     * like -qp ddp are already taken apart), each value single-quoted. */
+    put_quoted(out, sp->scenario_abs);
+    char buf[4200];
+    for (size_t a = 0; a < sweep_grid_n_axes(sp->grid); a++) {
+        snprintf(buf, sizeof buf, "%s=%s", sweep_grid_key(sp->grid, a), sweep_grid_spec(sp->grid, a));
+        put_opt(out, "--vary", buf);
     }
+    if (sp->n_policies) {
+        size_t k = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < sp->n_policies && k < sizeof buf; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? "," : "", policy_name(sp->policies[i]));
+        put_opt(out, "--policy", buf);
+    }
+    if (sp->seeds > 1) {
+        snprintf(buf, sizeof buf, "%u", sp->seeds);
+        put_opt(out, "--seeds", buf);
+    }
+    if (sp->retry_failed)
+        put_opt(out, "--retry-failed", NULL);
+    if (sp->detail)
+        put_opt(out, "--detail", NULL);
+    for (size_t i = 0; i < sp->n_log; i++)
+        put_opt(out, "--log", sp->log[i]);
     fprintf(out,
             " \\\n"
             "    --shard slurm --jobs \"${SLURM_CPUS_PER_TASK:-1}\" --db \"$LOCAL/shard.db\" || status=$?\n"

@@ -77,17 +77,27 @@ int sweep_shard_parse(const char *text, unsigned *k, unsigned *n, dp_err *err);
  * e.g. an array given as a list like 1,5,9, whose ids are not a range). */
 int sweep_shard_slurm(const char *id, const char *count, const char *min, const char *step, unsigned *k,
                       unsigned *n, dp_err *err);
-/* Write a Slurm job-array script for this sweep to out (`--print-sbatch`):
- * argv[0..argc) is the sweep's command line after `sweep` (options and
- * SCENARIO), passed on except --print-sbatch, --mpi, --quiet, --jobs,
- * --db and --shard, which the script sets itself; scenario_abs replaces
- * SCENARIO (an absolute path, so tasks find it from any directory).
- * tasks: the array size written (the user edits it).  Each task runs its
- * shard (`--shard slurm`) into a database on node-local disk and copies it
- * back; run as `bash SCRIPT` it submits itself as the array and a dependent
- * `dpsim merge` job. */
-int sweep_sbatch_write(FILE *out, int argc, char **argv, const char *scenario_abs, unsigned tasks,
-                       dp_err *err);
+/* What `--print-sbatch` writes into the script's sweep command: the
+ * sweep's options as parsed (never argv's text).  --print-sbatch, --mpi,
+ * --quiet, --jobs, --db and --shard are left out: the script sets them. */
+typedef struct sweep_sbatch_spec {
+    const char *scenario_abs; /* SCENARIO made absolute, so tasks find it from any directory */
+    const sweep_grid *grid;   /* its axes become --vary KEY=SPEC */
+    const policy_def *const *policies; /* --policy's list; n_policies 0: the default (all) */
+    size_t n_policies;
+    unsigned seeds; /* --seeds (1: left out) */
+    int retry_failed, detail;
+    const char *const *log; /* each --log as given */
+    size_t n_log;
+    unsigned tasks; /* the array size written (the user edits it) */
+} sweep_sbatch_spec;
+/* Write a Slurm job-array script for this sweep to out (`--print-sbatch`).
+ * Each task runs its shard (`--shard slurm`) into a database on node-local
+ * disk and copies it back; run as `bash SCRIPT` it submits itself as the
+ * array and a dependent `dpsim merge` job.  Every value is single-quoted or
+ * expanded inside double quotes at run time, so hostile directory or file
+ * names ($(...), backquotes, quotes, newlines) stay data. */
+int sweep_sbatch_write(FILE *out, const sweep_sbatch_spec *spec, dp_err *err);
 
 /* 1 if point belongs to shard k of n. */
 int sweep_in_shard(size_t point, unsigned k, unsigned n);
