@@ -4,6 +4,11 @@
 #  - a load balancer whose devices' epoch shares pass 2^31 samples ends;
 #  - straggler episodes that overlap, or meet a device back after 10^9 s
 #    down, end in well under a second;
+#  - C-ADP whose last participant up loses its upload in flight: the first
+#    device back takes the epoch over (fixed trace; seeded failures, with
+#    `solver: exact` and `simulate`);
+#  - a run that makes no progress while devices keep failing ends with a
+#    message, whatever the policy (no-progress.yaml: no batch can finish);
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 R=$SRC/tests/regress/issue38
@@ -38,5 +43,32 @@ for r in runs:
         assert r["ttotal_s"] > 1e9, r["ttotal_s"]
 PY
 done
+
+# --- C-ADP: the only participant loses its upload in flight (t = 5.5 s) and
+# is back at 8 s: it takes the epoch over (model down, its model up), then
+# epoch 2: 16 s in all
+expect 0 "$BIN" run "$R/cadp-upload-lost.yaml" --no-db --json -p cadp
+python3 - "$T/out" <<'PY' && ok || bad "cadp-upload-lost: $(head -c 300 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert abs(r["ttotal_s"] - 16.0) < 1e-6, r["ttotal_s"]
+assert len(r["epochs"]) == 2, r["epochs"]
+PY
+for seed in 1 2 4 5; do
+    for sv in exact simulate; do
+        expect 0 "cadp-random-failures seed $seed $sv" -- "$BIN" run "$R/cadp-random-failures.yaml" --no-db -p cadp \
+            --seed $seed --set policies.cadp.solver=$sv
+    done
+done
+
+# --- no batch can finish and devices keep failing: every policy ends
+# (DDP's family by max_restarts, C-ADP by the runtime's watchdog; local SGD,
+# FL-SGD and the asynchronous server skip what the devices down miss)
+expect 1 "$BIN" run "$R/no-progress.yaml" --no-db -p cadp
+has "$T/err" "no progress: 103001 device failures from t = "
+has "$T/err" "not one batch finished nor an epoch ended"
+expect 1 "$BIN" run "$R/no-progress.yaml" --no-db -p ddp
+has "$T/err" "(max_restarts)"
+expect 0 "$BIN" run "$R/no-progress.yaml" --no-db -p localsgd,flsgd,asyncps
 
 e2e_done e2e_runaway

@@ -364,10 +364,39 @@ static void drop_compute(prt *rt, size_t d)
     prt_set_act(rt, d, RES_ACT_WAIT);
 }
 
+/* A run whose devices keep failing and coming back never runs out of
+ * events, so "nothing left to happen" never fires; when no batch finishes
+ * and no epoch ends over this many failures, whatever the policy is
+ * waiting for is not coming (a policy's lost state, a world that fails
+ * faster than a batch runs) and the run ends with a message.  Generous,
+ * so that a policy's own guard speaks first (DDP's max_restarts: 100
+ * restarts took 49,000 failures in tests/regress/issue38/no-progress.yaml):
+ * each device may fail 1000 times with nothing done, plus 100,000 (about a
+ * second of host time). */
+static int stuck(prt *rt)
+{
+    if (rt->epoch != rt->stuck_epoch || rt->samples_done != rt->stuck_samples || !rt->stuck_downs) {
+        rt->stuck_epoch = rt->epoch;
+        rt->stuck_samples = rt->samples_done;
+        rt->stuck_since = rt->base + sim_now(rt->e);
+        rt->stuck_downs = 1;
+        return 0;
+    }
+    if (++rt->stuck_downs <= 100000 + 1000 * (uint64_t)rt->n)
+        return 0;
+    prt_fail(rt, DP_ERUN,
+             "no progress: %llu device failures from t = %.6g s to t = %.6g s and not one batch finished "
+             "nor an epoch ended (epoch %d); the run cannot go on",
+             (unsigned long long)rt->stuck_downs, rt->stuck_since, rt->base + sim_now(rt->e), rt->epoch);
+    return 1;
+}
+
 void on_world_device(void *ctx, size_t d, int up)
 {
     prt *rt = ctx;
     if (rt->failed || rt->finished)
+        return;
+    if (!up && stuck(rt))
         return;
     if (!up) {
         drop_compute(rt, d);
