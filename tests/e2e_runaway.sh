@@ -9,6 +9,10 @@
 #    `solver: exact` and `simulate`);
 #  - a run that makes no progress while devices keep failing ends with a
 #    message, whatever the policy (no-progress.yaml: no batch can finish);
+#  - a policy that fails in a multi-policy `run` does not hide the later
+#    ones: they run and are stored, the failure is on stderr, exit 1;
+#  - batches too short for the simulated time's resolution (1 us at 1e10 s)
+#    are refused with a message instead of utilisation and TFLOPS of 0;
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 R=$SRC/tests/regress/issue38
@@ -70,5 +74,27 @@ has "$T/err" "not one batch finished nor an epoch ended"
 expect 1 "$BIN" run "$R/no-progress.yaml" --no-db -p ddp
 has "$T/err" "(max_restarts)"
 expect 0 "$BIN" run "$R/no-progress.yaml" --no-db -p localsgd,flsgd,asyncps
+
+# --- a failed policy hides nothing: C-ADP fails first, local SGD still runs
+# (table, --json, the database), exit 1
+expect 1 "$BIN" run "$R/no-progress.yaml" --no-db -q -p cadp,localsgd
+has "$T/err" "dpsim: cadp on no-progress: no progress"
+has "$T/out" "cadp         failed (the message is on stderr)"
+if grep -q "^localsgd  " "$T/out"; then ok; else bad "no localsgd row: $(cat "$T/out")"; fi
+expect 1 "$BIN" run "$R/no-progress.yaml" --no-db --json -p cadp,localsgd
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"]; assert [x["policy"] for x in r] == ["localsgd"], r' \
+    "$T/out" && ok || bad "--json after a failed policy: $(head -c 300 "$T/out")"
+expect 1 "$BIN" run "$R/no-progress.yaml" --db "$T/f.db" -q -p cadp,localsgd
+has "$T/out" "stored in"
+if command -v sqlite3 >/dev/null; then
+    n=$(sqlite3 "$T/f.db" "SELECT group_concat(policy) FROM runs")
+    if [ "$n" = localsgd ]; then ok; else bad "stored after a failed policy: '$n'"; fi
+fi
+
+# --- huge simulated times: refused, every policy, naming time and batch
+expect 1 "$BIN" run "$R/huge-time.yaml" --no-db -q
+has "$T/err" "dpsim: cadp on huge-time: at simulated t = 1.064e+10 s a time is resolved to 1.9e-06 s only"
+has "$T/err" "dpsim: ddp on huge-time: at simulated t = "
+hasnt "$T/out" "0.0%"
 
 e2e_done e2e_runaway

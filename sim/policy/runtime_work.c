@@ -138,13 +138,36 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     c->fn(rt, c->ctx);
 }
 
+/* Times are absolute doubles: at t = 8e9 s one step is 1e-6 s, and a
+ * batch of a few steps would end (almost) when it starts, its time lost to
+ * rounding, and Ttraining, utilisation and TFLOPS with it (issue 38: all
+ * three 0, exit 0).  1 (the run failed, with a message) when device d's
+ * batch of dt seconds ending near t is under 8 steps of t. */
+static int too_fine(prt *rt, size_t d, double t, double dt)
+{
+    double step = nextafter(t, INFINITY) - t;
+    if (!(dt > 0 && dt < 8 * step))
+        return 0;
+    prt_fail(rt, DP_ERUN,
+             "at simulated t = %.6g s a time is resolved to %.2g s only, and device %s's batch takes %.2g s: "
+             "it would be lost to rounding (Ttraining, utilisation, TFLOPS); shorten the transfers before it "
+             "(slow links, huge samples) or scale the scenario's times",
+             rt->base + t, step, rt->s->devices[d].name, dt);
+    return 1;
+}
+
 int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out)
 {
     compute_slot *c = &TL(rt)->cslots[d];
-    double dt = cmp_batch_s(world_compute(rt->w), d, n, sim_now(rt->e), part);
+    double now = sim_now(rt->e), dt = cmp_batch_s(world_compute(rt->w), d, n, now, part);
+    if (isnan(dt))
+        return prt_fail(rt, DP_ERUN, "device %s: straggler episodes cannot be drawn at t = %.6g s (too far in time)",
+                        rt->s->devices[d].name, abs_now(rt));
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
                         rt->s->devices[d].name);
+    if (too_fine(rt, d, now, dt))
+        return DP_ERUN;
     *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0, 0, 0, 0};
     if (dt_out)
         *dt_out = dt;
@@ -248,6 +271,10 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
     double t = now;
     for (int64_t j = 0, nb = (left + bs - 1) / bs; j < nb; j++)
         t += fold_n(c, j) == bs ? w_full : w_last;
+    if (too_fine(rt, d, t, fmin(w_full, w_last))) {
+        c->fold = 0;
+        return DP_ERUN;
+    }
     rt->left[d] = 0;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
     if (!(c->ev = sim_at(rt->e, t, on_fold_done, c))) {
