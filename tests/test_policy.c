@@ -629,6 +629,65 @@ Test(policy, straggler_episodes_depend_on_the_seed_only)
     scn_free(s);
 }
 
+/* Overlapping episodes merge: the device is slow while at least one lasts,
+ * so the slow fraction is P(some episode alive) = 1 - e^{-lasting/every}
+ * (Poisson starts, exponential lengths): 0.181 for every 10 s lasting 2 s,
+ * 1 - e^-30 for every 1 min lasting 30 min (issue 38: this one hung, the
+ * old merging loop drawing about e^30 episodes per merged one). */
+static double slow_fraction(const char *every, const char *lasting, double t0, double t1)
+{
+    scn_override ov[] = {{"devices.a.stragglers.every", every}, {"devices.a.stragglers.lasting", lasting}};
+    scn_scenario *s = load(SLOW, ov, 2);
+    cmp_model *c = cmp_new(s, 3, NULL);
+    cr_assert(c);
+    double slow = 0, t = t0, es, ee;
+    while (t < t1) {
+        cr_assert_eq(cmp_straggler_episode(c, 0, t, &es, &ee), 1);
+        if (es >= t1)
+            break;
+        slow += fmin(ee, t1) - fmax(es, t);
+        t = ee;
+    }
+    cmp_free(c);
+    scn_free(s);
+    return slow / (t1 - t0);
+}
+
+Test(policy, straggler_episodes_overlapping_merge)
+{
+    double f = slow_fraction("10s", "2s", 1000, 1e6);
+    cr_expect(fabs(f - (1 - exp(-0.2))) < 0.01, "slow %g of the time, want %g", f, 1 - exp(-0.2));
+    f = slow_fraction("1min", "30min", 1e5, 1e6);
+    cr_expect(f > 0.999999, "slow %g of the time", f);
+}
+
+/* A device idle for 10^9 s (a long outage) asks for its next batch: the
+ * episodes between are never drawn (the old generator kept every one since
+ * t = 0: 1.4 GB at 10^8 s), and the answer is the one a device that asked
+ * all along gets. */
+Test(policy, straggler_episodes_far_ahead_cost_nothing_in_between)
+{
+    scn_scenario *s = load(SLOW, NULL, 0);
+    cmp_model *a = cmp_new(s, 4, NULL), *b = cmp_new(s, 4, NULL);
+    cr_assert(a && b);
+    double as, ae, bs, be;
+    for (double t = 0; t < 2e5; t += 7.5) /* a: asks all along (to 2e5 s) */
+        cmp_batch_s(a, 0, 1, t, 1.0);
+    cr_assert_eq(cmp_straggler_episode(a, 0, 2e5, &as, &ae), 1);
+    cr_assert_eq(cmp_straggler_episode(b, 0, 2e5, &bs, &be), 1); /* b: jumps there */
+    cr_expect_eq(as, bs);
+    cr_expect_eq(ae, be);
+    for (double t = 1e9; t < 1e9 + 1e4; t += 1) { /* b jumps to 10^9 s: cells are drawn on demand */
+        double d = cmp_batch_s(b, 0, 1, t, 1.0);
+        cr_assert(d >= 1.0 - 1e-9 && d <= 4.0 + 1e-9, "a 1 s batch at t = %.17g took %g s", t, d);
+    }
+    cr_assert_eq(cmp_straggler_episode(b, 0, 1e12, &bs, &be), 1);
+    cr_expect(be > 1e12 && be > bs);
+    cmp_free(a);
+    cmp_free(b);
+    scn_free(s);
+}
+
 /* One device computing back to back (C-ADP, 3 epochs of 40 batches): the
  * episodes add exactly the straggle_s statistic to Ttotal. */
 Test(policy, straggler_episodes_during_epochs_add_their_time)

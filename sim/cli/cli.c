@@ -195,6 +195,11 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
+int cli_interrupted(void)
+{
+    return interrupted != 0;
+}
+
 void cli_catch_interrupts(void)
 {
     struct sigaction sa;

@@ -47,6 +47,8 @@ scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t 
  * poll and fails with "interrupted" (runs already stored stay stored; the
  * one in flight leaves nothing).  A second signal kills at once. */
 void cli_catch_interrupts(void);
+/* 1 once SIGINT or SIGTERM arrived (after cli_catch_interrupts). */
+int cli_interrupted(void);
 /* Parse a non-negative decimal integer; 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);
 /* Parse "KEY=VALUE" into an override (pointers into arg, which is modified). */

@@ -42,6 +42,9 @@ static void help(void)
            "Long runs show their progress on stderr (simulated time, the estimated end,\n"
            "events/s, ETA): redrawn on a terminal, a line every 5 s otherwise.\n"
            "Options take their value as --opt VALUE or --opt=VALUE; short ones bundle (-qp ddp).\n\n"
+           "A policy whose run fails does not stop the others: its message goes to stderr,\n"
+           "its row says failed, --json leaves it out, and the exit code is 1 (2 if its\n"
+           "options were bad input).\n\n"
            "Exit codes: 0 ok, 1 the run failed (stall, database error), 2 bad input.\n\n"
            "Policies (scenario key policies.NAME.OPTION, or --set):\n");
     policy_print_help(stdout);
@@ -142,7 +145,11 @@ int cmd_run(int argc, char **argv)
     store_set_invocation(st, cli_invocation_id());
     res_run *runs[POLICY_MAX] = {0};
     int64_t ids[POLICY_MAX] = {0};
-    int rr = runner_run(s, pk, (size_t)np, seed, st, ov_text, n_ov, runs, ids, &err);
+    /* a policy that fails does not hide the others: its message is on
+     * stderr already, the others run, and the exit code says it (rr > 0);
+     * an interrupt or the database stops at once (rr < 0) */
+    int failed_exit = 0;
+    int rr = runner_run_each(s, pk, (size_t)np, seed, st, ov_text, n_ov, runs, ids, &failed_exit, &err);
     if (json) {
         json_buf *j = json_new();
         report_json_begin(j, s->name);
@@ -150,7 +157,7 @@ int cmd_run(int argc, char **argv)
             if (runs[k])
                 report_json_run(j, runs[k], ov_text, n_ov);
         report_json_end(j);
-        if (rr == 0)
+        if (rr >= 0)
             printf("%s\n", json_text(j));
         json_free(j);
     } else {
@@ -162,6 +169,8 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < np; k++)
             if (runs[k])
                 report_table_row(stdout, runs[k], ids[k]);
+            else if (rr > 0)
+                printf("%-12s failed (the message is on stderr)\n", policy_name(pk[k]));
         report_learning(stdout, runs, np);
         int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)
@@ -179,10 +188,10 @@ int cmd_run(int argc, char **argv)
                     report_devices(stdout, runs[k], a.all);
                     report_stats(stdout, runs[k]);
                 }
-        if (st && rr == 0)
+        if (st && rr >= 0 && rr < np)
             printf("\nstored in %s\n", dp_esc(ep, sizeof ep, db));
     }
-    if (json && st && rr == 0) {
+    if (json && st && rr >= 0 && rr < np) {
         char ed[1024];
         fprintf(stderr, "dpsim: stored in %s\n", dp_esc(ed, sizeof ed, db));
     }
@@ -190,8 +199,10 @@ int cmd_run(int argc, char **argv)
         res_run_free(runs[k]);
     store_close(st);
     scn_free(s);
-    if (rr)
+    if (rr < 0)
         rc = cli_fail(&err);
+    else if (rr > 0)
+        rc = failed_exit;
 out:
     cli_opts_free(&o);
     return rc;

@@ -49,6 +49,61 @@ int runner_parse_policies(const char *list, const policy_def **out, size_t cap, 
     return (int)n;
 }
 
+/* One policy's run, stored: 0, or its failure's code (err set, prefixed
+ * with the policy and scenario when the simulation failed). *sim_failed:
+ * 1 when the simulation itself failed (not the store). */
+static int run_one(const scn_scenario *s, const policy_def *pk, uint64_t seed, store *st,
+                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id, int *sim_failed,
+                   dp_err *err)
+{
+    *sim_failed = 0;
+    char started[32];
+    cli_now_iso(started, sizeof started);
+    double w0 = cli_wall_s();
+    char what[96];
+    snprintf(what, sizeof what, "%s on %s", policy_name(pk), s->name);
+    cli_progress_begin(what);
+    res_run *r = policy_run(pk, s, seed, err);
+    cli_progress_end();
+    if (!r) {
+        *sim_failed = 1;
+        dp_err_prefix(err, "%s on %s", policy_name(pk), s->name);
+        return err ? err->code : DP_ERUN;
+    }
+    r->wall_s = cli_wall_s() - w0;
+    *out = r;
+    if (st)
+        return store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, id, err);
+    return 0;
+}
+
+int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
+                    const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids,
+                    int *exit_code, dp_err *err)
+{
+    int failed = 0;
+    *exit_code = 0;
+    for (size_t k = 0; k < n; k++) {
+        out[k] = NULL;
+        ids[k] = 0;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int sim_failed;
+        int rc = run_one(s, pk[k], seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        if (!rc)
+            continue;
+        /* a simulation that failed is this policy's problem; an interrupt,
+         * the database or memory are everyone's: stop */
+        if (!sim_failed || rc == DP_ENOMEM || cli_interrupted())
+            return rc;
+        int code = cli_fail(err);
+        failed++;
+        if (code > *exit_code)
+            *exit_code = code;
+    }
+    return failed;
+}
+
 int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
                const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err)
 {
@@ -57,26 +112,10 @@ int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uin
         ids[k] = 0;
     }
     for (size_t k = 0; k < n; k++) {
-        char started[32];
-        cli_now_iso(started, sizeof started);
-        double w0 = cli_wall_s();
-        char what[96];
-        snprintf(what, sizeof what, "%s on %s", policy_name(pk[k]), s->name);
-        cli_progress_begin(what);
-        res_run *r = policy_run(pk[k], s, seed, err);
-        cli_progress_end();
-        if (!r) {
-            dp_err_prefix(err, "%s on %s", policy_name(pk[k]), s->name);
-            return err ? err->code : DP_ERUN;
-        }
-        r->wall_s = cli_wall_s() - w0;
-        out[k] = r;
-        if (st) {
-            int rc = store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, &ids[k],
-                                   err);
-            if (rc)
-                return rc;
-        }
+        int sim_failed;
+        int rc = run_one(s, pk[k], seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        if (rc)
+            return rc;
     }
     return 0;
 }

@@ -13,6 +13,16 @@
  * failed one leaves nothing.  0 or the failure's code. */
 int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
                const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids, dp_err *err);
+/* As runner_run, but a policy whose run fails does not hide the others:
+ * its message goes to stderr at once ("dpsim: P on S: ..."), out[k] stays
+ * NULL, and the next policy runs.  An interrupt, a database failure or
+ * running out of memory still stops there.  Returns 0 when every policy
+ * ran, the number of policies that failed (> 0; *exit_code gets the worst
+ * exit code of their messages: 2 for bad input, else 1), or a negative
+ * DP_E* code when it stopped (err holds the message, not yet printed). */
+int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
+                    const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids,
+                    int *exit_code, dp_err *err);
 /* Parse "ddp,cadp" (or "all": every registered policy, in registry order)
  * into out[0..cap); returns the count or -1 with a message naming the
  * unknown policy. */

@@ -43,9 +43,11 @@ void cmp_prefetch(const cmp_model *c, size_t dev);
  * (counted when a batch starts; a batch cut short still counts whole). */
 double cmp_straggle_s(const cmp_model *c, size_t dev);
 
-/* Device dev's first straggler episode ending after t: 1 and [*start_s,
- * *end_s), 0 without stragglers, DP_ENOMEM.  (Tests and docs; t must not
- * precede the start of the last batch asked for.) */
+/* Device dev's first straggler episode ending after t (overlapping ones
+ * merged, at most 2^20 generated pieces joined): 1 and [*start_s, *end_s),
+ * 0 without stragglers, DP_EINPUT when t is past what a double can cut
+ * into cells.  (Tests and docs; any t: the generator starts a cell over
+ * when asked about an earlier time.) */
 int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, double *end_s);
 
 /* The seeded GSL stream of random process `process` of device dev: every

@@ -57,6 +57,9 @@ typedef struct cadp_state {
     int fail_on;
     int64_t *alloc; /* the solved allocation (failures only) */
     int64_t orphan; /* samples of this epoch nobody is up to train */
+    int stranded;   /* every participant of this epoch was lost before its model
+                       arrived: the first device back takes the epoch over,
+                       even with no samples left (an upload lost in flight) */
     /* every extra-data record, freed with the state (a transfer cut by a
      * failure never hands its record back) */
     struct extra_rec *extras;
@@ -716,6 +719,7 @@ static void orphaned(prt *rt, int64_t u)
 {
     cadp_state *st = prt_state(rt);
     st->orphan += u;
+    st->stranded = 1;
     for (size_t d = 0; d < prt_n(rt); d++)
         if (isfinite(world_dev_next_change(prt_world(rt), d)))
             return;
@@ -796,6 +800,7 @@ static void fl_plan_epoch(prt *rt)
     size_t n = prt_n(rt);
     int64_t u = st->orphan;
     st->orphan = 0;
+    st->stranded = 0;
     st->parts = 0;
     spread_buf b;
     if (spread_buf_new(rt, &b))
@@ -849,15 +854,19 @@ static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)
         st->parts--;
         if (u > 0)
             reassign(rt, u);
-        else if (st->parts > 0 && st->uploaded >= st->parts && prt_at(rt, prt_now(rt), aggregated_now, NULL))
+        else if (st->parts == 0) /* the last one up lost its model on the way (an upload in flight) */
+            orphaned(rt, 0);
+        else if (st->uploaded >= st->parts && prt_at(rt, prt_now(rt), aggregated_now, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
         return;
     }
-    if (st->orphan > 0 && st->parts == 0 && st->alloc) { /* nobody was left: it takes the epoch's rest */
+    if (st->stranded && st->parts == 0 && st->alloc) { /* nobody was left: it takes the epoch's rest */
         int64_t u = st->orphan;
         st->orphan = 0;
+        st->stranded = 0;
         fl_join(rt, cd, 0, 1);
-        send_extra(rt, cd, u);
+        if (u > 0)
+            send_extra(rt, cd, u);
     }
 }
 

@@ -62,6 +62,7 @@ struct lb {
     int *ep_min, *ep_max;
     double *ep_last_t;
     int64_t *held; /* shard: samples held */
+    int64_t *need; /* scratch: each device's share of an epoch (may pass 2^31) */
     lb_xfer *xfer;
     int pending;
     int64_t rebalances;
@@ -392,8 +393,11 @@ static int by_frac_desc(const void *pa, const void *pb)
 
 /* Largest remainder: out[i] = floor(x[i] * scale) plus one for the largest
  * fractional parts until the sum is `total`, never above lim[i] (NULL: no
- * limit).  sum x * scale is total up to rounding error. */
-static void round_lr(lb *st, const double *x, double scale, int64_t total, const int *lim, int *out)
+ * limit).  sum x * scale is total up to rounding error, so the passes
+ * below move at most about n samples each.  out is int64_t: an epoch's
+ * share passes 2^31 samples (check accepts datasets up to 10^15), and an
+ * int cast there made the first loop hand out billions of single samples. */
+static void round_lr64(lb *st, const double *x, double scale, int64_t total, const int *lim, int64_t *out)
 {
     size_t n = st->n;
     int64_t sum = 0;
@@ -404,7 +408,7 @@ static void round_lr(lb *st, const double *x, double scale, int64_t total, const
             f = lim[d];
         if (f < 0)
             f = 0;
-        out[d] = (int)f;
+        out[d] = (int64_t)f;
         st->order[d] = (lb_rem){v - f, d};
         sum += out[d];
     }
@@ -435,6 +439,15 @@ static void round_lr(lb *st, const double *x, double scale, int64_t total, const
         if (sum == before)
             break;
     }
+}
+
+/* round_lr64 into an int array: with lim (every per-iteration split), each
+ * value is at most lim[i] <= B, which lb_check keeps below 2^30. */
+static void round_lr(lb *st, const double *x, double scale, int64_t total, const int *lim, int *out)
+{
+    round_lr64(st, x, scale, total, lim, st->need);
+    for (size_t d = 0; d < st->n; d++)
+        out[d] = (int)st->need[d];
 }
 
 void lb_apply(lb *st)
@@ -534,11 +547,11 @@ static int shard_fetch(lb *st)
 {
     prt *rt = st->rt;
     double sb = prt_scn(rt)->dataset.sample_bytes;
-    int *need = st->cur; /* scratch: the next plan overwrites cur */
+    int64_t *need = st->need;
     double *w = st->t_end;
     for (size_t d = 0; d < st->n; d++)
         w[d] = st->b[d];
-    round_lr(st, w, (double)st->D / (double)st->B, st->D, NULL, need);
+    round_lr64(st, w, (double)st->D / (double)st->B, st->D, NULL, need);
     st->pending = 0;
     for (size_t d = 0; d < st->n; d++) {
         if (st->cap[d] == 0)
@@ -601,8 +614,8 @@ static void hk_synced(prt *rt, void *ctx)
 }
 
 /* The method's initial split (under the current caps) into b, and each
- * device's share of an epoch into prt_share and cur (returned). */
-static int initial_split(lb *st, int **need)
+ * device's share of an epoch into prt_share and st->need (returned). */
+static int initial_split(lb *st, int64_t **need)
 {
     int rc = st->m->init(st);
     if (rc)
@@ -611,8 +624,8 @@ static int initial_split(lb *st, int **need)
     double *w = st->t_end;
     for (size_t d = 0; d < st->n; d++)
         w[d] = st->b[d];
-    *need = st->cur;
-    round_lr(st, w, (double)st->D / (double)st->B, st->D, NULL, *need);
+    *need = st->need;
+    round_lr64(st, w, (double)st->D / (double)st->B, st->D, NULL, *need);
     for (size_t d = 0; d < st->n; d++)
         prt_share(st->rt)[d] = (*need)[d];
     return 0;
@@ -621,7 +634,7 @@ static int initial_split(lb *st, int **need)
 static int hk_split(prt *rt, double *bytes, void *ctx)
 {
     lb *st = ctx;
-    int *need;
+    int64_t *need;
     int rc = initial_split(st, &need);
     if (rc)
         return rc;
@@ -654,7 +667,7 @@ static int hk_restart(prt *rt, const char *members, const int64_t *held, void *c
                         "fewer than the global batch of %lld: the job cannot restart without the devices "
                         "down",
                         prt_now(rt), (long long)room, (long long)st->B);
-    int *need;
+    int64_t *need;
     int rc = initial_split(st, &need);
     if (rc) { /* init set the message in prt_err */
         char msg[sizeof prt_err(rt)->msg];
@@ -693,6 +706,7 @@ static void lb_destroy(lb *st)
     dp_free(st->ep_max);
     dp_free(st->ep_last_t);
     dp_free(st->held);
+    dp_free(st->need);
     dp_free(st->xfer);
     dp_free(st->order);
     dp_free(st);
@@ -729,11 +743,12 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->ep_max = dp_calloc(n, sizeof *st->ep_max);
     st->ep_last_t = dp_calloc(n, sizeof *st->ep_last_t);
     st->held = dp_calloc(n, sizeof *st->held);
+    st->need = dp_calloc(n, sizeof *st->need);
     st->xfer = dp_calloc(n, sizeof *st->xfer);
     st->order = dp_calloc(n, sizeof *st->order);
     if (!st->x || !st->b || !st->cap || !st->cap0 || !st->cur || !st->t || !st->t_end || !st->ep_t ||
         !st->ep_wait || !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max ||
-        !st->ep_last_t || !st->held || !st->xfer || !st->order) {
+        !st->ep_last_t || !st->held || !st->need || !st->xfer || !st->order) {
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }

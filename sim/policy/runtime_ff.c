@@ -677,5 +677,16 @@ int prt_run(prt *rt)
                           abs_now(rt), net_flows_active(n) + net_flows_pending(n),
                           len ? "zero capacity with no recovery on " : "nothing left to happen", stuck);
     }
+    /* Ttraining = T - Tsend of two absolute doubles: when it is under 2^20
+     * steps of T (e.g. 1 s after a Tsend of 8e9 s), it, the utilisation and
+     * TFLOPS have lost most of their digits (or are 0).  Refused. */
+    double T = abs_now(rt), step = nextafter(T, INFINITY) - T;
+    if (rt->tsend_s > 0 && T - rt->tsend_s < ldexp(step, 20))
+        return dp_err_set(rt->err, DP_ERUN,
+                          "training took %.3g s after Tsend = %.6g s, where a time is resolved to %.2g s only: "
+                          "Ttraining, utilisation and TFLOPS would lose most of their digits; shorten the "
+                          "transfers (slow links, huge samples) or scale the scenario's times; this run was "
+                          "not stored",
+                          T - rt->tsend_s, rt->tsend_s, step);
     return 0;
 }

@@ -36,6 +36,11 @@ struct prt {
     double *busy_compute;
     int64_t *batches;
     double samples_done;
+    /* the no-progress watchdog (on_world_device): device failures since the
+     * last batch finished or epoch ended, and the marks that tell */
+    uint64_t stuck_downs;
+    double stuck_since, stuck_samples;
+    int stuck_epoch;
     /* FLOPS over time: bins of width bin_s, doubled when the run outgrows them */
     double bin_s;
     size_t n_bins;

@@ -138,13 +138,36 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
     c->fn(rt, c->ctx);
 }
 
+/* Times are absolute doubles: at t = 8e9 s one step is 1e-6 s, and a
+ * batch of a few steps would end (almost) when it starts, its time lost to
+ * rounding, and Ttraining, utilisation and TFLOPS with it (issue 38: all
+ * three 0, exit 0).  1 (the run failed, with a message) when device d's
+ * batch of dt seconds ending near t is under 8 steps of t. */
+static int too_fine(prt *rt, size_t d, double t, double dt)
+{
+    double step = nextafter(t, INFINITY) - t;
+    if (!(dt > 0 && dt < 8 * step))
+        return 0;
+    prt_fail(rt, DP_ERUN,
+             "at simulated t = %.6g s a time is resolved to %.2g s only, and device %s's batch takes %.2g s: "
+             "it would be lost to rounding (Ttraining, utilisation, TFLOPS); shorten the transfers before it "
+             "(slow links, huge samples) or scale the scenario's times",
+             rt->base + t, step, rt->s->devices[d].name, dt);
+    return 1;
+}
+
 int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out)
 {
     compute_slot *c = &TL(rt)->cslots[d];
-    double dt = cmp_batch_s(world_compute(rt->w), d, n, sim_now(rt->e), part);
+    double now = sim_now(rt->e), dt = cmp_batch_s(world_compute(rt->w), d, n, now, part);
+    if (isnan(dt))
+        return prt_fail(rt, DP_ERUN, "device %s: straggler episodes cannot be drawn at t = %.6g s (too far in time)",
+                        rt->s->devices[d].name, abs_now(rt));
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
                         rt->s->devices[d].name);
+    if (too_fine(rt, d, now, dt))
+        return DP_ERUN;
     *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0, 0, 0, 0};
     if (dt_out)
         *dt_out = dt;
@@ -248,6 +271,10 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
     double t = now;
     for (int64_t j = 0, nb = (left + bs - 1) / bs; j < nb; j++)
         t += fold_n(c, j) == bs ? w_full : w_last;
+    if (too_fine(rt, d, t, fmin(w_full, w_last))) {
+        c->fold = 0;
+        return DP_ERUN;
+    }
     rt->left[d] = 0;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
     if (!(c->ev = sim_at(rt->e, t, on_fold_done, c))) {
@@ -364,10 +391,39 @@ static void drop_compute(prt *rt, size_t d)
     prt_set_act(rt, d, RES_ACT_WAIT);
 }
 
+/* A run whose devices keep failing and coming back never runs out of
+ * events, so "nothing left to happen" never fires; when no batch finishes
+ * and no epoch ends over this many failures, whatever the policy is
+ * waiting for is not coming (a policy's lost state, a world that fails
+ * faster than a batch runs) and the run ends with a message.  Generous,
+ * so that a policy's own guard speaks first (DDP's max_restarts: 100
+ * restarts took 49,000 failures in tests/regress/issue38/no-progress.yaml):
+ * each device may fail 1000 times with nothing done, plus 100,000 (about a
+ * second of host time). */
+static int stuck(prt *rt)
+{
+    if (rt->epoch != rt->stuck_epoch || rt->samples_done != rt->stuck_samples || !rt->stuck_downs) {
+        rt->stuck_epoch = rt->epoch;
+        rt->stuck_samples = rt->samples_done;
+        rt->stuck_since = rt->base + sim_now(rt->e);
+        rt->stuck_downs = 1;
+        return 0;
+    }
+    if (++rt->stuck_downs <= 100000 + 1000 * (uint64_t)rt->n)
+        return 0;
+    prt_fail(rt, DP_ERUN,
+             "no progress: %llu device failures from t = %.6g s to t = %.6g s and not one batch finished "
+             "nor an epoch ended (epoch %d); the run cannot go on",
+             (unsigned long long)rt->stuck_downs, rt->stuck_since, rt->base + sim_now(rt->e), rt->epoch);
+    return 1;
+}
+
 void on_world_device(void *ctx, size_t d, int up)
 {
     prt *rt = ctx;
     if (rt->failed || rt->finished)
+        return;
+    if (!up && stuck(rt))
         return;
     if (!up) {
         drop_compute(rt, d);
