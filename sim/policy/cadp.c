@@ -23,7 +23,7 @@
  */
 #include "cadp.h"
 #include "policy.h"
-#include "runtime.h"
+#include "runtime_perf.h"
 #include "slv.h"
 #include "world.h"
 
@@ -999,7 +999,7 @@ static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x
     return rc;
 }
 
-/* The plan (policy_def.plan_new): the solver's allocation and what it
+/* The plan (policy_perf.plan_new): the solver's allocation and what it
  * expects, a pure function of the scenario and the options, computed on a
  * second thread while the runtime builds the world (10^6 devices: 1.2 s of
  * solving beside 0.4 s of building). */
@@ -1218,13 +1218,20 @@ static const popt cadp_table[] = {
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
-/* policy_def.prefetch: the device's record, which local_batch reads first. */
+/* policy_perf.prefetch: the device's record, which local_batch reads first. */
 static void cadp_prefetch(prt *rt, size_t d)
 {
     const cadp_state *st = prt_state(rt);
     if (st && st->dev && d < prt_n(rt))
         __builtin_prefetch(&st->dev[d]);
 }
+
+static const policy_perf cadp_perf = {
+    .plan_new = cadp_plan_new,
+    .plan_run = cadp_plan_run,
+    .plan_free = cadp_plan_free,
+    .prefetch = cadp_prefetch,
+};
 
 const policy_def policy_cadp = {
     .name = "cadp",
@@ -1237,8 +1244,5 @@ const policy_def policy_cadp = {
     .free = cadp_free,
     .on_device = cadp_on_device,
     .steady_state = cadp_steady_state,
-    .plan_new = cadp_plan_new,
-    .plan_run = cadp_plan_run,
-    .plan_free = cadp_plan_free,
-    .prefetch = cadp_prefetch,
+    .perf = &cadp_perf,
 };

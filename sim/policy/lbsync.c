@@ -770,6 +770,22 @@ void lb_on_device(prt *rt, const void *opts, size_t d, int up)
     sync_on_device(rt, d, up);
 }
 
+int lb_policy_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
+{
+    return lb_check(s, p->name, opts, err);
+}
+
+int lb_policy_start(prt *rt, const void *opts)
+{
+    return lb_start(rt, opts, prt_policy(rt)->family);
+}
+
+void lb_policy_free(prt *rt, const void *opts)
+{
+    (void)opts;
+    lb_free(rt);
+}
+
 void lb_free(prt *rt)
 {
     lb_destroy(sync_hooks_ctx(rt));

@@ -440,8 +440,9 @@ static void ls_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-static int ls_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int ls_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
+    (void)p;
     const ls_opts *o = opts;
     if (o->batch_growth < 1)
         return dp_err_set(
