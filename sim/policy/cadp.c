@@ -22,10 +22,8 @@
  * receives the model (and its data, unless the data persist).
  */
 #include "cadp.h"
-#include "policy.h"
 #include "runtime_perf.h"
 #include "slv.h"
-#include "world.h"
 
 #include <stddef.h>
 
@@ -881,7 +879,7 @@ static int simulate_alloc(const scn_scenario *s, uint64_t seed, const int64_t *a
 {
     const int64_t *prev = forced_alloc;
     forced_alloc = alloc;
-    *out = policy_run(&policy_cadp, s, seed, err);
+    *out = prt_simulate(&policy_cadp, s, seed, err);
     forced_alloc = prev;
     return *out ? 0 : (err && err->code ? err->code : DP_ERUN);
 }
@@ -1224,6 +1222,32 @@ static void cadp_prefetch(prt *rt, size_t d)
     const cadp_state *st = prt_state(rt);
     if (st && st->dev && d < prt_n(rt))
         __builtin_prefetch(&st->dev[d]);
+}
+
+/* C-ADP's allocation for this scenario, with the scenario's policies.cadp
+ * options. */
+int cadp_allocation(prt *rt, int64_t *alloc)
+{
+    const scn_scenario *s = prt_scn(rt);
+    cadp_opts co;
+    int rc = prt_options_of(rt, "cadp", &co, sizeof co);
+    if (rc)
+        return rc;
+    cadp_inputs in;
+    if ((rc = cadp_inputs_build(s, &in, prt_err(rt))))
+        return rc;
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = cadp_slv_rounding(&co);
+    slv_result *res = NULL;
+    rc = cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &res, NULL, prt_err(rt));
+    cadp_inputs_free(&in);
+    if (rc)
+        return rc;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        alloc[d] = res->alloc[d];
+    slv_result_free(res);
+    return 0;
 }
 
 static const policy_perf cadp_perf = {

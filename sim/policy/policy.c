@@ -12,6 +12,8 @@
 #include "yamltree.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -156,6 +158,31 @@ size_t policy_rank_of(const char *name)
 }
 
 /* ---- options ------------------------------------------------------------------- */
+
+int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
+{
+    char msg[600], path[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "policies.%s.%s", policy, key);
+    const yt_node *pol = yt_get(scn_policies(s), policy), *k = yt_get(pol, key);
+    return scn_read_fail(s, k ? k : pol, path, err, "%s", msg);
+}
+
+int prt_options_of(prt *rt, const char *policy, void *opts, size_t size)
+{
+    const policy_def *p = policy_find(policy);
+    if (!p)
+        return dp_err_set(rt->err, DP_EINPUT, "no policy '%s' in this build", policy);
+    return policy_options(p, rt->s, opts, size, rt->err);
+}
+
+res_run *prt_simulate(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err)
+{
+    return policy_run(p, s, seed, err);
+}
 
 int popt_failures_only(const popt *o)
 {

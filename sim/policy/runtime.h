@@ -60,6 +60,11 @@ typedef struct popt {
  * prefix rather than a field: every option table stays as it is.) */
 #define POPT_FAILURES "with failures: "
 int popt_failures_only(const popt *o);
+/* A scenario a policy refuses in its check, the message pointing at
+ * policies.POLICY.KEY when the key is written, else at the policy's block,
+ * else at the file (FILE:LINE:COLUMN: policies.POLICY.KEY: MESSAGE). */
+int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
+    DP_PRINTF(5, 6);
 
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
@@ -162,6 +167,15 @@ void prt_add_server_bytes(prt *rt, size_t d, double bytes);
 /* Record a statistic of this run (results.h res_stat; stored in run_stats,
  * shown by `run` and `show`).  0, or DP_ENOMEM after failing the run. */
 int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, double value);
+
+/* Policy `policy`'s options (another's: a policy that reuses a sibling's
+ * planner) from this run's scenario into opts (that policy's options
+ * struct, size bytes).  0 or DP_EINPUT (the message in prt_err). */
+int prt_options_of(prt *rt, const char *policy, void *opts, size_t size);
+/* Run policy p on s from scratch, beside this run (a planner that
+ * simulates candidates: C-ADP's `solver: simulate`).  The caller frees the
+ * result; NULL with err set when the run fails. */
+res_run *prt_simulate(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err);
 
 /* The run fails: the first failure's message is kept (err), the engine
  * stops after the current handler, prt_run returns the code.  Returns code. */
