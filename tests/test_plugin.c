@@ -10,6 +10,7 @@
 #include "plots.h"
 #include "policy/policy.h"
 #include "policy/runtime.h"
+#include "policy/runtime_perf.h"
 #include "store/store.h"
 
 #include <criterion/criterion.h>
@@ -367,7 +368,7 @@ Test(plugin, run_of_batches_cut_short)
     scn_free(s);
 }
 
-/* ---- a plan beside the runtime (policy_def.plan_new / plan_run / plan_free) ---- */
+/* ---- a plan beside the runtime (policy_perf.plan_new / plan_run / plan_free) ---- */
 
 /* "planned": solo whose shares come from a plan job: every device's batch
  * size, summed on the plan's thread.  The job records which thread ran it,
@@ -424,6 +425,12 @@ static int planned_start(prt *rt, const void *opts)
     return solo_start(rt, opts);
 }
 
+static const policy_perf planned_perf = {
+    .plan_new = planned_new,
+    .plan_run = planned_run,
+    .plan_free = planned_free_job,
+};
+
 static const policy_def planned = {
     .name = "planned",
     .label = "Planned test",
@@ -433,9 +440,7 @@ static const policy_def planned = {
     .opts_size = sizeof(solo_opts),
     .start = planned_start,
     .free = solo_free,
-    .plan_new = planned_new,
-    .plan_run = planned_run,
-    .plan_free = planned_free_job,
+    .perf = &planned_perf,
 };
 
 static void planned_registered(void)
@@ -488,9 +493,12 @@ Test(plugin, plan_runs_beside_the_runtime_and_is_freed_once)
 
 Test(plugin, plan_hooks_come_together)
 {
+    static policy_perf half_perf;
+    half_perf = planned_perf;
+    half_perf.plan_free = NULL;
     policy_def half = planned;
     half.name = "half_planned";
-    half.plan_free = NULL;
+    half.perf = &half_perf;
     dp_err e = {0};
     cr_expect_eq(policy_register(&half, &e), DP_EINPUT);
     cr_expect(strstr(e.msg, "plan_new, plan_run and plan_free together") != NULL, "%s", e.msg);
@@ -576,7 +584,7 @@ Test(plugin, every_policy_out_of_memory_with_failures_fails_cleanly, .timeout = 
     sweep_builtins(text, NULL, 0);
 }
 
-/* ---- policy_def.prefetch: a hint that changes nothing --------------------- */
+/* ---- policy_perf.prefetch: a hint that changes nothing --------------------- */
 
 extern const policy_def policy_cadp;
 static long hint_calls, hint_bad;
@@ -586,7 +594,7 @@ static void counting_prefetch(prt *rt, size_t d)
 {
     hint_calls++;
     hint_bad += d >= prt_n(rt) || d >= hint_n;
-    policy_cadp.prefetch(rt, d);
+    policy_cadp.perf->prefetch(rt, d);
 }
 
 /* C-ADP with and without a (counting) prefetch hook, on a population large
@@ -597,12 +605,16 @@ static void counting_prefetch(prt *rt, size_t d)
 Test(plugin, prefetch_hint_changes_nothing)
 {
     static policy_def plain, hinted;
+    static policy_perf plain_perf, hinted_perf;
+    plain_perf = hinted_perf = *policy_cadp.perf;
+    plain_perf.prefetch = NULL;
+    hinted_perf.prefetch = counting_prefetch;
     plain = policy_cadp;
     plain.name = "cadp_plain";
-    plain.prefetch = NULL;
+    plain.perf = &plain_perf;
     hinted = policy_cadp;
     hinted.name = "cadp_hinted";
-    hinted.prefetch = counting_prefetch;
+    hinted.perf = &hinted_perf;
     dp_err e = {0};
     if (!policy_find("cadp_plain"))
         cr_assert_eq(policy_register(&plain, &e), 0, "%s", e.msg);

@@ -22,10 +22,8 @@
  * receives the model (and its data, unless the data persist).
  */
 #include "cadp.h"
-#include "policy.h"
-#include "runtime.h"
+#include "runtime_perf.h"
 #include "slv.h"
-#include "world.h"
 
 #include <stddef.h>
 
@@ -890,7 +888,7 @@ static int simulate_alloc(const scn_scenario *s, uint64_t seed, const int64_t *a
 {
     const int64_t *prev = forced_alloc;
     forced_alloc = alloc;
-    *out = policy_run(&policy_cadp, s, seed, err);
+    *out = prt_simulate(&policy_cadp, s, seed, err);
     forced_alloc = prev;
     return *out ? 0 : (err && err->code ? err->code : DP_ERUN);
 }
@@ -1008,7 +1006,7 @@ static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x
     return rc;
 }
 
-/* The plan (policy_def.plan_new): the solver's allocation and what it
+/* The plan (policy_perf.plan_new): the solver's allocation and what it
  * expects, a pure function of the scenario and the options, computed on a
  * second thread while the runtime builds the world (10^6 devices: 1.2 s of
  * solving beside 0.4 s of building). */
@@ -1227,13 +1225,46 @@ static const popt cadp_table[] = {
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
-/* policy_def.prefetch: the device's record, which local_batch reads first. */
+/* policy_perf.prefetch: the device's record, which local_batch reads first. */
 static void cadp_prefetch(prt *rt, size_t d)
 {
     const cadp_state *st = prt_state(rt);
     if (st && st->dev && d < prt_n(rt))
         __builtin_prefetch(&st->dev[d]);
 }
+
+/* C-ADP's allocation for this scenario, with the scenario's policies.cadp
+ * options. */
+int cadp_allocation(prt *rt, int64_t *alloc)
+{
+    const scn_scenario *s = prt_scn(rt);
+    cadp_opts co;
+    int rc = prt_options_of(rt, "cadp", &co, sizeof co);
+    if (rc)
+        return rc;
+    cadp_inputs in;
+    if ((rc = cadp_inputs_build(s, &in, prt_err(rt))))
+        return rc;
+    slv_params prm;
+    slv_params_default(&prm);
+    prm.rounding = cadp_slv_rounding(&co);
+    slv_result *res = NULL;
+    rc = cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &res, NULL, prt_err(rt));
+    cadp_inputs_free(&in);
+    if (rc)
+        return rc;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        alloc[d] = res->alloc[d];
+    slv_result_free(res);
+    return 0;
+}
+
+static const policy_perf cadp_perf = {
+    .plan_new = cadp_plan_new,
+    .plan_run = cadp_plan_run,
+    .plan_free = cadp_plan_free,
+    .prefetch = cadp_prefetch,
+};
 
 const policy_def policy_cadp = {
     .name = "cadp",
@@ -1246,8 +1277,5 @@ const policy_def policy_cadp = {
     .free = cadp_free,
     .on_device = cadp_on_device,
     .steady_state = cadp_steady_state,
-    .plan_new = cadp_plan_new,
-    .plan_run = cadp_plan_run,
-    .plan_free = cadp_plan_free,
-    .prefetch = cadp_prefetch,
+    .perf = &cadp_perf,
 };

@@ -87,6 +87,11 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
 int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method,
                     const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
                     size_t *classes, int *solves, dp_err *err);
+/* C-ADP's allocation (samples per device, prt_n(rt) of them) for this
+ * run's scenario with its policies.cadp options: for a policy that borrows
+ * C-ADP's planner (localsgd's `allocation: cadp`).  0 or an error. */
+struct prt;
+int cadp_allocation(struct prt *rt, int64_t *alloc);
 /* The solver method name ("exact", "alm") and solver rounding of options o. */
 const char *cadp_method(const cadp_opts *o);
 int cadp_slv_rounding(const cadp_opts *o);

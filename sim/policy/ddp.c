@@ -30,10 +30,10 @@ static const popt ddp_table[] = {
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
-static int ddp_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int ddp_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
     const ddp_opts *o = opts;
-    return coll_check_flows(s, "ddp", (prt_coll_mode)o->collective, err);
+    return coll_check_flows(s, p->name, (prt_coll_mode)o->collective, err);
 }
 
 static int ddp_start(prt *rt, const void *opts)

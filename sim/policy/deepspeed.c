@@ -243,10 +243,10 @@ static void ds_finish(void *opts)
         o->overlap_comm = o->stage == 3;
 }
 
-static int ds_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int ds_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
     const ds_opts *o = opts;
-    return coll_check_flows(s, "deepspeed", (prt_coll_mode)o->collective, err);
+    return coll_check_flows(s, p->name, (prt_coll_mode)o->collective, err);
 }
 
 static void ds_on_device(prt *rt, const void *opts, size_t d, int up)

@@ -65,22 +65,6 @@ static const lb_method dlb_method = {
     .free = dp_free,
 };
 
-static int dlb_check(const scn_scenario *s, const void *opts, dp_err *err)
-{
-    return lb_check(s, "dlb", opts, err);
-}
-
-static int dlb_start(prt *rt, const void *opts)
-{
-    return lb_start(rt, opts, &dlb_method);
-}
-
-static void dlb_free(prt *rt, const void *opts)
-{
-    (void)opts;
-    lb_free(rt);
-}
-
 const policy_def policy_dlb = {
     .name = "dlb",
     .label = "DLB",
@@ -89,8 +73,6 @@ const policy_def policy_dlb = {
                "the paper)",
     .opts = dlb_table,
     .opts_size = sizeof(lb_opts),
-    .check = dlb_check,
-    .start = dlb_start,
-    .free = dlb_free,
-    .on_device = lb_on_device,
+    .family = &dlb_method,
+    LB_POLICY_HOOKS,
 };

@@ -18,22 +18,6 @@ static int ef_init(lb *st)
 
 static const lb_method ef_method = {.init = ef_init};
 
-static int ef_check(const scn_scenario *s, const void *opts, dp_err *err)
-{
-    return lb_check(s, "equal_finish", opts, err);
-}
-
-static int ef_start(prt *rt, const void *opts)
-{
-    return lb_start(rt, opts, &ef_method);
-}
-
-static void ef_free(prt *rt, const void *opts)
-{
-    (void)opts;
-    lb_free(rt);
-}
-
 const policy_def policy_equal_finish = {
     .name = "equal_finish",
     .label = "Equal-finish",
@@ -41,8 +25,6 @@ const policy_def policy_equal_finish = {
     .summary = "static batches that equalise compute times under the nominal costs (beyond the paper)",
     .opts = ef_table,
     .opts_size = sizeof(lb_opts),
-    .check = ef_check,
-    .start = ef_start,
-    .free = ef_free,
-    .on_device = lb_on_device,
+    .family = &ef_method,
+    LB_POLICY_HOOKS,
 };

@@ -477,10 +477,10 @@ static void fl_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-static int fl_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int fl_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
     const fl_opts *o = opts;
-    return o->sync == FL_SYNC_RING ? coll_check_flows(s, "flsgd", o->collective, err) : 0;
+    return o->sync == FL_SYNC_RING ? coll_check_flows(s, p->name, o->collective, err) : 0;
 }
 
 static const popt fl_table[] = {

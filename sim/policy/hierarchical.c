@@ -667,8 +667,9 @@ static void hi_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-static int hi_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int hi_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
+    (void)p;
     (void)opts;
     if (s->n_sites == 0)
         return dp_err_set(err, DP_EINPUT,

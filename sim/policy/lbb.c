@@ -164,22 +164,6 @@ static const lb_method lbb_method = {
     .free = lbb_release,
 };
 
-static int lbb_check(const scn_scenario *s, const void *opts, dp_err *err)
-{
-    return lb_check(s, "lbb", opts, err);
-}
-
-static int lbb_start(prt *rt, const void *opts)
-{
-    return lb_start(rt, opts, &lbb_method);
-}
-
-static void lbb_free(prt *rt, const void *opts)
-{
-    (void)opts;
-    lb_free(rt);
-}
-
 const policy_def policy_lbb = {
     .name = "lbb",
     .label = "LBB",
@@ -188,8 +172,6 @@ const policy_def policy_lbb = {
         "LBB (Yao et al. 2024): profile-based split, re-solved or nudged every iteration (beyond the paper)",
     .opts = lbb_table,
     .opts_size = sizeof(lb_opts),
-    .check = lbb_check,
-    .start = lbb_start,
-    .free = lbb_free,
-    .on_device = lb_on_device,
+    .family = &lbb_method,
+    LB_POLICY_HOOKS,
 };

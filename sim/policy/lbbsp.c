@@ -68,22 +68,6 @@ static const lb_method lbbsp_method = {
     .free = dp_free,
 };
 
-static int lbbsp_check(const scn_scenario *s, const void *opts, dp_err *err)
-{
-    return lb_check(s, "lbbsp", opts, err);
-}
-
-static int lbbsp_start(prt *rt, const void *opts)
-{
-    return lb_start(rt, opts, &lbbsp_method);
-}
-
-static void lbbsp_free(prt *rt, const void *opts)
-{
-    (void)opts;
-    lb_free(rt);
-}
-
 const policy_def policy_lbbsp = {
     .name = "lbbsp",
     .label = "LB-BSP",
@@ -92,8 +76,6 @@ const policy_def policy_lbbsp = {
         "LB-BSP (Chen et al. 2020): batches re-sized every iteration to predicted speeds (beyond the paper)",
     .opts = lbbsp_table,
     .opts_size = sizeof(lb_opts),
-    .check = lbbsp_check,
-    .start = lbbsp_start,
-    .free = lbbsp_free,
-    .on_device = lb_on_device,
+    .family = &lbbsp_method,
+    LB_POLICY_HOOKS,
 };

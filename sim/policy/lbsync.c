@@ -23,7 +23,6 @@
  * does not model a per-iteration data movement.
  */
 #include "lbsync.h"
-#include "yamltree.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -184,20 +183,15 @@ int lb_check(const scn_scenario *s, const char *policy, const lb_opts *o, dp_err
     int64_t B = global_batch(s, o), sum = 0;
     for (size_t d = 0; d < s->n_devices && sum < B; d++)
         sum += mem_cap(s, &s->groups[s->devices[d].group], B);
-    /* The message points at the key when written, else at the policy's
-     * block, else at the file. */
-    char path[96];
-    snprintf(path, sizeof path, "policies.%s.global_batch", policy);
-    const yt_node *pol = yt_get(scn_policies(s), policy), *key = yt_get(pol, "global_batch");
     if (sum < B)
-        return scn_read_fail(
-            s, key ? key : pol, path, err,
+        return popt_fail(
+            s, policy, "global_batch", err,
             "%lld samples per iteration do not fit in the devices' memory (at most %lld with "
             "%g activation bytes per sample) (got %lld)",
             (long long)B, (long long)sum, s->model.activation_bytes_per_sample, (long long)B);
     if (B > INT32_MAX / 2)
-        return scn_read_fail(s, key ? key : pol, path, err, "too many samples per iteration (got %lld)",
-                             (long long)B);
+        return popt_fail(s, policy, "global_batch", err, "too many samples per iteration (got %lld)",
+                         (long long)B);
     return 0;
 }
 
@@ -783,6 +777,22 @@ void lb_on_device(prt *rt, const void *opts, size_t d, int up)
 {
     (void)opts;
     sync_on_device(rt, d, up);
+}
+
+int lb_policy_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
+{
+    return lb_check(s, p->name, opts, err);
+}
+
+int lb_policy_start(prt *rt, const void *opts)
+{
+    return lb_start(rt, opts, prt_policy(rt)->family);
+}
+
+void lb_policy_free(prt *rt, const void *opts)
+{
+    (void)opts;
+    lb_free(rt);
 }
 
 void lb_free(prt *rt)

@@ -122,6 +122,13 @@ typedef struct lb_method {
 
 int lb_check(const scn_scenario *s, const char *policy, const lb_opts *o, dp_err *err);
 int lb_start(prt *rt, const lb_opts *o, const lb_method *m);
+/* The family's hooks, for a member whose policy_def.family is its
+ * lb_method: LB_POLICY_HOOKS fills check, start, free and on_device. */
+int lb_policy_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err);
+int lb_policy_start(prt *rt, const void *opts);
+void lb_policy_free(prt *rt, const void *opts);
+#define LB_POLICY_HOOKS                                                                                      \
+    .check = lb_policy_check, .start = lb_policy_start, .free = lb_policy_free, .on_device = lb_on_device
 /* Every policy's on_device: sync.c's failure handling (sync_on_device); a
  * restart starts the balancer over on the devices it runs with. */
 void lb_on_device(prt *rt, const void *opts, size_t d, int up);

@@ -30,9 +30,6 @@
  */
 #include "cadp.h"
 #include "commlight.h"
-#include "policy.h"
-#include "runtime.h"
-#include "slv.h"
 
 #include <limits.h>
 #include <math.h>
@@ -370,32 +367,6 @@ static void ls_on_device(prt *rt, const void *opts, size_t d, int up)
     }
 }
 
-/* C-ADP's allocation for this scenario, with the scenario's policies.cadp
- * options. */
-static int cadp_alloc(prt *rt, int64_t *alloc)
-{
-    const scn_scenario *s = prt_scn(rt);
-    cadp_opts co;
-    int rc = policy_options(policy_find("cadp"), s, &co, sizeof co, prt_err(rt));
-    if (rc)
-        return rc;
-    cadp_inputs in;
-    if ((rc = cadp_inputs_build(s, &in, prt_err(rt))))
-        return rc;
-    slv_params prm;
-    slv_params_default(&prm);
-    prm.rounding = cadp_slv_rounding(&co);
-    slv_result *res = NULL;
-    rc = cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &res, NULL, prt_err(rt));
-    cadp_inputs_free(&in);
-    if (rc)
-        return rc;
-    for (size_t d = 0; d < prt_n(rt); d++)
-        alloc[d] = res->alloc[d];
-    slv_result_free(res);
-    return 0;
-}
-
 static int ls_start(prt *rt, const void *opts)
 {
     const scn_scenario *s = prt_scn(rt);
@@ -413,7 +384,7 @@ static int ls_start(prt *rt, const void *opts)
     if (!st->dev || !st->parts || !st->ring || cl_stats_init(&st->cs, n))
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     int rc;
-    if (st->o.allocation == LS_ALLOC_CADP && (rc = cadp_alloc(rt, prt_share(rt))))
+    if (st->o.allocation == LS_ALLOC_CADP && (rc = cadp_allocation(rt, prt_share(rt))))
         return rc;
     for (size_t d = 0; d < n; d++)
         st->dev[d] =
@@ -440,8 +411,9 @@ static void ls_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-static int ls_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int ls_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
+    (void)p;
     const ls_opts *o = opts;
     if (o->batch_growth < 1)
         return dp_err_set(

@@ -13,6 +13,8 @@
 #include "yamltree.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -109,7 +111,8 @@ int policy_register(const policy_def *p, dp_err *err)
                           "policy_register: policy '%s' needs a label, colour, summary, start and free, and "
                           "options of at most %d bytes",
                           p->name, POLICY_OPTS_MAX);
-    if (!!p->plan_new != !!p->plan_run || !!p->plan_new != !!p->plan_free)
+    const policy_perf *pf = p->perf;
+    if (pf && (!!pf->plan_new != !!pf->plan_run || !!pf->plan_new != !!pf->plan_free))
         return dp_err_set(err, DP_EINPUT,
                           "policy_register: policy '%s' needs plan_new, plan_run and plan_free together",
                           p->name);
@@ -156,6 +159,31 @@ size_t policy_rank_of(const char *name)
 }
 
 /* ---- options ------------------------------------------------------------------- */
+
+int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
+{
+    char msg[600], path[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "policies.%s.%s", policy, key);
+    const yt_node *pol = yt_get(scn_policies(s), policy), *k = yt_get(pol, key);
+    return scn_read_fail(s, k ? k : pol, path, err, "%s", msg);
+}
+
+int prt_options_of(prt *rt, const char *policy, void *opts, size_t size)
+{
+    const policy_def *p = policy_find(policy);
+    if (!p)
+        return dp_err_set(rt->err, DP_EINPUT, "no policy '%s' in this build", policy);
+    return policy_options(p, rt->s, opts, size, rt->err);
+}
+
+res_run *prt_simulate(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err)
+{
+    return policy_run(p, s, seed, err);
+}
 
 int popt_failures_only(const popt *o)
 {
@@ -269,7 +297,7 @@ int policy_check_scenario(const scn_scenario *s, dp_err *err)
         int r = opts_read(p, s, m->items[i], opts, err);
         if (r < 0)
             return r;
-        if (p->check && (r = p->check(s, opts, err)) < 0)
+        if (p->check && (r = p->check(p, s, opts, err)) < 0)
             return r;
     }
     return 0;
@@ -389,7 +417,7 @@ void policy_print_help(FILE *out)
 static int refuses(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
     int rc;
-    if (p->check && (rc = p->check(s, opts, err)))
+    if (p->check && (rc = p->check(p, s, opts, err)))
         return rc;
     if (!p->on_device && scn_has_failures(s))
         return dp_err_set(err, DP_EINPUT,
@@ -417,7 +445,7 @@ int policy_keep_applicable(const scn_scenario *s, const policy_def **pk, size_t 
 
 /* ---- running ------------------------------------------------------------------- */
 
-/* A policy's plan (policy_def.plan_new), done beside prt_new. */
+/* A policy's plan (policy_perf.plan_new), done beside prt_new. */
 typedef struct plan_job {
     const policy_def *p;
     void *plan;
@@ -428,7 +456,7 @@ typedef struct plan_job {
 static void *plan_main(void *arg)
 {
     plan_job *j = arg;
-    j->rc = j->p->plan_run(j->plan, &j->err);
+    j->rc = j->p->perf->plan_run(j->plan, &j->err);
     return NULL;
 }
 
@@ -445,7 +473,7 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     unsigned char opts[POLICY_OPTS_MAX];
     if (policy_options(p, s, opts, sizeof opts, err) || refuses(p, s, opts, err))
         return NULL;
-    plan_job job = {p, p->plan_new ? p->plan_new(s, opts) : NULL, 0, {0}};
+    plan_job job = {p, p->perf && p->perf->plan_new ? p->perf->plan_new(s, opts) : NULL, 0, {0}};
     pthread_t th;
     int threaded = job.plan && pthread_create(&th, NULL, plan_main, &job) == 0;
     if (job.plan && !threaded)
@@ -462,7 +490,7 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     }
     if (!rt) {
         if (job.plan)
-            p->plan_free(job.plan);
+            p->perf->plan_free(job.plan);
         return NULL;
     }
     rt->plan = job.plan;
@@ -478,7 +506,7 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     }
     p->free(rt, opts);
     if (rt->plan)
-        p->plan_free(rt->plan);
+        p->perf->plan_free(rt->plan);
     prt_free(rt);
     return r;
 }

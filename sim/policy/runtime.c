@@ -46,6 +46,11 @@
 
 /* ---- accessors (runtime.h) ---------------------------------------------------- */
 
+const policy_def *prt_policy(const prt *rt)
+{
+    return rt->pdef;
+}
+
 size_t prt_n(const prt *rt)
 {
     return rt->n;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 typedef struct prt prt;
+typedef struct policy_perf policy_perf;
 typedef void (*prt_fn)(prt *rt, void *ctx);
 
 /* How a synchronous policy holds the dataset, and how its collectives run. */
@@ -59,6 +60,11 @@ typedef struct popt {
  * prefix rather than a field: every option table stays as it is.) */
 #define POPT_FAILURES "with failures: "
 int popt_failures_only(const popt *o);
+/* A scenario a policy refuses in its check, the message pointing at
+ * policies.POLICY.KEY when the key is written, else at the policy's block,
+ * else at the file (FILE:LINE:COLUMN: policies.POLICY.KEY: MESSAGE). */
+int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
+    DP_PRINTF(5, 6);
 
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
@@ -71,8 +77,9 @@ typedef struct policy_def {
      * overlap by stage); returns 0. */
     void (*finish)(void *opts);
     /* Optional: refuse a scenario this policy cannot run, before any
-     * simulation (DP_EINPUT with a message naming policies.NAME.KEY). */
-    int (*check)(const scn_scenario *s, const void *opts, dp_err *err);
+     * simulation (DP_EINPUT with a message naming policies.NAME.KEY, NAME
+     * being p->name). */
+    int (*check)(const struct policy_def *p, const scn_scenario *s, const void *opts, dp_err *err);
     /* Schedule the first actions (data distribution...); 0 or an error
      * (message in prt_err(rt)). */
     int (*start)(prt *rt, const void *opts);
@@ -96,33 +103,22 @@ typedef struct policy_def {
      * next epoch from an event at prt_now (prt_at), so nothing else is
      * pending at the boundary.  NULL: the policy never fast-forwards. */
     size_t (*steady_state)(prt *rt, const void *opts, unsigned char *buf, size_t cap);
-    /* Optional, all three or none: work that depends on the scenario and
-     * the options alone (C-ADP's allocation), done on a second thread while
-     * the runtime builds the world, so that a run on a 2-core machine does
-     * both at once.  plan_new runs on the calling thread and returns the
-     * job (capturing s and opts), or NULL for no plan in this run; plan_run
-     * then runs on the other thread (or on this one if no thread can be
-     * made) and must read only the job, the scenario and the options and
-     * write only the job: 0 or an error in err.  start finds the finished
-     * job with prt_plan; the runtime frees it with plan_free after the run
-     * (also when anything failed).  The results must not depend on which
-     * thread did the work: the plan is a pure function of its inputs. */
-    void *(*plan_new)(const scn_scenario *s, const void *opts);
-    int (*plan_run)(void *plan, dp_err *err);
-    void (*plan_free)(void *plan);
-    /* Optional, a hint that must change nothing: fetch the policy's own
-     * records of device d (__builtin_prefetch), whose batch run ends or
-     * whose data arrives next.  With 10^6 devices each such record is a
-     * cache miss when its callback reads it. */
-    void (*prefetch)(prt *rt, size_t d);
+    /* Optional: hooks for speed alone (runtime_perf.h), which change no
+     * result; a policy may ignore them. */
+    const struct policy_perf *perf;
+    /* Optional: a policy family's method table (lbsync.h's lb_method), for
+     * hooks the family's members share: they find it as p->family in check
+     * and prt_policy(rt)->family elsewhere. */
+    const void *family;
 } policy_def;
 
 #define POLICY_OPTS_MAX 256
 
 /* ---- the runtime ------------------------------------------------------- */
 
-size_t prt_n(const prt *rt);                /* devices */
-const scn_scenario *prt_scn(const prt *rt); /* borrowed for the run */
+size_t prt_n(const prt *rt);                 /* devices */
+const policy_def *prt_policy(const prt *rt); /* the policy running */
+const scn_scenario *prt_scn(const prt *rt);  /* borrowed for the run */
 world *prt_world(const prt *rt);
 sim_engine *prt_engine(const prt *rt);
 double prt_now(const prt *rt);
@@ -137,8 +133,6 @@ int64_t *prt_left(prt *rt);
 int prt_epoch(const prt *rt); /* current epoch, 1-based */
 /* The policy's own state (NULL at start); the policy frees it in `free`. */
 void *prt_state(const prt *rt);
-/* The policy's finished plan job (policy_def.plan_new), or NULL. */
-void *prt_plan(const prt *rt);
 void prt_set_state(prt *rt, void *state);
 /* 1 while device d is up (always, in a world without failures). */
 int prt_device_up(const prt *rt, size_t d);
@@ -174,16 +168,20 @@ void prt_add_server_bytes(prt *rt, size_t d, double bytes);
  * shown by `run` and `show`).  0, or DP_ENOMEM after failing the run. */
 int prt_stat(prt *rt, const char *name, res_scope scope, int64_t a, int64_t b, double value);
 
+/* Policy `policy`'s options (another's: a policy that reuses a sibling's
+ * planner) from this run's scenario into opts (that policy's options
+ * struct, size bytes).  0 or DP_EINPUT (the message in prt_err). */
+int prt_options_of(prt *rt, const char *policy, void *opts, size_t size);
+/* Run policy p on s from scratch, beside this run (a planner that
+ * simulates candidates: C-ADP's `solver: simulate`).  The caller frees the
+ * result; NULL with err set when the run fails. */
+res_run *prt_simulate(const policy_def *p, const scn_scenario *s, uint64_t seed, dp_err *err);
+
 /* The run fails: the first failure's message is kept (err), the engine
  * stops after the current handler, prt_run returns the code.  Returns code. */
 int prt_fail(prt *rt, int code, const char *fmt, ...) DP_PRINTF(3, 4);
 /* Device d (0-based) switches to activity a now. */
 void prt_set_act(prt *rt, size_t d, res_activity a);
-/* Prefetch hints (they change nothing): nonzero when the run has enough
- * devices for hints to pay (their records no longer stay in cache), and a
- * hint for what prt_set_act(rt, d, ...) will touch. */
-int prt_hints(const prt *rt);
-void prt_prefetch_act(const prt *rt, size_t d);
 /* Device d computes a batch of n samples now; fn(rt, ctx) runs when done.
  * `part` (0, 1] is the share of the batch's work done now (1 = the whole
  * batch; DeepSpeed stage 3 runs forward and backward apart); FLOPS and

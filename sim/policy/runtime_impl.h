@@ -6,6 +6,7 @@
 
 #include "policy.h"
 #include "runtime.h"
+#include "runtime_perf.h"
 
 struct learner;
 struct lrn_cfg;

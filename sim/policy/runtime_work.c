@@ -20,7 +20,7 @@ static void dev_prefetch(prt *rt, size_t d, int more)
 {
     const compute_slot *c = &TL(rt)->cslots[d];
     __builtin_prefetch(c);
-    __builtin_prefetch((const char *)c + 64);
+    __builtin_prefetch((const char *)c + DP_CACHE_LINE);
     prt_prefetch_act(rt, d);
     __builtin_prefetch(&rt->busy_compute[d]);
     __builtin_prefetch(&rt->batches[d]);
@@ -43,8 +43,8 @@ static void slot_prefetch(prt *rt, const void *slot, int more)
 {
     size_t d = (size_t)((const compute_slot *)slot - TL(rt)->cslots);
     dev_prefetch(rt, d, more);
-    if (rt->pdef && rt->pdef->prefetch)
-        rt->pdef->prefetch(rt, d);
+    if (rt->pdef && rt->pdef->perf && rt->pdef->perf->prefetch)
+        rt->pdef->perf->prefetch(rt, d);
     world_prefetch_dev(rt->w, d, more); /* a batch's end often starts a transfer */
 }
 
@@ -82,10 +82,10 @@ static void xfer_prefetch(void *pctx, void *ctx)
     __builtin_prefetch(&rt->left[d]);
     const compute_slot *c = &tl->cslots[d]; /* prt_compute_left writes it */
     __builtin_prefetch(c);
-    __builtin_prefetch((const char *)c + 64);
+    __builtin_prefetch((const char *)c + DP_CACHE_LINE);
     cmp_prefetch(world_compute(rt->w), d);
-    if (rt->pdef && rt->pdef->prefetch)
-        rt->pdef->prefetch(rt, d);
+    if (rt->pdef && rt->pdef->perf && rt->pdef->perf->prefetch)
+        rt->pdef->perf->prefetch(rt, d);
 }
 
 int work_set_prefetch(prt *rt)

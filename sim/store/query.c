@@ -51,22 +51,17 @@ int store_run_info_get(store *st, int64_t run_id, store_run_info *out, dp_err *e
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q;
-    int e =
-        store_sql_prepare(st,
-                          "SELECT r.policy, s.name, r.status, r.error, r.tsend_s, r.ttraining_s, r.ttotal_s,"
-                          " r.tflops, r.bin_s FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-                          " WHERE r.id = ?1",
-                          &q, "reading a run", err);
+    int row, e = store_sql_first(st, &q, &row, "reading a run", err,
+                                 "SELECT r.policy, s.name, r.status, r.error, r.tsend_s, r.ttraining_s,"
+                                 " r.ttotal_s, r.tflops, r.bin_s FROM runs r"
+                                 " JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
+                                 "i", run_id);
     if (e)
         return e;
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_DONE) {
-        e = dp_err_set(err, DP_EINPUT, "no run %lld in %s ('dpsim runs --db %s' lists them)",
-                       (long long)run_id, db_name(st), db_name(st));
-    } else if (rc != SQLITE_ROW) {
-        e = store_sql_fail(st, rc, "reading a run", err);
-    } else if (strcmp(store_col_text(q, 2), "ok") != 0) {
+    if (!row)
+        return dp_err_set(err, DP_EINPUT, "no run %lld in %s ('dpsim runs --db %s' lists them)",
+                          (long long)run_id, db_name(st), db_name(st));
+    if (strcmp(store_col_text(q, 2), "ok") != 0) {
         const char *msg = (const char *)sqlite3_column_text(q, 3);
         e = dp_err_set(err, DP_EINPUT, "run %lld failed (%.300s): it has nothing to plot", (long long)run_id,
                        msg ? msg : "no message");
@@ -310,26 +305,22 @@ int store_timeline_info_get(store *st, int64_t run_id, store_timeline_info *out,
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q;
-    int e = store_sql_prepare(st,
-                              "SELECT (SELECT count(*) FROM run_devices WHERE run_id = ?1),"
-                              " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1),"
-                              " (SELECT timeline_res_s FROM runs WHERE id = ?1)",
-                              &q, "reading a timeline", err);
+    int row, e = store_sql_first(st, &q, &row, "reading a timeline", err,
+                                 "SELECT (SELECT count(*) FROM run_devices WHERE run_id = ?1),"
+                                 " (SELECT max(t1_s) FROM run_segments WHERE run_id = ?1),"
+                                 " (SELECT timeline_res_s FROM runs WHERE id = ?1)",
+                                 "i", run_id);
     if (e)
         return e;
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) {
-        int64_t n = sqlite3_column_int64(q, 0);
-        out->n_devices = n > 0 ? (size_t)n : 0;
-        out->has_segments = sqlite3_column_type(q, 1) != SQLITE_NULL;
-        out->end_s = sqlite3_column_double(q, 1);
-        out->res_s = sqlite3_column_type(q, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(q, 2);
-    } else {
-        e = store_sql_fail(st, rc, "reading a timeline", err);
-    }
+    if (!row) /* a row of subqueries always comes */
+        return store_sql_fail(st, SQLITE_DONE, "reading a timeline", err);
+    int64_t n = sqlite3_column_int64(q, 0);
+    out->n_devices = n > 0 ? (size_t)n : 0;
+    out->has_segments = sqlite3_column_type(q, 1) != SQLITE_NULL;
+    out->end_s = sqlite3_column_double(q, 1);
+    out->res_s = sqlite3_column_type(q, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(q, 2);
     sqlite3_finalize(q);
-    return e;
+    return 0;
 }
 
 typedef struct devices_ctx {
@@ -461,15 +452,14 @@ int store_sweep_latest(store *st, int64_t *sweep_id, dp_err *err)
 {
     *sweep_id = 0;
     sqlite3_stmt *q;
-    int e =
-        store_sql_prepare(st, "SELECT max(sweep_id) FROM runs WHERE sweep_id IS NOT NULL AND status = 'ok'",
-                          &q, "choosing a sweep", err);
+    int row, e = store_sql_first(
+                 st, &q, &row, "choosing a sweep", err,
+                 "SELECT max(sweep_id) FROM runs WHERE sweep_id IS NOT NULL AND status = 'ok'", "");
     if (e)
         return e;
-    int rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW)
-        e = store_sql_fail(st, rc, "choosing a sweep", err);
-    else if (sqlite3_column_type(q, 0) == SQLITE_NULL)
+    if (!row) /* an aggregate always has its row */
+        return store_sql_fail(st, SQLITE_DONE, "choosing a sweep", err);
+    if (sqlite3_column_type(q, 0) == SQLITE_NULL)
         e = dp_err_set(err, DP_EINPUT, "no sweep with successful runs in %s (make one with 'dpsim sweep')",
                        db_name(st));
     else
@@ -483,19 +473,16 @@ int store_sweep_scenario(store *st, int64_t sweep_id, char *buf, size_t cap, dp_
     if (cap)
         buf[0] = '\0';
     sqlite3_stmt *q;
-    int e = store_sql_prepare(
-        st, "SELECT s.name FROM sweeps w JOIN scenarios s ON s.id = w.scenario_id WHERE w.id = ?1", &q,
-        "reading a sweep", err);
-    if (e)
+    int row, e = store_sql_first(st, &q, &row, "reading a sweep", err,
+                                 "SELECT s.name FROM sweeps w JOIN scenarios s ON s.id = w.scenario_id"
+                                 " WHERE w.id = ?1",
+                                 "i", sweep_id);
+    if (e || !row)
         return e;
-    sqlite3_bind_int64(q, 1, sweep_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && cap)
+    if (cap)
         snprintf(buf, cap, "%s", store_col_text(q, 0));
-    else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        e = store_sql_fail(st, rc, "reading a sweep", err);
     sqlite3_finalize(q);
-    return e;
+    return 0;
 }
 
 typedef struct sweep_ctx {
@@ -610,23 +597,19 @@ int store_batches_get(store *st, int64_t run_id, size_t max_devices, store_batch
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q;
-    int e = store_sql_prepare(st,
-                              "SELECT count(DISTINCT a), max(b) FROM run_stats WHERE run_id = ?1"
-                              " AND scope = 'device_epoch' AND name = 'batch_mean'",
-                              &q, "reading batch statistics", err);
+    int row, e = store_sql_first(st, &q, &row, "reading batch statistics", err,
+                                 "SELECT count(DISTINCT a), max(b) FROM run_stats WHERE run_id = ?1"
+                                 " AND scope = 'device_epoch' AND name = 'batch_mean'",
+                                 "i", run_id);
     if (e)
         return e;
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) {
-        out->n_devices = (size_t)sqlite3_column_int64(q, 0);
-        out->n_epochs = sqlite3_column_int64(q, 1);
-    } else {
-        e = store_sql_fail(st, rc, "reading batch statistics", err);
-    }
+    if (!row) /* an aggregate always has its row */
+        return store_sql_fail(st, SQLITE_DONE, "reading batch statistics", err);
+    out->n_devices = (size_t)sqlite3_column_int64(q, 0);
+    out->n_epochs = sqlite3_column_int64(q, 1);
     sqlite3_finalize(q);
-    if (e || out->n_devices == 0)
-        return e;
+    if (out->n_devices == 0)
+        return 0;
     batches_ctx c = {out, 0, max_devices};
     e = store_sql_rows(st,
                        "SELECT m.a, m.b, m.value, lo.value, hi.value, w.value FROM run_stats m"

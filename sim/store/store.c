@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -109,6 +110,68 @@ int store_sql_prepare(store *st, const char *sql, sqlite3_stmt **stmt, const cha
         return store_sql_fail(st, rc, what, err);
     }
     return 0;
+}
+
+static int bind_values(sqlite3_stmt *q, const char *types, va_list ap)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
+        switch (types[i]) {
+        case 'i':
+            rc = sqlite3_bind_int64(q, i + 1, va_arg(ap, int64_t));
+            break;
+        case 'd':
+            rc = sqlite3_bind_double(q, i + 1, va_arg(ap, double));
+            break;
+        default: /* 't' */
+            rc = store_bind_opt_text(q, i + 1, va_arg(ap, const char *));
+            break;
+        }
+    }
+    return rc;
+}
+
+static int first_v(store *st, sqlite3_stmt **q, int *row, const char *what, dp_err *err, const char *sql,
+                   const char *types, va_list ap)
+{
+    *row = 0;
+    int e = store_sql_prepare(st, sql, q, what, err);
+    if (e)
+        return e;
+    int rc = bind_values(*q, types, ap);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(*q);
+    if (rc == SQLITE_ROW) {
+        *row = 1;
+        return 0;
+    }
+    e = rc == SQLITE_DONE ? 0 : store_sql_fail(st, rc, what, err);
+    sqlite3_finalize(*q);
+    *q = NULL;
+    return e;
+}
+
+int store_sql_first(store *st, sqlite3_stmt **q, int *row, const char *what, dp_err *err, const char *sql,
+                    const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int e = first_v(st, q, row, what, err, sql, types, ap);
+    va_end(ap);
+    return e;
+}
+
+int store_sql_write(store *st, const char *what, dp_err *err, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *q;
+    int row;
+    va_list ap;
+    va_start(ap, types);
+    int e = first_v(st, &q, &row, what, err, sql, types, ap);
+    va_end(ap);
+    if (row)
+        sqlite3_finalize(q);
+    return e;
 }
 
 /* Undo the open transaction, if any, keeping the error already in err. */

@@ -38,15 +38,14 @@ static int end_read(store *st, int e, const char *what, dp_err *err)
 static int count_rows(store *st, const char *sql, int64_t run_id, int64_t *n, const char *what, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e = store_sql_prepare(st, sql, &s, what, err);
+    int row, e = store_sql_first(st, &s, &row, what, err, sql, "i", run_id);
     if (e)
         return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *n = sqlite3_column_int64(s, 0);
+    if (!row) /* a count always has its row */
+        return store_sql_fail(st, SQLITE_DONE, what, err);
+    *n = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    return rc == SQLITE_ROW ? 0 : store_sql_fail(st, rc, what, err);
+    return 0;
 }
 
 static int corrupt(const store *st, int64_t run_id, const char *what, dp_err *err)
@@ -57,21 +56,19 @@ static int corrupt(const store *st, int64_t run_id, const char *what, dp_err *er
 static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
     sqlite3_stmt *s;
-    int e =
-        store_sql_prepare(st,
-                          "SELECT policy, " STORE_SQL_JSON_OF("options_json", "object") ","
-                          " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
-                          " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
-                          " FROM runs WHERE id = ?1",
-                          &s, "reading the run", err);
+    int row, e = store_sql_first(st, &s, &row, "reading the run", err,
+                                 "SELECT policy, " STORE_SQL_JSON_OF("options_json", "object") ","
+                                 " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
+                                 " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
+                                 " FROM runs WHERE id = ?1",
+                                 "i", run_id);
     if (e)
         return e;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW && sqlite3_column_type(s, 1) == SQLITE_NULL) {
+    if (row && sqlite3_column_type(s, 1) == SQLITE_NULL) {
         e = dp_err_set(err, DP_ERUN, "%s: run %" PRId64 ": its stored options are not a JSON object (a damaged "
                        "or crafted database)", st->path, run_id);
-    } else if (rc == SQLITE_ROW) {
+        sqlite3_finalize(s);
+    } else if (row) {
         snprintf(r->policy, sizeof r->policy, "%s", store_col_text(s, 0));
         r->options_json = dp_strdup(store_col_text(s, 1));
         r->seed = (uint64_t)sqlite3_column_int64(s, 2);
@@ -88,11 +85,9 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
         r->timeline_res_s = sqlite3_column_type(s, 13) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 13);
         if (!r->options_json)
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
-    } else if (rc == SQLITE_DONE)
+        sqlite3_finalize(s);
+    } else
         e = dp_err_set(err, DP_EINPUT, "%s: no run with id %" PRId64, st->path, run_id);
-    else
-        e = store_sql_fail(st, rc, "reading the run", err);
-    sqlite3_finalize(s);
     return e;
 }
 
@@ -426,21 +421,15 @@ int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err)
 {
     *dir = NULL;
     sqlite3_stmt *q;
-    int e = store_sql_prepare(st, "SELECT scenario_dir FROM runs WHERE id = ?1", &q,
-                              "reading a run's scenario directory", err);
-    if (e)
+    int row, e = store_sql_first(st, &q, &row, "reading a run's scenario directory", err,
+                                 "SELECT scenario_dir FROM runs WHERE id = ?1", "i", run_id);
+    if (e || !row)
         return e;
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL &&
-        !(*dir = dp_strdup((const char *)sqlite3_column_text(q, 0)))) {
-        sqlite3_finalize(q);
-        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
-    }
+    if (sqlite3_column_type(q, 0) != SQLITE_NULL &&
+        !(*dir = dp_strdup((const char *)sqlite3_column_text(q, 0))))
+        e = dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
     sqlite3_finalize(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE
-               ? 0
-               : store_sql_fail(st, rc, "reading a run's scenario directory", err);
+    return e;
 }
 
 int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char **scenario_name,
@@ -459,14 +448,13 @@ int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char *
     char *text = NULL, *name = NULL, *pol = NULL, *ovj = NULL, **ov = NULL;
     size_t n_ov = 0;
     uint64_t sd = 0;
-    e = store_sql_prepare(st,
-                          "SELECT s.text, s.name, r.overrides_json, r.policy, r.seed FROM runs r"
-                          " JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
-                          &s, "reading a run's source", err);
+    int row;
+    e = store_sql_first(st, &s, &row, "reading a run's source", err,
+                        "SELECT s.text, s.name, r.overrides_json, r.policy, r.seed FROM runs r"
+                        " JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
+                        "i", run_id);
     if (!e) {
-        sqlite3_bind_int64(s, 1, run_id);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
+        if (row) {
             text = dp_strdup(store_col_text(s, 0));
             name = dp_strdup(store_col_text(s, 1));
             ovj = dp_strdup(store_col_text(s, 2));
@@ -474,11 +462,9 @@ int store_get_run_source(store *st, int64_t run_id, char **scenario_text, char *
             sd = (uint64_t)sqlite3_column_int64(s, 4);
             if (!text || !name || !ovj || !pol)
                 e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
-        } else if (rc == SQLITE_DONE)
+            sqlite3_finalize(s);
+        } else
             e = dp_err_set(err, DP_EINPUT, "%s: no run with id %" PRId64, st->path, run_id);
-        else
-            e = store_sql_fail(st, rc, "reading a run's source", err);
-        sqlite3_finalize(s);
     }
     if (!e)
         e = read_overrides(st, ovj, &ov, &n_ov, err);

@@ -26,6 +26,18 @@ int store_sql_fail(const store *st, int rc, const char *what, dp_err *err);
 /* Prepare constant SQL (values go through bound parameters only). */
 int store_sql_prepare(store *st, const char *sql, sqlite3_stmt **stmt, const char *what, dp_err *err);
 
+/* The one statement pattern (prepare, bind, step, finalize, the message):
+ * prepare sql and bind ?1, ?2, ... from `types`, one letter a value:
+ *   'i' int64_t, 'd' double, 't' const char * (NULL binds NULL),
+ * then step once.  0 with *q on the first row and *row = 1 (read its
+ * columns, then sqlite3_finalize(*q)), or 0 with *row = 0 and *q NULL (no
+ * row); on error *q is NULL and err says `what` failed. */
+int store_sql_first(store *st, sqlite3_stmt **q, int *row, const char *what, dp_err *err, const char *sql,
+                    const char *types, ...);
+/* The same for a statement whose rows, if any, are not read (INSERT,
+ * UPDATE, DELETE): 0 or the error. */
+int store_sql_write(store *st, const char *what, dp_err *err, const char *sql, const char *types, ...);
+
 /* Row callback of store_sql_rows: row i (0-based) of statement s; returns 0
  * or an error code with its message set. */
 typedef int (*store_row_fn)(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err);

@@ -48,13 +48,11 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, hash);
     sqlite3_stmt *s;
-    int e = store_sql_prepare(st, "SELECT id, text FROM scenarios WHERE hash = ?1", &s,
-                              "looking up the scenario", err);
+    int row, e = store_sql_first(st, &s, &row, "looking up the scenario", err,
+                                 "SELECT id, text FROM scenarios WHERE hash = ?1", "t", hex);
     if (e)
         return e;
-    sqlite3_bind_text(s, 1, hex, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    if (row) {
         *id = sqlite3_column_int64(s, 0);
         int same = strcmp(store_col_text(s, 1), text) == 0;
         sqlite3_finalize(s);
@@ -65,24 +63,12 @@ static int scenario_id(store *st, const char *name, const char *text, uint64_t h
                               st->path, name, hex, *id);
         return 0;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
-        return store_sql_fail(st, rc, "looking up the scenario", err);
-
-    e = store_sql_prepare(st,
-                          "INSERT INTO scenarios(name, hash, text, created_at)"
-                          " VALUES(?1, ?2, ?3, COALESCE(?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))",
-                          &s, "storing the scenario", err);
+    e = store_sql_write(st, "storing the scenario", err,
+                        "INSERT INTO scenarios(name, hash, text, created_at)"
+                        " VALUES(?1, ?2, ?3, COALESCE(?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))",
+                        "tttt", name, hex, text, created_at);
     if (e)
         return e;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, hex, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
-    store_bind_opt_text(s, 4, created_at);
-    rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
-        return store_sql_fail(st, rc, "storing the scenario", err);
     *id = sqlite3_last_insert_rowid(st->db);
     return 0;
 }
@@ -125,16 +111,9 @@ static int check_scenario(const store *st, const scn_scenario *s, dp_err *err)
     return 0;
 }
 
-/* Bind ?1..?5 to a sweep point's identity (the runs_point index's columns). */
-static void bind_point_key(sqlite3_stmt *s, int64_t sweep_id, const char *point_json, const char *policy,
-                           uint64_t seed, const char *version)
-{
-    sqlite3_bind_int64(s, 1, sweep_id);
-    store_bind_opt_text(s, 2, point_json);
-    sqlite3_bind_text(s, 3, policy, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, (int64_t)seed);
-    sqlite3_bind_text(s, 5, version, -1, SQLITE_TRANSIENT);
-}
+/* ?1..?5 of a sweep point's identity (the runs_point index's columns):
+ * sweep_id, point_json, policy, seed (its bits as an int64), version. */
+#define POINT_KEY_TYPES "ittit"
 
 /* A sweep point that failed before may be retried: drop its failed row so
  * the unique index on points admits the new one. */
@@ -143,17 +122,10 @@ static int drop_failed_point(store *st, int64_t sweep_id, const char *point_json
 {
     if (sweep_id == 0)
         return 0;
-    sqlite3_stmt *s;
-    int e = store_sql_prepare(st,
-                              "DELETE FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
-                              " AND seed = ?4 AND version = ?5 AND status = 'failed'",
-                              &s, "replacing a failed sweep point", err);
-    if (e)
-        return e;
-    bind_point_key(s, sweep_id, point_json, policy, seed, version);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? 0 : store_sql_fail(st, rc, "replacing a failed sweep point", err);
+    return store_sql_write(st, "replacing a failed sweep point", err,
+                           "DELETE FROM runs WHERE sweep_id = ?1 AND point_json IS ?2 AND policy = ?3"
+                           " AND seed = ?4 AND version = ?5 AND status = 'failed'",
+                           POINT_KEY_TYPES, sweep_id, point_json, policy, (int64_t)seed, version);
 }
 
 /* The run row; metrics from r (NULL for a failed run). */
@@ -483,6 +455,36 @@ static int check_strings(const store *st, const char *const *ov, size_t n, const
     return 0;
 }
 
+/* One write of a run row (w, its overrides given apart), with its
+ * children and files when s is given (a run that ran), alone otherwise (a
+ * failed run): the scenario row found or added, a failed try of the same
+ * sweep point replaced, all or nothing. */
+static int put_run_row(store *st, run_row *w, const char *const *overrides, size_t n_overrides,
+                       const scn_scenario *s, const char *name, const char *text, uint64_t hash, long fail_at,
+                       int64_t *run_id, dp_err *err)
+{
+    char *ov = overrides_json(overrides, n_overrides, st, err);
+    if (!ov)
+        return DP_ENOMEM;
+    w->overrides_json = ov;
+    int64_t id = 0;
+    int e =
+        begin_write(st, s ? "a run" : "a failed run", name, text, hash, w->started_at, &w->scenario_id, err);
+    if (!e)
+        e = drop_failed_point(st, w->sweep_id, w->point_json, w->policy, w->seed, w->version, err);
+    if (!e)
+        e = insert_run(st, w, &id, err);
+    if (!e && s)
+        e = insert_children(st, id, w->r, fail_at, err);
+    if (!e && s)
+        e = insert_files(st, id, s, err);
+    e = end_write(st, e, s ? "committing the run" : "committing the failed run", err);
+    dp_free(ov);
+    if (!e && run_id)
+        *run_id = id;
+    return e;
+}
+
 int store_put_run(store *st, const scn_scenario *s, const char *const *overrides, size_t n_overrides,
                   const res_run *r, const char *version, const char *started_at, int64_t sweep_id,
                   const char *point_json, int64_t *run_id, dp_err *err)
@@ -503,11 +505,6 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
         e = check_scenario(st, s, err);
     if (e)
         return e;
-    char *ov = overrides_json(overrides, n_overrides, st, err);
-    if (!ov)
-        return DP_ENOMEM;
-
-    int64_t id = 0;
     /* the scenario file's absolute directory, for rerun's trace paths */
     char dir[4096], *real = NULL;
     const char *sdir = NULL;
@@ -520,7 +517,6 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
     run_row w = {.scenario_dir = sdir,
                  .policy = r->policy,
                  .options_json = r->options_json ? r->options_json : "{}",
-                 .overrides_json = ov,
                  .version = version,
                  .started_at = started_at,
                  .point_json = point_json,
@@ -528,20 +524,8 @@ int store_put_run(store *st, const scn_scenario *s, const char *const *overrides
                  .wall_s = r->wall_s,
                  .sweep_id = sweep_id,
                  .r = r};
-    e = begin_write(st, "a run", s->name, s->text, s->text_hash, started_at, &w.scenario_id, err);
-    if (!e)
-        e = drop_failed_point(st, sweep_id, point_json, r->policy, r->seed, version, err);
-    if (!e)
-        e = insert_run(st, &w, &id, err);
-    if (!e)
-        e = insert_children(st, id, r, fail_at, err);
-    if (!e)
-        e = insert_files(st, id, s, err);
-    e = end_write(st, e, "committing the run", err);
-    dp_free(ov);
-    if (!e && run_id)
-        *run_id = id;
-    return e;
+    return put_run_row(st, &w, overrides, n_overrides, s, s->name, s->text, s->text_hash, fail_at, run_id,
+                       err);
 }
 
 int store_put_failed(store *st, const char *scenario_name, const char *scenario_text, uint64_t text_hash,
@@ -559,13 +543,8 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                        scenario_name ? "policy" : "scenario name");
     if (e)
         return e;
-    char *ov = overrides_json(overrides, n_overrides, st, err);
-    if (!ov)
-        return DP_ENOMEM;
-    int64_t id = 0;
     run_row w = {.policy = policy,
                  .options_json = "{}",
-                 .overrides_json = ov,
                  .version = version,
                  .started_at = started_at,
                  .error = error ? error : "unknown error",
@@ -574,17 +553,8 @@ int store_put_failed(store *st, const char *scenario_name, const char *scenario_
                  .wall_s = 0.0,
                  .sweep_id = sweep_id,
                  .r = NULL};
-    e = begin_write(st, "a failed run", scenario_name, scenario_text ? scenario_text : "", text_hash,
-                    started_at, &w.scenario_id, err);
-    if (!e)
-        e = drop_failed_point(st, sweep_id, point_json, policy, seed, version, err);
-    if (!e)
-        e = insert_run(st, &w, &id, err);
-    e = end_write(st, e, "committing the failed run", err);
-    dp_free(ov);
-    if (!e && run_id)
-        *run_id = id;
-    return e;
+    return put_run_row(st, &w, overrides, n_overrides, NULL, scenario_name,
+                       scenario_text ? scenario_text : "", text_hash, 0, run_id, err);
 }
 
 int store_put_calibration(store *st, const scn_scenario *s, const char *spec_json, const char *result_json,
@@ -599,31 +569,12 @@ int store_put_calibration(store *st, const scn_scenario *s, const char *spec_jso
     if (e)
         return e;
     int64_t scn = 0;
-    int rc;
     e = begin_write(st, "a calibration", s->name, s->text, s->text_hash, started_at, &scn, err);
-    sqlite3_stmt *q = NULL;
-    if (!e)
-        e = store_sql_prepare(
-            st,
-            "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations, version,"
-            " started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            &q, "storing the calibration", err);
-    if (!e) {
-        sqlite3_bind_int64(q, 1, scn);
-        sqlite3_bind_text(q, 2, spec_json, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(q, 3, result_json, -1, SQLITE_TRANSIENT);
-        if (isnan(cost))
-            sqlite3_bind_null(q, 4);
-        else
-            sqlite3_bind_double(q, 4, cost);
-        sqlite3_bind_int64(q, 5, evaluations);
-        sqlite3_bind_text(q, 6, version, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(q, 7, started_at, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(q);
-        if (rc != SQLITE_DONE)
-            e = store_sql_fail(st, rc, "storing the calibration", err);
-    }
-    sqlite3_finalize(q);
+    if (!e) /* a NaN cost binds NULL */
+        e = store_sql_write(st, "storing the calibration", err,
+                            "INSERT INTO calibrations(scenario_id, spec_json, result_json, cost, evaluations,"
+                            " version, started_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                            "ittditt", scn, spec_json, result_json, cost, evaluations, version, started_at);
     e = end_write(st, e, "committing the calibration", err);
     if (!e && id)
         *id = sqlite3_last_insert_rowid(st->db);
@@ -643,36 +594,24 @@ int store_sweep_get_or_create(store *st, const scn_scenario *s, const char *spec
     if (e)
         return e;
     int64_t scn = 0, id = 0, id_scn = 0;
-    int rc;
     e = begin_write(st, "a sweep", s->name, s->text, s->text_hash, NULL, &scn, err);
-    sqlite3_stmt *q = NULL;
     if (!e)
-        e = store_sql_prepare(
-            st,
+        e = store_sql_write(
+            st, "storing the sweep", err,
             "INSERT INTO sweeps(scenario_id, spec_json, created_at)"
             " VALUES(?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) ON CONFLICT(spec_json) DO NOTHING",
-            &q, "storing the sweep", err);
-    if (!e) {
-        sqlite3_bind_int64(q, 1, scn);
-        sqlite3_bind_text(q, 2, spec_json, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(q);
-        sqlite3_finalize(q);
-        if (rc != SQLITE_DONE)
-            e = store_sql_fail(st, rc, "storing the sweep", err);
-    }
+            "it", scn, spec_json);
+    sqlite3_stmt *q;
+    int row = 0;
     if (!e)
-        e = store_sql_prepare(st, "SELECT id, scenario_id FROM sweeps WHERE spec_json = ?1", &q,
-                              "looking up the sweep", err);
-    if (!e) {
-        sqlite3_bind_text(q, 1, spec_json, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-            id = sqlite3_column_int64(q, 0);
-            id_scn = sqlite3_column_int64(q, 1);
-        } else
-            e = store_sql_fail(st, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "looking up the sweep", err);
+        e = store_sql_first(st, &q, &row, "looking up the sweep", err,
+                            "SELECT id, scenario_id FROM sweeps WHERE spec_json = ?1", "t", spec_json);
+    if (!e && row) {
+        id = sqlite3_column_int64(q, 0);
+        id_scn = sqlite3_column_int64(q, 1);
         sqlite3_finalize(q);
-    }
+    } else if (!e)
+        e = store_sql_fail(st, SQLITE_ERROR, "looking up the sweep", err);
     /* One spec, one scenario: resuming a sweep over an edited scenario file
      * would mix results of two different scenarios under one sweep. */
     if (!e && id_scn != scn)
@@ -698,27 +637,22 @@ int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, con
     if (msg && msg_cap)
         msg[0] = '\0';
     sqlite3_stmt *s;
-    int e = store_sql_prepare(
-        st,
-        "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json IS ?2"
-        " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
-        &s, "checking a sweep point", err);
-    if (e)
+    int row, e = store_sql_first(
+                 st, &s, &row, "checking a sweep point", err,
+                 "SELECT status, ttotal_s, error FROM runs WHERE sweep_id = ?1 AND point_json IS ?2"
+                 " AND policy = ?3 AND seed = ?4 AND version = ?5 ORDER BY status = 'ok' DESC LIMIT 1",
+                 POINT_KEY_TYPES, sweep_id, point_json, policy, (int64_t)seed, version);
+    if (e || !row)
         return e;
-    bind_point_key(s, sweep_id, point_json, policy, seed, version);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *done = strcmp(store_col_text(s, 0), "ok") == 0 ? 1 : 2;
-        if (ttotal_s && *done == 1 && sqlite3_column_type(s, 1) != SQLITE_NULL)
-            *ttotal_s = sqlite3_column_double(s, 1);
-        if (msg && msg_cap && *done == 2) {
-            const unsigned char *m = sqlite3_column_text(s, 2);
-            snprintf(msg, msg_cap, "%s", m ? (const char *)m : "(no message)");
-        }
-    } else if (rc != SQLITE_DONE)
-        e = store_sql_fail(st, rc, "checking a sweep point", err);
+    *done = strcmp(store_col_text(s, 0), "ok") == 0 ? 1 : 2;
+    if (ttotal_s && *done == 1 && sqlite3_column_type(s, 1) != SQLITE_NULL)
+        *ttotal_s = sqlite3_column_double(s, 1);
+    if (msg && msg_cap && *done == 2) {
+        const unsigned char *m = sqlite3_column_text(s, 2);
+        snprintf(msg, msg_cap, "%s", m ? (const char *)m : "(no message)");
+    }
     sqlite3_finalize(s);
-    return e;
+    return 0;
 }
 
 int store_point_done(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
