@@ -385,3 +385,81 @@ Test(efficiency, refuses_bad_blocks_naming_the_place)
         cr_expect(strstr(err.msg, bad[k].want), "case %zu: '%s' lacks '%s'", k, err.msg, bad[k].want);
     }
 }
+
+/* ---- the fit (sim/calib/effit.h) ------------------------------------------ */
+
+#include "calib/effit.h"
+
+/* n epochs of a schedule: per epoch `steps` records (sync at M, or local
+ * averages of H steps at M), one second each. */
+static eff_log *schedule(int epochs, int steps, double H, double M)
+{
+    eff_log *l = eff_log_new();
+    double t = 0;
+    for (int e = 0; e < epochs; e++)
+        for (int i = 0; i < steps; i++)
+            cr_assert_eq(H > 0 ? eff_log_local(l, ++t, e, H, M, 1) : eff_log_sync(l, ++t, e, M), 0);
+    return l;
+}
+
+Test(efficiency, the_fit_recovers_what_made_its_points)
+{
+    static const double cp[] = {0, 300, 700, 1200}, truth_m[] = {0.1, 0.5, 0.7, 0.8};
+    eff_params *truth = eff_params_new(64, 500);
+    eff_params_set_discounts(truth, 0, 0.05, 0);
+    cr_assert_eq(eff_params_set_curve(truth, cp, truth_m, 4), 0);
+    /* three schedules of about 10,000 samples an epoch: batch 64, batch 512, local SGD H = 8 at 256 */
+    eff_log *lg[3] = {schedule(8, 156, 0, 64), schedule(8, 19, 0, 512), schedule(8, 5, 8, 256)};
+    effit_point pts[24];
+    char labels[24][16];
+    for (int s = 0; s < 3; s++)
+        for (int e = 1; e <= 8; e++) {
+            effit_point *pt = &pts[s * 8 + e - 1];
+            snprintf(labels[s * 8 + e - 1], 16, "s%d@%d", s, e);
+            *pt = (effit_point){labels[s * 8 + e - 1], lg[s], 0, e, 0, 1};
+            pt->metric = effit_predict(truth, pt);
+        }
+    /* start away from the truth */
+    eff_params *start = eff_params_copy(truth);
+    eff_params_set_noise(start, 50);
+    eff_params_set_discounts(start, 0, 0.3, 0);
+    static const double m0[] = {0.1, 0.3, 0.4, 0.9};
+    cr_assert_eq(eff_params_set_curve(start, cp, m0, 4), 0);
+    effit_spec sp = {.start = start,
+                     .free = EFFIT_NOISE | EFFIT_KAPPA | EFFIT_CURVE | EFFIT_A,
+                     .curve_fixed = 1,
+                     .n_points = 24,
+                     .points = pts};
+    effit_result r;
+    dp_err err = {0};
+    cr_assert_eq(effit_run(&sp, &r, &err), 0, "%s", err.msg);
+    printf("fit: B %g (truth 500), kappa %g (0.05), curve %g %g %g, cost %g, band %g\n",
+           eff_params_noise(r.fit), eff_params_kappa(r.fit), eff_params_curve_metric(r.fit, 1),
+           eff_params_curve_metric(r.fit, 2), eff_params_curve_metric(r.fit, 3), r.cost, r.band);
+    cr_expect(rel(eff_params_noise(r.fit), 500) < 1e-3);
+    cr_expect(fabs(eff_params_kappa(r.fit) - 0.05) < 1e-5);
+    for (int k = 1; k < 4; k++)
+        cr_expect(fabs(eff_params_curve_metric(r.fit, k) - truth_m[k]) < 1e-5);
+    cr_expect(r.cost < 1e-12);
+    /* no asynchronous push: nothing pins a */
+    cr_expect_eq(r.undetermined[1], 1, "%s", r.name[1]);
+    cr_expect_eq(r.undetermined[0] | r.undetermined[2], 0);
+    /* the regime of a prediction at batch 4096 from fits at 64..512 */
+    eff_log *big = schedule(1, 3, 0, 4096), *mid = schedule(1, 40, 0, 256);
+    cr_expect(fabs(effit_extrapolation(pts, 24, big) - 8) < 1e-12);
+    cr_expect_eq(effit_extrapolation(pts, 24, mid), 1);
+    eff_log_free(big);
+    eff_log_free(mid);
+    /* a point the log does not reach */
+    effit_point far = {"s0@10", lg[0], 0, 10, 0.9, 1};
+    sp.points = &far;
+    sp.n_points = 1;
+    effit_result r2;
+    cr_expect_eq(effit_run(&sp, &r2, &err), DP_EINPUT);
+    cr_expect(strstr(err.msg, "s0@10: the schedule's log does not reach epoch 10"), "%s", err.msg);
+    effit_result_free(&r);
+    eff_params_free(start);
+    eff_params_free(truth);
+    for (int s = 0; s < 3; s++)
+        eff_log_free(lg[s]);
+}

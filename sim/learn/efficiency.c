@@ -86,6 +86,11 @@ double eff_log_samples(const eff_log *l, size_t i)
     return r->kind == EFF_LOCAL ? r->x * r->m : r->m;
 }
 
+double eff_log_batch(const eff_log *l, size_t i)
+{
+    return l->r[i].m;
+}
+
 /* ---- parameters ----------------------------------------------------------- */
 
 eff_params *eff_params_new(double M0, double B_noise)

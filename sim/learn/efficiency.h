@@ -61,6 +61,8 @@ int eff_log_epoch(const eff_log *l, size_t i);
 eff_kind eff_log_kind(const eff_log *l, size_t i);
 /* Samples the record i consumed: M, m, or H x M_step. */
 double eff_log_samples(const eff_log *l, size_t i);
+/* The batch of one step of record i: M, m, or M_step. */
+double eff_log_batch(const eff_log *l, size_t i);
 
 /* ---- the model's parameters ---------------------------------------------- */
 

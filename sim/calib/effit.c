@@ -1,0 +1,318 @@
+/* effit.c: fitting the statistical-efficiency model to measured accuracy
+ * (effit.h). */
+#include "calib/effit.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXP (4 + EFFIT_MAX_CURVE)
+
+/* What one evaluation needs: the spec, the parameters it writes trial
+ * values into, and which value each free variable is. */
+typedef struct fit {
+    const effit_spec *sp;
+    eff_params *p;
+    size_t np;
+    int what[MAXP]; /* EFFIT_NOISE, EFFIT_A, EFFIT_KAPPA, or EFFIT_CURVE + curve index */
+    double nlo, nhi, amax, kmax, mmax;
+} fit;
+
+static double logistic(double u)
+{
+    return 1 / (1 + exp(-u));
+}
+
+static double logit(double f)
+{
+    f = f < 1e-6 ? 1e-6 : f > 1 - 1e-6 ? 1 - 1e-6 : f;
+    return log(f / (1 - f));
+}
+
+/* Free variables u (unbounded) -> values, written into f->p.  The curve's
+ * free points each take a logistic share of what is left above the point
+ * before, so the fitted curve never falls. */
+static void set_u(fit *f, const double *u, double *val)
+{
+    for (size_t i = 0; i < f->np; i++) {
+        int w = f->what[i];
+        double L = logistic(u[i]), v;
+        if (w == EFFIT_NOISE) {
+            v = exp(log(f->nlo) + (log(f->nhi) - log(f->nlo)) * L);
+            eff_params_set_noise(f->p, v);
+        } else if (w == EFFIT_A) {
+            v = f->amax * L;
+            eff_params_set_discounts(f->p, v, eff_params_kappa(f->p), eff_params_use_rho(f->p));
+        } else if (w == EFFIT_KAPPA) {
+            v = f->kmax * L;
+            eff_params_set_discounts(f->p, eff_params_a(f->p), v, eff_params_use_rho(f->p));
+        } else {
+            size_t k = (size_t)(w - EFFIT_CURVE);
+            double prev = k ? eff_params_curve_metric(f->p, k - 1) : 0;
+            v = prev + (f->mmax - prev) * L;
+            eff_params_set_curve_metric(f->p, k, v);
+        }
+        if (val)
+            val[i] = v;
+    }
+}
+
+/* The inverse for a start: the u of the parameters' current values. */
+static void get_u(const fit *f, double *u)
+{
+    for (size_t i = 0; i < f->np; i++) {
+        int w = f->what[i];
+        if (w == EFFIT_NOISE) {
+            double b = eff_params_noise(f->p);
+            b = b < f->nlo ? f->nlo : b > f->nhi ? f->nhi : b;
+            u[i] = logit((log(b) - log(f->nlo)) / (log(f->nhi) - log(f->nlo)));
+        } else if (w == EFFIT_A) {
+            u[i] = logit(eff_params_a(f->p) / f->amax);
+        } else if (w == EFFIT_KAPPA) {
+            u[i] = logit(eff_params_kappa(f->p) / f->kmax);
+        } else {
+            size_t k = (size_t)(w - EFFIT_CURVE);
+            double prev = k ? eff_params_curve_metric(f->p, k - 1) : 0, m = eff_params_curve_metric(f->p, k);
+            u[i] = logit(f->mmax > prev ? (m - prev) / (f->mmax - prev) : 0.5);
+        }
+    }
+}
+
+double effit_predict(const eff_params *p, const effit_point *pt)
+{
+    if (!pt->by_time)
+        return eff_metric_at_epoch(p, pt->log, (int)pt->at);
+    /* at a time: the progress of the records done by then */
+    size_t n = 0, len = eff_log_len(pt->log);
+    if (!len || eff_log_time(pt->log, len - 1) < pt->at)
+        return NAN;
+    while (n < len && eff_log_time(pt->log, n) <= pt->at)
+        n++;
+    return eff_metric(p, eff_progress(p, pt->log, n));
+}
+
+static double weight(const effit_point *pt)
+{
+    return pt->weight > 0 ? pt->weight : 1;
+}
+
+static int resid_f(const gsl_vector *u, void *ctx, gsl_vector *out)
+{
+    fit *f = ctx;
+    double uu[MAXP];
+    for (size_t i = 0; i < f->np; i++)
+        uu[i] = gsl_vector_get(u, i);
+    set_u(f, uu, NULL);
+    for (size_t k = 0; k < out->size; k++) {
+        if (k >= f->sp->n_points) {
+            gsl_vector_set(out, k, 0); /* padding: multifit wants n >= p */
+            continue;
+        }
+        const effit_point *pt = &f->sp->points[k];
+        double r = sqrt(weight(pt)) * (effit_predict(f->p, pt) - pt->metric);
+        if (!isfinite(r))
+            return GSL_EBADFUNC;
+        gsl_vector_set(out, k, r);
+    }
+    return GSL_SUCCESS;
+}
+
+static double cost_at(fit *f, const double *u)
+{
+    set_u(f, u, NULL);
+    double c = 0;
+    for (size_t k = 0; k < f->sp->n_points; k++) {
+        const effit_point *pt = &f->sp->points[k];
+        double r = effit_predict(f->p, pt) - pt->metric;
+        c += weight(pt) * r * r;
+    }
+    return c;
+}
+
+/* One trust-region run from u0; the end point in u0. */
+static int run_start(fit *f, double *u0)
+{
+    size_t np = f->np, nr = f->sp->n_points > np ? f->sp->n_points : np;
+    gsl_multifit_nlinear_fdf fdf = {0};
+    fdf.f = resid_f;
+    fdf.n = nr;
+    fdf.p = np;
+    fdf.params = f;
+    gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+    gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, nr, np);
+    gsl_vector *u = gsl_vector_alloc(np);
+    if (!w || !u) {
+        if (w)
+            gsl_multifit_nlinear_free(w);
+        if (u)
+            gsl_vector_free(u);
+        return DP_ENOMEM;
+    }
+    for (size_t i = 0; i < np; i++)
+        gsl_vector_set(u, i, u0[i]);
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int info = 0, status = gsl_multifit_nlinear_init(u, &fdf, w);
+    if (status == GSL_SUCCESS)
+        gsl_multifit_nlinear_driver(300, 1e-12, 1e-14, 1e-15, NULL, NULL, &info, w);
+    gsl_set_error_handler(old);
+    gsl_vector *x = gsl_multifit_nlinear_position(w);
+    for (size_t i = 0; i < np && status == GSL_SUCCESS; i++)
+        u0[i] = gsl_vector_get(x, i);
+    gsl_multifit_nlinear_free(w);
+    gsl_vector_free(u);
+    return 0;
+}
+
+static int check(const effit_spec *sp, dp_err *err)
+{
+    if (!sp->start || !sp->n_points || sp->n_points > EFFIT_MAX_POINTS)
+        return dp_err_set(err, DP_EINPUT, "accuracy fit: want a model and 1 to %d measured points",
+                          EFFIT_MAX_POINTS);
+    if (!sp->free)
+        return dp_err_set(err, DP_EINPUT, "accuracy fit: nothing to fit");
+    size_t nc = eff_params_curve_len(sp->start);
+    if (!nc || nc > EFFIT_MAX_CURVE)
+        return dp_err_set(err, DP_EINPUT, "accuracy fit: the reference curve needs 1 to %d points (has %zu)",
+                          EFFIT_MAX_CURVE, nc);
+    for (size_t k = 0; k < sp->n_points; k++) {
+        const effit_point *pt = &sp->points[k];
+        if (!pt->log || !isfinite(effit_predict(sp->start, pt)))
+            return dp_err_set(err, DP_EINPUT, "accuracy fit: %s: the schedule's log does not reach %s %g",
+                              pt->label ? pt->label : "a point", pt->by_time ? "time" : "epoch", pt->at);
+        if (!isfinite(pt->metric))
+            return dp_err_set(err, DP_EINPUT, "accuracy fit: %s: no measured value", pt->label);
+    }
+    return 0;
+}
+
+int effit_run(const effit_spec *sp, effit_result *r, dp_err *err)
+{
+    memset(r, 0, sizeof *r);
+    int rc = check(sp, err);
+    if (rc)
+        return rc;
+    fit f = {sp,
+             eff_params_copy(sp->start),
+             0,
+             {0},
+             sp->noise_lo > 0 ? sp->noise_lo : 1,
+             sp->noise_hi > 0 ? sp->noise_hi : 1e7,
+             sp->a_max > 0 ? sp->a_max : 4,
+             sp->kappa_max > 0 ? sp->kappa_max : 1,
+             sp->metric_max > 0 ? sp->metric_max : 1};
+    if (!f.p)
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (!(f.nlo < f.nhi)) {
+        eff_params_free(f.p);
+        return dp_err_set(err, DP_EINPUT, "accuracy fit: noise bounds %g..%g out of order", f.nlo, f.nhi);
+    }
+    if (sp->free & EFFIT_NOISE) {
+        snprintf(r->name[f.np], sizeof r->name[0], "noise_scale");
+        f.what[f.np++] = EFFIT_NOISE;
+        if (eff_params_noise_kind(f.p) != EFF_BN_CONST) /* a fitted noise scale is one constant */
+            eff_params_set_noise(f.p, sqrt(f.nlo * f.nhi));
+    }
+    if (sp->free & EFFIT_A) {
+        snprintf(r->name[f.np], sizeof r->name[0], "staleness_exponent");
+        f.what[f.np++] = EFFIT_A;
+    }
+    if (sp->free & EFFIT_KAPPA) {
+        snprintf(r->name[f.np], sizeof r->name[0], "drift");
+        f.what[f.np++] = EFFIT_KAPPA;
+    }
+    if (sp->free & EFFIT_CURVE)
+        for (size_t k = sp->curve_fixed; k < eff_params_curve_len(f.p); k++) {
+            snprintf(r->name[f.np], sizeof r->name[0], "curve[%zu] at %.6g", k,
+                     eff_params_curve_progress(f.p, k));
+            f.what[f.np++] = EFFIT_CURVE + (int)k;
+        }
+    if (!f.np) {
+        eff_params_free(f.p);
+        return dp_err_set(err, DP_EINPUT,
+                          "accuracy fit: no free parameter (the curve's points are all fixed)");
+    }
+    /* Starts: the given values, the middle of every range, and the low
+     * quarter for the scalars; the best end is kept. */
+    double best[MAXP], u[MAXP], bc = INFINITY;
+    for (int s = 0; s < 3; s++) {
+        if (s == 0)
+            get_u(&f, u);
+        for (size_t i = 0; i < f.np; i++)
+            if (s == 1 || (s == 2 && f.what[i] < EFFIT_CURVE))
+                u[i] = s == 1 ? 0 : -1.1;
+        if ((rc = run_start(&f, u)) < 0)
+            break;
+        double c = cost_at(&f, u);
+        if (c < bc) {
+            bc = c;
+            memcpy(best, u, f.np * sizeof *u);
+        }
+        get_u(&f, u); /* the next start keeps the curve where this one ended */
+    }
+    if (rc < 0) {
+        eff_params_free(f.p);
+        return dp_err_set(err, rc, "accuracy fit: out of memory");
+    }
+    set_u(&f, best, r->value);
+    r->fit = f.p;
+    r->n_points = sp->n_points;
+    r->n_free = f.np;
+    r->cost = 0;
+    for (size_t k = 0; k < sp->n_points; k++) {
+        r->predicted[k] = effit_predict(f.p, &sp->points[k]);
+        r->residual[k] = r->predicted[k] - sp->points[k].metric;
+        r->cost += weight(&sp->points[k]) * r->residual[k] * r->residual[k];
+    }
+    r->sigma = sp->n_points > f.np ? sqrt(r->cost / (double)(sp->n_points - f.np)) : NAN;
+    r->band = 2 * r->sigma;
+    /* On a bound, and undetermined: does any prediction move when the value
+     * moves a little (in value space, so a saturated logistic does not hide
+     * a dependence)? */
+    for (size_t i = 0; i < f.np; i++) {
+        double L = logistic(best[i]);
+        r->at_bound[i] = L < 1e-4 ? -1 : L > 1 - 1e-4 ? 1 : 0;
+        double u2[MAXP], moved = 0;
+        memcpy(u2, best, f.np * sizeof *u2);
+        u2[i] += best[i] > 0 ? -0.05 : 0.05;
+        set_u(&f, u2, NULL);
+        for (size_t k = 0; k < sp->n_points; k++)
+            moved = fmax(moved, fabs(effit_predict(f.p, &sp->points[k]) - r->predicted[k]));
+        r->undetermined[i] = moved < EFFIT_FLAT && !r->at_bound[i];
+    }
+    set_u(&f, best, NULL);
+    return 0;
+}
+
+void effit_result_free(effit_result *r)
+{
+    if (r) {
+        eff_params_free(r->fit);
+        r->fit = NULL;
+    }
+}
+
+double effit_log_batch(const eff_log *l)
+{
+    double s = 0, w = 0;
+    for (size_t i = 0; i < eff_log_len(l); i++) {
+        double n = eff_log_samples(l, i);
+        s += n * eff_log_batch(l, i);
+        w += n;
+    }
+    return w > 0 ? s / w : NAN;
+}
+
+double effit_extrapolation(const effit_point *fitted, size_t n, const eff_log *pred)
+{
+    double lo = INFINITY, hi = 0, b = effit_log_batch(pred);
+    for (size_t k = 0; k < n; k++) {
+        double x = effit_log_batch(fitted[k].log);
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+    }
+    if (!(hi > 0) || !isfinite(b))
+        return NAN;
+    return b > hi * (1 + 1e-9) ? b / hi : b < lo * (1 - 1e-9) ? lo / b : 1;
+}
