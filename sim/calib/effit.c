@@ -17,7 +17,7 @@ typedef struct fit {
     eff_params *p;
     size_t np;
     int what[MAXP]; /* EFFIT_NOISE, EFFIT_A, EFFIT_KAPPA, or EFFIT_CURVE + curve index */
-    double nlo, nhi, amax, kmax, mmax;
+    double nlo, nhi, amax, kmax;
 } fit;
 
 static double logistic(double u)
@@ -31,9 +31,33 @@ static double logit(double f)
     return log(f / (1 - f));
 }
 
-/* Free variables u (unbounded) -> values, written into f->p.  The curve's
- * free points each take a logistic share of what is left above the point
- * before, so the fitted curve never falls. */
+/* Set free value i directly (value space). */
+static void set_value(fit *f, size_t i, double v)
+{
+    int w = f->what[i];
+    if (w == EFFIT_NOISE)
+        eff_params_set_noise(f->p, v);
+    else if (w == EFFIT_A)
+        eff_params_set_discounts(f->p, v, eff_params_kappa(f->p), eff_params_use_rho(f->p));
+    else if (w == EFFIT_KAPPA)
+        eff_params_set_discounts(f->p, eff_params_a(f->p), v, eff_params_use_rho(f->p));
+    else
+        eff_params_set_curve_metric(f->p, (size_t)(w - EFFIT_CURVE), v);
+}
+
+/* A value a little away from v, inside its range: 5% of the noise scale,
+ * 5% of a's or kappa's range, 0.01 of a metric. */
+static double nudge(const fit *f, size_t i, double v)
+{
+    int w = f->what[i];
+    if (w == EFFIT_NOISE)
+        return v * 1.05 <= f->nhi ? v * 1.05 : v / 1.05;
+    double step = w == EFFIT_A ? 0.05 * f->amax : w == EFFIT_KAPPA ? 0.05 * f->kmax : 0.01;
+    return w >= EFFIT_CURVE || v - step < 0 ? v + step : v - step;
+}
+
+/* Free variables u (unbounded) -> values, written into f->p: the scalars
+ * through logistics onto their ranges, the curve's metrics as they are. */
 static void set_u(fit *f, const double *u, double *val)
 {
     for (size_t i = 0; i < f->np; i++) {
@@ -48,11 +72,9 @@ static void set_u(fit *f, const double *u, double *val)
         } else if (w == EFFIT_KAPPA) {
             v = f->kmax * L;
             eff_params_set_discounts(f->p, eff_params_a(f->p), v, eff_params_use_rho(f->p));
-        } else {
-            size_t k = (size_t)(w - EFFIT_CURVE);
-            double prev = k ? eff_params_curve_metric(f->p, k - 1) : 0;
-            v = prev + (f->mmax - prev) * L;
-            eff_params_set_curve_metric(f->p, k, v);
+        } else { /* a curve point's metric: the value itself (a linear parameter) */
+            v = u[i];
+            eff_params_set_curve_metric(f->p, (size_t)(w - EFFIT_CURVE), v);
         }
         if (val)
             val[i] = v;
@@ -73,9 +95,7 @@ static void get_u(const fit *f, double *u)
         } else if (w == EFFIT_KAPPA) {
             u[i] = logit(eff_params_kappa(f->p) / f->kmax);
         } else {
-            size_t k = (size_t)(w - EFFIT_CURVE);
-            double prev = k ? eff_params_curve_metric(f->p, k - 1) : 0, m = eff_params_curve_metric(f->p, k);
-            u[i] = logit(f->mmax > prev ? (m - prev) / (f->mmax - prev) : 0.5);
+            u[i] = eff_params_curve_metric(f->p, (size_t)(w - EFFIT_CURVE));
         }
     }
 }
@@ -200,8 +220,7 @@ int effit_run(const effit_spec *sp, effit_result *r, dp_err *err)
              sp->noise_lo > 0 ? sp->noise_lo : 1,
              sp->noise_hi > 0 ? sp->noise_hi : 1e7,
              sp->a_max > 0 ? sp->a_max : 4,
-             sp->kappa_max > 0 ? sp->kappa_max : 1,
-             sp->metric_max > 0 ? sp->metric_max : 1};
+             sp->kappa_max > 0 ? sp->kappa_max : 1};
     if (!f.p)
         return dp_err_set(err, DP_ENOMEM, "out of memory");
     if (!(f.nlo < f.nhi)) {
@@ -233,15 +252,22 @@ int effit_run(const effit_spec *sp, effit_result *r, dp_err *err)
         return dp_err_set(err, DP_EINPUT,
                           "accuracy fit: no free parameter (the curve's points are all fixed)");
     }
-    /* Starts: the given values, the middle of every range, and the low
-     * quarter for the scalars; the best end is kept. */
-    double best[MAXP], u[MAXP], bc = INFINITY;
-    for (int s = 0; s < 3; s++) {
-        if (s == 0)
-            get_u(&f, u);
-        for (size_t i = 0; i < f.np; i++)
-            if (s == 1 || (s == 2 && f.what[i] < EFFIT_CURVE))
-                u[i] = s == 1 ? 0 : -1.1;
+    /* Starts: the given values, then every corner and middle of a grid over
+     * the scalars (noise, a, kappa at logistic -4, 0, 4: near each bound and
+     * in the middle; a logistic saturates near a bound, where a single start
+     * can stall), the curve at its given values; the best end is kept. */
+    double best[MAXP], u0[MAXP], u[MAXP], bc = INFINITY;
+    size_t ns = 0;
+    for (size_t i = 0; i < f.np; i++)
+        ns += f.what[i] < EFFIT_CURVE;
+    get_u(&f, u0);
+    long grid = 1;
+    for (size_t i = 0; i < ns; i++)
+        grid *= 3;
+    for (long s = -1; s < grid; s++) {
+        memcpy(u, u0, f.np * sizeof *u);
+        for (size_t i = 0, g = (size_t)(s < 0 ? 0 : s); s >= 0 && i < ns; i++, g /= 3)
+            u[i] = -4.0 + 4.0 * (double)(g % 3);
         if ((rc = run_start(&f, u)) < 0)
             break;
         double c = cost_at(&f, u);
@@ -249,7 +275,6 @@ int effit_run(const effit_spec *sp, effit_result *r, dp_err *err)
             bc = c;
             memcpy(best, u, f.np * sizeof *u);
         }
-        get_u(&f, u); /* the next start keeps the curve where this one ended */
     }
     if (rc < 0) {
         eff_params_free(f.p);
@@ -271,15 +296,13 @@ int effit_run(const effit_spec *sp, effit_result *r, dp_err *err)
      * moves a little (in value space, so a saturated logistic does not hide
      * a dependence)? */
     for (size_t i = 0; i < f.np; i++) {
-        double L = logistic(best[i]);
-        r->at_bound[i] = L < 1e-4 ? -1 : L > 1 - 1e-4 ? 1 : 0;
-        double u2[MAXP], moved = 0;
-        memcpy(u2, best, f.np * sizeof *u2);
-        u2[i] += best[i] > 0 ? -0.05 : 0.05;
-        set_u(&f, u2, NULL);
+        double L = logistic(best[i]), moved = 0;
+        r->at_bound[i] = f.what[i] >= EFFIT_CURVE ? 0 : L < 1e-4 ? -1 : L > 1 - 1e-4 ? 1 : 0;
+        set_u(&f, best, NULL);
+        set_value(&f, i, nudge(&f, i, r->value[i]));
         for (size_t k = 0; k < sp->n_points; k++)
             moved = fmax(moved, fabs(effit_predict(f.p, &sp->points[k]) - r->predicted[k]));
-        r->undetermined[i] = moved < EFFIT_FLAT && !r->at_bound[i];
+        r->undetermined[i] = moved < EFFIT_FLAT;
     }
     set_u(&f, best, NULL);
     return 0;

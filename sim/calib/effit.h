@@ -9,11 +9,12 @@
  * parameters: the noise scale B (in [lo, hi], searched in log space), the
  * staleness exponent a (in [0, a_max]), the drift kappa (in [0,
  * kappa_max]) and the metrics of the reference curve's points after the
- * first `curve_fixed` (kept non-decreasing and inside [0, metric_max]: each
- * the one before plus a logistic share of what is left).  GSL's
+ * first `curve_fixed` (free values: a fitted curve may fall).  GSL's
  * multifit_nlinear trust region (Levenberg-Marquardt, forward differences)
- * runs on logistic transforms from a few deterministic starts; the best end
- * is kept.
+ * runs on logistic transforms of the scalars from the given values and from
+ * a grid of starts over the scalars (3^k, k <= 3); the best end is kept.
+ * A fitted noise scale is one constant (a trace or per-epoch values are
+ * replaced by it).
  *
  * What the fit can and cannot say: the residuals; an error band of two
  * residual standard deviations when there are more points than free
@@ -53,7 +54,6 @@ typedef struct effit_spec {
     unsigned free;             /* EFFIT_* */
     double noise_lo, noise_hi; /* default 1 .. 1e7 samples */
     double a_max, kappa_max;   /* defaults 4 and 1 */
-    double metric_max;         /* default 1 */
     size_t curve_fixed;        /* leading curve points kept as they are (default 0) */
     size_t n_points;
     const effit_point *points;

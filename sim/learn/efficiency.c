@@ -24,7 +24,7 @@ void eff_log_free(eff_log *l)
 
 static int push(eff_log *l, double t, int epoch, eff_kind k, double m, double x, double rho)
 {
-    if (!l || !isfinite(t) || epoch < 0 || (l->n && t < l->r[l->n - 1].t))
+    if (!l || !isfinite(t) || epoch < 0 || (l->n && (t < l->r[l->n - 1].t || epoch < l->r[l->n - 1].epoch)))
         return DP_EINPUT;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
@@ -331,12 +331,36 @@ static void apply(replay *r, const eff_rec *x)
     }
 }
 
+/* Records i.. that are the same synchronous step as record i (batch and
+ * epoch), up to n: replayed as one run of steps (a schedule is mostly such
+ * runs, and a fit replays it many times). */
+static size_t same_run(const eff_log *l, size_t i, size_t n)
+{
+    const eff_rec *x = &l->r[i];
+    size_t j = i + 1;
+    if (x->kind == EFF_SYNC)
+        while (j < n && l->r[j].kind == EFF_SYNC && l->r[j].m == x->m && l->r[j].epoch == x->epoch)
+            j++;
+    return j - i;
+}
+
+/* Records [from, to) replayed into r. */
+static void replay_range(replay *r, const eff_log *l, size_t from, size_t to)
+{
+    for (size_t i = from; i < to;) {
+        size_t k = same_run(l, i, to);
+        if (k > 1)
+            steps(r, l->r[i].epoch, (double)k, l->r[i].m, 1);
+        else
+            apply(r, &l->r[i]);
+        i += k;
+    }
+}
+
 double eff_progress(const eff_params *p, const eff_log *l, size_t n_records)
 {
     replay r = {p, 0, 0};
-    size_t n = n_records < eff_log_len(l) ? n_records : eff_log_len(l);
-    for (size_t i = 0; i < n; i++)
-        apply(&r, &l->r[i]);
+    replay_range(&r, l, 0, n_records < eff_log_len(l) ? n_records : eff_log_len(l));
     return r.prog;
 }
 
@@ -384,13 +408,12 @@ double eff_time_to(const eff_params *p, const eff_log *l, double target)
 double eff_metric_at_epoch(const eff_params *p, const eff_log *l, int epoch)
 {
     replay r = {p, 0, 0};
-    int reached = 0;
-    for (size_t i = 0; i < eff_log_len(l); i++) {
-        if (l->r[i].epoch >= epoch - 1)
-            reached = 1;
-        if (l->r[i].epoch >= epoch)
-            break;
-        apply(&r, &l->r[i]);
-    }
-    return reached && epoch >= 1 ? eff_metric(p, r.prog) : NAN;
+    size_t n = 0, len = eff_log_len(l);
+    while (n < len && l->r[n].epoch < epoch)
+        n++;
+    /* reached: some record of epoch `epoch` - 1 or later */
+    if (epoch < 1 || !len || l->r[len - 1].epoch < epoch - 1)
+        return NAN;
+    replay_range(&r, l, 0, n);
+    return eff_metric(p, r.prog);
 }

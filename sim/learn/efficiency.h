@@ -45,8 +45,9 @@ typedef enum { EFF_SYNC = 0, EFF_ASYNC, EFF_LOCAL } eff_kind;
 eff_log *eff_log_new(void);
 void eff_log_free(eff_log *l);
 /* Each append returns 0, DP_EINPUT for a value out of range (M, m, M_step
- * and H > 0 and finite, s >= 0, rho in (0, 1], t not before the last
- * record's) or DP_ENOMEM. */
+ * and H > 0 and finite, s >= 0, rho in (0, 1], t and epoch not before the
+ * last record's) or DP_ENOMEM.  `epoch` is the run's epoch (0-based) when
+ * the update is applied. */
 int eff_log_sync(eff_log *l, double t, int epoch,
                  double M); /* one synchronous update at global batch M samples */
 int eff_log_async(
