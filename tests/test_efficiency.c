@@ -54,7 +54,7 @@ Test(efficiency, mccandlish_steps_and_examples_trade_off)
         double B = ratio[k] * Bc;
         eff_log *l = eff_log_new();
         for (int i = 0; i < 10; i++)
-            cr_assert_eq(eff_log_sync(l, i, 0, B), 0);
+            cr_assert_eq(eff_log_sync(l, i, 1, B), 0);
         double per_step = eff_progress(p, l, 10) / 10; /* a replay, not the formula */
         double S = P / per_step, E = S * B;
         cr_expect(fabs(S / S_min - want_S[k]) < 1e-9, "B/Bc %g: S/S_min %.12g want %g", ratio[k], S / S_min,
@@ -139,7 +139,7 @@ static double predicted_iterations(const eff_params *p, int batch)
     eff_log *l = eff_log_new();
     size_t n = 50000;
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(eff_log_sync(l, (double)i, 0, batch), 0);
+        cr_assert_eq(eff_log_sync(l, (double)i, 1, batch), 0);
     double *prog = malloc(n * sizeof *prog);
     eff_progress_all(p, l, prog);
     double steps = NAN;
@@ -215,9 +215,9 @@ Test(efficiency, staleness_drift_and_participation)
     const double M0 = 16, B = 100;
     eff_params *p = eff_params_new(M0, B);
     eff_log *l = eff_log_new();
-    cr_assert_eq(eff_log_async(l, 1, 0, 16, 3), 0);
-    cr_assert_eq(eff_log_local(l, 2, 0, 8, 64, 0.5), 0);
-    cr_assert_eq(eff_log_local(l, 3, 0, 2.5, 32, 1), 0);
+    cr_assert_eq(eff_log_async(l, 1, 1, 16, 3), 0);
+    cr_assert_eq(eff_log_local(l, 2, 1, 8, 64, 0.5), 0);
+    cr_assert_eq(eff_log_local(l, 3, 1, 2.5, 32, 1), 0);
     eff_params_set_discounts(p, 0.5, 0.1, 1);
     double g64 = eff_gain(B, M0, 64), g32 = eff_gain(B, M0, 32);
     cr_expect(fabs(eff_progress(p, l, 1) - pow(4, -0.5)) < 1e-15);
@@ -231,8 +231,8 @@ Test(efficiency, staleness_drift_and_participation)
     eff_log *a = eff_log_new(), *b = eff_log_new();
     eff_params_set_discounts(p, 0, 0.3, 0);
     for (int i = 0; i < 5; i++) {
-        eff_log_sync(a, i, 0, 48);
-        eff_log_local(b, i, 0, 1, 48, 1);
+        eff_log_sync(a, i, 1, 48);
+        eff_log_local(b, i, 1, 1, 48, 1);
     }
     cr_expect(fabs(eff_progress(p, a, 5) - eff_progress(p, b, 5)) < 1e-12);
     eff_log_free(a);
@@ -248,8 +248,8 @@ Test(efficiency, a_local_average_over_trace_rows_steps_through_them)
     eff_params *p = pollux(128);
     eff_log *a = eff_log_new(), *b = eff_log_new();
     for (int i = 0; i < 3000; i++)
-        eff_log_sync(a, i, 0, 256);
-    eff_log_local(b, 0, 0, 3000, 256, 1);
+        eff_log_sync(a, i, 1, 256);
+    eff_log_local(b, 0, 1, 3000, 256, 1);
     cr_expect(rel(eff_progress(p, a, 3000), eff_progress(p, b, 1)) < 1e-9, "%.17g vs %.17g",
               eff_progress(p, a, 3000), eff_progress(p, b, 1));
     eff_log_free(a);
@@ -264,7 +264,7 @@ Test(efficiency, curve_time_to_and_epochs)
     cr_assert_eq(eff_params_set_curve(p, cp, cm, 3), 0);
     eff_log *l = eff_log_new();
     for (int i = 0; i < 30; i++)
-        eff_log_sync(l, 2.0 * i, i / 10, 40);
+        eff_log_sync(l, 2.0 * i, i / 10 + 1, 40);
     cr_expect(fabs(eff_metric(p, 15) - 0.6) < 1e-15);
     cr_expect_eq(eff_metric(p, -1), 0.1);
     cr_expect_eq(eff_metric(p, 99), 0.7);
@@ -273,15 +273,17 @@ Test(efficiency, curve_time_to_and_epochs)
     cr_expect(fabs(eff_metric_at_epoch(p, l, 1) - 0.5) < 1e-15);
     cr_expect(fabs(eff_metric_at_epoch(p, l, 2) - 0.7) < 1e-15);
     cr_expect(isnan(eff_metric_at_epoch(p, l, 4)));
-    /* per-epoch noise: epoch 0 at B = 0 (gain 1), epoch 1 on at B = inf (gain 4) */
+    /* per-epoch noise: epoch 1 at B = 0 (gain 1), epoch 2 on at B = inf (gain 4) */
     static const double bn[] = {0, INFINITY};
     cr_assert_eq(eff_params_set_noise_epochs(p, bn, 2), 0);
     cr_expect_eq(eff_progress(p, l, 30), 10 + 20 * 4.0);
     /* bad records */
-    cr_expect_eq(eff_log_sync(l, 1, 0, 4), DP_EINPUT); /* before the last */
-    cr_expect_eq(eff_log_sync(l, 100, 0, 0), DP_EINPUT);
-    cr_expect_eq(eff_log_local(l, 100, 0, 2, 4, 1.5), DP_EINPUT);
-    cr_expect_eq(eff_log_async(l, 100, 0, 4, -1), DP_EINPUT);
+    cr_expect_eq(eff_log_sync(l, 1, 3, 4), DP_EINPUT);   /* before the last */
+    cr_expect_eq(eff_log_sync(l, 100, 2, 4), DP_EINPUT); /* an epoch before the last */
+    cr_expect_eq(eff_log_sync(l, 100, 0, 4), DP_EINPUT); /* epochs count from 1 */
+    cr_expect_eq(eff_log_sync(l, 100, 3, 0), DP_EINPUT);
+    cr_expect_eq(eff_log_local(l, 100, 3, 2, 4, 1.5), DP_EINPUT);
+    cr_expect_eq(eff_log_async(l, 100, 3, 4, -1), DP_EINPUT);
     cr_expect_eq(eff_log_len(l), 30u);
     eff_log_free(l);
     eff_params_free(p);
@@ -398,7 +400,7 @@ static eff_log *schedule(int epochs, int steps, double H, double M)
     double t = 0;
     for (int e = 0; e < epochs; e++)
         for (int i = 0; i < steps; i++)
-            cr_assert_eq(H > 0 ? eff_log_local(l, ++t, e, H, M, 1) : eff_log_sync(l, ++t, e, M), 0);
+            cr_assert_eq(H > 0 ? eff_log_local(l, ++t, e + 1, H, M, 1) : eff_log_sync(l, ++t, e + 1, M), 0);
     return l;
 }
 

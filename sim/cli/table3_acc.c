@@ -36,7 +36,7 @@ static int sync_log(const scn_scenario *s, const res_run *r, eff_log *l)
                 int64_t b = batch_of(s, d), left = r->devices[d].samples - k * b;
                 M += (double)(left < 0 ? 0 : left < b ? left : b);
             }
-            int rc = eff_log_sync(l, t0 + (t1 - t0) * (double)(k + 1) / (double)steps, (int)e - 1, M);
+            int rc = eff_log_sync(l, t0 + (t1 - t0) * (double)(k + 1) / (double)steps, (int)e, M);
             if (rc)
                 return rc;
         }
@@ -57,7 +57,7 @@ static int cadp_log(const scn_scenario *s, const res_run *r, eff_log *l)
     if (!(M > 0))
         return DP_EINPUT;
     for (size_t e = 1; e <= r->n_epochs; e++) {
-        int rc = eff_log_local(l, r->epochs[e - 1].end_s, (int)e - 1, D / M, M, n / (double)r->n_devices);
+        int rc = eff_log_local(l, r->epochs[e - 1].end_s, (int)e, D / M, M, n / (double)r->n_devices);
         if (rc)
             return rc;
     }
@@ -68,7 +68,7 @@ static int cadp_log(const scn_scenario *s, const res_run *r, eff_log *l)
 static int single_log(double D, double b, int epochs, eff_log *l)
 {
     double steps = ceil(D / b), t = 0;
-    for (int e = 0; e < epochs; e++)
+    for (int e = 1; e <= epochs; e++)
         for (double k = 0; k < steps; k++) {
             double left = D - k * b;
             int rc = eff_log_sync(l, ++t, e, left < b ? left : b);
@@ -187,7 +187,7 @@ void t3_accuracy_print(const t3_acc *a, FILE *out)
     for (size_t k = 0; k < T3_NPTS; k++) {
         pct(p, sizeof p, a->pts[k].metric);
         pct(m, sizeof m, r->predicted[k]);
-        fprintf(out, "  %-34s %14s %14s %+8.2f%%   fit\n", a->pts[k].label, p, m, 100 * r->residual[k]);
+        fprintf(out, "  %-34s %14s %14s %+6.2f pt   fit\n", a->pts[k].label, p, m, 100 * r->residual[k]);
     }
     pct(p, sizeof p, T3_ACC_TABLE);
     fprintf(out, "  %-34s %14s %14s %9s   %s\n", "accuracy C-ADP (Table 3)", p, "-", "-",

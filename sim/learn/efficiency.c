@@ -24,7 +24,7 @@ void eff_log_free(eff_log *l)
 
 static int push(eff_log *l, double t, int epoch, eff_kind k, double m, double x, double rho)
 {
-    if (!l || !isfinite(t) || epoch < 0 || (l->n && (t < l->r[l->n - 1].t || epoch < l->r[l->n - 1].epoch)))
+    if (!l || !isfinite(t) || epoch < 1 || (l->n && (t < l->r[l->n - 1].t || epoch < l->r[l->n - 1].epoch)))
         return DP_EINPUT;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
@@ -269,7 +269,9 @@ double eff_noise_at(const eff_params *p, double progress, int epoch)
 {
     switch (p->bn_kind) {
     case EFF_BN_EPOCH:
-        return p->bn_epoch[(size_t)epoch < p->n_bn_epoch ? (size_t)epoch : p->n_bn_epoch - 1];
+        return p->bn_epoch[epoch < 1                        ? 0
+                           : (size_t)epoch <= p->n_bn_epoch ? (size_t)epoch - 1
+                                                            : p->n_bn_epoch - 1];
     case EFF_BN_TRACE:
         return p->tr_b[trace_row(p, progress, 0)];
     default:
@@ -409,10 +411,10 @@ double eff_metric_at_epoch(const eff_params *p, const eff_log *l, int epoch)
 {
     replay r = {p, 0, 0};
     size_t n = 0, len = eff_log_len(l);
-    while (n < len && l->r[n].epoch < epoch)
+    while (n < len && l->r[n].epoch <= epoch)
         n++;
-    /* reached: some record of epoch `epoch` - 1 or later */
-    if (epoch < 1 || !len || l->r[len - 1].epoch < epoch - 1)
+    /* reached: some record of epoch `epoch` or later */
+    if (epoch < 1 || !len || l->r[len - 1].epoch < epoch)
         return NAN;
     replay_range(&r, l, 0, n);
     return eff_metric(p, r.prog);

@@ -16,7 +16,7 @@
  *     times rho (participation) when use_rho is set.
  *
  * B (the gradient noise scale, B_noise) is a constant, one value per epoch
- * (the record's epoch, 0-based; the last value beyond the list), or taken
+ * (the record's epoch, 1-based; the last value beyond the list), or taken
  * from a Pollux trace (`progress,iteration,metric,grad_sqr,grad_var`): B =
  * M0 var / sqr of the row whose epoch the progress lies in, a step in
  * progress as AdaptDL's simulator holds a row's statistics for its epoch.
@@ -46,7 +46,7 @@ eff_log *eff_log_new(void);
 void eff_log_free(eff_log *l);
 /* Each append returns 0, DP_EINPUT for a value out of range (M, m, M_step
  * and H > 0 and finite, s >= 0, rho in (0, 1], t and epoch not before the
- * last record's) or DP_ENOMEM.  `epoch` is the run's epoch (0-based) when
+ * last record's) or DP_ENOMEM.  `epoch` is the run's epoch (1-based, as the learner's stream) when
  * the update is applied. */
 int eff_log_sync(eff_log *l, double t, int epoch,
                  double M); /* one synchronous update at global batch M samples */
@@ -127,8 +127,8 @@ double eff_metric(const eff_params *p, double progress); /* accuracy from the re
 /* The first record's time at whose end the metric reaches `target`
  * (NAN when it never does; never a guess beyond the log). */
 double eff_time_to(const eff_params *p, const eff_log *l, double target);
-/* The metric at the end of epoch `epoch` (1-based: after the last record
- * of 0-based epoch epoch-1); NAN when the log does not reach it. */
+/* The metric at the end of epoch `epoch` (after its last record); NAN when
+ * the log has no record of that epoch or later. */
 double eff_metric_at_epoch(const eff_params *p, const eff_log *l, int epoch);
 
 #endif
