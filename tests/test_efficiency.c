@@ -38,7 +38,7 @@ static double rel(double a, double b)
     return fabs(a / b - 1);
 }
 
-/* ---- McCandlish et al. 2018, eq. 2.11: (S/S_min - 1)(E/E_min - 1) = 1 -- */
+/* ---- McCandlish et al. 2018: (S/S_min - 1)(E/E_min - 1) = 1 at B_noise = B_crit */
 
 Test(efficiency, mccandlish_steps_and_examples_trade_off)
 {

@@ -7,7 +7,7 @@
  * hand in tests).  Progress is integrated over the log under eff_params:
  *
  *   synchronous step at global batch M:  gain(M) = (B + M0) / (B + M) x M / M0
- *     (McCandlish et al. 2018, eq. 2.7-2.8; Pollux/AdaptDL, OSDI 2021, whose
+ *     (McCandlish et al. 2018, section 2; Pollux/AdaptDL, OSDI 2021, whose
  *     goodput.py writes it as (var + sqr) / (var / scale + sqr), scale =
  *     M / M0, B = M0 var / sqr: the same number);
  *   asynchronous push of m samples, staleness s:  w(s) gain(m), w(s) = (1 + s)^-a;
