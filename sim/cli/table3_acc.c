@@ -1,82 +1,9 @@
 /* table3_acc.c: accuracy for `dpsim reproduce table3` (table3_acc.h). */
 #include "cli/table3_acc.h"
+#include "cli/runlog.h"
 
 #include <math.h>
 #include <string.h>
-
-/* The epoch e's span in simulated time (1-based): from the previous
- * epoch's end, or from the end of the data distribution. */
-static void epoch_span(const res_run *r, size_t e, double *t0, double *t1)
-{
-    *t0 = e == 1 ? r->tsend_s : r->epochs[e - 2].end_s;
-    *t1 = r->epochs[e - 1].end_s;
-}
-
-static int batch_of(const scn_scenario *s, size_t d)
-{
-    return s->groups[s->devices[d].group].batch;
-}
-
-/* Synchronous data parallelism with Join: micro-step k of an epoch has the
- * samples of every device that still has some (each at most its batch);
- * one update per micro-step (DDP's default of one micro-step per sync). */
-static int sync_log(const scn_scenario *s, const res_run *r, eff_log *l)
-{
-    int64_t steps = 0;
-    for (size_t d = 0; d < r->n_devices; d++) {
-        int64_t b = batch_of(s, d), k = (r->devices[d].samples + b - 1) / b;
-        steps = k > steps ? k : steps;
-    }
-    for (size_t e = 1; e <= r->n_epochs; e++) {
-        double t0, t1;
-        epoch_span(r, e, &t0, &t1);
-        for (int64_t k = 0; k < steps; k++) {
-            double M = 0;
-            for (size_t d = 0; d < r->n_devices; d++) {
-                int64_t b = batch_of(s, d), left = r->devices[d].samples - k * b;
-                M += (double)(left < 0 ? 0 : left < b ? left : b);
-            }
-            int rc = eff_log_sync(l, t0 + (t1 - t0) * (double)(k + 1) / (double)steps, (int)e, M);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
-}
-
-/* C-ADP: one average per epoch, at its end, of the devices with a share. */
-static int cadp_log(const scn_scenario *s, const res_run *r, eff_log *l)
-{
-    double M = 0, D = 0, n = 0;
-    for (size_t d = 0; d < r->n_devices; d++)
-        if (r->devices[d].samples > 0) {
-            M += batch_of(s, d);
-            D += (double)r->devices[d].samples;
-            n++;
-        }
-    if (!(M > 0))
-        return DP_EINPUT;
-    for (size_t e = 1; e <= r->n_epochs; e++) {
-        int rc = eff_log_local(l, r->epochs[e - 1].end_s, (int)e, D / M, M, n / (double)r->n_devices);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* One card of batch b over the whole dataset, epochs epochs (time: steps). */
-static int single_log(double D, double b, int epochs, eff_log *l)
-{
-    double steps = ceil(D / b), t = 0;
-    for (int e = 1; e <= epochs; e++)
-        for (double k = 0; k < steps; k++) {
-            double left = D - k * b;
-            int rc = eff_log_sync(l, ++t, e, left < b ? left : b);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
 
 int t3_accuracy(const scn_scenario *s, res_run *const runs[T3_NPOL], t3_acc *a, dp_err *err)
 {
@@ -91,17 +18,16 @@ int t3_accuracy(const scn_scenario *s, res_run *const runs[T3_NPOL], t3_acc *a, 
         }
     a->single_batch = s->groups[g].batch;
     int rc = 0;
-    for (int k = 0; k <= T3_NPOL && !rc; k++) {
-        if (!(a->logs[k] = eff_log_new()))
-            rc = DP_ENOMEM;
-        else if (k < T3_NPOL && runs[k]->n_epochs < 50)
+    for (int k = 0; k < T3_NPOL && !rc; k++)
+        if (runs[k]->n_epochs < 50)
             rc = dp_err_set(err, DP_EINPUT, "table3 accuracy: %s ran %zu epochs, the paper's points need 50",
                             label[k], runs[k]->n_epochs);
-        else if (k < T3_NPOL)
-            rc = k == 2 ? cadp_log(s, runs[k], a->logs[k]) : sync_log(s, runs[k], a->logs[k]);
         else
-            rc = single_log((double)s->dataset.samples, a->single_batch, 50, a->logs[k]);
-    }
+            rc = runlog_derive(s, runs[k], &a->logs[k], err);
+    if (!rc && !(a->logs[T3_NPOL] = eff_log_new()))
+        rc = DP_ENOMEM;
+    if (!rc)
+        rc = runlog_single((double)s->dataset.samples, a->single_batch, 50, a->logs[T3_NPOL]);
     if (rc) {
         if (!err->code)
             dp_err_set(err, rc, "table3 accuracy: cannot build the runs' update logs");

@@ -5,14 +5,9 @@
  * policy's accuracy at epochs 30 and 50 and its time to 70% and 73%
  * predicted from its run's updates.
  *
- * The runs' update logs: DDP and DeepSpeed take one synchronous step per
- * micro-step index of the epoch at the global batch of the devices that
- * still have samples (the equal split, Join), spread evenly over the
- * epoch's simulated time; C-ADP averages once per epoch, at its end, the
- * local models of the devices with a share (H = the epoch's samples / the
- * participants' summed batch, M_step = that sum); the single card takes
- * D / b steps of its batch.  They are derived from the runs (their shares
- * and epoch ends) here, until the runtime's update stream fills them.
+ * The runs' update logs come from cli/runlog.h (derived from the runs'
+ * shares and epoch ends until the runtime's update stream fills them); the
+ * single card takes D / b steps of its batch a epoch.
  */
 #ifndef DP_TABLE3_ACC_H
 #define DP_TABLE3_ACC_H
