@@ -60,4 +60,45 @@ has "$T/out" "AT BOUND (high)"
 expect 2 "$BIN" calibrate "$TINY" --no-db --fits=x=1..2 --target=ddp.tsend_s=1
 has "$T/err" "unknown option '--fits=x=1..2'"
 
+# --- accuracy (statistical efficiency): learning.efficiency fitted to measured
+# accuracies of runs, residuals, band, a prediction's regime; bad input exit 2
+ACC="$T/acc.yaml"
+cp "$TINY" "$ACC"
+cat >>"$ACC" <<'YAML'
+learning:
+  efficiency:
+    reference_batch: 16
+    noise_scale: 100
+    drift: 0.01
+    curve: [[0, 0.1], [25, 0.5], [50, 0.7]]
+YAML
+expect 0 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy cadp@2=0.6 --accuracy ddp@2=55% \
+    --accuracy ddp@1=0.35 --accuracy-fit noise_scale,curve --predict deepspeed
+has "$T/out" "accuracy fit on tiny"
+has "$T/out" "cadp@2=0.6"
+has "$T/out" "error band: +-"
+has "$T/out" "prediction deepspeed"
+has "$T/out" "interpolation"
+"$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy cadp@2=0.6 --predict ddp >"$T/a"
+"$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy cadp@2=0.6 --predict ddp >"$T/b"
+cmp -s "$T/a" "$T/b" && ok || bad "two accuracy fits differ"
+expect 2 "$BIN" calibrate "$TINY" --accuracy cadp@1=0.4
+has "$T/err" "which the scenario lacks"
+expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@one=0.4
+has "$T/err" "--accuracy 'cadp@one=0.4'"
+expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4:0
+has "$T/err" "weight > 0"
+expect 2 "$BIN" calibrate "$ACC" --accuracy fsdp@1=0.4
+has "$T/err" "fsdp"
+expect 2 "$BIN" calibrate "$ACC" --accuracy localsgd@1=0.4
+has "$T/err" "localsgd: its updates are not derived"
+expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@9=0.4
+has "$T/err" "does not reach epoch 9"
+expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy-fit drfit
+has "$T/err" "--accuracy-fit 'drfit'"
+expect 2 "$BIN" calibrate "$ACC" --predict ddp
+has "$T/err" "want at least one --accuracy"
+expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 "${FIT[@]}"
+has "$T/err" "drop --fit"
+
 e2e_done e2e_calibrate

@@ -2,6 +2,7 @@
  * unknown scenario values to measured figures (sim/calib/calib.h), print
  * the fit, store it, write the calibrated scenario. */
 #include "calib/calib.h"
+#include "cli/calib_acc.h"
 #include "cli/cli.h"
 #include "dpsim_config.h"
 
@@ -55,7 +56,23 @@ static void help(void)
            "    --fit devices.rtx3090.link.up,devices.rtx3090.link.down=10Mbps..1Gbps:log \\\n"
            "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
            "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n"
-           "(the full command, and what it finds, are in the README).\n\n"
+           "(the full command, and what it finds, are in the README).\n\n");
+    printf("Accuracy (statistical efficiency, docs/MODEL.md section 9):\n"
+           "  dpsim calibrate SCENARIO --accuracy POLICY@EPOCH=ACC ... [--predict POLICY]...\n"
+           "                       [--accuracy-fit noise_scale,staleness_exponent,drift,curve]\n"
+           "fits the scenario's learning.efficiency (its values are the start, its curve's\n"
+           "points after the first are fitted) to measured accuracies of the policies'\n"
+           "runs, replaying each run's updates; prints the residuals, the fitted values\n"
+           "(AT BOUND, UNDETERMINED), an error band (2 residual standard deviations, only\n"
+           "with more points than free values) and, for each --predict, its accuracy by\n"
+           "epoch and whether its batch lies inside the fitted runs' range (interpolation)\n"
+           "or outside (extrapolation, far less reliable).  Not stored.\n"
+           "      --accuracy POLICY@EPOCH=ACC[:WEIGHT]  a measured accuracy at the end of an\n"
+           "                        epoch (or POLICY@TIMEs=ACC at a simulated time); ACC a\n"
+           "                        fraction or a percentage (70.56%%).  Repeat.\n"
+           "      --accuracy-fit LIST  the values to fit (default noise_scale,drift,curve)\n"
+           "      --predict POLICY  predict this policy's accuracy from the fit (repeat)\n"
+           "  Runs' updates are derived from ddp, deepspeed and cadp runs for now.\n\n"
            "Exit codes: 0 ok, 1 a simulation or the database failed, 2 bad input.\n");
 }
 
@@ -130,11 +147,12 @@ static void print_fit(const calib_problem *p, const calib_result *r, double wall
            r->cost, r->evaluations, r->starts, r->best_start + 1, wall);
 }
 
-enum { K_SET_FOR = 0x2000, K_STARTS, K_SEED };
+enum { K_SET_FOR = 0x2000, K_STARTS, K_SEED, K_ACC, K_ACC_FIT, K_PREDICT };
 
 typedef struct calib_args {
     calib_spec *sp;
     const char *out;
+    calib_acc_args acc;
 } calib_args;
 
 static int on_opt(void *ctx, int key, const char *arg, const char *label)
@@ -166,6 +184,19 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
             return cli_usage_error("calibrate", "--starts wants 1 to %d (got '%s')", CALIB_MAX_STARTS, arg);
         sp->starts = (unsigned)v;
         break;
+    case K_ACC:
+        if (ca->acc.n_points == CALIB_ACC_MAX)
+            return cli_usage_error("calibrate", "at most %d --accuracy", CALIB_ACC_MAX);
+        ca->acc.points[ca->acc.n_points++] = arg;
+        break;
+    case K_PREDICT:
+        if (ca->acc.n_predict == CALIB_ACC_MAX)
+            return cli_usage_error("calibrate", "at most %d --predict", CALIB_ACC_MAX);
+        ca->acc.predict[ca->acc.n_predict++] = arg;
+        break;
+    case K_ACC_FIT:
+        ca->acc.fit = arg;
+        break;
     case K_SEED:
         if (cli_parse_u64(arg, &sp->seed) || sp->seed == 0)
             return cli_usage_error("calibrate", "--seed wants a positive integer (got '%s')", arg);
@@ -181,14 +212,13 @@ int cmd_calibrate(int argc, char **argv)
     calib_spec sp = {0};
     const char *db, *out = NULL;
     int quiet;
-    static const struct option own[] = {{"fit", required_argument, NULL, 'f'},
-                                        {"target", required_argument, NULL, 't'},
-                                        {"set-for", required_argument, NULL, K_SET_FOR},
-                                        {"out", required_argument, NULL, 'o'},
-                                        {"starts", required_argument, NULL, K_STARTS},
-                                        {"seed", required_argument, NULL, K_SEED},
-                                        {NULL, 0, NULL, 0}};
-    calib_args ca = {&sp, NULL};
+    static const struct option own[] = {
+        {"fit", required_argument, NULL, 'f'},           {"target", required_argument, NULL, 't'},
+        {"set-for", required_argument, NULL, K_SET_FOR}, {"out", required_argument, NULL, 'o'},
+        {"starts", required_argument, NULL, K_STARTS},   {"seed", required_argument, NULL, K_SEED},
+        {"accuracy", required_argument, NULL, K_ACC},    {"accuracy-fit", required_argument, NULL, K_ACC_FIT},
+        {"predict", required_argument, NULL, K_PREDICT}, {NULL, 0, NULL, 0}};
+    calib_args ca = {&sp, NULL, {0}};
     cli_opts o = {0};
     int prc = cli_parse(argc, argv, "calibrate", CLI_O_DB | CLI_O_NODB | CLI_O_QUIET | CLI_O_SET | CLI_O_LOG,
                         own, "f:t:o:", on_opt, &ca, help, &o);
@@ -202,6 +232,24 @@ int cmd_calibrate(int argc, char **argv)
         return rc;
     }
     sp.scenario = o.n_pos ? o.pos[0] : NULL;
+    if (ca.acc.n_points || ca.acc.n_predict || ca.acc.fit) {
+        int rc;
+        if (!ca.acc.n_points)
+            rc = cli_usage_error("calibrate", "--predict and --accuracy-fit want at least one --accuracy");
+        else if (sp.n_fit || sp.n_target || ca.out)
+            rc = cli_usage_error("calibrate",
+                                 "--accuracy fits the accuracy model alone: drop --fit, --target, --out");
+        else if (!sp.scenario)
+            rc = cli_usage_error("calibrate", "which scenario? (a file or builtin:paper-testbed)");
+        else {
+            ca.acc.scenario = sp.scenario;
+            ca.acc.ov = o.ov;
+            ca.acc.n_ov = o.n_ov;
+            rc = calibrate_accuracy(&ca.acc);
+        }
+        cli_opts_free(&o);
+        return rc;
+    }
     out = ca.out;
     db = o.db;
     quiet = o.quiet;
