@@ -465,3 +465,87 @@ Test(efficiency, the_fit_recovers_what_made_its_points)
     for (int s = 0; s < 3; s++)
         eff_log_free(lg[s]);
 }
+
+/* ---- the update stream's tap (sim/learn/efficiency_tap.h) ----------------- */
+
+#include "learn/efficiency_tap.h"
+
+Test(efficiency, the_tap_logs_what_the_stream_combined)
+{
+    eff_log *l = eff_log_new();
+    eff_tap *t = eff_tap_new(l, 3);
+    cr_assert(t);
+    /* synchronous: the members' waiting samples in one update */
+    eff_tap_step(t, 0, 64);
+    eff_tap_step(t, 1, 16);
+    cr_expect_eq(eff_tap_sync(t, 1, 1, NULL, 0), 0);
+    cr_expect_eq(eff_tap_sync(t, 2, 1, NULL, 0), 0); /* nothing waiting: nothing logged */
+    cr_assert_eq(eff_log_len(l), 1u);
+    cr_expect_eq(eff_log_kind(l, 0), EFF_SYNC);
+    cr_expect_eq(eff_log_samples(l, 0), 80);
+    /* asynchronous: d's samples at its staleness */
+    eff_tap_mode_set(t, EFF_TAP_ASYNC);
+    eff_tap_step(t, 2, 8);
+    eff_tap_step(t, 2, 8);
+    cr_expect_eq(eff_tap_push(t, 3, 1, 2, 5), 0);
+    cr_assert_eq(eff_log_len(l), 2u);
+    cr_expect_eq(eff_log_kind(l, 1), EFF_ASYNC);
+    cr_expect_eq(eff_log_samples(l, 1), 16);
+    /* local: a site's average logs nothing, the global one all steps since */
+    eff_tap_mode_set(t, EFF_TAP_LOCAL);
+    for (int i = 0; i < 4; i++)
+        eff_tap_step(t, 0, 64);
+    eff_tap_step(t, 1, 16);
+    eff_tap_step(t, 1, 16);
+    size_t site[] = {0, 1};
+    cr_expect_eq(eff_tap_average(t, 4, 2, site, 2, 0), 0);
+    cr_expect_eq(eff_log_len(l), 2u);
+    cr_expect_eq(eff_tap_average(t, 5, 2, NULL, 0, 1), 0);
+    cr_assert_eq(eff_log_len(l), 3u);
+    cr_expect_eq(eff_log_kind(l, 2), EFF_LOCAL);
+    cr_expect_eq(eff_log_batch(l, 2), 80);         /* M_step = 64 + 16 */
+    cr_expect_eq(eff_log_samples(l, 2), 256 + 32); /* H x M_step */
+    /* rho = 2 of 3: with use_rho the progress is 2/3 of H gain(80) */
+    eff_params *p = eff_params_new(16, 0);
+    eff_params_set_discounts(p, 0, 0, 1);
+    cr_expect(fabs(eff_progress(p, l, 3) - eff_progress(p, l, 2) - 3.6 * 1 * 2.0 / 3) < 1e-12);
+    /* FL-SGD's background average: the steps up to begin, averaged at end */
+    eff_tap_step(t, 0, 10);
+    cr_expect_eq(eff_tap_average_begin(t, NULL, 0), 0);
+    eff_tap_step(t, 0, 10);
+    eff_tap_step(t, 0, 10);
+    cr_expect_eq(eff_tap_average_end(t, 6, 2, NULL, 0), 0);
+    cr_assert_eq(eff_log_len(l), 4u);
+    cr_expect_eq(eff_log_samples(l, 3), 10);
+    cr_expect_eq(eff_tap_average(t, 7, 3, NULL, 0, 1), 0);
+    cr_assert_eq(eff_log_len(l), 5u);
+    cr_expect_eq(eff_log_samples(l, 4), 20);
+    /* lost work logs nothing */
+    eff_tap_step(t, 1, 16);
+    eff_tap_lose(t, 1);
+    cr_expect_eq(eff_tap_average(t, 8, 3, NULL, 0, 1), 0);
+    cr_expect_eq(eff_log_len(l), 5u);
+    /* a record going back in time is refused */
+    eff_tap_step(t, 1, 16);
+    cr_expect_eq(eff_tap_average(t, 1, 3, NULL, 0, 1), DP_EINPUT);
+    eff_params_free(p);
+    eff_tap_free(t);
+    eff_log_free(l);
+}
+
+Test(efficiency, a_tapped_one_device_ddp_is_its_serial_steps)
+{
+    eff_log *a = eff_log_new(), *b = eff_log_new();
+    eff_tap *t = eff_tap_new(b, 1);
+    for (int i = 0; i < 20; i++) {
+        eff_log_sync(a, i, 1 + i / 10, 64);
+        eff_tap_step(t, 0, 64);
+        eff_tap_sync(t, i, 1 + i / 10, NULL, 0);
+    }
+    eff_params *p = eff_params_new(32, 500);
+    cr_expect_eq(eff_progress(p, a, 20), eff_progress(p, b, 20));
+    eff_params_free(p);
+    eff_tap_free(t);
+    eff_log_free(a);
+    eff_log_free(b);
+}
