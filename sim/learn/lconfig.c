@@ -1,5 +1,6 @@
 /* lconfig.c: reading and checking `learning:` (learner.h). */
 #include "lconfig.h"
+#include "learn/efficiency.h"
 #include "yamltree.h"
 
 #include <math.h>
@@ -135,9 +136,21 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
     static const char *const keys[] = {"data",      "test_fraction", "model",   "hidden",         "partition",
                                        "labels_per_device", "alpha",  "seed",    "lr",             "staleness",
                                        "evaluate",  "targets",       "stop_at_target", "samples", "features",
-                                       NULL};
+                                       "efficiency", NULL};
     if (scn_read_keys(s, m, "learning", keys, err) < 0)
         return DP_EINPUT;
+    /* `efficiency`: the statistical-efficiency model's (efficiency.h),
+     * checked here so that check and run refuse it as they refuse the rest;
+     * alone, it asks for no SGD learner */
+    const yt_node *em = yt_get(m, "efficiency");
+    if (em) {
+        eff_params *ep = NULL;
+        if (eff_params_read(s, em, "learning.efficiency", &ep, err) < 0)
+            return DP_EINPUT;
+        eff_params_free(ep);
+        if (m->n == 1)
+            return 0;
+    }
     lrn_cfg *c = dp_calloc(1, sizeof *c);
     if (!c)
         return dp_err_set(err, DP_ENOMEM, "out of memory");
