@@ -81,6 +81,11 @@ int runlog_single(double D, double b, int epochs, eff_log *l)
 int runlog_derive(const scn_scenario *s, const res_run *r, eff_log **out, dp_err *err)
 {
     *out = NULL;
+    if (r->learn_log) { /* the runtime logged the run's own updates */
+        if (!(*out = eff_log_copy(r->learn_log)))
+            return dp_err_set(err, DP_ENOMEM, "out of memory");
+        return 0;
+    }
     int sync = !strcmp(r->policy, "ddp") || !strcmp(r->policy, "deepspeed"),
         cadp = !strcmp(r->policy, "cadp");
     if (!sync && !cadp)

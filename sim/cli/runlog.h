@@ -1,6 +1,7 @@
-/* runlog.h: a run's update log (sim/learn/efficiency.h) derived from its
- * result, for the policies whose schedule is plain from it, until the
- * runtime's update stream fills a log for every policy:
+/* runlog.h: a run's update log (sim/learn/efficiency.h): the one the
+ * runtime logged from the update stream (res_run.learn_log: runs with an
+ * SGD learner and learning.efficiency), else derived from its result, for
+ * the policies whose schedule is plain from it:
  *   ddp, deepspeed: the equal split with Join: micro-step k of an epoch has
  *     the samples of every device that still has some (at most its batch);
  *     one synchronous update per micro-step (DeepSpeed: per grad_accum

@@ -54,6 +54,8 @@ void res_run_free(res_run *r)
 {
     if (!r)
         return;
+    if (r->learn_log_free)
+        r->learn_log_free(r->learn_log);
     dp_free(r->options_json);
     dp_free(r->evals);
     dp_free(r->tta_target);

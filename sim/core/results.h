@@ -129,6 +129,12 @@ typedef struct res_run {
     size_t n_tta;
     double *tta_target, *tta_s;
     char learn_source[16];
+    /* The run's updates for the statistical-efficiency model (an eff_log,
+     * sim/learn/efficiency.h), logged beside the learner's when
+     * learning.efficiency is set; NULL otherwise.  Owned: res_run_free
+     * frees it through learn_log_free (core does not know its type). */
+    void *learn_log;
+    void (*learn_log_free)(void *);
 
     /* Further statistics, in the order added (see res_stat). */
     size_t n_stats, cap_stats;

@@ -22,6 +22,20 @@ void eff_log_free(eff_log *l)
     dp_free(l);
 }
 
+eff_log *eff_log_copy(const eff_log *l)
+{
+    eff_log *c = eff_log_new();
+    if (!c || !l->n)
+        return c;
+    if (!(c->r = dp_malloc(l->n * sizeof *c->r))) {
+        eff_log_free(c);
+        return NULL;
+    }
+    memcpy(c->r, l->r, l->n * sizeof *c->r);
+    c->n = c->cap = l->n;
+    return c;
+}
+
 static int push(eff_log *l, double t, int epoch, eff_kind k, double m, double x, double rho)
 {
     if (!l || !isfinite(t) || epoch < 1 || (l->n && (t < l->r[l->n - 1].t || epoch < l->r[l->n - 1].epoch)))

@@ -44,6 +44,7 @@ typedef enum { EFF_SYNC = 0, EFF_ASYNC, EFF_LOCAL } eff_kind;
 
 eff_log *eff_log_new(void);
 void eff_log_free(eff_log *l);
+eff_log *eff_log_copy(const eff_log *l); /* NULL when out of memory */
 /* Each append returns 0, DP_EINPUT for a value out of range (M, m, M_step
  * and H > 0 and finite, s >= 0, rho in (0, 1], t and epoch not before the
  * last record's) or DP_ENOMEM.  `epoch` is the run's epoch (1-based, as the learner's stream) when

@@ -3,8 +3,10 @@
  * itself (steps at batch ends, losses at failures, epoch ends, the end of
  * the run) and by the policy (synchronous steps, averages, pushes,
  * pulls).  Without `learning:` rt->learn is NULL and all of it is a no-op. */
+#include "learn/efficiency_tap.h"
 #include "learner.h"
 #include "runtime_impl.h"
+#include "yamltree.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,11 @@
 static double now_abs(const prt *rt)
 {
     return rt->base + sim_now(rt->e);
+}
+
+static void free_eff_log(void *l)
+{
+    eff_log_free(l);
 }
 
 static void learn_oom(prt *rt, int rc)
@@ -31,6 +38,11 @@ int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
         return 0;
     if (!(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
         return err ? err->code : DP_ENOMEM;
+    /* learning.efficiency (checked by lrn_cfg_read): the updates logged
+     * for the statistical-efficiency model too */
+    if (yt_get(scn_learning(rt->s), "efficiency") &&
+        (!(rt->eff_log = eff_log_new()) || !(rt->eff_tap = eff_tap_new(rt->eff_log, rt->n))))
+        return err ? dp_err_set(err, DP_ENOMEM, "out of memory") : DP_ENOMEM;
     return 0;
 }
 
@@ -38,6 +50,10 @@ void prt_learn_close(prt *rt)
 {
     lrn_free(rt->learn);
     lrn_cfg_free(rt->learn_cfg);
+    eff_tap_free(rt->eff_tap);
+    eff_log_free(rt->eff_log); /* NULL once handed to the run's results */
+    rt->eff_tap = NULL;
+    rt->eff_log = NULL;
     rt->learn = NULL;
     rt->learn_cfg = NULL;
 }
@@ -52,17 +68,25 @@ void prt_learn_mode(prt *rt, prt_learn_kind m)
     if (rt->learn)
         learn_oom(rt, lrn_set_mode(rt->learn,
                                    m == PRT_LEARN_LOCAL ? LRN_LOCAL : m == PRT_LEARN_ASYNC ? LRN_ASYNC : LRN_SYNC));
+    if (rt->eff_tap)
+        eff_tap_mode_set(rt->eff_tap, m == PRT_LEARN_LOCAL   ? EFF_TAP_LOCAL
+                                      : m == PRT_LEARN_ASYNC ? EFF_TAP_ASYNC
+                                                             : EFF_TAP_SYNC);
 }
 
 void prt_learn_batch(prt *rt, size_t d, double t, double samples)
 {
     lrn_set_shares(rt->learn, rt->share); /* the "policy" partition: sized by the first shares */
     learn_oom(rt, lrn_step(rt->learn, t, rt->epoch, d, samples));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_step(rt->eff_tap, d, samples));
 }
 
 void prt_learn_lost(prt *rt, size_t d, double t)
 {
     learn_oom(rt, lrn_lose(rt->learn, t, d));
+    if (rt->eff_tap)
+        eff_tap_lose(rt->eff_tap, d);
 }
 
 int prt_learn_epoch(prt *rt, double t)
@@ -77,24 +101,32 @@ void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples)
     if (rt->learn)
         learn_oom(rt, lrn_sync(rt->learn, now_abs(rt), rt->epoch, members, m,
                                by_samples ? LRN_BY_SAMPLES : LRN_PER_RANK));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_sync(rt->eff_tap, now_abs(rt), rt->epoch, members, m));
 }
 
 void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global, int to_members)
 {
     if (rt->learn)
         learn_oom(rt, lrn_average(rt->learn, now_abs(rt), rt->epoch, members, m, into_global, to_members));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, into_global));
 }
 
 void prt_learn_average_begin(prt *rt, const size_t *members, size_t m)
 {
     if (rt->learn)
         learn_oom(rt, lrn_average_begin(rt->learn, now_abs(rt), rt->epoch, members, m));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_average_begin(rt->eff_tap, members, m));
 }
 
 void prt_learn_average_end(prt *rt, const size_t *members, size_t m)
 {
     if (rt->learn)
         learn_oom(rt, lrn_average_end(rt->learn, now_abs(rt), rt->epoch, members, m));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_average_end(rt->eff_tap, now_abs(rt), rt->epoch, members, m));
 }
 
 long prt_learn_push(prt *rt, size_t d)
@@ -103,6 +135,8 @@ long prt_learn_push(prt *rt, size_t d)
         return 0;
     long s = lrn_push(rt->learn, now_abs(rt), rt->epoch, d);
     learn_oom(rt, (int)(s < 0 ? s : 0));
+    if (rt->eff_tap && s >= 0)
+        learn_oom(rt, eff_tap_push(rt->eff_tap, now_abs(rt), rt->epoch, d, (double)s));
     return s < 0 ? 0 : s;
 }
 
@@ -159,4 +193,9 @@ void prt_learn_results(prt *rt, res_run *r, double T)
             return;
         }
     snprintf(r->learn_source, sizeof r->learn_source, "sgd");
+    if (rt->eff_log) { /* the run's results own the update log from here */
+        r->learn_log = rt->eff_log;
+        r->learn_log_free = free_eff_log;
+        rt->eff_log = NULL;
+    }
 }

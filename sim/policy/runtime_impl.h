@@ -27,6 +27,9 @@ struct prt {
     /* learning (scenario `learning:`; learn_stream.c), NULL without */
     struct lrn_cfg *learn_cfg;
     struct learner *learn;
+    /* learning.efficiency's update log, fed beside the learner (NULL without) */
+    struct eff_log *eff_log;
+    struct eff_tap *eff_tap;
     int failed;
     dp_err *err;
     /* activity tracking */
