@@ -13,6 +13,7 @@
  *    (the default handler aborts the process).
  */
 #include "calib/calib.h"
+#include "calib/lsq.h"
 #include "cli/cli.h"
 #include "cli/runner.h"
 #include "json.h"
@@ -547,38 +548,10 @@ void calib_free(calib_problem *p)
  * some point end the start (its best point so far stays recorded). */
 static int run_start(calib_problem *p, const double *t0)
 {
-    size_t np = p->n_params;
-    /* multifit_nlinear needs at least as many residuals as parameters:
-     * pad with zeros (they change neither the cost nor the optimum). */
-    size_t nr = p->n_targets > np ? p->n_targets : np;
-    gsl_multifit_nlinear_fdf fdf = {0};
-    fdf.f = resid_f;
-    fdf.df = NULL; /* finite differences */
-    fdf.fvv = NULL;
-    fdf.n = nr;
-    fdf.p = np;
-    fdf.params = p;
-    gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
-    gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, nr, np);
-    gsl_vector *u = gsl_vector_alloc(np);
-    if (!w || !u) {
-        if (w)
-            gsl_multifit_nlinear_free(w);
-        if (u)
-            gsl_vector_free(u);
-        return DP_ENOMEM;
-    }
-    for (size_t i = 0; i < np; i++)
-        gsl_vector_set(u, i, to_u(t0[i]));
-    int status = gsl_multifit_nlinear_init(u, &fdf, w);
-    int info = 0;
-    if (status == GSL_SUCCESS)
-        status = gsl_multifit_nlinear_driver(200, 1e-12, 1e-14, 1e-15, NULL, NULL, &info, w);
-    gsl_multifit_nlinear_free(w);
-    gsl_vector_free(u);
-    /* Hitting the iteration limit or a tolerance too small to meet still
-     * leaves a usable best point; only a model failure is reported. */
-    return status == GSL_EBADFUNC ? DP_ERUN : 0;
+    double u[CALIB_MAX_PARAMS];
+    for (size_t i = 0; i < p->n_params; i++)
+        u[i] = to_u(t0[i]);
+    return lsq_run(resid_f, p, p->n_targets, p->n_params, u, 200);
 }
 
 /* Position in the unit box of value v. */
