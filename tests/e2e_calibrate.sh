@@ -82,6 +82,21 @@ has "$T/out" "interpolation"
 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy cadp@2=0.6 --predict ddp >"$T/a"
 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy cadp@2=0.6 --predict ddp >"$T/b"
 cmp -s "$T/a" "$T/b" && ok || bad "two accuracy fits differ"
+# a run with learning.efficiency alone: accuracy by the model, every policy
+# (asyncps's pushes at their staleness), the same bytes twice
+expect 0 "$BIN" run "$ACC" --no-db --policy ddp,asyncps,localsgd,flsgd --json
+python3 - "$T/out" <<'PY' && ok || bad "efficiency-only learning results"
+import json, sys
+o = json.load(open(sys.argv[1]))
+for r in o["runs"]:
+    l = r["learning"]
+    assert l["source"] == "efficiency", l
+    acc = [e["test_acc"] for e in l["evaluations"]]
+    assert len(acc) == 2 and all(0.1 < a < 0.8 for a in acc), (r["policy"], acc)
+PY
+cp "$T/out" "$T/run1"
+"$BIN" run "$ACC" --no-db --policy ddp,asyncps,localsgd,flsgd --json >"$T/run2" 2>/dev/null
+cmp -s "$T/run1" "$T/run2" && ok || bad "two efficiency runs differ"
 expect 2 "$BIN" calibrate "$TINY" --accuracy cadp@1=0.4
 has "$T/err" "which the scenario lacks"
 expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@one=0.4
@@ -90,8 +105,8 @@ expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4:0
 has "$T/err" "weight > 0"
 expect 2 "$BIN" calibrate "$ACC" --accuracy fsdp@1=0.4
 has "$T/err" "fsdp"
-expect 2 "$BIN" calibrate "$ACC" --accuracy localsgd@1=0.4
-has "$T/err" "localsgd: its updates are not derived"
+expect 0 "$BIN" calibrate "$ACC" --accuracy localsgd@1=0.4 --accuracy asyncps@2=0.5
+has "$T/out" "asyncps@2=0.5"
 expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@9=0.4
 has "$T/err" "does not reach epoch 9"
 expect 2 "$BIN" calibrate "$ACC" --accuracy cadp@1=0.4 --accuracy-fit drfit

@@ -72,8 +72,7 @@ static void help(void)
            "                        fraction or a percentage (70.56%%).  Repeat.\n"
            "      --accuracy-fit LIST  the values to fit (default noise_scale,drift,curve)\n"
            "      --predict POLICY  predict this policy's accuracy from the fit (repeat)\n"
-           "  Each run's updates come from the runtime when the scenario has an SGD learner\n"
-           "  (learning.data ...); without one, only ddp, deepspeed and cadp runs have them.\n\n"
+           "  Each run's updates are logged by the runtime (every policy).\n\n"
            "Exit codes: 0 ok, 1 a simulation or the database failed, 2 bad input.\n");
 }
 

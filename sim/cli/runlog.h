@@ -1,7 +1,8 @@
 /* runlog.h: a run's update log (sim/learn/efficiency.h): the one the
- * runtime logged from the update stream (res_run.learn_log: runs with an
- * SGD learner and learning.efficiency), else derived from its result, for
- * the policies whose schedule is plain from it:
+ * runtime logged from the update stream (res_run.learn_log: runs with
+ * learning.efficiency), else (runs without it, as reproduce table3's)
+ * derived from its result, for the policies whose schedule is plain from
+ * it:
  *   ddp, deepspeed: the equal split with Join: micro-step k of an epoch has
  *     the samples of every device that still has some (at most its batch);
  *     one synchronous update per micro-step (DeepSpeed: per grad_accum

@@ -11,6 +11,7 @@ struct eff_tap {
     double *wait;                   /* SYNC / ASYNC: samples waiting for a sync or push */
     double *steps, *samp;           /* LOCAL: steps and samples since the last global average */
     double *snap_steps, *snap_samp; /* average_begin's snapshot */
+    long version, *read_ver;        /* the global model's updates; each device's at its pull */
 };
 
 eff_tap *eff_tap_new(eff_log *l, size_t n)
@@ -25,7 +26,8 @@ eff_tap *eff_tap_new(eff_log *l, size_t n)
     t->samp = dp_calloc(n ? n : 1, sizeof(double));
     t->snap_steps = dp_calloc(n ? n : 1, sizeof(double));
     t->snap_samp = dp_calloc(n ? n : 1, sizeof(double));
-    if (!t->wait || !t->steps || !t->samp || !t->snap_steps || !t->snap_samp) {
+    t->read_ver = dp_calloc(n ? n : 1, sizeof(long));
+    if (!t->wait || !t->steps || !t->samp || !t->snap_steps || !t->snap_samp || !t->read_ver) {
         eff_tap_free(t);
         return NULL;
     }
@@ -41,6 +43,7 @@ void eff_tap_free(eff_tap *t)
     dp_free(t->samp);
     dp_free(t->snap_steps);
     dp_free(t->snap_samp);
+    dp_free(t->read_ver);
     dp_free(t);
 }
 
@@ -77,14 +80,29 @@ int eff_tap_sync(eff_tap *t, double time, int epoch, const size_t *members, size
         M += t->wait[d];
         t->wait[d] = 0;
     }
-    return M > 0 ? eff_log_sync(t->l, time, epoch, M) : 0;
+    if (!(M > 0))
+        return 0;
+    t->version++;
+    return eff_log_sync(t->l, time, epoch, M);
 }
 
 int eff_tap_push(eff_tap *t, double time, int epoch, size_t d, double staleness)
 {
     double m = t->wait[d];
     t->wait[d] = 0;
+    t->version++; /* an empty push is still an update of the server's clock (as the learner counts) */
     return m > 0 ? eff_log_async(t->l, time, epoch, m, staleness) : 0;
+}
+
+long eff_tap_staleness(const eff_tap *t, size_t d)
+{
+    return d < t->n ? t->version - t->read_ver[d] : 0;
+}
+
+void eff_tap_pull(eff_tap *t, size_t d)
+{
+    if (d < t->n)
+        t->read_ver[d] = t->version;
 }
 
 /* One local average of the given (steps, samples) per member, zeroing them. */
@@ -101,7 +119,10 @@ static int local(eff_tap *t, double time, int epoch, const size_t *members, size
         }
         steps[d] = samp[d] = 0;
     }
-    return with > 0 ? eff_log_local(t->l, time, epoch, D / M, M, with / (double)t->n) : 0;
+    if (!(with > 0))
+        return 0;
+    t->version++;
+    return eff_log_local(t->l, time, epoch, D / M, M, with / (double)t->n);
 }
 
 int eff_tap_average(eff_tap *t, double time, int epoch, const size_t *members, size_t m, int into_global)

@@ -48,5 +48,11 @@ int eff_tap_average(eff_tap *t, double time, int epoch, const size_t *members, s
 int eff_tap_average_begin(eff_tap *t, const size_t *members, size_t m);
 int eff_tap_average_end(eff_tap *t, double time, int epoch, const size_t *members, size_t m);
 void eff_tap_lose(eff_tap *t, size_t d);
+/* Versions: every logged sync and global average, and every push (even an
+ * empty one), is one update of the global model; a pull records the
+ * version d read.  Without the learner, a push's staleness is
+ * eff_tap_staleness(d) before the push, counted as the learner counts it. */
+void eff_tap_pull(eff_tap *t, size_t d);
+long eff_tap_staleness(const eff_tap *t, size_t d);
 
 #endif

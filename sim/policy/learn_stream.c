@@ -34,14 +34,17 @@ int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
         return 0;
     if (lrn_cfg_read(rt->s, &rt->learn_cfg, err))
         return err ? err->code : DP_EINPUT;
-    if (!rt->learn_cfg)
-        return 0;
-    if (!(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
+    if (rt->learn_cfg && !(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
         return err ? err->code : DP_ENOMEM;
     /* learning.efficiency (checked by lrn_cfg_read): the updates logged
-     * for the statistical-efficiency model too */
-    if (yt_get(scn_learning(rt->s), "efficiency") &&
-        (!(rt->eff_log = eff_log_new()) || !(rt->eff_tap = eff_tap_new(rt->eff_log, rt->n))))
+     * for the statistical-efficiency model, beside the learner's or alone
+     * (then the model gives the run's accuracy: prt_learn_results) */
+    const yt_node *em = yt_get(scn_learning(rt->s), "efficiency");
+    if (!em)
+        return 0;
+    if (!rt->learn && eff_params_read(rt->s, em, "learning.efficiency", &rt->eff_params, err) < 0)
+        return err ? err->code : DP_EINPUT;
+    if (!(rt->eff_log = eff_log_new()) || !(rt->eff_tap = eff_tap_new(rt->eff_log, rt->n)))
         return err ? dp_err_set(err, DP_ENOMEM, "out of memory") : DP_ENOMEM;
     return 0;
 }
@@ -52,22 +55,25 @@ void prt_learn_close(prt *rt)
     lrn_cfg_free(rt->learn_cfg);
     eff_tap_free(rt->eff_tap);
     eff_log_free(rt->eff_log); /* NULL once handed to the run's results */
+    eff_params_free(rt->eff_params);
     rt->eff_tap = NULL;
     rt->eff_log = NULL;
+    rt->eff_params = NULL;
     rt->learn = NULL;
     rt->learn_cfg = NULL;
 }
 
 int prt_learning(const prt *rt)
 {
-    return rt->learn != NULL;
+    return rt->learn != NULL || rt->eff_tap != NULL;
 }
 
 void prt_learn_mode(prt *rt, prt_learn_kind m)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_set_mode(rt->learn,
-                                   m == PRT_LEARN_LOCAL ? LRN_LOCAL : m == PRT_LEARN_ASYNC ? LRN_ASYNC : LRN_SYNC));
+        learn_oom(rt, lrn_set_mode(rt->learn, m == PRT_LEARN_LOCAL   ? LRN_LOCAL
+                                              : m == PRT_LEARN_ASYNC ? LRN_ASYNC
+                                                                     : LRN_SYNC));
     if (rt->eff_tap)
         eff_tap_mode_set(rt->eff_tap, m == PRT_LEARN_LOCAL   ? EFF_TAP_LOCAL
                                       : m == PRT_LEARN_ASYNC ? EFF_TAP_ASYNC
@@ -76,21 +82,26 @@ void prt_learn_mode(prt *rt, prt_learn_kind m)
 
 void prt_learn_batch(prt *rt, size_t d, double t, double samples)
 {
-    lrn_set_shares(rt->learn, rt->share); /* the "policy" partition: sized by the first shares */
-    learn_oom(rt, lrn_step(rt->learn, t, rt->epoch, d, samples));
+    if (rt->learn) {
+        lrn_set_shares(rt->learn, rt->share); /* the "policy" partition: sized by the first shares */
+        learn_oom(rt, lrn_step(rt->learn, t, rt->epoch, d, samples));
+    }
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_step(rt->eff_tap, d, samples));
 }
 
 void prt_learn_lost(prt *rt, size_t d, double t)
 {
-    learn_oom(rt, lrn_lose(rt->learn, t, d));
+    if (rt->learn)
+        learn_oom(rt, lrn_lose(rt->learn, t, d));
     if (rt->eff_tap)
         eff_tap_lose(rt->eff_tap, d);
 }
 
 int prt_learn_epoch(prt *rt, double t)
 {
+    if (!rt->learn)
+        return 0; /* the efficiency model alone: evaluated at the end */
     int rc = lrn_epoch_end(rt->learn, t, rt->epoch);
     learn_oom(rt, rc);
     return !rc && lrn_done(rt->learn);
@@ -131,10 +142,13 @@ void prt_learn_average_end(prt *rt, const size_t *members, size_t m)
 
 long prt_learn_push(prt *rt, size_t d)
 {
-    if (!rt->learn)
-        return 0;
-    long s = lrn_push(rt->learn, now_abs(rt), rt->epoch, d);
-    learn_oom(rt, (int)(s < 0 ? s : 0));
+    long s = 0;
+    if (rt->learn) {
+        s = lrn_push(rt->learn, now_abs(rt), rt->epoch, d);
+        learn_oom(rt, (int)(s < 0 ? s : 0));
+    } else if (rt->eff_tap) {
+        s = eff_tap_staleness(rt->eff_tap, d); /* the tap counts versions as the learner does */
+    }
     if (rt->eff_tap && s >= 0)
         learn_oom(rt, eff_tap_push(rt->eff_tap, now_abs(rt), rt->epoch, d, (double)s));
     return s < 0 ? 0 : s;
@@ -144,6 +158,8 @@ void prt_learn_pull(prt *rt, size_t d)
 {
     if (rt->learn)
         learn_oom(rt, lrn_pull(rt->learn, now_abs(rt), d));
+    if (rt->eff_tap)
+        eff_tap_pull(rt->eff_tap, d);
 }
 
 void prt_learn_checkpoint(prt *rt)
@@ -163,10 +179,45 @@ void prt_learn_up(prt *rt, size_t d, double t)
     (void)t;
     if (rt->learn)
         learn_oom(rt, lrn_pull(rt->learn, t, d));
+    if (rt->eff_tap)
+        eff_tap_pull(rt->eff_tap, d);
+}
+
+/* The efficiency model alone (no SGD learner): the run's accuracy at every
+ * epoch end from its logged updates; no losses (NAN), no targets. */
+static void efficiency_results(prt *rt, res_run *r)
+{
+    const eff_log *l = rt->eff_log;
+    double samples = 0, D = (double)rt->s->dataset.samples;
+    size_t i = 0, n = eff_log_len(l);
+    for (size_t k = 0; k < r->n_epochs; k++) {
+        int e = r->epochs[k].epoch;
+        while (i < n && eff_log_epoch(l, i) <= e)
+            samples += eff_log_samples(l, i++);
+        res_eval x = {.t_s = r->epochs[k].end_s,
+                      .epochs = samples / D,
+                      .samples = samples,
+                      .epoch = e,
+                      .test_acc = eff_metric_at_epoch(rt->eff_params, l, e),
+                      .test_loss = NAN,
+                      .train_loss = NAN};
+        if (res_add_eval(r, &x)) {
+            learn_oom(rt, DP_ENOMEM);
+            return;
+        }
+    }
+    snprintf(r->learn_source, sizeof r->learn_source, "efficiency");
 }
 
 void prt_learn_results(prt *rt, res_run *r, double T)
 {
+    if (!rt->learn) {
+        efficiency_results(rt, r);
+        r->learn_log = rt->eff_log;
+        r->learn_log_free = free_eff_log;
+        rt->eff_log = NULL;
+        return;
+    }
     learner *L = rt->learn;
     if (lrn_finish(L, T, rt->epoch)) {
         learn_oom(rt, DP_ENOMEM);

@@ -30,6 +30,7 @@ struct prt {
     /* learning.efficiency's update log, fed beside the learner (NULL without) */
     struct eff_log *eff_log;
     struct eff_tap *eff_tap;
+    struct eff_params *eff_params; /* without a learner: the model the results use */
     int failed;
     dp_err *err;
     /* activity tracking */
