@@ -95,7 +95,7 @@ static void print_regime(double x)
         printf("batch inside the fitted range: interpolation");
     else
         printf("batch x%.3g outside the fitted range: EXTRAPOLATION (Pollux's CIFAR-10: x8 put\n"
-               "      iterations +21%%, x32 +72%%; docs/MODEL.md section 9)",
+               "      iterations +21%%, x32 +72%%; docs/MODEL.md section 10)",
                x);
 }
 

@@ -57,7 +57,7 @@ static void help(void)
            "    --fit devices.rtx3090.batch_time=0.24s..0.58s \\\n"
            "    --target cadp.ttotal_s=12915.28 --target cadp.tflops=8.95 ...\n"
            "(the full command, and what it finds, are in the README).\n\n");
-    printf("Accuracy (statistical efficiency, docs/MODEL.md section 9):\n"
+    printf("Accuracy (statistical efficiency, docs/MODEL.md section 10):\n"
            "  dpsim calibrate SCENARIO --accuracy POLICY@EPOCH=ACC ... [--predict POLICY]...\n"
            "                       [--accuracy-fit noise_scale,staleness_exponent,drift,curve]\n"
            "fits the scenario's learning.efficiency (its values are the start, its curve's\n"

@@ -162,7 +162,7 @@ static const char *const NOTES[] = {
     /* after the accuracy rows only (table3_acc.h) */
     "  5. Accuracy is not simulated: the rows above replay each run's updates\n"
     "     through a statistical-efficiency model (McCandlish et al. 2018; Pollux,\n"
-    "     OSDI 2021; docs/MODEL.md section 9) whose noise scale, local-step drift\n"
+    "     OSDI 2021; docs/MODEL.md section 10) whose noise scale, local-step drift\n"
     "     and accuracy curve are fitted to the paper's three printed points.  Three\n"
     "     points cannot pin {acc_free} values, so there is no error band.  The points also\n"
     "     pull against the model: C-ADP above a single card at the same epoch\n"

@@ -107,7 +107,7 @@ void t3_accuracy_print(const t3_acc *a, FILE *out)
 {
     char p[32], m[32], t0[32], t1[32];
     const effit_result *r = &a->fit;
-    fprintf(out, "\n  accuracy (statistical efficiency, docs/MODEL.md section 9: fitted to the\n"
+    fprintf(out, "\n  accuracy (statistical efficiency, docs/MODEL.md section 10: fitted to the\n"
                  "  paper's three printed points, see note 5)\n");
     fprintf(out, "  %-34s %14s %14s %9s   %s\n", "figure", "paper", "model", "residual", "role");
     for (size_t k = 0; k < T3_NPTS; k++) {
