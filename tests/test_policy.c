@@ -1301,3 +1301,37 @@ Test(policy, closed_form_foreign_flow_takes_the_round_back)
     res_run_free(cf);
     scn_free(s);
 }
+
+/* network.sharing: rtt: a collective's closed form hands its round back to
+ * flows weighted by their path's RTT (an outage in the middle of a
+ * collective), as the per-flow run does; on a ring whose edges share a WAN
+ * link with unequal latencies the weighted shares change the run. */
+Test(policy, rtt_sharing_closed_form_and_shared_wan)
+{
+    scn_override out[2] = {{"devices.b.link.outages", "[[3s, 3.5s], [9.05s, 9.3s]]"},
+                           {"network.sharing", "rtt"}};
+    compare_modes(STAR, out, 2, "ddp", 0);
+    scn_override ov[5] = {{"devices.b1.link.latency", "30ms"},
+                          {"devices.b2.link.latency", "2ms"},
+                          {"dataset.samples", "8"},
+                          {"training.epochs", "2"},
+                          {"network.sharing", "maxmin"}};
+    /* a1 -> b1 (41 ms) and a2 -> b2 (13 ms) share the eu -> us WAN: a
+     * round's last end is the same (one bottleneck, work-conserving), but
+     * under rtt a2's flow gets 41/54 of it and ends first (a1, idle
+     * while the collective runs, shows as sending throughout) */
+    double T[2], send[2][4];
+    for (int k = 0; k < 2; k++) {
+        ov[4].value = k ? "rtt" : "maxmin";
+        scn_scenario *s = load(ALT, ov, 5);
+        res_run *r = run(policy_find("ddp"), s);
+        T[k] = r->ttotal_s;
+        for (int d = 0; d < 4; d++)
+            send[k][d] = r->devices[d].send_s;
+        res_run_free(r);
+        scn_free(s);
+    }
+    expect_near(T[1], T[0], "Ttotal under rtt");
+    cr_expect(send[1][2] < send[0][2], "a2 sends faster under rtt (%.17g, maxmin %.17g)", send[1][2],
+              send[0][2]);
+}

@@ -293,6 +293,10 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     size_t ns = s->n_sites;
     if (!(w->e = sim_engine_new(err)) || !(w->n = net_new(w->e, err)) || !(w->c = cmp_new(s, seed, err)))
         goto fail;
+    if (net_set_sharing(w->n, s->network.sharing == SCN_SHARE_RTT ? NET_SHARE_RTT : NET_SHARE_MAXMIN)) {
+        dp_err_set(err, DP_EINPUT, "world: unknown network.sharing");
+        goto fail;
+    }
     w->r = dp_calloc(w->nd + 1, sizeof *w->r);
     w->wan = dp_calloc(ns * ns + 1, sizeof(int));
     w->wan_lat = dp_calloc(ns * ns + 1, sizeof(double));

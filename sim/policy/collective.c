@@ -359,10 +359,12 @@ static void closed_takeback(void *ctx)
                     net_link_account(n, links[j], c->chunk, k->x[i], k->rate[i]);
             continue;
         }
-        if (!net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c)) {
+        uint64_t id = net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c);
+        if (!id) {
             prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             break;
         }
+        net_flow_set_rtt(n, id, 2 * lat); /* its path's RTT, whatever latency it has left */
         c->pending++;
     }
     c->cf = k;
