@@ -1335,3 +1335,131 @@ Test(policy, rtt_sharing_closed_form_and_shared_wan)
     cr_expect(send[1][2] < send[0][2], "a2 sends faster under rtt (%.17g, maxmin %.17g)", send[1][2],
               send[0][2]);
 }
+
+/* ---- analytic collectives: outages, link statistics, shared links of
+ * unequal latencies (issue 34) ----
+ * A test policy runs one all-reduce of 8e6 B over STAR's devices at
+ * ro_t0 in mode ro_mode and ends the epoch.  STAR's ring: a -> b (10e6
+ * B/s, 18 ms), b -> c (5e6, 22 ms), c -> e (3.125e6, 45 ms), e -> a (10e6,
+ * 41 ms); chunks of 2e6 B, 6 rounds of the slowest edge. */
+static prt_coll_mode ro_mode;
+static double ro_t0;
+static void ro_done(prt *rt, void *ctx)
+{
+    (void)ctx;
+    prt_end_epoch(rt);
+}
+static void ro_go(prt *rt, void *ctx)
+{
+    (void)ctx;
+    coll_start(rt, COLL_ALLREDUCE, 8e6, ro_mode, ro_done, NULL);
+}
+static int ro_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_share(rt)[d] = 16;
+    return prt_at(rt, ro_t0, ro_go, NULL);
+}
+static const policy_def policy_ringone = {
+    .name = "ringone",
+    .label = "ringone",
+    .color = "#000000",
+    .summary = "one ring all-reduce (test)",
+    .start = ro_start,
+    .free = early_free,
+};
+
+/* The run of one all-reduce at t0 in mode m (DPSIM per-flow rounds when
+ * per_flow). */
+static res_run *ring_once(const scn_override *ov, size_t n, prt_coll_mode m, double t0, int per_flow)
+{
+    static int registered;
+    dp_err err = {0};
+    if (!registered++)
+        cr_assert_eq(policy_register(&policy_ringone, &err), 0, "%s", err.msg);
+    scn_scenario *s = load(STAR, ov, n);
+    ro_mode = m;
+    ro_t0 = t0;
+    coll_set_per_flow(per_flow);
+    res_run *r = run(&policy_ringone, s);
+    coll_set_per_flow(0);
+    scn_free(s);
+    return r;
+}
+
+static const double RING_ALONE = 6 * (0.045 + 2e6 / 3.125e6);
+
+/* (a) an outage of c's link covering the collective's start (it starts at
+ * 1 s, c is down over [0.5 s, 2 s]) and (b) one starting in the middle of
+ * it ([2.5 s, 2.9 s]): the analytic mode runs that collective as flows, so
+ * it ends when the flows do, and never fails "the collective never ends". */
+Test(policy, analytic_collective_with_outages_runs_as_flows)
+{
+    const char *outs[2] = {"[[0.5s, 2s]]", "[[2.5s, 2.9s]]"};
+    for (int k = 0; k < 2; k++) {
+        scn_override ov[2] = {{"training.epochs", "1"}, {"devices.c.link.outages", outs[k]}};
+        res_run *an = ring_once(ov, 2, PRT_COLL_ANALYTIC, 1.0, 0);
+        res_run *fl = ring_once(ov, 2, PRT_COLL_FLOWS, 1.0, 1);
+        expect_near(an->ttotal_s, fl->ttotal_s, "Ttotal (analytic, outage)");
+        cr_expect_gt(an->ttotal_s, 1.0 + RING_ALONE + 0.3, "outage %s: %.17g", outs[k], an->ttotal_s);
+        res_run_free(an);
+        res_run_free(fl);
+    }
+    /* without an outage the analytic time is the closed form */
+    scn_override ov[1] = {{"training.epochs", "1"}};
+    res_run *an = ring_once(ov, 1, PRT_COLL_ANALYTIC, 1.0, 0);
+    expect_near(an->ttotal_s, 1.0 + RING_ALONE, "Ttotal (analytic)");
+    res_run_free(an);
+}
+
+/* (c) the ring's bytes, busy time and peak share are in the per-link
+ * statistics under analytic, as under flows (no link shared by two edges:
+ * exact).  Before, they read 0 (the rings' bytes were only in the devices'
+ * figures). */
+Test(policy, analytic_collective_fills_link_statistics)
+{
+    /* link statistics are those of a dynamic world: an outage long after */
+    scn_override ov[2] = {{"training.epochs", "1"}, {"devices.a.link.outages", "[[1000s, 1001s]]"}};
+    res_run *an = ring_once(ov, 2, PRT_COLL_ANALYTIC, 1.0, 0);
+    res_run *fl = ring_once(ov, 2, PRT_COLL_FLOWS, 1.0, 1);
+    expect_near(an->ttotal_s, 1.0 + RING_ALONE, "Ttotal (analytic)");
+    const char *names[3] = {"link.bytes", "link.busy_fraction", "link.peak_util"};
+    int seen = 0;
+    for (int64_t l = 0; l < 64; l++) {
+        const res_stat *b = res_find_stat(fl, "link.bytes", RES_SCOPE_LINK, l, 0);
+        if (!b)
+            break;
+        for (int k = 0; k < 3; k++) {
+            const res_stat *x = res_find_stat(an, names[k], RES_SCOPE_LINK, l, 0);
+            const res_stat *y = res_find_stat(fl, names[k], RES_SCOPE_LINK, l, 0);
+            cr_assert(x && y);
+            cr_expect(fabs(x->value - y->value) <= 1e-9 * fmax(1, fabs(y->value)), "%s[%lld]: %.17g, flows %.17g",
+                      names[k], (long long)l, x->value, y->value);
+        }
+        seen += b->value > 0;
+    }
+    cr_expect_eq(seen, 8, "every device's up and down link carried ring bytes (%d)", seen);
+    res_run_free(an);
+    res_run_free(fl);
+}
+
+/* (d) a ring whose edges share the WAN with unequal latencies (ALT with
+ * b1 3 ms away: a1 -> b1 14 ms, a2 -> b2 12 ms) is flagged
+ * analytic.approximate at run time; with equal latencies it is not. */
+Test(policy, analytic_collective_flags_unequal_latencies_on_a_shared_link)
+{
+    for (int k = 0; k < 2; k++) {
+        scn_override ov[2] = {{"policies.ddp.collective", "analytic"},
+                              {"devices.b1.link.latency", k ? "3ms" : "1ms"}};
+        scn_scenario *s = load(ALT, ov, 2);
+        res_run *r = run(policy_find("ddp"), s);
+        const res_stat *st = res_find_stat(r, "analytic.approximate", RES_SCOPE_RUN, 0, 0);
+        if (k)
+            cr_expect(st && st->value == 1, "unequal latencies on the WAN: flagged");
+        else
+            cr_expect_null(st, "equal latencies: exact, not flagged");
+        res_run_free(r);
+        scn_free(s);
+    }
+}

@@ -54,6 +54,8 @@ typedef struct link {
     void *hold_ctx;
     double nominal;             /* from the trace or net_link_set_capacity */
     double bytes_tot, busy_tot; /* folded by net_fold */
+    /* net_link_account_aside: since the last fold, and folded */
+    double abytes, abusy, abytes_tot, abusy_tot;
     char *name;
     trace *tr;
     struct trace_ctx *tctx;
@@ -200,6 +202,10 @@ struct net {
     size_t cap_run_tmp;
     int oom; /* memory ran out computing shares or ends: every flow stalled for good */
     net_sharing sharing; /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
+    int aside;           /* net_link_account_aside was called */
+    double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
+    size_t cap_adelta;
+    int adelta_ok;       /* adelta holds the last fold's */
 };
 
 #define NO_FLOW UINT32_MAX
@@ -286,6 +292,7 @@ void net_free(net *n)
     dp_free(n->deferred);
     dp_free(n->finished);
     dp_free(n->fin_tmp);
+    dp_free(n->adelta);
     star_free(n);
     dp_free(n);
 }
@@ -491,7 +498,19 @@ int net_fold(net *n, double *delta)
     for (size_t i = 0; i < n->n_links; i++)
         if (n->links[i].n_active)
             return DP_EINPUT;
+    /* out of memory: the aside part is folded but not repeated (statistics only) */
+    n->adelta_ok = n->aside && !grow((void **)&n->adelta, &n->cap_adelta, 2 * n->n_links, sizeof(double));
     n->folded = 1;
+    for (size_t i = 0; n->aside && i < n->n_links; i++) {
+        link *l = &n->links[i];
+        if (n->adelta_ok) {
+            n->adelta[2 * i] = l->abytes;
+            n->adelta[2 * i + 1] = l->abusy;
+        }
+        l->abytes_tot += l->abytes;
+        l->abusy_tot += l->abusy;
+        l->abytes = l->abusy = 0;
+    }
     for (size_t i = 0; i < n->n_links; i++) {
         link *l = &n->links[i];
         if (delta) {
@@ -512,6 +531,34 @@ void net_fold_add(net *n, const double *delta)
         n->links[i].bytes_tot += delta[2 * i];
         n->links[i].busy_tot += delta[2 * i + 1];
     }
+    for (size_t i = 0; n->adelta_ok && i < n->n_links; i++) {
+        n->links[i].abytes_tot += n->adelta[2 * i];
+        n->links[i].abusy_tot += n->adelta[2 * i + 1];
+    }
+}
+
+void net_link_account_aside(net *n, int link_i, double bytes, double busy_s, double util)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return;
+    link *l = &n->links[link_i];
+    n->aside = 1;
+    l->abytes += bytes;
+    l->abusy += busy_s;
+    if (util > l->peak)
+        l->peak = util > 1 ? 1 : util;
+}
+
+double net_link_stat_bytes(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return net_link_bytes(n, l) + (n->aside ? k->abytes_tot + k->abytes : 0);
+}
+
+double net_link_stat_busy_s(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return net_link_busy_s(n, l) + (n->aside ? k->abusy_tot + k->abusy : 0);
 }
 
 int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)

@@ -103,6 +103,18 @@ void net_link_release(net *n, int link);
  * a link's statistics, as flows that crossed it alone would have. */
 void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
 
+/* Add bytes, busy seconds and a share of its capacity in use (for the
+ * peak utilisation, in [0, 1]) to a link's statistics aside from what its
+ * flows and holders carried: the analytic collectives' rings, whose
+ * bytes a device's own figures count separately.  net_link_bytes and
+ * net_link_busy_s leave them out; net_link_stat_bytes and
+ * net_link_stat_busy_s (the link statistics) add them.  Folded with the
+ * rest (net_fold): net_fold_add adds the aside part of the last epoch
+ * folded again, the epoch a run repeats. */
+void net_link_account_aside(net *n, int link, double bytes, double busy_s, double util);
+double net_link_stat_bytes(const net *n, int link);
+double net_link_stat_busy_s(const net *n, int link);
+
 /* Epoch subtotals (the runtime's clean epoch boundaries, where no flow is
  * active): every link's bytes and busy seconds since the last fold move
  * into its totals, which net_link_bytes / net_link_busy_s add to what
