@@ -53,7 +53,37 @@ typedef struct coll {
     struct coll *prev, *next; /* rt->colls: every collective in flight */
     int dropped;              /* broken and given up by its policy (coll_drop_broken) */
     struct closed *cf;        /* the rounds left run in closed form (below), or NULL */
+    struct pipe *pp;          /* pipelined progress as flows (below) */
+    int pipelined;            /* rt->coll_pipelined when it started */
 } coll;
+
+/* ---- pipelined progress (collective_progress: pipelined) ---------------
+ * Without the barrier, each rank goes on as MPI's ring all-reduce does
+ * with a send-receive per step: member i sends its round r + 1 chunk to
+ * i + 1 once its own round-r send has ended and its round-r chunk from
+ * i - 1 has arrived.  Sends of edge i end at
+ *     e(i, r) = max(e(i, r - 1), e(i - 1, r - 1)) + d(i, r),
+ * e(i, -1) = the start; the collective ends at max_i e(i, R - 1).  As flows,
+ * d is what the network gives each flow.  When each edge takes the same
+ * d_i in every round (flows alone on their links: the closed form's
+ * worlds; the analytic mode's d_i = lat_i + chunk / rate_i), the end is
+ * the barrier's, R max_i d_i: every e(i, r) <= (r + 1) max d (induction),
+ * and the slowest edge j alone reaches it (e(j, r) >= e(j, r - 1) + d_j).
+ * So the analytic mode's time is the barrier's, and only sharing (a flow
+ * slowed by another that has not yet started, or has ended, in the
+ * pipelined order) tells the two apart; as flows the rounds then run
+ * without a closed form (pipe_start). */
+typedef struct pedge {
+    struct coll *c;
+    size_t i;
+} pedge;
+
+typedef struct pipe {
+    int *started; /* per edge: the round of its current (or last) send */
+    int *done;    /* per edge: the last round whose send ended (-1: none) */
+    pedge *pe;    /* per edge: its flows' callback context */
+    size_t left;  /* edges with rounds still to end */
+} pipe;
 
 /* ---- rounds in closed form ---------------------------------------------
  * When every finite link on the ring's paths is crossed by one ring edge
@@ -141,11 +171,23 @@ static void coll_end_acts(prt *rt, const coll *c)
 
 static void closed_drop(coll *c);
 
+static void pipe_free(coll *c)
+{
+    if (c->pp) {
+        dp_free(c->pp->started);
+        dp_free(c->pp->done);
+        dp_free(c->pp->pe);
+        dp_free(c->pp);
+        c->pp = NULL;
+    }
+}
+
 static void coll_free(coll *c)
 {
     if (c) {
         prt *rt = c->rt;
         closed_drop(c);
+        pipe_free(c);
         if (c->prev)
             c->prev->next = c->next;
         else if (rt->colls == c)
@@ -473,6 +515,70 @@ static int closed_start(coll *c)
     return 1;
 }
 
+static void on_pflow(void *ctx, uint64_t id);
+
+/* Start edge j's next send if its own last send and its predecessor's send
+ * of the same round have ended.  0 or DP_ENOMEM (the run failed). */
+static int pipe_try(coll *c, size_t j)
+{
+    pipe *p = c->pp;
+    size_t prev = (j + c->m - 1) % c->m;
+    int r = p->started[j];
+    if (p->done[j] != r || p->done[prev] < r || r + 1 >= c->rounds)
+        return 0;
+    p->started[j] = r + 1;
+    int from = (int)member(c, j) + 1, to = (int)member(c, (j + 1) % c->m) + 1;
+    if (!world_transfer(c->rt->w, from, to, c->chunk, on_pflow, &p->pe[j]))
+        return prt_fail(c->rt, DP_ENOMEM, "out of memory starting a collective");
+    return 0;
+}
+
+/* Edge i's send ended: it may go on, and so may its successor, whose
+ * chunk has arrived. */
+static void on_pflow(void *ctx, uint64_t id)
+{
+    (void)id;
+    pedge *e = ctx;
+    coll *c = e->c;
+    pipe *p = c->pp;
+    size_t i = e->i;
+    if (++p->done[i] == c->rounds - 1 && --p->left == 0) {
+        finish(c->rt, c);
+        return;
+    }
+    if (!pipe_try(c, i))
+        pipe_try(c, (i + 1) % c->m);
+}
+
+/* Every edge's round-0 send now; the rest as they become ready. */
+static void pipe_start(coll *c)
+{
+    prt *rt = c->rt;
+    pipe *p = dp_calloc(1, sizeof *p);
+    if (p) {
+        p->started = dp_calloc(c->m, sizeof *p->started);
+        p->done = dp_malloc(c->m * sizeof *p->done);
+        p->pe = dp_malloc(c->m * sizeof *p->pe);
+    }
+    c->pp = p;
+    if (!p || !p->started || !p->done || !p->pe) {
+        prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+        return;
+    }
+    p->left = c->m;
+    for (size_t i = 0; i < c->m; i++) {
+        p->done[i] = -1;
+        p->pe[i] = (pedge){c, i};
+    }
+    for (size_t i = 0; i < c->m; i++) {
+        int from = (int)member(c, i) + 1, to = (int)member(c, (i + 1) % c->m) + 1;
+        if (!world_transfer(rt->w, from, to, c->chunk, on_pflow, &p->pe[i])) {
+            prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+            return;
+        }
+    }
+}
+
 static void start_round(coll *c)
 {
     prt *rt = c->rt;
@@ -660,8 +766,9 @@ static void edge_aside(const coll *c, int link, unsigned k, double rate, double 
     net_link_account_aside(n, link, c->chunk * c->rounds, c->rounds * xfer / k, k * rate / cap);
 }
 
-/* Duration of the collective (rounds x the slowest edge), or a negative
- * value when out of memory. */
+/* Duration of the collective (rounds x the slowest edge, pipelined or
+ * not: see the top of the pipelined part), or a negative value when out of
+ * memory. */
 static double analytic_s(const coll *c)
 {
     if (!c->rounds)
@@ -877,7 +984,7 @@ double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
     coll c = {
         rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0,
-        NULL};
+        NULL, NULL, 0};
     return analytic_s(&c);
 }
 
@@ -888,6 +995,7 @@ static int start(prt *rt, coll *c, prt_coll_mode mode)
         if (!world_dev_is_up(rt->w, member(c, i)))
             c->broken = 1; /* a member is down: the collective blocks */
     coll_begin_acts(rt, c);
+    c->pipelined = rt->coll_pipelined;
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
     if (mode == PRT_COLL_ANALYTIC) {
@@ -912,8 +1020,16 @@ static int start(prt *rt, coll *c, prt_coll_mode mode)
             return prt_at(rt, now + t, finish, c);
         }
     }
-    start_round(c);
+    if (c->pipelined)
+        pipe_start(c); /* as flows, without a closed form */
+    else
+        start_round(c);
     return rt->failed ? DP_ENOMEM : 0;
+}
+
+void coll_set_progress(prt *rt, int pipelined)
+{
+    rt->coll_pipelined = pipelined != 0;
 }
 
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx)
@@ -922,7 +1038,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
     *c = (coll){rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0,
-                NULL};
+                NULL, NULL, 0};
     return start(rt, c, mode);
 }
 
@@ -943,7 +1059,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     if (m)
         memcpy(mem, members, m * sizeof *mem);
     *c =
-        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL};
+        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL, NULL, 0};
     return start(rt, c, mode);
 }
 
