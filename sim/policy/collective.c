@@ -795,7 +795,7 @@ static double analytic_s(const coll *c)
 
 /* Record a collective analytic_s has timed: each member's bytes and link
  * busy time in the runtime's counters and, in a world that reports link
- * statistics (a dynamic one: runtime.c's dyn_stats), every edge's bytes,
+ * statistics (a dynamic one: dyn_stats, runtime_work.c), every edge's bytes,
  * busy time and share on its links (edge_aside; O(ring links), so not
  * where nothing reads them).  0 or DP_ENOMEM. */
 static int analytic_record(const coll *c)
