@@ -60,16 +60,16 @@ typedef struct popt {
  * prefix rather than a field: every option table stays as it is.) */
 #define POPT_FAILURES "with failures: "
 int popt_failures_only(const popt *o);
-/* A scenario a policy refuses in its check, the message pointing at
- * policies.POLICY.KEY when the key is written, else at the policy's block,
- * else at the file (FILE:LINE:COLUMN: policies.POLICY.KEY: MESSAGE). */
-int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
-    DP_PRINTF(5, 6);
 /* Likewise an option whose help starts with this is left out of the stored
  * options and summaries while it has its default value (an option added
  * after runs were stored: collective_progress). */
 #define POPT_OPTIONAL "optional: "
 int popt_left_out(const popt *o, const void *opts, int fails);
+/* A scenario a policy refuses in its check, the message pointing at
+ * policies.POLICY.KEY when the key is written, else at the policy's block,
+ * else at the file (FILE:LINE:COLUMN: policies.POLICY.KEY: MESSAGE). */
+int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err *err, const char *fmt, ...)
+    DP_PRINTF(5, 6);
 
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
