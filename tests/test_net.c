@@ -788,3 +788,127 @@ Test(net, reserve_changes_no_id_time_or_order)
         }
     }
 }
+
+/* ---- RTT-aware sharing (NET_SHARE_RTT): weighted max-min, weight 1/RTT,
+ * RTT = 2 x latency; hand-derived timelines ---- */
+
+/* Two flows of 10 B on one link of 10 B/s: A with latency 0.1 (RTT 0.2,
+ * weight 5), B with latency 0.3 (RTT 0.6, weight 5/3).
+ *  0.1-0.3: A alone at 10: sends 2, 8 left.
+ *  from 0.3: shares 5/(5 + 5/3) = 3/4 and 1/4: A at 7.5, B at 2.5;
+ *    A ends at 0.3 + 8/7.5 = 0.3 + 16/15; B has sent 2.5 x 16/15 = 8/3.
+ *  B alone at 10 with 22/3 left: ends at 0.3 + 16/15 + 11/15 = 2.1 (the
+ *  link never idles after 0.1: 0.1 + 20/10). */
+Test(net, rtt_two_flows_share_by_inverse_rtt)
+{
+    fixture fx;
+    fx_init(&fx);
+    cr_assert_eq(net_set_sharing(fx.n, NET_SHARE_RTT), 0);
+    cr_assert_eq(net_get_sharing(fx.n), NET_SHARE_RTT);
+    int l = net_link_add(fx.n, 10, NULL, "l");
+    uint64_t a = net_flow_start(fx.n, &l, 1, 10, 0.1, INFINITY, on_done, &fx.tags[0]);
+    uint64_t b = net_flow_start(fx.n, &l, 1, 10, 0.3, INFINITY, on_done, &fx.tags[1]);
+    cr_assert(a && b);
+    cr_assert_eq(net_set_sharing(fx.n, NET_SHARE_MAXMIN), DP_EINPUT); /* flows started */
+    sim_run(fx.e, 0.5);
+    cr_assert(fabs(net_flow_rate(fx.n, a) - 7.5) <= 1e-9 * 7.5);
+    cr_assert(fabs(net_flow_rate(fx.n, b) - 2.5) <= 1e-9 * 2.5);
+    sim_run(fx.e, INFINITY);
+    cr_assert_eq(fx.lg.n, 2);
+    expect_close(fx.lg.t[0], 0.3 + 16.0 / 15.0);
+    expect_close(fx.lg.t[1], 2.1);
+    expect_close(net_link_bytes(fx.n, l), 20);
+    fx_free(&fx);
+}
+
+/* Three flows on link L (12 B/s); C also crosses L2 (1 B/s).
+ * A: latency 0.1 (weight 5), 10 B; B: latency 0.2 (weight 2.5), 10 B;
+ * C: latency 0.05 (weight 10), 1 B.  Levels x are per unit weight.
+ *  0.05: C alone: L2 holds it at 1.
+ *  0.1:  L2's level 1/10 = 0.1 < L's 12/15: C frozen at 1; L: 11 left
+ *        over weight 5: A at 11.
+ *  0.2:  A has 10 - 1.1 = 8.9 left.  C at 1 again (L2 at 0.1 < 12/17.5);
+ *        L: 11 over weight 7.5, x = 22/15: A at 22/3, B at 11/3.
+ *  1.05: C ends (1 B at 1 B/s from 0.05).  A sent 0.85 x 22/3, 8/3 left;
+ *        B sent 0.85 x 11/3.  L: 12 over 7.5, x = 1.6: A at 8, B at 4.
+ *  A ends at 1.05 + (8/3)/8 = 1.05 + 1/3; B has sent 0.85 x 11/3 + 4/3
+ *  = 4.45, 5.55 left, alone at 12: ends at 1.05 + 1/3 + 0.4625. */
+Test(net, rtt_three_flows_with_a_second_bottleneck)
+{
+    fixture fx;
+    fx_init(&fx);
+    cr_assert_eq(net_set_sharing(fx.n, NET_SHARE_RTT), 0);
+    int L = net_link_add(fx.n, 12, NULL, "L"), L2 = net_link_add(fx.n, 1, NULL, "L2");
+    int pc[2] = {L, L2};
+    uint64_t a = net_flow_start(fx.n, &L, 1, 10, 0.1, INFINITY, on_done, &fx.tags[0]);
+    uint64_t b = net_flow_start(fx.n, &L, 1, 10, 0.2, INFINITY, on_done, &fx.tags[1]);
+    uint64_t c = net_flow_start(fx.n, pc, 2, 1, 0.05, INFINITY, on_done, &fx.tags[2]);
+    sim_run(fx.e, 0.15);
+    expect_close(net_flow_rate(fx.n, a), 11);
+    expect_close(net_flow_rate(fx.n, c), 1);
+    sim_run(fx.e, 0.5);
+    expect_close(net_flow_rate(fx.n, a), 22.0 / 3.0);
+    expect_close(net_flow_rate(fx.n, b), 11.0 / 3.0);
+    expect_close(net_flow_rate(fx.n, c), 1);
+    sim_run(fx.e, INFINITY);
+    cr_assert_eq(fx.lg.n, 3);
+    expect_close(fx.lg.t[2], 1.05);
+    expect_close(fx.lg.t[0], 1.05 + 1.0 / 3.0);
+    expect_close(fx.lg.t[1], 1.05 + 1.0 / 3.0 + 0.4625);
+    expect_close(net_link_bytes(fx.n, L), 21);
+    fx_free(&fx);
+}
+
+/* A rate cap under weights: three flows at once on a link of 9 B/s, RTTs
+ * set by net_flow_set_rtt (latency 0): A 0.1 s (weight 10), B 0.2 s (5),
+ * C 0.2 s (5) capped at 1 B/s.  x = 9/20 would give C 2.25 > 1: C frozen at
+ * its cap (level 1/5), then A and B share 8 by 10:5: 16/3 and 8/3. */
+Test(net, rtt_weights_with_a_rate_cap_and_set_rtt)
+{
+    fixture fx;
+    fx_init(&fx);
+    cr_assert_eq(net_set_sharing(fx.n, NET_SHARE_RTT), 0);
+    int l = net_link_add(fx.n, 9, NULL, "l");
+    uint64_t a = net_flow_start(fx.n, &l, 1, 100, 0, INFINITY, on_done, &fx.tags[0]);
+    uint64_t b = net_flow_start(fx.n, &l, 1, 100, 0, INFINITY, on_done, &fx.tags[1]);
+    uint64_t c = net_flow_start(fx.n, &l, 1, 100, 0, 1, on_done, &fx.tags[2]);
+    cr_assert_eq(net_flow_set_rtt(fx.n, a, 0.1), 0);
+    cr_assert_eq(net_flow_set_rtt(fx.n, b, 0.2), 0);
+    cr_assert_eq(net_flow_set_rtt(fx.n, c, 0.2), 0);
+    cr_assert_eq(net_flow_set_rtt(fx.n, c, -1), DP_EINPUT);
+    net_reshare_now(fx.n);
+    expect_close(net_flow_rate(fx.n, a), 16.0 / 3.0);
+    expect_close(net_flow_rate(fx.n, b), 8.0 / 3.0);
+    expect_close(net_flow_rate(fx.n, c), 1);
+    /* A ends at 100 / (16/3) = 18.75; then B and C: B's share 8 of 9 */
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 18.75);
+    fx_free(&fx);
+}
+
+/* The star path is exact for max-min only: under RTT sharing a star of
+ * flows through one NIC stays on progressive filling, and its shares are
+ * the weighted ones (flow i of latency (i + 1) ms gets 1/(i + 1) of the
+ * others' weights). */
+Test(net, rtt_keeps_the_star_path_off)
+{
+    fixture fx;
+    fx_init(&fx);
+    cr_assert_eq(net_set_sharing(fx.n, NET_SHARE_RTT), 0);
+    net_set_star_min_flows(fx.n, 1);
+    int nic = net_link_add(fx.n, 1e6, NULL, "nic");
+    uint64_t id[40];
+    double wsum = 0;
+    for (int i = 0; i < 40; i++) {
+        int acc = net_link_add(fx.n, 1e9, NULL, NULL), p[2] = {nic, acc};
+        id[i] = net_flow_start(fx.n, p, 2, 1e9, 1e-3 * (i + 1), INFINITY, on_done, &fx.tags[i]);
+        wsum += 1 / (2e-3 * (i + 1));
+    }
+    sim_run(fx.e, 1);
+    cr_assert_not(net_star_on(fx.n));
+    for (int i = 0; i < 40; i++)
+        expect_close(net_flow_rate(fx.n, id[i]), 1e6 * (1 / (2e-3 * (i + 1))) / wsum);
+    net_free(fx.n);
+    fx.n = NULL;
+    sim_engine_free(fx.e);
+}

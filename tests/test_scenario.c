@@ -722,6 +722,7 @@ Test(scenario, policies_options)
     cr_assert_eq(opt(s, "cadp", "rounding"), 1);
     cr_assert_eq(opt(s, "cadp", "exclude_slow"), 0);
     cr_assert_float_eq(s->network.tcp_window_bytes, 4.0 * 1048576, 0);
+    cr_assert_eq(s->network.sharing, SCN_SHARE_MAXMIN); /* the default */
     cr_assert_float_eq(s->interconnect.bandwidth_Bps, 1.25e9, 1e-3);
     cr_assert_float_eq(s->interconnect.latency_s, 50e-6, 1e-18);
     scn_free(s);
@@ -900,4 +901,17 @@ Test(scenario, summary_median_by_selection_is_the_sorted_one)
         free(out);
         text[k] = '\0';
     }
+}
+
+/* network.sharing: maxmin (default) or rtt; anything else names the key. */
+Test(scenario, network_sharing)
+{
+    scn_scenario *s = load_ok(with("name: t\n", "name: t\nnetwork: { sharing: rtt }\n"), NULL, 0);
+    cr_assert_eq(s->network.sharing, SCN_SHARE_RTT);
+    scn_free(s);
+    s = load_ok(with("name: t\n", "name: t\nnetwork: { sharing: maxmin }\n"), NULL, 0);
+    cr_assert_eq(s->network.sharing, SCN_SHARE_MAXMIN);
+    scn_free(s);
+    bad(with("name: t\n", "name: t\nnetwork: { sharing: rtt2 }\n"),
+        "network.sharing: expected one of maxmin, rtt, did you mean 'rtt'? (got rtt2)");
 }

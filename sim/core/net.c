@@ -54,12 +54,15 @@ typedef struct link {
     void *hold_ctx;
     double nominal;             /* from the trace or net_link_set_capacity */
     double bytes_tot, busy_tot; /* folded by net_fold */
+    /* net_link_account_aside: since the last fold, and folded */
+    double abytes, abusy, abytes_tot, abusy_tot;
     char *name;
     trace *tr;
     struct trace_ctx *tctx;
     /* reshare scratch */
     unsigned stamp;
     double R;
+    double W; /* weighted sharing: the unfrozen flows' weights (nu counts them) */
     int nu, off, cnt;
     int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
 } link;
@@ -83,6 +86,7 @@ typedef struct flow {
     int np;
     int path[NET_MAX_PATH];
     double bytes, remaining, rate, cap, finish_t;
+    double w; /* its weight under NET_SHARE_RTT: 1 / max(RTT, NET_RTT_MIN); 1 under max-min */
     net_done_fn done;
     void *ctx;
     uint64_t seq;
@@ -197,6 +201,11 @@ struct net {
     sh_ent *run_tmp; /* radix sort scratch (sh_bulk_end) */
     size_t cap_run_tmp;
     int oom; /* memory ran out computing shares or ends: every flow stalled for good */
+    net_sharing sharing; /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
+    int aside;           /* net_link_account_aside was called */
+    double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
+    size_t cap_adelta;
+    int adelta_ok;       /* adelta holds the last fold's */
 };
 
 #define NO_FLOW UINT32_MAX
@@ -283,6 +292,7 @@ void net_free(net *n)
     dp_free(n->deferred);
     dp_free(n->finished);
     dp_free(n->fin_tmp);
+    dp_free(n->adelta);
     star_free(n);
     dp_free(n);
 }
@@ -488,7 +498,19 @@ int net_fold(net *n, double *delta)
     for (size_t i = 0; i < n->n_links; i++)
         if (n->links[i].n_active)
             return DP_EINPUT;
+    /* out of memory: the aside part is folded but not repeated (statistics only) */
+    n->adelta_ok = n->aside && !grow((void **)&n->adelta, &n->cap_adelta, 2 * n->n_links, sizeof(double));
     n->folded = 1;
+    for (size_t i = 0; n->aside && i < n->n_links; i++) {
+        link *l = &n->links[i];
+        if (n->adelta_ok) {
+            n->adelta[2 * i] = l->abytes;
+            n->adelta[2 * i + 1] = l->abusy;
+        }
+        l->abytes_tot += l->abytes;
+        l->abusy_tot += l->abusy;
+        l->abytes = l->abusy = 0;
+    }
     for (size_t i = 0; i < n->n_links; i++) {
         link *l = &n->links[i];
         if (delta) {
@@ -509,6 +531,34 @@ void net_fold_add(net *n, const double *delta)
         n->links[i].bytes_tot += delta[2 * i];
         n->links[i].busy_tot += delta[2 * i + 1];
     }
+    for (size_t i = 0; n->adelta_ok && i < n->n_links; i++) {
+        n->links[i].abytes_tot += n->adelta[2 * i];
+        n->links[i].abusy_tot += n->adelta[2 * i + 1];
+    }
+}
+
+void net_link_account_aside(net *n, int link_i, double bytes, double busy_s, double util)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return;
+    link *l = &n->links[link_i];
+    n->aside = 1;
+    l->abytes += bytes;
+    l->abusy += busy_s;
+    if (util > l->peak)
+        l->peak = util > 1 ? 1 : util;
+}
+
+double net_link_stat_bytes(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return net_link_bytes(n, l) + (n->aside ? k->abytes_tot + k->abytes : 0);
+}
+
+double net_link_stat_busy_s(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return net_link_busy_s(n, l) + (n->aside ? k->abusy_tot + k->abusy : 0);
 }
 
 int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
@@ -741,6 +791,7 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     }
     f->bytes = f->remaining = bytes;
     f->cap = rate_cap_Bps;
+    f->w = n->sharing == NET_SHARE_RTT ? 1 / fmax(2 * latency_s, NET_RTT_MIN) : 1;
     f->rate = 0;
     f->finish_t = INFINITY;
     f->done = done;
@@ -762,6 +813,32 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
         return 0;
     }
     return id;
+}
+
+int net_set_sharing(net *n, net_sharing s)
+{
+    if (n->seq > 0 || (s != NET_SHARE_MAXMIN && s != NET_SHARE_RTT))
+        return DP_EINPUT;
+    n->sharing = s;
+    return 0;
+}
+
+net_sharing net_get_sharing(const net *n)
+{
+    return n->sharing;
+}
+
+int net_flow_set_rtt(net *n, uint64_t id, double rtt_s)
+{
+    flow *f = flow_of(n, id);
+    if (!f || !(rtt_s >= 0) || !isfinite(rtt_s))
+        return DP_EINPUT;
+    if (n->sharing != NET_SHARE_RTT)
+        return 0;
+    f->w = 1 / fmax(rtt_s, NET_RTT_MIN);
+    if (f->state == FLOW_ACTIVE)
+        mark_dirty(n);
+    return 0;
 }
 
 double net_flow_remaining(const net *n, uint64_t id)
@@ -949,9 +1026,15 @@ static void heap_build(net *n)
         heap_sift_down(n->heap, n->n_heap, i, n->heap[i]);
 }
 
-static inline double link_level(const link *l)
+/* A link's level: the rate of each of its unfrozen flows if it froze them
+ * now.  Weighted (NET_SHARE_RTT), the level x is in rate per unit weight
+ * (flow f would get x * f->w), R / W; W is a sum of weights in [1e-3,
+ * 1e6] for RTTs from 1 us to 1000 s, so what the subtractions in freeze
+ * leave of it stays positive while nu > 0.  Unweighted it is R / nu (the
+ * same bits as before weights existed). */
+static inline double link_level(const link *l, int wt)
 {
-    return l->nu > 0 ? (l->R > 0 ? l->R / l->nu : 0) : INFINITY;
+    return l->nu > 0 ? (l->R > 0 ? l->R / (wt ? l->W : (double)l->nu) : 0) : INFINITY;
 }
 
 /* Freeze flow f at `rate`; take it out of every finite link it crosses.
@@ -963,6 +1046,7 @@ static inline double link_level(const link *l)
  * level is the link's current one, and entries order by (level, link). */
 static int freeze(net *n, flow *f, double rate, int defer)
 {
+    int wt = n->sharing == NET_SHARE_RTT;
     f->frozen = 1;
     f->rate = rate;
     for (int k = 0; k < f->np; k++) {
@@ -972,9 +1056,11 @@ static int freeze(net *n, flow *f, double rate, int defer)
         l->R -= rate;
         if (l->R < 0)
             l->R = 0;
+        if (wt)
+            l->W -= f->w;
         if (--l->nu > 0) {
             if (!defer) {
-                if (heap_push(n, link_level(l), f->path[k]))
+                if (heap_push(n, link_level(l, wt), f->path[k]))
                     return -1;
             } else if (!l->deferred) {
                 if (grow((void **)&n->deferred, &n->cap_deferred, n->n_deferred + 1, sizeof(int)))
@@ -993,7 +1079,7 @@ static int push_deferred(net *n)
     for (size_t i = 0; i < n->n_deferred; i++) {
         link *l = &n->links[n->deferred[i]];
         l->deferred = 0;
-        if (l->nu > 0 && !rc && heap_push(n, link_level(l), n->deferred[i]))
+        if (l->nu > 0 && !rc && heap_push(n, link_level(l, n->sharing == NET_SHARE_RTT), n->deferred[i]))
             rc = -1;
     }
     n->n_deferred = 0;
@@ -1073,6 +1159,7 @@ void net_reshare_now(net *n)
     n->fills++;
     unsigned stamp = ++n->stamp;
     size_t n_touched = 0, n_entries = 0, unfrozen = 0;
+    int wt = n->sharing == NET_SHARE_RTT; /* weighted: levels per unit weight (link_level) */
     double dt = sim_now(n->e) - n->t_last;
     n->t_last = sim_now(n->e);
 
@@ -1107,8 +1194,8 @@ void net_reshare_now(net *n)
             n_entries++;
         }
         unfrozen += (size_t)bounded;
-        if (isfinite(f->cap))
-            n->heap[n->n_heap++] = (lvl){f->cap, -(int32_t)k - 1};
+        if (isfinite(f->cap)) /* its cap, as a level: reached at x = cap / w */
+            n->heap[n->n_heap++] = (lvl){wt ? f->cap / f->w : f->cap, -(int32_t)k - 1};
     }
     /* 2. link -> flows adjacency (CSR) */
     if (grow((void **)&n->csr, &n->cap_csr, n_entries + 1, sizeof(uint32_t)))
@@ -1120,13 +1207,17 @@ void net_reshare_now(net *n)
         off += (size_t)l->cnt;
         l->nu = 0;
         l->R = l->cap;
+        l->W = 0;
     }
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
         for (int j = 0; j < f->np; j++) {
             link *l = &n->links[f->path[j]];
-            if (isfinite(l->cap))
+            if (isfinite(l->cap)) {
                 n->csr[l->off + l->nu++] = (uint32_t)k;
+                if (wt)
+                    l->W += f->w;
+            }
         }
     }
     /* 3. candidates: every link's level with the caps, made a heap in
@@ -1134,7 +1225,7 @@ void net_reshare_now(net *n)
     if (grow((void **)&n->heap, &n->cap_heap, n->n_heap + n_touched + 1, sizeof(lvl)))
         goto oom;
     for (size_t t = 0; t < n_touched; t++)
-        n->heap[n->n_heap++] = (lvl){link_level(&n->links[n->touched[t]]), n->touched[t]};
+        n->heap[n->n_heap++] = (lvl){link_level(&n->links[n->touched[t]], wt), n->touched[t]};
     n->lrun_at = n->lrun_n = 0;
     if (!fill_run(n))
         heap_build(n);
@@ -1146,20 +1237,20 @@ void net_reshare_now(net *n)
         if (top.who < 0) {
             flow *f = F(n, n->active[-(top.who + 1)]);
             if (!f->frozen) {
-                if (freeze(n, f, top.level, 0))
+                if (freeze(n, f, f->cap, 0)) /* its cap: top.level unweighted */
                     goto oom;
                 unfrozen--;
             }
             continue;
         }
         link *l = &n->links[top.who];
-        if (l->nu <= 0 || link_level(l) != top.level)
+        if (l->nu <= 0 || link_level(l, wt) != top.level)
             continue; /* stale */
         double level = top.level;
         for (int j = 0; j < l->cnt; j++) {
             flow *f = F(n, n->active[n->csr[l->off + j]]);
             if (!f->frozen) {
-                if (freeze(n, f, level, 1))
+                if (freeze(n, f, wt ? level * f->w : level, 1))
                     goto oom;
                 unfrozen--;
             }

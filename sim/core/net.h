@@ -103,6 +103,18 @@ void net_link_release(net *n, int link);
  * a link's statistics, as flows that crossed it alone would have. */
 void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
 
+/* Add bytes, busy seconds and a share of its capacity in use (for the
+ * peak utilisation, in [0, 1]) to a link's statistics aside from what its
+ * flows and holders carried: the analytic collectives' rings, whose
+ * bytes a device's own figures count separately.  net_link_bytes and
+ * net_link_busy_s leave them out; net_link_stat_bytes and
+ * net_link_stat_busy_s (the link statistics) add them.  Folded with the
+ * rest (net_fold): net_fold_add adds the aside part of the last epoch
+ * folded again, the epoch a run repeats. */
+void net_link_account_aside(net *n, int link, double bytes, double busy_s, double util);
+double net_link_stat_bytes(const net *n, int link);
+double net_link_stat_busy_s(const net *n, int link);
+
 /* Epoch subtotals (the runtime's clean epoch boundaries, where no flow is
  * active): every link's bytes and busy seconds since the last fold move
  * into its totals, which net_link_bytes / net_link_busy_s add to what
@@ -120,6 +132,34 @@ void net_fold_add(net *n, const double *delta);
  * arguments or out of memory. */
 uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, double latency_s,
                         double rate_cap_Bps, net_done_fn done, void *ctx);
+/* ---- sharing strategies (docs/MODEL.md section 2, item 8) ----
+ * How active flows split the links they share:
+ *  - NET_SHARE_MAXMIN (the default): max-min fairness, every flow on a
+ *    bottleneck gets the same share (progressive filling);
+ *  - NET_SHARE_RTT: weighted max-min with weight 1 / RTT, as TCP's
+ *    throughput goes and as SimGrid's CM02 model shares (its lmm solver
+ *    gives a flow of "sharing penalty" p the rate x / p at a saturated
+ *    link's level x, the penalty being the route's latency): on one
+ *    bottleneck of capacity C, flow i gets C (1/RTT_i) / sum_j (1/RTT_j),
+ *    and a flow held lower elsewhere (another link, its rate cap) leaves
+ *    the rest to the others in the same proportions.
+ * A flow's RTT is twice its latency at net_flow_start (what the TCP window
+ * cap of world_transfer uses) unless net_flow_set_rtt says otherwise; an
+ * RTT below NET_RTT_MIN counts as NET_RTT_MIN (a weight must be finite).
+ * net_set_sharing: before any flow starts (DP_EINPUT after, or for an
+ * unknown strategy).  The star fast path is exact for max-min only
+ * (net_star.c, star_exact_for); under another strategy every reshare runs
+ * progressive filling. */
+typedef enum { NET_SHARE_MAXMIN = 0, NET_SHARE_RTT } net_sharing;
+#define NET_RTT_MIN 1e-6
+int net_set_sharing(net *n, net_sharing s);
+net_sharing net_get_sharing(const net *n);
+/* Set flow id's RTT (seconds >= 0) for its RTT weight: a caller that starts
+ * a flow with less than its path's latency left (a collective handing its
+ * closed-form round back to flows).  0, or DP_EINPUT for an unknown flow
+ * or a bad RTT.  Under max-min it changes nothing. */
+int net_flow_set_rtt(net *n, uint64_t id, double rtt_s);
+
 /* Bytes a flow still has to deliver, as of now (its size while in its
  * latency phase; 0 once finished or unknown). */
 double net_flow_remaining(const net *n, uint64_t id);

@@ -609,13 +609,21 @@ static void star_leave(net *n)
     mark_dirty(n);
 }
 
+/* The sharing strategies the star path is exact for: its water-filling
+ * gives every uncapped flow of a hub one level, which is max-min's; a
+ * weighted strategy (NET_SHARE_RTT) stays on progressive filling. */
+static int star_exact_for(net_sharing s)
+{
+    return s == NET_SHARE_MAXMIN;
+}
+
 /* At a full reshare: do at least n->star_min active flows form stars
  * (every finite link crossed by two or more of them is a hub, and none
  * crosses two hubs)?  Then take them (all STAR_NEW, up to date) and return
  * 1; star_reshare places them. */
 static int star_try_enter(net *n)
 {
-    if (n->star_off || n->n_active < n->star_min || !n->n_active)
+    if (n->star_off || n->n_active < n->star_min || !n->n_active || !star_exact_for(n->sharing))
         return 0;
     if (hub_add(n, -1))
         return 0;

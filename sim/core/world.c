@@ -293,6 +293,10 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
     size_t ns = s->n_sites;
     if (!(w->e = sim_engine_new(err)) || !(w->n = net_new(w->e, err)) || !(w->c = cmp_new(s, seed, err)))
         goto fail;
+    if (net_set_sharing(w->n, s->network.sharing == SCN_SHARE_RTT ? NET_SHARE_RTT : NET_SHARE_MAXMIN)) {
+        dp_err_set(err, DP_EINPUT, "world: unknown network.sharing");
+        goto fail;
+    }
     w->r = dp_calloc(w->nd + 1, sizeof *w->r);
     w->wan = dp_calloc(ns * ns + 1, sizeof(int));
     w->wan_lat = dp_calloc(ns * ns + 1, sizeof(double));
@@ -697,6 +701,39 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
             return;
         }
     }
+}
+
+/* 1 if one of o's intervals overlaps [t0, t1]. */
+static int outage_in(const scn_outages *o, double t0, double t1)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->start_s[i] <= t1 && o->end_s[i] >= t0)
+            return 1;
+    return 0;
+}
+
+int world_has_outages(const world *w)
+{
+    return w->n_oev > 0;
+}
+
+int world_link_outage_in(const world *w, int link, double t0, double t1)
+{
+    if (!w->n_oev || link == w->nic_up || link == w->nic_down) /* the NIC has no outages */
+        return 0;
+    const scn_scenario *s = w->s;
+    if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
+        size_t d = (size_t)((link - w->dev_link0) / w->per_dev);
+        int dir = (link - w->dev_link0) % w->per_dev;
+        return dir < 2 && outage_in(&s->groups[s->devices[d].group].link.outages, t0, t1);
+    }
+    size_t ns = s->n_sites;
+    for (size_t i = 0; i < s->n_wan; i++) {
+        size_t a = (size_t)s->wan[i].site_a, b = (size_t)s->wan[i].site_b;
+        if (w->wan[a * ns + b] == link || w->wan[b * ns + a] == link)
+            return outage_in(&s->wan[i].outages, t0, t1);
+    }
+    return 0;
 }
 
 void world_on_device(world *w, world_dev_fn fn, void *ctx)

@@ -87,6 +87,12 @@ void world_cut_all(world *w);
  * (dir 0 the direction listed in the scenario, 1 the reverse). */
 void world_link_owner(const world *w, int link, int *dev, int *dir);
 
+/* 1 if link has a scenario outage (link.outages of a device's group, a WAN
+ * link's outages) overlapping [t0, t1], else 0 (O(outages of that group or
+ * WAN link); 0 at once in a world without outages). */
+int world_link_outage_in(const world *w, int link, double t0, double t1);
+int world_has_outages(const world *w); /* any scenario link outage at all */
+
 /* Link indices of device d (0-based) for statistics. */
 int world_dev_up(const world *w, size_t d);
 int world_dev_down(const world *w, size_t d);

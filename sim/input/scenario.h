@@ -27,6 +27,11 @@
 
 typedef enum { SCN_GPU = 0, SCN_CPU = 1 } scn_kind;
 
+/* network.sharing: max-min fairness (default) or RTT-weighted max-min
+ * (sim/core/net.h, NET_SHARE_*) */
+enum { SCN_SHARE_MAXMIN = 0, SCN_SHARE_RTT };
+extern const char *const scn_sharing_names[]; /* "maxmin", "rtt", NULL */
+
 /* A file the scenario read while loading (a trace), kept whole so that a
  * stored run can be simulated again from the database alone, from any
  * directory and after the file changed (store.h, `dpsim rerun`). */
@@ -181,6 +186,7 @@ typedef struct scn_scenario {
 
     struct {
         double tcp_window_bytes; /* 0 = no window cap (default) */
+        int sharing;             /* SCN_SHARE_*: how flows split a shared link (network.sharing) */
     } network;
 
     /* Optional device-to-device interconnect for collectives (all-reduce,

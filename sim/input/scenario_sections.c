@@ -167,11 +167,13 @@ static int conv_sites(cv *c, const yt_node *root)
     return 0;
 }
 
+const char *const scn_sharing_names[] = {"maxmin", "rtt", NULL};
+
 static int conv_server_network(cv *c, const yt_node *root)
 {
     static const char *const skeys[] = {"nic", "aggregate_rate", "site", NULL};
     static const char *const nickeys[] = {"up", "down", NULL};
-    static const char *const nkeys[] = {"tcp_window", NULL};
+    static const char *const nkeys[] = {"tcp_window", "sharing", NULL};
     static const char *const ikeys[] = {"bandwidth", "latency", NULL};
     scn_scenario *s = c->s;
     int r;
@@ -207,6 +209,9 @@ static int conv_server_network(cv *c, const yt_node *root)
             return r;
         if ((r = scni_get_pos(c, nw, "network", "tcp_window", SCN_UNIT_BYTES, 0, 0, 1, 1e15,
                               &s->network.tcp_window_bytes)) < 0)
+            return r;
+        if ((r = scni_get_enum(c, nw, "network", "sharing", scn_sharing_names, SCN_SHARE_MAXMIN,
+                               &s->network.sharing)) < 0)
             return r;
     }
     const yt_node *ic = yt_get(root, "interconnect");

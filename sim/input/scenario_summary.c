@@ -289,6 +289,8 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out)
         q(s->network.tcp_window_bytes, SCN_UNIT_BYTES, a, sizeof a);
         fprintf(out, "network  tcp window %s\n", a);
     }
+    if (s->network.sharing != SCN_SHARE_MAXMIN)
+        fprintf(out, "network  sharing %s\n", scn_sharing_names[s->network.sharing]);
     if (s->interconnect.bandwidth_Bps > 0) {
         q(s->interconnect.bandwidth_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
         q(s->interconnect.latency_s, SCN_UNIT_TIME, b, sizeof b);

@@ -10,8 +10,15 @@
  * edge's links of capacity / ring flows crossing that link (a WAN link
  * crossed by several edges when sites alternate in the ring), taken at the
  * collective's start.  Under max-min fairness that is exact when flows
- * sharing a link have equal latencies (always when none is shared); it
- * cannot see other traffic or capacity changes during the collective.
+ * sharing a link have equal latencies (always when none is shared); when
+ * they do not, the run is flagged analytic.approximate (note_approximate).
+ * It cannot see other traffic or capacity changes during the collective
+ * (flagged too), except outages, which the scenario lists in advance: a
+ * collective with a ring link down at its start or an outage within its
+ * analytic span runs as flows instead, which is exact.  Its rings' bytes,
+ * busy time and peak share go to the per-link statistics aside from the
+ * flows' (net_link_account_aside), as the flows would have put them when
+ * flows sharing a link have equal latencies.
  */
 #include "runtime_impl.h"
 
@@ -20,6 +27,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What the analytic mode keeps beside the runtime's ring cache (rt->cc,
+ * freed by coll_free_all): the full ring's edge offsets into
+ * rt->ring_links and, per entry, the ring edges crossing that link (at the
+ * last ring_fill); whether two edges of different latencies share a link;
+ * a per-link scratch of latencies (NAN between uses). */
+typedef struct coll_cache {
+    size_t *ring_off; /* edge i's links: rt->ring_links[ring_off[i], ring_off[i + 1]) */
+    unsigned *ring_k;
+    int ring_unequal;     /* -1: none; else a shared link whose edges' latencies differ */
+    double *lk_lat;       /* per network link */
+    size_t lk_cap;
+} coll_cache;
 
 typedef struct coll {
     prt *rt;
@@ -33,7 +53,37 @@ typedef struct coll {
     struct coll *prev, *next; /* rt->colls: every collective in flight */
     int dropped;              /* broken and given up by its policy (coll_drop_broken) */
     struct closed *cf;        /* the rounds left run in closed form (below), or NULL */
+    struct pipe *pp;          /* pipelined progress as flows (below) */
+    int pipelined;            /* rt->coll_pipelined when it started */
 } coll;
+
+/* ---- pipelined progress (collective_progress: pipelined) ---------------
+ * Without the barrier, each rank goes on as MPI's ring all-reduce does
+ * with a send-receive per step: member i sends its round r + 1 chunk to
+ * i + 1 once its own round-r send has ended and its round-r chunk from
+ * i - 1 has arrived.  Sends of edge i end at
+ *     e(i, r) = max(e(i, r - 1), e(i - 1, r - 1)) + d(i, r),
+ * e(i, -1) = the start; the collective ends at max_i e(i, R - 1).  As flows,
+ * d is what the network gives each flow.  When each edge takes the same
+ * d_i in every round (flows alone on their links: the closed form's
+ * worlds; the analytic mode's d_i = lat_i + chunk / rate_i), the end is
+ * the barrier's, R max_i d_i: every e(i, r) <= (r + 1) max d (induction),
+ * and the slowest edge j alone reaches it (e(j, r) >= e(j, r - 1) + d_j).
+ * So the analytic mode's time is the barrier's, and only sharing (a flow
+ * slowed by another that has not yet started, or has ended, in the
+ * pipelined order) tells the two apart; as flows the rounds then run
+ * without a closed form (pipe_start). */
+typedef struct pedge {
+    struct coll *c;
+    size_t i;
+} pedge;
+
+typedef struct pipe {
+    int *started; /* per edge: the round of its current (or last) send */
+    int *done;    /* per edge: the last round whose send ended (-1: none) */
+    pedge *pe;    /* per edge: its flows' callback context */
+    size_t left;  /* edges with rounds still to end */
+} pipe;
 
 /* ---- rounds in closed form ---------------------------------------------
  * When every finite link on the ring's paths is crossed by one ring edge
@@ -121,11 +171,23 @@ static void coll_end_acts(prt *rt, const coll *c)
 
 static void closed_drop(coll *c);
 
+static void pipe_free(coll *c)
+{
+    if (c->pp) {
+        dp_free(c->pp->started);
+        dp_free(c->pp->done);
+        dp_free(c->pp->pe);
+        dp_free(c->pp);
+        c->pp = NULL;
+    }
+}
+
 static void coll_free(coll *c)
 {
     if (c) {
         prt *rt = c->rt;
         closed_drop(c);
+        pipe_free(c);
         if (c->prev)
             c->prev->next = c->next;
         else if (rt->colls == c)
@@ -158,6 +220,13 @@ void coll_free_all(prt *rt)
 {
     while (rt->colls)
         coll_free(rt->colls);
+    if (rt->cc) {
+        dp_free(rt->cc->ring_off);
+        dp_free(rt->cc->ring_k);
+        dp_free(rt->cc->lk_lat);
+        dp_free(rt->cc);
+        rt->cc = NULL;
+    }
 }
 
 void coll_abort_all(prt *rt)
@@ -359,10 +428,12 @@ static void closed_takeback(void *ctx)
                     net_link_account(n, links[j], c->chunk, k->x[i], k->rate[i]);
             continue;
         }
-        if (!net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c)) {
+        uint64_t id = net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c);
+        if (!id) {
             prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             break;
         }
+        net_flow_set_rtt(n, id, 2 * lat); /* its path's RTT, whatever latency it has left */
         c->pending++;
     }
     c->cf = k;
@@ -444,6 +515,70 @@ static int closed_start(coll *c)
     return 1;
 }
 
+static void on_pflow(void *ctx, uint64_t id);
+
+/* Start edge j's next send if its own last send and its predecessor's send
+ * of the same round have ended.  0 or DP_ENOMEM (the run failed). */
+static int pipe_try(coll *c, size_t j)
+{
+    pipe *p = c->pp;
+    size_t prev = (j + c->m - 1) % c->m;
+    int r = p->started[j];
+    if (p->done[j] != r || p->done[prev] < r || r + 1 >= c->rounds)
+        return 0;
+    p->started[j] = r + 1;
+    int from = (int)member(c, j) + 1, to = (int)member(c, (j + 1) % c->m) + 1;
+    if (!world_transfer(c->rt->w, from, to, c->chunk, on_pflow, &p->pe[j]))
+        return prt_fail(c->rt, DP_ENOMEM, "out of memory starting a collective");
+    return 0;
+}
+
+/* Edge i's send ended: it may go on, and so may its successor, whose
+ * chunk has arrived. */
+static void on_pflow(void *ctx, uint64_t id)
+{
+    (void)id;
+    pedge *e = ctx;
+    coll *c = e->c;
+    pipe *p = c->pp;
+    size_t i = e->i;
+    if (++p->done[i] == c->rounds - 1 && --p->left == 0) {
+        finish(c->rt, c);
+        return;
+    }
+    if (!pipe_try(c, i))
+        pipe_try(c, (i + 1) % c->m);
+}
+
+/* Every edge's round-0 send now; the rest as they become ready. */
+static void pipe_start(coll *c)
+{
+    prt *rt = c->rt;
+    pipe *p = dp_calloc(1, sizeof *p);
+    if (p) {
+        p->started = dp_calloc(c->m, sizeof *p->started);
+        p->done = dp_malloc(c->m * sizeof *p->done);
+        p->pe = dp_malloc(c->m * sizeof *p->pe);
+    }
+    c->pp = p;
+    if (!p || !p->started || !p->done || !p->pe) {
+        prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+        return;
+    }
+    p->left = c->m;
+    for (size_t i = 0; i < c->m; i++) {
+        p->done[i] = -1;
+        p->pe[i] = (pedge){c, i};
+    }
+    for (size_t i = 0; i < c->m; i++) {
+        int from = (int)member(c, i) + 1, to = (int)member(c, (i + 1) % c->m) + 1;
+        if (!world_transfer(rt->w, from, to, c->chunk, on_pflow, &p->pe[i])) {
+            prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+            return;
+        }
+    }
+}
+
 static void start_round(coll *c)
 {
     prt *rt = c->rt;
@@ -520,45 +655,121 @@ static void edge(const coll *c, size_t i, double *lat, double *xfer)
  * recomputing every route and link count each time was most of an
  * analytic run.  The rates are edge()'s, so the times are the same bits.
  * 0 or DP_ENOMEM. */
+static coll_cache *cache(prt *rt)
+{
+    if (!rt->cc && (rt->cc = dp_calloc(1, sizeof *rt->cc)))
+        rt->cc->ring_unequal = -1;
+    return rt->cc;
+}
+
+/* A per-link scratch of NANs as long as the net's link list, or NULL. */
+static double *lk_scratch(prt *rt)
+{
+    coll_cache *cc = cache(rt);
+    size_t nl = net_link_count(world_net(rt->w));
+    if (!cc)
+        return NULL;
+    if (cc->lk_cap < nl) {
+        double *a = dp_realloc(cc->lk_lat, nl * sizeof *a);
+        if (!a)
+            return NULL;
+        for (size_t l = cc->lk_cap; l < nl; l++)
+            a[l] = NAN;
+        cc->lk_lat = a;
+        cc->lk_cap = nl;
+    }
+    return cc->lk_lat;
+}
+
+/* With edge latency lat on a link that k ring edges cross (lk: the
+ * scratch): 1 if an earlier edge on it had another latency. */
+static int lat_differs(double *lk, int link, unsigned k, double lat)
+{
+    if (k < 2)
+        return 0;
+    if (isnan(lk[link])) {
+        lk[link] = lat;
+        return 0;
+    }
+    return lk[link] != lat;
+}
+
 static int ring_fill(const coll *c)
 {
     prt *rt = c->rt;
     uint64_t caps = net_cap_changes(world_net(rt->w));
     if (rt->ring_ok && rt->ring_caps == caps)
         return 0;
+    coll_cache *cc = cache(rt);
+    if (!cc)
+        return DP_ENOMEM;
     if (!rt->ring_links) {
         if (!rt->ring_lat)
             rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
         if (!rt->ring_rate)
             rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
-        if (!rt->ring_lat || !rt->ring_rate ||
+        if (!cc->ring_off)
+            cc->ring_off = dp_malloc((rt->n + 1) * sizeof *cc->ring_off);
+        if (!rt->ring_lat || !rt->ring_rate || !cc->ring_off ||
             !(rt->ring_links = dp_malloc(rt->n * NET_MAX_PATH * sizeof *rt->ring_links)))
             return DP_ENOMEM;
         /* routes never change: every edge's links, in member order */
         for (size_t i = 0; i < c->m; i++) {
             size_t nl;
             double lat;
+            cc->ring_off[i] = rt->n_ring_links;
             world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1,
                        rt->ring_links + rt->n_ring_links, &nl, &lat);
             rt->n_ring_links += nl;
         }
+        cc->ring_off[c->m] = rt->n_ring_links;
+        if (!(cc->ring_k = dp_malloc((rt->n_ring_links + 1) * sizeof *cc->ring_k)))
+            return DP_ENOMEM;
         for (size_t j = 0; j < rt->n_ring_links; j++) /* traces are fixed when the world is built */
             rt->ring_traced |= net_link_has_trace(world_net(rt->w), rt->ring_links[j]);
     }
-    if (count_links(c, 1))
+    double *lk = lk_scratch(rt);
+    if (!lk || count_links(c, 1))
         return DP_ENOMEM;
     for (size_t i = 0; i < c->m; i++)
         rt->ring_rate[i] = edge_rate(c, i, &rt->ring_lat[i]);
+    /* edges sharing a link: how many (the statistics' shares), and whether
+     * their latencies differ (the analytic time is then approximate) */
+    cc->ring_unequal = -1;
+    for (size_t j = 0; j < rt->n_ring_links; j++)
+        cc->ring_k[j] = rt->coll_link_n[rt->ring_links[j]];
+    for (size_t i = 0; i < c->m; i++)
+        for (size_t j = cc->ring_off[i]; j < cc->ring_off[i + 1]; j++)
+            if (cc->ring_unequal < 0 && isfinite(net_link_capacity(world_net(rt->w), rt->ring_links[j])) &&
+                lat_differs(lk, rt->ring_links[j], cc->ring_k[j], rt->ring_lat[i]))
+                cc->ring_unequal = rt->ring_links[j];
+    for (size_t j = 0; j < rt->n_ring_links; j++)
+        lk[rt->ring_links[j]] = NAN;
     count_links(c, -1);
     rt->ring_caps = caps;
     rt->ring_ok = 1;
     return 0;
 }
 
-/* Duration of the collective (rounds x the slowest edge), or a negative
- * value when out of memory.  With `account`, each member's bytes and link
- * busy time are added to the runtime's counters. */
-static double analytic_s(const coll *c, int account)
+/* One ring edge's part of its links' statistics over `rounds` rounds: its
+ * bytes, and, on a link k edges cross, 1/k of its transfer time as busy
+ * time and k times its rate as the share in use (the k flows run side by
+ * side at equal shares when their latencies are equal, which is when the
+ * analytic time is exact). */
+static void edge_aside(const coll *c, int link, unsigned k, double rate, double xfer)
+{
+    net *n = world_net(c->rt->w);
+    double cap = net_link_capacity(n, link);
+    if (!isfinite(cap) || !(cap > 0))
+        return;
+    k = k ? k : 1;
+    net_link_account_aside(n, link, c->chunk * c->rounds, c->rounds * xfer / k, k * rate / cap);
+}
+
+/* Duration of the collective (rounds x the slowest edge, pipelined or
+ * not: see the top of the pipelined part), or a negative value when out of
+ * memory. */
+static double analytic_s(const coll *c)
 {
     if (!c->rounds)
         return 0;
@@ -576,19 +787,70 @@ static double analytic_s(const coll *c, int account)
             edge(c, i, &lat, &xfer);
         if (lat + xfer > worst)
             worst = lat + xfer;
-        if (account && !full) {
-            /* every member sends and receives in every round; its links
-             * are busy for its own flow's transfer time, not the slowest
-             * edge's */
-            size_t d = member(c, i), next = member(c, (i + 1) % c->m);
-            prt_rec_coll(rt, d, next, c->chunk * c->rounds, c->rounds * xfer); /* d's up link: edge i */
-        }
     }
-    if (account && full)
-        prt_rec_ring(rt, c->chunk, c->rounds); /* the same, from the ring cache */
     if (!full)
         count_links(c, -1);
     return c->rounds * worst;
+}
+
+/* Record a collective analytic_s has timed: each member's bytes and link
+ * busy time in the runtime's counters and, in a world that reports link
+ * statistics (a dynamic one: dyn_stats, runtime_work.c), every edge's bytes,
+ * busy time and share on its links (edge_aside; O(ring links), so not
+ * where nothing reads them).  0 or DP_ENOMEM. */
+static int analytic_record(const coll *c)
+{
+    if (!c->rounds)
+        return 0;
+    prt *rt = c->rt;
+    int full = !c->members && c->m == rt->n, links_too = scn_is_dynamic(rt->s);
+    if (full) {
+        prt_rec_ring(rt, c->chunk, c->rounds); /* from the ring cache (filled by analytic_s) */
+        const coll_cache *cc = rt->cc;
+        for (size_t i = 0; links_too && i < c->m; i++) {
+            double xfer = c->chunk > 0 ? c->chunk / rt->ring_rate[i] : 0;
+            for (size_t j = cc->ring_off[i]; j < cc->ring_off[i + 1]; j++)
+                edge_aside(c, rt->ring_links[j], cc->ring_k[j], rt->ring_rate[i], xfer);
+        }
+        return 0;
+    }
+    if (count_links(c, 1))
+        return DP_ENOMEM;
+    for (size_t i = 0; i < c->m; i++) {
+        /* every member sends and receives in every round; its links are
+         * busy for its own flow's transfer time, not the slowest edge's */
+        size_t d = member(c, i), next = member(c, (i + 1) % c->m);
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        double rate = edge_rate(c, i, &lat), xfer = c->chunk > 0 ? c->chunk / rate : 0; /* edge()'s */
+        prt_rec_coll(rt, d, next, c->chunk * c->rounds, c->rounds * xfer); /* d's up link: edge i */
+        if (!links_too)
+            continue;
+        world_path(rt->w, (int)d + 1, (int)next + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            edge_aside(c, links[j], rt->coll_link_n[links[j]], rate, xfer);
+    }
+    count_links(c, -1);
+    return 0;
+}
+
+/* 1 if a ring link has a scenario outage overlapping [t0, t1]. */
+static int ring_outage(const coll *c, double t0, double t1)
+{
+    prt *rt = c->rt;
+    if (!world_has_outages(rt->w))
+        return 0;
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            if (world_link_outage_in(rt->w, links[j], t0, t1))
+                return 1;
+    }
+    return 0;
 }
 
 void coll_ring_account(prt *rt, double chunk, int rounds)
@@ -642,6 +904,52 @@ static int approximate_on(prt *rt, const int *links, size_t nl)
     return 0;
 }
 
+/* Flag the run (once) for a link that ring edges of different latencies
+ * share: the analytic mode gives each capacity / k, which max-min does not
+ * when one of them starts earlier (docs/MODEL.md section 4). */
+static void approximate_unequal(prt *rt, int link)
+{
+    rt->analytic_approx = 1;
+    if (res_add_stat(rt->r, "analytic.approximate", RES_SCOPE_RUN, 0, 0, 1))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+    fprintf(stderr,
+            "dpsim: warning: %s: analytic collective over link %s, which ring flows of unequal latencies "
+            "share: its time is approximate (collective: flows is exact)\n",
+            rt->r->policy, net_link_name(world_net(rt->w), link));
+}
+
+/* A subset's ring: the first finite link its edges of different latencies
+ * share, or -1 (counts from count_links). */
+static int subset_unequal(const coll *c)
+{
+    prt *rt = c->rt;
+    net *n = world_net(rt->w);
+    double *lk = lk_scratch(rt);
+    if (!lk || count_links(c, 1))
+        return -1;
+    int found = -1;
+    for (size_t i = 0; i < c->m; i++) {
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl && found < 0; j++)
+            if (isfinite(net_link_capacity(n, links[j])) &&
+                lat_differs(lk, links[j], rt->coll_link_n[links[j]], lat))
+                found = links[j];
+    }
+    for (size_t i = 0; i < c->m; i++) { /* the scratch back to NANs */
+        int links[NET_MAX_PATH];
+        size_t nl;
+        double lat;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, &nl, &lat);
+        for (size_t j = 0; j < nl; j++)
+            lk[links[j]] = NAN;
+    }
+    count_links(c, -1);
+    return found;
+}
+
 static void note_approximate(const coll *c)
 {
     prt *rt = c->rt;
@@ -650,8 +958,13 @@ static void note_approximate(const coll *c)
     if (!c->members && c->m == rt->n) { /* the full ring: its paths are cached */
         /* no traced link on it and no flow anywhere: nothing to look at
          * (an O(devices) walk per bucket was half of a 100,000-device run) */
-        if (!ring_fill(c) && (rt->ring_traced || net_flows_active(world_net(rt->w)) > 0))
-            approximate_on(rt, rt->ring_links, rt->n_ring_links);
+        if (ring_fill(c))
+            return;
+        if ((rt->ring_traced || net_flows_active(world_net(rt->w)) > 0) &&
+            approximate_on(rt, rt->ring_links, rt->n_ring_links))
+            return;
+        if (rt->cc->ring_unequal >= 0)
+            approximate_unequal(rt, rt->cc->ring_unequal);
         return;
     }
     for (size_t i = 0; i < c->m; i++) {
@@ -662,14 +975,17 @@ static void note_approximate(const coll *c)
         if (approximate_on(rt, links, nl))
             return;
     }
+    int u = subset_unequal(c);
+    if (u >= 0)
+        approximate_unequal(rt, u);
 }
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
     coll c = {
         rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0,
-        NULL};
-    return analytic_s(&c, 0);
+        NULL, NULL, 0};
+    return analytic_s(&c);
 }
 
 static int start(prt *rt, coll *c, prt_coll_mode mode)
@@ -679,24 +995,41 @@ static int start(prt *rt, coll *c, prt_coll_mode mode)
         if (!world_dev_is_up(rt->w, member(c, i)))
             c->broken = 1; /* a member is down: the collective blocks */
     coll_begin_acts(rt, c);
+    c->pipelined = rt->coll_pipelined;
     if (c->rounds == 0)
         return prt_at(rt, sim_now(rt->e), finish, c);
     if (mode == PRT_COLL_ANALYTIC) {
         if (c->broken)
             return 0; /* blocked on a member that is down (finish never runs) */
-        note_approximate(c);
-        double t = analytic_s(c, 1);
-        if (!isfinite(t) || t < 0) {
+        double now = sim_now(rt->e), t = analytic_s(c);
+        if (t < 0) {
             coll_end_acts(rt, c);
             coll_free(c);
-            if (t < 0)
-                return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-            return prt_fail(rt, DP_ERUN, "a ring link has zero capacity: the collective never ends");
+            return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
         }
-        return prt_at(rt, sim_now(rt->e) + t, finish, c);
+        /* a ring link down now (zero capacity: the analytic time is
+         * infinite) or an outage before the analytic end: as flows, which
+         * stall through the outage and go on after it (exact) */
+        if (isfinite(t) && !ring_outage(c, now, now + t)) {
+            note_approximate(c);
+            if (analytic_record(c)) {
+                coll_end_acts(rt, c);
+                coll_free(c);
+                return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+            }
+            return prt_at(rt, now + t, finish, c);
+        }
     }
-    start_round(c);
+    if (c->pipelined)
+        pipe_start(c); /* as flows, without a closed form */
+    else
+        start_round(c);
     return rt->failed ? DP_ENOMEM : 0;
+}
+
+void coll_set_progress(prt *rt, int pipelined)
+{
+    rt->coll_pipelined = pipelined != 0;
 }
 
 int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn, void *ctx)
@@ -705,7 +1038,7 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
     *c = (coll){rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0,
-                NULL};
+                NULL, NULL, 0};
     return start(rt, c, mode);
 }
 
@@ -726,7 +1059,7 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     if (m)
         memcpy(mem, members, m * sizeof *mem);
     *c =
-        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL};
+        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL, NULL, 0};
     return start(rt, c, mode);
 }
 

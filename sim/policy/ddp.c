@@ -11,6 +11,7 @@ typedef struct ddp_opts {
     int overlap;              /* bucket all-reduce overlaps backward */
     double backward_fraction; /* of the batch time */
     int collective;           /* prt_coll_mode */
+    int progress;             /* coll_set_progress: 0 barrier, 1 pipelined */
     sync_fail_cfg fail;       /* worlds with failures */
 } ddp_opts;
 
@@ -26,6 +27,10 @@ static const popt ddp_table[] = {
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, collective), PRT_COLL_FLOWS, 0, 0,
      popt_collective_names,
      "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
+    {"collective_progress", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, progress), 0, 0, 0,
+     popt_progress_names,
+     POPT_OPTIONAL "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
+                   "own send and its incoming chunk have ended (MPI's ring)"},
     POPT_SYNC_FAILURE_ROWS(ddp_opts, fail),
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
@@ -48,6 +53,7 @@ static int ddp_start(prt *rt, const void *opts)
         .allgather_after = 0,
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
+        .pipelined = o->progress,
         .fail = o->fail,
     };
     return sync_start(rt, &cfg);

@@ -36,6 +36,7 @@ typedef struct ds_opts {
     int overlap_comm; /* -1 in the table: by stage (finish) */
     int data;         /* prt_data_mode */
     int collective;   /* prt_coll_mode */
+    int progress;     /* coll_set_progress: 0 barrier, 1 pipelined */
     double bucket_bytes;
     double backward_fraction;
     sync_fail_cfg fail; /* worlds with failures */
@@ -184,6 +185,7 @@ static int stage3_start(prt *rt, const ds_opts *o)
         .op = COLL_REDUCE_SCATTER,
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
+        .pipelined = o->progress,
         .hooks = &st->hooks,
         .fail = o->fail,
     };
@@ -217,6 +219,7 @@ static int ds_start(prt *rt, const void *opts)
         .allgather_after = 1,
         .data = (prt_data_mode)o->data,
         .mode = (prt_coll_mode)o->collective,
+        .pipelined = o->progress,
         .fail = o->fail,
     };
     cfg.fail.ckpt_sharded = 1; /* ZeRO: each rank saves its partition */
@@ -289,6 +292,10 @@ static const popt ds_table[] = {
     {"collective", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, collective), PRT_COLL_FLOWS, 0, 0,
      popt_collective_names,
      "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
+    {"collective_progress", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, progress), 0, 0, 0,
+     popt_progress_names,
+     POPT_OPTIONAL "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
+                   "own send and its incoming chunk have ended (MPI's ring)"},
     {"bucket", "bucket_bytes", POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(ds_opts, bucket_bytes), 25.0 * 1048576,
      0, 1e15, NULL, "gradient bucket size with overlap_comm (stages 1-2)"},
     {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ds_opts, backward_fraction),

@@ -26,6 +26,7 @@ static size_t n_registered;
 
 const char *const popt_data_names[] = {"replicate", "shard", NULL};
 const char *const popt_collective_names[] = {"flows", "analytic", NULL};
+const char *const popt_progress_names[] = {"barrier", "pipelined", NULL};
 
 /* ---- registry ------------------------------------------------------------------ */
 
@@ -190,6 +191,19 @@ int popt_failures_only(const popt *o)
     return o->help && strncmp(o->help, POPT_FAILURES, strlen(POPT_FAILURES)) == 0;
 }
 
+static double *dbl_at(void *opts, const popt *o);
+static int *int_at(void *opts, const popt *o);
+
+int popt_left_out(const popt *o, const void *opts, int fails)
+{
+    if (popt_failures_only(o) && !fails)
+        return 1;
+    if (!o->help || strncmp(o->help, POPT_OPTIONAL, strlen(POPT_OPTIONAL)) != 0)
+        return 0;
+    void *v = (void *)opts; /* read only */
+    return o->type == POPT_QUANTITY ? *dbl_at(v, o) == o->def : *int_at(v, o) == (int)o->def;
+}
+
 static size_t n_opts(const policy_def *p)
 {
     size_t n = 0;
@@ -325,7 +339,7 @@ char *policy_options_json(const policy_def *p, const scn_scenario *s)
     json_obj_begin(j);
     int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
-        if (popt_failures_only(o) && !fails)
+        if (popt_left_out(o, opts, fails))
             continue;
         json_key(j, o->json ? o->json : o->key);
         switch (o->type) {
@@ -380,7 +394,7 @@ void policy_print_options(const policy_def *p, const scn_scenario *s, FILE *out)
     fprintf(out, "  %-10s", p->name);
     int fails = scn_has_failures(s);
     for (const popt *o = p->opts; o && o->key; o++) {
-        if (popt_failures_only(o) && !fails)
+        if (popt_left_out(o, opts, fails))
             continue;
         fprintf(out, "%s%s ", o == p->opts ? " " : ", ", o->key);
         print_value(o, opts, out);

@@ -60,6 +60,11 @@ typedef struct popt {
  * prefix rather than a field: every option table stays as it is.) */
 #define POPT_FAILURES "with failures: "
 int popt_failures_only(const popt *o);
+/* Likewise an option whose help starts with this is left out of the stored
+ * options and summaries while it has its default value (an option added
+ * after runs were stored: collective_progress). */
+#define POPT_OPTIONAL "optional: "
+int popt_left_out(const popt *o, const void *opts, int fails);
 /* A scenario a policy refuses in its check, the message pointing at
  * policies.POLICY.KEY when the key is written, else at the policy's block,
  * else at the file (FILE:LINE:COLUMN: policies.POLICY.KEY: MESSAGE). */
@@ -284,6 +289,14 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
  * failure.  m < 2 ends at once. */
 int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, const size_t *members, size_t m,
                      prt_fn fn, void *ctx);
+/* How the collectives started from now on progress: 0 (default) with a
+ * barrier after every round (all of a round's flows end before the next
+ * starts); 1 pipelined, rank by rank: a member sends its next chunk once
+ * its own send and the chunk it receives of the round have ended (MPI's
+ * ring all-reduce, one send-receive per step).  Option
+ * collective_progress (barrier, pipelined; docs/MODEL.md section 4). */
+void coll_set_progress(prt *rt, int pipelined);
+extern const char *const popt_progress_names[]; /* barrier, pipelined */
 /* Give up the collectives a device going down broke (they never end): the
  * members stop showing as communicating for them.  For a policy whose
  * collectives run beside compute (FL-SGD's background average) and which

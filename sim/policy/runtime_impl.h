@@ -74,6 +74,8 @@ struct prt {
     int ring_xfer_ok;
     uint64_t ring_caps;
     int ring_ok;
+    struct coll_cache *cc; /* collective.c's own (edge offsets, shared-link counts); freed by coll_free_all */
+    int coll_pipelined;    /* collectives started from now on progress rank by rank (coll_set_progress) */
     int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
     double *part_done; /* per device: fraction of a batch done in pieces */
     void *policy_state;

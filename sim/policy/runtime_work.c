@@ -495,9 +495,10 @@ void dyn_stats(prt *rt, double T)
         world_link_owner(rt->w, (int)l, &dev, &dir);
         bad = res_add_stat(r, "link.device", RES_SCOPE_LINK, (int64_t)l, 0, dev) ||
               res_add_stat(r, "link.dir", RES_SCOPE_LINK, (int64_t)l, 0, dir) ||
-              res_add_stat(r, "link.bytes", RES_SCOPE_LINK, (int64_t)l, 0, net_link_bytes(n, (int)l)) ||
+              /* with analytic collectives' rings (net_link_account_aside) */
+              res_add_stat(r, "link.bytes", RES_SCOPE_LINK, (int64_t)l, 0, net_link_stat_bytes(n, (int)l)) ||
               res_add_stat(r, "link.busy_fraction", RES_SCOPE_LINK, (int64_t)l, 0,
-                           T > 0 ? net_link_busy_s(n, (int)l) / T : 0) ||
+                           T > 0 ? net_link_stat_busy_s(n, (int)l) / T : 0) ||
               res_add_stat(r, "link.peak_util", RES_SCOPE_LINK, (int64_t)l, 0, net_link_peak_util(n, (int)l));
     }
     if (bad)

@@ -552,6 +552,7 @@ int sync_start(prt *rt, const sync_cfg *cfg)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     prt_set_state(rt, st);
     st->cfg = *cfg;
+    coll_set_progress(rt, cfg->pipelined);
     double M = prt_scn(rt)->model.model_bytes;
     st->K = 1;
     if (cfg->overlap && cfg->bucket_bytes > 0 && cfg->bucket_bytes < M) {

@@ -103,6 +103,7 @@ typedef struct sync_cfg {
     int gather_every; /* groups per all-gather; 0 or 1: every group */
     prt_data_mode data;
     prt_coll_mode mode;
+    int pipelined;           /* coll_set_progress */
     const sync_hooks *hooks; /* NULL: DDP's fixed batches above */
     sync_fail_cfg fail;
 } sync_cfg;

@@ -7,6 +7,10 @@
 #   flows: F flows through one NIC run to completion (dpsim_flows.c, the
 #          world of tests/bench_net.c part 1) against SimGrid's max-min
 #          models and options (simgrid_flows.cpp).
+#   rtt:   network.sharing against SimGrid's CM02: seeded worlds of N flows
+#          over a shared NIC and a shared WAN link with unequal latencies
+#          (rtt_world.h; dpsim_rtt.c, simgrid_rtt.cpp), every flow's end
+#          under dpsim's rtt and maxmin beside CM02's (not timed).
 #
 # The programs run in turn (dpsim, then each peer configuration), RUNS
 # times, so a change in the machine's load hits both sides; each line
@@ -16,13 +20,15 @@
 # configuration computes the same makespan as dpsim (same model, same
 # answer) and say so when it does not (LV08 adds TCP correction factors).
 #
-# Usage: side_by_side.sh [queue] [flows]       (default: both)
+# Usage: side_by_side.sh [queue] [flows] [rtt]  (default: all three)
 # Environment: RUNS (queue, default 5), FLOW_RUNS (default 3), STEPS
 # (queue steps, default 2000000), F (flows, default 10000), PEER_TIMEOUT
 # (seconds one ns-3 run may take, default 120: past it that scheduler is
 # reported as not finishing and not run again); the programs'
 # paths come from meson (`meson test -C build --benchmark side_by_side
-# --verbose`): DPSIM_BENCH_ENGINE, DPSIM_FLOWS, NS3_QUEUE, SIMGRID_FLOWS.
+# --verbose`): DPSIM_BENCH_ENGINE, DPSIM_FLOWS, DPSIM_RTT, NS3_QUEUE,
+# SIMGRID_FLOWS, SIMGRID_RTT.  RTT_N (flows per world, default 16) and
+# RTT_SEEDS (worlds, default 20) size the rtt part.
 set -euo pipefail
 
 RUNS=${RUNS:-5}
@@ -31,17 +37,19 @@ STEPS=${STEPS:-2000000}
 F=${F:-10000}
 PEER_TIMEOUT=${PEER_TIMEOUT:-120}
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(queue flows)
+[ ${#parts[@]} -eq 0 ] && parts=(queue flows rtt)
 for p in "${parts[@]}"; do
     case $p in
-    queue | flows) ;;
+    queue | flows | rtt) ;;
     *)
-        echo "side_by_side.sh: unknown part '$p' (queue, flows)" >&2
+        echo "side_by_side.sh: unknown part '$p' (queue, flows, rtt)" >&2
         exit 2
         ;;
     esac
 done
-for v in RUNS FLOW_RUNS STEPS F PEER_TIMEOUT; do
+RTT_N=${RTT_N:-16}
+RTT_SEEDS=${RTT_SEEDS:-20}
+for v in RUNS FLOW_RUNS STEPS F PEER_TIMEOUT RTT_N RTT_SEEDS; do
     if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
         echo "side_by_side.sh: $v must be a positive integer (got '${!v}')" >&2
         exit 2
@@ -169,6 +177,39 @@ flows() {
     else
         echo "no SimGrid configuration computed dpsim's makespan: no ratio"
     fi
+}
+
+# The largest relative difference between the second column of two
+# "i end_s" listings.
+maxrel() {
+    paste "$1" "$2" | awk '{d = ($4 - $2) / $2; if (d < 0) d = -d; if (d > m) m = d} END {printf "%.3g", m}'
+}
+
+rtt() {
+    echo
+    echo "== rtt: $RTT_SEEDS seeded worlds of $RTT_N flows (tests/bench/rtt_world.h): a shared NIC, a shared"
+    echo "   WAN link for half of them, unequal latencies, a 4 MiB window; each flow's end against SimGrid CM02"
+    : "${DPSIM_RTT:?set by meson: the dpsim_rtt program}"
+    if [ -z "${SIMGRID_RTT:-}" ]; then
+        echo "   SimGrid not built (apt-get install libsimgrid-dev g++, then meson setup --reconfigure): nothing to compare"
+        return 0
+    fi
+    local cm02="--cfg=network/model:CM02 --cfg=network/crosstraffic:0 --cfg=maxmin/precision:1e-9"
+    cm02+=" --cfg=surf/precision:1e-9"
+    printf '\n| seed | rtt vs CM02 (max rel) | maxmin vs CM02 (max rel) |\n|---:|---:|---:|\n'
+    local worst_r=0 worst_m=0
+    for ((seed = 1; seed <= RTT_SEEDS; seed++)); do
+        # shellcheck disable=SC2086 # the options are words
+        "$SIMGRID_RTT" "$RTT_N" "$seed" $cm02 >"$tmp/sg" 2>/dev/null
+        "$DPSIM_RTT" "$RTT_N" "$seed" rtt >"$tmp/rt"
+        "$DPSIM_RTT" "$RTT_N" "$seed" maxmin >"$tmp/mm"
+        r=$(maxrel "$tmp/sg" "$tmp/rt")
+        m=$(maxrel "$tmp/sg" "$tmp/mm")
+        printf '| %d | %s | %s |\n' "$seed" "$r" "$m"
+        worst_r=$(awk -v a="$r" -v b="$worst_r" 'BEGIN {print (a > b) ? a : b}')
+        worst_m=$(awk -v a="$m" -v b="$worst_m" 'BEGIN {print (a > b) ? a : b}')
+    done
+    echo "worst: rtt $worst_r, maxmin $worst_m (CM02 solves to its precision, 1e-9 here)"
 }
 
 for p in "${parts[@]}"; do "$p"; done
