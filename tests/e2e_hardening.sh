@@ -41,7 +41,7 @@ command -v sqlite3 >/dev/null || { echo "e2e_hardening: needs the sqlite3 CLI" >
 # A database with the three policies of tiny stored.
 "$BIN" run "$TINY" -q --policy ddp,deepspeed,cadp --db "$T/base.db" >/dev/null 2>&1 || bad "setup run"
 BASE=$(state "$T/base.db")
-case "$BASE" in "ok 6 1 3 "*) ok ;; *) bad "base state: $BASE" ;; esac # integrity, schema version 6, 1 scenario, 3 runs
+case "$BASE" in "ok 7 1 3 "*) ok ;; *) bad "base state: $BASE" ;; esac # integrity, schema version 7, 1 scenario, 3 runs
 
 # --- read-only database: as an unprivileged user (root ignores modes)
 mkdir "$T/ro" && cp "$T/base.db" "$T/ro/r.db" && chmod 444 "$T/ro/r.db" && chmod 555 "$T/ro"
