@@ -392,11 +392,12 @@ static double stretch_strag(cmp_model *c, size_t dev, const trace *tr, double t,
 double cmp_batch_s(cmp_model *c, size_t dev, int n, double t_start_s, double part)
 {
     const cmp_fast *f = &c->fast[dev];
-    if (f->plain && f->kind != FAST_NONE) { /* scn_batch_time's expressions, on the same values */
+    if (f->plain && f->kind != FAST_NONE) { /* scn_batch_time, on the group's values kept here */
         if (n < 1)
             return 0 * part;
-        double w = f->kind == FAST_MEASURED ? ceil((double)n / (double)f->batch) * f->b
-                                            : f->a + (double)n * c->s->model.train_flops_per_sample / f->b;
+        double w = f->kind == FAST_MEASURED
+                       ? scn_cost_measured(f->b, f->batch, (double)n, 1)
+                       : scn_cost_derived(f->a, c->s->model.train_flops_per_sample, f->b, (double)n);
         return w * part;
     }
     const scn_group *g = &c->s->groups[c->s->devices[dev].group];

@@ -258,35 +258,41 @@ void scn_free(scn_scenario *s)
     dp_free(s);
 }
 
+double scn_cost_table(const double *b, const double *t, size_t m, double x)
+{
+    if (m == 0)
+        return 0;
+    if (m == 1)
+        return t[0] * x / b[0];
+    size_t k = 0; /* segment [k, k+1] used, clamped to the ends for extrapolation */
+    while (k + 2 < m && b[k + 1] < x)
+        k++;
+    double v = t[k] + (t[k + 1] - t[k]) * (x - b[k]) / (b[k + 1] - b[k]);
+    /* Extrapolating below the first point can reach 0 or less; fall
+     * back to proportional scaling of the first point there. */
+    if (!(v > 0))
+        v = t[0] * x / b[0];
+    return v;
+}
+
+double scn_batch_cost(const scn_scenario *s, const scn_group *g, double x, int whole)
+{
+    switch (g->compute) {
+    case SCN_COMPUTE_MEASURED:
+        /* The paper's ceil model: a short batch costs a full one. */
+        return scn_cost_measured(g->batch_time_s, g->batch, x, whole);
+    case SCN_COMPUTE_TABLE:
+        return scn_cost_table(g->table_batch, g->table_s, g->table_n, x);
+    case SCN_COMPUTE_DERIVED:
+    default:
+        return scn_cost_derived(g->overhead_s, s->model.train_flops_per_sample, g->peak_flops * g->efficiency,
+                                x);
+    }
+}
+
 double scn_batch_time(const scn_scenario *s, const scn_group *g, int n)
 {
     if (!s || !g || n < 1)
         return 0;
-    switch (g->compute) {
-    case SCN_COMPUTE_MEASURED: {
-        /* The paper's ceil model: a short batch costs a full one. */
-        double batches = ceil((double)n / (double)g->batch);
-        return batches * g->batch_time_s;
-    }
-    case SCN_COMPUTE_TABLE: {
-        const double *b = g->table_batch, *t = g->table_s;
-        size_t m = g->table_n;
-        if (m == 0)
-            return 0;
-        if (m == 1)
-            return t[0] * n / b[0];
-        size_t k = 0; /* segment [k, k+1] used, clamped to the ends for extrapolation */
-        while (k + 2 < m && b[k + 1] < n)
-            k++;
-        double v = t[k] + (t[k + 1] - t[k]) * ((double)n - b[k]) / (b[k + 1] - b[k]);
-        /* Extrapolating below the first point can reach 0 or less; fall
-         * back to proportional scaling of the first point there. */
-        if (!(v > 0))
-            v = t[0] * n / b[0];
-        return v;
-    }
-    case SCN_COMPUTE_DERIVED:
-    default:
-        return g->overhead_s + (double)n * s->model.train_flops_per_sample / (g->peak_flops * g->efficiency);
-    }
+    return scn_batch_cost(s, g, (double)n, 1);
 }

@@ -22,6 +22,8 @@
 #include "dp_common.h"
 #include "trace.h"
 #include "units.h"
+
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -278,6 +280,28 @@ int scn_is_dynamic(const scn_scenario *s);
  * in n, extrapolated linearly past the ends.  DERIVED:
  * overhead + n * train_flops_per_sample / (peak * efficiency). */
 double scn_batch_time(const scn_scenario *s, const scn_group *g, int n);
+
+/* ---- the batch-cost model: the one place it is written ------------------
+ * (docs/MODEL.md "Compute").  Every cost of a batch goes through these:
+ * scn_batch_time above, the compute model's dense fast path (compute.c,
+ * which keeps a group's parameters beside its device) and the load
+ * balancers' real-valued costs (lbsync.c).  Same expressions, same bits
+ * wherever they are called from.
+ * Seconds for x samples on group g: `whole` (x a whole number) uses the
+ * ceil model of MEASURED groups; otherwise x may be real and a MEASURED
+ * group scales linearly (batch_time * x / batch). */
+double scn_batch_cost(const scn_scenario *s, const scn_group *g, double x, int whole);
+/* The model on a group's parameters: MEASURED (ceil model when whole),
+ * DERIVED (rate = peak * efficiency), TABLE (m >= 1 points b -> t). */
+static inline double scn_cost_measured(double batch_time_s, int batch, double x, int whole)
+{
+    return whole ? ceil(x / (double)batch) * batch_time_s : batch_time_s * x / batch;
+}
+static inline double scn_cost_derived(double overhead_s, double flops_per_sample, double rate, double x)
+{
+    return overhead_s + x * flops_per_sample / rate;
+}
+double scn_cost_table(const double *b, const double *t, size_t m, double x);
 
 /* Print the `dpsim check` summary (the world; cmd_check adds the policies).
  * Device groups written one by one are listed one by one up to

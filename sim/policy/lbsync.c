@@ -146,27 +146,7 @@ static int64_t mem_cap(const scn_scenario *s, const scn_group *g, int64_t B)
 
 static double group_cost(const scn_scenario *s, const scn_group *g, double x)
 {
-    if (!(x > 0))
-        return 0;
-    switch (g->compute) {
-    case SCN_COMPUTE_MEASURED:
-        return g->batch_time_s * x / g->batch;
-    case SCN_COMPUTE_TABLE: {
-        /* scn_batch_time's interpolation, for a real x */
-        const double *bb = g->table_batch, *tt = g->table_s;
-        size_t m = g->table_n;
-        if (m == 1)
-            return tt[0] * x / bb[0];
-        size_t k = 0;
-        while (k + 2 < m && bb[k + 1] < x)
-            k++;
-        double v = tt[k] + (tt[k + 1] - tt[k]) * (x - bb[k]) / (bb[k + 1] - bb[k]);
-        return v > 0 ? v : tt[0] * x / bb[0];
-    }
-    case SCN_COMPUTE_DERIVED:
-    default:
-        return g->overhead_s + x * s->model.train_flops_per_sample / (g->peak_flops * g->efficiency);
-    }
+    return x > 0 ? scn_batch_cost(s, g, x, 0) : 0;
 }
 
 double lb_cost(const lb *st, size_t d, double x)
@@ -184,11 +164,10 @@ int lb_check(const scn_scenario *s, const char *policy, const lb_opts *o, dp_err
     for (size_t d = 0; d < s->n_devices && sum < B; d++)
         sum += mem_cap(s, &s->groups[s->devices[d].group], B);
     if (sum < B)
-        return popt_fail(
-            s, policy, "global_batch", err,
-            "%lld samples per iteration do not fit in the devices' memory (at most %lld with "
-            "%g activation bytes per sample) (got %lld)",
-            (long long)B, (long long)sum, s->model.activation_bytes_per_sample, (long long)B);
+        return popt_fail(s, policy, "global_batch", err,
+                         "%lld samples per iteration do not fit in the devices' memory (at most %lld with "
+                         "%g activation bytes per sample) (got %lld)",
+                         (long long)B, (long long)sum, s->model.activation_bytes_per_sample, (long long)B);
     if (B > INT32_MAX / 2)
         return popt_fail(s, policy, "global_batch", err, "too many samples per iteration (got %lld)",
                          (long long)B);
