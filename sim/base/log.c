@@ -41,11 +41,6 @@ int log_enable(const char *spec, dp_err *err)
                       (int)len, spec, spec);
 }
 
-void log_reset(void)
-{
-    memset(log_level_of, 0, sizeof log_level_of);
-}
-
 void log_write(log_cat cat, log_level lvl, double t_s, const char *fmt, ...)
 {
     char line[1024];

@@ -23,8 +23,6 @@ extern int log_level_of[LOG_NCAT];
  * warn, info, debug, trace; default info); may be called once per --log.
  * 0, or DP_EINPUT with a message naming the bad word and the choices. */
 int log_enable(const char *spec, dp_err *err);
-/* Turn every category off (tests). */
-void log_reset(void);
 /* Write one line (use DP_LOG, which checks the level first).  t_s < 0 prints
  * no simulated time. */
 void log_write(log_cat cat, log_level lvl, double t_s, const char *fmt, ...) DP_PRINTF(4, 5);

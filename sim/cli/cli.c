@@ -49,7 +49,18 @@ static void usage(FILE *out)
                  "Exit codes: 0 success, 1 the run failed, 2 bad usage or bad input.\n"
                  "Start here: dpsim reproduce table3 --out table3/\n"
                  "What is simulated (world, policies, the C-ADP problem, outputs): docs/MODEL.md;\n"
-                 "scenario keys: scenarios/README.md.\n");
+                 "scenario keys: scenarios/README.md.\n"
+                 "\nenvironment:\n"
+                 "  DPSIM_GNUPLOT=PATH         the gnuplot to run (default: gnuplot on PATH)\n"
+                 "  DPSIM_PROGRESS_EVERY=S     seconds between progress lines (default 0.2 on a\n"
+                 "                             terminal, 5 otherwise; 0: every check)\n"
+                 "  DPSIM_NO_FAST_FORWARD=1    simulate every epoch (same results; to compare)\n"
+                 "  DPSIM_COMPUTE_PER_BATCH=1  one event per batch, not a run of batches per event\n"
+                 "  DPSIM_COLL_PER_FLOW=1      every collective round as flows, no closed form\n"
+                 "  DPSIM_NET_NO_STAR=1        progressive filling only, no star fast path\n"
+                 "  DPSIM_MPI_TIMEOUT=S        sweep --mpi: seconds a silent rank is waited for\n"
+                 "  DPSIM_OUT, DPSIM_MERGED    sweep --slurm's script: shared directory, merged db\n"
+                 "The switches that compare (=1) change speed only, never a result.\n");
 }
 
 int dpsim_main(int argc, char **argv)

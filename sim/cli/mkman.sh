@@ -23,6 +23,13 @@ cmds=$(printf '%s\n' "$top" | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ 
         "$BIN" "$c" --help | esc
         printf '.fi\n'
     done
+    # ENVIRONMENT: the "environment:" block of `dpsim --help`, one .TP each
+    printf '.SH ENVIRONMENT\n'
+    printf '%s\n' "$top" | esc | awk '/^environment:/ {on = 1; next} on && /^$/ {exit}
+        on && /^  [A-Z]/ {sub(/^  /, ""); n = index($0, "  "); if (n == 0) n = length($0) + 1;
+            printf ".TP\n.B %s\n", substr($0, 1, n - 1); d = substr($0, n); sub(/^ +/, "", d); print d; next}
+        on && /^   / {sub(/^ +/, ""); print; next}
+        on {print ".PP"; print; exit}'
     printf '.SH FILES\n.TP\n.I results.db\nthe default results database (SQLite); its schema: sim/store/SCHEMA.md in the sources\n'
     printf '.SH SEE ALSO\n.BR gnuplot (1),\n.BR sqlite3 (1)\n'
 } >"$OUT.tmp"

@@ -391,10 +391,6 @@ cmp_model *world_compute(world *w)
 {
     return w->c;
 }
-size_t world_n_devices(const world *w)
-{
-    return w->nd;
-}
 int world_dev_up(const world *w, size_t d)
 {
     return w->r[d].up;

@@ -52,7 +52,6 @@ void world_free(world *w);
 sim_engine *world_engine(world *w);
 net *world_net(world *w);
 cmp_model *world_compute(world *w);
-size_t world_n_devices(const world *w);
 
 /* Links and latency of the path from node `from` to node `to` (from != to).
  * links must hold NET_MAX_PATH entries.  0 or DP_EINPUT. */

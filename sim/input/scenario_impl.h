@@ -61,8 +61,6 @@ int scni_check_map_at(cv *c, const yt_node *n, const char *path, const char *con
                       const char *const *required, const yt_node **vals, const yt_node **knodes);
 int scni_get_scalar(cv *c, const yt_node *m, const char *path, const char *key, int required,
                     const yt_node **out);
-int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-               double def, double *out, const yt_node **node);
 int scni_get_pos(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
                  double def, int nonneg, double max, double *out);
 int scni_get_int(cv *c, const yt_node *m, const char *path, const char *key, int required, int64_t def,

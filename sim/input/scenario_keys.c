@@ -190,13 +190,6 @@ int scni_scalar_at(cv *c, const yt_node *m, const yt_node *n, const char *path, 
     return 1;
 }
 
-/* A quantity.  Returns 1 (set), 0 (absent: *out = def), < 0 error. */
-int scni_get_q(cv *c, const yt_node *m, const char *path, const char *key, scn_unit u, int required,
-               double def, double *out, const yt_node **node)
-{
-    return scni_q_at(c, m, yt_get(m, key), path, key, u, required, def, out, node);
-}
-
 int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
               int required, double def, double *out, const yt_node **node)
 {
@@ -431,11 +424,6 @@ int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_
     va_end(ap);
     cv c = reader(s, err);
     return scni_fail(&c, n, path, "%s", msg);
-}
-
-const char *scn_read_got(const yt_node *n, char *buf, size_t len)
-{
-    return scni_got(n, buf, len);
 }
 
 int scn_read_keys(const scn_scenario *s, const yt_node *m, const char *path, const char *const *keys,

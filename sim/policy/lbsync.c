@@ -74,10 +74,6 @@ size_t lb_n(const lb *st)
 {
     return st->n;
 }
-prt *lb_rt(const lb *st)
-{
-    return st->rt;
-}
 const lb_opts *lb_o(const lb *st)
 {
     return st->o;

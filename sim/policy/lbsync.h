@@ -136,7 +136,6 @@ void lb_free(prt *rt);
 
 /* ---- for the methods ---------------------------------------------------- */
 size_t lb_n(const lb *st);
-prt *lb_rt(const lb *st);
 const lb_opts *lb_o(const lb *st);
 int64_t lb_B(const lb *st);
 void *lb_method_state(const lb *st);

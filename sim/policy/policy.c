@@ -133,11 +133,6 @@ const char *policy_label(const policy_def *p)
 {
     return p ? p->label : "?";
 }
-const char *policy_color(const policy_def *p)
-{
-    return p ? p->color : "#999999";
-}
-
 const char *policy_label_of(const char *name)
 {
     const policy_def *p = policy_find(name);

@@ -50,7 +50,6 @@ void policy_names(char *buf, size_t len, const char *sep);
 
 const char *policy_name(const policy_def *p);
 const char *policy_label(const policy_def *p);
-const char *policy_color(const policy_def *p);
 /* The label and colour for a stored policy name (plots): a registered
  * policy's, else the name itself and a colour of a colour-blind-safe cycle
  * picked by k. */

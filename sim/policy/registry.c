@@ -1,6 +1,6 @@
 /* registry.c: the built-in policies, in the order tables, sweeps and plots
  * list them.  Adding a policy: one line here (and its file in
- * sim/meson.build). */
+ * sim/policy/meson.build). */
 #include "runtime.h"
 
 #include <stddef.h>

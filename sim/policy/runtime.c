@@ -63,10 +63,6 @@ world *prt_world(const prt *rt)
 {
     return rt->w;
 }
-sim_engine *prt_engine(const prt *rt)
-{
-    return rt->e;
-}
 double prt_now(const prt *rt)
 {
     return sim_now(rt->e);

@@ -11,7 +11,7 @@
  *
  * Adding a policy: write sim/policy/NAME.c defining `const policy_def
  * policy_NAME`, add one line to the registry (registry.c) and one to
- * sim/meson.build.  A program may also register a policy at run time
+ * sim/policy/meson.build.  A program may also register a policy at run time
  * (policy_register in policy.h) without touching sim/.
  *
  * Model: docs/MODEL.md section 4 (what each policy does).
@@ -79,7 +79,7 @@ typedef struct policy_def {
     const popt *opts;    /* option table (may be NULL: no options) */
     size_t opts_size;    /* bytes of the options struct (at most POLICY_OPTS_MAX) */
     /* Optional: resolve defaults that depend on other options (e.g. ZeRO's
-     * overlap by stage); returns 0. */
+     * overlap by stage), in place. */
     void (*finish)(void *opts);
     /* Optional: refuse a scenario this policy cannot run, before any
      * simulation (DP_EINPUT with a message naming policies.NAME.KEY, NAME
@@ -125,7 +125,6 @@ size_t prt_n(const prt *rt);                 /* devices */
 const policy_def *prt_policy(const prt *rt); /* the policy running */
 const scn_scenario *prt_scn(const prt *rt);  /* borrowed for the run */
 world *prt_world(const prt *rt);
-sim_engine *prt_engine(const prt *rt);
 double prt_now(const prt *rt);
 uint64_t prt_seed(const prt *rt); /* the run's seed (a planner that simulates reuses it) */
 dp_err *prt_err(const prt *rt);

@@ -5,8 +5,10 @@
  * PhYUmn5OOQtYMH4h6I0nSsKchNAySU).
  *
  * Layout: pid 1 is the cluster (counter track "cluster TFLOPS" from
- * run_flops, instant events at epoch ends); pid 2+g is device group g (a
- * site or a kind of device, as the scenario groups them), tid 1+d device d.
+ * run_flops, instant events at epoch ends); each device group (a site or
+ * a kind of device, as the scenario groups them) is pid 2 + the index of
+ * its first device (unique per group: the database numbers no groups),
+ * tid 1+d device d.
  * Each stored timeline segment becomes one complete event ("ph":"X") named
  * for the activity.  Times are microseconds of simulated time.  Per device
  * the stored segments are disjoint and ordered, so a thread's complete
