@@ -553,7 +553,7 @@ Test(efficiency, a_tapped_one_device_ddp_is_its_serial_steps)
 /* ---- cross-check with the learner (issue: fit two schedules, predict a third) */
 
 #include "cli/runlog.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "policy/policy.h"
 
 /* One policy's run of tests/data/learn-digits8.yaml with overrides. */

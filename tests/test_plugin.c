@@ -6,7 +6,7 @@
  * The policy, "solo": each device trains on an equal share with its own
  * batch and never synchronises; an epoch ends when every device is done.
  * Its option `rounds` repeats each epoch's local pass. */
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "plots.h"
 #include "policy/policy.h"
 #include "policy/runtime.h"

@@ -14,8 +14,7 @@
  */
 #include "calib/calib.h"
 #include "calib/lsq.h"
-#include "cli/cli.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "json.h"
 #include "results.h"
 #include "yamltree.h"
@@ -87,7 +86,7 @@ struct calib_problem {
     setting sets[2 * CALIB_MAX_SETS];
     /* The policies the targets name, in first-mention order.  The only
      * place this module holds policy kinds: everything goes through the
-     * runner (cli/runner.h). */
+     * runner (run/runner.h). */
     size_t n_policies;
     char policy_names[CALIB_MAX_TARGETS][32];
     const policy_def *pk[CALIB_MAX_TARGETS];
@@ -376,7 +375,7 @@ static int evaluate(calib_problem *p, const double *x, int shortcuts, double *f,
         for (size_t i = 0; i < p->n_params; i++)
             for (size_t k = 0; k < p->params[i].n_keys; k++)
                 ov[n++] = (scn_override){p->params[i].keys[k], vals[i]};
-        scn_scenario *s = cli_load_scenario(p->scenario_arg, ov, n, err);
+        scn_scenario *s = runner_load_scenario(p->scenario_arg, ov, n, err);
         if (!s)
             return err ? err->code : DP_EINPUT;
         res_run *r = NULL;
@@ -494,7 +493,7 @@ calib_problem *calib_new(const calib_spec *spec, dp_err *err)
     if (rc == DP_ENOMEM)
         dp_err_set(err, DP_ENOMEM, "calibrate: out of memory");
     if (!rc)
-        p->base = cli_load_scenario(p->scenario_arg, NULL, 0, err);
+        p->base = runner_load_scenario(p->scenario_arg, NULL, 0, err);
     if (!rc && !p->base)
         rc = err ? err->code : DP_EINPUT;
     /* Every key and value must be acceptable to the scenario: load it with
@@ -511,7 +510,7 @@ calib_problem *calib_new(const calib_spec *spec, dp_err *err)
             for (size_t k = 0; k < q->n_keys; k++)
                 ov[n++] = (scn_override){q->keys[k], vals[i]};
         }
-        scn_scenario *s = cli_load_scenario(p->scenario_arg, ov, n, err);
+        scn_scenario *s = runner_load_scenario(p->scenario_arg, ov, n, err);
         if (!s)
             rc = err ? err->code : DP_EINPUT;
         scn_free(s);

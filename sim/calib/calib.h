@@ -20,7 +20,7 @@
  * would need a value outside the plausible range.
  *
  * Policies are reached only through runner_parse_policies / runner_run
- * (cli/runner.h), so this module does not depend on how policies are
+ * (run/runner.h, below both the calibrator and the command line), so this module does not depend on how policies are
  * registered.
  *
  * Evaluation shortcuts: `for` overrides (POLICY:KEY=VALUE) are applied only

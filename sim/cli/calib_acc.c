@@ -8,7 +8,7 @@
 #include "cli/calib_acc.h"
 #include "cli/cli.h"
 #include "cli/runlog.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "yamltree.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
 /* cli.c: command dispatch, top-level help, and helpers the commands share. */
 #include "cli/cli.h"
+#include "run/runner.h"
 #include "dpsim_config.h"
 
 #include "policy/policy.h"
@@ -69,6 +70,10 @@ int dpsim_main(int argc, char **argv)
      * the store and the exports report as a full disk, rather than SIGXFSZ
      * killing the process mid-write (run, reproduce, sweep, merge, export). */
     signal(SIGXFSZ, SIG_IGN);
+    /* the runner (sim/run) reports through the command line's progress
+     * line and messages */
+    static const runner_hooks hooks = {cli_progress_begin, cli_progress_end, cli_interrupted, cli_fail};
+    runner_set_hooks(&hooks);
     /* every command (run, reproduce, sweep, rerun, calibrate): simulate
      * every epoch; the same results, for comparing (docs/MODEL.md) */
     const char *noff = getenv("DPSIM_NO_FAST_FORWARD");
@@ -144,10 +149,7 @@ int cli_is_help(const char *arg)
 
 void cli_now_iso(char *buf, size_t len)
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    runner_now_iso(buf, len);
 }
 
 const char *cli_invocation_id(void)
@@ -163,24 +165,12 @@ const char *cli_invocation_id(void)
 
 double cli_wall_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return runner_wall_s();
 }
 
 scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err)
 {
-    scn_scenario *s;
-    if (strcmp(arg, "builtin:paper-testbed") == 0)
-        s = scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
-                            dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
-    else
-        s = scn_load_file(arg, ov, n_ov, err);
-    if (s && policy_check_scenario(s, err)) { /* the policies' options, by the registry */
-        scn_free(s);
-        return NULL;
-    }
-    return s;
+    return runner_load_scenario(arg, ov, n_ov, err);
 }
 
 int cli_parse_override(char *arg, scn_override *ov)

@@ -1,7 +1,7 @@
 /* cmd_run.c: dpsim run SCENARIO: simulate policies, print, store. */
 #include "cli/cli.h"
 #include "cli/report.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "policy/policy.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * sim/sweep/sweep.c; this file parses options, reads the scenario text
  * once and turns SIGINT/SIGTERM into a stop request. */
 #include "cli/cli.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "sweep/sweep.h"
 
 #include <errno.h>

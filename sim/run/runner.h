@@ -1,5 +1,6 @@
-/* runner.h: run policies on a loaded scenario and store each result.
- * Shared by `run`, `reproduce` and `sweep`. */
+/* runner.h: load a scenario, run policies on it and store each result.
+ * Shared by the command line (`run`, `reproduce`, `sweep`) and the
+ * calibrator (sim/calib), which sit above it. */
 #ifndef DP_RUNNER_H
 #define DP_RUNNER_H
 
@@ -23,6 +24,24 @@ int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uin
 int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n, uint64_t seed, store *st,
                     const char *const *overrides, size_t n_overrides, res_run **out, int64_t *ids,
                     int *exit_code, dp_err *err);
+/* A scenario file, or "builtin:paper-testbed", with overrides; its
+ * policies' options checked by the registry.  NULL with err set. */
+scn_scenario *runner_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err);
+/* The wall clock (UTC, ISO 8601) and a monotonic clock in seconds. */
+void runner_now_iso(char *buf, size_t len);
+double runner_wall_s(void);
+/* What the runner asks of the program above it (the command line); any
+ * member may be NULL (the default): begin names a run about to start and
+ * end follows it (a progress line); interrupted says the user asked to stop
+ * (runner_run_each stops then); report prints a failed policy's message
+ * and returns its exit code (NULL: not printed, 2 for bad input, else 1). */
+typedef struct runner_hooks {
+    void (*begin)(const char *what);
+    void (*end)(void);
+    int (*interrupted)(void);
+    int (*report)(const dp_err *err);
+} runner_hooks;
+void runner_set_hooks(const runner_hooks *h);
 /* Parse "ddp,cadp" (or "all": every registered policy, in registry order)
  * into out[0..cap); returns the count or -1 with a message naming the
  * unknown policy. */

@@ -1,9 +1,50 @@
-/* runner.c: policies -> results -> store. */
-#include "cli/runner.h"
-#include "cli/cli.h"
+/* runner.c: scenario -> policies -> results -> store. */
+#include "run/runner.h"
 #include "dpsim_config.h"
 
 #include <string.h>
+#include <time.h>
+
+/* The embedded copy of scenarios/paper-testbed.yaml (scenarios/meson.build). */
+extern const char dpsim_builtin_paper_testbed[];
+extern const size_t dpsim_builtin_paper_testbed_len;
+
+static runner_hooks hooks;
+
+void runner_set_hooks(const runner_hooks *h)
+{
+    hooks = h ? *h : (runner_hooks){0};
+}
+
+void runner_now_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+double runner_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+scn_scenario *runner_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err)
+{
+    scn_scenario *s;
+    if (strcmp(arg, "builtin:paper-testbed") == 0)
+        s = scn_load_string("<builtin:paper-testbed>", dpsim_builtin_paper_testbed,
+                            dpsim_builtin_paper_testbed_len, NULL, ov, n_ov, err);
+    else
+        s = scn_load_file(arg, ov, n_ov, err);
+    if (s && policy_check_scenario(s, err)) { /* the policies' options, by the registry */
+        scn_free(s);
+        return NULL;
+    }
+    return s;
+}
 
 int runner_parse_policies(const char *list, const policy_def **out, size_t cap, dp_err *err)
 {
@@ -53,24 +94,26 @@ int runner_parse_policies(const char *list, const policy_def **out, size_t cap, 
  * with the policy and scenario when the simulation failed). *sim_failed:
  * 1 when the simulation itself failed (not the store). */
 static int run_one(const scn_scenario *s, const policy_def *pk, uint64_t seed, store *st,
-                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id, int *sim_failed,
-                   dp_err *err)
+                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id,
+                   int *sim_failed, dp_err *err)
 {
     *sim_failed = 0;
     char started[32];
-    cli_now_iso(started, sizeof started);
-    double w0 = cli_wall_s();
+    runner_now_iso(started, sizeof started);
+    double w0 = runner_wall_s();
     char what[96];
     snprintf(what, sizeof what, "%s on %s", policy_name(pk), s->name);
-    cli_progress_begin(what);
+    if (hooks.begin)
+        hooks.begin(what);
     res_run *r = policy_run(pk, s, seed, err);
-    cli_progress_end();
+    if (hooks.end)
+        hooks.end();
     if (!r) {
         *sim_failed = 1;
         dp_err_prefix(err, "%s on %s", policy_name(pk), s->name);
         return err ? err->code : DP_ERUN;
     }
-    r->wall_s = cli_wall_s() - w0;
+    r->wall_s = runner_wall_s() - w0;
     *out = r;
     if (st)
         return store_put_run(st, s, overrides, n_overrides, r, DPSIM_VERSION, started, 0, NULL, id, err);
@@ -94,9 +137,9 @@ int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n
             continue;
         /* a simulation that failed is this policy's problem; an interrupt,
          * the database or memory are everyone's: stop */
-        if (!sim_failed || rc == DP_ENOMEM || cli_interrupted())
+        if (!sim_failed || rc == DP_ENOMEM || (hooks.interrupted && hooks.interrupted()))
             return rc;
-        int code = cli_fail(err);
+        int code = hooks.report ? hooks.report(err) : (err && err->code == DP_EINPUT ? 2 : 1);
         failed++;
         if (code > *exit_code)
             *exit_code = code;
