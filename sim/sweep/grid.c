@@ -377,6 +377,10 @@ const char *sweep_grid_key(const sweep_grid *g, size_t axis)
 {
     return g && axis < g->n_axes ? g->ax[axis].key : NULL;
 }
+const char *sweep_grid_spec(const sweep_grid *g, size_t axis)
+{
+    return g && axis < g->n_axes ? g->ax[axis].spec : NULL;
+}
 size_t sweep_grid_n_values(const sweep_grid *g, size_t axis)
 {
     return g && axis < g->n_axes ? g->ax[axis].n : 0;

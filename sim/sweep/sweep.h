@@ -55,6 +55,7 @@ int sweep_grid_add(sweep_grid *g, const char *arg, dp_err *err);
 size_t sweep_grid_n_axes(const sweep_grid *g);
 size_t sweep_grid_n_points(const sweep_grid *g); /* product of the axis lengths; 1 with no axis */
 const char *sweep_grid_key(const sweep_grid *g, size_t axis);
+const char *sweep_grid_spec(const sweep_grid *g, size_t axis);
 size_t sweep_grid_n_values(const sweep_grid *g, size_t axis);
 const char *sweep_grid_value(const sweep_grid *g, size_t axis, size_t i);
 /* Value of `axis` at point `point` (< sweep_grid_n_points). */
