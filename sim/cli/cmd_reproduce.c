@@ -15,12 +15,8 @@
  * and the accuracy rows come from table3_acc.h. */
 #include "cli/cli.h"
 #include "cli/report.h"
-<<<<<<< HEAD
-#include "run/runner.h"
 #include "cli/table3_acc.h"
-=======
 #include "run/runner.h"
->>>>>>> 970951d (Floors: the runner moves below the command line and the calibrator (sim/run/), so sim/calib no longer includes sim/cli)
 #include "policy/policy.h"
 #include "dpsim_config.h"
 #include "plots.h"

@@ -339,5 +339,7 @@ int scn_read_enum(const scn_scenario *s, const struct yt_node *m, const char *pa
 /* A message at node n (or the file when NULL) about `path`. */
 int scn_read_fail(const scn_scenario *s, const struct yt_node *n, const char *path, dp_err *err,
                   const char *fmt, ...) DP_PRINTF(5, 6);
+/* The "got" text of a node for messages (its scalar, cut, or its shape). */
+const char *scn_read_got(const struct yt_node *n, char *buf, size_t len);
 
 #endif

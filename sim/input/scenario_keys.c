@@ -426,6 +426,11 @@ int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_
     return scni_fail(&c, n, path, "%s", msg);
 }
 
+const char *scn_read_got(const yt_node *n, char *buf, size_t len)
+{
+    return scni_got(n, buf, len);
+}
+
 int scn_read_keys(const scn_scenario *s, const yt_node *m, const char *path, const char *const *keys,
                   dp_err *err)
 {
