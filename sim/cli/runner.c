@@ -53,8 +53,8 @@ int runner_parse_policies(const char *list, const policy_def **out, size_t cap, 
  * with the policy and scenario when the simulation failed). *sim_failed:
  * 1 when the simulation itself failed (not the store). */
 static int run_one(const scn_scenario *s, const policy_def *pk, uint64_t seed, store *st,
-                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id, int *sim_failed,
-                   dp_err *err)
+                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id,
+                   int *sim_failed, dp_err *err)
 {
     *sim_failed = 0;
     char started[32];
