@@ -1581,3 +1581,22 @@ Test(policy, collective_progress_option)
     dp_free(js);
     scn_free(s);
 }
+
+/* The replay of repeated epochs (a loop outside the event loop) honours
+ * the interrupt flag: with it set before the run, DDP on TWO for 10^6
+ * epochs stops within 1024 replayed epochs instead of replaying them all. */
+Test(policy, replay_honours_the_interrupt)
+{
+    scn_override ov[1] = {{"training.epochs", "1000000"}};
+    scn_scenario *s = load(TWO, ov, 1);
+    static volatile sig_atomic_t flag;
+    flag = 1;
+    policy_set_interrupt(&flag);
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
+    policy_set_interrupt(NULL);
+    cr_expect_null(r);
+    cr_expect(strstr(err.msg, "interrupted") && strstr(err.msg, "replaying epoch"), "%s", err.msg);
+    res_run_free(r);
+    scn_free(s);
+}

@@ -41,18 +41,18 @@
  * disjoint, in time order, and together are the episodes' union (two
  * pieces may touch). */
 typedef struct strag {
-    gsl_rng *rng;          /* a counter-based stream, reseeded per cell; NULL: no stragglers */
-    uint64_t key;          /* the device's stream key */
-    double W;              /* nominal cell length */
-    int64_t cell;          /* the cell being generated; -1: none yet */
-    double c0, c1;         /* its bounds [c0, c1), absolute */
-    double a_end;          /* carried episodes cover [0, a_end) (relative; 0: none) */
-    double c_start;        /* episodes alive at its end cover [c_start, W) (W: none) */
-    double u, e;           /* next episode inside the cell: [u, e) relative (u >= c_start: none left) */
-    int stage;             /* 0: carried piece next, 1: inside, 2: the end piece, 3: cell done */
-    int has;               /* a current piece [ps, pe) */
-    double ps, pe;         /* the current piece, absolute */
-    double prev_e;         /* every piece before the current one ends at or before it */
+    gsl_rng *rng;   /* a counter-based stream, reseeded per cell; NULL: no stragglers */
+    uint64_t key;   /* the device's stream key */
+    double W;       /* nominal cell length */
+    int64_t cell;   /* the cell being generated; -1: none yet */
+    double c0, c1;  /* its bounds [c0, c1), absolute */
+    double a_end;   /* carried episodes cover [0, a_end) (relative; 0: none) */
+    double c_start; /* episodes alive at its end cover [c_start, W) (W: none) */
+    double u, e;    /* next episode inside the cell: [u, e) relative (u >= c_start: none left) */
+    int stage;      /* 0: carried piece next, 1: inside, 2: the end piece, 3: cell done */
+    int has;        /* a current piece [ps, pe) */
+    double ps, pe;  /* the current piece, absolute */
+    double prev_e;  /* every piece before the current one ends at or before it */
 } strag;
 /* What a plain device's batch time needs, beside its other devices' in one
  * dense array: a batch's end reads this record instead of the device's and
@@ -117,8 +117,8 @@ static double sm_get_double(void *state)
 {
     return (double)(sm_next(state) >> 11) * 0x1p-53; /* [0, 1) */
 }
-static const gsl_rng_type sm_type = {"dpsim-splitmix64", 0xffffffffUL, 0, sizeof(uint64_t),
-                                     sm_set, sm_get, sm_get_double};
+static const gsl_rng_type sm_type = {"dpsim-splitmix64", 0xffffffffUL, 0, sizeof(uint64_t), sm_set, sm_get,
+                                     sm_get_double};
 
 gsl_rng *cmp_stream(uint64_t seed, size_t dev, int process)
 {

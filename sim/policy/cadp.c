@@ -22,6 +22,7 @@
  * receives the model (and its data, unless the data persist).
  */
 #include "cadp.h"
+#include "policy.h"
 #include "runtime_perf.h"
 #include "slv.h"
 
@@ -983,6 +984,11 @@ static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x
             }
         }
         res_run *t = NULL;
+        if (policy_interrupted()) { /* a candidate of under 4096 events never polls the flag itself */
+            rc = dp_err_set(err, DP_ERUN, "interrupted while refining the allocation by simulation (%d runs)",
+                            *sims);
+            break;
+        }
         if ((rc = simulate_alloc(s, seed, y, &t, err)))
             break;
         ++*sims;

@@ -97,6 +97,9 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
  * with DP_ERUN "interrupted".  NULL (the default) = never.  The pointer is
  * borrowed for the life of the process. */
 void policy_set_interrupt(volatile sig_atomic_t *flag);
+/* 1 once that flag is set: loops outside the event loop (C-ADP's
+ * refinement by simulation, the replay of repeated epochs) poll it. */
+int policy_interrupted(void);
 /* Steady-state fast-forward (docs/MODEL.md "Steady state"): on (1, the
  * default) lets a run skip the simulation of epochs proven to repeat,
  * replaying their records instead (bit-identical results); 0 simulates

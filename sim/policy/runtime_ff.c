@@ -37,6 +37,7 @@
 static int ff_enabled = 1;
 static policy_progress_fn progress_fn;
 static void *progress_ctx;
+static volatile sig_atomic_t *interrupt_flag;
 
 void policy_set_fast_forward(int on)
 {
@@ -530,6 +531,19 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         rt->ff_events += ev;
         rt->base = base + span; /* the next epoch's origin; after the last, Ttotal */
         tl->gen++;
+        /* millions of epochs replay for seconds: progress and interrupts as
+         * in the event loop, every 1024 epochs */
+        if (((rt->epoch - first) & 1023) == 1023 && !rt->finished && !rt->failed) {
+            if (progress_fn) {
+                double work = (double)rt->s->training.epochs;
+                progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events,
+                            work > 0 ? (rt->epoch - 1) / work : 0);
+            }
+            if (policy_interrupted())
+                prt_fail(rt, DP_ERUN,
+                         "interrupted at simulated t = %.6g s (replaying epoch %d); this run was not stored",
+                         rt->base, rt->epoch);
+        }
     }
     dev_changes_free(&ch);
     int last = rt->s->training.epochs;
@@ -606,11 +620,14 @@ static int ff_boundary(prt *rt)
 
 /* ---- run and results ---------------------------------------------------------- */
 
-static volatile sig_atomic_t *interrupt_flag;
-
 void policy_set_interrupt(volatile sig_atomic_t *flag)
 {
     interrupt_flag = flag;
+}
+
+int policy_interrupted(void)
+{
+    return interrupt_flag && *interrupt_flag;
 }
 
 void policy_set_progress(policy_progress_fn fn, void *ctx)
@@ -637,7 +654,7 @@ int prt_run(prt *rt)
             progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e),
                         work > 0 ? rt->samples_done / work : 0);
         }
-        if (interrupt_flag && *interrupt_flag)
+        if (policy_interrupted())
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
         /* The network stalled for good (out of memory): in a world whose
@@ -682,11 +699,12 @@ int prt_run(prt *rt)
      * TFLOPS have lost most of their digits (or are 0).  Refused. */
     double T = abs_now(rt), step = nextafter(T, INFINITY) - T;
     if (rt->tsend_s > 0 && T - rt->tsend_s < ldexp(step, 20))
-        return dp_err_set(rt->err, DP_ERUN,
-                          "training took %.3g s after Tsend = %.6g s, where a time is resolved to %.2g s only: "
-                          "Ttraining, utilisation and TFLOPS would lose most of their digits; shorten the "
-                          "transfers (slow links, huge samples) or scale the scenario's times; this run was "
-                          "not stored",
-                          T - rt->tsend_s, rt->tsend_s, step);
+        return dp_err_set(
+            rt->err, DP_ERUN,
+            "training took %.3g s after Tsend = %.6g s, where a time is resolved to %.2g s only: "
+            "Ttraining, utilisation and TFLOPS would lose most of their digits; shorten the "
+            "transfers (slow links, huge samples) or scale the scenario's times; this run was "
+            "not stored",
+            T - rt->tsend_s, rt->tsend_s, step);
     return 0;
 }

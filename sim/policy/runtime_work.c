@@ -161,7 +161,8 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
     compute_slot *c = &TL(rt)->cslots[d];
     double now = sim_now(rt->e), dt = cmp_batch_s(world_compute(rt->w), d, n, now, part);
     if (isnan(dt))
-        return prt_fail(rt, DP_ERUN, "device %s: straggler episodes cannot be drawn at t = %.6g s (too far in time)",
+        return prt_fail(rt, DP_ERUN,
+                        "device %s: straggler episodes cannot be drawn at t = %.6g s (too far in time)",
                         rt->s->devices[d].name, abs_now(rt));
     if (!isfinite(dt))
         return prt_fail(rt, DP_ERUN, "device %s: its speed trace stays at 0, the batch never ends",
