@@ -628,6 +628,20 @@ int dpsim_db_run(dpsim_db *db, int64_t run_id, dpsim_results **out, dpsim_error 
     return DPSIM_OK;
 }
 
+/* ---- quantities ------------------------------------------------------------------------------ */
+
+int dpsim_si(const char *text, double *out)
+{
+    static const scn_unit units[] = {SCN_UNIT_NUMBER, SCN_UNIT_BANDWIDTH, SCN_UNIT_RATE,
+                                     SCN_UNIT_BYTES,  SCN_UNIT_TIME,      SCN_UNIT_FLOPS};
+    if (!text || !out)
+        return DPSIM_EINPUT;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) /* the unit's suffix picks one */
+        if (scn_parse_quantity(text, units[i], out, NULL) == 0)
+            return DPSIM_OK;
+    return DPSIM_EINPUT;
+}
+
 /* ---- sweep grids ---------------------------------------------------------------------------- */
 
 int dpsim_grid_new(const char *const *vary, size_t n_vary, dpsim_grid **out, dpsim_error *e)

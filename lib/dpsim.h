@@ -206,6 +206,15 @@ DPSIM_API void dpsim_db_close(dpsim_db *db);
  * DPSIM_EINPUT when there is no such run. */
 DPSIM_API int dpsim_db_run(dpsim_db *db, int64_t run_id, dpsim_results **out, dpsim_error *err);
 
+/* ---- quantities -------------------------------------------------------------------- */
+
+/* A value as written in a scenario, an override or a sweep ("100Mbps",
+ * "25MiB", "20ms", "4GB/s", "35.6TFLOPS", "0.5") in SI base units: bytes/s
+ * for bandwidths and rates, bytes, seconds, FLOP/s; a bare number as it is
+ * (its unit is the key's).  DPSIM_EINPUT for text that is not a number with
+ * a known unit. */
+DPSIM_API int dpsim_si(const char *text, double *out);
+
 /* ---- sweep grids ----------------------------------------------------------------- */
 
 typedef struct dpsim_grid dpsim_grid;

@@ -73,4 +73,24 @@ soname=$(objdump -p "$so" 2>/dev/null | awk '/SONAME/ {print $2}')
 others=$(nm -D --defined-only "$so" | awk '$2 == "T" && $3 !~ /^dpsim_/' | head -n3)
 [ -z "$others" ] && ok "exports dpsim_* only" || bad "exports more than dpsim.h: $others"
 
+# The Python package: installed beside the library, told where it went.
+inst=$(find "$root" -path '*/dpsim/_install.py' | head -n1)
+if [ -z "$inst" ]; then
+    bad "the Python package was not installed (dpsim/_install.py)"
+else
+    site=$(dirname "$(dirname "$inst")")
+    want=$(sed -n 's/^LIBRARY = "\(.*\)"$/\1/p' "$inst")
+    [ -f "$root$want" ] && ok "dpsim/_install.py names the installed library" ||
+        bad "dpsim/_install.py names $want, not installed under the prefix"
+    if [ ${#san[@]} -eq 0 ] && command -v python3 >/dev/null; then
+        # Debian's python3 (meson's); the package needs no pandas for .json.
+        py=$(command -v /usr/bin/python3 || command -v python3)
+        DPSIM_LIB=$root$want PYTHONPATH=$site "$py" -c 'import dpsim, sys; print(dpsim.run(sys.argv[1], policy="cadp").json)' \
+            "$TINY" >"$T/py.json" 2>"$T/py.err"
+        "$BIN" run "$TINY" --policy cadp --json --no-db -q >"$T/cli.json"
+        cmp -s "$T/py.json" "$T/cli.json" && ok "installed Python package = CLI" ||
+            bad "installed Python package: $(head -c 300 "$T/py.err")"
+    fi
+fi
+
 e2e_done libapi
