@@ -124,9 +124,9 @@ class Scenario:
         self.overrides = sets
 
     def __del__(self):
-        if getattr(self, "_h", None):
-            _lib.scenario_free(self._h)
-            self._h = None
+        h, self._h = getattr(self, "_h", None), None
+        if h and _lib is not None and _lib.scenario_free is not None:  # not at interpreter exit
+            _lib.scenario_free(h)
 
     @property
     def name(self):

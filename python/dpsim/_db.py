@@ -26,9 +26,9 @@ class Database:
         self._sql = sqlite3.connect("file:%s?mode=ro" % self.path, uri=True)
 
     def close(self):
-        if getattr(self, "_h", None):
-            _lib.db_close(self._h)
-            self._h = None
+        h, self._h = getattr(self, "_h", None), None
+        if h and _lib is not None and _lib.db_close is not None:  # not at interpreter exit
+            _lib.db_close(h)
         if getattr(self, "_sql", None):
             self._sql.close()
             self._sql = None

@@ -97,10 +97,10 @@ def sweep(scenario, vary, policy=None, seeds=1, jobs=2, set=None, base_dir=None)
         policies = list(policy)
     else:
         policies = base.policies
+    if not isinstance(seeds, int) or seeds < 1:
+        raise InputError("seeds: want a whole number, 1 or more (got %r)" % (seeds,))
     random = base.stochastic or any(k.rsplit(".", 1)[-1] in _RANDOM_KEYS for k in (points[0] if points else {}))
     seed_list = list(range(1, seeds + 1)) if random else [1]
-    if seeds < 1:
-        raise InputError("seeds: want 1 or more (got %d)" % seeds)
     # Each axis checked alone first, as the CLI does: a bad key or value is
     # bad input, not a failed point.
     for spec in _axes(vary):

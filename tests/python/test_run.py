@@ -104,8 +104,11 @@ def test_store_and_open_db(tmp_path):
         assert again.runs["ttotal_s"].iloc[0] == r.runs["ttotal_s"].iloc[1]
     shown = cli("show", "1", "--db", db, "--json").stdout
     assert json.loads(shown)["runs"][0]["ttotal_s"] == r.runs["ttotal_s"].iloc[0]
-    with pytest.raises(dpsim.DpsimError):
-        dpsim.open_db(str(tmp_path / "not-a-db.txt")) if (tmp_path / "not-a-db.txt").write_text("x") else None
+    junk = tmp_path / "not-a-db.txt"
+    junk.write_text("not a database\n" * 100)
+    with pytest.raises(dpsim.RunError) as ei:
+        dpsim.open_db(str(junk))
+    assert "not-a-db.txt" in ei.value.message
 
 
 def test_threads_share_a_scenario():
