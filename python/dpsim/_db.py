@@ -10,7 +10,9 @@ from ._frames import Results, _pandas
 
 class Database:
     """Stored runs, read-only.  Frames: runs (one row per run, with its
-    scenario's name and, for sweep points, the point as a dict), devices,
+    scenario's name and, for sweep points, the point as a dict and each
+    swept key as a column of its text and one KEY_si of its value in SI
+    base units: bytes/s, bytes, s, FLOP/s), devices,
     epochs, statistics; run(ID) gives one stored run as Results, read by
     the library exactly as `dpsim show ID --json` prints it."""
 
@@ -57,6 +59,19 @@ class Database:
         df["options"] = [json.loads(t) if t else {} for t in df.pop("options_json")]
         df["overrides"] = [json.loads(t) if t else [] for t in df.pop("overrides_json")]
         df["point"] = [json.loads(t) if t else None for t in df.pop("point_json")]
+        # A sweep point's values as columns: the text stored, and beside it
+        # the number in SI base units, so they sort and plot as numbers.
+        from ._lib import si_value
+        keys = []
+        for p in df["point"]:
+            for k in p or {}:
+                if k not in keys:
+                    keys.append(k)
+        for k in keys:
+            text = [p.get(k) if p else None for p in df["point"]]
+            df[k] = text
+            df[k + "_si"] = [si_value(t) if t is not None else None for t in text]
+            df[k + "_si"] = df[k + "_si"].astype(float)
         return df
 
     @property

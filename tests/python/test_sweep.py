@@ -24,6 +24,11 @@ def test_sweep_same_bits_as_cli_sweep_and_any_jobs(tmp_path):
         "--policy", "ddp,cadp", "--jobs", "2", "--db", db, "-q")
     con = sqlite3.connect(str(db))
     want = {(r[0], r[1]): r[2] for r in con.execute("SELECT point_json, policy, ttotal_s FROM runs")}
+    with dpsim.open_db(str(db)) as d:  # stored sweep values as SI numbers beside their text
+        runs = d.runs
+        assert sorted(set(runs["devices.cpu.link.down_si"])) == [125000.0, 1250000.0, 12500000.0]
+        assert set(runs["devices.gpu.count_si"]) == {1.0, 2.0}
+        assert set(runs["devices.cpu.link.down"]) == {"1Mbps", "10Mbps", "100Mbps"}
     one = dpsim.sweep(TINY, VARY, policy="ddp,cadp", jobs=1)
     two = dpsim.sweep(TINY, VARY, policy=["ddp", "cadp"], jobs=2)
     assert one.data["runs"] == two.data["runs"] and not one.failures
