@@ -8,6 +8,7 @@
 #include "dpsim.h"
 
 #include "cli/report.h"
+#include "cli/runner.h"
 #include "dp_common.h"
 #include "dpsim_config.h"
 #include "policy/policy.h"
@@ -314,36 +315,6 @@ void dpsim_policy_names(char *buf, size_t len)
 
 /* ---- running ------------------------------------------------------------------------ */
 
-/* "ddp,cadp" into pk (each known, none twice); their number or -1. */
-static int parse_policies(const char *list, const policy_def **pk, dp_err *err)
-{
-    size_t n = 0;
-    for (const char *p = list; *p;) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        char name[32];
-        if (len == 0 || len >= sizeof name || n == POLICY_MAX) {
-            dp_err_set(err, DP_EINPUT, "policies: bad list '%s'", list);
-            return -1;
-        }
-        memcpy(name, p, len);
-        name[len] = '\0';
-        const policy_def *k;
-        if (policy_lookup(name, "policies", &k, err))
-            return -1;
-        for (size_t i = 0; i < n; i++)
-            if (pk[i] == k) {
-                dp_err_set(err, DP_EINPUT, "policies: '%s' listed twice", name);
-                return -1;
-            }
-        pk[n++] = k;
-        p = q ? q + 1 : p + len;
-    }
-    if (n == 0)
-        dp_err_set(err, DP_EINPUT, "policies: empty list");
-    return n ? (int)n : -1;
-}
-
 static double wall_s(void)
 {
     struct timespec ts;
@@ -405,7 +376,7 @@ int dpsim_run(const dpsim_scenario *ds, const dpsim_run_options *opts, dpsim_res
     if (!opts->policies || strcmp(opts->policies, "all") == 0) {
         np = applicable(s, pk);
     } else {
-        int n = parse_policies(opts->policies, pk, &de);
+        int n = runner_parse_policies(opts->policies, pk, POLICY_MAX, &de); /* as `--policy` */
         if (n < 0)
             return fail(e, &de);
         np = (size_t)n;
