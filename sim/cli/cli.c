@@ -32,6 +32,7 @@ static const command commands[] = {
     {"sweep", cmd_sweep, "run a grid of scenario variations in parallel"},
     {"calibrate", cmd_calibrate, "fit unknown scenario values to measured figures"},
     {"merge", cmd_merge, "merge results databases (e.g. the shards of a sweep)"},
+    {"presets", cmd_presets, "list the device, model and link presets with their sources"},
 };
 
 static void usage(FILE *out)

@@ -24,6 +24,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_presets(int argc, char **argv);
 
 /* Shared helpers. */
 /* Map a dp_err code to an exit code (DP_EINPUT -> 2, else 1). */

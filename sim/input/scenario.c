@@ -19,6 +19,7 @@
  * Limits (documented in scenarios/README.md) keep absurd values from
  * overflowing ints or allocating gigabytes: see the SCN_MAX_* below.
  */
+#include "presets.h"
 #include "scenario.h"
 #include "scenario_impl.h"
 #include "yamltree.h"
@@ -111,9 +112,23 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
         yt_free(doc);
         return NULL;
     }
+    /* Presets first, written out as the stored text (presets.h), so that
+     * overrides apply on top of them and a stored run keeps its values. */
+    int presets = 0;
+    char *expanded = NULL;
+    if (scn_presets_expand(doc, name, &presets, err) ||
+        (presets && !(expanded = scn_presets_emit(doc)) && dp_err_set(err, DP_ENOMEM, "out of memory"))) {
+        yt_free(doc);
+        return NULL;
+    }
+    if (expanded) {
+        text = expanded;
+        len = strlen(expanded);
+    }
     for (size_t i = 0; i < n_ov; i++) {
         if (yt_override(doc, ov[i].key, ov[i].value, err)) {
             yt_free(doc);
+            dp_free(expanded);
             return NULL;
         }
     }
@@ -121,14 +136,19 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
     cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0, 0};
     if (!s) {
         yt_free(doc);
+        dp_free(expanded);
         scni_oom(&c);
         return NULL;
     }
     int r = 0;
-    if (!(s->path = dp_strdup(name)) || !(s->text = own ? own : dp_malloc(len + 1)))
+    /* The text kept: the expanded one when presets were used, else own. */
+    char *keep = expanded ? expanded : own;
+    if (!(s->path = dp_strdup(name)) || !(s->text = keep ? keep : dp_malloc(len + 1)))
         r = scni_oom(&c);
+    if (!s->text)
+        dp_free(expanded);
     if (r == 0) {
-        if (!own && len)
+        if (!keep && len)
             memcpy(s->text, text, len);
         s->text[len] = '\0';
         s->text_hash = scn_hash(text, len);
@@ -136,11 +156,13 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
     }
     s->tree = doc; /* policies' options are read from it later */
     if (r < 0) {
-        if (s->text == own)
+        if (own && s->text == own)
             s->text = NULL; /* the caller frees it */
         scn_free(s);
         return NULL;
     }
+    if (own && s->text != own)
+        dp_free(own); /* ours on success, and replaced by the expanded text */
     return s;
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# e2e_presets.sh: `preset: NAME` (sim/input/presets.yaml, sim/input/presets.h):
+# `dpsim presets` lists every preset with a source; a preset-only scenario
+# checks and runs with the expanded values, the same bits as the same
+# scenario written out by hand; the scenario's own keys and --set win;
+# stored runs keep the expanded values (rerun identical, no `preset:` in the
+# stored text); an unknown preset is exit 2 with FILE:LINE:COL and a
+# did-you-mean.
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
+
+expect 0 "dpsim presets" -- "$BIN" presets
+for s in "devices (" "models (" "links (" a100-40gb a100-80gb h100 v100 t4 l4 rtx3090 rtx4090 jetson-orin \
+    raspberry-pi-4 raspberry-pi-5 phone-high resnet50 wide-resnet101 vit-b16 bert-base bert-large gpt2-small \
+    gpt2-medium decoder-7b dc-ethernet-25g lte 5g; do
+    has "$T/out" "$s"
+done
+n_entries=$(grep -c '^  [a-z0-9]' "$T/out")
+n_sources=$(grep -c '^ *source: [^(]' "$T/out")
+[ "$n_entries" -gt 20 ] && [ "$n_entries" -eq "$n_sources" ] && ok "every preset cites a source ($n_sources)" ||
+    bad "$n_entries presets, $n_sources sources"
+
+cat >"$T/p.yaml" <<'Y'
+name: presets-demo
+model: { preset: resnet50 }
+dataset: { samples: 5000, sample_bytes: 110KB }
+training: { epochs: 1 }
+devices:
+  - { name: dc, preset: a100-80gb, count: 2, batch: 128, link: { preset: dc-ethernet-25g } }
+  - { name: edge, preset: jetson-orin, batch: 32, efficiency: 0.25, link: { preset: 5g } }
+Y
+cat >"$T/hand.yaml" <<'Y'
+name: presets-demo
+model: { name: resnet50, params: 25557032, flops_per_sample: 4.09e9 }
+dataset: { samples: 5000, sample_bytes: 110KB }
+training: { epochs: 1 }
+devices:
+  - { name: dc, kind: gpu, memory: 80GB, peak_flops: 312TFLOPS, efficiency: 0.35, count: 2, batch: 128,
+      link: { up: 25Gbps, down: 25Gbps, latency: 10us } }
+  - { name: edge, kind: gpu, memory: 32GB, peak_flops: 10TFLOPS, efficiency: 0.25, batch: 32,
+      link: { up: 30Mbps, down: 200Mbps, latency: 15ms } }
+Y
+expect 0 "check a preset-only scenario" -- "$BIN" check "$T/p.yaml"
+has "$T/out" "resnet50: 25557032 params"
+has "$T/out" "memory 74.51 GiB"
+has "$T/out" "link up 25 Gbps, down 25 Gbps, latency 10 us"
+has "$T/out" "link up 30 Mbps, down 200 Mbps, latency 15 ms"
+"$BIN" check "$T/hand.yaml" | tail -n +2 >"$T/hand.check"
+"$BIN" check "$T/p.yaml" | tail -n +2 >"$T/p.check"
+cmp -s "$T/hand.check" "$T/p.check" && ok "check: presets = the values written by hand" ||
+    bad "check differs: $(diff "$T/hand.check" "$T/p.check" | head -5)"
+"$BIN" run "$T/p.yaml" --policy ddp,cadp --json --no-db -q >"$T/p.json"
+"$BIN" run "$T/hand.yaml" --policy ddp,cadp --json --no-db -q >"$T/hand.json"
+cmp -s "$T/p.json" "$T/hand.json" && ok "run: presets = the values written by hand, bit for bit" || bad "run JSON differs"
+
+expect 0 "--set wins over a preset" -- "$BIN" check "$T/p.yaml" --set devices.dc.memory=40GB
+has "$T/out" "memory 37.25 GiB"
+
+expect 0 "run and store" -- "$BIN" run "$T/p.yaml" --policy cadp --db "$T/r.db" -q
+expect 0 "rerun a preset run" -- "$BIN" rerun 1 --db "$T/r.db"
+has "$T/out" "identical"
+sqlite3 "$T/r.db" "SELECT text FROM scenarios" >"$T/stored" 2>/dev/null || "$BIN" export --csv --out "$T/csv" --db "$T/r.db"
+if [ -s "$T/stored" ]; then
+    hasnt "$T/stored" "preset:"
+    has "$T/stored" "peak_flops: 312TFLOPS"
+fi
+
+sed 's/a100-80gb/a100-80gbb/' "$T/p.yaml" >"$T/bad.yaml"
+expect 2 "unknown preset" -- "$BIN" check "$T/bad.yaml"
+has "$T/err" "bad.yaml:6:"
+has "$T/err" "devices[0].preset: unknown device preset, did you mean 'a100-80gb'?"
+e2e_done e2e_presets

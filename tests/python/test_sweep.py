@@ -1,0 +1,56 @@
+"""dpsim.sweep: the CLI's grid, seeds and bits, whatever the job count;
+failed points listed, not raised; bad axes are input errors."""
+import json
+import sqlite3
+
+import pytest
+
+import dpsim
+from conftest import TINY, cli
+
+VARY = {"devices.cpu.link.down": "1Mbps..100Mbps:log:3", "devices.gpu.count": [1, 2]}
+
+
+def test_grid_is_the_clis():
+    pts = dpsim.grid(VARY)
+    assert len(pts) == 6
+    assert pts[0] == {"devices.cpu.link.down": "1Mbps", "devices.gpu.count": "1"}
+    assert pts[2]["devices.cpu.link.down"] == "10Mbps"
+
+
+def test_sweep_same_bits_as_cli_sweep_and_any_jobs(tmp_path):
+    db = tmp_path / "s.db"
+    cli("sweep", TINY, "--vary", "devices.cpu.link.down=1Mbps..100Mbps:log:3", "--vary", "devices.gpu.count=1,2",
+        "--policy", "ddp,cadp", "--jobs", "2", "--db", db, "-q")
+    con = sqlite3.connect(str(db))
+    want = {(r[0], r[1]): r[2] for r in con.execute("SELECT point_json, policy, ttotal_s FROM runs")}
+    with dpsim.open_db(str(db)) as d:  # stored sweep values as SI numbers beside their text
+        runs = d.runs
+        assert sorted(set(runs["devices.cpu.link.down_si"])) == [125000.0, 1250000.0, 12500000.0]
+        assert set(runs["devices.gpu.count_si"]) == {1.0, 2.0}
+        assert set(runs["devices.cpu.link.down"]) == {"1Mbps", "10Mbps", "100Mbps"}
+    one = dpsim.sweep(TINY, VARY, policy="ddp,cadp", jobs=1)
+    two = dpsim.sweep(TINY, VARY, policy=["ddp", "cadp"], jobs=2)
+    assert one.data["runs"] == two.data["runs"] and not one.failures
+    runs = two.runs
+    assert len(runs) == 12
+    for _, r in runs.iterrows():
+        pj = json.dumps({"devices.cpu.link.down": r["devices.cpu.link.down"],
+                         "devices.gpu.count": r["devices.gpu.count"]}, separators=(",", ":"))
+        assert want[(pj, r["policy"])] == r["ttotal_s"]
+
+
+def test_failed_points_are_listed_not_raised():
+    # Each value loads alone; 16 x 1 MiB of activations do not fit in 8 MiB.
+    res = dpsim.sweep(TINY, {"model.activation_bytes_per_sample": ["0", "1MiB"],
+                             "devices.gpu.memory": ["1GiB", "8MiB"]}, policy="ddp", jobs=2)
+    assert len(res) == 3 and len(res.failures) == 1
+    f = res.failures[0]
+    assert f["point"] == {"model.activation_bytes_per_sample": "1MiB", "devices.gpu.memory": "8MiB"}
+    assert "cannot hold" in f["error"]
+
+
+def test_bad_axis_is_input_error():
+    with pytest.raises(dpsim.InputError) as ei:
+        dpsim.sweep(TINY, {"devices.gpu.cuont": "1..2"})
+    assert "cuont" in ei.value.message
