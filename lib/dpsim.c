@@ -8,7 +8,7 @@
 #include "dpsim.h"
 
 #include "cli/report.h"
-#include "cli/runner.h"
+#include "run/runner.h"
 #include "dp_common.h"
 #include "dpsim_config.h"
 #include "policy/policy.h"
