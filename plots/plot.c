@@ -130,7 +130,44 @@ static int load_run(store *st, int64_t id, plot_run *r, dp_err *err)
     r->ttotal_s = info.ttotal_s;
     r->tflops = info.tflops;
     r->bin_s = info.bin_s;
+    /* the overrides it ran with, so a figure of changed scenarios says so */
+    char *text = NULL, *name = NULL, *policy = NULL, **ov = NULL;
+    size_t n_ov = 0;
+    uint64_t seed;
+    if ((rc = store_get_run_source(st, id, &text, &name, &ov, &n_ov, &policy, &seed, err)))
+        return rc;
+    for (size_t k = 0; k < n_ov; k++) {
+        size_t l = strlen(r->overrides);
+        snprintf(r->overrides + l, sizeof r->overrides - l, "%s%s", k ? " " : "", ov[k]);
+    }
+    dp_free(text);
+    dp_free(name);
+    dp_free(policy);
+    store_strings_free(ov, n_ov);
     return 0;
+}
+
+void plot_caption(const plot_sel *sel, const char *text)
+{
+    if (sel->note && text && *text)
+        fprintf(sel->note, "caption: %s\n", text);
+}
+
+const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    int same = 1, any = 0;
+    for (size_t k = 0; k < n; k++) {
+        any |= r[k].overrides[0] != '\0';
+        same &= !strcmp(r[k].overrides, r[0].overrides);
+    }
+    if (!any)
+        return NULL;
+    if (same)
+        snprintf(buf, cap, "with --set %s", r[0].overrides);
+    else
+        snprintf(buf, cap, "runs with different overrides (dpsim runs lists them)");
+    return buf;
 }
 
 int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)

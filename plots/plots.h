@@ -134,7 +134,15 @@ typedef struct plot_run {
     char scenario[128]; /* the scenario's name (user text: quote it) */
     double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
     double tend_s; /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
+    char overrides[256]; /* its --set overrides, space-separated ("" = none; user text: quote it) */
 } plot_run;
+/* A rendering note (which scale, what a cell or a colour means) goes to
+ * the caption, not the figure: "caption: TEXT" on sel->note (stderr for
+ * the command line), so the figure a paper prints carries only its title. */
+void plot_caption(const plot_sel *sel, const char *text);
+/* The title's second line for runs that ran with overrides ("with --set
+ * K=V ..."), in buf; NULL when none of the n runs has overrides. */
+const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap);
 /* The runs sel asks for (see plot_sel), in the order ddp, deepspeed, cadp,
  * others by name, then by id.  one = 1: exactly one run (timeline).
  * DP_EINPUT when there is none, a run id does not exist or did not
