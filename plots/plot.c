@@ -153,21 +153,55 @@ void plot_caption(const plot_sel *sel, const char *text)
         fprintf(sel->note, "caption: %s\n", text);
 }
 
+/* Whether override text `tok` (len bytes) is one of the overrides of r. */
+static int has_override(const plot_run *r, const char *tok, size_t len)
+{
+    for (const char *p = r->overrides; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == len && !strncmp(p, tok, len))
+            return 1;
+        p += l;
+        p += *p == ' ';
+    }
+    return 0;
+}
+
+/* The overrides of r[k] that every run (common = 1) or not every run
+ * (common = 0) of r[0..n) has, space-separated, in buf. */
+static void overrides_split(const plot_run *r, size_t n, size_t k, int common, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (const char *p = r[k].overrides; *p;) {
+        size_t l = strcspn(p, " "), used = strlen(buf);
+        int all = 1;
+        for (size_t j = 0; j < n && all; j++)
+            all = has_override(&r[j], p, l);
+        if (all == common)
+            snprintf(buf + used, cap - used, "%s%.*s", used ? " " : "", (int)l, p);
+        p += l;
+        p += *p == ' ';
+    }
+}
+
 const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap)
 {
     buf[0] = '\0';
-    int same = 1, any = 0;
-    for (size_t k = 0; k < n; k++) {
-        any |= r[k].overrides[0] != '\0';
-        same &= !strcmp(r[k].overrides, r[0].overrides);
-    }
-    if (!any)
+    int differ = 0;
+    for (size_t k = 0; k < n; k++)
+        differ |= strcmp(r[k].overrides, r[0].overrides) != 0;
+    char common[256];
+    if (n)
+        overrides_split(r, n, 0, 1, common, sizeof common);
+    if (!n || (!common[0] && !differ))
         return NULL;
-    if (same)
-        snprintf(buf, cap, "with --set %s", r[0].overrides);
-    else
-        snprintf(buf, cap, "runs with different overrides (dpsim runs lists them)");
+    snprintf(buf, cap, "%s%s%s%s", common[0] ? "with --set " : "", common, common[0] && differ ? "; " : "",
+             differ ? "runs with other overrides too (in the legend)" : "");
     return buf;
+}
+
+void plot_overrides_own(const plot_run *r, size_t n, size_t k, char *buf, size_t cap)
+{
+    overrides_split(r, n, k, 0, buf, cap);
 }
 
 int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)
@@ -204,7 +238,12 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
     for (size_t k = 0; k < m; k++) {
         int shared = (k > 0 && !strcmp(r[k - 1].policy, r[k].policy)) ||
                      (k + 1 < m && !strcmp(r[k + 1].policy, r[k].policy));
-        if (shared)
+        char mine[256];
+        plot_overrides_own(r, m, k, mine, sizeof mine);
+        if (shared && mine[0])
+            snprintf(r[k].label, sizeof r[k].label, "%.30s #%lld (%.140s)", plot_policy_label(r[k].policy),
+                     (long long)r[k].id, mine);
+        else if (shared)
             snprintf(r[k].label, sizeof r[k].label, "%.30s #%lld", plot_policy_label(r[k].policy),
                      (long long)r[k].id);
         else

@@ -441,21 +441,10 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
     if ((rc = store_devices_get(st, r->id, &dev, err)))
         goto fail;
     plot_gp_printf(gp, "set ytics (");
-    /* devices the policy left out: one "not used" bar, none of the waiting
-     * the runtime records for them */
-    unused = dp_calloc((size_t)n_dev, 1);
-    if (!unused) {
-        store_devices_free(&dev);
-        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing a timeline");
-        goto fail;
-    }
-    size_t n_unused = 0;
     for (size_t k = 0; k < dev.n; k++) {
         plot_gp_printf(gp, "%s", k ? ", " : "");
         plot_gp_str(gp, dev.name[k]);
         plot_gp_printf(gp, " %lld", (long long)dev.idx[k]);
-        if (dev.unused[k] && dev.idx[k] >= 0 && dev.idx[k] < n_dev)
-            unused[dev.idx[k]] = 1, n_unused++;
     }
     store_devices_free(&dev);
     plot_gp_printf(gp, ") scale 0%s\n", n_dev > 40 ? " font ',8'" : "");
@@ -469,8 +458,17 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
                 gp, "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead lc rgb '#333333' dt 3 front\n",
                 ends.v[e] / tdiv, ends.v[e] / tdiv);
     store_values_free(&ends);
-    /* one data block per activity */
+    /* one data block per activity; waiting comes last, so by then a device
+     * with no other activity is known: one the policy left out, drawn as
+     * one "not used" bar, not as waiting all run (exact timelines only: in
+     * a coarsened one a device that computes a little shows no bin of it) */
     int drawn[N_ACTS] = {0};
+    size_t n_unused = 0;
+    if (!(unused = dp_calloc((size_t)n_dev, 1))) { /* 1 = no activity but waiting seen so far */
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing a timeline");
+        goto fail;
+    }
+    memset(unused, res_s > 0 ? 0 : 1, (size_t)n_dev);
     const double min_w = tmax / tdiv / 1150; /* ~1 px of the ~1150 px wide plot area */
     for (size_t a = 0; a < N_ACTS; a++) {
         store_segments seg;
@@ -480,8 +478,14 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
         for (size_t i = 0; i < seg.n; i++) {
             int64_t d = seg.seg[i].device;
             double t0 = seg.seg[i].t0_s / tdiv, t1s = seg.seg[i].t1_s / tdiv;
-            if (d < 0 || d >= n_dev || !isfinite(t0) || !isfinite(t1s) || t1s < t0 || unused[d])
+            if (d < 0 || d >= n_dev || !isfinite(t0) || !isfinite(t1s) || t1s < t0)
                 continue;
+            if (strcmp(acts[a].act, "wait") != 0)
+                unused[d] = 0;
+            else if (unused[d] == 1 || unused[d] == 2) {
+                unused[d] = 2; /* waiting only: drawn as not used below */
+                continue;
+            }
             /* Shorter than a pixel would vanish: draw it a pixel wide (the
              * short compute steps between long transfers are the point). */
             if ((t1s - t0) < min_w) {
@@ -499,10 +503,12 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
             plot_gp_printf(gp, "EOD\n");
         drawn[a] = rows > 0;
     }
+    for (int64_t d = 0; d < n_dev; d++)
+        n_unused += unused[d] == 2;
     if (n_unused) {
         plot_gp_printf(gp, "$unused << EOD\n");
         for (int64_t d = 0; d < n_dev; d++)
-            if (unused[d])
+            if (unused[d] == 2)
                 plot_gp_printf(gp, "%.10g %lld %.10g %.10g %.10g %.10g\n", (t_lo + t_hi) / 2 / tdiv,
                                (long long)d, t_lo / tdiv, t_hi / tdiv, (double)d - 0.38, (double)d + 0.38);
         plot_gp_printf(gp, "EOD\n");

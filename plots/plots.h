@@ -130,7 +130,8 @@ void plot_title(plot_gp *gp, const char *user, const char *line1, const char *li
 typedef struct plot_run {
     int64_t id;
     char policy[32];
-    char label[48];     /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy */
+    char label[200]; /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy,
+                        "C-ADP #12 (K=V)" when those differ in overrides */
     char scenario[128]; /* the scenario's name (user text: quote it) */
     double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
     double tend_s; /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
@@ -140,9 +141,14 @@ typedef struct plot_run {
  * the caption, not the figure: "caption: TEXT" on sel->note (stderr for
  * the command line), so the figure a paper prints carries only its title. */
 void plot_caption(const plot_sel *sel, const char *text);
-/* The title's second line for runs that ran with overrides ("with --set
- * K=V ..."), in buf; NULL when none of the n runs has overrides. */
+/* The title's second line for runs that ran with overrides: "with --set
+ * K=V ..." for those every run has, and whether some runs have others
+ * (their legend entries name them: plot_overrides_own), in buf; NULL when
+ * none of the n runs has overrides. */
 const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap);
+/* The overrides of r[k] that not every run of r[0..n) has ("" if none), for
+ * a legend entry telling runs of one policy apart. */
+void plot_overrides_own(const plot_run *r, size_t n, size_t k, char *buf, size_t cap);
 /* The runs sel asks for (see plot_sel), in the order ddp, deepspeed, cadp,
  * others by name, then by id.  one = 1: exactly one run (timeline).
  * DP_EINPUT when there is none, a run id does not exist or did not

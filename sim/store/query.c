@@ -335,12 +335,9 @@ static int device_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ct
     devices_ctx *c = ctx;
     store_devices *d = c->d;
     size_t cap = c->cap;
-    size_t cap2 = c->cap;
-    if (grow(&d->idx, &cap, d->n, sizeof *d->idx) || grow(&d->unused, &cap2, d->n, sizeof *d->unused) ||
-        grow(&d->name, &c->cap, d->n, sizeof *d->name))
+    if (grow(&d->idx, &cap, d->n, sizeof *d->idx) || grow(&d->name, &c->cap, d->n, sizeof *d->name))
         return oom(st, "devices", err);
     d->idx[d->n] = sqlite3_column_int64(s, 0);
-    d->unused[d->n] = sqlite3_column_int(s, 2) != 0;
     if (!(d->name[d->n] = dp_strdup(store_col_text(s, 1))))
         return oom(st, "devices", err);
     d->n++;
@@ -351,8 +348,7 @@ int store_devices_get(store *st, int64_t run_id, store_devices *out, dp_err *err
 {
     memset(out, 0, sizeof *out);
     devices_ctx c = {out, 0};
-    int e = store_sql_rows(st, "SELECT idx, name, COALESCE(samples, 0) = 0 AND COALESCE(compute_s, 0) = 0 AND "
-                           "COALESCE(bytes_sent, 0) = 0 FROM run_devices WHERE run_id = ?1 ORDER BY idx", "devices",
+    int e = store_sql_rows(st, "SELECT idx, name FROM run_devices WHERE run_id = ?1 ORDER BY idx", "devices",
                            run_id, NULL, &c, device_row, NULL, err);
     if (e)
         store_devices_free(out);
@@ -367,7 +363,6 @@ void store_devices_free(store_devices *d)
         dp_free(d->name[k]);
     dp_free(d->name);
     dp_free(d->idx);
-    dp_free(d->unused);
     memset(d, 0, sizeof *d);
 }
 

@@ -237,13 +237,10 @@ typedef struct store_timeline_info {
 } store_timeline_info;
 int store_timeline_info_get(store *st, int64_t run_id, store_timeline_info *out, dp_err *err);
 
-/* A run's devices (run_devices) by index: idx[k] and name[k]; unused[k]
- * when the policy left the device out (no samples, no compute, nothing
- * sent). */
+/* A run's devices (run_devices) by index: idx[k] and name[k]. */
 typedef struct store_devices {
     int64_t *idx;
     char **name;
-    int *unused;
     size_t n;
 } store_devices;
 int store_devices_get(store *st, int64_t run_id, store_devices *out, dp_err *err);
