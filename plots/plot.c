@@ -10,6 +10,7 @@
 #include "plots.h"
 #include "policy/policy.h"
 #include "scenario.h"
+#include "yamltree.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,18 +35,32 @@ static size_t policy_rank(const char *p)
     return policy_rank_of(p);
 }
 
+static const struct {
+    const char *name, *label;
+    double scale;
+} metrics[] = {
+    {"ttotal_s", "Ttotal (s)", 1},
+    {"tsend_s", "Tsend (s)", 1},
+    {"ttraining_s", "Ttraining (s)", 1},
+    {"tflops", "TFLOPS (paper's count)", 1},
+    {"utilization", "cluster utilization (%)", 100},
+};
+#define N_METRICS (sizeof metrics / sizeof *metrics)
+
+const char *plot_metric_nearest(const char *name)
+{
+    const char *names[N_METRICS + 1];
+    for (size_t k = 0; k < N_METRICS; k++)
+        names[k] = metrics[k].name;
+    names[N_METRICS] = "final_acc"; /* tta@X takes a target: not guessed */
+    for (size_t k = 0; name && k <= N_METRICS; k++) /* ttotal -> ttotal_s */
+        if (strncmp(names[k], name, strlen(name)) == 0 && strlen(name) >= 3)
+            return names[k];
+    return name ? yt_nearest(name, names, N_METRICS + 1) : NULL;
+}
+
 int plot_metric(const char *name, const char **column, const char **label, double *scale)
 {
-    static const struct {
-        const char *name, *label;
-        double scale;
-    } m[] = {
-        {"ttotal_s", "Ttotal (s)", 1},
-        {"tsend_s", "Tsend (s)", 1},
-        {"ttraining_s", "Ttraining (s)", 1},
-        {"tflops", "TFLOPS (paper's count)", 1},
-        {"utilization", "cluster utilization (%)", 100},
-    };
     /* learning: the stored time to a target accuracy, or the last
      * evaluation's accuracy (the store checks the target's syntax) */
     static char tta_label[64];
@@ -57,19 +72,19 @@ int plot_metric(const char *name, const char **column, const char **label, doubl
         *column = name;
         *label = tta_label;
         *scale = 1;
-        return (int)(sizeof m / sizeof *m);
+        return (int)N_METRICS;
     }
     if (name && !strcmp(name, "final_acc")) {
         *column = name;
         *label = "final test accuracy (%)";
         *scale = 100;
-        return (int)(sizeof m / sizeof *m) + 1;
+        return (int)N_METRICS + 1;
     }
-    for (int k = 0; k < (int)(sizeof m / sizeof *m); k++)
-        if (name && !strcmp(name, m[k].name)) {
-            *column = m[k].name;
-            *label = m[k].label;
-            *scale = m[k].scale;
+    for (int k = 0; k < (int)N_METRICS; k++)
+        if (name && !strcmp(name, metrics[k].name)) {
+            *column = metrics[k].name;
+            *label = metrics[k].label;
+            *scale = metrics[k].scale;
             return k;
         }
     return -1;

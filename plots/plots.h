@@ -177,6 +177,8 @@ const char *plot_policy_color(const char *policy, size_t k);
 /* The metric columns sweep and mix may plot: column name, axis label, and
  * the factor from the stored value to the plotted one.  -1 if unknown. */
 int plot_metric(const char *name, const char **column, const char **label, double *scale);
+/* The metric name nearest to a mistyped one (ttotal -> ttotal_s), or NULL. */
+const char *plot_metric_nearest(const char *name);
 /* Whether to use a log axis: opt 0/1 is the user's choice; -1 = auto, log
  * when max / min (positive values only) >= ratio. */
 int plot_want_log(int opt, double min_pos, double max, double ratio);

@@ -51,7 +51,7 @@ int cmd_runs(int argc, char **argv)
         return cli_usage_error("runs", "unexpected argument '%s'", o.pos[0]);
     const char *db = o.db, *scen = a.scen, *pol = a.pol;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = store_list_runs(st, stdout, scen, pol, &err);
@@ -125,7 +125,7 @@ int cmd_show(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *r = NULL;
@@ -298,7 +298,7 @@ int cmd_export(int argc, char **argv)
         if (!a.out)
             return cli_usage_error("export", "--trace needs --out FILE.json");
         dp_err err = {0};
-        store *st = store_open_read(db, &err);
+        store *st = cli_open_read(db, &err);
         if (!st)
             return cli_fail(&err);
         int rc = a.full ? export_full(st, a.trace_run, a.out, &err)
@@ -312,7 +312,7 @@ int cmd_export(int argc, char **argv)
     if (!csv)
         return cli_usage_error("export", "say the format: --csv or --trace RUN");
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = store_export_csv(st, dir, &err);
@@ -441,7 +441,7 @@ int cmd_rerun(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *old = NULL, *now = NULL;

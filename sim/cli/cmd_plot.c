@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "plots.h"
 #include "store/store.h"
+#include "yamltree.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -222,10 +223,15 @@ int cmd_plot(int argc, char **argv)
         return cli_usage_error(
             "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)");
     int k = plot_kind_by_name(kind_name);
-    if (k < 0)
-        return cli_usage_error(
-            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)",
-            kind_name);
+    if (k < 0) {
+        static const char *const kinds[] = {"compare",   "flops", "timeline", "sweep",   "mix",
+                                            "batches", "staleness", "links",  "accuracy"};
+        const char *near = yt_nearest(kind_name, kinds, sizeof kinds / sizeof *kinds);
+        return cli_usage_error("plot",
+                               "unknown KIND '%s'%s%s%s (compare, flops, timeline, sweep, mix, batches, "
+                               "staleness, links or accuracy)",
+                               kind_name, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
     dp_err err = {0};
@@ -235,11 +241,14 @@ int cmd_plot(int argc, char **argv)
     if (sel.metric) {
         const char *col, *label;
         double scale;
-        if (plot_metric(sel.metric, &col, &label, &scale) < 0)
-            return cli_usage_error(
-                "plot",
-                "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization, final_acc, tta@X)",
-                sel.metric);
+        if (plot_metric(sel.metric, &col, &label, &scale) < 0) {
+            const char *near = plot_metric_nearest(sel.metric);
+            return cli_usage_error("plot",
+                                   "unknown metric '%s'%s%s%s (ttotal_s, tsend_s, ttraining_s, tflops, "
+                                   "utilization, final_acc, tta@X)",
+                                   sel.metric, near ? ", did you mean '" : "", near ? near : "",
+                                   near ? "'?" : "");
+        }
     }
     if (sel.to_s > 0 && !(sel.from_s < sel.to_s))
         return cli_usage_error("plot", "--from %g is not before --to %g", sel.from_s, sel.to_s);
@@ -248,7 +257,7 @@ int cmd_plot(int argc, char **argv)
     if ((k == PLOT_TIMELINE || k == PLOT_BATCHES || k == PLOT_LINKS) && sel.n_runs > 1)
         return cli_usage_error("plot", "a %s shows one run (got %zu --run)", kind_name, sel.n_runs);
     sel.run_ids = sel.n_runs ? ids : NULL;
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
