@@ -17,8 +17,10 @@ static void help(void)
            "it (flops_per_sample x samples / Ttraining), cluster utilisation, and a\n"
            "per-device breakdown.  Each run is stored in the results database as one\n"
            "transaction.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
-           "  -p, --policy LIST     policies to run, comma-separated, or all (default all;\n"
-           "                        the policies and their options are listed below)\n"
+           "  -p, --policy LIST     policies to run, comma-separated, or all (default: all\n"
+           "                        that apply to the scenario; --policy all also says\n"
+           "                        which were left out and why; the policies and their\n"
+           "                        options are listed below)\n"
            "  -d, --db FILE         results database (default results.db)\n"
            "      --no-db           do not store the results\n"
            "      --seed N          random seed (default: the scenario's training.seed)\n"
@@ -132,8 +134,10 @@ int cmd_run(int argc, char **argv)
     }
     if (!have_seed)
         seed = s->training.seed;
-    if (!plist || !strcmp(plist, "all")) /* all: those that can run this scenario */
-        np = policy_keep_applicable(s, pk, (size_t)np, stderr);
+    /* all: those that can run this scenario; which were left out, and why,
+     * only when asked for by name (--policy all), not on every default run */
+    if (!plist || !strcmp(plist, "all"))
+        np = policy_keep_applicable(s, pk, (size_t)np, plist ? stderr : NULL);
     cli_catch_interrupts();
     cli_progress_init(quiet); /* --json is stdout's format: progress stays on stderr */
     store *st = NULL;
