@@ -3,6 +3,7 @@
 #include "cli/report.h"
 #include "policy/policy.h"
 #include "store/store.h"
+#include "yamltree.h"
 
 #include <getopt.h>
 #include <sys/stat.h>
@@ -13,7 +14,7 @@ typedef struct runs_args {
     const char *scen, *pol;
 } runs_args;
 
-enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL };
+enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL, K_DEVICES, K_LAST, K_SWEEP };
 
 static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
@@ -184,7 +185,7 @@ int cmd_show(int argc, char **argv)
 }
 
 typedef struct export_args {
-    const char *out;
+    const char *out, *devices;
     int csv, full;
     int64_t trace_run;
 } export_args;
@@ -199,6 +200,8 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
         a->csv = 1;
     } else if (key == K_FULL) {
         a->full = 1;
+    } else if (key == K_DEVICES) {
+        a->devices = arg;
     } else if (key == K_TRACE) {
         if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
             return cli_usage_error("export", "--trace needs a run id as listed by 'dpsim runs' (got '%s')",
@@ -221,9 +224,10 @@ static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1
 /* export --trace RUN --full: simulate the run again and stream every
  * activity of every device as it closes; the re-run must reproduce the
  * stored run bit for bit (as `rerun` checks), else the file is dropped. */
-static int export_full(store *st, int64_t run, const char *path, dp_err *err)
+static int export_full(store *st, int64_t run, const char *path, const unsigned char *keep, size_t n_keep,
+                       dp_err *err)
 {
-    store_trace *t = store_trace_begin(st, run, path, 1, err);
+    store_trace *t = store_trace_begin(st, run, path, 1, keep, n_keep, err);
     if (!t)
         return err->code ? err->code : DP_ERUN;
     res_run *old = NULL, *now = NULL;
@@ -250,6 +254,79 @@ static int export_full(store *st, int64_t run, const char *path, dp_err *err)
     return store_trace_end(t, err);
 }
 
+/* The devices --devices SPEC names, as a mask over the run's devices
+ * (*keep NULL when SPEC is NULL: all); says on stderr when the stored
+ * timeline holds fewer devices than the run has.  DP_EINPUT for an
+ * unknown name, an index out of range, or a device past the stored
+ * timeline without --full. */
+static int trace_devices(store *st, int64_t run, const char *spec, int full, unsigned char **keep,
+                         size_t *n_keep, dp_err *err)
+{
+    enum { STORED = 64 }; /* the runtime keeps the timeline of the first 64 devices */
+    store_devices dev;
+    int rc = store_devices_get(st, run, &dev, err);
+    if (rc)
+        return rc;
+    size_t n = dev.n;
+    if (!spec) {
+        if (!full && n > STORED)
+            fprintf(stderr,
+                    "dpsim: note: run #%lld has %zu devices; the stored timeline holds the first %d (--full "
+                    "writes every device, --devices chooses which)\n",
+                    (long long)run, n, STORED);
+        store_devices_free(&dev);
+        return 0;
+    }
+    unsigned char *m = dp_calloc(n ? n : 1, 1);
+    char item[256];
+    for (const char *p = spec; !rc && m && *p;) {
+        size_t l = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)l, p);
+        p += l + (p[l] == ',');
+        uint64_t lo, hi;
+        char *dots = strstr(item, "..");
+        if (dots) {
+            *dots = '\0';
+            if (cli_parse_u64(item, &lo) || cli_parse_u64(dots + 2, &hi) || lo > hi)
+                rc = dp_err_set(err, DP_EINPUT, "--devices: bad range '%s..%s' (want A..B, A <= B)", item,
+                                dots + 2);
+        } else if (!cli_parse_u64(item, &lo)) {
+            hi = lo;
+        } else { /* a device name */
+            size_t k = 0;
+            while (k < n && strcmp(dev.name[k], item) != 0)
+                k++;
+            if (k == n) {
+                const char *near = n <= 10000 ? yt_nearest(item, (const char *const *)dev.name, n) : NULL;
+                rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has no device '%s'%s%s%s", (long long)run,
+                                item, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+                break;
+            }
+            lo = hi = (uint64_t)dev.idx[k];
+        }
+        if (!rc && hi >= n)
+            rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has devices 0..%zu (got %llu)", (long long)run,
+                            n ? n - 1 : 0, (unsigned long long)hi);
+        else if (!rc && !full && hi >= STORED)
+            rc = dp_err_set(err, DP_EINPUT,
+                            "--devices: device %llu is past the stored timeline (the first %d devices); add "
+                            "--full to simulate the run again with every device",
+                            (unsigned long long)hi, STORED);
+        for (uint64_t d = lo; !rc && d <= hi; d++)
+            m[d] = 1;
+    }
+    store_devices_free(&dev);
+    if (!m)
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (rc) {
+        dp_free(m);
+        return rc;
+    }
+    *keep = m;
+    *n_keep = n;
+    return 0;
+}
+
 static void export_help(void)
 {
     printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n"
@@ -272,7 +349,10 @@ static void export_help(void)
            "  -o, --out PATH     output directory (--csv, default export/) or file (--trace)\n"
            "      --csv          CSV tables\n"
            "      --trace RUN    Chrome trace event JSON of run RUN\n"
-           "      --full         --trace: simulate again and write the whole timeline\n");
+           "      --full         --trace: simulate again and write the whole timeline\n"
+           "      --devices LIST --trace: only these devices: indices from 0 in the\n"
+           "                     scenario's order, ranges A..B and device names, comma-\n"
+           "                     separated (e.g. 0..9,laptop); past the first 64: --full\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -281,6 +361,7 @@ int cmd_export(int argc, char **argv)
                                         {"csv", no_argument, NULL, K_CSV},
                                         {"trace", required_argument, NULL, K_TRACE},
                                         {"full", no_argument, NULL, K_FULL},
+                                        {"devices", required_argument, NULL, K_DEVICES},
                                         {NULL, 0, NULL, 0}};
     export_args a = {0};
     cli_opts o = {0};
@@ -301,8 +382,13 @@ int cmd_export(int argc, char **argv)
         store *st = cli_open_read(db, &err);
         if (!st)
             return cli_fail(&err);
-        int rc = a.full ? export_full(st, a.trace_run, a.out, &err)
-                        : store_export_trace(st, a.trace_run, a.out, &err);
+        unsigned char *keep = NULL;
+        size_t n_keep = 0;
+        int rc = trace_devices(st, a.trace_run, a.devices, a.full, &keep, &n_keep, &err);
+        if (!rc)
+            rc = a.full ? export_full(st, a.trace_run, a.out, keep, n_keep, &err)
+                        : store_export_trace(st, a.trace_run, a.out, keep, n_keep, &err);
+        dp_free(keep);
         store_close(st);
         if (rc)
             return cli_fail(&err);
@@ -319,8 +405,18 @@ int cmd_export(int argc, char **argv)
     store_close(st);
     if (rc)
         return cli_fail(&err);
-    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats}.csv\n",
-           dir);
+    /* what was written, named as the shell would (no "export//runs.csv") */
+    size_t dl = strlen(dir), n = 0;
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    while (store_csv_table(n))
+        n++;
+    char trimmed[1024], ed[1024];
+    snprintf(trimmed, sizeof trimmed, "%.*s", (int)dl, dir);
+    printf("wrote %zu tables to %s%s:", n, dp_esc(ed, sizeof ed, trimmed), strcmp(trimmed, "/") ? "/" : "");
+    for (size_t k = 0; k < n; k++)
+        printf("%s %s.csv", k ? "," : "", store_csv_table(k));
+    printf("\n");
     return EXIT_OK;
 }
 

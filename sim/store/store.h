@@ -142,11 +142,15 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
  * written to TABLE.csv.tmp and renamed, so an existing export is never left
  * half-written. */
 int store_export_csv(store *st, const char *dir, dp_err *err);
+/* The i-th table store_export_csv writes (as TABLE.csv), NULL past the last. */
+const char *store_csv_table(size_t i);
 /* Write run run_id as a Chrome trace event JSON file at path (Perfetto,
  * chrome://tracing; layout in export_trace.c and sim/store/JSON.md),
- * streamed, via path.part renamed into place.  DP_EINPUT when the run does
+ * streamed, via path.part renamed into place.  keep (NULL = every device)
+ * marks the devices to write, by index (n_keep entries; others left out).  DP_EINPUT when the run does
  * not exist or failed; DP_ERUN on a write or database error. */
-int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err);
+int store_export_trace(store *st, int64_t run_id, const char *path, const unsigned char *keep, size_t n_keep,
+                       dp_err *err);
 /* The same file in three steps, for a caller that re-simulates the run and
  * streams every activity (export --trace --full): begin writes the header
  * and the names (full = 1: no stored segments will be added); segment adds
@@ -154,7 +158,8 @@ int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err)
  * segments (unless full), the FLOPS counter and the epoch ends, and renames
  * the file into place.  end and abort free t. */
 typedef struct store_trace store_trace;
-store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err);
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, const unsigned char *keep,
+                               size_t n_keep, dp_err *err);
 void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s);
 int store_trace_end(store_trace *t, dp_err *err);
 void store_trace_abort(store_trace *t);
