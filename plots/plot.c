@@ -277,6 +277,48 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
     return 0;
 }
 
+int plot_one_run_with(store *st, const plot_sel *sel, plot_has_fn has, const char *what, plot_run *run,
+                      dp_err *err)
+{
+    if (sel->n_runs || sel->policy || !has)
+        return plot_one_run(st, sel, run, err);
+    /* the default: the latest run, from the latest invocation's backwards,
+     * that has what the plot draws */
+    store_ids ids = {0};
+    int rc = store_select_runs(st, sel->scenario, NULL, 0, &ids, err);
+    if (rc)
+        return rc;
+    int64_t top = 0;
+    for (size_t k = 0; k < ids.n; k++)
+        top = ids.id[k] > top ? ids.id[k] : top;
+    store_ids_free(&ids);
+    enum { MAX_PROBES = 10000 };
+    for (int64_t id = top; id >= 1 && id > top - MAX_PROBES; id--) {
+        plot_run cand;
+        dp_err e = {0};
+        if (load_run(st, id, &cand, &e)) /* absent or failed */
+            continue;
+        if (sel->scenario && strcmp(cand.scenario, sel->scenario) != 0)
+            continue;
+        int ok = has(st, id, &e);
+        if (ok < 0)
+            return dp_err_set(err, e.code ? e.code : DP_ERUN, "%s", e.msg);
+        if (!ok)
+            continue;
+        plot_sel one = *sel;
+        one.run_ids = &id;
+        one.n_runs = 1;
+        if ((rc = plot_one_run(st, &one, run, err)))
+            return rc;
+        if (sel->note)
+            fprintf(sel->note, "  (the latest run with %s; choose another with --run ID)\n", what);
+        return 0;
+    }
+    return dp_err_set(err, DP_EINPUT, "no run%s%s%s has %s ('dpsim runs' lists them)",
+                      sel->scenario ? " of scenario '" : "", sel->scenario ? sel->scenario : "",
+                      sel->scenario ? "'" : "", what);
+}
+
 int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err)
 {
     plot_run *r;

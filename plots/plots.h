@@ -157,6 +157,14 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
 /* The start of every plot of one run (timeline, batches, links): the run
  * sel picks (plot_runs_select with one = 1), copied into *run. */
 int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err);
+/* Whether run id has what a plot draws: 1 yes, 0 no, -1 error (err set). */
+typedef int (*plot_has_fn)(store *st, int64_t id, dp_err *err);
+/* plot_one_run, except that the default (no --run, no --policy) is the
+ * latest run that has what the plot draws (has), searched from the latest
+ * invocation's runs back, instead of a run it must then refuse; `what`
+ * names it in messages ("batch statistics"). */
+int plot_one_run_with(store *st, const plot_sel *sel, plot_has_fn has, const char *what, plot_run *run,
+                      dp_err *err);
 
 /* A flat JSON object of strings or numbers (a sweep point), parsed:
  * keys[i] -> vals[i] (numbers keep their text).  Free with
