@@ -163,8 +163,8 @@ int cmd_show(int argc, char **argv)
             }
             printf("\n");
             store_files_free(files, n_files);
-            report_table_header(stdout);
-            report_table_row(stdout, r, (long long)id);
+            long long lid = (long long)id;
+            report_table(stdout, (const res_run *const *)&r, &lid, 1);
             report_learning(stdout, &r, 1);
             printf("\n");
             int note = report_plan(stdout, r);

@@ -169,12 +169,17 @@ int cmd_run(int argc, char **argv)
         printf("%s (%s): %zu devices, %lld samples, %d epochs, seed %llu\n\n", dp_esc(en, sizeof en, s->name),
                dp_esc(ep, sizeof ep, s->path), s->n_devices, (long long)s->dataset.samples,
                s->training.epochs, (unsigned long long)seed);
-        report_table_header(stdout);
+        dp_table *t = report_table_new();
         for (int k = 0; k < np; k++)
-            if (runs[k])
-                report_table_row(stdout, runs[k], ids[k]);
-            else if (rr > 0)
-                printf("%-12s failed (the message is on stderr)\n", policy_name(pk[k]));
+            if (runs[k]) {
+                report_table_add(t, runs[k], ids[k]);
+            } else if (rr > 0) {
+                char line[96];
+                snprintf(line, sizeof line, "%-12s failed (the message is on stderr)", policy_name(pk[k]));
+                dp_table_note(t, line);
+            }
+        dp_table_print(t, stdout);
+        dp_table_free(t);
         report_learning(stdout, runs, np);
         int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)
