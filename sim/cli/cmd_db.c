@@ -3,15 +3,18 @@
 #include "cli/report.h"
 #include "policy/policy.h"
 #include "store/store.h"
+#include "table.h"
 #include "yamltree.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct runs_args {
     const char *scen, *pol;
+    int64_t last, sweep;
 } runs_args;
 
 enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL, K_DEVICES, K_LAST, K_SWEEP };
@@ -19,29 +22,51 @@ enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL, K_DEVICES, K_LAST, K_SWEEP }
 static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
     runs_args *a = ctx;
-    if (key == K_SCENARIO)
+    uint64_t v;
+    if (key == K_SCENARIO) {
         a->scen = arg;
-    else if (key == 'p')
+    } else if (key == 'p') {
         a->pol = arg;
-    else
+    } else if (key == K_LAST || key == K_SWEEP) {
+        if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("runs", "%s needs a positive integer (got '%s')", label, arg);
+        *(key == K_LAST ? &a->last : &a->sweep) = (int64_t)v;
+    } else {
         return cli_usage_error("runs", "unknown option '%s'", label);
+    }
     return -1;
 }
 
 static void runs_help(void)
 {
-    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
-           "List the runs stored in a results database, oldest first: id, start time,\n"
-           "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
+    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME] [--sweep ID] [--last N]\n\n"
+           "List the runs stored in a results database, oldest first: id, start time\n"
+           "(UTC), scenario, policy, seed, status, the sweep it belongs to, what it\n"
+           "changed (its --set overrides, or a sweep run's point), Tsend, Ttraining,\n"
+           "Ttotal (s) and TFLOPS, in the style of `dpsim run`'s table (2 and 4\n"
+           "decimals).  Columns are as wide as their content.\n\n"
            "  -d, --db FILE        results database (default results.db)\n"
            "      --scenario NAME  only runs of this scenario\n"
-           "  -p, --policy NAME    only runs of this policy\n");
+           "  -p, --policy NAME    only runs of this policy\n"
+           "      --sweep ID       only the runs of sweep ID\n"
+           "      --last N         only the newest N (of those chosen)\n");
+}
+
+/* A time as the table shows it: two decimals, "-" for a failed run. */
+static void add_seconds(dp_table *t, double v)
+{
+    if (isnan(v))
+        dp_table_add(t, "-");
+    else
+        dp_table_addf(t, "%.2f", v);
 }
 
 int cmd_runs(int argc, char **argv)
 {
     static const struct option own[] = {{"scenario", required_argument, NULL, K_SCENARIO},
                                         {"policy", required_argument, NULL, 'p'},
+                                        {"last", required_argument, NULL, K_LAST},
+                                        {"sweep", required_argument, NULL, K_SWEEP},
                                         {NULL, 0, NULL, 0}};
     runs_args a = {0};
     cli_opts o = {0};
@@ -50,14 +75,57 @@ int cmd_runs(int argc, char **argv)
         return prc;
     if (o.n_pos)
         return cli_usage_error("runs", "unexpected argument '%s'", o.pos[0]);
-    const char *db = o.db, *scen = a.scen, *pol = a.pol;
     dp_err err = {0};
-    store *st = cli_open_read(db, &err);
+    store *st = cli_open_read(o.db, &err);
     if (!st)
         return cli_fail(&err);
-    int rc = store_list_runs(st, stdout, scen, pol, &err);
+    store_runs_filter f = {a.scen, a.pol, a.sweep, a.last};
+    store_run_rows rows;
+    int rc = store_runs_list(st, &f, &rows, &err);
     store_close(st);
-    return rc ? cli_fail(&err) : EXIT_OK;
+    if (rc)
+        return cli_fail(&err);
+    static const dp_col cols[] = {
+        {"id", 'r', 4, 0},         {"started (UTC)", 'l', 0, 2}, {"scenario", 'l', 0, 2},
+        {"policy", 'l', 0, 2},     {"seed", 'r', 0, 2},          {"status", 'l', 0, 2},
+        {"sweep", 'r', 0, 2},      {"Tsend (s)", 'r', 0, 2},     {"Ttraining (s)", 'r', 0, 2},
+        {"Ttotal (s)", 'r', 0, 2}, {"TFLOPS", 'r', 0, 2},        {"changed", 'l', 0, 2},
+    };
+    dp_table *t = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
+    for (size_t k = 0; k < rows.n; k++) {
+        const store_run_row *r = &rows.row[k];
+        dp_table_addf(t, "%lld", (long long)r->id);
+        /* 2024-01-02T03:04:05Z -> 2024-01-02 03:04:05 */
+        char when[32];
+        snprintf(when, sizeof when, "%s", r->started_at);
+        if (strlen(when) == 20 && when[10] == 'T' && when[19] == 'Z')
+            when[10] = ' ', when[19] = '\0';
+        dp_table_add(t, when);
+        dp_table_add(t, r->scenario);
+        dp_table_add(t, r->policy);
+        dp_table_addf(t, "%llu", (unsigned long long)r->seed);
+        dp_table_add(t, r->status);
+        if (r->sweep_id)
+            dp_table_addf(t, "#%lld", (long long)r->sweep_id);
+        else
+            dp_table_add(t, "-");
+        add_seconds(t, r->tsend_s);
+        add_seconds(t, r->ttraining_s);
+        add_seconds(t, r->ttotal_s);
+        if (isnan(r->tflops))
+            dp_table_add(t, "-");
+        else
+            dp_table_addf(t, "%.4f", r->tflops);
+        dp_table_add(t, r->overrides[0] ? r->overrides : "-");
+    }
+    rc = dp_table_print(t, stdout);
+    dp_table_free(t);
+    store_run_rows_free(&rows);
+    if (rc) {
+        dp_err_set(&err, DP_ENOMEM, "out of memory printing the runs");
+        return cli_fail(&err);
+    }
+    return EXIT_OK;
 }
 
 /* Arguments of a command on one stored run: RUN [--db FILE] [--json].

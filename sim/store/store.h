@@ -128,10 +128,26 @@ void store_files_free(scn_file *files, size_t n);
 /* Free an array of n dp_malloc'd strings and the array; (NULL, 0) is a no-op. */
 void store_strings_free(char **v, size_t n);
 
-/* Print a table of runs (id, started_at, scenario, policy, seed, status,
- * Tsend, Ttraining, Ttotal, TFLOPS; times in seconds) to out, oldest first.
- * scenario / policy filter on exact names; NULL = all. */
-int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err);
+/* The runs `dpsim runs` lists, oldest first: which (filter; NULL = all),
+ * and per run what its table shows.  Metrics of failed runs read NaN. */
+typedef struct store_runs_filter {
+    const char *scenario, *policy; /* exact names; NULL = any */
+    int64_t sweep_id;              /* 0 = any run */
+    int64_t last;                  /* > 0: only the newest `last` of the matches */
+} store_runs_filter;
+typedef struct store_run_row {
+    int64_t id, sweep_id; /* sweep_id 0: not a sweep's run */
+    char started_at[32], scenario[128], policy[32], status[16];
+    uint64_t seed;
+    char *overrides; /* its --set overrides, or a sweep run's point, as "K=V K=V" ("" = none) */
+    double tsend_s, ttraining_s, ttotal_s, tflops;
+} store_run_row;
+typedef struct store_run_rows {
+    store_run_row *row;
+    size_t n;
+} store_run_rows;
+int store_runs_list(store *st, const store_runs_filter *f, store_run_rows *out, dp_err *err);
+void store_run_rows_free(store_run_rows *r);
 
 /* Write every table as DIR/TABLE.csv (scenarios, sweeps, runs, run_devices,
  * run_epochs, run_flops, run_segments, run_files; not blobs, the trace
