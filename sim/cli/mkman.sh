@@ -23,6 +23,50 @@ cmds=$(printf '%s\n' "$top" | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ 
         "$BIN" "$c" --help | esc
         printf '.fi\n'
     done
+    # Every DPSIM_* variable the program reads (tests/e2e_polish.sh checks
+    # this list against the sources).
+    cat <<'ENV'
+.SH ENVIRONMENT
+.TP
+.B DPSIM_GNUPLOT
+the gnuplot program for \fBplot\fR and \fBreproduce\fR (default: gnuplot on PATH)
+.TP
+.B DPSIM_PROGRESS_EVERY
+seconds between progress lines on stderr (default 0.2 on a terminal, 5 elsewhere; 0: every update)
+.TP
+.B DPSIM_NO_FAST_FORWARD
+1: simulate every epoch instead of skipping epochs proven to repeat (as \fB\-\-no\-fast\-forward\fR; same results, to compare)
+.TP
+.B DPSIM_NET_NO_STAR
+1: turn off the closed-form sharing of flows through one server (to compare; figures differ in their last bits, so \fBrerun\fR wants the same setting)
+.TP
+.B DPSIM_COLL_PER_FLOW
+1: run every collective round as flows, not in closed form (to compare)
+.TP
+.B DPSIM_COMPUTE_PER_BATCH
+1: one event per batch instead of one per compute interval (to compare)
+.TP
+.B DPSIM_MPI_TIMEOUT
+\fBsweep \-\-mpi\fR: seconds without a heartbeat before a rank is taken for dead (default 30)
+.TP
+.BR DPSIM_OUT ", " DPSIM_MERGED
+the job script of \fBsweep \-\-slurm\fR: the shared directory for shards and the merged database (default: the current directory, \fIOUT\fR/results.db)
+ENV
+    cat <<'EX'
+.SH EXAMPLES
+.nf
+dpsim reproduce table3 \-\-out table3/          # the paper's Table 3 and its plots
+dpsim check scenarios/geo\-3sites.yaml          # validate and summarise a scenario
+dpsim run scenarios/geo\-3sites.yaml            # every policy; stored in results.db
+dpsim run scenarios/tiny.yaml \-p cadp \-\-set devices.cpu.link.down=20Mbps
+dpsim runs \-\-last 5                            # the newest runs
+dpsim plot compare \-\-out compare.png          # Tsend, Ttraining, Ttotal per policy
+dpsim plot timeline \-\-run 3 \-\-out gantt.svg   # who waits for whom
+dpsim sweep scenarios/tiny.yaml \-\-vary devices.cpu.link.down=1Mbps..100Mbps:log:5
+dpsim plot sweep \-\-out sweep.png              # a panel per value of a second swept key
+dpsim export \-\-trace 3 \-\-out run3.json        # for ui.perfetto.dev
+.fi
+EX
     printf '.SH FILES\n.TP\n.I results.db\nthe default results database (SQLite); its schema: sim/store/SCHEMA.md in the sources\n'
     printf '.SH SEE ALSO\n.BR gnuplot (1),\n.BR sqlite3 (1)\n'
 } >"$OUT.tmp"
