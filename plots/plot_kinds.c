@@ -375,6 +375,38 @@ static const struct {
 };
 #define N_ACTS (sizeof acts / sizeof *acts)
 
+/* A re-simulated timeline (sel->share): per device and bin, a box per
+ * activity, stacked bottom-up in drawing order, each as tall as the share
+ * of the bin the activity took; what is left of the bin's height is white
+ * (nothing recorded).  One data block per activity, always written (an
+ * empty one holds a NaN row), so the key lists every activity. */
+static int timeline_shares(plot_gp *gp, const plot_sel *sel, int64_t n_dev, double tdiv)
+{
+    size_t nb = sel->share_bins, nd = sel->share_devices < (size_t)n_dev ? sel->share_devices : (size_t)n_dev;
+    double w = (sel->share_t1 - sel->share_t0) / (double)nb;
+    for (size_t a = 0; a < N_ACTS; a++) {
+        plot_gp_printf(gp, "$a%zu << EOD\n", a);
+        int rows = 0;
+        for (size_t d = 0; d < nd; d++)
+            for (size_t b = 0; b < nb; b++) {
+                const double *x = &sel->share[(d * nb + b) * PLOT_N_ACTS];
+                double below = 0;
+                for (size_t k = 0; k < a; k++)
+                    below += x[k];
+                if (!(x[a] > 0))
+                    continue;
+                double t0 = (sel->share_t0 + (double)b * w) / tdiv, t1 = t0 + w / tdiv;
+                double y0 = (double)d + 0.38 - 0.76 * below / w, y1 = y0 - 0.76 * x[a] / w;
+                plot_gp_printf(gp, "%.10g %zu %.10g %.10g %.10g %.10g\n", (t0 + t1) / 2, d, t0, t1, y1, y0);
+                rows++;
+            }
+        if (!rows)
+            plot_gp_printf(gp, "NaN NaN NaN NaN NaN NaN\n");
+        plot_gp_printf(gp, "EOD\n");
+    }
+    return 0;
+}
+
 int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run run;
@@ -407,14 +439,21 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
     if (!gp)
         return err ? err->code : DP_ERUN;
     char *unused = NULL; /* per device: left out by the policy */
+    int drawn[N_ACTS] = {0};
+    size_t n_unused = 0;
     char t1[TITLE_MAX];
     snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
              plot_policy_label(r->policy), r->scenario);
     char sub[TITLE_MAX];
-    if (res_s > 0) /* a long run: the simulator kept bins, not every step (results.h) */
+    if (sel->share)
+        snprintf(sub, sizeof sub,
+                 "a row per device (re-simulated); each %.3g-s bin stacks the shares of its activities, "
+                 "white: nothing recorded",
+                 (sel->share_t1 - sel->share_t0) / (double)sel->share_bins);
+    else if (res_s > 0) /* a long run: the simulator kept bins, not every step (results.h) */
         snprintf(sub, sizeof sub,
                  "a row per device; each bar: the dominant activity of %.3g-s bins (per-device totals: "
-                 "dpsim show %lld)",
+                 "dpsim show %lld; each bin's share of activities: --exact)",
                  res_s, (long long)r->id);
     else
         snprintf(sub, sizeof sub, "%s",
@@ -458,12 +497,14 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
                 gp, "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead lc rgb '#333333' dt 3 front\n",
                 ends.v[e] / tdiv, ends.v[e] / tdiv);
     store_values_free(&ends);
+    if (sel->share) { /* a re-simulation's shares per bin, stacked */
+        rc = timeline_shares(gp, sel, n_dev, tdiv);
+        goto draw_key;
+    }
     /* one data block per activity; waiting comes last, so by then a device
      * with no other activity is known: one the policy left out, drawn as
      * one "not used" bar, not as waiting all run (exact timelines only: in
      * a coarsened one a device that computes a little shows no bin of it) */
-    int drawn[N_ACTS] = {0};
-    size_t n_unused = 0;
     if (!(unused = dp_calloc((size_t)n_dev, 1))) { /* 1 = no activity but waiting seen so far */
         rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing a timeline");
         goto fail;
@@ -515,6 +556,14 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
     }
     dp_free(unused);
     unused = NULL;
+draw_key:
+    if (rc)
+        goto fail;
+    if (sel->share) {
+        for (size_t a = 0; a < N_ACTS; a++)
+            drawn[a] = 1;
+        n_unused = 0;
+    }
     user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     int first = 1;

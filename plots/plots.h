@@ -60,9 +60,19 @@ typedef struct plot_sel {
     const char *ylabel;
     int width_px, height_px; /* canvas size (0 = the plot's default; pdf: 100 px per inch) */
     double from_s, to_s;     /* timeline: the window of simulated time (to_s <= 0: the end) */
-    int panels;              /* flops: 0 auto (a panel per run when the runs' lengths differ by
-                                20x or more and no x scale was asked), 1 a panel per run, 2 one */
+    int panels;              /* flops: 0 auto (a panel per run when there are more than 4 runs or
+                                their lengths differ by 20x or more and no x scale was asked),
+                                1 a panel per run, 2 one */
+    /* timeline: seconds of each activity per device and bin of [share_t0,
+     * share_t1), share[(d * share_bins + b) * PLOT_N_ACTS + a] (a: res_activity
+     * order), from a re-simulation (plot timeline --exact); NULL: draw the
+     * stored segments.  Each bin is then drawn as the shares of its
+     * activities, stacked. */
+    const double *share;
+    size_t share_devices, share_bins;
+    double share_t0, share_t1;
 } plot_sel;
+#define PLOT_N_ACTS 5
 
 /* Draw one plot of kind k into out_path. */
 int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err);

@@ -255,6 +255,22 @@ expect 0 "$BIN" run "$GEO" --db "$T/geo37.db" -q -p cadp --set training.epochs=1
 DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot timeline --db "$T/geo37.db" --out "$T/t37.png"
 has "$T/prog.txt" "title 'not used'"
 has "$T/err" "caption: a row per device"
+# -- timeline --exact: the run simulated again, each bin's shares of activities stacked
+expect 0 "$BIN" run "$TINY" --db "$T/ex37.db" -q -p ddp
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot timeline --db "$T/ex37.db" --out "$T/ex37.png" --exact --from 1 --to 20
+has "$T/err" "re-simulating run #1"
+has "$T/err" "stacks the shares of its activities"
+python3 - "$T/prog.txt" <<'PY' && ok || bad "timeline --exact: stacked shares"
+import re, sys
+p = open(sys.argv[1]).read()
+assert "set xrange [1:20]" in p, "the window"
+rows = re.findall(r"^[0-9.e+-]+ (\d+) ([0-9.e+-]+) ([0-9.e+-]+) ([0-9.e+-]+) ([0-9.e+-]+)$", p, re.M)
+assert rows, "no boxes"
+for d, t0, t1, y1, y0 in rows:
+    d, y1, y0 = int(d), float(y1), float(y0)
+    assert d - 0.38 - 1e-9 <= y1 <= y0 <= d + 0.38 + 1e-9, (d, y1, y0) # inside the device's row
+PY
+expect 2 "$BIN" plot compare --db "$T/ex37.db" --out "$T/ex37c.png" --exact
 # -- staleness: a numeric axis, not evenly spaced categories
 expect 0 "$BIN" run "$GEO" --db "$T/st37.db" -q -p asyncps --set training.epochs=1
 DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot staleness --db "$T/st37.db" --out "$T/s37.png"

@@ -49,6 +49,15 @@ scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t 
  * DP_EINPUT (exit 2, bad input) with the nearest file name if one is close. */
 typedef struct store store;
 store *cli_open_read(const char *db, dp_err *err);
+/* Simulate stored run id again from what the database holds (scenario
+ * text, overrides, policy, seed, trace files): *old_out the stored results,
+ * *now_out the new ones, *name_out / *policy_out dp_malloc strings, all for
+ * the caller to free (cmd_db.c; rerun, export --trace --full, plot
+ * timeline --exact).  A segment hook set with policy_set_segment_hook sees
+ * the re-run's every activity. */
+typedef struct res_run res_run;
+int cli_resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                   char **policy_out, uint64_t *seed_out, dp_err *err_out);
 /* Catch SIGINT and SIGTERM: the running simulation stops at its next
  * poll and fails with "interrupted" (runs already stored stay stored; the
  * one in flight leaves nothing).  A second signal kills at once. */

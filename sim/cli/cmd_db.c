@@ -281,9 +281,6 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
-static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
-                      char **policy_out, uint64_t *seed_out, dp_err *err_out);
-
 static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1_s)
 {
     store_trace_segment(ctx, device, res_activity_name((res_activity)act), t0_s, t1_s);
@@ -303,7 +300,7 @@ static int export_full(store *st, int64_t run, const char *path, const unsigned 
     uint64_t seed = 0;
     cli_catch_interrupts();
     policy_set_segment_hook(on_segment, t);
-    int rc = resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
+    int rc = cli_resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
     policy_set_segment_hook(NULL, NULL);
     if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
         rc = dp_err_set(
@@ -519,8 +516,8 @@ static void note_file_on_disk(uint64_t id, const scn_file *f)
     dp_free(now);
 }
 
-static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
-                      char **policy_out, uint64_t *seed_out, dp_err *err_out)
+int cli_resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                   char **policy_out, uint64_t *seed_out, dp_err *err_out)
 {
     res_run *old = NULL, *now = NULL;
     char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
@@ -611,7 +608,7 @@ int cmd_rerun(int argc, char **argv)
     res_run *old = NULL, *now = NULL;
     char *name = NULL, *policy = NULL;
     uint64_t seed = 0;
-    int rc = resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
+    int rc = cli_resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
     int same = 0;
     if (!rc) {
 #define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0)

@@ -5,6 +5,8 @@
 #include "plots.h"
 #include "store/store.h"
 #include "yamltree.h"
+#include "policy/policy.h"
+#include "results.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -70,6 +72,11 @@ static void help(void)
            "      --ylabel TEXT    y axis label instead of the default one\n"
            "      --size WxH       canvas size in pixels (pdf: 100 px per inch), e.g. 800x500\n"
            "      --from S, --to S timeline: draw only simulated seconds S to S\n"
+           "      --exact          timeline: simulate the run again (it must match the stored\n"
+           "                       one bit for bit) and draw each of 600 bins of the window\n"
+           "                       (--from/--to) as the shares of its activities, stacked,\n"
+           "                       for long runs whose stored timeline keeps only each\n"
+           "                       coarse bin's dominant activity (first 80 devices)\n"
            "      --panels[=yes|no|auto]  flops: a panel per run on one shared time axis\n"
            "                       (auto, the default: more than 4 runs, or lengths that\n"
            "                       differ by 20x or more, and neither --logx nor --linx)\n\n"
@@ -87,9 +94,92 @@ static void help(void)
 typedef struct plot_args {
     int64_t *ids;
     plot_sel sel;
+    int exact;
 } plot_args;
 
-enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS };
+/* plot timeline --exact: the seconds of each activity per device and bin
+ * of the window, from the re-simulation's every activity interval. */
+typedef struct share_acc {
+    double *share, t0, t1, w;
+    size_t n_dev, n_bins;
+} share_acc;
+
+static void on_interval(void *ctx, size_t device, int act, double t0_s, double t1_s)
+{
+    share_acc *a = ctx;
+    if (device >= a->n_dev || act < 0 || act >= PLOT_N_ACTS || !(t1_s > a->t0) || !(t0_s < a->t1))
+        return;
+    double lo = t0_s > a->t0 ? t0_s : a->t0, hi = t1_s < a->t1 ? t1_s : a->t1;
+    size_t b0 = (size_t)((lo - a->t0) / a->w), b1 = (size_t)((hi - a->t0) / a->w);
+    for (size_t b = b0; b <= b1 && b < a->n_bins; b++) {
+        double s = a->t0 + (double)b * a->w, e = s + a->w;
+        double o = (hi < e ? hi : e) - (lo > s ? lo : s);
+        if (o > 0)
+            a->share[(device * a->n_bins + b) * PLOT_N_ACTS + (size_t)act] += o;
+    }
+}
+
+/* Choose the run as the plot would, simulate it again (it must end at the
+ * stored Ttotal bit for bit, as rerun checks) and fill sel's shares. */
+static int exact_shares(store *st, plot_sel *sel, int64_t *id, double **share, dp_err *err)
+{
+    enum { BINS = 600, MAX_DEV = 80 }; /* ~2 px per bin; a timeline draws at most 80 rows legibly */
+    plot_run run;
+    plot_sel quiet = *sel;
+    quiet.note = NULL;
+    int rc = plot_one_run(st, &quiet, &run, err);
+    if (rc)
+        return rc;
+    *id = run.id;
+    sel->run_ids = id;
+    sel->n_runs = 1;
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed;
+    share_acc a = {0};
+    a.t0 = sel->from_s > 0 ? sel->from_s : 0;
+    a.t1 = sel->to_s > 0 && sel->to_s < run.ttotal_s ? sel->to_s : run.ttotal_s;
+    a.n_bins = BINS;
+    a.w = (a.t1 - a.t0) / BINS;
+    if (!(a.w > 0))
+        return dp_err_set(err, DP_EINPUT, "timeline: --from %g s is not before the run's end (%g s)", a.t0,
+                          a.t1);
+    store_devices dev;
+    if ((rc = store_devices_get(st, run.id, &dev, err)))
+        return rc;
+    a.n_dev = dev.n < MAX_DEV ? dev.n : MAX_DEV;
+    store_devices_free(&dev);
+    if (!(a.share = dp_calloc(a.n_dev * a.n_bins * PLOT_N_ACTS + 1, sizeof *a.share)))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (sel->note)
+        fprintf(sel->note, "re-simulating run #%lld for its exact timeline\n", (long long)run.id);
+    cli_catch_interrupts();
+    policy_set_segment_hook(on_interval, &a);
+    rc = cli_resimulate(st, (uint64_t)run.id, &old, &now, &name, &policy, &seed, err);
+    policy_set_segment_hook(NULL, NULL);
+    if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
+        rc = dp_err_set(err, DP_ERUN,
+                        "run #%lld: the re-run ends at %.17g s, the stored run at %.17g s (a different build "
+                        "or trace files?): its timeline would not be this run's",
+                        (long long)run.id, now->ttotal_s, old->ttotal_s);
+    res_run_free(old);
+    res_run_free(now);
+    dp_free(name);
+    dp_free(policy);
+    if (rc) {
+        dp_free(a.share);
+        return rc;
+    }
+    *share = a.share;
+    sel->share = a.share;
+    sel->share_devices = a.n_dev;
+    sel->share_bins = a.n_bins;
+    sel->share_t0 = a.t0;
+    sel->share_t1 = a.t1;
+    return 0;
+}
+
+enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS, K_EXACT };
 
 static int on_opt(void *ctx, int key, const char *val, const char *a)
 {
@@ -167,6 +257,9 @@ static int on_opt(void *ctx, int key, const char *val, const char *a)
         *(key == K_FROM ? &sel->from_s : &sel->to_s) = t;
         break;
     }
+    case K_EXACT:
+        p->exact = 1;
+        break;
     case K_PANELS:
         if (!val || !strcmp(val, "yes"))
             sel->panels = 1;
@@ -205,9 +298,10 @@ int cmd_plot(int argc, char **argv)
                                         {"from", required_argument, NULL, K_FROM},
                                         {"to", required_argument, NULL, K_TO},
                                         {"panels", optional_argument, NULL, K_PANELS},
+                                        {"exact", no_argument, NULL, K_EXACT},
                                         {NULL, 0, NULL, 0}};
     int64_t ids[MAX_RUNS];
-    plot_args pa = {ids, {0}};
+    plot_args pa = {ids, {0}, 0};
     pa.sel.log_x = pa.sel.log_y = -1;
     cli_opts o = {0};
     int prc =
@@ -256,11 +350,18 @@ int cmd_plot(int argc, char **argv)
         return cli_usage_error("plot", "--from and --to zoom a timeline (got KIND %s)", kind_name);
     if ((k == PLOT_TIMELINE || k == PLOT_BATCHES || k == PLOT_LINKS) && sel.n_runs > 1)
         return cli_usage_error("plot", "a %s shows one run (got %zu --run)", kind_name, sel.n_runs);
+    if (pa.exact && k != PLOT_TIMELINE)
+        return cli_usage_error("plot", "--exact re-simulates a timeline (got KIND %s)", kind_name);
     sel.run_ids = sel.n_runs ? ids : NULL;
     store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
-    int rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
+    double *share = NULL;
+    int64_t one_id = 0;
+    int rc = pa.exact ? exact_shares(st, &sel, &one_id, &share, &err) : 0;
+    if (!rc)
+        rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
+    dp_free(share);
     store_close(st);
     if (rc)
         return cli_fail(&err);
