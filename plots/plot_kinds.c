@@ -880,6 +880,15 @@ static void value_tics(plot_gp *gp, const char *axname, const axis *a, int categ
     plot_gp_printf(gp, ")\n");
 }
 
+static int group_before(const char *pa, const char *na, const char *pb, const char *nb)
+{
+    size_t ra = policy_rank_of(pa), rb = policy_rank_of(pb);
+    if (ra != rb)
+        return ra < rb;
+    int c = strcmp(pa, pb);
+    return c ? c < 0 : strcmp(na, nb) < 0;
+}
+
 /* Whether groups g and h have the same cells (count and mean) everywhere:
  * series that coincide, drawn over each other, are named as such. */
 static int same_series(const cell *cells, size_t nf, size_t ng, size_t nx, size_t g, size_t h)
@@ -977,6 +986,17 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
         }
         gi[i] = (int)j;
     }
+    /* groups in registry order of their policy, then by name: the legend
+     * (and which of two equal series is named the twin) must not depend on
+     * the order parallel workers stored the runs in */
+    for (size_t a = 1; a < ng; a++)
+        for (size_t b = a; b > 0 && group_before(gpol[b], gname[b], gpol[b - 1], gname[b - 1]); b--) {
+            char *tn = gname[b], *tp = gpol[b];
+            gname[b] = gname[b - 1], gpol[b] = gpol[b - 1];
+            gname[b - 1] = tn, gpol[b - 1] = tp;
+            for (size_t i = 0; i < d.n; i++) /* swap the two groups' rows */
+                gi[i] = gi[i] == (int)b ? (int)b - 1 : gi[i] == (int)b - 1 ? (int)b : gi[i];
+        }
     /* facet f of a row: its value's rank on the facet axis */
     int *frank = dp_calloc(af.n ? af.n : 1, sizeof *frank);
     if (!frank) {
