@@ -493,13 +493,13 @@ static void print_text(const t3 *x, const char *db, int related)
     for (size_t k = 0; k < x->nu; k++)
         printf("%s %s", k ? "," : "with --set", x->ov_text[k]);
     printf("%s\n", x->nu ? " (the calibration assumed none)\n" : "");
-    dp_table *t = report_table_new();
+    dp_table *tb = report_table_new();
     for (int k = 0; k < 3; k++)
-        report_table_add(t, x->runs[k], x->ids[k]);
-    dp_table_note(t, "(what-if) DDP with a 10 Gbit/s device interconnect:");
-    report_table_add(t, x->runs[3], x->ids[3]);
-    dp_table_print(t, stdout);
-    dp_table_free(t);
+        report_table_add(tb, x->runs[k], x->ids[k]);
+    dp_table_note(tb, "(what-if) DDP with a 10 Gbit/s device interconnect:");
+    report_table_add(tb, x->runs[3], x->ids[3]);
+    dp_table_print(tb, stdout);
+    dp_table_free(tb);
     printf("\n  %-34s %14s %14s %9s   %s\n", "figure", "paper", "simulated", "ratio", "role");
     for (size_t k = 0; k < NROWS; k++)
         print_row(&rows[k]);
