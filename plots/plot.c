@@ -10,6 +10,7 @@
 #include "plots.h"
 #include "policy/policy.h"
 #include "scenario.h"
+#include "yamltree.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,18 +35,32 @@ static size_t policy_rank(const char *p)
     return policy_rank_of(p);
 }
 
+static const struct {
+    const char *name, *label;
+    double scale;
+} metrics[] = {
+    {"ttotal_s", "Ttotal (s)", 1},
+    {"tsend_s", "Tsend (s)", 1},
+    {"ttraining_s", "Ttraining (s)", 1},
+    {"tflops", "TFLOPS (paper's count)", 1},
+    {"utilization", "cluster utilization (%)", 100},
+};
+#define N_METRICS (sizeof metrics / sizeof *metrics)
+
+const char *plot_metric_nearest(const char *name)
+{
+    const char *names[N_METRICS + 1];
+    for (size_t k = 0; k < N_METRICS; k++)
+        names[k] = metrics[k].name;
+    names[N_METRICS] = "final_acc"; /* tta@X takes a target: not guessed */
+    for (size_t k = 0; name && k <= N_METRICS; k++) /* ttotal -> ttotal_s */
+        if (strncmp(names[k], name, strlen(name)) == 0 && strlen(name) >= 3)
+            return names[k];
+    return name ? yt_nearest(name, names, N_METRICS + 1) : NULL;
+}
+
 int plot_metric(const char *name, const char **column, const char **label, double *scale)
 {
-    static const struct {
-        const char *name, *label;
-        double scale;
-    } m[] = {
-        {"ttotal_s", "Ttotal (s)", 1},
-        {"tsend_s", "Tsend (s)", 1},
-        {"ttraining_s", "Ttraining (s)", 1},
-        {"tflops", "TFLOPS (paper's count)", 1},
-        {"utilization", "cluster utilization (%)", 100},
-    };
     /* learning: the stored time to a target accuracy, or the last
      * evaluation's accuracy (the store checks the target's syntax) */
     static char tta_label[64];
@@ -57,19 +72,19 @@ int plot_metric(const char *name, const char **column, const char **label, doubl
         *column = name;
         *label = tta_label;
         *scale = 1;
-        return (int)(sizeof m / sizeof *m);
+        return (int)N_METRICS;
     }
     if (name && !strcmp(name, "final_acc")) {
         *column = name;
         *label = "final test accuracy (%)";
         *scale = 100;
-        return (int)(sizeof m / sizeof *m) + 1;
+        return (int)N_METRICS + 1;
     }
-    for (int k = 0; k < (int)(sizeof m / sizeof *m); k++)
-        if (name && !strcmp(name, m[k].name)) {
-            *column = m[k].name;
-            *label = m[k].label;
-            *scale = m[k].scale;
+    for (int k = 0; k < (int)N_METRICS; k++)
+        if (name && !strcmp(name, metrics[k].name)) {
+            *column = metrics[k].name;
+            *label = metrics[k].label;
+            *scale = metrics[k].scale;
             return k;
         }
     return -1;
@@ -130,7 +145,78 @@ static int load_run(store *st, int64_t id, plot_run *r, dp_err *err)
     r->ttotal_s = info.ttotal_s;
     r->tflops = info.tflops;
     r->bin_s = info.bin_s;
+    /* the overrides it ran with, so a figure of changed scenarios says so */
+    char *text = NULL, *name = NULL, *policy = NULL, **ov = NULL;
+    size_t n_ov = 0;
+    uint64_t seed;
+    if ((rc = store_get_run_source(st, id, &text, &name, &ov, &n_ov, &policy, &seed, err)))
+        return rc;
+    for (size_t k = 0; k < n_ov; k++) {
+        size_t l = strlen(r->overrides);
+        snprintf(r->overrides + l, sizeof r->overrides - l, "%s%s", k ? " " : "", ov[k]);
+    }
+    dp_free(text);
+    dp_free(name);
+    dp_free(policy);
+    store_strings_free(ov, n_ov);
     return 0;
+}
+
+void plot_caption(const plot_sel *sel, const char *text)
+{
+    if (sel->note && text && *text)
+        fprintf(sel->note, "caption: %s\n", text);
+}
+
+/* Whether override text `tok` (len bytes) is one of the overrides of r. */
+static int has_override(const plot_run *r, const char *tok, size_t len)
+{
+    for (const char *p = r->overrides; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == len && !strncmp(p, tok, len))
+            return 1;
+        p += l;
+        p += *p == ' ';
+    }
+    return 0;
+}
+
+/* The overrides of r[k] that every run (common = 1) or not every run
+ * (common = 0) of r[0..n) has, space-separated, in buf. */
+static void overrides_split(const plot_run *r, size_t n, size_t k, int common, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (const char *p = r[k].overrides; *p;) {
+        size_t l = strcspn(p, " "), used = strlen(buf);
+        int all = 1;
+        for (size_t j = 0; j < n && all; j++)
+            all = has_override(&r[j], p, l);
+        if (all == common)
+            snprintf(buf + used, cap - used, "%s%.*s", used ? " " : "", (int)l, p);
+        p += l;
+        p += *p == ' ';
+    }
+}
+
+const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    int differ = 0;
+    for (size_t k = 0; k < n; k++)
+        differ |= strcmp(r[k].overrides, r[0].overrides) != 0;
+    char common[256];
+    if (n)
+        overrides_split(r, n, 0, 1, common, sizeof common);
+    if (!n || (!common[0] && !differ))
+        return NULL;
+    snprintf(buf, cap, "%s%s%s%s", common[0] ? "with --set " : "", common, common[0] && differ ? "; " : "",
+             differ ? "runs with other overrides too (in the legend)" : "");
+    return buf;
+}
+
+void plot_overrides_own(const plot_run *r, size_t n, size_t k, char *buf, size_t cap)
+{
+    overrides_split(r, n, k, 0, buf, cap);
 }
 
 int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, size_t *n, dp_err *err)
@@ -167,7 +253,12 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
     for (size_t k = 0; k < m; k++) {
         int shared = (k > 0 && !strcmp(r[k - 1].policy, r[k].policy)) ||
                      (k + 1 < m && !strcmp(r[k + 1].policy, r[k].policy));
-        if (shared)
+        char mine[256];
+        plot_overrides_own(r, m, k, mine, sizeof mine);
+        if (shared && mine[0])
+            snprintf(r[k].label, sizeof r[k].label, "%.30s #%lld (%.140s)", plot_policy_label(r[k].policy),
+                     (long long)r[k].id, mine);
+        else if (shared)
             snprintf(r[k].label, sizeof r[k].label, "%.30s #%lld", plot_policy_label(r[k].policy),
                      (long long)r[k].id);
         else
@@ -184,6 +275,48 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
     *runs = r;
     *n = m;
     return 0;
+}
+
+int plot_one_run_with(store *st, const plot_sel *sel, plot_has_fn has, const char *what, plot_run *run,
+                      dp_err *err)
+{
+    if (sel->n_runs || sel->policy || !has)
+        return plot_one_run(st, sel, run, err);
+    /* the default: the latest run, from the latest invocation's backwards,
+     * that has what the plot draws */
+    store_ids ids = {0};
+    int rc = store_select_runs(st, sel->scenario, NULL, 0, &ids, err);
+    if (rc)
+        return rc;
+    int64_t top = 0;
+    for (size_t k = 0; k < ids.n; k++)
+        top = ids.id[k] > top ? ids.id[k] : top;
+    store_ids_free(&ids);
+    enum { MAX_PROBES = 10000 };
+    for (int64_t id = top; id >= 1 && id > top - MAX_PROBES; id--) {
+        plot_run cand;
+        dp_err e = {0};
+        if (load_run(st, id, &cand, &e)) /* absent or failed */
+            continue;
+        if (sel->scenario && strcmp(cand.scenario, sel->scenario) != 0)
+            continue;
+        int ok = has(st, id, &e);
+        if (ok < 0)
+            return dp_err_set(err, e.code ? e.code : DP_ERUN, "%s", e.msg);
+        if (!ok)
+            continue;
+        plot_sel one = *sel;
+        one.run_ids = &id;
+        one.n_runs = 1;
+        if ((rc = plot_one_run(st, &one, run, err)))
+            return rc;
+        if (sel->note)
+            fprintf(sel->note, "  (the latest run with %s; choose another with --run ID)\n", what);
+        return 0;
+    }
+    return dp_err_set(err, DP_EINPUT, "no run%s%s%s has %s ('dpsim runs' lists them)",
+                      sel->scenario ? " of scenario '" : "", sel->scenario ? sel->scenario : "",
+                      sel->scenario ? "'" : "", what);
 }
 
 int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err)

@@ -17,11 +17,21 @@ static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7"
                                       "#f0e442", "#000000", "#999999", "#882255", "#44aa99", "#117733",
                                       "#332288", "#aa4499", "#88ccee", "#ddcc77"};
 
+static int has_batches(store *st, int64_t id, dp_err *err)
+{
+    store_batches b;
+    if (store_batches_get(st, id, 1, &b, err))
+        return -1;
+    int has = b.n_devices > 0;
+    store_batches_free(&b);
+    return has;
+}
+
 int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run run;
     const plot_run *r = &run;
-    int rc = plot_one_run(st, sel, &run, err);
+    int rc = plot_one_run_with(st, sel, has_batches, "batch statistics (a load-balancing policy)", &run, err);
     if (rc)
         return rc;
     store_batches bt;

@@ -19,6 +19,7 @@
  *            uneven grids such as counts 0, 1, 2, 4, 8 get equal cells).
  */
 #include "plots.h"
+#include "policy/policy.h"
 
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -107,7 +108,10 @@ int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_e
     char scn[200], t1[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Tsend, Ttraining and Ttotal per policy, %s", scn);
-    plot_title(gp, sel->title, t1, logy ? "log scale: the times span more than two decades" : NULL);
+    char ovl[TITLE_MAX];
+    plot_title(gp, sel->title, t1, plot_overrides_line(r, n, ovl, sizeof ovl));
+    if (logy)
+        plot_caption(sel, "log scale: the times span more than two decades");
     plot_gp_printf(gp, "set ylabel 'simulated time (s%s)'\n", logy ? ", log scale" : "");
     plot_gp_printf(gp, "set xtics ('Tsend' 0, 'Ttraining' 1, 'Ttotal' 2) scale 0 font ',13'\n"
                        "set xrange [-0.5:2.5]\nset grid ytics lc rgb '#d0d0d0'\n"
@@ -116,7 +120,7 @@ int plot_draw_compare(store *st, const plot_sel *sel, const char *out_path, dp_e
     double ylo;
     if (logy) {
         ylo = pow(10, floor(log10(minpos)));
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\nset yrange [%.10g:%.10g]\n", ylo,
+        plot_gp_printf(gp, "set logscale y 10\nset format y '10^%%T'\nset yrange [%.10g:%.10g]\n", ylo,
                        max * pow(10, 0.35 + 0.08 * (double)n));
     } else {
         ylo = 0;
@@ -237,28 +241,31 @@ int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err
         rc = dp_err_set(err, DP_EINPUT, "flops: the selected runs have no FLOPS-over-time bins");
         goto done;
     }
-    /* Runs of very different length (C-ADP's hour beside DDP's weeks): a
-     * panel per run, each on its own linear time axis, reads at a glance;
-     * a log time axis when the user asks (--logx). */
-    int panels =
-        sel->panels == 1 || (sel->panels == 0 && sel->log_x < 0 && n > 1 && tend_max >= 20 * tend_min);
-    int logx = panels ? 0 : plot_want_log(sel->log_x, tend_min, tend_max, 20);
+    /* Runs of very different length (C-ADP's hour beside DDP's weeks), or
+     * many runs, overprint on one plot: a panel per run then, stacked on
+     * one shared time axis (log when the lengths differ by 20x or more),
+     * the canvas growing with the panels as a timeline's does. */
+    int panels = sel->panels == 1 ||
+                 (sel->panels == 0 && sel->log_x < 0 && n > 1 && (tend_max >= 20 * tend_min || n > 4));
+    int logx = plot_want_log(sel->log_x, tend_min, tend_max, 20);
     int logy = plot_want_log(sel->log_y, peak_min, fmax, 100.0000001);
     double tdiv, fdiv;
     const char *tu = plot_time_unit(tmax, &tdiv);
     const char *fu = flops_unit(fmax, &fdiv);
-    if (!(gp = plot_open(sel, out_path, 1200, 700, err))) {
+    const int panel_px = 150, height = panels ? 150 + panel_px * (int)n : 700;
+    if (!(gp = plot_open(sel, out_path, 1200, height < 700 ? 700 : height, err))) {
         rc = err ? err->code : DP_ERUN;
         goto done;
     }
-    char scn[200], t1[TITLE_MAX];
+    char scn[200], t1[TITLE_MAX], ovl[TITLE_MAX];
     scenario_phrase(r, n, scn, sizeof scn);
     snprintf(t1, sizeof t1, "Cluster FLOPS over simulated time, %s", scn);
-    plot_title(
-        gp, sel->title, t1,
-        logx     ? "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its middle)"
-        : panels ? "a panel per run, each on its own time axis (one shared axis: --panels=no)"
-                 : NULL);
+    plot_title(gp, sel->title, t1, plot_overrides_line(r, n, ovl, sizeof ovl));
+    if (logx)
+        plot_caption(sel, "log time axis: the runs' lengths differ by 20x or more (first bin drawn from its "
+                          "middle; a linear axis: --linx)");
+    if (panels)
+        plot_caption(sel, "a panel per run on one shared time axis (one plot: --panels=no)");
     plot_gp_printf(gp, "set xlabel 'simulated time (%s%s)'\n", tu, logx ? ", log scale" : "");
     char yl[160];
     snprintf(yl, sizeof yl, "cluster FLOPS (%s, paper's count%s)", fu, logy ? ", log scale" : "");
@@ -267,14 +274,21 @@ int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err
     plot_gp_printf(gp, "\n");
     plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
     if (logx)
-        plot_gp_printf(gp, "set logscale x 10\nset format x '%%.0te%%T'\nset xrange [%.10g:%.10g]\n",
+        plot_gp_printf(gp, "set logscale x 10\nset format x '10^%%T'\nset xrange [%.10g:%.10g]\n",
                        bin_min / 2 / tdiv, tmax / tdiv);
     else
         plot_gp_printf(gp, "set xrange [0:%.10g]\n", tmax / tdiv);
-    if (logy)
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\n");
-    else
+    if (logy) { /* whole decades around every positive bin, the same in every panel */
+        double vmin = INFINITY;
+        for (size_t k = 0; k < n; k++)
+            for (size_t i = 0; i < f[k].n; i++)
+                if (f[k].flops[i] > 0 && f[k].flops[i] < vmin)
+                    vmin = f[k].flops[i];
+        plot_gp_printf(gp, "set logscale y 10\nset format y '10^%%T'\nset yrange [%.10g:%.10g]\n",
+                       pow(10, floor(log10(vmin / fdiv))), pow(10, ceil(log10(fmax / fdiv))));
+    } else {
         plot_gp_printf(gp, "set yrange [0:%.10g]\n", fmax / fdiv * 1.1);
+    }
     for (size_t k = 0; k < n; k++) {
         plot_gp_printf(gp, "$f%zu << EOD\n", k);
         double last = NAN, bin = r[k].bin_s;
@@ -300,20 +314,23 @@ int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err
         plot_gp_printf(gp, "EOD\n");
     }
     if (panels) {
-        /* the title block above, then one row per run sharing the FLOPS scale */
-        plot_gp_printf(gp, "set multiplot layout %zu,1 margins 0.08,0.82,0.1,0.88 spacing 0,0.08\n", n);
+        /* the title above, then one row per run sharing the time axis (its
+         * tic labels and label under the last panel only) and the FLOPS scale */
+        double H = height < 700 ? 700 : height;
+        plot_gp_printf(gp, "set multiplot layout %zu,1 margins 0.08,0.82,%.4f,%.4f spacing 0,%.4f\n", n,
+                       70 / H, 1 - 70 / H, 24 / H);
         plot_gp_printf(gp, "set ylabel '%s'\n", fu);
         for (size_t k = 0; k < n; k++) {
-            /* each panel in the time unit of its own length */
-            double end = r[k].tend_s > 0 ? r[k].tend_s : tmax, pdiv;
-            const char *pu = plot_time_unit(end, &pdiv);
             if (k)
                 plot_gp_printf(gp, "unset title\n");
-            plot_gp_printf(gp, "set xlabel 'simulated time (%s)'\n", pu);
+            if (k + 1 < n)
+                plot_gp_printf(gp, "set format x ''\nunset xlabel\n");
+            else
+                plot_gp_printf(gp, "set format x %s\nset xlabel 'simulated time (%s%s)'\n",
+                               logx ? "'10^%T'" : "'% h'", tu, logx ? ", log scale" : "");
             user_labels(gp, sel);
-            plot_gp_printf(gp, "set xrange [0:%.10g]\n", end / pdiv);
-            plot_gp_printf(gp, "plot $f%zu using ($1*%.10g):2 with steps lw 2.5 lc rgb '%s' title ", k,
-                           tdiv / pdiv, plot_policy_color(r[k].policy, k));
+            plot_gp_printf(gp, "plot $f%zu using 1:2 with steps lw 2 lc rgb '%s' title ", k,
+                           plot_policy_color(r[k].policy, k));
             plot_gp_str(gp, r[k].label);
             plot_gp_printf(gp, "\n");
         }
@@ -322,10 +339,13 @@ int plot_draw_flops(store *st, const plot_sel *sel, const char *out_path, dp_err
         user_labels(gp, sel);
         plot_gp_printf(gp, "plot ");
         for (size_t k = 0; k < n; k++) {
-            /* later lines thinner, so a line drawn over an equal one still shows */
+            /* later lines thinner and dashed by policy, so a line drawn over
+             * an equal one still shows */
             double lw = 4.0 - 0.9 * (double)k < 1.3 ? 1.3 : 4.0 - 0.9 * (double)k;
-            plot_gp_printf(gp, "%s$f%zu using 1:2 with steps lw %.1f lc rgb '%s' title ", k ? ", \\\n  " : "",
-                           k, lw, plot_policy_color(r[k].policy, k));
+            int style_pt, style_dt;
+            policy_style_of(r[k].policy, k, &style_pt, &style_dt);
+            plot_gp_printf(gp, "%s$f%zu using 1:2 with steps lw %.1f dt %d lc rgb '%s' title ",
+                           k ? ", \\\n  " : "", k, lw, style_dt, plot_policy_color(r[k].policy, k));
             plot_gp_str(gp, r[k].label);
         }
         plot_gp_printf(gp, "\n");
@@ -354,6 +374,38 @@ static const struct {
     {"wait", "waiting", "#c8c8c8"},
 };
 #define N_ACTS (sizeof acts / sizeof *acts)
+
+/* A re-simulated timeline (sel->share): per device and bin, a box per
+ * activity, stacked bottom-up in drawing order, each as tall as the share
+ * of the bin the activity took; what is left of the bin's height is white
+ * (nothing recorded).  One data block per activity, always written (an
+ * empty one holds a NaN row), so the key lists every activity. */
+static int timeline_shares(plot_gp *gp, const plot_sel *sel, int64_t n_dev, double tdiv)
+{
+    size_t nb = sel->share_bins, nd = sel->share_devices < (size_t)n_dev ? sel->share_devices : (size_t)n_dev;
+    double w = (sel->share_t1 - sel->share_t0) / (double)nb;
+    for (size_t a = 0; a < N_ACTS; a++) {
+        plot_gp_printf(gp, "$a%zu << EOD\n", a);
+        int rows = 0;
+        for (size_t d = 0; d < nd; d++)
+            for (size_t b = 0; b < nb; b++) {
+                const double *x = &sel->share[(d * nb + b) * PLOT_N_ACTS];
+                double below = 0;
+                for (size_t k = 0; k < a; k++)
+                    below += x[k];
+                if (!(x[a] > 0))
+                    continue;
+                double t0 = (sel->share_t0 + (double)b * w) / tdiv, t1 = t0 + w / tdiv;
+                double y0 = (double)d + 0.38 - 0.76 * below / w, y1 = y0 - 0.76 * x[a] / w;
+                plot_gp_printf(gp, "%.10g %zu %.10g %.10g %.10g %.10g\n", (t0 + t1) / 2, d, t0, t1, y1, y0);
+                rows++;
+            }
+        if (!rows)
+            plot_gp_printf(gp, "NaN NaN NaN NaN NaN NaN\n");
+        plot_gp_printf(gp, "EOD\n");
+    }
+    return 0;
+}
 
 int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
@@ -386,14 +438,22 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
     plot_gp *gp = plot_open(sel, out_path, 1400, height, err);
     if (!gp)
         return err ? err->code : DP_ERUN;
+    char *unused = NULL; /* per device: left out by the policy */
+    int drawn[N_ACTS] = {0};
+    size_t n_unused = 0;
     char t1[TITLE_MAX];
     snprintf(t1, sizeof t1, "Timeline of run #%lld: %s on scenario '%s'", (long long)r->id,
              plot_policy_label(r->policy), r->scenario);
     char sub[TITLE_MAX];
-    if (res_s > 0) /* a long run: the simulator kept bins, not every step (results.h) */
+    if (sel->share)
+        snprintf(sub, sizeof sub,
+                 "a row per device (re-simulated); each %.3g-s bin stacks the shares of its activities, "
+                 "white: nothing recorded",
+                 (sel->share_t1 - sel->share_t0) / (double)sel->share_bins);
+    else if (res_s > 0) /* a long run: the simulator kept bins, not every step (results.h) */
         snprintf(sub, sizeof sub,
                  "a row per device; each bar: the dominant activity of %.3g-s bins (per-device totals: "
-                 "dpsim show %lld)",
+                 "dpsim show %lld; each bin's share of activities: --exact)",
                  res_s, (long long)r->id);
     else
         snprintf(sub, sizeof sub, "%s",
@@ -406,7 +466,9 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
         fmt_seconds(t_hi, w + l + 4, sizeof w - l - 4);
         snprintf(t1 + strlen(t1), sizeof t1 - strlen(t1), ", from %s", w);
     }
-    plot_title(gp, sel->title, t1, sub);
+    char ovl[TITLE_MAX];
+    plot_title(gp, sel->title, t1, plot_overrides_line(r, 1, ovl, sizeof ovl));
+    plot_caption(sel, sub);
     plot_gp_printf(gp, "set xlabel 'simulated time (%s); dotted lines: epoch ends'\n", tu);
     plot_gp_printf(gp, "set ylabel 'device'\nset xrange [%.10g:%.10g]\nset yrange [%.10g:-0.5]\n",
                    t_lo / tdiv, t_hi / tdiv, (double)n_dev - 0.5);
@@ -435,8 +497,19 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
                 gp, "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead lc rgb '#333333' dt 3 front\n",
                 ends.v[e] / tdiv, ends.v[e] / tdiv);
     store_values_free(&ends);
-    /* one data block per activity */
-    int drawn[N_ACTS] = {0};
+    if (sel->share) { /* a re-simulation's shares per bin, stacked */
+        rc = timeline_shares(gp, sel, n_dev, tdiv);
+        goto draw_key;
+    }
+    /* one data block per activity; waiting comes last, so by then a device
+     * with no other activity is known: one the policy left out, drawn as
+     * one "not used" bar, not as waiting all run (exact timelines only: in
+     * a coarsened one a device that computes a little shows no bin of it) */
+    if (!(unused = dp_calloc((size_t)n_dev, 1))) { /* 1 = no activity but waiting seen so far */
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing a timeline");
+        goto fail;
+    }
+    memset(unused, res_s > 0 ? 0 : 1, (size_t)n_dev);
     const double min_w = tmax / tdiv / 1150; /* ~1 px of the ~1150 px wide plot area */
     for (size_t a = 0; a < N_ACTS; a++) {
         store_segments seg;
@@ -448,6 +521,12 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
             double t0 = seg.seg[i].t0_s / tdiv, t1s = seg.seg[i].t1_s / tdiv;
             if (d < 0 || d >= n_dev || !isfinite(t0) || !isfinite(t1s) || t1s < t0)
                 continue;
+            if (strcmp(acts[a].act, "wait") != 0)
+                unused[d] = 0;
+            else if (unused[d] == 1 || unused[d] == 2) {
+                unused[d] = 2; /* waiting only: drawn as not used below */
+                continue;
+            }
             /* Shorter than a pixel would vanish: draw it a pixel wide (the
              * short compute steps between long transfers are the point). */
             if ((t1s - t0) < min_w) {
@@ -465,6 +544,26 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
             plot_gp_printf(gp, "EOD\n");
         drawn[a] = rows > 0;
     }
+    for (int64_t d = 0; d < n_dev; d++)
+        n_unused += unused[d] == 2;
+    if (n_unused) {
+        plot_gp_printf(gp, "$unused << EOD\n");
+        for (int64_t d = 0; d < n_dev; d++)
+            if (unused[d] == 2)
+                plot_gp_printf(gp, "%.10g %lld %.10g %.10g %.10g %.10g\n", (t_lo + t_hi) / 2 / tdiv,
+                               (long long)d, t_lo / tdiv, t_hi / tdiv, (double)d - 0.38, (double)d + 0.38);
+        plot_gp_printf(gp, "EOD\n");
+    }
+    dp_free(unused);
+    unused = NULL;
+draw_key:
+    if (rc)
+        goto fail;
+    if (sel->share) {
+        for (size_t a = 0; a < N_ACTS; a++)
+            drawn[a] = 1;
+        n_unused = 0;
+    }
     user_labels(gp, sel);
     plot_gp_printf(gp, "plot ");
     int first = 1;
@@ -475,9 +574,15 @@ int plot_draw_timeline(store *st, const plot_sel *sel, const char *out_path, dp_
                        first ? "" : ", \\\n  ", a, acts[a].color, acts[a].label);
         first = 0;
     }
+    if (n_unused)
+        plot_gp_printf(gp,
+                       "%s$unused using 1:2:3:4:5:6 with boxxyerror fs pattern 4 border lc rgb '#9a9a9a' "
+                       "fc rgb '#9a9a9a' title 'not used'",
+                       first ? "" : ", \\\n  ");
     plot_gp_printf(gp, "\n");
     return plot_gp_close(gp, err);
 fail:
+    dp_free(unused);
     plot_gp_abort(gp);
     return rc;
 }
@@ -775,42 +880,97 @@ static void value_tics(plot_gp *gp, const char *axname, const axis *a, int categ
     plot_gp_printf(gp, ")\n");
 }
 
+static int group_before(const char *pa, const char *na, const char *pb, const char *nb)
+{
+    size_t ra = policy_rank_of(pa), rb = policy_rank_of(pb);
+    if (ra != rb)
+        return ra < rb;
+    int c = strcmp(pa, pb);
+    return c ? c < 0 : strcmp(na, nb) < 0;
+}
+
+/* Whether groups g and h have the same cells (count and mean) everywhere:
+ * series that coincide, drawn over each other, are named as such. */
+static int same_series(const cell *cells, size_t nf, size_t ng, size_t nx, size_t g, size_t h)
+{
+    int any = 0;
+    for (size_t f = 0; f < nf; f++)
+        for (size_t j = 0; j < nx; j++) {
+            const cell *a = &cells[(f * ng + g) * nx + j], *b = &cells[(f * ng + h) * nx + j];
+            if (a->n != b->n || (a->n && a->mean != b->mean))
+                return 0;
+            any |= a->n > 0;
+        }
+    return any;
+}
+
+/* The swept key that splits a sweep into facets (a panel per value):
+ * --ykey, else the first key besides x with 2 to 12 values; NULL: one panel. */
+static const char *facet_key(const sdata *d, const plot_sel *sel, const char *xk)
+{
+    if (sel->y_key && strcmp(sel->y_key, xk) != 0)
+        return sel->y_key;
+    for (size_t k = 0; k < d->nk; k++) {
+        if (d->keys[k] == xk)
+            continue;
+        const char *seen[13];
+        size_t nv = 0;
+        for (size_t i = 0; i < d->n && nv <= 12; i++) {
+            const char *v = row_val(&d->rows[i], d->keys[k]);
+            size_t j = 0;
+            while (v && j < nv && strcmp(seen[j], v))
+                j++;
+            if (v && j == nv)
+                seen[nv++] = v;
+        }
+        if (nv >= 2 && nv <= 12)
+            return d->keys[k];
+    }
+    return NULL;
+}
+
 int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     sdata d;
     int rc = sweep_load(st, sel, &d, err);
     if (rc)
         return rc;
-    const char *xk;
-    axis ax = {0};
-    int *xi = NULL, *gi = NULL;
+    const char *xk, *fk = NULL;
+    axis ax = {0}, af = {0};
+    int *xi = NULL, *gi = NULL, *fi = NULL;
     char **gname = NULL; /* group label per group */
     char **gpol = NULL;  /* group policy (borrowed) */
-    cell *cells = NULL;
-    size_t ng = 0;
+    cell *cells = NULL;  /* [facet][group][x] */
+    size_t ng = 0, nf = 1;
     plot_gp *gp = NULL;
     if ((rc = pick_key(&d, sel->x_key, NULL, &xk, err)))
         goto out;
     xi = dp_calloc(d.n, sizeof *xi);
     gi = dp_calloc(d.n, sizeof *gi);
+    fi = dp_calloc(d.n, sizeof *fi);
     gname = dp_calloc(d.n, sizeof *gname);
     gpol = dp_calloc(d.n, sizeof *gpol);
-    if (!xi || !gi || !gname || !gpol) {
+    if (!xi || !gi || !fi || !gname || !gpol) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
         goto out;
     }
     if ((rc = axis_build(&d, xk, NULL, &ax, xi, err)))
         goto out;
-    /* groups: policy + the values of the other keys */
+    if ((fk = facet_key(&d, sel, xk))) {
+        if ((rc = pick_key(&d, fk, xk, &fk, err)) || (rc = axis_build(&d, fk, NULL, &af, fi, err)))
+            goto out;
+        nf = af.n ? af.n : 1;
+    }
+    /* groups: policy + the values of the keys on neither x nor the facets */
     for (size_t i = 0; i < d.n; i++) {
         gi[i] = -1;
-        if (xi[i] < 0)
+        if (xi[i] < 0 || (fk && fi[i] < 0))
             continue;
         char g[512];
         snprintf(g, sizeof g, "%s", plot_policy_label(d.rows[i].policy));
         for (size_t k = 0; k < d.nk; k++) {
             const char *v = row_val(&d.rows[i], d.keys[k]);
-            if (d.keys[k] != xk && v && strlen(g) < sizeof g - 2)
+            if (d.keys[k] != xk && d.keys[k] != fk && v && strlen(g) < sizeof g - 2)
                 snprintf(g + strlen(g), sizeof g - strlen(g), ", %s=%s", d.keys[k], v);
         }
         size_t j;
@@ -826,17 +986,40 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
         }
         gi[i] = (int)j;
     }
-    cells = dp_calloc(ng * ax.n > 0 ? ng * ax.n : 1, sizeof *cells);
+    /* groups in registry order of their policy, then by name: the legend
+     * (and which of two equal series is named the twin) must not depend on
+     * the order parallel workers stored the runs in */
+    for (size_t a = 1; a < ng; a++)
+        for (size_t b = a; b > 0 && group_before(gpol[b], gname[b], gpol[b - 1], gname[b - 1]); b--) {
+            char *tn = gname[b], *tp = gpol[b];
+            gname[b] = gname[b - 1], gpol[b] = gpol[b - 1];
+            gname[b - 1] = tn, gpol[b - 1] = tp;
+            for (size_t i = 0; i < d.n; i++) /* swap the two groups' rows */
+                gi[i] = gi[i] == (int)b ? (int)b - 1 : gi[i] == (int)b - 1 ? (int)b : gi[i];
+        }
+    /* facet f of a row: its value's rank on the facet axis */
+    int *frank = dp_calloc(af.n ? af.n : 1, sizeof *frank);
+    if (!frank) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
+    for (size_t j = 0; j < af.n; j++)
+        frank[af.order[j]] = (int)j;
+    cells = dp_calloc(nf * ng * ax.n > 0 ? nf * ng * ax.n : 1, sizeof *cells);
     if (!cells) {
+        dp_free(frank);
         rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
         goto out;
     }
     double minpos = INFINITY, max = -INFINITY;
     size_t max_n = 0;
     for (size_t i = 0; i < d.n; i++)
-        if (gi[i] >= 0 && isfinite(d.rows[i].value))
-            cell_add(&cells[(size_t)gi[i] * ax.n + (size_t)xi[i]], d.rows[i].value);
-    for (size_t c = 0; c < ng * ax.n; c++)
+        if (gi[i] >= 0 && isfinite(d.rows[i].value)) {
+            size_t f = fk ? (size_t)frank[fi[i]] : 0;
+            cell_add(&cells[(f * ng + (size_t)gi[i]) * ax.n + (size_t)xi[i]], d.rows[i].value);
+        }
+    dp_free(frank);
+    for (size_t c = 0; c < nf * ng * ax.n; c++)
         if (cells[c].n) {
             max_n = cells[c].n > max_n ? cells[c].n : max_n;
             double h = cell_ci95(&cells[c]), lo = cells[c].mean - h, hi = cells[c].mean + h;
@@ -860,12 +1043,28 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
     }
     int logx = xpos && plot_want_log(sel->log_x, xmin, xmax, 100);
     int logy = plot_want_log(sel->log_y, minpos, max, 100.0000001);
+    /* legend entries: a series that coincides with an earlier one says so */
+    int *twin = dp_calloc(ng ? ng : 1, sizeof *twin);
+    if (!twin) {
+        rc = dp_err_set(err, DP_ENOMEM, "out of memory drawing sweep %lld", (long long)d.sweep_id);
+        goto out;
+    }
     size_t longest = 0; /* widen the canvas for long legend entries, not squeeze the plot */
-    for (size_t g = 0; g < ng; g++)
-        longest = strlen(gname[g]) > longest ? strlen(gname[g]) : longest;
-    int width = 1200 + (longest > 25 ? (int)(longest - 25 < 60 ? longest - 25 : 60) * 8 : 0);
-    gp = plot_open(sel, out_path, width, 750, err);
+    for (size_t g = 0; g < ng; g++) {
+        twin[g] = -1;
+        for (size_t h = 0; h < g && twin[g] < 0; h++)
+            if (twin[h] < 0 && same_series(cells, nf, ng, ax.n, g, h))
+                twin[g] = (int)h;
+        size_t l = strlen(gname[g]) + (twin[g] >= 0 ? strlen(gname[twin[g]]) + 16 : 0);
+        longest = l > longest ? l : longest;
+    }
+    size_t cols = nf <= 3 ? nf : nf == 4 ? 2 : 3, rows = (nf + cols - 1) / cols;
+    int legend_px = 130 + 9 * (int)(longest < 90 ? longest : 90);
+    int width = (nf > 1 ? 460 * (int)cols : 950) + legend_px;
+    int height = nf > 1 ? 120 + 330 * (int)rows : 750;
+    gp = plot_open(sel, out_path, width < 1200 ? 1200 : width, height < 750 ? 750 : height, err);
     if (!gp) {
+        dp_free(twin);
         rc = err ? err->code : DP_ERUN;
         goto out;
     }
@@ -876,8 +1075,20 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
         snprintf(t2, sizeof t2, "mean over up to %zu seeds; error bars: 95%% t-interval of the mean", max_n);
     else
         snprintf(t2, sizeof t2, "one seed per point");
-    plot_title(gp, sel->title, t1, t2);
-    axis_label(xl, sizeof xl, xk, ax.unit);
+    if (nf == 1)
+        plot_title(gp, sel->title, t1, NULL);
+    plot_caption(sel, t2);
+    if (fk) {
+        snprintf(t2, sizeof t2, "a panel per value of %.200s (another key: --y KEY)", fk);
+        plot_caption(sel, t2);
+    }
+    if (nf > 1) { /* panels: the key is in the title, the label only says what and in which unit */
+        key_words(xl, sizeof xl, xk);
+        if (*ax.unit)
+            snprintf(xl + strlen(xl), sizeof xl - strlen(xl), " (%s)", ax.unit);
+    } else {
+        axis_label(xl, sizeof xl, xk, ax.unit);
+    }
     if (logx)
         snprintf(xl + strlen(xl), sizeof xl - strlen(xl), ", log scale");
     plot_gp_printf(gp, "set xlabel ");
@@ -888,46 +1099,86 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
     plot_gp_printf(gp, "\n");
     plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top box opaque\n");
     if (logx)
-        plot_gp_printf(gp, "set logscale x 10\nset format x '%%.0te%%T'\n");
-    if (logy)
-        plot_gp_printf(gp, "set logscale y 10\nset format y '%%.0te%%T'\n");
+        plot_gp_printf(gp, "set logscale x 10\nset format x '10^%%T'\n");
+    if (logy) /* one y range in every panel, so panels compare at a glance */
+        plot_gp_printf(gp, "set logscale y 10\nset format y '10^%%T'\nset yrange [%.10g:%.10g]\n",
+                       minpos / 1.3, max * 1.3);
     else if (minpos > 0 && max > 0)
-        plot_gp_printf(gp, "set yrange [0:*]\n");
+        plot_gp_printf(gp, "set yrange [0:%.10g]\n", max * 1.05);
     if (xmax > xmin) {
         double pad = logx ? 0 : 0.04 * (xmax - xmin);
         plot_gp_printf(gp, "set xrange [%.10g:%.10g]\n", logx ? xmin / 1.2 : xmin - pad,
                        logx ? xmax * 1.2 : xmax + pad);
     }
     value_tics(gp, "x", &ax, 0);
-    for (size_t g = 0; g < ng; g++) {
-        plot_gp_printf(gp, "$g%zu << EOD\n", g);
-        int rows = 0;
-        for (size_t j = 0; j < ax.n; j++) {
-            const cell *c = &cells[g * ax.n + (size_t)ax.order[j]];
-            if (!c->n)
-                continue;
-            double h = cell_ci95(c);
-            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g\n", ax.num[ax.order[j]], c->mean, c->mean - h,
-                           c->mean + h);
-            rows++;
+    for (size_t f = 0; f < nf; f++)
+        for (size_t g = 0; g < ng; g++) {
+            plot_gp_printf(gp, "$g%zu_%zu << EOD\n", f, g);
+            int nrows = 0;
+            for (size_t j = 0; j < ax.n; j++) {
+                const cell *c = &cells[(f * ng + g) * ax.n + (size_t)ax.order[j]];
+                if (!c->n)
+                    continue;
+                double h = cell_ci95(c);
+                plot_gp_printf(gp, "%.10g %.10g %.10g %.10g\n", ax.num[ax.order[j]], c->mean, c->mean - h,
+                               c->mean + h);
+                nrows++;
+            }
+            if (!nrows)
+                plot_gp_printf(gp, "NaN NaN NaN NaN\n");
+            plot_gp_printf(gp, "EOD\n");
         }
-        if (!rows)
-            plot_gp_printf(gp, "NaN NaN NaN NaN\n");
-        plot_gp_printf(gp, "EOD\n");
-    }
     user_labels(gp, sel);
-    plot_gp_printf(gp, "plot ");
-    for (size_t g = 0; g < ng; g++) {
-        /* same policy, same colour; other keys' values change the dash and point */
-        size_t same = 0;
-        for (size_t h = 0; h < g; h++)
-            same += !strcmp(gpol[h], gpol[g]);
-        plot_gp_printf(gp, "%s$g%zu using 1:2:3:4 with %s lw 2 ps 1.2 pt %zu dt %zu lc rgb '%s' title ",
-                       g ? ", \\\n  " : "", g, max_n >= 2 ? "yerrorlines" : "linespoints", 7 + 2 * (same % 4),
-                       1 + same % 5, plot_policy_color(gpol[g], g));
-        plot_gp_str(gp, gname[g]);
+    if (nf > 1) {
+        double W = width < 1200 ? 1200 : width, H = height < 750 ? 750 : height;
+        /* the figure's title above the grid, a panel's value as its own
+         * title, the legend once, in the right margin */
+        plot_gp_printf(gp, "set key at screen %.4f, screen %.4f right top\n", 1 - 10 / W, 1 - 70 / H);
+        plot_gp_printf(gp, "set multiplot layout %zu,%zu margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title ",
+                       rows, cols, 80 / W, 1 - legend_px / W, 70 / H, 1 - 80 / H, 60 / W, 110 / H);
+        plot_gp_str(gp, sel->title ? sel->title : t1);
+        plot_gp_printf(gp, " font ',14'\n");
     }
-    plot_gp_printf(gp, "\n");
+    for (size_t f = 0; f < nf; f++) {
+        if (nf > 1) {
+            char ft[300];
+            snprintf(ft, sizeof ft, "%.200s = %.80s", fk, af.text[af.order[f]]);
+            plot_gp_printf(gp, "set title ");
+            plot_gp_str(gp, ft);
+            plot_gp_printf(gp, " font ',12'\n%s", f == 1 ? "unset key\n" : "");
+            if (f % cols == 0) { /* the y label on the first column only */
+                plot_gp_printf(gp, "set ylabel ");
+                plot_gp_str(gp, sel->ylabel ? sel->ylabel : xl);
+                plot_gp_printf(gp, "\n");
+            } else {
+                plot_gp_printf(gp, "unset ylabel\n");
+            }
+        }
+        plot_gp_printf(gp, "plot ");
+        for (size_t g = 0; g < ng; g++) {
+            /* a policy's colour and point; other keys' values change the dash */
+            size_t same = 0;
+            for (size_t h = 0; h < g; h++)
+                same += !strcmp(gpol[h], gpol[g]);
+            int pt, dt;
+            policy_style_of(gpol[g], g, &pt, &dt);
+            plot_gp_printf(gp, "%s$g%zu_%zu using 1:2:3:4 with %s lw %s ps 1.2 pt %d dt %zu lc rgb '%s' title ",
+                           g ? ", \\\n  " : "", f, g, max_n >= 2 ? "yerrorlines" : "linespoints",
+                           twin[g] >= 0 ? "1.2" : "2", same ? 1 + (pt + 2 * (int)same) % 14 : pt, 1 + same % 5,
+                           plot_policy_color(gpol[g], g));
+            if (twin[g] >= 0) {
+                char lab[1100];
+                snprintf(lab, sizeof lab, "%s (identical to %s)", gname[g], gname[twin[g]]);
+                plot_gp_str(gp, lab);
+            } else {
+                plot_gp_str(gp, gname[g]);
+            }
+        }
+        plot_gp_printf(gp, "\n");
+    }
+    if (nf > 1)
+        plot_gp_printf(gp, "unset multiplot\n");
+    dp_free(twin);
     rc = plot_gp_close(gp, err);
     gp = NULL;
 out:
@@ -939,7 +1190,9 @@ out:
     dp_free(cells);
     dp_free(xi);
     dp_free(gi);
+    dp_free(fi);
     axis_free(&ax);
+    axis_free(&af);
     sdata_free(&d);
     return rc;
 }
@@ -1045,7 +1298,8 @@ int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *
              plot_policy_label(policy), (long long)d.sweep_id, d.scenario);
     snprintf(t2, sizeof t2, "cell: mean over %s%s; blank: not in the sweep",
              max_n >= 2 ? "seeds" : "one seed", others ? " and the other swept keys" : "");
-    plot_title(gp, sel->title, t1, t2);
+    plot_title(gp, sel->title, t1, NULL);
+    plot_caption(sel, t2);
     axis_label(lab, sizeof lab, xk, ax.unit);
     plot_gp_printf(gp, "set xlabel ");
     plot_gp_str(gp, lab);
@@ -1060,7 +1314,7 @@ int plot_draw_mix(store *st, const plot_sel *sel, const char *out_path, dp_err *
                    (double)ax.n - 0.5, (double)ay.n - 0.5);
     plot_gp_printf(gp, "set palette defined (0 '#ffffe5', 0.4 '#fec44f', 0.75 '#ec7014', 1 '#993404')\n");
     if (logc)
-        plot_gp_printf(gp, "set logscale cb 10\nset format cb '%%.0te%%T'\n");
+        plot_gp_printf(gp, "set logscale cb 10\nset format cb '10^%%T'\n");
     if (max > min)
         plot_gp_printf(gp, "set cbrange [%.10g:%.10g]\n", min, max);
     else

@@ -15,11 +15,22 @@ typedef struct lrow {
 
 #define LINKS_MAX 400
 
+static int has_links(store *st, int64_t id, dp_err *err)
+{
+    store_stats s;
+    if (store_stats_get(st, id, "link", &s, err))
+        return -1;
+    int has = s.n > 0;
+    store_stats_free(&s);
+    return has;
+}
+
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
 {
     plot_run run;
     const plot_run *r = &run;
-    int rc = plot_one_run(st, sel, &run, err);
+    int rc = plot_one_run_with(st, sel, has_links, "link statistics (stragglers, availability or outages)",
+                               &run, err);
     if (rc)
         return rc;
     static lrow rows[LINKS_MAX];

@@ -70,55 +70,58 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
                         "run asyncps, flsgd, localsgd or hierarchical, or choose runs with --run)");
         goto done;
     }
-    plot_gp *gp = plot_open(sel, out_path, 1200, 700, err);
+    size_t longest = 0; /* legend entries with overrides: widen the canvas, not squeeze the plot */
+    for (size_t q = 0; q < nk; q++)
+        longest = strlen(r[keep[q]].label) > longest ? strlen(r[keep[q]].label) : longest;
+    int width = 800 + 9 * (int)(longest < 120 ? longest : 120);
+    plot_gp *gp = plot_open(sel, out_path, width < 1200 ? 1200 : width, 700, err);
     if (!gp) {
         rc = err ? err->code : DP_ERUN;
         goto done;
     }
-    plot_gp_printf(gp, "set title ");
-    if (sel->title)
-        plot_gp_str(gp, sel->title);
-    else {
-        char t[400];
-        snprintf(t, sizeof t, "Staleness of model updates, scenario '%s'", r[keep[0]].scenario);
-        plot_gp_str(gp, t);
-        plot_gp_printf(gp, " . \"\\n\" . 'asyncps: server updates between a device''s pull and its push; "
-                           "flsgd: averaging periods'");
+    /* A numeric axis: a bar stands at its staleness value (a power-of-two
+     * bin past 63 spans its values), so gaps in the histogram show as gaps. */
+    double xhi = 0;
+    for (size_t j = 0; j < nx; j++) {
+        double hi = xs[j] < 64 ? (double)xedge[j] : (double)(2 * xedge[j] - 1);
+        xhi = hi > xhi ? hi : xhi;
     }
-    plot_gp_printf(gp, " font ',14'\n");
+    char t[400], ovl[400];
+    snprintf(t, sizeof t, "Staleness of model updates, scenario '%s'", r[keep[0]].scenario);
+    plot_title(gp, sel->title, t, plot_overrides_line(r, n, ovl, sizeof ovl));
+    plot_caption(sel, "asyncps: server updates between a device's pull and its push; flsgd: averaging "
+                      "periods; past 63 a bar spans a power-of-two range of values");
+    /* Past 30, a log axis of staleness + 1 (0 stays on it), ticks at 0 and
+     * powers of two: the bulk near 0 and the tail both read. */
+    int logx = xhi > 30;
     plot_gp_printf(gp,
-                   "set ylabel 'share of the run''s updates (%%)'\nset xlabel 'staleness'\n"
+                   "set ylabel 'share of the run''s updates (%%)'\nset xlabel 'staleness%s'\n"
                    "set grid ytics lc rgb '#d0d0d0'\nset key outside right top box opaque\n"
-                   "set style fill solid 0.9 border lc rgb '#333333'\n"
-                   "set yrange [0:105]\nset xrange [-0.6:%.10g]\n",
-                   (double)nx - 0.4);
-    /* tic labels: the value, or the range of a power-of-two bin */
-    plot_gp_printf(gp, "set xtics (");
-    size_t step = nx > 40 ? (nx + 39) / 40 : 1;
-    for (size_t j = 0, first = 1; j < nx; j++) {
-        if (j % step)
-            continue;
-        char lab[64];
-        if (xs[j] < 64)
-            snprintf(lab, sizeof lab, "%lld", (long long)xedge[j]);
-        else
-            snprintf(lab, sizeof lab, "%lld-%lld", (long long)xedge[j], (long long)(2 * xedge[j] - 1));
-        plot_gp_printf(gp, "%s'%s' %zu", first ? "" : ", ", lab, j);
-        first = 0;
+                   "set style fill solid 0.9 noborder\nset yrange [0:105]\nset xtics out nomirror\n",
+                   logx ? " (log scale)" : "");
+    if (logx) {
+        plot_gp_printf(gp, "set logscale x 2\nset xrange [0.6:%.10g]\nset xtics ('0' 1", (xhi + 1) * 1.4);
+        for (double v = 1; v <= xhi * 1.4; v *= 2)
+            plot_gp_printf(gp, ", '%.0f' %.0f", v, v + 1);
+        plot_gp_printf(gp, ")\n");
+    } else {
+        plot_gp_printf(gp, "set xrange [-0.6:%.10g]\n%s", xhi + 0.6, xhi < 30 ? "set xtics 1\n" : "");
     }
-    plot_gp_printf(gp, ") scale 0%s\n", nx > 16 ? " rotate by 45 right" : "");
     const double group = 0.8, w = group / (double)nk;
     for (size_t q = 0; q < nk; q++) {
         const store_hist *hk = &h[keep[q]];
         const double hk_total = total[keep[q]];
         plot_gp_printf(gp, "$s%zu << EOD\n", q);
         for (size_t i = 0; i < hk->n; i++) {
-            size_t j = 0;
-            while (xs[j] != hk->bin[i])
-                j++;
-            double x = (double)j - group / 2 + w * ((double)q + 0.5), y = 100 * hk->count[i] / hk_total;
-            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g %.10g\n", x, y, x - 0.45 * w, x + 0.45 * w, 0.0,
-                           y);
+            /* the bin's values [lo, hi], its runs side by side across it (in
+             * log space on a log axis, so bars keep their width) */
+            double lo = (double)hk->edge[i], hi = hk->bin[i] < 64 ? lo : (double)(2 * hk->edge[i] - 1);
+            double a = logx ? log2(lo + 0.5) : lo - 0.5, b = logx ? log2(hi + 1.5) : hi + 0.5;
+            double span = b - a, left = a + span * (1 - group) / 2 + span * w * (double)q;
+            double x0 = left + span * w * 0.05, x1 = left + span * w * 0.95, y = 100 * hk->count[i] / hk_total;
+            if (logx)
+                x0 = exp2(x0), x1 = exp2(x1);
+            plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g %.10g\n", (x0 + x1) / 2, y, x0, x1, 0.0, y);
         }
         plot_gp_printf(gp, "EOD\n");
     }
@@ -135,7 +138,7 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
         plot_gp_printf(gp, "%s$s%zu using 1:2:3:4:5:6 with boxxyerror fc rgb '%s' title ",
                        q ? ", \\\n  " : "", q,
                        shared ? cycle[q % 8] : plot_policy_color(rk->policy, keep[q]));
-        char lab[96];
+        char lab[400];
         if (strchr(rk->label, '#'))
             snprintf(lab, sizeof lab, "%s", rk->label);
         else

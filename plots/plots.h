@@ -60,9 +60,19 @@ typedef struct plot_sel {
     const char *ylabel;
     int width_px, height_px; /* canvas size (0 = the plot's default; pdf: 100 px per inch) */
     double from_s, to_s;     /* timeline: the window of simulated time (to_s <= 0: the end) */
-    int panels;              /* flops: 0 auto (a panel per run when the runs' lengths differ by
-                                20x or more and no x scale was asked), 1 a panel per run, 2 one */
+    int panels;              /* flops: 0 auto (a panel per run when there are more than 4 runs or
+                                their lengths differ by 20x or more and no x scale was asked),
+                                1 a panel per run, 2 one */
+    /* timeline: seconds of each activity per device and bin of [share_t0,
+     * share_t1), share[(d * share_bins + b) * PLOT_N_ACTS + a] (a: res_activity
+     * order), from a re-simulation (plot timeline --exact); NULL: draw the
+     * stored segments.  Each bin is then drawn as the shares of its
+     * activities, stacked. */
+    const double *share;
+    size_t share_devices, share_bins;
+    double share_t0, share_t1;
 } plot_sel;
+#define PLOT_N_ACTS 5
 
 /* Draw one plot of kind k into out_path. */
 int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err);
@@ -130,11 +140,25 @@ void plot_title(plot_gp *gp, const char *user, const char *line1, const char *li
 typedef struct plot_run {
     int64_t id;
     char policy[32];
-    char label[48];     /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy */
+    char label[200]; /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy,
+                        "C-ADP #12 (K=V)" when those differ in overrides */
     char scenario[128]; /* the scenario's name (user text: quote it) */
     double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
     double tend_s; /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
+    char overrides[256]; /* its --set overrides, space-separated ("" = none; user text: quote it) */
 } plot_run;
+/* A rendering note (which scale, what a cell or a colour means) goes to
+ * the caption, not the figure: "caption: TEXT" on sel->note (stderr for
+ * the command line), so the figure a paper prints carries only its title. */
+void plot_caption(const plot_sel *sel, const char *text);
+/* The title's second line for runs that ran with overrides: "with --set
+ * K=V ..." for those every run has, and whether some runs have others
+ * (their legend entries name them: plot_overrides_own), in buf; NULL when
+ * none of the n runs has overrides. */
+const char *plot_overrides_line(const plot_run *r, size_t n, char *buf, size_t cap);
+/* The overrides of r[k] that not every run of r[0..n) has ("" if none), for
+ * a legend entry telling runs of one policy apart. */
+void plot_overrides_own(const plot_run *r, size_t n, size_t k, char *buf, size_t cap);
 /* The runs sel asks for (see plot_sel), in the order ddp, deepspeed, cadp,
  * others by name, then by id.  one = 1: exactly one run (timeline).
  * DP_EINPUT when there is none, a run id does not exist or did not
@@ -143,6 +167,14 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
 /* The start of every plot of one run (timeline, batches, links): the run
  * sel picks (plot_runs_select with one = 1), copied into *run. */
 int plot_one_run(store *st, const plot_sel *sel, plot_run *run, dp_err *err);
+/* Whether run id has what a plot draws: 1 yes, 0 no, -1 error (err set). */
+typedef int (*plot_has_fn)(store *st, int64_t id, dp_err *err);
+/* plot_one_run, except that the default (no --run, no --policy) is the
+ * latest run that has what the plot draws (has), searched from the latest
+ * invocation's runs back, instead of a run it must then refuse; `what`
+ * names it in messages ("batch statistics"). */
+int plot_one_run_with(store *st, const plot_sel *sel, plot_has_fn has, const char *what, plot_run *run,
+                      dp_err *err);
 
 /* A flat JSON object of strings or numbers (a sweep point), parsed:
  * keys[i] -> vals[i] (numbers keep their text).  Free with
@@ -163,6 +195,8 @@ const char *plot_policy_color(const char *policy, size_t k);
 /* The metric columns sweep and mix may plot: column name, axis label, and
  * the factor from the stored value to the plotted one.  -1 if unknown. */
 int plot_metric(const char *name, const char **column, const char **label, double *scale);
+/* The metric name nearest to a mistyped one (ttotal -> ttotal_s), or NULL. */
+const char *plot_metric_nearest(const char *name);
 /* Whether to use a log axis: opt 0/1 is the user's choice; -1 = auto, log
  * when max / min (positive values only) >= ratio. */
 int plot_want_log(int opt, double min_pos, double max, double ratio);

@@ -108,7 +108,7 @@ expect 2 "no such run" -- "$BIN" plot timeline --run 999 --db "$DB" --out "$T/p.
 expect 2 "bad metric" -- "$BIN" plot sweep --metric speed --db "$DB" --out "$T/p.png"
 expect 0 "help" -- "$BIN" plot --help
 grep -q "more than two decades" "$T/out" && ok "help explains the log scale" || bad "help explains the log scale"
-expect 1 "no such database" -- "$BIN" plot compare --db "$T/none.db" --out "$T/p.png"
+expect 2 "no such database (bad input, issue 37)" -- "$BIN" plot compare --db "$T/none.db" --out "$T/p.png"
 
 # staleness: asyncps under two bounds, and a database whose runs have no histogram
 SDB="$T/stale.db"

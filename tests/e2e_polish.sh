@@ -161,7 +161,7 @@ has "$T/gp.txt" "set ylabel 'FLOP rate'"
 hasnt "$T/gp.txt" "format y '%g'"
 DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot flops --db "$T/p.db" --out "$T/f3.png" --panels=no --logx
 hasnt "$T/gp.txt" "multiplot"
-has "$T/gp.txt" "set format x '%.0te%T'"
+has "$T/gp.txt" "set format x '10^%T'"
 DPSIM_GNUPLOT="$T/rec.sh" expect 0 "$BIN" plot timeline --db "$T/p.db" --out "$T/t2.svg" --from 10 --to=50 --xlabel "t"
 has "$T/gp.txt" "set xrange [10:50]"
 has "$T/gp.txt" "from 10.0 s to 50.0 s"
@@ -211,5 +211,188 @@ grep -q '^  median ' "$T/show-many" && ok || bad "show, 80 devices: no summary"
 [ "$(grep -c '^  gpu\[' "$T/show-all")" -eq 79 ] && ok || bad "show --all lists $(grep -c '^  gpu\[' "$T/show-all") gpu rows"
 "$BIN" run "$TINY" --policy cadp --set devices.gpu.count=49 --no-db >"$T/fifty" 2>&1 || bad "run, 50 devices"
 grep -q '^  median ' "$T/fifty" && bad "run, 50 devices: summarised" || ok
+
+# ==== issue 37: figures a paper could print, honest tables, messages that point at the fix
+# A fake gnuplot keeps the program and writes a token file, so these checks
+# read what dpsim asked gnuplot to draw (the real one drew it above).
+cat >"$T/fakegp.sh" <<FAKEGP
+#!/bin/sh
+cat >"$T/prog.txt"
+out=\$(sed -n "s/^set output '\\(.*\\)'\$/\\1/p" "$T/prog.txt" | head -1)
+printf x >"\$out"
+FAKEGP
+chmod +x "$T/fakegp.sh"
+FAKE="$T/fakegp.sh"
+expect 0 "$BIN" run "$TINY" --db "$T/i37.db" -q # every policy that applies
+# -- colours: every built-in policy its own colour in compare
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot compare --db "$T/i37.db" --out "$T/c37.png"
+python3 - "$T/prog.txt" <<'PY' && ok || bad "compare: policy colours repeat"
+import re, sys
+cols = re.findall(r"with boxxyerror fc rgb '(#[0-9a-fA-F]{6})' title", open(sys.argv[1]).read())
+assert len(cols) >= 10 and len(set(c.lower() for c in cols)) == len(cols), cols
+PY
+# -- rendering notes are captions on stderr, not the title; log axes read 10^N
+has "$T/err" "caption: log scale"
+hasnt "$T/prog.txt" "log scale: the times span"
+has "$T/prog.txt" "set format y '10^%T'"
+# -- flops with many runs: a panel each on one shared time axis, the canvas grows
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot flops --db "$T/i37.db" --out "$T/f37.png"
+python3 - "$T/prog.txt" <<'PY' && ok || bad "flops: panels on a shared axis, taller canvas"
+import re, sys
+p = open(sys.argv[1]).read()
+n = int(re.search(r"set multiplot layout (\d+),1", p).group(1))
+h = int(re.search(r"size 1200,(\d+)", p).group(1))
+assert n >= 10 and h >= 150 * n, (n, h)
+assert p.count("set format x ''") == n - 1, "time tic labels only under the last panel"
+assert len(set(re.findall(r"set xrange \[[^\]]*\]", p))) == 1, "one shared time range"
+PY
+# -- a figure of runs with overrides says so in its title
+expect 0 "$BIN" run "$TINY" --db "$T/ov.db" -q -p ddp,cadp --set training.epochs=1
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot compare --db "$T/ov.db" --out "$T/ov.png"
+has "$T/prog.txt" "with --set training.epochs=1"
+# -- timeline: a device the policy leaves out is 'not used', not waiting
+expect 0 "$BIN" run "$GEO" --db "$T/geo37.db" -q -p cadp --set training.epochs=1
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot timeline --db "$T/geo37.db" --out "$T/t37.png"
+has "$T/prog.txt" "title 'not used'"
+has "$T/err" "caption: a row per device"
+# -- timeline --exact: the run simulated again, each bin's shares of activities stacked
+expect 0 "$BIN" run "$TINY" --db "$T/ex37.db" -q -p ddp
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot timeline --db "$T/ex37.db" --out "$T/ex37.png" --exact --from 1 --to 20
+has "$T/err" "re-simulating run #1"
+has "$T/err" "stacks the shares of its activities"
+python3 - "$T/prog.txt" <<'PY' && ok || bad "timeline --exact: stacked shares"
+import re, sys
+p = open(sys.argv[1]).read()
+assert "set xrange [1:20]" in p, "the window"
+rows = re.findall(r"^[0-9.e+-]+ (\d+) ([0-9.e+-]+) ([0-9.e+-]+) ([0-9.e+-]+) ([0-9.e+-]+)$", p, re.M)
+assert rows, "no boxes"
+for d, t0, t1, y1, y0 in rows:
+    d, y1, y0 = int(d), float(y1), float(y0)
+    assert d - 0.38 - 1e-9 <= y1 <= y0 <= d + 0.38 + 1e-9, (d, y1, y0) # inside the device's row
+PY
+expect 2 "$BIN" plot compare --db "$T/ex37.db" --out "$T/ex37c.png" --exact
+# -- staleness: a numeric axis, not evenly spaced categories
+expect 0 "$BIN" run "$GEO" --db "$T/st37.db" -q -p asyncps --set training.epochs=1
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot staleness --db "$T/st37.db" --out "$T/s37.png"
+python3 - "$T/prog.txt" <<'PY' && ok || bad "staleness: numeric axis"
+import re, sys
+p = open(sys.argv[1]).read()
+assert "set logscale x 2" in p, "no numeric (log) x axis"
+tics = re.search(r"set xtics \('0' 1(.*)\)", p)
+assert tics and "'1' 2" in tics.group(1) and "'2' 3" in tics.group(1), "ticks at staleness + 1"
+PY
+# -- sweep: a panel per value of the second key, coinciding series named
+expect 0 "$BIN" sweep "$TINY" --vary devices.cpu.link.down=1Mbps..100Mbps:log:3 --vary devices.gpu.count=1..2 \
+    --db "$T/sw37.db" -q -p ddp,deepspeed,cadp
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot sweep --db "$T/sw37.db" --out "$T/sw37.png"
+has "$T/prog.txt" "set multiplot layout 1,2"
+has "$T/prog.txt" "devices.gpu.count = 1"
+has "$T/prog.txt" "DeepSpeed (identical to DDP)"
+has "$T/err" "caption: a panel per value of devices.gpu.count"
+
+# -- tables: columns sized to their content (equal_finish is 12 characters)
+expect 0 "$BIN" run "$TINY" --no-db -q
+python3 - "$T/out" <<'PY' && ok || bad "run table: columns shift"
+import sys
+rows = [l.rstrip("\n") for l in open(sys.argv[1]) if l.split() and l.split()[0] in
+        ("policy", "ddp", "equal_finish", "cadp", "asyncps")]
+assert len(rows) == 5 and len({len(r) for r in rows}) == 1, rows
+PY
+# -- runs: --last, --sweep, the sweep and what a run changed, one number style
+expect 0 "$BIN" runs --db "$T/ov.db" --last 1
+[ "$(grep -c '^ *[0-9]' "$T/out")" -eq 1 ] && ok || bad "runs --last 1: $(cat "$T/out")"
+has "$T/out" "training.epochs=1"
+hasnt "$T/out" "e+0"
+expect 0 "$BIN" runs --db "$T/sw37.db" --sweep 1 --policy cadp
+[ "$(grep -c '^ *[0-9]' "$T/out")" -eq 6 ] && ok || bad "runs --sweep 1: $(cat "$T/out")"
+has "$T/out" "devices.cpu.link.down="
+has "$T/out" " #1 "
+# -- export --csv says what it wrote
+expect 0 "$BIN" export --csv --db "$T/ov.db" --out "$T/csv37/"
+has "$T/out" "wrote $(ls "$T/csv37" | wc -l) tables to $T/csv37/:"
+hasnt "$T/out" "//"
+# -- export --trace: epochs counted from 1; the 64-device limit said; --devices
+expect 0 "$BIN" export --trace 1 --db "$T/ov.db" --out "$T/tr37.json"
+has "$T/tr37.json" '"epoch 1 ends"'
+hasnt "$T/tr37.json" '"epoch 2 ends"'
+expect 0 "$BIN" run "$TINY" --db "$T/big.db" -q -p cadp --set devices.gpu.count=79
+expect 0 "$BIN" export --trace 1 --db "$T/big.db" --out "$T/big.json"
+has "$T/err" "the stored timeline holds the first 64"
+has "$T/big.json" '"note":"the stored timeline holds the first 64 of 80 devices'
+expect 0 "$BIN" export --trace 1 --db "$T/big.db" --out "$T/big2.json" --devices '0..1,gpu[5]'
+python3 - "$T/big2.json" <<'PY' && ok || bad "export --trace --devices"
+import json, sys
+d = json.load(open(sys.argv[1]))
+tids = {e["tid"] for e in d["traceEvents"] if e["ph"] == "X"}
+assert tids and d["otherData"]["devices_written"] == len(tids) == 3, (tids, d["otherData"])
+PY
+expect 2 "$BIN" export --trace 1 --db "$T/big.db" --out "$T/big3.json" --devices 70
+has "$T/err" "--full"
+expect 0 "$BIN" export --trace 1 --db "$T/big.db" --out "$T/big3.json" --devices 70 --full
+# -- the note on policies left out: only when asked (--policy all)
+expect 0 "$BIN" run "$TINY" --no-db -q
+hasnt "$T/err" "hierarchical left out"
+expect 0 "$BIN" run "$TINY" --no-db -q --policy all
+has "$T/err" "hierarchical left out"
+# -- plot batches and links: the latest run that has what they draw
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot batches --db "$T/i37.db" --out "$T/b37.png"
+has "$T/err" "the latest run with batch statistics"
+cat >"$T/outage.yaml" <<'YAML'
+name: outage
+model: { params: 250000, flops_per_sample: 1e6 }
+dataset: { samples: 8, sample_bytes: 1B }
+training: { epochs: 1 }
+server: { nic: { up: 1Gbps, down: 1Gbps } }
+devices:
+  - { name: a, kind: gpu, memory: 1GB, batch: 4, batch_time: 1s,
+      link: { up: 8Mbps, down: 8Mbps, outages: [[2s, 2.5s]] } }
+  - { name: b, kind: gpu, memory: 1GB, batch: 4, batch_time: 1s, link: { up: 8Mbps, down: 8Mbps } }
+YAML
+expect 0 "$BIN" run "$T/outage.yaml" --db "$T/o37.db" -q -p ddp
+expect 0 "$BIN" run "$TINY" --db "$T/o37.db" -q -p cadp
+DPSIM_GNUPLOT=$FAKE expect 0 "$BIN" plot links --db "$T/o37.db" --out "$T/l37.png"
+has "$T/err" "drawing run #1"
+# -- progress: which policy of how many, with an ETA
+DPSIM_PROGRESS_EVERY=0 expect 0 "$BIN" run "$GEO" --set training.epochs=1 --no-db -p ddp,cadp
+has "$T/err" "[1/2] ddp on geo-3sites: t = "
+has "$T/err" "ETA"
+
+# -- messages
+expect 2 "$BIN" run "$TINY" --no-db --set devices.cpu.link.up=100mbps
+has "$T/err" "did you mean 'Mbps'?"
+expect 2 "$BIN" run "$TINY" --no-db --policy DDP
+has "$T/err" "did you mean 'ddp'?"
+for v in 1...3 1-3; do
+    expect 2 "$BIN" sweep "$TINY" --vary devices.gpu.count=$v --db "$T/v.db"
+    has "$T/err" "1..3"
+    hasnt "$T/err" "override"
+done
+expect 2 "$BIN" sweep "$TINY" --vary devices.gpu.count=abc --db "$T/v.db"
+[ "$(grep -o 'abc' "$T/err" | wc -l)" -le 2 ] && ok || bad "the value repeated: $(cat "$T/err")"
+expect 2 "$BIN" run "$TINY" --polcy ddp
+has "$T/err" "did you mean '--policy'?"
+expect 2 "$BIN" plot comapre --out "$T/x.png"
+has "$T/err" "did you mean 'compare'?"
+expect 2 "$BIN" plot sweep --metric ttotal --out "$T/x.png" --db "$T/sw37.db"
+has "$T/err" "did you mean 'ttotal_s'?"
+expect 2 "$BIN" run "$SRC/scenarios/tiny.yml" --no-db
+has "$T/err" "did you mean '$SRC/scenarios/tiny.yaml'?"
+expect 2 "$BIN" run builtin:paper --no-db
+has "$T/err" "builtin:paper-testbed"
+expect 2 "$BIN" run "$TINY" --no-db --set devices.cpu.link.up= 20Mbps
+has "$T/err" "quoted"
+expect 2 "$BIN" runs --db "$T/no-such.db"
+has "$T/err" "no such results database"
+expect 2 "$BIN" plot compare --out "$T/x.png" --db "$T/i37.dv"
+has "$T/err" "did you mean '$T/i37.db'?"
+expect 0 "$BIN" check "$TINY" --set devices.gpu.link.latency=3
+has "$T/out" "devices.gpu.link.latency: 3 -> 3 s (no unit)"
+# -- the manual page: ENVIRONMENT lists every DPSIM_* variable the sources read; EXAMPLES
+has "$T/man.txt" "ENVIRONMENT"
+has "$T/man.txt" "EXAMPLES"
+for v in $(grep -rhoE 'DPSIM_[A-Z_]+' "$SRC/sim" "$SRC/plots" "$SRC/solver" | sort -u); do
+    case $v in DPSIM_VERSION | DPSIM_HAVE_MPI | DPSIM_TEST_*) continue ;; esac # compile-time or test-only
+    has "$T/man.txt" "$v"
+done
 
 e2e_done e2e_polish

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct solo_opts {
@@ -653,4 +654,36 @@ Test(plugin, prefetch_hint_changes_nothing)
     res_run_free(a);
     res_run_free(b);
     scn_free(s);
+}
+
+/* Every built-in policy has a colour of its own (issue 37: 11 policies
+ * drew on 8 colours); a plug-in registered without one gets a spare no
+ * policy uses, and every policy its own point-and-dash pair. */
+static const policy_def colourless = {
+    .name = "colourless",
+    .label = "Colourless test",
+    .summary = "a test policy registered without a colour",
+    .start = solo_start,
+    .free = solo_free,
+    .opts = solo_table,
+    .opts_size = sizeof(solo_opts),
+};
+
+Test(plugin, colours_and_styles_are_distinct)
+{
+    dp_err err = {0};
+    if (!policy_find("colourless"))
+        cr_assert_eq(policy_register(&colourless, &err), 0, "%s", err.msg);
+    size_t n = policy_count();
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++) {
+            const char *a = policy_at(i)->name, *b = policy_at(j)->name;
+            cr_expect(strcasecmp(policy_color_of(a, 0), policy_color_of(b, 0)) != 0, "%s and %s share %s", a,
+                      b, policy_color_of(a, 0));
+            int pa, da, pb, db;
+            policy_style_of(a, 0, &pa, &da);
+            policy_style_of(b, 0, &pb, &db);
+            cr_expect(pa != pb || da != db, "%s and %s share point %d dash %d", a, b, pa, da);
+        }
+    cr_expect(policy_color_of("colourless", 0)[0] == '#', "a plug-in without a colour gets one");
 }

@@ -4,8 +4,13 @@
 #include "dpsim_config.h"
 
 #include "policy/policy.h"
+#include "store/store.h"
 #include "slv.h"
 
+#include "yamltree.h"
+
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -169,9 +174,69 @@ double cli_wall_s(void)
     return runner_wall_s();
 }
 
+/* The entry of path's directory nearest to its name ("tiny.yml" ->
+ * "tiny.yaml"), as DIR/NAME in buf; 0 when none is close. */
+static int near_file(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    DIR *d = opendir(dir);
+    if (!d || !*base) {
+        if (d)
+            closedir(d);
+        return 0;
+    }
+    enum { MAX_NAMES = 4096 };
+    char **names = dp_calloc(MAX_NAMES, sizeof *names);
+    size_t n = 0;
+    for (struct dirent *e; names && n < MAX_NAMES && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && (names[n] = dp_strdup(e->d_name)) != NULL)
+            n++;
+    closedir(d);
+    const char *near = names ? yt_nearest(base, (const char *const *)names, n) : NULL;
+    if (near)
+        snprintf(buf, cap, "%.*s%s", (int)(base - path), path, near);
+    for (size_t k = 0; k < n; k++)
+        dp_free(names[k]);
+    dp_free(names);
+    return near != NULL;
+}
+
 scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err)
 {
+    /* the user's mistakes named before loading: an unknown built-in, a
+     * file that is not there but has a near name */
+    if (strncmp(arg, "builtin:", 8) == 0 && strcmp(arg, "builtin:paper-testbed") != 0) {
+        dp_err_set(err, DP_EINPUT, "%s: no such built-in scenario (the built-in one: builtin:paper-testbed)", arg);
+        return NULL;
+    }
+    char near[2048];
+    if (strncmp(arg, "builtin:", 8) != 0 && access(arg, F_OK) != 0 && errno == ENOENT &&
+        near_file(arg, near, sizeof near)) {
+        dp_err_set(err, DP_EINPUT, "%s: no such scenario file, did you mean '%s'?", arg, near);
+        return NULL;
+    }
     return runner_load_scenario(arg, ov, n_ov, err);
+}
+
+store *cli_open_read(const char *db, dp_err *err)
+{
+    /* a file that is not there is the user's mistake (exit 2), not a
+     * database error */
+    if (db && access(db, F_OK) != 0 && errno == ENOENT) {
+        char near[2048];
+        if (near_file(db, near, sizeof near))
+            dp_err_set(err, DP_EINPUT, "%s: no such results database, did you mean '%s'?", db, near);
+        else
+            dp_err_set(err, DP_EINPUT,
+                       "%s: no such results database (`dpsim run` creates it; --db FILE names another)", db);
+        return NULL;
+    }
+    return store_open_read(db, err);
 }
 
 int cli_parse_override(char *arg, scn_override *ov)

@@ -42,8 +42,23 @@ void cli_now_iso(char *buf, size_t len);
 const char *cli_invocation_id(void);
 /* Host wall clock in seconds (monotonic), for timing runs. */
 double cli_wall_s(void);
-/* Load a scenario file or a built-in one ("builtin:paper-testbed"). */
+/* Load a scenario file or a built-in one ("builtin:paper-testbed").  A
+ * file that does not exist is DP_EINPUT naming the nearest file of its
+ * directory ("tiny.yml" -> "tiny.yaml"); an unknown builtin: lists them. */
 scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t n_ov, dp_err *err);
+/* store_open_read, except that a database file that does not exist is
+ * DP_EINPUT (exit 2, bad input) with the nearest file name if one is close. */
+typedef struct store store;
+store *cli_open_read(const char *db, dp_err *err);
+/* Simulate stored run id again from what the database holds (scenario
+ * text, overrides, policy, seed, trace files): *old_out the stored results,
+ * *now_out the new ones, *name_out / *policy_out dp_malloc strings, all for
+ * the caller to free (cmd_db.c; rerun, export --trace --full, plot
+ * timeline --exact).  A segment hook set with policy_set_segment_hook sees
+ * the re-run's every activity. */
+typedef struct res_run res_run;
+int cli_resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                   char **policy_out, uint64_t *seed_out, dp_err *err_out);
 /* Catch SIGINT and SIGTERM: the running simulation stops at its next
  * poll and fails with "interrupted" (runs already stored stay stored; the
  * one in flight leaves nothing).  A second signal kills at once. */

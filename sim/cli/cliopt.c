@@ -9,6 +9,7 @@
  * are collected in order. */
 #include "cli/cli.h"
 #include "log.h"
+#include "yamltree.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -47,6 +48,21 @@ static void opt_label(char *buf, size_t len, int c, const struct option *longs, 
         snprintf(buf, len, "-%c", c);
     else
         snprintf(buf, len, "%s", argv[optind - 1]);
+}
+
+/* "unknown option '--polcy', did you mean '--policy'?" (the nearest of
+ * the command's long options, as commands are suggested). */
+static int unknown_long(const char *cmd, const char *arg, const struct option *longs, size_t n)
+{
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+    const char *names[MAX_LONG];
+    for (size_t k = 0; k < n && k < MAX_LONG; k++)
+        names[k] = longs[k].name;
+    const char *near = strncmp(arg, "--", 2) == 0 ? yt_nearest(word, names, n) : NULL;
+    if (near)
+        return cli_usage_error(cmd, "unknown option '%s', did you mean '--%s'?", arg, near);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 int cli_parse(int argc, char **argv, const char *cmd, unsigned want, const struct option *own,
@@ -91,7 +107,7 @@ int cli_parse(int argc, char **argv, const char *cmd, unsigned want, const struc
         if (c == '?') {
             if (optopt && optopt < 0x100 && argv[optind - 1][1] != '-')
                 return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+            return unknown_long(cmd, argv[optind - 1], longs, n);
         }
         if (c == ':') {
             if (optopt && optopt < 0x100 && argv[optind - 1][1] != '-')
@@ -125,6 +141,15 @@ int cli_parse(int argc, char **argv, const char *cmd, unsigned want, const struc
             if (want & CLI_O_SET) {
                 if (o->n_ov == CLI_MAX_SET)
                     return cli_usage_error(cmd, "at most %d --set", CLI_MAX_SET);
+                /* `--set key= 20Mbps` or `--set key =20Mbps`: the shell cut
+                 * one value in two at a space */
+                const char *eq = strchr(optarg, '=');
+                if ((eq && !eq[1] && optind < argc) || (!eq && optind < argc && argv[optind][0] == '='))
+                    return cli_usage_error(cmd,
+                                           "--set '%s' then '%s': a space split the override; write it "
+                                           "as one word, KEY=VALUE, quoted if the value has a space "
+                                           "(--set '%s%s')",
+                                           optarg, argv[optind], optarg, argv[optind]);
                 o->ov_text[o->n_ov] = optarg;
                 o->ov_buf[o->n_ov] = dp_strdup(optarg);
                 if (!o->ov_buf[o->n_ov])

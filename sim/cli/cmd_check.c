@@ -21,6 +21,9 @@ static void help(void)
            "  -s, --set KEY=VALUE   override a scenario value before validation\n"
            "                        (e.g. devices.cpu4.link.down=50Mbps)\n"
            "  -h, --help            this help\n\n"
+           "A time, bandwidth, size or rate given as a bare number is read in the base\n"
+           "unit (s, bit/s, B, B/s) and listed at the end (\"20 -> 20 s (no unit)\"), in\n"
+           "case a unit was forgotten (not for keys that name their unit: sample_bytes).\n"
            "Bad input exits 2 with FILE:LINE:COLUMN: key.path: what is wrong (got VALUE).\n",
            SCN_SUMMARY_LIST, SCN_SUMMARY_SHOW);
 }
@@ -62,6 +65,14 @@ int cmd_check(int argc, char **argv)
         printf("learning\n  %s\n", d);
     }
     lrn_cfg_free(lc);
+    if (s->n_unitless_all) { /* accepted as documented, but perhaps not meant */
+        char e[1024];
+        printf("no unit (read in the base unit: scenarios/README.md, Units)\n");
+        for (size_t k = 0; k < s->n_unitless; k++)
+            printf("  %s\n", dp_esc(e, sizeof e, s->unitless[k]));
+        if (s->n_unitless_all > s->n_unitless)
+            printf("  ... and %zu more\n", s->n_unitless_all - s->n_unitless);
+    }
     scn_free(s);
     return EXIT_OK;
 }

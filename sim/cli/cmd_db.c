@@ -3,44 +3,70 @@
 #include "cli/report.h"
 #include "policy/policy.h"
 #include "store/store.h"
+#include "table.h"
+#include "yamltree.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct runs_args {
     const char *scen, *pol;
+    int64_t last, sweep;
 } runs_args;
 
-enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL };
+enum { K_SCENARIO = 0x2000, K_CSV, K_TRACE, K_FULL, K_DEVICES, K_LAST, K_SWEEP };
 
 static int runs_opt(void *ctx, int key, const char *arg, const char *label)
 {
     runs_args *a = ctx;
-    if (key == K_SCENARIO)
+    uint64_t v;
+    if (key == K_SCENARIO) {
         a->scen = arg;
-    else if (key == 'p')
+    } else if (key == 'p') {
         a->pol = arg;
-    else
+    } else if (key == K_LAST || key == K_SWEEP) {
+        if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error("runs", "%s needs a positive integer (got '%s')", label, arg);
+        *(key == K_LAST ? &a->last : &a->sweep) = (int64_t)v;
+    } else {
         return cli_usage_error("runs", "unknown option '%s'", label);
+    }
     return -1;
 }
 
 static void runs_help(void)
 {
-    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME]\n\n"
-           "List the runs stored in a results database, oldest first: id, start time,\n"
-           "scenario, policy, seed, status, Tsend, Ttraining, Ttotal (s), TFLOPS.\n\n"
+    printf("usage: dpsim runs [--db FILE] [--scenario NAME] [--policy NAME] [--sweep ID] [--last N]\n\n"
+           "List the runs stored in a results database, oldest first: id, start time\n"
+           "(UTC), scenario, policy, seed, status, the sweep it belongs to, what it\n"
+           "changed (its --set overrides, or a sweep run's point), Tsend, Ttraining,\n"
+           "Ttotal (s) and TFLOPS, in the style of `dpsim run`'s table (2 and 4\n"
+           "decimals).  Columns are as wide as their content.\n\n"
            "  -d, --db FILE        results database (default results.db)\n"
            "      --scenario NAME  only runs of this scenario\n"
-           "  -p, --policy NAME    only runs of this policy\n");
+           "  -p, --policy NAME    only runs of this policy\n"
+           "      --sweep ID       only the runs of sweep ID\n"
+           "      --last N         only the newest N (of those chosen)\n");
+}
+
+/* A time as the table shows it: two decimals, "-" for a failed run. */
+static void add_seconds(dp_table *t, double v)
+{
+    if (isnan(v))
+        dp_table_add(t, "-");
+    else
+        dp_table_addf(t, "%.2f", v);
 }
 
 int cmd_runs(int argc, char **argv)
 {
     static const struct option own[] = {{"scenario", required_argument, NULL, K_SCENARIO},
                                         {"policy", required_argument, NULL, 'p'},
+                                        {"last", required_argument, NULL, K_LAST},
+                                        {"sweep", required_argument, NULL, K_SWEEP},
                                         {NULL, 0, NULL, 0}};
     runs_args a = {0};
     cli_opts o = {0};
@@ -49,14 +75,57 @@ int cmd_runs(int argc, char **argv)
         return prc;
     if (o.n_pos)
         return cli_usage_error("runs", "unexpected argument '%s'", o.pos[0]);
-    const char *db = o.db, *scen = a.scen, *pol = a.pol;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(o.db, &err);
     if (!st)
         return cli_fail(&err);
-    int rc = store_list_runs(st, stdout, scen, pol, &err);
+    store_runs_filter f = {a.scen, a.pol, a.sweep, a.last};
+    store_run_rows rows;
+    int rc = store_runs_list(st, &f, &rows, &err);
     store_close(st);
-    return rc ? cli_fail(&err) : EXIT_OK;
+    if (rc)
+        return cli_fail(&err);
+    static const dp_col cols[] = {
+        {"id", 'r', 4, 0},         {"started (UTC)", 'l', 0, 2}, {"scenario", 'l', 0, 2},
+        {"policy", 'l', 0, 2},     {"seed", 'r', 0, 2},          {"status", 'l', 0, 2},
+        {"sweep", 'r', 0, 2},      {"Tsend (s)", 'r', 0, 2},     {"Ttraining (s)", 'r', 0, 2},
+        {"Ttotal (s)", 'r', 0, 2}, {"TFLOPS", 'r', 0, 2},        {"changed", 'l', 0, 2},
+    };
+    dp_table *t = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
+    for (size_t k = 0; k < rows.n; k++) {
+        const store_run_row *r = &rows.row[k];
+        dp_table_addf(t, "%lld", (long long)r->id);
+        /* 2024-01-02T03:04:05Z -> 2024-01-02 03:04:05 */
+        char when[32];
+        snprintf(when, sizeof when, "%s", r->started_at);
+        if (strlen(when) == 20 && when[10] == 'T' && when[19] == 'Z')
+            when[10] = ' ', when[19] = '\0';
+        dp_table_add(t, when);
+        dp_table_add(t, r->scenario);
+        dp_table_add(t, r->policy);
+        dp_table_addf(t, "%llu", (unsigned long long)r->seed);
+        dp_table_add(t, r->status);
+        if (r->sweep_id)
+            dp_table_addf(t, "#%lld", (long long)r->sweep_id);
+        else
+            dp_table_add(t, "-");
+        add_seconds(t, r->tsend_s);
+        add_seconds(t, r->ttraining_s);
+        add_seconds(t, r->ttotal_s);
+        if (isnan(r->tflops))
+            dp_table_add(t, "-");
+        else
+            dp_table_addf(t, "%.4f", r->tflops);
+        dp_table_add(t, r->overrides[0] ? r->overrides : "-");
+    }
+    rc = dp_table_print(t, stdout);
+    dp_table_free(t);
+    store_run_rows_free(&rows);
+    if (rc) {
+        dp_err_set(&err, DP_ENOMEM, "out of memory printing the runs");
+        return cli_fail(&err);
+    }
+    return EXIT_OK;
 }
 
 /* Arguments of a command on one stored run: RUN [--db FILE] [--json].
@@ -125,7 +194,7 @@ int cmd_show(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *r = NULL;
@@ -162,8 +231,8 @@ int cmd_show(int argc, char **argv)
             }
             printf("\n");
             store_files_free(files, n_files);
-            report_table_header(stdout);
-            report_table_row(stdout, r, (long long)id);
+            long long lid = (long long)id;
+            report_table(stdout, (const res_run *const *)&r, &lid, 1);
             report_learning(stdout, &r, 1);
             printf("\n");
             int note = report_plan(stdout, r);
@@ -184,7 +253,7 @@ int cmd_show(int argc, char **argv)
 }
 
 typedef struct export_args {
-    const char *out;
+    const char *out, *devices;
     int csv, full;
     int64_t trace_run;
 } export_args;
@@ -199,6 +268,8 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
         a->csv = 1;
     } else if (key == K_FULL) {
         a->full = 1;
+    } else if (key == K_DEVICES) {
+        a->devices = arg;
     } else if (key == K_TRACE) {
         if (cli_parse_u64(arg, &v) || v == 0 || v > INT64_MAX)
             return cli_usage_error("export", "--trace needs a run id as listed by 'dpsim runs' (got '%s')",
@@ -210,9 +281,6 @@ static int export_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
-static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
-                      char **policy_out, uint64_t *seed_out, dp_err *err_out);
-
 static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1_s)
 {
     store_trace_segment(ctx, device, res_activity_name((res_activity)act), t0_s, t1_s);
@@ -221,9 +289,10 @@ static void on_segment(void *ctx, size_t device, int act, double t0_s, double t1
 /* export --trace RUN --full: simulate the run again and stream every
  * activity of every device as it closes; the re-run must reproduce the
  * stored run bit for bit (as `rerun` checks), else the file is dropped. */
-static int export_full(store *st, int64_t run, const char *path, dp_err *err)
+static int export_full(store *st, int64_t run, const char *path, const unsigned char *keep, size_t n_keep,
+                       dp_err *err)
 {
-    store_trace *t = store_trace_begin(st, run, path, 1, err);
+    store_trace *t = store_trace_begin(st, run, path, 1, keep, n_keep, err);
     if (!t)
         return err->code ? err->code : DP_ERUN;
     res_run *old = NULL, *now = NULL;
@@ -231,7 +300,7 @@ static int export_full(store *st, int64_t run, const char *path, dp_err *err)
     uint64_t seed = 0;
     cli_catch_interrupts();
     policy_set_segment_hook(on_segment, t);
-    int rc = resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
+    int rc = cli_resimulate(st, (uint64_t)run, &old, &now, &name, &policy, &seed, err);
     policy_set_segment_hook(NULL, NULL);
     if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
         rc = dp_err_set(
@@ -248,6 +317,79 @@ static int export_full(store *st, int64_t run, const char *path, dp_err *err)
         return rc;
     }
     return store_trace_end(t, err);
+}
+
+/* The devices --devices SPEC names, as a mask over the run's devices
+ * (*keep NULL when SPEC is NULL: all); says on stderr when the stored
+ * timeline holds fewer devices than the run has.  DP_EINPUT for an
+ * unknown name, an index out of range, or a device past the stored
+ * timeline without --full. */
+static int trace_devices(store *st, int64_t run, const char *spec, int full, unsigned char **keep,
+                         size_t *n_keep, dp_err *err)
+{
+    enum { STORED = 64 }; /* the runtime keeps the timeline of the first 64 devices */
+    store_devices dev;
+    int rc = store_devices_get(st, run, &dev, err);
+    if (rc)
+        return rc;
+    size_t n = dev.n;
+    if (!spec) {
+        if (!full && n > STORED)
+            fprintf(stderr,
+                    "dpsim: note: run #%lld has %zu devices; the stored timeline holds the first %d (--full "
+                    "writes every device, --devices chooses which)\n",
+                    (long long)run, n, STORED);
+        store_devices_free(&dev);
+        return 0;
+    }
+    unsigned char *m = dp_calloc(n ? n : 1, 1);
+    char item[256];
+    for (const char *p = spec; !rc && m && *p;) {
+        size_t l = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)l, p);
+        p += l + (p[l] == ',');
+        uint64_t lo, hi;
+        char *dots = strstr(item, "..");
+        if (dots) {
+            *dots = '\0';
+            if (cli_parse_u64(item, &lo) || cli_parse_u64(dots + 2, &hi) || lo > hi)
+                rc = dp_err_set(err, DP_EINPUT, "--devices: bad range '%s..%s' (want A..B, A <= B)", item,
+                                dots + 2);
+        } else if (!cli_parse_u64(item, &lo)) {
+            hi = lo;
+        } else { /* a device name */
+            size_t k = 0;
+            while (k < n && strcmp(dev.name[k], item) != 0)
+                k++;
+            if (k == n) {
+                const char *near = n <= 10000 ? yt_nearest(item, (const char *const *)dev.name, n) : NULL;
+                rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has no device '%s'%s%s%s", (long long)run,
+                                item, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+                break;
+            }
+            lo = hi = (uint64_t)dev.idx[k];
+        }
+        if (!rc && hi >= n)
+            rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has devices 0..%zu (got %llu)", (long long)run,
+                            n ? n - 1 : 0, (unsigned long long)hi);
+        else if (!rc && !full && hi >= STORED)
+            rc = dp_err_set(err, DP_EINPUT,
+                            "--devices: device %llu is past the stored timeline (the first %d devices); add "
+                            "--full to simulate the run again with every device",
+                            (unsigned long long)hi, STORED);
+        for (uint64_t d = lo; !rc && d <= hi; d++)
+            m[d] = 1;
+    }
+    store_devices_free(&dev);
+    if (!m)
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (rc) {
+        dp_free(m);
+        return rc;
+    }
+    *keep = m;
+    *n_keep = n;
+    return 0;
 }
 
 static void export_help(void)
@@ -272,7 +414,10 @@ static void export_help(void)
            "  -o, --out PATH     output directory (--csv, default export/) or file (--trace)\n"
            "      --csv          CSV tables\n"
            "      --trace RUN    Chrome trace event JSON of run RUN\n"
-           "      --full         --trace: simulate again and write the whole timeline\n");
+           "      --full         --trace: simulate again and write the whole timeline\n"
+           "      --devices LIST --trace: only these devices: indices from 0 in the\n"
+           "                     scenario's order, ranges A..B and device names, comma-\n"
+           "                     separated (e.g. 0..9,laptop); past the first 64: --full\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -281,6 +426,7 @@ int cmd_export(int argc, char **argv)
                                         {"csv", no_argument, NULL, K_CSV},
                                         {"trace", required_argument, NULL, K_TRACE},
                                         {"full", no_argument, NULL, K_FULL},
+                                        {"devices", required_argument, NULL, K_DEVICES},
                                         {NULL, 0, NULL, 0}};
     export_args a = {0};
     cli_opts o = {0};
@@ -298,11 +444,16 @@ int cmd_export(int argc, char **argv)
         if (!a.out)
             return cli_usage_error("export", "--trace needs --out FILE.json");
         dp_err err = {0};
-        store *st = store_open_read(db, &err);
+        store *st = cli_open_read(db, &err);
         if (!st)
             return cli_fail(&err);
-        int rc = a.full ? export_full(st, a.trace_run, a.out, &err)
-                        : store_export_trace(st, a.trace_run, a.out, &err);
+        unsigned char *keep = NULL;
+        size_t n_keep = 0;
+        int rc = trace_devices(st, a.trace_run, a.devices, a.full, &keep, &n_keep, &err);
+        if (!rc)
+            rc = a.full ? export_full(st, a.trace_run, a.out, keep, n_keep, &err)
+                        : store_export_trace(st, a.trace_run, a.out, keep, n_keep, &err);
+        dp_free(keep);
         store_close(st);
         if (rc)
             return cli_fail(&err);
@@ -312,15 +463,25 @@ int cmd_export(int argc, char **argv)
     if (!csv)
         return cli_usage_error("export", "say the format: --csv or --trace RUN");
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     int rc = store_export_csv(st, dir, &err);
     store_close(st);
     if (rc)
         return cli_fail(&err);
-    printf("wrote %s/{scenarios,sweeps,runs,run_devices,run_epochs,run_flops,run_segments,run_stats}.csv\n",
-           dir);
+    /* what was written, named as the shell would (no "export//runs.csv") */
+    size_t dl = strlen(dir), n = 0;
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    while (store_csv_table(n))
+        n++;
+    char trimmed[1024], ed[1024];
+    snprintf(trimmed, sizeof trimmed, "%.*s", (int)dl, dir);
+    printf("wrote %zu tables to %s%s:", n, dp_esc(ed, sizeof ed, trimmed), strcmp(trimmed, "/") ? "/" : "");
+    for (size_t k = 0; k < n; k++)
+        printf("%s %s.csv", k ? "," : "", store_csv_table(k));
+    printf("\n");
     return EXIT_OK;
 }
 
@@ -355,8 +516,8 @@ static void note_file_on_disk(uint64_t id, const scn_file *f)
     dp_free(now);
 }
 
-static int resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
-                      char **policy_out, uint64_t *seed_out, dp_err *err_out)
+int cli_resimulate(store *st, uint64_t id, res_run **old_out, res_run **now_out, char **name_out,
+                   char **policy_out, uint64_t *seed_out, dp_err *err_out)
 {
     res_run *old = NULL, *now = NULL;
     char *text = NULL, *name = NULL, *policy = NULL, **ovs = NULL;
@@ -441,13 +602,13 @@ int cmd_rerun(int argc, char **argv)
         return ra;
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
     res_run *old = NULL, *now = NULL;
     char *name = NULL, *policy = NULL;
     uint64_t seed = 0;
-    int rc = resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
+    int rc = cli_resimulate(st, id, &old, &now, &name, &policy, &seed, &err);
     int same = 0;
     if (!rc) {
 #define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0)

@@ -4,6 +4,9 @@
 #include "cli/cli.h"
 #include "plots.h"
 #include "store/store.h"
+#include "yamltree.h"
+#include "policy/policy.h"
+#include "results.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -23,14 +26,18 @@ static void help(void)
            "             logarithmic when the values span more than two decades, unless\n"
            "             --liny; --logy forces it.\n"
            "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6);\n"
-           "             a panel per run when the runs' lengths differ by 20x or more\n"
-           "             (--panels; --logx for one log time axis, --linx for one linear).\n"
+           "             a panel per run, stacked on one shared time axis, when there\n"
+           "             are more than 4 runs or their lengths differ by 20x or more\n"
+           "             (then the time axis is logarithmic unless --linx); --panels.\n"
            "  timeline   one run as a Gantt chart: a row per device, coloured by what it\n"
            "             does (receiving data, computing, sending, receiving the model,\n"
-           "             waiting), dotted lines at epoch ends.\n"
+           "             waiting; hatched: a device the policy left out), dotted lines\n"
+           "             at epoch ends.\n"
            "  sweep      a metric against a swept key, a line per policy; with several\n"
            "             seeds the mean and a 95%% t-interval.  Log x when the values\n"
-           "             span two decades or more.\n"
+           "             span two decades or more.  A second swept key with 2 to 12\n"
+           "             values (or --y KEY) gives a panel per value; series that\n"
+           "             coincide say so in the legend.\n"
            "  mix        heat map of a metric over two swept keys (e.g. two device counts)\n"
            "             for one policy.\n"
            "  batches    one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
@@ -41,8 +48,8 @@ static void help(void)
            "             for one policy.\n"
            "  links      one run's links: busy fraction (bars) and peak utilisation\n"
            "             (points), from the statistics of scenarios with stragglers,\n"
-           "             availability or outages (selection as timeline).\n\n"
-           "Selection (compare, flops: by default the runs the latest `dpsim run` or\n"
+           "             availability or outages (selection as timeline).\n\n");
+    printf("Selection (compare, flops: by default the runs the latest `dpsim run` or\n"
            "`dpsim reproduce` stored, the latest of each policy; timeline, batches, links:\n"
            "the latest of those).  Which runs were drawn is said on stderr.\n"
            "  -d, --db FILE        results database (default results.db); only read\n"
@@ -55,7 +62,8 @@ static void help(void)
            "                       tflops, utilization; with learning: final_acc, tta@X\n"
            "                       (time to test accuracy X, e.g. tta@0.95; absent where not reached)\n"
            "  -x, --x KEY          sweep, mix: the key on x (default the sweep's first)\n"
-           "  -y, --y KEY          mix: the key on y (default the sweep's second)\n"
+           "  -y, --y KEY          mix: the key on y (default the sweep's second);\n"
+           "                       sweep: the key whose values get a panel each\n"
            "      --logy, --liny   log or linear y axis (mix: colour scale); default auto\n"
            "                       (--linear = --liny)\n"
            "      --logx, --linx   log or linear x axis (flops, sweep); default auto\n"
@@ -64,12 +72,20 @@ static void help(void)
            "      --ylabel TEXT    y axis label instead of the default one\n"
            "      --size WxH       canvas size in pixels (pdf: 100 px per inch), e.g. 800x500\n"
            "      --from S, --to S timeline: draw only simulated seconds S to S\n"
-           "      --panels[=yes|no|auto]  flops: a panel per run, each on its own time axis\n"
-           "                       (auto, the default: when the runs' lengths differ by 20x\n"
-           "                       or more and neither --logx nor --linx is given)\n\n"
-           "Log axes label their ticks in one style: 1e5, 2e5, 1e7.  Sweep axes name the\n"
-           "swept key in words (\"cpu download bandwidth (Mbps)\") and round tick values\n"
-           "to three digits.\n\n"
+           "      --exact          timeline: simulate the run again (it must match the stored\n"
+           "                       one bit for bit) and draw each of 600 bins of the window\n"
+           "                       (--from/--to) as the shares of its activities, stacked,\n"
+           "                       for long runs whose stored timeline keeps only each\n"
+           "                       coarse bin's dominant activity (first 80 devices)\n"
+           "      --panels[=yes|no|auto]  flops: a panel per run on one shared time axis\n"
+           "                       (auto, the default: more than 4 runs, or lengths that\n"
+           "                       differ by 20x or more, and neither --logx nor --linx)\n\n"
+           "Log axes label their decades as powers of ten: 10^3, 10^6.  Sweep axes name\n"
+           "the swept key in words (\"cpu download bandwidth (Mbps)\") and round tick\n"
+           "values to three digits.  A figure carries its title (and the --set overrides\n"
+           "its runs ran with); notes on how it is drawn (log scales, what a colour or a\n"
+           "cell means) are printed on stderr as \"caption: ...\" lines, for the text\n"
+           "beside it.\n\n"
            "gnuplot is found on PATH, or set DPSIM_GNUPLOT to its path.\n"
            "Exit codes: 0 drawn, 1 gnuplot missing or failed (the database is untouched),\n"
            "2 bad usage or nothing to plot.\n");
@@ -78,9 +94,92 @@ static void help(void)
 typedef struct plot_args {
     int64_t *ids;
     plot_sel sel;
+    int exact;
 } plot_args;
 
-enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS };
+/* plot timeline --exact: the seconds of each activity per device and bin
+ * of the window, from the re-simulation's every activity interval. */
+typedef struct share_acc {
+    double *share, t0, t1, w;
+    size_t n_dev, n_bins;
+} share_acc;
+
+static void on_interval(void *ctx, size_t device, int act, double t0_s, double t1_s)
+{
+    share_acc *a = ctx;
+    if (device >= a->n_dev || act < 0 || act >= PLOT_N_ACTS || !(t1_s > a->t0) || !(t0_s < a->t1))
+        return;
+    double lo = t0_s > a->t0 ? t0_s : a->t0, hi = t1_s < a->t1 ? t1_s : a->t1;
+    size_t b0 = (size_t)((lo - a->t0) / a->w), b1 = (size_t)((hi - a->t0) / a->w);
+    for (size_t b = b0; b <= b1 && b < a->n_bins; b++) {
+        double s = a->t0 + (double)b * a->w, e = s + a->w;
+        double o = (hi < e ? hi : e) - (lo > s ? lo : s);
+        if (o > 0)
+            a->share[(device * a->n_bins + b) * PLOT_N_ACTS + (size_t)act] += o;
+    }
+}
+
+/* Choose the run as the plot would, simulate it again (it must end at the
+ * stored Ttotal bit for bit, as rerun checks) and fill sel's shares. */
+static int exact_shares(store *st, plot_sel *sel, int64_t *id, double **share, dp_err *err)
+{
+    enum { BINS = 600, MAX_DEV = 80 }; /* ~2 px per bin; a timeline draws at most 80 rows legibly */
+    plot_run run;
+    plot_sel quiet = *sel;
+    quiet.note = NULL;
+    int rc = plot_one_run(st, &quiet, &run, err);
+    if (rc)
+        return rc;
+    *id = run.id;
+    sel->run_ids = id;
+    sel->n_runs = 1;
+    res_run *old = NULL, *now = NULL;
+    char *name = NULL, *policy = NULL;
+    uint64_t seed;
+    share_acc a = {0};
+    a.t0 = sel->from_s > 0 ? sel->from_s : 0;
+    a.t1 = sel->to_s > 0 && sel->to_s < run.ttotal_s ? sel->to_s : run.ttotal_s;
+    a.n_bins = BINS;
+    a.w = (a.t1 - a.t0) / BINS;
+    if (!(a.w > 0))
+        return dp_err_set(err, DP_EINPUT, "timeline: --from %g s is not before the run's end (%g s)", a.t0,
+                          a.t1);
+    store_devices dev;
+    if ((rc = store_devices_get(st, run.id, &dev, err)))
+        return rc;
+    a.n_dev = dev.n < MAX_DEV ? dev.n : MAX_DEV;
+    store_devices_free(&dev);
+    if (!(a.share = dp_calloc(a.n_dev * a.n_bins * PLOT_N_ACTS + 1, sizeof *a.share)))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (sel->note)
+        fprintf(sel->note, "re-simulating run #%lld for its exact timeline\n", (long long)run.id);
+    cli_catch_interrupts();
+    policy_set_segment_hook(on_interval, &a);
+    rc = cli_resimulate(st, (uint64_t)run.id, &old, &now, &name, &policy, &seed, err);
+    policy_set_segment_hook(NULL, NULL);
+    if (!rc && memcmp(&old->ttotal_s, &now->ttotal_s, sizeof old->ttotal_s) != 0)
+        rc = dp_err_set(err, DP_ERUN,
+                        "run #%lld: the re-run ends at %.17g s, the stored run at %.17g s (a different build "
+                        "or trace files?): its timeline would not be this run's",
+                        (long long)run.id, now->ttotal_s, old->ttotal_s);
+    res_run_free(old);
+    res_run_free(now);
+    dp_free(name);
+    dp_free(policy);
+    if (rc) {
+        dp_free(a.share);
+        return rc;
+    }
+    *share = a.share;
+    sel->share = a.share;
+    sel->share_devices = a.n_dev;
+    sel->share_bins = a.n_bins;
+    sel->share_t0 = a.t0;
+    sel->share_t1 = a.t1;
+    return 0;
+}
+
+enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS, K_EXACT };
 
 static int on_opt(void *ctx, int key, const char *val, const char *a)
 {
@@ -158,6 +257,9 @@ static int on_opt(void *ctx, int key, const char *val, const char *a)
         *(key == K_FROM ? &sel->from_s : &sel->to_s) = t;
         break;
     }
+    case K_EXACT:
+        p->exact = 1;
+        break;
     case K_PANELS:
         if (!val || !strcmp(val, "yes"))
             sel->panels = 1;
@@ -196,9 +298,10 @@ int cmd_plot(int argc, char **argv)
                                         {"from", required_argument, NULL, K_FROM},
                                         {"to", required_argument, NULL, K_TO},
                                         {"panels", optional_argument, NULL, K_PANELS},
+                                        {"exact", no_argument, NULL, K_EXACT},
                                         {NULL, 0, NULL, 0}};
     int64_t ids[MAX_RUNS];
-    plot_args pa = {ids, {0}};
+    plot_args pa = {ids, {0}, 0};
     pa.sel.log_x = pa.sel.log_y = -1;
     cli_opts o = {0};
     int prc =
@@ -214,10 +317,15 @@ int cmd_plot(int argc, char **argv)
         return cli_usage_error(
             "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)");
     int k = plot_kind_by_name(kind_name);
-    if (k < 0)
-        return cli_usage_error(
-            "plot", "unknown KIND '%s' (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)",
-            kind_name);
+    if (k < 0) {
+        static const char *const kinds[] = {"compare",   "flops", "timeline", "sweep",   "mix",
+                                            "batches", "staleness", "links",  "accuracy"};
+        const char *near = yt_nearest(kind_name, kinds, sizeof kinds / sizeof *kinds);
+        return cli_usage_error("plot",
+                               "unknown KIND '%s'%s%s%s (compare, flops, timeline, sweep, mix, batches, "
+                               "staleness, links or accuracy)",
+                               kind_name, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");
     dp_err err = {0};
@@ -227,11 +335,14 @@ int cmd_plot(int argc, char **argv)
     if (sel.metric) {
         const char *col, *label;
         double scale;
-        if (plot_metric(sel.metric, &col, &label, &scale) < 0)
-            return cli_usage_error(
-                "plot",
-                "unknown metric '%s' (ttotal_s, tsend_s, ttraining_s, tflops, utilization, final_acc, tta@X)",
-                sel.metric);
+        if (plot_metric(sel.metric, &col, &label, &scale) < 0) {
+            const char *near = plot_metric_nearest(sel.metric);
+            return cli_usage_error("plot",
+                                   "unknown metric '%s'%s%s%s (ttotal_s, tsend_s, ttraining_s, tflops, "
+                                   "utilization, final_acc, tta@X)",
+                                   sel.metric, near ? ", did you mean '" : "", near ? near : "",
+                                   near ? "'?" : "");
+        }
     }
     if (sel.to_s > 0 && !(sel.from_s < sel.to_s))
         return cli_usage_error("plot", "--from %g is not before --to %g", sel.from_s, sel.to_s);
@@ -239,11 +350,18 @@ int cmd_plot(int argc, char **argv)
         return cli_usage_error("plot", "--from and --to zoom a timeline (got KIND %s)", kind_name);
     if ((k == PLOT_TIMELINE || k == PLOT_BATCHES || k == PLOT_LINKS) && sel.n_runs > 1)
         return cli_usage_error("plot", "a %s shows one run (got %zu --run)", kind_name, sel.n_runs);
+    if (pa.exact && k != PLOT_TIMELINE)
+        return cli_usage_error("plot", "--exact re-simulates a timeline (got KIND %s)", kind_name);
     sel.run_ids = sel.n_runs ? ids : NULL;
-    store *st = store_open_read(db, &err);
+    store *st = cli_open_read(db, &err);
     if (!st)
         return cli_fail(&err);
-    int rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
+    double *share = NULL;
+    int64_t one_id = 0;
+    int rc = pa.exact ? exact_shares(st, &sel, &one_id, &share, &err) : 0;
+    if (!rc)
+        rc = plots_draw(st, (plot_kind)k, &sel, out, &err);
+    dp_free(share);
     store_close(st);
     if (rc)
         return cli_fail(&err);

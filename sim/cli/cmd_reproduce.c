@@ -460,9 +460,10 @@ static void print_related(const t3 *x, const char *db)
            "same testbed, with DDP's data and collective settings; a fixed global batch of the\n"
            "devices' batches, %lld samples, split by speed every iteration or epoch):\n",
            global_b);
-    report_table_header(stdout);
+    long long lids[NREL];
     for (int k = 0; k < NREL; k++)
-        report_table_row(stdout, x->rel[k], x->rel_ids[k]);
+        lids[k] = x->rel_ids[k];
+    report_table(stdout, (const res_run *const *)x->rel, lids, NREL);
     printf("  versus DDP's Ttotal: ");
     for (int k = 0; k < NREL; k++)
         printf("%s%s %.3gx", k ? ", " : "", policy_label(x->rk[k]), x->rel[k]->ttotal_s / ddp->ttotal_s);
@@ -492,11 +493,13 @@ static void print_text(const t3 *x, const char *db, int related)
     for (size_t k = 0; k < x->nu; k++)
         printf("%s %s", k ? "," : "with --set", x->ov_text[k]);
     printf("%s\n", x->nu ? " (the calibration assumed none)\n" : "");
-    report_table_header(stdout);
+    dp_table *tb = report_table_new();
     for (int k = 0; k < 3; k++)
-        report_table_row(stdout, x->runs[k], x->ids[k]);
-    printf("(what-if) DDP with a 10 Gbit/s device interconnect:\n");
-    report_table_row(stdout, x->runs[3], x->ids[3]);
+        report_table_add(tb, x->runs[k], x->ids[k]);
+    dp_table_note(tb, "(what-if) DDP with a 10 Gbit/s device interconnect:");
+    report_table_add(tb, x->runs[3], x->ids[3]);
+    dp_table_print(tb, stdout);
+    dp_table_free(tb);
     printf("\n  %-34s %14s %14s %9s   %s\n", "figure", "paper", "simulated", "ratio", "role");
     for (size_t k = 0; k < NROWS; k++)
         print_row(&rows[k]);

@@ -17,8 +17,10 @@ static void help(void)
            "it (flops_per_sample x samples / Ttraining), cluster utilisation, and a\n"
            "per-device breakdown.  Each run is stored in the results database as one\n"
            "transaction.  SCENARIO may be a file or builtin:paper-testbed.\n\n"
-           "  -p, --policy LIST     policies to run, comma-separated, or all (default all;\n"
-           "                        the policies and their options are listed below)\n"
+           "  -p, --policy LIST     policies to run, comma-separated, or all (default: all\n"
+           "                        that apply to the scenario; --policy all also says\n"
+           "                        which were left out and why; the policies and their\n"
+           "                        options are listed below)\n"
            "  -d, --db FILE         results database (default results.db)\n"
            "      --no-db           do not store the results\n"
            "      --seed N          random seed (default: the scenario's training.seed)\n"
@@ -132,8 +134,10 @@ int cmd_run(int argc, char **argv)
     }
     if (!have_seed)
         seed = s->training.seed;
-    if (!plist || !strcmp(plist, "all")) /* all: those that can run this scenario */
-        np = policy_keep_applicable(s, pk, (size_t)np, stderr);
+    /* all: those that can run this scenario; which were left out, and why,
+     * only when asked for by name (--policy all), not on every default run */
+    if (!plist || !strcmp(plist, "all"))
+        np = policy_keep_applicable(s, pk, (size_t)np, plist ? stderr : NULL);
     cli_catch_interrupts();
     cli_progress_init(quiet); /* --json is stdout's format: progress stays on stderr */
     store *st = NULL;
@@ -165,12 +169,17 @@ int cmd_run(int argc, char **argv)
         printf("%s (%s): %zu devices, %lld samples, %d epochs, seed %llu\n\n", dp_esc(en, sizeof en, s->name),
                dp_esc(ep, sizeof ep, s->path), s->n_devices, (long long)s->dataset.samples,
                s->training.epochs, (unsigned long long)seed);
-        report_table_header(stdout);
+        dp_table *t = report_table_new();
         for (int k = 0; k < np; k++)
-            if (runs[k])
-                report_table_row(stdout, runs[k], ids[k]);
-            else if (rr > 0)
-                printf("%-12s failed (the message is on stderr)\n", policy_name(pk[k]));
+            if (runs[k]) {
+                report_table_add(t, runs[k], ids[k]);
+            } else if (rr > 0) {
+                char line[96];
+                snprintf(line, sizeof line, "%-12s failed (the message is on stderr)", policy_name(pk[k]));
+                dp_table_note(t, line);
+            }
+        dp_table_print(t, stdout);
+        dp_table_free(t);
         report_learning(stdout, runs, np);
         int first = 1; /* what C-ADP planned against what the run gave; epochs skipped */
         for (int k = 0; k < np; k++)

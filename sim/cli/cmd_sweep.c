@@ -28,7 +28,8 @@ static void sweep_help(void)
            "                                a range        1..8  0..4:step=2  10ms..50ms:step=10ms\n"
            "                                               0.1..1:lin:10 (10 evenly spaced values)\n"
            "                                a log range    10Mbps..10Gbps:log:7\n"
-           "  -p, --policy LIST     policies, comma-separated, or all (default all; the\n"
+           "  -p, --policy LIST     policies, comma-separated, or all (default: all that\n"
+           "                        apply; --policy all says which were left out; the\n"
            "                        list: dpsim run --help)\n"
            "      --seeds N         seeds 1..N per point when the scenario has randomness\n"
            "                        (compute noise); without it seed 1 only (default 1)\n"
@@ -290,7 +291,8 @@ int cmd_sweep(int argc, char **argv)
         scn_scenario *base =
             scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
         if (base) {
-            cfg.n_policies = (size_t)policy_keep_applicable(base, cfg.policies, cfg.n_policies, stderr);
+            cfg.n_policies =
+                (size_t)policy_keep_applicable(base, cfg.policies, cfg.n_policies, plist ? stderr : NULL);
             scn_free(base);
         } /* else the sweep reports the scenario's error itself */
     }

@@ -30,6 +30,21 @@ cmds=$(printf '%s\n' "$top" | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ 
             printf ".TP\n.B %s\n", substr($0, 1, n - 1); d = substr($0, n); sub(/^ +/, "", d); print d; next}
         on && /^   / {sub(/^ +/, ""); print; next}
         on {print ".PP"; print; exit}'
+    cat <<'EX'
+.SH EXAMPLES
+.nf
+dpsim reproduce table3 \-\-out table3/          # the paper's Table 3 and its plots
+dpsim check scenarios/geo\-3sites.yaml          # validate and summarise a scenario
+dpsim run scenarios/geo\-3sites.yaml            # every policy; stored in results.db
+dpsim run scenarios/tiny.yaml \-p cadp \-\-set devices.cpu.link.down=20Mbps
+dpsim runs \-\-last 5                            # the newest runs
+dpsim plot compare \-\-out compare.png          # Tsend, Ttraining, Ttotal per policy
+dpsim plot timeline \-\-run 3 \-\-out gantt.svg   # who waits for whom
+dpsim sweep scenarios/tiny.yaml \-\-vary devices.cpu.link.down=1Mbps..100Mbps:log:5
+dpsim plot sweep \-\-out sweep.png              # a panel per value of a second swept key
+dpsim export \-\-trace 3 \-\-out run3.json        # for ui.perfetto.dev
+.fi
+EX
     printf '.SH FILES\n.TP\n.I results.db\nthe default results database (SQLite); its schema: sim/store/SCHEMA.md in the sources\n'
     printf '.SH SEE ALSO\n.BR gnuplot (1),\n.BR sqlite3 (1)\n'
 } >"$OUT.tmp"

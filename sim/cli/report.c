@@ -7,21 +7,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-void report_table_header(FILE *out)
+dp_table *report_table_new(void)
 {
-    fprintf(out, "%-10s %12s %14s %12s %9s %7s %8s %11s %7s\n", "policy", "Tsend (s)", "Ttraining (s)",
-            "Ttotal (s)", "TFLOPS", "util", "epochs", "events", "run");
+    /* the minimum widths are the layout the table always had */
+    static const dp_col cols[] = {
+        {"policy", 'l', 10, 0},   {"Tsend (s)", 'r', 12, 1}, {"Ttraining (s)", 'r', 14, 1},
+        {"Ttotal (s)", 'r', 12, 1}, {"TFLOPS", 'r', 9, 1},  {"util", 'r', 7, 1},
+        {"epochs", 'r', 8, 1},    {"events", 'r', 11, 1},   {"run", 'r', 7, 1},
+    };
+    return dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
 }
 
-void report_table_row(FILE *out, const res_run *r, long long run_id)
+void report_table_add(dp_table *t, const res_run *r, long long run_id)
 {
-    char id[24] = "-";
+    dp_table_add(t, r->policy);
+    dp_table_addf(t, "%.2f", r->tsend_s);
+    dp_table_addf(t, "%.2f", r->ttraining_s);
+    dp_table_addf(t, "%.2f", r->ttotal_s);
+    dp_table_addf(t, "%.4f", r->tflops);
+    dp_table_addf(t, "%.1f%%", 100 * r->utilization);
+    dp_table_addf(t, "%zu", r->n_epochs);
+    dp_table_addf(t, "%llu", (unsigned long long)r->events);
     if (run_id > 0)
-        snprintf(id, sizeof id, "#%lld", run_id);
-    char pol[64];
-    fprintf(out, "%-10s %12.2f %14.2f %12.2f %9.4f %6.1f%% %8zu %11llu %7s\n",
-            dp_esc(pol, sizeof pol, r->policy), r->tsend_s, r->ttraining_s, r->ttotal_s, r->tflops,
-            100 * r->utilization, r->n_epochs, (unsigned long long)r->events, id);
+        dp_table_addf(t, "#%lld", run_id);
+    else
+        dp_table_add(t, "-");
+}
+
+void report_table(FILE *out, const res_run *const *runs, const long long *ids, size_t n)
+{
+    dp_table *t = report_table_new();
+    for (size_t k = 0; k < n; k++)
+        if (runs[k])
+            report_table_add(t, runs[k], ids ? ids[k] : 0);
+    if (dp_table_print(t, out))
+        fprintf(out, "(out of memory printing the table)\n");
+    dp_table_free(t);
 }
 
 /* Past this many devices the breakdown lists the first REPORT_HEAD and
@@ -51,16 +72,26 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void device_row(FILE *out, const char *name, const char *kind, const double *x)
+static void device_row(dp_table *t, const char *name, const char *kind, const double *x)
 {
-    fprintf(out, "  %-16s %-4s %9.0f %9.0f %12.2f %10.2f %10.2f %10.2f %11.1f %11.1f %10.2f\n", name, kind,
-            x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]);
+    static const char *const fmt[REPORT_COLS] = {"%.0f", "%.0f", "%.2f", "%.2f", "%.2f",
+                                                 "%.2f", "%.1f", "%.1f", "%.2f"};
+    dp_table_add(t, name);
+    dp_table_add(t, kind);
+    for (int c = 0; c < REPORT_COLS; c++)
+        dp_table_addf(t, fmt[c], x[c]);
 }
 
 void report_devices(FILE *out, const res_run *r, int all)
 {
-    /* Names may come from a database written by anyone: escaped. */
-    char pol[64], name[128], kind[64];
+    /* Names may come from a database written by anyone: the table escapes them. */
+    static const dp_col cols[] = {
+        {"device", 'l', 16, 0},     {"kind", 'l', 4, 1},      {"samples", 'r', 9, 1},
+        {"batches", 'r', 9, 1},     {"compute (s)", 'r', 12, 1}, {"send (s)", 'r', 10, 1},
+        {"recv (s)", 'r', 10, 1},   {"wait (s)", 'r', 10, 1}, {"sent (MB)", 'r', 11, 1},
+        {"recv (MB)", 'r', 11, 1},  {"ready (s)", 'r', 10, 1},
+    };
+    char pol[64];
     size_t n = r->n_devices, shown = all || n <= REPORT_LIST_MAX ? n : REPORT_HEAD;
     fprintf(out, "%s per device", dp_esc(pol, sizeof pol, r->policy));
     if (shown < n)
@@ -68,57 +99,57 @@ void report_devices(FILE *out, const res_run *r, int all)
                 " (%zu devices: the first %zu, then each figure's min / median / max over all; --all "
                 "lists every one)",
                 n, shown);
-    fprintf(out, ":\n  %-16s %-4s %9s %9s %12s %10s %10s %10s %11s %11s %10s\n", "device", "kind", "samples",
-            "batches", "compute (s)", "send (s)", "recv (s)", "wait (s)", "sent (MB)", "recv (MB)",
-            "ready (s)");
+    fprintf(out, ":\n");
+    dp_table *t = dp_table_new(cols, sizeof cols / sizeof *cols, "  ");
     double x[REPORT_COLS];
     for (size_t d = 0; d < shown; d++) {
         const res_device *v = &r->devices[d];
         device_figures(v, x);
-        device_row(out, dp_esc(name, sizeof name, v->name), dp_esc(kind, sizeof kind, v->kind), x);
+        device_row(t, v->name, v->kind, x);
     }
-    if (shown == n)
-        return;
-    fprintf(out, "  %-16s\n", "...");
-    double *col = dp_malloc(n * sizeof *col);
-    if (!col) {
-        fprintf(out, "  (out of memory for the summary)\n");
-        return;
+    double *col = shown == n ? NULL : dp_malloc(n * sizeof *col);
+    if (shown < n && !col) {
+        dp_table_note(t, "(out of memory for the summary)");
+    } else if (shown < n) {
+        dp_table_note(t, "...");
+        double lo[REPORT_COLS], med[REPORT_COLS], hi[REPORT_COLS];
+        for (int c = 0; c < REPORT_COLS; c++) {
+            int nan = 0;
+            for (size_t d = 0; d < n; d++) {
+                device_figures(&r->devices[d], x);
+                col[d] = x[c];
+                nan |= isnan(x[c]);
+            }
+            if (nan) { /* qsort orders what a selection cannot */
+                qsort(col, n, sizeof *col, by_value);
+                lo[c] = col[0];
+                hi[c] = col[n - 1];
+                med[c] = n % 2 ? col[n / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
+                continue;
+            }
+            lo[c] = hi[c] = col[0];
+            for (size_t d = 1; d < n; d++) {
+                lo[c] = col[d] < lo[c] ? col[d] : lo[c];
+                hi[c] = col[d] > hi[c] ? col[d] : hi[c];
+            }
+            double upper = dp_kth_smallest(col, n, n / 2);
+            if (n % 2) {
+                med[c] = upper;
+            } else { /* the largest below it: the (n/2 - 1)-th */
+                double lower = col[0];
+                for (size_t d = 1; d < n / 2; d++)
+                    lower = col[d] > lower ? col[d] : lower;
+                med[c] = (lower + upper) / 2;
+            }
+        }
+        dp_free(col);
+        device_row(t, "min", "", lo);
+        device_row(t, "median", "", med);
+        device_row(t, "max", "", hi);
     }
-    double lo[REPORT_COLS], med[REPORT_COLS], hi[REPORT_COLS];
-    for (int c = 0; c < REPORT_COLS; c++) {
-        int nan = 0;
-        for (size_t d = 0; d < n; d++) {
-            device_figures(&r->devices[d], x);
-            col[d] = x[c];
-            nan |= isnan(x[c]);
-        }
-        if (nan) { /* qsort orders what a selection cannot */
-            qsort(col, n, sizeof *col, by_value);
-            lo[c] = col[0];
-            hi[c] = col[n - 1];
-            med[c] = n % 2 ? col[n / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
-            continue;
-        }
-        lo[c] = hi[c] = col[0];
-        for (size_t d = 1; d < n; d++) {
-            lo[c] = col[d] < lo[c] ? col[d] : lo[c];
-            hi[c] = col[d] > hi[c] ? col[d] : hi[c];
-        }
-        double upper = dp_kth_smallest(col, n, n / 2);
-        if (n % 2) {
-            med[c] = upper;
-        } else { /* the largest below it: the (n/2 - 1)-th */
-            double lower = col[0];
-            for (size_t d = 1; d < n / 2; d++)
-                lower = col[d] > lower ? col[d] : lower;
-            med[c] = (lower + upper) / 2;
-        }
-    }
-    dp_free(col);
-    device_row(out, "min", "", lo);
-    device_row(out, "median", "", med);
-    device_row(out, "max", "", hi);
+    if (dp_table_print(t, out))
+        fprintf(out, "  (out of memory printing the table)\n");
+    dp_table_free(t);
 }
 
 void report_json_begin(json_buf *j, const char *scenario)

@@ -5,12 +5,18 @@
 
 #include "json.h"
 #include "results.h"
+#include "table.h"
 #include "scenario.h"
 #include <stdio.h>
 
-/* The summary table: header, then one row per run. */
-void report_table_header(FILE *out);
-void report_table_row(FILE *out, const res_run *r, long long run_id);
+/* The summary table (one printer, table.h: columns as wide as their
+ * content): header, then one row per run (NULL runs skipped; ids NULL or
+ * 0: no run id). */
+void report_table(FILE *out, const res_run *const *runs, const long long *ids, size_t n);
+/* The same built a row at a time, for tables with lines between rows:
+ * print and free with dp_table_print / dp_table_free. */
+dp_table *report_table_new(void);
+void report_table_add(dp_table *t, const res_run *r, long long run_id);
 /* Per-device breakdown of one run: every device, or past 50 (unless all)
  * the first 10 and each figure's min / median / max over all. */
 void report_devices(FILE *out, const res_run *r, int all);

@@ -245,6 +245,8 @@ void scn_free(scn_scenario *s)
     dp_free(s->name);
     dp_free(s->path);
     dp_free(s->text);
+    for (size_t i = 0; i < s->n_unitless; i++)
+        dp_free(s->unitless[i]);
     dp_free(s->model.name);
     dp_free(s->dataset.name);
     for (size_t i = 0; i < s->n_sites; i++)

@@ -154,6 +154,12 @@ typedef struct scn_scenario {
     char *path;         /* file name used in messages ("<builtin:paper-testbed>" for embedded) */
     char *text;         /* the source text, as read (stored with results) */
     uint64_t text_hash; /* FNV-1a 64 of text */
+    /* values given as a bare number where a unit is expected (accepted in
+     * the base unit; `check` lists them): "FILE:LINE:COL: key: 20 -> 20 s
+     * (no unit)", the first SCN_UNITLESS_MAX, and how many in all */
+#define SCN_UNITLESS_MAX 20
+    char *unitless[SCN_UNITLESS_MAX];
+    size_t n_unitless, n_unitless_all;
     size_t n_files;     /* the trace files read, each name once, in the order read */
     scn_file *files;
 

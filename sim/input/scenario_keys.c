@@ -190,6 +190,27 @@ int scni_scalar_at(cv *c, const yt_node *m, const yt_node *n, const char *path, 
     return 1;
 }
 
+/* A bare number where a unit is expected is accepted (in the base unit)
+ * but noted, so `check` can say "20 -> 20 s (no unit)": the first
+ * SCN_UNITLESS_MAX of them, and how many in all. */
+static void note_unitless(cv *c, const yt_node *n, const char *path, const char *key, scn_unit u)
+{
+    static const char *const base[] = {[SCN_UNIT_TIME] = "s", [SCN_UNIT_BANDWIDTH] = "bit/s",
+                                       [SCN_UNIT_BYTES] = "B", [SCN_UNIT_RATE] = "B/s"};
+    scn_scenario *s = c->s;
+    s->n_unitless_all++;
+    if (s->n_unitless >= SCN_UNITLESS_MAX)
+        return;
+    char w[400], kp[300], line[800];
+    scni_where(c, n, w, sizeof w);
+    scni_join(kp, sizeof kp, path, key);
+    const char *b = (size_t)u < sizeof base / sizeof *base && base[u] ? base[u] : "";
+    snprintf(line, sizeof line, "%s: %s: %s -> %s %s (no unit)", w, kp, n->text, n->text, b);
+    char *copy = dp_strdup(line);
+    if (copy)
+        s->unitless[s->n_unitless++] = copy;
+}
+
 int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
               int required, double def, double *out, const yt_node **node)
 {
@@ -207,6 +228,13 @@ int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const
         scni_join(kp, sizeof kp, path, key);
         return scni_fail(c, n, kp, "%s", e.msg);
     }
+    /* FLOPS keys are counts or rates people write bare (1.8e9), and a key
+     * named for its unit (sample_bytes, bytes_per_param, *_s) says it */
+    size_t kl = strlen(key);
+    int named = strstr(key, "bytes") || (kl > 2 && !strcmp(key + kl - 2, "_s"));
+    if ((u == SCN_UNIT_TIME || u == SCN_UNIT_BANDWIDTH || u == SCN_UNIT_RATE || u == SCN_UNIT_BYTES) && !named &&
+        units_number_len(n->text) == strlen(n->text))
+        note_unitless(c, n, path, key, u);
     return 1;
 }
 

@@ -24,6 +24,8 @@
  */
 #include "yamltree.h"
 
+#include <ctype.h>
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -898,7 +900,8 @@ const yt_node *yt_find(const yt_doc *d, const char *key)
 
 /* ---- near misses ------------------------------------------------------- */
 
-size_t yt_edit_distance(const char *a, const char *b)
+/* Levenshtein distance of the first 64 bytes, case-folded (fold = 1) or not. */
+static size_t edit_distance(const char *a, const char *b, int fold)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64)
@@ -911,7 +914,10 @@ size_t yt_edit_distance(const char *a, const char *b)
     for (size_t i = 1; i <= la; i++) {
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            char x = a[i - 1], y = b[j - 1];
+            if (fold)
+                x = (char)tolower((unsigned char)x), y = (char)tolower((unsigned char)y);
+            size_t sub = prev[j - 1] + (x != y);
             size_t del = prev[j] + 1, ins = row[j - 1] + 1;
             row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
         }
@@ -920,20 +926,29 @@ size_t yt_edit_distance(const char *a, const char *b)
     return prev[lb];
 }
 
+size_t yt_edit_distance(const char *a, const char *b)
+{
+    return edit_distance(a, b, 0);
+}
+
 const char *yt_nearest(const char *word, const char *const *cands, size_t n)
 {
     /* Close means at most a third of the word changed (at least one edit
-     * allowed), and not every character: 'c' is not a typo of 'a'. */
+     * allowed), and not every character: 'c' is not a typo of 'a'.  Case
+     * changes count as no change first (`--policy DDP` means ddp), then
+     * as one each, which breaks ties: `100mbps` is Mbps, not bps, though
+     * both are one edit away. */
     size_t lw = strlen(word);
     size_t limit = lw / 3 > 1 ? lw / 3 : 1;
     const char *best = NULL;
-    size_t bestd = (size_t)-1;
+    size_t bestf = (size_t)-1, bestd = (size_t)-1;
     for (size_t i = 0; i < n; i++) {
-        size_t dd = yt_edit_distance(word, cands[i]);
-        if (dd < bestd) {
+        size_t f = edit_distance(word, cands[i], 1), dd = edit_distance(word, cands[i], 0);
+        if (f < bestf || (f == bestf && dd < bestd)) {
+            bestf = f;
             bestd = dd;
             best = cands[i];
         }
     }
-    return bestd <= limit && bestd < lw ? best : NULL;
+    return bestf <= limit && bestf < lw ? best : NULL;
 }

@@ -79,8 +79,9 @@ const yt_node *yt_find(const yt_doc *d, const char *key);
 
 /* Levenshtein distance (bounded work: strings are cut at 64 bytes). */
 size_t yt_edit_distance(const char *a, const char *b);
-/* The candidate nearest to `word` if it is close (distance <= max(1,
- * len/3)), else NULL. */
+/* The candidate nearest to `word` if it is close (distance, with case
+ * ignored, <= max(1, len/3)), else NULL; ties go to the candidate with
+ * fewer case changes. */
 const char *yt_nearest(const char *word, const char *const *cands, size_t n);
 
 #endif

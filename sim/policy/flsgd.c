@@ -496,7 +496,7 @@ static const popt fl_table[] = {
 const policy_def policy_flsgd = {
     .name = "flsgd",
     .label = "FL-SGD",
-    .color = "#d55e00",
+    .color = "#882255",
     .summary = "local SGD with the average in the background: devices never wait, apply a one-period-stale "
                "average",
     .opts = fl_table,

@@ -167,7 +167,7 @@ static const lb_method lbb_method = {
 const policy_def policy_lbb = {
     .name = "lbb",
     .label = "LBB",
-    .color = "#56b4e9",
+    .color = "#332288",
     .summary =
         "LBB (Yao et al. 2024): profile-based split, re-solved or nudged every iteration (beyond the paper)",
     .opts = lbb_table,

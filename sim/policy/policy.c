@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 
 extern const policy_def *const policy_builtin[];
 extern const size_t policy_n_builtin;
@@ -107,9 +108,9 @@ int policy_register(const policy_def *p, dp_err *err)
         return dp_err_set(err, DP_EINPUT,
                           "policy_register: a policy needs a name of 1-31 of [a-z0-9_] (got '%s')",
                           p && p->name ? p->name : "");
-    if (!p->label || !p->color || !p->summary || !p->start || !p->free || p->opts_size > POLICY_OPTS_MAX)
+    if (!p->label || !p->summary || !p->start || !p->free || p->opts_size > POLICY_OPTS_MAX)
         return dp_err_set(err, DP_EINPUT,
-                          "policy_register: policy '%s' needs a label, colour, summary, start and free, and "
+                          "policy_register: policy '%s' needs a label, summary, start and free, and "
                           "options of at most %d bytes",
                           p->name, POLICY_OPTS_MAX);
     const policy_perf *pf = p->perf;
@@ -139,13 +140,59 @@ const char *policy_label_of(const char *name)
     return p ? p->label : name;
 }
 
+/* Colours no built-in policy uses, for plug-ins registered without one and
+ * for names the registry does not know. */
+static const char *const spare_colors[] = {"#44aa99", "#ddcc77", "#aa4499", "#117733",
+                                           "#88ccee", "#661100", "#6699cc", "#888888"};
+#define N_SPARE (sizeof spare_colors / sizeof *spare_colors)
+
+/* Whether colour c is some registered policy's own (case-insensitive). */
+static int color_taken(const char *c)
+{
+    for (size_t i = 0; i < policy_count(); i++)
+        if (policy_at(i)->color && strcasecmp(policy_at(i)->color, c) == 0)
+            return 1;
+    return 0;
+}
+
+/* The j-th spare colour no policy has taken (cycling when all are). */
+static const char *spare_color(size_t j)
+{
+    size_t free_n = 0;
+    const char *free_c[N_SPARE];
+    for (size_t i = 0; i < N_SPARE; i++)
+        if (!color_taken(spare_colors[i]))
+            free_c[free_n++] = spare_colors[i];
+    return free_n ? free_c[j % free_n] : spare_colors[j % N_SPARE];
+}
+
 /* Registered policies keep their colour in every plot, so a reader learns
- * it once; others take the next colour of a colour-blind-safe cycle. */
+ * it once: their own, or (a plug-in without one) the spare colour of its
+ * place among the colourless; unknown names take spare colours by k. */
 const char *policy_color_of(const char *name, size_t k)
 {
-    static const char *const cycle[] = {"#cc79a7", "#56b4e9", "#e69f00", "#000000", "#f0e442", "#999999"};
     const policy_def *p = policy_find(name);
-    return p ? p->color : cycle[k % (sizeof cycle / sizeof *cycle)];
+    if (p && p->color)
+        return p->color;
+    if (p) {
+        size_t j = 0;
+        for (size_t i = 0; i < policy_count() && policy_at(i) != p; i++)
+            j += policy_at(i)->color == NULL;
+        return spare_color(j);
+    }
+    return spare_color(k);
+}
+
+/* Point types and dash patterns that gnuplot's png, svg and pdf terminals
+ * all draw distinctly: a policy's pair is fixed by its registry place, so
+ * lines stay apart in grey print and where colours are near. */
+void policy_style_of(const char *name, size_t k, int *point, int *dash)
+{
+    static const int pts[] = {7, 5, 9, 13, 11, 4, 6, 8, 10, 12, 14, 1, 2, 3};
+    int i = policy_index(policy_find(name));
+    size_t r = i < 0 ? policy_count() + k : (size_t)i;
+    *point = pts[r % (sizeof pts / sizeof *pts)];
+    *dash = 1 + (int)(r % 5);
 }
 
 size_t policy_rank_of(const char *name)

@@ -52,9 +52,14 @@ const char *policy_name(const policy_def *p);
 const char *policy_label(const policy_def *p);
 /* The label and colour for a stored policy name (plots): a registered
  * policy's, else the name itself and a colour of a colour-blind-safe cycle
- * picked by k. */
+ * picked by k.  Every built-in policy has a colour of its own; a plug-in
+ * registered without one (colour NULL) gets one no policy uses. */
 const char *policy_label_of(const char *name);
 const char *policy_color_of(const char *name, size_t k);
+/* A policy's gnuplot point type and dash type, fixed by its registry place
+ * (unknown names: by k), so lines of different policies differ in shape as
+ * well as colour. */
+void policy_style_of(const char *name, size_t k, int *point, int *dash);
 /* Registry position of a stored policy name, or policy_count() if unknown
  * (plots order policies by it). */
 size_t policy_rank_of(const char *name);

@@ -74,7 +74,7 @@ int popt_fail(const scn_scenario *s, const char *policy, const char *key, dp_err
 typedef struct policy_def {
     const char *name;    /* key under `policies:` and for --policy: [a-z0-9_]+ */
     const char *label;   /* in tables and plots: "C-ADP" */
-    const char *color;   /* plot colour, "#rrggbb" */
+    const char *color;   /* plot colour, "#rrggbb"; NULL: one no policy uses */
     const char *summary; /* one line for --help */
     const popt *opts;    /* option table (may be NULL: no options) */
     size_t opts_size;    /* bytes of the options struct (at most POLICY_OPTS_MAX) */

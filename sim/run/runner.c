@@ -93,16 +93,20 @@ int runner_parse_policies(const char *list, const policy_def **out, size_t cap, 
 /* One policy's run, stored: 0, or its failure's code (err set, prefixed
  * with the policy and scenario when the simulation failed). *sim_failed:
  * 1 when the simulation itself failed (not the store). */
-static int run_one(const scn_scenario *s, const policy_def *pk, uint64_t seed, store *st,
-                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id,
-                   int *sim_failed, dp_err *err)
+static int run_one(const scn_scenario *s, const policy_def *pk, size_t k, size_t n, uint64_t seed, store *st,
+                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id, int *sim_failed,
+                   dp_err *err)
 {
     *sim_failed = 0;
     char started[32];
     runner_now_iso(started, sizeof started);
     double w0 = runner_wall_s();
     char what[96];
-    snprintf(what, sizeof what, "%s on %s", policy_name(pk), s->name);
+    /* "[2/11] ddp on geo-3sites": where an all-policies run stands (k of n) */
+    if (n > 1)
+        snprintf(what, sizeof what, "[%zu/%zu] %s on %s", k + 1, n, policy_name(pk), s->name);
+    else
+        snprintf(what, sizeof what, "%s on %s", policy_name(pk), s->name);
     if (hooks.begin)
         hooks.begin(what);
     res_run *r = policy_run(pk, s, seed, err);
@@ -132,7 +136,7 @@ int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n
     }
     for (size_t k = 0; k < n; k++) {
         int sim_failed;
-        int rc = run_one(s, pk[k], seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        int rc = run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
         if (!rc)
             continue;
         /* a simulation that failed is this policy's problem; an interrupt,
@@ -156,7 +160,7 @@ int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uin
     }
     for (size_t k = 0; k < n; k++) {
         int sim_failed;
-        int rc = run_one(s, pk[k], seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        int rc = run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
         if (rc)
             return rc;
     }

@@ -156,6 +156,11 @@ static int export_table(store *st, const char *dir, const char *table, const cha
     return e;
 }
 
+const char *store_csv_table(size_t i)
+{
+    return i < sizeof tables / sizeof tables[0] ? tables[i].table : NULL;
+}
+
 int store_export_csv(store *st, const char *dir, dp_err *err)
 {
     if (!st || !dir || !*dir)

@@ -15,8 +15,9 @@
  * events never overlap.
  *
  * What the database holds is what is exported: the timeline of the first
- * 64 devices (the runtime keeps no more), coarsened to bins for long runs
- * (otherData.timeline_res_s > 0).  The file is streamed row by row, written
+ * 64 devices (the runtime keeps no more; otherData.note says so when a run
+ * has more), coarsened to bins for long runs (otherData.timeline_res_s > 0).
+ * A caller may keep only some devices (export --trace --devices).  The file is streamed row by row, written
  * beside its name and renamed, so a failure leaves no half file. */
 #include "json.h"
 #include "store_sql.h"
@@ -81,7 +82,15 @@ struct store_trace {
     int first, full;
     size_t n_dev;
     int *pid; /* per device: 2 + the index of its group's first device */
+    const unsigned char *keep; /* per device: write it (NULL: every device) */
+    size_t n_keep;
 };
+
+/* Whether device d's events go into the file (store_trace_begin's keep). */
+static int kept(const store_trace *t, int64_t d)
+{
+    return !t->keep || (d >= 0 && (size_t)d < t->n_keep && t->keep[d]);
+}
 
 static void strace_free(store_trace *t)
 {
@@ -151,8 +160,22 @@ static int write_head(store_trace *t, dp_err *err)
     json_key_str(j, "timeline", t->full ? "full" : "stored");
     json_key_num(j, "timeline_res_s", t->full ? 0 : sqlite3_column_double(q, 6));
     json_key_int(j, "devices", (int64_t)t->n_dev);
-    json_key_int(j, "timeline_devices",
-                 t->full ? (int64_t)t->n_dev : (int64_t)(t->n_dev < 64 ? t->n_dev : 64));
+    int64_t in_timeline = t->full ? (int64_t)t->n_dev : (int64_t)(t->n_dev < 64 ? t->n_dev : 64);
+    json_key_int(j, "timeline_devices", in_timeline);
+    if (t->keep) {
+        int64_t n_kept = 0;
+        for (size_t d = 0; d < t->n_keep && d < t->n_dev; d++)
+            n_kept += t->keep[d] != 0;
+        json_key_int(j, "devices_written", n_kept);
+    }
+    if (in_timeline < (int64_t)t->n_dev) {
+        char note[200];
+        snprintf(note, sizeof note,
+                 "the stored timeline holds the first %lld of %zu devices; export --trace RUN --full "
+                 "writes every device",
+                 (long long)in_timeline, t->n_dev);
+        json_key_str(j, "note", note);
+    }
     json_obj_end(j);
     char policy[64];
     snprintf(policy, sizeof policy, "%s", store_col_text(q, 1));
@@ -172,6 +195,7 @@ static int write_head(store_trace *t, dp_err *err)
                            -1, &q, NULL) != SQLITE_OK)
         return q_fail(st, path, err);
     sqlite3_bind_int64(q, 1, run);
+    unsigned char *named = dp_calloc(t->n_dev ? t->n_dev : 1, 1); /* per group (its first device) */
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t d = sqlite3_column_int64(q, 0), g0 = sqlite3_column_int64(q, 3);
         const char *grp = (const char *)sqlite3_column_text(q, 2);
@@ -184,15 +208,22 @@ static int write_head(store_trace *t, dp_err *err)
         int pid = 2 + (int)g0;
         if (d >= 0 && (size_t)d < t->n_dev)
             t->pid[d] = pid;
-        if (d == g0)
+        if (!kept(t, d))
+            continue;
+        /* the group's name with its first device written */
+        if (g0 >= 0 && (size_t)g0 < t->n_dev && named && !named[g0]) {
+            named[g0] = 1;
             meta(f, &t->first, "process_name", pid, 0, pname);
+        }
         meta(f, &t->first, "thread_name", pid, (int)d + 1, (const char *)sqlite3_column_text(q, 1));
     }
+    dp_free(named);
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : q_fail(st, path, err);
 }
 
-store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err)
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, const unsigned char *keep,
+                               size_t n_keep, dp_err *err)
 {
     store_trace *t = dp_calloc(1, sizeof *t);
     size_t n = strlen(path) + 8;
@@ -205,6 +236,8 @@ store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int 
     t->run = run_id;
     t->first = 1;
     t->full = full;
+    t->keep = keep;
+    t->n_keep = n_keep;
     snprintf(t->tmp, n, "%s.part", path);
     if (!(t->f = fopen(t->tmp, "w"))) {
         dp_err_set(err, DP_ERUN, "%s: cannot write: %s", t->tmp, strerror(errno));
@@ -223,6 +256,8 @@ store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int 
 /* One complete event. */
 static void put_segment(store_trace *t, int64_t device, const char *act, double t0_s, double t1_s)
 {
+    if (!kept(t, device))
+        return;
     double t0 = t0_s * 1e6, t1 = t1_s * 1e6;
     if (device < 0 || (size_t)device >= t->n_dev)
         return; /* a segment of no device of the run (a crafted row) */
@@ -305,7 +340,8 @@ static int write_tail(store_trace *t, dp_err *err)
     sqlite3_bind_int64(q, 1, run);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         char name[48];
-        snprintf(name, sizeof name, "epoch %lld ends", (long long)sqlite3_column_int64(q, 0) + 1);
+        /* run_epochs.epoch counts from 1 already */
+        snprintf(name, sizeof name, "epoch %lld ends", (long long)sqlite3_column_int64(q, 0));
         j = json_new();
         json_obj_begin(j);
         json_key_str(j, "ph", "i");
@@ -351,11 +387,12 @@ void store_trace_abort(store_trace *t)
     strace_free(t);
 }
 
-int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err)
+int store_export_trace(store *st, int64_t run_id, const char *path, const unsigned char *keep, size_t n_keep,
+                       dp_err *err)
 {
     /* one read transaction: a consistent snapshot while others store runs */
     sqlite3_exec(store_db(st), "BEGIN", NULL, NULL, NULL);
-    store_trace *t = store_trace_begin(st, run_id, path, 0, err);
+    store_trace *t = store_trace_begin(st, run_id, path, 0, keep, n_keep, err);
     int rc = t ? store_trace_end(t, err) : (err && err->code ? err->code : DP_ERUN);
     sqlite3_exec(store_db(st), "COMMIT", NULL, NULL, NULL);
     return rc;

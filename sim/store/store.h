@@ -128,10 +128,26 @@ void store_files_free(scn_file *files, size_t n);
 /* Free an array of n dp_malloc'd strings and the array; (NULL, 0) is a no-op. */
 void store_strings_free(char **v, size_t n);
 
-/* Print a table of runs (id, started_at, scenario, policy, seed, status,
- * Tsend, Ttraining, Ttotal, TFLOPS; times in seconds) to out, oldest first.
- * scenario / policy filter on exact names; NULL = all. */
-int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err);
+/* The runs `dpsim runs` lists, oldest first: which (filter; NULL = all),
+ * and per run what its table shows.  Metrics of failed runs read NaN. */
+typedef struct store_runs_filter {
+    const char *scenario, *policy; /* exact names; NULL = any */
+    int64_t sweep_id;              /* 0 = any run */
+    int64_t last;                  /* > 0: only the newest `last` of the matches */
+} store_runs_filter;
+typedef struct store_run_row {
+    int64_t id, sweep_id; /* sweep_id 0: not a sweep's run */
+    char started_at[32], scenario[128], policy[32], status[16];
+    uint64_t seed;
+    char *overrides; /* its --set overrides, or a sweep run's point, as "K=V K=V" ("" = none) */
+    double tsend_s, ttraining_s, ttotal_s, tflops;
+} store_run_row;
+typedef struct store_run_rows {
+    store_run_row *row;
+    size_t n;
+} store_run_rows;
+int store_runs_list(store *st, const store_runs_filter *f, store_run_rows *out, dp_err *err);
+void store_run_rows_free(store_run_rows *r);
 
 /* Write every table as DIR/TABLE.csv (scenarios, sweeps, runs, run_devices,
  * run_epochs, run_flops, run_segments, run_files; not blobs, the trace
@@ -142,11 +158,15 @@ int store_list_runs(store *st, FILE *out, const char *scenario, const char *poli
  * written to TABLE.csv.tmp and renamed, so an existing export is never left
  * half-written. */
 int store_export_csv(store *st, const char *dir, dp_err *err);
+/* The i-th table store_export_csv writes (as TABLE.csv), NULL past the last. */
+const char *store_csv_table(size_t i);
 /* Write run run_id as a Chrome trace event JSON file at path (Perfetto,
  * chrome://tracing; layout in export_trace.c and sim/store/JSON.md),
- * streamed, via path.part renamed into place.  DP_EINPUT when the run does
+ * streamed, via path.part renamed into place.  keep (NULL = every device)
+ * marks the devices to write, by index (n_keep entries; others left out).  DP_EINPUT when the run does
  * not exist or failed; DP_ERUN on a write or database error. */
-int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err);
+int store_export_trace(store *st, int64_t run_id, const char *path, const unsigned char *keep, size_t n_keep,
+                       dp_err *err);
 /* The same file in three steps, for a caller that re-simulates the run and
  * streams every activity (export --trace --full): begin writes the header
  * and the names (full = 1: no stored segments will be added); segment adds
@@ -154,7 +174,8 @@ int store_export_trace(store *st, int64_t run_id, const char *path, dp_err *err)
  * segments (unless full), the FLOPS counter and the epoch ends, and renames
  * the file into place.  end and abort free t. */
 typedef struct store_trace store_trace;
-store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, dp_err *err);
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, const unsigned char *keep,
+                               size_t n_keep, dp_err *err);
 void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s);
 int store_trace_end(store_trace *t, dp_err *err);
 void store_trace_abort(store_trace *t);

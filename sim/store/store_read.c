@@ -562,51 +562,89 @@ int store_get_run_files(store *st, int64_t run_id, scn_file **files, size_t *n_f
 
 /* ---- listing ---------------------------------------------------------- */
 
-static void print_metric(FILE *out, sqlite3_stmt *s, int i, int width)
+static double col_or_nan(sqlite3_stmt *s, int i)
 {
-    if (sqlite3_column_type(s, i) == SQLITE_NULL)
-        fprintf(out, "  %*s", width, "-");
-    else
-        fprintf(out, "  %*.6g", width, sqlite3_column_double(s, i));
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
 }
 
-int store_list_runs(store *st, FILE *out, const char *scenario, const char *policy, dp_err *err)
+int store_runs_list(store *st, const store_runs_filter *f, store_run_rows *out, dp_err *err)
 {
-    if (!st || !out)
-        return dp_err_set(err, DP_EINPUT, "store_list_runs: %s is NULL", st ? "out" : "store");
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return dp_err_set(err, DP_EINPUT, "store_runs_list: store is NULL");
+    store_runs_filter none = {0};
+    if (!f)
+        f = &none;
     sqlite3_stmt *s;
+    /* the newest `last` of the matching runs, printed oldest first */
     int e = store_sql_prepare(
         st,
-        "SELECT r.id, r.started_at, s.name, r.policy, r.seed, r.status, r.tsend_s, r.ttraining_s,"
-        " r.ttotal_s, r.tflops FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
-        " WHERE (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2) ORDER BY r.id",
+        "SELECT * FROM (SELECT r.id, r.started_at, s.name, r.policy, r.seed, r.status, r.sweep_id,"
+        /* a file from anywhere may hold text that is not JSON: shown as it is */
+        " CASE WHEN r.sweep_id IS NULL THEN CASE WHEN json_valid(r.overrides_json)"
+        "  THEN (SELECT group_concat(value, ' ') FROM json_each(r.overrides_json)) ELSE r.overrides_json END"
+        "  ELSE CASE WHEN json_valid(r.point_json)"
+        "  THEN (SELECT group_concat(key || '=' || value, ' ') FROM json_each(r.point_json)) ELSE r.point_json END"
+        " END,"
+        " r.tsend_s, r.ttraining_s, r.ttotal_s, r.tflops"
+        " FROM runs r JOIN scenarios s ON s.id = r.scenario_id"
+        " WHERE (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR r.policy = ?2)"
+        " AND (?3 = 0 OR r.sweep_id = ?3) ORDER BY r.id DESC LIMIT ?4) ORDER BY 1",
         &s, "listing runs", err);
     if (e)
         return e;
-    store_bind_opt_text(s, 1, scenario);
-    store_bind_opt_text(s, 2, policy);
-    fprintf(out, "%6s  %-20s  %-24s  %-10s  %10s  %-6s  %12s  %12s  %12s  %10s\n", "id", "started_at",
-            "scenario", "policy", "seed", "status", "Tsend_s", "Ttraining_s", "Ttotal_s", "TFLOPS");
-    int rc = SQLITE_DONE;
+    store_bind_opt_text(s, 1, f->scenario);
+    store_bind_opt_text(s, 2, f->policy);
+    sqlite3_bind_int64(s, 3, f->sweep_id);
+    sqlite3_bind_int64(s, 4, f->last > 0 ? f->last : -1);
+    int rc;
+    size_t cap = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        /* stored text escaped: a database may come from anyone */
-        char t[100], n[300], p[100], st_[100];
-        fprintf(out, "%6" PRId64 "  %-20s  %-24s  %-10s  %10" PRIu64 "  %-6s",
-                (int64_t)sqlite3_column_int64(s, 0), dp_esc(t, sizeof t, store_col_text(s, 1)),
-                dp_esc(n, sizeof n, store_col_text(s, 2)), dp_esc(p, sizeof p, store_col_text(s, 3)),
-                (uint64_t)sqlite3_column_int64(s, 4), dp_esc(st_, sizeof st_, store_col_text(s, 5)));
-        print_metric(out, s, 6, 12);
-        print_metric(out, s, 7, 12);
-        print_metric(out, s, 8, 12);
-        print_metric(out, s, 9, 10);
-        fputc('\n', out);
+        if (out->n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            store_run_row *nr = dp_realloc(out->row, nc * sizeof *nr);
+            if (!nr) {
+                e = dp_err_set(err, DP_ENOMEM, "out of memory listing runs");
+                break;
+            }
+            out->row = nr;
+            cap = nc;
+        }
+        store_run_row *r = &out->row[out->n];
+        memset(r, 0, sizeof *r);
+        r->id = sqlite3_column_int64(s, 0);
+        snprintf(r->started_at, sizeof r->started_at, "%s", store_col_text(s, 1));
+        snprintf(r->scenario, sizeof r->scenario, "%s", store_col_text(s, 2));
+        snprintf(r->policy, sizeof r->policy, "%s", store_col_text(s, 3));
+        r->seed = (uint64_t)sqlite3_column_int64(s, 4);
+        snprintf(r->status, sizeof r->status, "%s", store_col_text(s, 5));
+        r->sweep_id = sqlite3_column_int64(s, 6);
+        if (!(r->overrides = dp_strdup(store_col_text(s, 7)))) {
+            e = dp_err_set(err, DP_ENOMEM, "out of memory listing runs");
+            break;
+        }
+        r->tsend_s = col_or_nan(s, 8);
+        r->ttraining_s = col_or_nan(s, 9);
+        r->ttotal_s = col_or_nan(s, 10);
+        r->tflops = col_or_nan(s, 11);
+        out->n++;
     }
-    if (rc != SQLITE_DONE)
+    if (!e && rc != SQLITE_DONE)
         e = store_sql_fail(st, rc, "listing runs", err);
     sqlite3_finalize(s);
-    if (!e && (fflush(out) != 0 || ferror(out)))
-        e = dp_err_set(err, DP_ERUN, "%s: writing the run list failed: %s", st->path, strerror(errno));
+    if (e)
+        store_run_rows_free(out);
     return e;
+}
+
+void store_run_rows_free(store_run_rows *r)
+{
+    if (!r)
+        return;
+    for (size_t k = 0; k < r->n; k++)
+        dp_free(r->row[k].overrides);
+    dp_free(r->row);
+    memset(r, 0, sizeof *r);
 }
 
 int store_read_begin(store *st, dp_err *err)

@@ -272,11 +272,23 @@ static int cmp_str(const void *x, const void *y)
 static int expand_spec(const char *arg, const char *spec, vlist *out, dp_err *err)
 {
     const char *dots = strstr(spec, "..");
-    qty probe;
+    qty probe, probe2;
     /* A range only when a number stands before the dots: "../t.csv" is a
      * (one-value) list of a path. */
-    if (dots && parse_qty(spec, (size_t)(dots - spec), &probe) == 0)
+    if (dots && parse_qty(spec, (size_t)(dots - spec), &probe) == 0) {
+        if (dots[2] == '.') /* 1...3, as some languages write it */
+            return dp_err_set(err, DP_EINPUT, "--vary %s: a range has two dots: %.*s..%s", arg,
+                              (int)(dots - spec), spec, dots + strspn(dots, "."));
         return expand_range(arg, spec, dots, out, err);
+    }
+    /* 1-3 or 10Mbps-1Gbps: a number, a dash, a number (not 1e-3, not -1) */
+    for (const char *d = spec + 1; !strchr(spec, ',') && (d = strchr(d, '-')) != NULL; d++) {
+        if (d[-1] == 'e' || d[-1] == 'E')
+            continue;
+        if (parse_qty(spec, (size_t)(d - spec), &probe) == 0 && parse_qty(d + 1, strlen(d + 1), &probe2) == 0)
+            return dp_err_set(err, DP_EINPUT, "--vary %s: a range is written START..END: %.*s..%s", arg,
+                              (int)(d - spec), spec, d + 1);
+    }
     const char *p = spec;
     for (;;) {
         const char *c = strchr(p, ',');
@@ -608,9 +620,22 @@ int sweep_grid_check(const sweep_grid *g, const sweep_source *src, const scn_sce
          * whole axis of bad values.  A value that fails only in the base
          * scenario's context may be fine in combination with other axes,
          * so it is left to its points (stored as failed if it fails). */
-        if (checked && own == checked)
-            return dp_err_set(err, DP_EINPUT, "--vary %s=%s: %s%s'%s': %s", x->key, x->spec,
-                              x->n > 1 ? "every value fails; " : "", "value ", x->values[first], first_e.msg);
+        if (checked && own == checked) {
+            /* one message: the loader's "override KEY=VALUE: KEY: " would
+             * repeat what --vary names already */
+            const char *m = first_e.msg;
+            char pre[600];
+            snprintf(pre, sizeof pre, "override %s=%s: ", x->key, x->values[first]);
+            if (!strncmp(m, pre, strlen(pre)))
+                m += strlen(pre);
+            snprintf(pre, sizeof pre, "%s: ", x->key);
+            if (!strncmp(m, pre, strlen(pre)))
+                m += strlen(pre);
+            if (x->n > 1)
+                return dp_err_set(err, DP_EINPUT, "--vary %s=%s: every value fails; '%s': %s", x->key, x->spec,
+                                  x->values[first], m);
+            return dp_err_set(err, DP_EINPUT, "--vary %s=%s: %s", x->key, x->spec, m);
+        }
     }
     return 0;
 }

@@ -18,6 +18,7 @@
  * point), so a worker usually reuses the scenario it loaded for the last run.
  */
 #include "sweep/sweep_impl.h"
+#include "table.h"
 
 #include "dpsim_config.h"
 #include "json.h"
@@ -184,8 +185,14 @@ static int print_summary(const plan *p, const outcome *o, const sweep_stats *st,
     if (p->n_nodev)
         fprintf(out, ", %zu point%s without devices", p->n_nodev, p->n_nodev == 1 ? "" : "s");
     fprintf(out, " = %zu runs\n\n", p->n_tasks);
-    fprintf(out, "%-10s %6s %6s %7s %14s %14s %14s %9s  %s\n", "policy", "ok", "failed", "missing",
-            "Ttotal min (s)", "median (s)", "max (s)", "fastest", "lowest Ttotal at");
+    /* one table printer (table.h): the minimum widths are the layout the
+     * summary always had, wider only for longer names */
+    static const dp_col cols[] = {
+        {"policy", 'l', 10, 0},        {"ok", 'r', 6, 1},          {"failed", 'r', 6, 1},
+        {"missing", 'r', 7, 1},        {"Ttotal min (s)", 'r', 14, 1}, {"median (s)", 'r', 14, 1},
+        {"max (s)", 'r', 14, 1},       {"fastest", 'r', 9, 1},     {"lowest Ttotal at", 'l', 0, 2},
+    };
+    dp_table *tb = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
     for (size_t pi = 0; pi < p->n_pk; pi++) {
         size_t ok = 0, failed = 0, missing = 0, best_t = SIZE_MAX;
         for (size_t lp = 0; lp < p->n_lpoints; lp++)
@@ -201,20 +208,36 @@ static int print_summary(const plan *p, const outcome *o, const sweep_stats *st,
                 else if (t->state == 0)
                     missing++;
             }
-        fprintf(out, "%-10s %6zu %6zu %7zu ", policy_name(p->pk[pi]), ok, failed, missing);
-        char fastest[48];
-        snprintf(fastest, sizeof fastest, "%zu/%zu", wins[pi], compared);
+        dp_table_add(tb, policy_name(p->pk[pi]));
+        dp_table_addf(tb, "%zu", ok);
+        dp_table_addf(tb, "%zu", failed);
+        dp_table_addf(tb, "%zu", missing);
         if (ok) {
             qsort(vals, ok, sizeof *vals, cmp_double);
             double med = ok % 2 ? vals[ok / 2] : 0.5 * (vals[ok / 2 - 1] + vals[ok / 2]);
-            fprintf(out, "%14.2f %14.2f %14.2f %9s  ", vals[0], med, vals[ok - 1], fastest);
-            print_label(out, g, p->tasks[best_t].point);
+            dp_table_addf(tb, "%.2f", vals[0]);
+            dp_table_addf(tb, "%.2f", med);
+            dp_table_addf(tb, "%.2f", vals[ok - 1]);
+            dp_table_addf(tb, "%zu/%zu", wins[pi], compared);
+            char *l = sweep_point_label(g, p->tasks[best_t].point);
             if (p->seeds > 1)
-                fprintf(out, " (seed %u)", p->tasks[best_t].seed);
+                dp_table_addf(tb, "%s (seed %u)", l ? l : "?", p->tasks[best_t].seed);
+            else
+                dp_table_add(tb, l ? l : "?");
+            dp_free(l);
         } else {
-            fprintf(out, "%14s %14s %14s %9s  -", "-", "-", "-", fastest);
+            for (int k = 0; k < 3; k++)
+                dp_table_add(tb, "-");
+            dp_table_addf(tb, "%zu/%zu", wins[pi], compared);
+            dp_table_add(tb, "-");
         }
-        fputc('\n', out);
+    }
+    int tprc = dp_table_print(tb, out);
+    dp_table_free(tb);
+    if (tprc) {
+        dp_free(vals);
+        dp_free(wins);
+        return dp_err_set(err, DP_ENOMEM, "out of memory summarising the sweep");
     }
     dp_free(vals);
     dp_free(wins);
