@@ -60,7 +60,7 @@ if command -v gnuplot >/dev/null; then
     expect 0 "$BIN" plot batches --db "$T/s.db" --policy lbbsp -o "$T/b.png"
     [ -s "$T/b.png" ] && ok || bad "batches plot empty"
     "$BIN" run "$SRC/scenarios/tiny.yaml" --policy ddp --db "$T/s.db" -q >/dev/null
-    expect 2 "$BIN" plot batches --db "$T/s.db" -o "$T/b2.png"
+    expect 2 "$BIN" plot batches --db "$T/s.db" --policy ddp -o "$T/b2.png" # a run without batch statistics, asked for
     has "$T/err" "no batch statistics"
 fi
 # --- reproduce table3 --with-related: the default output, then the section
