@@ -52,6 +52,15 @@ struct learner {
     double *tta;
     size_t reached;
     long max_stale;
+
+    /* compression (lrn_set_compress; comp.method LC_NONE: off) */
+    lc_cfg comp;
+    double **cres;   /* top-k error feedback: each device's residual (lazy) */
+    double **cref;   /* delta coding: the last model each device sent (lazy) */
+    double **csnap;  /* a background average's snapshots as they arrive (lazy) */
+    double *cinit;   /* the initial model (delta coding's first reference) */
+    double *cv, *co; /* P each: the vector coded, what arrives */
+    size_t *cidx;    /* P: top-k's order */
 };
 
 static uint64_t mix(uint64_t x)
@@ -336,6 +345,21 @@ void lrn_free(learner *L)
         if (L->snap)
             dp_free(L->snap[d]);
     }
+    for (size_t d = 0; d < L->n; d++) {
+        if (L->cres)
+            dp_free(L->cres[d]);
+        if (L->cref)
+            dp_free(L->cref[d]);
+        if (L->csnap)
+            dp_free(L->csnap[d]);
+    }
+    dp_free(L->csnap);
+    dp_free(L->cres);
+    dp_free(L->cref);
+    dp_free(L->cinit);
+    dp_free(L->cv);
+    dp_free(L->co);
+    dp_free(L->cidx);
     dp_free(L->snap);
     dp_free(L->snap_w);
     dp_free(L->w);
@@ -461,6 +485,70 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
     return 0;
 }
 
+/* ---- compression -------------------------------------------------------- */
+
+int lrn_set_compress(learner *L, const lc_cfg *c)
+{
+    L->comp = *c;
+    if (c->method == LC_NONE)
+        return 0;
+    if (!L->cres)
+        L->cres = dp_calloc(L->n, sizeof *L->cres);
+    if (!L->cref)
+        L->cref = dp_calloc(L->n, sizeof *L->cref);
+    if (!L->csnap)
+        L->csnap = dp_calloc(L->n, sizeof *L->csnap);
+    if (!L->cinit && (L->cinit = dp_malloc(L->P * sizeof(double))))
+        memcpy(L->cinit, L->global, L->P * sizeof(double));
+    if (!L->cv)
+        L->cv = dp_malloc(L->P * sizeof(double));
+    if (!L->co)
+        L->co = dp_malloc(L->P * sizeof(double));
+    if (!L->cidx)
+        L->cidx = dp_malloc(L->P * sizeof(size_t));
+    return L->cres && L->cref && L->csnap && L->cinit && L->cv && L->co && L->cidx ? 0 : DP_ENOMEM;
+}
+
+/* What arrives when device d sends x (a model when `model`, else a
+ * gradient) scaled by 1/scale: x itself without compression, else the
+ * transform of it (learner.h), in L->co, valid until the next call.  NULL
+ * when out of memory. */
+static const double *sent(learner *L, size_t d, const double *x, double scale, int model)
+{
+    size_t P = L->P;
+    if (L->comp.method == LC_NONE)
+        return x;
+    double *v = L->cv, *ref = NULL, *res = NULL;
+    if (model && L->comp.delta) {
+        if (!L->cref[d] && (L->cref[d] = dp_malloc(P * sizeof(double))))
+            memcpy(L->cref[d], L->cinit, P * sizeof(double));
+        if (!(ref = L->cref[d]))
+            return NULL;
+        for (size_t j = 0; j < P; j++)
+            v[j] = x[j] - ref[j];
+    } else if (scale != 1) {
+        for (size_t j = 0; j < P; j++)
+            v[j] = x[j] / scale;
+    } else {
+        memcpy(v, x, P * sizeof *v);
+    }
+    if (L->comp.method == LC_TOPK && L->comp.error_feedback) {
+        if (!L->cres[d] && !(L->cres[d] = dp_calloc(P, sizeof(double))))
+            return NULL;
+        res = L->cres[d];
+        for (size_t j = 0; j < P; j++)
+            v[j] += res[j];
+    }
+    lc_apply(&L->comp, v, P, L->co, L->cidx);
+    if (res)
+        for (size_t j = 0; j < P; j++)
+            res[j] = v[j] - L->co[j];
+    if (ref)
+        for (size_t j = 0; j < P; j++)
+            L->co[j] = ref[j] = ref[j] + L->co[j];
+    return L->co;
+}
+
 static size_t member(const size_t *members, size_t i)
 {
     return members ? members[i] : i;
@@ -482,7 +570,13 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
             continue;
         contributing++;
         const double *g = L->g[d];
-        if (wt == LRN_PER_RANK) {
+        if (L->comp.method != LC_NONE) { /* what arrives: the mean (per rank) or the sum, coded */
+            const double *x = sent(L, d, g, wt == LRN_PER_RANK ? L->cnt[d] : 1, 0);
+            if (!x)
+                return DP_ENOMEM;
+            for (size_t j = 0; j < L->P; j++)
+                avg[j] += x[j];
+        } else if (wt == LRN_PER_RANK) {
             double c = L->cnt[d];
             for (size_t j = 0; j < L->P; j++)
                 avg[j] += g[j] / c;
@@ -524,14 +618,19 @@ int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m
     }
     double *avg = L->scratch;
     if (with == 1) {
-        memcpy(avg, L->w[one], L->P * sizeof *avg); /* one model: itself, bit for bit */
+        const double *w = sent(L, one, L->w[one], 1, 1);
+        if (!w)
+            return DP_ENOMEM;
+        memcpy(avg, w, L->P * sizeof *avg); /* one model: itself, bit for bit */
     } else if (with > 1) {
         memset(avg, 0, L->P * sizeof *avg);
         for (size_t i = 0; i < m; i++) {
             size_t d = member(members, i);
             if (since[d] > 0 && L->w[d]) {
                 double a = since[d] / tot;
-                const double *w = L->w[d];
+                const double *w = sent(L, d, L->w[d], 1, 1);
+                if (!w)
+                    return DP_ENOMEM;
                 for (size_t j = 0; j < L->P; j++)
                     avg[j] += a * w[j];
             }
@@ -571,8 +670,16 @@ long lrn_push(learner *L, double t, int epoch, size_t d)
     if (L->c->staleness == LRN_STALE_DIVIDE && s > 1)
         lr /= (double)s;
     const double *g = L->g[d];
-    for (size_t j = 0; j < L->P; j++)
-        L->global[j] -= lr * (g[j] / c);
+    if (L->comp.method != LC_NONE) {
+        const double *x = sent(L, d, g, c, 0);
+        if (!x)
+            return DP_ENOMEM;
+        for (size_t j = 0; j < L->P; j++)
+            L->global[j] -= lr * x[j];
+    } else {
+        for (size_t j = 0; j < L->P; j++)
+            L->global[j] -= lr * (g[j] / c);
+    }
     L->cnt[d] = 0;
     L->version++;
     if (s > L->max_stale)
@@ -593,6 +700,14 @@ int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, si
         if (!w || !L->snap[d])
             return DP_ENOMEM;
         memcpy(L->snap[d], w, L->P * sizeof(double));
+        if (L->comp.method != LC_NONE) { /* what arrives, beside the exact snapshot the steps since start from */
+            if (!L->csnap[d] && !(L->csnap[d] = dp_malloc(L->P * sizeof(double))))
+                return DP_ENOMEM;
+            const double *x = L->since[d] > 0 ? sent(L, d, w, 1, 1) : w;
+            if (!x)
+                return DP_ENOMEM;
+            memcpy(L->csnap[d], x, L->P * sizeof(double));
+        }
         L->snap_w[d] = L->since[d];
         L->since[d] = 0;
     }
@@ -614,8 +729,9 @@ int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size
     if (!with)
         return 0;
     double *avg = L->scratch;
+    double **arrived = L->comp.method != LC_NONE ? L->csnap : L->snap;
     if (with == 1) {
-        memcpy(avg, L->snap[one], L->P * sizeof *avg);
+        memcpy(avg, arrived[one], L->P * sizeof *avg);
     } else {
         memset(avg, 0, L->P * sizeof *avg);
         for (size_t i = 0; i < m; i++) {
@@ -623,7 +739,7 @@ int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size
             if (L->snap[d] && L->snap_w[d] > 0) {
                 double a = L->snap_w[d] / tot;
                 for (size_t j = 0; j < L->P; j++)
-                    avg[j] += a * L->snap[d][j];
+                    avg[j] += a * arrived[d][j];
             }
         }
     }

@@ -31,6 +31,7 @@
 #define DP_LEARNER_H
 
 #include "dp_common.h"
+#include "lcompress.h"
 #include "scenario.h"
 
 #include <stddef.h>
@@ -65,6 +66,16 @@ int lrn_set_mode(learner *L, lrn_mode m);
 /* The partition "policy" sizes parts by these shares (samples per epoch
  * per device), read at the first update if not set before. */
 void lrn_set_shares(learner *L, const int64_t *share);
+
+/* Models and gradients travel compressed (lcompress.h; off until set):
+ * from now on every member's contribution to a sync, an average (its
+ * begin, for a background one) and a push is what arrives after the
+ * transform: the mean (per-rank) or summed (by-samples) gradient, or the
+ * model, top-k'd with the device's error-feedback residual added first,
+ * or quantised; a model delta-coded against the last one the device sent
+ * when c->delta (its first: against the initial model).  The averages
+ * sent back to the members travel exact.  0 or DP_ENOMEM. */
+int lrn_set_compress(learner *L, const lc_cfg *c);
 
 /* The stream; t is absolute simulated time, epoch 1-based.  Each returns
  * 0 or a negative DP_E* (out of memory). */

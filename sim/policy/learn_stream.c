@@ -36,6 +36,8 @@ int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
         return err ? err->code : DP_EINPUT;
     if (rt->learn_cfg && !(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
         return err ? err->code : DP_ENOMEM;
+    if (rt->learn && lrn_set_compress(rt->learn, &rt->comp))
+        return dp_err_set(err, DP_ENOMEM, "out of memory for compression");
     /* learning.efficiency (checked by lrn_cfg_read): the updates logged
      * for the statistical-efficiency model, beside the learner's or alone
      * (then the model gives the run's accuracy: prt_learn_results) */

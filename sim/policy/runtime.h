@@ -272,6 +272,21 @@ void prt_learn_pull(prt *rt, size_t d);
 void prt_learn_checkpoint(prt *rt);
 void prt_learn_restore(prt *rt);
 
+/* ---- compression (compress.c) ------------------------------------------
+ * With `compression:` in the scenario (scenarios/README.md), the models
+ * and gradients a policy sends travel compressed: a policy sizes each such
+ * send (an upload, a push, a ring collective's tensor) with prt_wire_bytes,
+ * and the learner receives the same lossy transform (lrn_set_compress).
+ * Downloads of the averaged or server model travel exact (M bytes).
+ * Bytes of a model or gradient payload of `bytes` (the scenario's model
+ * bytes, or a part of them, scaled) on the wire: */
+double prt_wire_bytes(const prt *rt, double bytes);
+/* The run's setting (method LC_NONE: off). */
+const struct lc_cfg *prt_compress(const prt *rt);
+/* Read and check `compression:` (FILE:LINE:COL messages, DP_EINPUT). */
+int prt_compress_read(const scn_scenario *s, struct lc_cfg *c, dp_err *err);
+extern const char *const prt_compress_names[]; /* none, topk, quantize */
+
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
 /* Ring collective over all devices on `bytes` (the full tensor, M):
