@@ -61,6 +61,8 @@ struct learner {
     double *cinit;   /* the initial model (delta coding's first reference) */
     double *cv, *co; /* P each: the vector coded, what arrives */
     size_t *cidx;    /* P: top-k's order */
+
+    double *lr_scale; /* per device (lrn_set_lr_scale; NULL: all 1) */
 };
 
 static uint64_t mix(uint64_t x)
@@ -354,6 +356,7 @@ void lrn_free(learner *L)
             dp_free(L->csnap[d]);
     }
     dp_free(L->csnap);
+    dp_free(L->lr_scale);
     dp_free(L->cres);
     dp_free(L->cref);
     dp_free(L->cinit);
@@ -461,7 +464,7 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
             return DP_ENOMEM;
         if (isnan(lm_grad_sum(&L->m, w, D->x_train, D->y_train, L->bidx, k, L->scratch)))
             return DP_ENOMEM;
-        double lr = lrn_lr(L, epoch), nk = (double)k;
+        double lr = lrn_lr(L, epoch) * (L->lr_scale ? L->lr_scale[d] : 1), nk = (double)k;
         for (size_t j = 0; j < L->P; j++)
             w[j] -= lr * (L->scratch[j] / nk);
         L->since[d] += nk;
@@ -482,6 +485,119 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
             g[j] += L->scratch[j];
     }
     L->cnt[d] += (double)k;
+    return 0;
+}
+
+/* ---- statistics for policies (learner.h) -------------------------------- */
+
+static size_t member(const size_t *members, size_t i);
+static const double *sent(learner *L, size_t d, const double *x, double scale, int model);
+
+int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *loss)
+{
+    if (!L->built) {
+        int rc = build_partition(L);
+        if (rc)
+            return rc;
+    }
+    if (k == 0 || L->off[d + 1] == L->off[d]) {
+        if (g)
+            memset(g, 0, L->P * sizeof *g);
+        *loss = 0;
+        return 0;
+    }
+    if (k > L->bcap) {
+        size_t *b = dp_realloc(L->bidx, k * sizeof *b);
+        if (!b)
+            return DP_ENOMEM;
+        L->bidx = b;
+        L->bcap = k;
+    }
+    /* the next k rows, then the stream put back: a pass that began here
+     * is begun again, from the same seed, by the next real read */
+    size_t pos = L->pos[d];
+    uint64_t pass = L->pass[d];
+    int rc = lrn_draw(L, d, k, L->bidx);
+    if (rc)
+        return rc;
+    if (L->pass[d] != pass) {
+        size_t len = L->off[d + 1] - L->off[d];
+        size_t *perm = L->perm + L->off[d];
+        /* the order of the pass under way, rebuilt (its shuffle's seed) */
+        memcpy(perm, L->part + L->off[d], len * sizeof *perm);
+        if (pass > 0) {
+            gsl_rng_set(L->rng, order_seed(L->seed, d, pass - 1));
+            gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+        }
+    }
+    L->pos[d] = pos;
+    L->pass[d] = pass;
+    const double *w = !at_global && L->w[d] ? L->w[d] : L->global;
+    double *gs = g ? g : L->scratch;
+    double sum = lm_grad_sum(&L->m, w, L->D->x_train, L->D->y_train, L->bidx, k, gs);
+    if (isnan(sum))
+        return DP_ENOMEM;
+    if (g)
+        for (size_t j = 0; j < L->P; j++)
+            g[j] /= (double)k;
+    *loss = sum / (double)k;
+    return 0;
+}
+
+const double *lrn_device_weights(const learner *L, size_t d)
+{
+    return d < L->n ? L->w[d] : L->global;
+}
+
+size_t lrn_n_params(const learner *L)
+{
+    return L->P;
+}
+
+int lrn_set_lr_scale(learner *L, size_t d, double f)
+{
+    if (!L->lr_scale) {
+        if (!(L->lr_scale = dp_malloc(L->n * sizeof *L->lr_scale)))
+            return DP_ENOMEM;
+        for (size_t e = 0; e < L->n; e++)
+            L->lr_scale[e] = 1;
+    }
+    L->lr_scale[d] = f;
+    return 0;
+}
+
+int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    double tot = 0;
+    for (size_t i = 0; i < m; i++)
+        tot += weights[i];
+    if (!(tot > 0))
+        return 0;
+    double *avg = L->scratch;
+    memset(avg, 0, L->P * sizeof *avg);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        double *w = own(L, d);
+        if (!w)
+            return DP_ENOMEM;
+        const double *x = sent(L, d, w, 1, 1);
+        if (!x)
+            return DP_ENOMEM;
+        double a = weights[i] / tot;
+        for (size_t j = 0; j < L->P; j++)
+            avg[j] += a * x[j];
+    }
+    memcpy(L->global, avg, L->P * sizeof *avg);
+    L->version++;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        memcpy(L->w[d], avg, L->P * sizeof *avg);
+        L->read_ver[d] = L->version;
+        L->since[d] = L->since_g[d] = 0;
+    }
     return 0;
 }
 

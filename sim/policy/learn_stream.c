@@ -164,6 +164,42 @@ void prt_learn_pull(prt *rt, size_t d)
         eff_tap_pull(rt->eff_tap, d);
 }
 
+size_t prt_learn_params(const prt *rt)
+{
+    return rt->learn ? lrn_n_params(rt->learn) : 0;
+}
+
+const double *prt_learn_weights(const prt *rt, size_t d)
+{
+    return rt->learn ? lrn_device_weights(rt->learn, d) : NULL;
+}
+
+double prt_learn_lr(const prt *rt)
+{
+    return rt->learn ? lrn_lr(rt->learn, rt->epoch) : 0;
+}
+
+int prt_learn_probe(prt *rt, size_t d, int at_global, size_t k, double *g, double *loss)
+{
+    if (!rt->learn)
+        return DP_EINPUT;
+    int rc = lrn_probe(rt->learn, d, at_global, k, g, loss);
+    learn_oom(rt, rc);
+    return rc;
+}
+
+void prt_learn_lr_scale(prt *rt, size_t d, double f)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_set_lr_scale(rt->learn, d, f));
+}
+
+void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const double *weights)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_average_weighted(rt->learn, now_abs(rt), rt->epoch, members, m, weights));
+}
+
 void prt_learn_checkpoint(prt *rt)
 {
     if (rt->learn)
