@@ -3,12 +3,14 @@
  * without learning, bad options, and a run that learns. */
 #include <criterion/criterion.h>
 
+#include "learner.h"
 #include "policy/adacoopt.h"
 #include "policy/policy.h"
 #include "test_common.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* D = 100, 200, 300; eta 0.1; beta 2, rho 1.2, c 0.5, delta 1; F0 2;
  * tau x s = 60; speeds 25, 110, 1000 samples/s; 1 s a round.  By hand,
@@ -108,5 +110,42 @@ Test(adacoopt, learns_on_digits)
     const res_stat *t = res_find_stat(r, "adacoopt.tau_mean", RES_SCOPE_RUN, 0, 0);
     cr_expect(t && t->value >= 1 && t->value <= 10, "tau mean %g", t ? t->value : -1);
     res_run_free(r);
+    scn_free(s);
+}
+
+/* A probe reads a device's next rows without consuming them: a stream
+ * with probes in it (some across a pass's end) steps exactly as one
+ * without. */
+Test(adacoopt, probes_leave_the_data_stream_alone)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: iid}\n", WORLD);
+    scn_scenario *s = load(buf, NULL, 0);
+    dp_err err = {0};
+    lrn_cfg *cfg = NULL;
+    cr_assert_eq(lrn_cfg_read(s, &cfg, &err), 0, "%s", err.msg);
+    learner *L[2];
+    for (int i = 0; i < 2; i++) {
+        L[i] = lrn_new(cfg, s, 4, 5, &err);
+        cr_assert(L[i]);
+        cr_assert_eq(lrn_set_mode(L[i], LRN_LOCAL), 0);
+    }
+    size_t P = lrn_n_params(L[1]);
+    double *g = malloc(P * sizeof *g), loss;
+    for (int r = 0; r < 200; r++)
+        for (int i = 0; i < 2; i++) {
+            for (size_t d = 0; d < 4; d++) {
+                if (i == 1)
+                    cr_assert_eq(lrn_probe(L[1], d, r % 2, 50, g, &loss), 0);
+                cr_assert_eq(lrn_step(L[i], r, 1, d, 7), 0);
+            }
+            if (r % 5 == 4)
+                lrn_average(L[i], r, 1, NULL, 4, 1, 1);
+        }
+    cr_expect(memcmp(lrn_weights(L[0], NULL), lrn_weights(L[1], NULL), P * sizeof(double)) == 0);
+    free(g);
+    lrn_free(L[0]);
+    lrn_free(L[1]);
+    lrn_cfg_free(cfg);
     scn_free(s);
 }
