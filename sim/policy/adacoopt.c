@@ -32,6 +32,7 @@
 #include "commlight.h"
 #include "policy.h"
 #include "runtime.h"
+#include "yamltree.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -412,15 +413,19 @@ static void on_ready(prt *rt, void *ctx)
         begin_round(rt, st);
 }
 
-static int aco_check(const scn_scenario *s, const void *opts, dp_err *err)
+static int aco_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
 {
     (void)opts;
-    if (!scn_learning(s))
+    const yt_node *m = scn_learning(s); /* the SGD learner: `learning:` with more than `efficiency` */
+    if (!m || (m->n == 1 && yt_get(m, "efficiency")))
         return dp_err_set(err, DP_EINPUT,
-                          "policies.adacoopt: AdaCoOpt chooses tau and the batches from gradients and losses: "
-                          "it needs `learning:` in the scenario (scenarios/README.md, Learning)");
+                          "policies.%s: AdaCoOpt chooses tau and the batches from gradients and losses: "
+                          "it needs `learning:` in the scenario (scenarios/README.md, Learning)",
+                          p->name);
     return 0;
 }
+
+extern const policy_def policy_adacoopt;
 
 static int aco_start(prt *rt, const void *opts)
 {
@@ -429,7 +434,7 @@ static int aco_start(prt *rt, const void *opts)
     prt_set_state(rt, st);
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
-    if (aco_check(prt_scn(rt), opts, prt_err(rt)))
+    if (aco_check(&policy_adacoopt, prt_scn(rt), opts, prt_err(rt)))
         return DP_EINPUT;
     st->o = *(const aco_opts *)opts;
     st->n = n;

@@ -198,6 +198,8 @@ void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const 
 {
     if (rt->learn)
         learn_oom(rt, lrn_average_weighted(rt->learn, now_abs(rt), rt->epoch, members, m, weights));
+    if (rt->eff_tap) /* the statistical-efficiency model counts it as an average into the global model */
+        learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
 }
 
 void prt_learn_checkpoint(prt *rt)
