@@ -433,6 +433,19 @@ static double *grad(learner *L, size_t d)
     return L->g[d];
 }
 
+/* Room for a batch of k indices in L->bidx.  0 or DP_ENOMEM. */
+static int batch_room(learner *L, size_t k)
+{
+    if (k <= L->bcap)
+        return 0;
+    size_t *b = dp_realloc(L->bidx, k * sizeof *b);
+    if (!b)
+        return DP_ENOMEM;
+    L->bidx = b;
+    L->bcap = k;
+    return 0;
+}
+
 int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
 {
     int rc = flush(L, t, epoch, 0);
@@ -445,14 +458,7 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
     size_t k = (size_t)(floor(L->cum[d] * L->ratio) - floor(before * L->ratio));
     if (k == 0)
         return 0;
-    if (k > L->bcap) {
-        size_t *b = dp_realloc(L->bidx, k * sizeof *b);
-        if (!b)
-            return DP_ENOMEM;
-        L->bidx = b;
-        L->bcap = k;
-    }
-    if ((rc = lrn_draw(L, d, k, L->bidx)))
+    if ((rc = batch_room(L, k)) || (rc = lrn_draw(L, d, k, L->bidx)))
         return rc;
     if (L->off[d + 1] == L->off[d])
         return 0; /* an empty part (a Dirichlet draw can give none) */
@@ -506,13 +512,8 @@ int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *
         *loss = 0;
         return 0;
     }
-    if (k > L->bcap) {
-        size_t *b = dp_realloc(L->bidx, k * sizeof *b);
-        if (!b)
-            return DP_ENOMEM;
-        L->bidx = b;
-        L->bcap = k;
-    }
+    if (batch_room(L, k))
+        return DP_ENOMEM;
     /* the next k rows, then the stream put back: a pass that began here
      * is begun again, from the same seed, by the next real read */
     size_t pos = L->pos[d];

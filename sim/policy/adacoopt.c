@@ -174,19 +174,6 @@ typedef struct aco_state {
 
 static void begin_round(prt *rt, aco_state *st);
 
-static int take(prt *rt, size_t d, int b)
-{
-    int64_t *left = prt_left(rt);
-    size_t from = d;
-    if (left[d] == 0)
-        for (size_t e = 0; e < prt_n(rt); e++)
-            if (left[e] > left[from])
-                from = e;
-    int64_t k = left[from] < b ? left[from] : b;
-    left[from] -= k;
-    return (int)k;
-}
-
 static double mavg(double prev, double x, double hold)
 {
     if (isnan(prev))
@@ -307,7 +294,7 @@ static void after_step(prt *rt, void *ctx)
 static void step(prt *rt, aco_dev *v)
 {
     aco_state *st = prt_state(rt);
-    int n = v->done < st->tau ? take(rt, v->d, v->b) : 0;
+    int n = v->done < st->tau ? cl_take(rt, v->d, v->b) : 0;
     if (n == 0) {
         device_done(rt, st, v);
         return;

@@ -135,20 +135,6 @@ static int batch_of(ep_state *st, const ep_dev *v)
     return b < 1 ? 1 : (int)b;
 }
 
-/* Take up to b samples of the epoch's pool: its own share first. */
-static int take(prt *rt, size_t d, int b)
-{
-    int64_t *left = prt_left(rt);
-    size_t from = d;
-    if (left[d] == 0)
-        for (size_t e = 0; e < prt_n(rt); e++)
-            if (left[e] > left[from])
-                from = e;
-    int64_t k = left[from] < b ? left[from] : b;
-    left[from] -= k;
-    return (int)k;
-}
-
 static int may_go(const ep_state *st, const ep_dev *v)
 {
     for (size_t e = 0; e < st->n; e++) {
@@ -220,7 +206,7 @@ static void start_iter(prt *rt, ep_state *st, ep_dev *v)
         return;
     }
     v->waiting = 0;
-    v->n = take(rt, v->d, batch_of(st, v));
+    v->n = cl_take(rt, v->d, batch_of(st, v));
     st->inflight++;
     if (v->fresh) {
         v->fresh = 0;
