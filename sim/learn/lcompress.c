@@ -12,7 +12,7 @@ size_t lc_kept(double k, size_t n)
     return m > n ? n : m;
 }
 
-static const double *by_mag; /* qsort has no context argument; single-threaded per learner use */
+static _Thread_local const double *by_mag; /* qsort has no context argument; runs of a sweep share no state across threads */
 
 static int cmp_mag(const void *a, const void *b)
 {
