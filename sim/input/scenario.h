@@ -238,6 +238,9 @@ typedef struct scn_scenario {
     /* `learning:` as written (a mapping, or NULL when absent): the
      * learner's options (sim/learn), read and checked there. */
     const struct yt_node *learning;
+    /* `compression:` as written (a mapping, or NULL when absent): how
+     * models and gradients travel (sim/policy/compress.c). */
+    const struct yt_node *compression;
     struct yt_doc *tree;
 } scn_scenario;
 
@@ -329,6 +332,8 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out);
 const struct yt_node *scn_policies(const scn_scenario *s);
 /* The `learning:` mapping (NULL when absent), read by sim/learn. */
 const struct yt_node *scn_learning(const scn_scenario *s);
+/* The `compression:` mapping (NULL when absent), read by sim/policy. */
+const struct yt_node *scn_compression(const scn_scenario *s);
 int scn_read_keys(const scn_scenario *s, const struct yt_node *m, const char *path, const char *const *keys,
                   dp_err *err);
 /* A quantity > 0 (>= 0 with nonneg) and at most max. */

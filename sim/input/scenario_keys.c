@@ -437,6 +437,11 @@ const yt_node *scn_learning(const scn_scenario *s)
     return s ? s->learning : NULL;
 }
 
+const yt_node *scn_compression(const scn_scenario *s)
+{
+    return s ? s->compression : NULL;
+}
+
 static cv reader(const scn_scenario *s, dp_err *err)
 {
     return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0, 0};

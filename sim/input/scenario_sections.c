@@ -814,11 +814,26 @@ static int conv_learning(cv *c, const yt_node *root)
     return 0;
 }
 
+/* `compression:` is the runtime's (sim/policy/compress.c checks it); the
+ * loader only keeps it, as a mapping. */
+static int conv_compression(cv *c, const yt_node *root)
+{
+    const yt_node *p = yt_get(root, "compression");
+    char g[80];
+    if (yt_is_null(p))
+        return 0;
+    if (p->kind != YT_MAP)
+        return scni_fail(c, p, "compression", "expected a mapping (method, k, bits, delta, ...) (got %s)",
+                         scni_got(p, g, sizeof g));
+    c->s->compression = p;
+    return 0;
+}
+
 int scni_convert(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
                                        "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", "learning", NULL};
+                                       "devices", "policies",    "availability", "learning", "compression", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -834,7 +849,7 @@ int scni_convert(cv *c, const yt_node *root)
         (c->s->availability.data_persists = 1,
          r = scni_get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0 ||
-        (r = conv_learning(c, root)) < 0)
+        (r = conv_learning(c, root)) < 0 || (r = conv_compression(c, root)) < 0)
         return r;
     return 0;
 }

@@ -52,6 +52,17 @@ struct learner {
     double *tta;
     size_t reached;
     long max_stale;
+
+    /* compression (lrn_set_compress; comp.method LC_NONE: off) */
+    lc_cfg comp;
+    double **cres;   /* top-k error feedback: each device's residual (lazy) */
+    double **cref;   /* delta coding: the last model each device sent (lazy) */
+    double **csnap;  /* a background average's snapshots as they arrive (lazy) */
+    double *cinit;   /* the initial model (delta coding's first reference) */
+    double *cv, *co; /* P each: the vector coded, what arrives */
+    size_t *cidx;    /* P: top-k's order */
+
+    double *lr_scale; /* per device (lrn_set_lr_scale; NULL: all 1) */
 };
 
 static uint64_t mix(uint64_t x)
@@ -336,6 +347,22 @@ void lrn_free(learner *L)
         if (L->snap)
             dp_free(L->snap[d]);
     }
+    for (size_t d = 0; d < L->n; d++) {
+        if (L->cres)
+            dp_free(L->cres[d]);
+        if (L->cref)
+            dp_free(L->cref[d]);
+        if (L->csnap)
+            dp_free(L->csnap[d]);
+    }
+    dp_free(L->csnap);
+    dp_free(L->lr_scale);
+    dp_free(L->cres);
+    dp_free(L->cref);
+    dp_free(L->cinit);
+    dp_free(L->cv);
+    dp_free(L->co);
+    dp_free(L->cidx);
     dp_free(L->snap);
     dp_free(L->snap_w);
     dp_free(L->w);
@@ -406,6 +433,19 @@ static double *grad(learner *L, size_t d)
     return L->g[d];
 }
 
+/* Room for a batch of k indices in L->bidx.  0 or DP_ENOMEM. */
+static int batch_room(learner *L, size_t k)
+{
+    if (k <= L->bcap)
+        return 0;
+    size_t *b = dp_realloc(L->bidx, k * sizeof *b);
+    if (!b)
+        return DP_ENOMEM;
+    L->bidx = b;
+    L->bcap = k;
+    return 0;
+}
+
 int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
 {
     int rc = flush(L, t, epoch, 0);
@@ -418,14 +458,7 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
     size_t k = (size_t)(floor(L->cum[d] * L->ratio) - floor(before * L->ratio));
     if (k == 0)
         return 0;
-    if (k > L->bcap) {
-        size_t *b = dp_realloc(L->bidx, k * sizeof *b);
-        if (!b)
-            return DP_ENOMEM;
-        L->bidx = b;
-        L->bcap = k;
-    }
-    if ((rc = lrn_draw(L, d, k, L->bidx)))
+    if ((rc = batch_room(L, k)) || (rc = lrn_draw(L, d, k, L->bidx)))
         return rc;
     if (L->off[d + 1] == L->off[d])
         return 0; /* an empty part (a Dirichlet draw can give none) */
@@ -437,7 +470,7 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
             return DP_ENOMEM;
         if (isnan(lm_grad_sum(&L->m, w, D->x_train, D->y_train, L->bidx, k, L->scratch)))
             return DP_ENOMEM;
-        double lr = lrn_lr(L, epoch), nk = (double)k;
+        double lr = lrn_lr(L, epoch) * (L->lr_scale ? L->lr_scale[d] : 1), nk = (double)k;
         for (size_t j = 0; j < L->P; j++)
             w[j] -= lr * (L->scratch[j] / nk);
         L->since[d] += nk;
@@ -461,6 +494,178 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
     return 0;
 }
 
+/* ---- statistics for policies (learner.h) -------------------------------- */
+
+static size_t member(const size_t *members, size_t i);
+static const double *sent(learner *L, size_t d, const double *x, double scale, int model);
+
+int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *loss)
+{
+    if (!L->built) {
+        int rc = build_partition(L);
+        if (rc)
+            return rc;
+    }
+    if (k == 0 || L->off[d + 1] == L->off[d]) {
+        if (g)
+            memset(g, 0, L->P * sizeof *g);
+        *loss = 0;
+        return 0;
+    }
+    if (batch_room(L, k))
+        return DP_ENOMEM;
+    /* the next k rows, then the stream put back: a pass that began here
+     * is begun again, from the same seed, by the next real read */
+    size_t pos = L->pos[d];
+    uint64_t pass = L->pass[d];
+    int rc = lrn_draw(L, d, k, L->bidx);
+    if (rc)
+        return rc;
+    if (L->pass[d] != pass) {
+        size_t len = L->off[d + 1] - L->off[d];
+        size_t *perm = L->perm + L->off[d];
+        /* the order of the pass under way, rebuilt (its shuffle's seed) */
+        memcpy(perm, L->part + L->off[d], len * sizeof *perm);
+        if (pass > 0) {
+            gsl_rng_set(L->rng, order_seed(L->seed, d, pass - 1));
+            gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+        }
+    }
+    L->pos[d] = pos;
+    L->pass[d] = pass;
+    const double *w = !at_global && L->w[d] ? L->w[d] : L->global;
+    double *gs = g ? g : L->scratch;
+    double sum = lm_grad_sum(&L->m, w, L->D->x_train, L->D->y_train, L->bidx, k, gs);
+    if (isnan(sum))
+        return DP_ENOMEM;
+    if (g)
+        for (size_t j = 0; j < L->P; j++)
+            g[j] /= (double)k;
+    *loss = sum / (double)k;
+    return 0;
+}
+
+const double *lrn_device_weights(const learner *L, size_t d)
+{
+    return d < L->n ? L->w[d] : L->global;
+}
+
+size_t lrn_n_params(const learner *L)
+{
+    return L->P;
+}
+
+int lrn_set_lr_scale(learner *L, size_t d, double f)
+{
+    if (!L->lr_scale) {
+        if (!(L->lr_scale = dp_malloc(L->n * sizeof *L->lr_scale)))
+            return DP_ENOMEM;
+        for (size_t e = 0; e < L->n; e++)
+            L->lr_scale[e] = 1;
+    }
+    L->lr_scale[d] = f;
+    return 0;
+}
+
+int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    double tot = 0;
+    for (size_t i = 0; i < m; i++)
+        tot += weights[i];
+    if (!(tot > 0))
+        return 0;
+    double *avg = L->scratch;
+    memset(avg, 0, L->P * sizeof *avg);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        double *w = own(L, d);
+        if (!w)
+            return DP_ENOMEM;
+        const double *x = sent(L, d, w, 1, 1);
+        if (!x)
+            return DP_ENOMEM;
+        double a = weights[i] / tot;
+        for (size_t j = 0; j < L->P; j++)
+            avg[j] += a * x[j];
+    }
+    memcpy(L->global, avg, L->P * sizeof *avg);
+    L->version++;
+    for (size_t i = 0; i < m; i++) {
+        size_t d = member(members, i);
+        memcpy(L->w[d], avg, L->P * sizeof *avg);
+        L->read_ver[d] = L->version;
+        L->since[d] = L->since_g[d] = 0;
+    }
+    return 0;
+}
+
+/* ---- compression -------------------------------------------------------- */
+
+int lrn_set_compress(learner *L, const lc_cfg *c)
+{
+    L->comp = *c;
+    if (c->method == LC_NONE)
+        return 0;
+    if (!L->cres)
+        L->cres = dp_calloc(L->n, sizeof *L->cres);
+    if (!L->cref)
+        L->cref = dp_calloc(L->n, sizeof *L->cref);
+    if (!L->csnap)
+        L->csnap = dp_calloc(L->n, sizeof *L->csnap);
+    if (!L->cinit && (L->cinit = dp_malloc(L->P * sizeof(double))))
+        memcpy(L->cinit, L->global, L->P * sizeof(double));
+    if (!L->cv)
+        L->cv = dp_malloc(L->P * sizeof(double));
+    if (!L->co)
+        L->co = dp_malloc(L->P * sizeof(double));
+    if (!L->cidx)
+        L->cidx = dp_malloc(L->P * sizeof(size_t));
+    return L->cres && L->cref && L->csnap && L->cinit && L->cv && L->co && L->cidx ? 0 : DP_ENOMEM;
+}
+
+/* What arrives when device d sends x (a model when `model`, else a
+ * gradient) scaled by 1/scale: x itself without compression, else the
+ * transform of it (learner.h), in L->co, valid until the next call.  NULL
+ * when out of memory. */
+static const double *sent(learner *L, size_t d, const double *x, double scale, int model)
+{
+    size_t P = L->P;
+    if (L->comp.method == LC_NONE)
+        return x;
+    double *v = L->cv, *ref = NULL, *res = NULL;
+    if (model && L->comp.delta) {
+        if (!L->cref[d] && (L->cref[d] = dp_malloc(P * sizeof(double))))
+            memcpy(L->cref[d], L->cinit, P * sizeof(double));
+        if (!(ref = L->cref[d]))
+            return NULL;
+        for (size_t j = 0; j < P; j++)
+            v[j] = x[j] - ref[j];
+    } else if (scale != 1) {
+        for (size_t j = 0; j < P; j++)
+            v[j] = x[j] / scale;
+    } else {
+        memcpy(v, x, P * sizeof *v);
+    }
+    if (L->comp.method == LC_TOPK && L->comp.error_feedback) {
+        if (!L->cres[d] && !(L->cres[d] = dp_calloc(P, sizeof(double))))
+            return NULL;
+        res = L->cres[d];
+        for (size_t j = 0; j < P; j++)
+            v[j] += res[j];
+    }
+    lc_apply(&L->comp, v, P, L->co, L->cidx);
+    if (res)
+        for (size_t j = 0; j < P; j++)
+            res[j] = v[j] - L->co[j];
+    if (ref)
+        for (size_t j = 0; j < P; j++)
+            L->co[j] = ref[j] = ref[j] + L->co[j];
+    return L->co;
+}
+
 static size_t member(const size_t *members, size_t i)
 {
     return members ? members[i] : i;
@@ -482,7 +687,13 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
             continue;
         contributing++;
         const double *g = L->g[d];
-        if (wt == LRN_PER_RANK) {
+        if (L->comp.method != LC_NONE) { /* what arrives: the mean (per rank) or the sum, coded */
+            const double *x = sent(L, d, g, wt == LRN_PER_RANK ? L->cnt[d] : 1, 0);
+            if (!x)
+                return DP_ENOMEM;
+            for (size_t j = 0; j < L->P; j++)
+                avg[j] += x[j];
+        } else if (wt == LRN_PER_RANK) {
             double c = L->cnt[d];
             for (size_t j = 0; j < L->P; j++)
                 avg[j] += g[j] / c;
@@ -524,14 +735,19 @@ int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m
     }
     double *avg = L->scratch;
     if (with == 1) {
-        memcpy(avg, L->w[one], L->P * sizeof *avg); /* one model: itself, bit for bit */
+        const double *w = sent(L, one, L->w[one], 1, 1);
+        if (!w)
+            return DP_ENOMEM;
+        memcpy(avg, w, L->P * sizeof *avg); /* one model: itself, bit for bit */
     } else if (with > 1) {
         memset(avg, 0, L->P * sizeof *avg);
         for (size_t i = 0; i < m; i++) {
             size_t d = member(members, i);
             if (since[d] > 0 && L->w[d]) {
                 double a = since[d] / tot;
-                const double *w = L->w[d];
+                const double *w = sent(L, d, L->w[d], 1, 1);
+                if (!w)
+                    return DP_ENOMEM;
                 for (size_t j = 0; j < L->P; j++)
                     avg[j] += a * w[j];
             }
@@ -571,8 +787,16 @@ long lrn_push(learner *L, double t, int epoch, size_t d)
     if (L->c->staleness == LRN_STALE_DIVIDE && s > 1)
         lr /= (double)s;
     const double *g = L->g[d];
-    for (size_t j = 0; j < L->P; j++)
-        L->global[j] -= lr * (g[j] / c);
+    if (L->comp.method != LC_NONE) {
+        const double *x = sent(L, d, g, c, 0);
+        if (!x)
+            return DP_ENOMEM;
+        for (size_t j = 0; j < L->P; j++)
+            L->global[j] -= lr * x[j];
+    } else {
+        for (size_t j = 0; j < L->P; j++)
+            L->global[j] -= lr * (g[j] / c);
+    }
     L->cnt[d] = 0;
     L->version++;
     if (s > L->max_stale)
@@ -593,6 +817,14 @@ int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, si
         if (!w || !L->snap[d])
             return DP_ENOMEM;
         memcpy(L->snap[d], w, L->P * sizeof(double));
+        if (L->comp.method != LC_NONE) { /* what arrives, beside the exact snapshot the steps since start from */
+            if (!L->csnap[d] && !(L->csnap[d] = dp_malloc(L->P * sizeof(double))))
+                return DP_ENOMEM;
+            const double *x = L->since[d] > 0 ? sent(L, d, w, 1, 1) : w;
+            if (!x)
+                return DP_ENOMEM;
+            memcpy(L->csnap[d], x, L->P * sizeof(double));
+        }
         L->snap_w[d] = L->since[d];
         L->since[d] = 0;
     }
@@ -614,8 +846,9 @@ int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size
     if (!with)
         return 0;
     double *avg = L->scratch;
+    double **arrived = L->comp.method != LC_NONE ? L->csnap : L->snap;
     if (with == 1) {
-        memcpy(avg, L->snap[one], L->P * sizeof *avg);
+        memcpy(avg, arrived[one], L->P * sizeof *avg);
     } else {
         memset(avg, 0, L->P * sizeof *avg);
         for (size_t i = 0; i < m; i++) {
@@ -623,7 +856,7 @@ int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size
             if (L->snap[d] && L->snap_w[d] > 0) {
                 double a = L->snap_w[d] / tot;
                 for (size_t j = 0; j < L->P; j++)
-                    avg[j] += a * L->snap[d][j];
+                    avg[j] += a * arrived[d][j];
             }
         }
     }

@@ -31,6 +31,7 @@
 #define DP_LEARNER_H
 
 #include "dp_common.h"
+#include "lcompress.h"
 #include "scenario.h"
 
 #include <stddef.h>
@@ -65,6 +66,32 @@ int lrn_set_mode(learner *L, lrn_mode m);
 /* The partition "policy" sizes parts by these shares (samples per epoch
  * per device), read at the first update if not set before. */
 void lrn_set_shares(learner *L, const int64_t *share);
+
+/* Models and gradients travel compressed (lcompress.h; off until set):
+ * from now on every member's contribution to a sync, an average (its
+ * begin, for a background one) and a push is what arrives after the
+ * transform: the mean (per-rank) or summed (by-samples) gradient, or the
+ * model, top-k'd with the device's error-feedback residual added first,
+ * or quantised; a model delta-coded against the last one the device sent
+ * when c->delta (its first: against the initial model).  The averages
+ * sent back to the members travel exact.  0 or DP_ENOMEM. */
+int lrn_set_compress(learner *L, const lc_cfg *c);
+
+/* ---- for policies whose decisions read training statistics (AdaCoOpt) --
+ * The mean gradient (g: n_params entries, may be NULL) and mean loss of
+ * device d's data at its own model (LOCAL, ASYNC; the global model when it
+ * has none or at_global) on the k rows it reads next, without consuming
+ * them (its stream does not advance).  0 or DP_ENOMEM. */
+int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *loss);
+/* Device d's own model (NULL: none yet), the global one, their size. */
+const double *lrn_device_weights(const learner *L, size_t d);
+size_t lrn_n_params(const learner *L);
+/* Device d's local steps use lr x f from now on (default 1). */
+int lrn_set_lr_scale(learner *L, size_t d, double f);
+/* A model average among members[0..m) with the given weights (summing to
+ * anything > 0) instead of the samples since the last average: into the
+ * global model and back into every member's (LOCAL). */
+int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights);
 
 /* The stream; t is absolute simulated time, epoch 1-based.  Each returns
  * 0 or a negative DP_E* (out of memory). */

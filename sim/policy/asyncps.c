@@ -101,7 +101,7 @@ static void on_push(void *ctx, uint64_t id)
 static void after_compute(prt *rt, void *ctx)
 {
     aps_dev *v = ctx;
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the gradient, as compressed */
     v->phase = AP_PUSH;
     prt_set_act(rt, v->d, RES_ACT_SEND);
     prt_add_server_bytes(rt, v->d, M);

@@ -271,3 +271,16 @@ int cl_keeps_data(const prt *rt, size_t d)
     const scn_scenario *s = prt_scn(rt);
     return s->groups[s->devices[d].group].avail.data_persists;
 }
+
+int cl_take(prt *rt, size_t d, int b)
+{
+    int64_t *left = prt_left(rt);
+    size_t from = d;
+    if (left[d] == 0)
+        for (size_t e = 0; e < prt_n(rt); e++)
+            if (left[e] > left[from])
+                from = e;
+    int64_t k = left[from] < b ? left[from] : b;
+    left[from] -= k;
+    return (int)k;
+}

@@ -74,6 +74,11 @@ int cl_max_batch(const scn_scenario *s, size_t d, int cap);
 int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts, size_t *n_parts,
                   prt_fn on_ready);
 
+/* An epoch's data as a pool (ep4ddl, adacoopt): device d takes up to b
+ * samples, from its own share's left while it lasts, then from the share
+ * with most left (the lowest index on ties).  Returns how many. */
+int cl_take(prt *rt, size_t d, int b);
+
 /* Worlds with failures: 1 if none of parts[0..n) is up (the policy waits
  * for a return); if none can return either, the run fails (exit 1) naming
  * the last device down and when. */

@@ -169,7 +169,7 @@ static void aggregate(prt *rt, fl_state *st)
  * failures). */
 static void ring_average(prt *rt, fl_state *st)
 {
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the ring's tensor, as compressed */
     const size_t *mem = st->n_avg == prt_n(rt) ? NULL : st->mem;
     if (st->o.collective == PRT_COLL_ANALYTIC)
         cl_tally_ring(rt, &st->cs, mem, st->n_avg, COLL_ALLREDUCE, M);
@@ -210,7 +210,7 @@ static void launch(prt *rt, fl_state *st, int forced)
         st->mem[st->n_avg++] = v->d;
     }
     prt_learn_average_begin(rt, st->mem, st->n_avg); /* the update stream: what each accumulated */
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the uploads, as compressed */
     if (st->o.sync == FL_SYNC_RING) {
         ring_average(rt, st);
         return;

@@ -263,7 +263,7 @@ static void wan_ring(prt *rt, hi_state *st)
         give_up(rt, st);
         return;
     }
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* as compressed */
     if (st->o.collective == PRT_COLL_ANALYTIC)
         cl_tally_ring(rt, &st->cs, st->leaders, m, COLL_ALLREDUCE, M);
     coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, st->leaders, m, wan_ring_done, NULL);
@@ -334,7 +334,7 @@ static void on_leader_upload(void *ctx, uint64_t id)
 
 static void upload(prt *rt, hi_state *st, hi_site *s)
 {
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* as compressed */
     size_t d = s->leader = first_in(st, s);
     prt_set_act(rt, d, RES_ACT_SEND);
     prt_add_server_bytes(rt, d, M);
@@ -391,7 +391,7 @@ static void site_check(prt *rt, hi_state *st, hi_site *s)
         return;
     s->phase = SITE_RING;
     size_t m = members_in(st, s, st->ring);
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* as compressed */
     if (st->o.collective == PRT_COLL_ANALYTIC)
         cl_tally_ring(rt, &st->cs, st->ring, m, COLL_ALLREDUCE, M);
     coll_start_among(rt, COLL_ALLREDUCE, M, st->o.collective, st->ring, m, site_done, s);

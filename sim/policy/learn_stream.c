@@ -36,6 +36,8 @@ int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
         return err ? err->code : DP_EINPUT;
     if (rt->learn_cfg && !(rt->learn = lrn_new(rt->learn_cfg, rt->s, rt->n, seed, err)))
         return err ? err->code : DP_ENOMEM;
+    if (rt->learn && lrn_set_compress(rt->learn, &rt->comp))
+        return dp_err_set(err, DP_ENOMEM, "out of memory for compression");
     /* learning.efficiency (checked by lrn_cfg_read): the updates logged
      * for the statistical-efficiency model, beside the learner's or alone
      * (then the model gives the run's accuracy: prt_learn_results) */
@@ -160,6 +162,44 @@ void prt_learn_pull(prt *rt, size_t d)
         learn_oom(rt, lrn_pull(rt->learn, now_abs(rt), d));
     if (rt->eff_tap)
         eff_tap_pull(rt->eff_tap, d);
+}
+
+size_t prt_learn_params(const prt *rt)
+{
+    return rt->learn ? lrn_n_params(rt->learn) : 0;
+}
+
+const double *prt_learn_weights(const prt *rt, size_t d)
+{
+    return rt->learn ? lrn_device_weights(rt->learn, d) : NULL;
+}
+
+double prt_learn_lr(const prt *rt)
+{
+    return rt->learn ? lrn_lr(rt->learn, rt->epoch) : 0;
+}
+
+int prt_learn_probe(prt *rt, size_t d, int at_global, size_t k, double *g, double *loss)
+{
+    if (!rt->learn)
+        return DP_EINPUT;
+    int rc = lrn_probe(rt->learn, d, at_global, k, g, loss);
+    learn_oom(rt, rc);
+    return rc;
+}
+
+void prt_learn_lr_scale(prt *rt, size_t d, double f)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_set_lr_scale(rt->learn, d, f));
+}
+
+void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const double *weights)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_average_weighted(rt->learn, now_abs(rt), rt->epoch, members, m, weights));
+    if (rt->eff_tap) /* the statistical-efficiency model counts it as an average into the global model */
+        learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
 }
 
 void prt_learn_checkpoint(prt *rt)

@@ -194,7 +194,7 @@ static void start_round(prt *rt, ls_state *st)
 static void average(prt *rt, ls_state *st)
 {
     st->syncing = 1;
-    double M = prt_scn(rt)->model.model_bytes;
+    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the ring's tensor, as compressed */
     if (st->o.sync == LS_SYNC_SERVER) {
         if (prt_at(rt, prt_now(rt) + cl_aggregate_s(rt, (double)st->arrived), aggregated, NULL))
             prt_fail(rt, DP_ENOMEM, "out of memory");
@@ -233,7 +233,7 @@ static void on_upload(void *ctx, uint64_t id)
 static void device_done(prt *rt, ls_state *st, ls_dev *v)
 {
     if (st->o.sync == LS_SYNC_SERVER) {
-        double M = prt_scn(rt)->model.model_bytes;
+        double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the upload, as compressed */
         prt_set_act(rt, v->d, RES_ACT_SEND);
         prt_add_server_bytes(rt, v->d, M);
         if (!world_transfer(prt_world(rt), (int)v->d + 1, 0, M, on_upload, v))

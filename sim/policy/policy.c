@@ -332,6 +332,9 @@ int policy_check_scenario(const scn_scenario *s, dp_err *err)
     lrn_cfg_free(lc);
     if (lr < 0)
         return lr;
+    lc_cfg cc; /* `compression:`, the runtime's too */
+    if ((lr = prt_compress_read(s, &cc, err)) < 0)
+        return lr;
     const yt_node *m = scn_policies(s);
     if (!m)
         return 0;

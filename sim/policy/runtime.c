@@ -235,7 +235,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (prt_learn_open(rt, seed, err))
+    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err))
         goto fail;
     ff_init(rt);
     if (rt->may_fail)

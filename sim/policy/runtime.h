@@ -267,10 +267,40 @@ void prt_learn_average_end(prt *rt, const size_t *members, size_t m);
 long prt_learn_push(prt *rt, size_t d);
 /* Device d copies the server's model now (a pull, a model download). */
 void prt_learn_pull(prt *rt, size_t d);
+/* Policies whose decisions read training statistics (AdaCoOpt; each
+ * needs learning on, else returns DP_EINPUT / 0 / NULL): the learner's
+ * parameter count, device d's model (d >= n: the global one), the
+ * learning rate now, and the mean gradient g (n_params entries, or NULL)
+ * and mean loss of device d's next k rows at its model (at the global one
+ * with at_global), its data stream not advanced.  0 or an error. */
+size_t prt_learn_params(const prt *rt);
+const double *prt_learn_weights(const prt *rt, size_t d);
+double prt_learn_lr(const prt *rt);
+int prt_learn_probe(prt *rt, size_t d, int at_global, size_t k, double *g, double *loss);
+/* Device d's local steps use lr x f from now on. */
+void prt_learn_lr_scale(prt *rt, size_t d, double f);
+/* A model average among members[0..m) weighted by weights[0..m) (not by
+ * samples), into the global model and back to every member. */
+void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const double *weights);
 /* A checkpoint of the model is complete now; a restart loads it (every
  * device's model and pending gradients). */
 void prt_learn_checkpoint(prt *rt);
 void prt_learn_restore(prt *rt);
+
+/* ---- compression (compress.c) ------------------------------------------
+ * With `compression:` in the scenario (scenarios/README.md), the models
+ * and gradients a policy sends travel compressed: a policy sizes each such
+ * send (an upload, a push, a ring collective's tensor) with prt_wire_bytes,
+ * and the learner receives the same lossy transform (lrn_set_compress).
+ * Downloads of the averaged or server model travel exact (M bytes).
+ * Bytes of a model or gradient payload of `bytes` (the scenario's model
+ * bytes, or a part of them, scaled) on the wire: */
+double prt_wire_bytes(const prt *rt, double bytes);
+/* The run's setting (method LC_NONE: off). */
+const struct lc_cfg *prt_compress(const prt *rt);
+/* Read and check `compression:` (FILE:LINE:COL messages, DP_EINPUT). */
+int prt_compress_read(const scn_scenario *s, struct lc_cfg *c, dp_err *err);
+extern const char *const prt_compress_names[]; /* none, topk, quantize */
 
 /* ---- collectives (collective.c) --------------------------------------- */
 typedef enum { COLL_ALLREDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;

@@ -4,6 +4,7 @@
 #ifndef DP_RUNTIME_IMPL_H
 #define DP_RUNTIME_IMPL_H
 
+#include "lcompress.h"
 #include "policy.h"
 #include "runtime.h"
 #include "runtime_perf.h"
@@ -31,6 +32,7 @@ struct prt {
     struct eff_log *eff_log;
     struct eff_tap *eff_tap;
     struct eff_params *eff_params; /* without a learner: the model the results use */
+    lc_cfg comp; /* scenario `compression:` (compress.c); LC_NONE: off */
     int failed;
     dp_err *err;
     /* activity tracking */
@@ -320,6 +322,7 @@ void ff_free(prt *rt);
  * ended (returns 1 when the learner says stop); the run's results. */
 int prt_learn_open(prt *rt, uint64_t seed, dp_err *err);
 void prt_learn_close(prt *rt);
+int prt_compress_open(prt *rt, dp_err *err); /* compress.c: rt->comp from `compression:` */
 void prt_learn_batch(prt *rt, size_t d, double t, double samples);
 void prt_learn_lost(prt *rt, size_t d, double t);
 /* d came back: it holds the server's model (every policy sends it one). */
