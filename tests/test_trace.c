@@ -192,7 +192,8 @@ Test(trace, csv_bad_input)
     }
     /* A wrong line of a file that is a trace: an excerpt of 40 characters. */
     csv_bad("time_s,value\n0,1\nroot:$6$salt$SECRETHASHSECRETHASHSECRETHASH:TAIL\n",
-            "bad.csv:3:1: expected two columns time_s,value (got 'root:$6$salt$SECRETHASHSECRETHASHSECRETH...')");
+            "bad.csv:3:1: expected two columns time_s,value "
+            "(got 'root:$6$salt$SECRETHASHSECRETHASHSECRETH...')");
 }
 
 Test(trace, files_missing_directory_empty_malformed)
