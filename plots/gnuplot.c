@@ -380,11 +380,13 @@ static int check_out_dir(const char *out_path, dp_err *err)
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - out_path), out_path);
     struct stat sb;
     if (stat(dir, &sb) != 0)
-        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir, strerror(errno));
+        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir,
+                          strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return dp_err_set(err, DP_ERUN, "cannot write %s: '%s' is not a directory", out_path, dir);
     if (access(dir, W_OK) != 0)
-        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir, strerror(errno));
+        return dp_err_set(err, DP_ERUN, "cannot write %s: directory '%s': %s", out_path, dir,
+                          strerror(errno));
     return 0;
 }
 
@@ -604,8 +606,8 @@ int plot_gp_close(plot_gp *gp, dp_err *err)
                             *log ? ": " : "", log);
         else if (!file_complete(gp->part))
             rc = dp_err_set(err, DP_ERUN,
-                            "gnuplot ('%s') exited 0 but %s is incomplete (%lld bytes, cut short: is the disk "
-                            "full?)%s%s",
+                            "gnuplot ('%s') exited 0 but %s is incomplete (%lld bytes, cut short: is the "
+                            "disk full?)%s%s",
                             gp->prog, gp->out, (long long)sb.st_size, *log ? ": " : "", log);
         else if (rename(gp->part, gp->out))
             rc = dp_err_set(err, DP_ERUN, "cannot rename %s to %s: %s", gp->part, gp->out, strerror(errno));

@@ -268,7 +268,8 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
         char el[200], es[300]; /* stored names, escaped: a database may come from anyone */
         fprintf(sel->note, "drawing run%s", m == 1 ? "" : "s");
         for (size_t k = 0; k < m; k++)
-            fprintf(sel->note, "%s #%lld (%s)", k ? "," : "", (long long)r[k].id, dp_esc(el, sizeof el, r[k].label));
+            fprintf(sel->note, "%s #%lld (%s)", k ? "," : "", (long long)r[k].id,
+                    dp_esc(el, sizeof el, r[k].label));
         fprintf(sel->note, " of scenario '%s'%s\n", dp_esc(es, sizeof es, m ? r[0].scenario : ""),
                 sel->n_runs ? "" : "; choose others with --run ID ('dpsim runs' lists them)");
     }

@@ -213,7 +213,7 @@ fi
 # --- determinism: --json byte-identical across runs and builds
 GEO=$SRC/scenarios/geo-3sites.yaml
 (cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1) >"$T/j1" 2>"$T/err" || bad "geo run"
-(cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1) >"$T/j2" 2>"$T/err2"  # stderr apart, as j1: a run of every policy may note one left out (adacoopt without learning)
+(cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1) >"$T/j2" 2>"$T/err2" # stdout only: progress lines and notes (adacoopt left out without learning) go to stderr
 [ -s "$T/j1" ] && cmp -s "$T/j1" "$T/j2" && ok || bad "geo --json differs between runs"
 (cd "$SRC/scenarios" && "$BIN" run "$GEO" --no-db --json --set training.epochs=1 --seed 12345) >"$T/j3" 2>&1
 cmp -s "$T/j1" "$T/j3" && bad "a different seed gave the same --json (is the noise used?)" || ok

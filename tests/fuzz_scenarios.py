@@ -87,7 +87,8 @@ def dur(r, lo, hi):
 
 def csv_trace(r, d, name, kind):
     """A trace file: a CSV time_s,value (bits/s for links, a factor for
-    speed, 0/1 for availability) or a mahimahi file."""
+    speed, 0/1 for availability) or a mahimahi file.  Its name relative to
+    the case's directory, so that a kept case runs where it is kept."""
     path = os.path.join(d, name)
     with open(path, "w") as f:
         if kind == "mahimahi":
@@ -97,7 +98,7 @@ def csv_trace(r, d, name, kind):
                 f.write("%d\n" % t)
             if t == 0:
                 f.write("10\n")
-            return path
+            return name
         if r.random() < 0.7:
             f.write("time_s,value\n")
         t = 0.0
@@ -110,7 +111,7 @@ def csv_trace(r, d, name, kind):
             else:
                 f.write("%g,%g\n" % (t, r.choice([0, 1e6, 5e6, 2e7, 1e8]) if i else r.choice([1e6, 2e7])))
             t += r.choice([0.5, 1, 2, 5, 30])
-    return path
+    return name
 
 
 def trace_ref(r, d, name, kind):
@@ -246,7 +247,7 @@ def scenario(r, d, policy):
             f.write("name,kind,memory,batch,batch_time,link.up,link.down\n")
             for k in range(r.randint(1, 3)):
                 f.write("t%d,gpu,1GiB,%d,%s,%s,%s\n" % (k, r.choice([1, 4]), "10ms", bw(r), bw(r)))
-        s["devices"].append({"from_csv": p})
+        s["devices"].append({"from_csv": "table.csv"})
     if r.random() < 0.8:
         s["policies"] = {policy: POLICY_OPTS.get(policy, lambda r: {})(r)}
     return s

@@ -178,6 +178,22 @@ Test(trace, csv_bad_input)
     memset(big, '1', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     csv_bad(big, "longer than");
+    /* A file that is not a trace by its first line is refused naming the
+     * line, quoting nothing of it (issue 38: `file: /etc/shadow`). */
+    csv_bad("root:$6$salt$SECRETHASH:19000:0:99999:7:::\n", "bad.csv:1:1: not a trace file");
+    csv_bad("# hosts\n127.0.0.1\tlocalhost\n", "bad.csv:2:1: not a trace file");
+    csv_bad("\x89PNG\r\n\x1a\n", "bad.csv:1:1: not a trace file");
+    {
+        trace_opts o = {TRACE_FMT_CSV, 0, 0, 0, 1};
+        dp_err e = {0};
+        const char *pw = "root:$6$salt$SECRETHASH:19000:0:99999:7:::\n";
+        cr_assert_null(trace_read_buffer("pw", pw, strlen(pw), &o, &e));
+        cr_assert(!strstr(e.msg, "SECRET") && !strstr(e.msg, "root"), "%s", e.msg);
+    }
+    /* A wrong line of a file that is a trace: an excerpt of 40 characters. */
+    csv_bad("time_s,value\n0,1\nroot:$6$salt$SECRETHASHSECRETHASHSECRETHASH:TAIL\n",
+            "bad.csv:3:1: expected two columns time_s,value "
+            "(got 'root:$6$salt$SECRETHASHSECRETHASHSECRETH...')");
 }
 
 Test(trace, files_missing_directory_empty_malformed)

@@ -317,13 +317,16 @@ long dp_csv_sniff(const char *buf, size_t len)
             p = nl ? nl + 1 : end;
             continue;
         }
-        if (e - p > 256)
-            return line;
+        /* A long line is judged by its first 256 bytes (its length is the
+         * reader's to report); a cell cut there is not judged. */
+        int cut = e - p > 256;
+        if (cut)
+            e = p + 256;
         while (p < e) { /* cells between separators */
             const char *q = p;
             while (q < e && !sniff_sep(*q))
                 q++;
-            if (q > p && !sniff_cell(p, (size_t)(q - p)))
+            if (q > p && !(cut && q == e) && !sniff_cell(p, (size_t)(q - p)))
                 return line;
             p = q;
             while (p < e && sniff_sep(*p))

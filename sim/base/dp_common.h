@@ -92,9 +92,9 @@ const char *dp_excerpt(char *buf, size_t len, const char *s, size_t n);
  * first line that is not blank or a # comment (a UTF-8 BOM skipped): words
  * and numbers separated by commas, semicolons, tabs or spaces, where a word
  * is a letter or '_' then letters, digits and _ . ( ) / % + - [ ] (double
- * quotes around it allowed) and a number is a whole decimal one, at most
- * 256 characters in all.  Else the number of that line (1 for a first line
- * of binary bytes), which a message names without quoting it. */
+ * quotes around it allowed) and a number is a decimal one (judged on the
+ * line's first 256 bytes).  Else the number of that line (1 for a first
+ * line of binary bytes), which a message names without quoting it. */
 long dp_csv_sniff(const char *buf, size_t len);
 
 /* 1 when the environment variable `name` is set to anything but "" or "0"

@@ -511,8 +511,8 @@ static void note_file_on_disk(uint64_t id, const scn_file *f)
     else if (len != f->len || memcmp(now, f->data, len) != 0)
         printf("run #%llu: trace '%s' (%s) has changed since the run (%zu bytes, hash %016llx; stored: %zu "
                "bytes, hash %016llx); using the copy stored with the run\n",
-               (unsigned long long)id, dp_esc(en, sizeof en, f->name), dp_esc(ep, sizeof ep, f->path), len, (unsigned long long)scn_hash(now, len), f->len,
-               (unsigned long long)f->hash);
+               (unsigned long long)id, dp_esc(en, sizeof en, f->name), dp_esc(ep, sizeof ep, f->path), len,
+               (unsigned long long)scn_hash(now, len), f->len, (unsigned long long)f->hash);
     dp_free(now);
 }
 
@@ -627,8 +627,8 @@ int cmd_rerun(int argc, char **argv)
 #undef SAME
         char en[300], ep[100];
         printf("run #%llu (%s, %s, seed %llu): stored Ttotal %.17g s, re-run %.17g s: %s\n",
-               (unsigned long long)id, dp_esc(en, sizeof en, name), dp_esc(ep, sizeof ep, policy), (unsigned long long)seed, old->ttotal_s, now->ttotal_s,
-               same ? "identical" : "DIFFERENT");
+               (unsigned long long)id, dp_esc(en, sizeof en, name), dp_esc(ep, sizeof ep, policy),
+               (unsigned long long)seed, old->ttotal_s, now->ttotal_s, same ? "identical" : "DIFFERENT");
     }
     res_run_free(old);
     res_run_free(now);

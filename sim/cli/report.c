@@ -279,7 +279,8 @@ int report_learning(FILE *out, res_run *const *runs, int n)
     if (!out)
         return 1;
     char src[128];
-    fprintf(out, "\ntime to accuracy (%s: test accuracy of the global model, first evaluation at or above):\n",
+    fprintf(out,
+            "\ntime to accuracy (%s: test accuracy of the global model, first evaluation at or above):\n",
             dp_esc(src, sizeof src, first->learn_source));
     fprintf(out, "%-12s %10s %10s", "policy", "final acc", "at (s)");
     for (size_t k = 0; k < first->n_tta; k++) {
@@ -316,8 +317,8 @@ int report_plan(FILE *out, const res_run *r)
         char pol[64];
         if (out)
             fprintf(out, "%s: planned Ttotal %.2f s vs simulated %.2f s (%+.2f s, %+.1f%%)\n",
-                    dp_esc(pol, sizeof pol, r->policy),
-                    x->value, r->ttotal_s, d, x->value > 0 ? 100 * d / x->value : 0.0);
+                    dp_esc(pol, sizeof pol, r->policy), x->value, r->ttotal_s, d,
+                    x->value > 0 ? 100 * d / x->value : 0.0);
         return 1;
     }
     return 0;
@@ -334,7 +335,8 @@ int report_fast_forward(FILE *out, const res_run *r)
             fprintf(out,
                     "%s: fast_forward: epochs %lld-%lld (they repeat epoch %lld bit for bit: replayed, not "
                     "simulated; docs/MODEL.md)\n",
-                    dp_esc(pol, sizeof pol, r->policy), (long long)x->a, (long long)x->b, (long long)x->a - 1);
+                    dp_esc(pol, sizeof pol, r->policy), (long long)x->a, (long long)x->b,
+                    (long long)x->a - 1);
         return 1;
     }
     return 0;
@@ -349,7 +351,7 @@ void report_stats(FILE *out, const res_run *r)
     fprintf(out, "  %-28s %-12s %8s %8s %16s\n", "name", "scope", "a", "b", "value");
     for (size_t k = 0; k < r->n_stats; k++) {
         const res_stat *x = &r->stats[k];
-        fprintf(out, "  %-28s %-12s %8lld %8lld %16.6g\n", dp_esc(name, sizeof name, x->name), res_scope_name(x->scope), (long long)x->a,
-                (long long)x->b, x->value);
+        fprintf(out, "  %-28s %-12s %8lld %8lld %16.6g\n", dp_esc(name, sizeof name, x->name),
+                res_scope_name(x->scope), (long long)x->a, (long long)x->b, x->value);
     }
 }

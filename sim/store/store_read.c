@@ -65,8 +65,10 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
     if (e)
         return e;
     if (row && sqlite3_column_type(s, 1) == SQLITE_NULL) {
-        e = dp_err_set(err, DP_ERUN, "%s: run %" PRId64 ": its stored options are not a JSON object (a damaged "
-                       "or crafted database)", st->path, run_id);
+        e = dp_err_set(err, DP_ERUN,
+                       "%s: run %" PRId64 ": its stored options are not a JSON object (a damaged "
+                       "or crafted database)",
+                       st->path, run_id);
         sqlite3_finalize(s);
     } else if (row) {
         snprintf(r->policy, sizeof r->policy, "%s", store_col_text(s, 0));

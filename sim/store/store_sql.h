@@ -60,8 +60,9 @@ static inline double store_col_double(sqlite3_stmt *s, int i)
  * database may come from anyone, and its JSON is copied into output
  * (`show --json`, `export --trace`) only through this.  (Nested CASE: SQLite
  * evaluates a CASE lazily, so json_type never sees malformed text.) */
-#define STORE_SQL_JSON_OF(col, type)                                                                        \
-    "CASE WHEN json_valid(" col ") THEN CASE WHEN json_type(" col ") = '" type "' THEN json(" col ") END END"
+#define STORE_SQL_JSON_OF(col, type)                                                                         \
+    "CASE WHEN json_valid(" col ") THEN "                                                                    \
+    "CASE WHEN json_type(" col ") = '" type "' THEN json(" col ") END END"
 
 /* A text column, "" for NULL. */
 static inline const char *store_col_text(sqlite3_stmt *s, int i)

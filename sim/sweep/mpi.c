@@ -44,7 +44,6 @@
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,24 +65,6 @@ typedef struct rhdr {
 
 static int g_rank = -1, g_size = 0, g_beats = 0, g_master_ran = 0, g_abandon = 0;
 static int g_dead; /* rank 0 took a rank for dead */
-
-/* Test-only (tests/e2e_mpi.sh): DPSIM_TEST_RAISE=RANK:N:SIG makes rank RANK
- * raise signal SIG on itself at a known point, where a test would otherwise
- * race the clock to signal it from outside: a worker rank as it receives
- * its task number N (from 0; that task is in flight, and with SIGKILL lost),
- * rank 0 once N runs are stored.  count: that rank's count at this point. */
-static void test_raise(int count)
-{
-    static int parsed, rank = -1, n, sig;
-    if (!parsed) {
-        parsed = 1;
-        const char *e = getenv("DPSIM_TEST_RAISE");
-        if (!e || sscanf(e, "%d:%d:%d", &rank, &n, &sig) != 3)
-            rank = -1;
-    }
-    if (rank >= 0 && rank == g_rank && count == n)
-        raise(sig);
-}
 
 static double timeout_s(void)
 {
@@ -304,7 +285,7 @@ static int worker_serve(exec_ctx *x, double tmo, dp_err *err)
         if (tk[1] < 0 || (size_t)tk[1] >= sweep_grid_n_points(x->c->grid) || tk[2] < 0 ||
             (size_t)tk[2] >= x->n_pk || tk[3] < 1)
             return dp_err_set(err, DP_ERUN, "--mpi: rank %d: a task out of range", g_rank);
-        test_raise(received);
+        sweep_test_raise(g_rank, received, 1); /* test-only: a known point to die at */
         res_run *r = NULL;
         const char *name = "", *msg = "";
         char started[32];
@@ -631,7 +612,7 @@ static void store_result(master *m, int64_t pend, int status, const char *name, 
         m->stats->runs_before++;
     if (m->left[t->lp] && --m->left[t->lp] == 0)
         m->pg.points_done++;
-    test_raise((int)m->pg.done);
+    sweep_test_raise(0, (long)m->pg.done, 0);
 }
 
 /* Store a RESULT; returns its status (RS_FATAL: the rank stops serving). */

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,20 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+
+void sweep_test_raise(int rank, long count, int worker)
+{
+    static int parsed, want_rank = -1, sig;
+    static long n;
+    if (!parsed) {
+        parsed = 1;
+        const char *e = getenv("DPSIM_TEST_RAISE");
+        if (!e || sscanf(e, "%d:%ld:%d", &want_rank, &n, &sig) != 3)
+            want_rank = -1;
+    }
+    if (want_rank >= 0 && want_rank == rank && (want_rank > 0) == (worker != 0) && count == n)
+        raise(sig);
+}
 
 /* ---- clocks (host time, never inside a simulation) --------------------- */
 
@@ -453,6 +468,7 @@ int sweep_run_workers(plan *p, sweep_stats *stats, dp_err *err)
             size_t lp = p->tasks[p->pending[m.task]].lp;
             if (left[lp] && --left[lp] == 0)
                 pg.points_done++;
+            sweep_test_raise(0, (long)pg.done, 0);
         }
         memmove(buf, buf + off, have - off);
         have -= off;

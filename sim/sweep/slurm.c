@@ -143,8 +143,10 @@ int sweep_sbatch_write(FILE *out, const sweep_sbatch_spec *sp, dp_err *err)
     if (sp->n_policies) {
         size_t k = 0;
         buf[0] = '\0';
-        for (size_t i = 0; i < sp->n_policies && k < sizeof buf; i++)
-            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? "," : "", policy_name(sp->policies[i]));
+        for (size_t i = 0; i < sp->n_policies && k < sizeof buf; i++) {
+            const char *name = policy_name(sp->policies[i]);
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? "," : "", name);
+        }
         put_opt(out, "--policy", buf);
     }
     if (sp->seeds > 1) {

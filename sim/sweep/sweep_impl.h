@@ -8,6 +8,15 @@
 
 #include <stdint.h>
 
+/* Test-only (tests/e2e_mpi.sh, e2e_sweep.sh): DPSIM_TEST_RAISE=RANK:N:SIG
+ * makes a sweep raise signal SIG on itself at a known point, where a test
+ * would otherwise race the clock to signal it from outside.  worker 0: the
+ * process that stores or counts the runs (a local sweep's parent, MPI rank
+ * 0) once N runs are done; worker 1: an MPI worker rank RANK as it receives
+ * its task number N (from 0; that task is then in flight).  rank: this
+ * process's MPI rank (0 for a local sweep). */
+void sweep_test_raise(int rank, long count, int worker);
+
 /* One run of the shard: tasks[(lp * n_policies + pi) * seeds + seed - 1]. */
 typedef struct task {
     size_t point;  /* grid index */
