@@ -81,6 +81,10 @@ expect 0 "learning in a world that fails" -- "$BIN" run "$DIG" -p ddp,cadp,local
     --set training.epochs=3 --set 'availability={mtbf: 300s, mttr: 5s}' --set policies.ddp.timeout=10s
 has "$T/out" "time to accuracy"
 
+# --- evaluations far too frequent for the run's length: a message, not a full memory
+expect 1 "$BIN" run "$DIG" -p ddp --no-db -q --set 'learning.evaluate={every: 0.0001s}'
+has "$T/err" "evaluate less often"
+
 # --- without learning: no learning output at all
 expect 0 "$BIN" run "$TINY" --no-db --json -p cadp
 hasnt "$T/out" '"learning"'

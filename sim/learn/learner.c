@@ -10,6 +10,9 @@
 /* Train loss is measured on at most this many training rows (the first
  * ones of the fixed split), so an evaluation costs little on large sets. */
 #define TRAIN_LOSS_ROWS 10000
+/* A run's evaluations at most (learning.evaluate.every far below the
+ * run's length would otherwise fill memory with copies of one model's). */
+#define LRN_MAX_EVALS 1000000
 
 struct learner {
     const lrn_cfg *c;
@@ -47,6 +50,7 @@ struct learner {
     /* evaluations */
     lrn_eval *ev;
     size_t n_ev, cap_ev;
+    uint64_t ev_version; /* the global model's version at the last evaluation */
     double next_t; /* next time-based evaluation (INFINITY: none) */
     double consumed;
     double *tta;
@@ -92,6 +96,8 @@ static int eval_at(learner *L, double t, int epoch)
 {
     if (L->n_ev && L->ev[L->n_ev - 1].t_s == t && L->ev[L->n_ev - 1].samples == L->consumed)
         return 0; /* the same instant and state: once */
+    if (L->n_ev >= LRN_MAX_EVALS)
+        return DP_ERUN;
     if (L->n_ev == L->cap_ev) {
         size_t cap = L->cap_ev ? 2 * L->cap_ev : 64;
         lrn_eval *e = dp_realloc(L->ev, cap * sizeof *e);
@@ -108,10 +114,17 @@ static int eval_at(learner *L, double t, int epoch)
     e->epochs = L->consumed / (double)L->D->n_train;
     double acc, tl;
     size_t nt = L->D->n_train < TRAIN_LOSS_ROWS ? L->D->n_train : TRAIN_LOSS_ROWS;
-    if (lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
-        lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl))
-        return DP_ENOMEM;
-    e->train_loss = tl;
+    if (L->n_ev && L->ev_version == L->version) { /* the same model as the last row: its figures */
+        e->test_acc = e[-1].test_acc;
+        e->test_loss = e[-1].test_loss;
+        e->train_loss = e[-1].train_loss;
+    } else {
+        if (lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
+            lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl))
+            return DP_ENOMEM;
+        e->train_loss = tl;
+    }
+    L->ev_version = L->version;
     L->n_ev++;
     for (size_t k = 0; k < L->c->n_targets; k++)
         if (isnan(L->tta[k]) && e->test_acc >= L->c->targets[k]) {

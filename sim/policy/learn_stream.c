@@ -24,8 +24,13 @@ static void free_eff_log(void *l)
 
 static void learn_oom(prt *rt, int rc)
 {
-    if (rc < 0)
-        prt_fail(rt, rc == DP_ENOMEM ? DP_ENOMEM : DP_ERUN, "learner: out of memory");
+    if (rc == DP_ENOMEM)
+        prt_fail(rt, DP_ENOMEM, "learner: out of memory");
+    else if (rc < 0)
+        prt_fail(rt, DP_ERUN,
+                 "learner: over a million evaluations at t = %.6g s; evaluate less often "
+                 "(learning.evaluate.every)",
+                 rt->base + sim_now(rt->e));
 }
 
 int prt_learn_open(prt *rt, uint64_t seed, dp_err *err)
