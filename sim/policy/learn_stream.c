@@ -72,7 +72,7 @@ void prt_learn_close(prt *rt)
 
 int prt_learning(const prt *rt)
 {
-    return rt->learn != NULL || rt->eff_tap != NULL;
+    return learn_on(rt);
 }
 
 void prt_learn_mode(prt *rt, prt_learn_kind m)

@@ -393,7 +393,7 @@ int end_epoch_at(prt *rt, double now)
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    int stop = prt_learning(rt) && prt_learn_epoch(rt, now); /* evaluate; every target reached? */
+    int stop = learn_on(rt) && prt_learn_epoch(rt, now); /* evaluate; every target reached? */
     if (rt->failed)
         return DP_ENOMEM;
     if (rt->epoch >= rt->s->training.epochs || stop) {
@@ -438,7 +438,7 @@ res_run *prt_results(prt *rt)
         rt->tot = NULL;
     }
     timeline_finish(rt, T);
-    if (prt_learning(rt))
+    if (learn_on(rt))
         prt_learn_results(rt, r, T);
     r->tsend_s = rt->tsend_s;
     r->ttotal_s = T;

@@ -330,4 +330,12 @@ void prt_learn_up(prt *rt, size_t d, double t);
 int prt_learn_epoch(prt *rt, double t);
 void prt_learn_results(prt *rt, res_run *r, double T);
 
+/* Learning on (a learner or the efficiency tap): inline, because the
+ * runtime asks at every batch end and a call per batch into another file
+ * was the one cost learning added to runs without it. */
+static inline int learn_on(const prt *rt)
+{
+    return rt->learn != NULL || rt->eff_tap != NULL;
+}
+
 #endif

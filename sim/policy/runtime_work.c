@@ -112,7 +112,7 @@ void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double par
     if (rt->part_done[d] >= 1 - 1e-9) {
         rt->batches[d]++;
         rt->part_done[d] = 0;
-        if (prt_learning(rt)) /* the update stream's step: a whole batch (a step of n * part samples) */
+        if (learn_on(rt)) /* the update stream's step: a whole batch (a step of n * part samples) */
             prt_learn_batch(rt, d, base + now, step ? n * part : n);
     }
     rt->samples_done += n * part;
@@ -258,7 +258,7 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
                         rt->s->devices[d].name, (long long)left, bs);
     /* with a learner, one event per batch: its steps (and the evaluations
      * between them) then come in time order */
-    if (left <= bs || !fold_allowed() || !cmp_plain(cm, d) || prt_learning(rt)) { /* one batch, then again */
+    if (left <= bs || !fold_allowed() || !cmp_plain(cm, d) || learn_on(rt)) { /* one batch, then again */
         int n = left < bs ? (int)left : bs;
         rt->left[d] -= n;
         return prt_compute(rt, d, n, 1.0, fn, ctx, NULL);
@@ -428,13 +428,13 @@ void on_world_device(void *ctx, size_t d, int up)
         return;
     if (!up) {
         drop_compute(rt, d);
-        if (prt_learning(rt)) /* its work since its last average or push is lost */
+        if (learn_on(rt)) /* its work since its last average or push is lost */
             prt_learn_lost(rt, d, rt->base + sim_now(rt->e));
         rt->pending[d] = 0;
         coll_device_down(rt, d);
         prt_set_act(rt, d, RES_ACT_WAIT);
     }
-    if (up && prt_learning(rt))
+    if (up && learn_on(rt))
         prt_learn_up(rt, d, rt->base + sim_now(rt->e));
     if (rt->pdef && rt->pdef->on_device)
         rt->pdef->on_device(rt, rt->popts, d, up);
