@@ -20,6 +20,9 @@
  * planned allocation applies to the devices up, and the shares of devices
  * down go to the others the same way; a device back with its memory empty
  * receives the model (and its data, unless the data persist).
+ *
+ * This file is the policy's event flow; the planner (inputs, problem,
+ * solve) is cadp_plan.c and `solver: simulate` is cadp_refine.c.
  */
 #include "cadp.h"
 #include "policy.h"
@@ -72,375 +75,6 @@ typedef struct extra_rec {
 } extra_rec;
 
 static void local_batch(prt *rt, void *ctx);
-
-/* Mean capacity of a link over [w0, w1] (w1 <= w0: the trace's own mean,
- * the first plan's guess). */
-static double link_mean(double bw, const trace *tr, double w0, double w1)
-{
-    if (!tr)
-        return bw;
-    double m = w1 > w0 ? trace_mean_over(tr, w0, w1) : 0;
-    return m > 0 ? m : trace_mean(tr); /* an outage over the whole window: the trace's mean */
-}
-
-void cadp_inputs_free(cadp_inputs *in)
-{
-    if (!in)
-        return;
-    dp_free(in->send_s);
-    dp_free(in->batch_s);
-    dp_free(in->comm_s);
-    dp_free(in->batch);
-    dp_free((void *)in->names);
-    in->send_s = in->batch_s = in->comm_s = NULL;
-    in->batch = NULL;
-    in->names = NULL;
-}
-
-/* ---- what a device's link to the server gives it ------------------------ */
-/* The planner sees each group's path to the server as the run does: its
- * access link, the WAN route the world takes (world_wan_route), the server
- * NIC, and the TCP window cap the world puts on every flow (window / RTT).
- * Each device gets its path's bottleneck as if it sent alone, the paper's
- * bandwidth_i: sharing of the NIC and WAN links among devices is left out
- * (a max-min estimate with every flow at once was tried and planned worse
- * runs: the flows do not all run at once).  Links: 0 NIC up, 1 NIC down,
- * 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
-typedef struct gpath {
-    double cap[2];                       /* per-flow cap, down (0) and up (1): access, TCP window */
-    double lat;                          /* one way */
-    int link[2][WORLD_MAX_WAN_HOPS + 1]; /* NIC and WAN links each way, -1 ends */
-} gpath;
-
-static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gpath *gp, dp_err *err)
-{
-    const scn_group *g = &s->groups[gi];
-    gp->cap[0] = link_mean(g->link.down_Bps, g->link.down_trace, w0, w1);
-    gp->cap[1] = link_mean(g->link.up_Bps, g->link.up_trace, w0, w1);
-    gp->lat = g->link.latency_s;
-    size_t idx[WORLD_MAX_WAN_HOPS], nh;
-    int fwd[WORLD_MAX_WAN_HOPS];
-    double wlat;
-    int rc = world_wan_route(s, s->server.site, g->site, idx, fwd, &nh, &wlat);
-    if (rc == DP_EINPUT)
-        return dp_err_set(err, rc, "group %s: its site is more than %d WAN links from the server's", g->name,
-                          WORLD_MAX_WAN_HOPS);
-    if (rc)
-        return dp_err_set(err, rc, "out of memory routing sites");
-    gp->lat += wlat;
-    size_t k0 = 0, k1 = 0;
-    if (isfinite(s->server.nic_up_Bps))
-        gp->link[0][k0++] = 0;
-    for (size_t h = 0; h < nh; h++) /* down: the route as it runs; up: reversed */
-        gp->link[0][k0++] = 2 + 2 * (int)idx[h] + !fwd[h];
-    for (size_t h = nh; h-- > 0;)
-        gp->link[1][k1++] = 2 + 2 * (int)idx[h] + fwd[h];
-    if (isfinite(s->server.nic_down_Bps))
-        gp->link[1][k1++] = 1;
-    gp->link[0][k0] = gp->link[1][k1] = -1;
-    if (s->network.tcp_window_bytes > 0 && gp->lat > 0)
-        for (int dir = 0; dir < 2; dir++)
-            gp->cap[dir] = fmin(gp->cap[dir], s->network.tcp_window_bytes / (2 * gp->lat));
-    return 0;
-}
-
-int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
-                             cadp_inputs *in, dp_err *err)
-{
-    size_t n = s->n_devices, G = s->n_groups, nl = 2 + 2 * s->n_wan;
-    in->n = n;
-    in->send_s = dp_calloc(n, sizeof(double));
-    in->batch_s = dp_calloc(n, sizeof(double));
-    in->comm_s = dp_calloc(n, sizeof(double));
-    in->batch = dp_calloc(n, sizeof(int));
-    in->names = dp_calloc(n, sizeof(char *));
-    gpath *gp = dp_calloc(G ? G : 1, sizeof *gp);
-    double *rate = dp_calloc(3 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
-    int rc = 0;
-    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !gp || !rate || !lcap) {
-        rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
-        goto done;
-    }
-    /* rates: [0] data down over the send window, [1] model down and [2]
-     * model up over the epochs' */
-    for (int w = 0; w < 3 && !rc; w++) {
-        double w0 = w ? ex0 : send0, w1 = w ? ex1 : send1;
-        /* the paths of a window already routed (the plan's windows are all
-         * [0, 0]): the same calls would give the same paths */
-        int same = w == 2 || (w == 1 && ex0 == send0 && ex1 == send1);
-        for (size_t g = 0; g < G && !rc && !same; g++) {
-            if (s->groups[g].count > 0) {
-                rc = group_path(s, g, w0, w1, &gp[g], err);
-                continue;
-            }
-            /* no devices: no flow, no route (the world routes only sites in use) */
-            gp[g] = (gpath){.cap = {INFINITY, INFINITY}, .lat = 0};
-            gp[g].link[0][0] = gp[g].link[1][0] = -1;
-        }
-        if (rc)
-            break;
-        lcap[0] = s->server.nic_up_Bps;
-        lcap[1] = s->server.nic_down_Bps;
-        for (size_t k = 0; k < s->n_wan; k++)
-            lcap[2 + 2 * k] = lcap[3 + 2 * k] = link_mean(s->wan[k].bandwidth_Bps, s->wan[k].trace, w0, w1);
-        for (size_t g = 0; g < G; g++) { /* the path's bottleneck, as if alone */
-            double r = gp[g].cap[w == 2];
-            for (const int *l = gp[g].link[w == 2]; *l >= 0; l++)
-                r = fmin(r, lcap[*l]);
-            rate[(size_t)w * G + g] = r;
-        }
-    }
-    if (rc)
-        goto done;
-    double M = s->model.model_bytes;
-    for (size_t d = 0; d < n; d++) {
-        size_t gi = s->devices[d].group;
-        const scn_group *g = &s->groups[gi];
-        in->names[d] = s->devices[d].name;
-        double down = rate[gi], exdown = rate[G + gi], exup = rate[2 * G + gi];
-        if (!(down > 0) || !(exdown > 0) || !(exup > 0)) {
-            rc = dp_err_set(err, DP_EINPUT, "device %s: its link to the server has zero mean bandwidth",
-                            s->devices[d].name);
-            goto done;
-        }
-        /* a speed trace stretches compute by its mean factor over the
-         * epochs (the exchange window) */
-        double speed = g->speed_trace ? link_mean(1, g->speed_trace, ex0, ex1) : 1;
-        if (!(speed > 0)) {
-            rc = dp_err_set(err, DP_EINPUT, "device %s: its speed trace averages 0", s->devices[d].name);
-            goto done;
-        }
-        in->send_s[d] = s->dataset.sample_bytes / down;
-        in->batch[d] = g->batch;
-        in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
-        in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
-    }
-    in->agg_s = isfinite(s->server.aggregate_Bps) ? M / s->server.aggregate_Bps : 0;
-done:
-    dp_free(gp);
-    dp_free(rate);
-    dp_free(lcap);
-    if (rc)
-        cadp_inputs_free(in);
-    return rc;
-}
-
-int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err)
-{
-    return cadp_inputs_build_window(s, 0, 0, 0, 0, in, err);
-}
-
-void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, slv_problem *p)
-{
-    *p = (slv_problem){
-        .n = in->n,
-        .send_s = in->send_s,
-        .batch = in->batch,
-        .batch_s = in->batch_s,
-        .comm_s = in->comm_s,
-        .names = in->names,
-        .epochs = s->training.epochs,
-        .samples = s->dataset.samples,
-        .agg_s = in->agg_s,
-        .allow_exclude = o->exclude_slow,
-    };
-}
-
-/* Per-device objective terms of an allocation (send, epoch) for a result. */
-static void fill_terms(const slv_problem *p, slv_result *r)
-{
-    double send = 0, epoch = 0;
-    for (size_t d = 0; d < p->n; d++) {
-        send = fmax(send, p->send_s[d] * (double)r->alloc[d]);
-        if (r->alloc[d] > 0 || !p->allow_exclude)
-            epoch = fmax(epoch, p->comm_s[d] +
-                                    p->batch_s[d] * (double)((r->alloc[d] + p->batch[d] - 1) / p->batch[d]));
-    }
-    r->send_s = send;
-    r->epoch_s = epoch;
-}
-
-static int solve_classes(const scn_scenario *s, const slv_problem *full, const char *method,
-                         const slv_params *prm, slv_result **out, dp_err *err)
-{
-    size_t K = 0, n = full->n;
-    for (size_t g = 0; g < s->n_groups; g++)
-        K += s->groups[g].count > 0;
-    double *send = dp_calloc(K, sizeof *send), *bt = dp_calloc(K, sizeof *bt),
-           *comm = dp_calloc(K, sizeof *comm);
-    int *batch = dp_calloc(K, sizeof *batch);
-    const char **names = dp_calloc(K, sizeof *names);
-    size_t *first = dp_calloc(K, sizeof *first), *count = dp_calloc(K, sizeof *count);
-    int64_t *units = dp_calloc(K, sizeof *units);
-    slv_result *cr = NULL, *r = NULL;
-    int rc = 0;
-    if (!send || !bt || !comm || !batch || !names || !first || !count || !units) {
-        rc = dp_err_set(err, DP_ENOMEM, "out of memory");
-        goto done;
-    }
-    size_t k = 0, d = 0;
-    for (size_t g = 0; g < s->n_groups; g++) {
-        size_t m = (size_t)(s->groups[g].count > 0 ? s->groups[g].count : 0);
-        if (!m)
-            continue;
-        first[k] = d;
-        count[k] = m;
-        units[k] = (int64_t)m; /* the server averages each of the class's devices */
-        send[k] = full->send_s[d] / (double)m;
-        batch[k] = (int)((size_t)full->batch[d] * m); /* the caller checked it fits */
-        bt[k] = full->batch_s[d];
-        comm[k] = full->comm_s[d];
-        names[k] = s->groups[g].name;
-        d += m;
-        k++;
-    }
-    slv_problem cp = *full;
-    cp.n = K;
-    cp.send_s = send;
-    cp.batch = batch;
-    cp.batch_s = bt;
-    cp.comm_s = comm;
-    cp.names = names;
-    cp.agg_units = units;
-    if ((rc = slv_solve_problem(method, &cp, prm, &cr, err)))
-        goto done;
-    r = dp_malloc(sizeof *r);
-    if (r) {
-        *r = *cr;
-        r->n = n;
-        r->alloc = dp_calloc(n, sizeof *r->alloc);
-        r->relaxed = dp_calloc(n, sizeof *r->relaxed);
-    }
-    if (!r || !r->alloc || !r->relaxed) {
-        if (r) {
-            dp_free(r->alloc);
-            dp_free(r->relaxed);
-            dp_free(r);
-            r = NULL;
-        }
-        rc = dp_err_set(err, DP_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (k = 0; k < K; k++) { /* as evenly as possible within the group */
-        int64_t X = cr->alloc[k], m = (int64_t)count[k], q = X / m, rem = X % m;
-        for (size_t j = 0; j < count[k]; j++) {
-            r->alloc[first[k] + j] = q + ((int64_t)j < rem ? 1 : 0);
-            r->relaxed[first[k] + j] = cr->relaxed[k] / (double)m;
-        }
-    }
-    r->objective_s = slv_objective(full, r->alloc);
-    fill_terms(full, r);
-    if (r->status == SLV_STATUS_OPTIMAL && r->objective_s > r->int_lower_bound_s * (1 + 1e-12))
-        r->status = SLV_STATUS_NEAR_OPTIMAL;
-done:
-    slv_result_free(cr);
-    dp_free(send);
-    dp_free(bt);
-    dp_free(comm);
-    dp_free(batch);
-    dp_free((void *)names);
-    dp_free(first);
-    dp_free(count);
-    dp_free(units);
-    *out = r;
-    return rc;
-}
-
-int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, const char *method,
-               const slv_params *prm, int paper_model, slv_result **out, size_t *classes, dp_err *err)
-{
-    slv_problem p;
-    cadp_problem(s, o, in, &p);
-    if (paper_model)
-        p.allow_exclude = 0;
-    *out = NULL;
-    int collapse = in->n > CADP_CLASS_MIN;
-    size_t K = 0;
-    for (size_t g = 0; collapse && g < s->n_groups; g++) {
-        K += s->groups[g].count > 0;
-        if ((int64_t)s->groups[g].batch * s->groups[g].count > INT32_MAX)
-            collapse = 0; /* the class's batch would not fit the solver's int */
-    }
-    if (collapse && K * 2 > in->n)
-        collapse = 0; /* mostly distinct devices: nothing to gain */
-    if (classes)
-        *classes = collapse ? K : in->n;
-    if (!collapse)
-        return slv_solve_problem(method, &p, prm, out, err);
-    /* validate per device first, so messages name devices as usual */
-    int rc = slv_problem_check(&p, err);
-    return rc ? rc : solve_classes(s, &p, method, prm, out, err);
-}
-
-static int has_trace(const scn_scenario *s)
-{
-    for (size_t g = 0; g < s->n_groups; g++)
-        if (s->groups[g].link.up_trace || s->groups[g].link.down_trace || s->groups[g].speed_trace)
-            return 1;
-    for (size_t k = 0; k < s->n_wan; k++)
-        if (s->wan[k].trace)
-            return 1;
-    return 0;
-}
-
-static int same_alloc(const slv_result *a, const slv_result *b)
-{
-    for (size_t d = 0; d < a->n; d++)
-        if (a->alloc[d] != b->alloc[d])
-            return 0;
-    return 1;
-}
-
-int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
-              int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves, dp_err *err)
-{
-    *out = NULL;
-    int rc = cadp_inputs_build(s, in, err);
-    if (rc)
-        return rc;
-    return cadp_plan_built(s, o, method, prm, paper_model, in, out, classes, solves, err);
-}
-
-int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method, const slv_params *prm,
-                    int paper_model, cadp_inputs *in, slv_result **out, size_t *classes, int *solves,
-                    dp_err *err)
-{
-    *out = NULL;
-    if (solves)
-        *solves = 1;
-    int rc;
-    if ((rc = cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
-        cadp_inputs_free(in);
-        return rc;
-    }
-    for (int round = 1; round < CADP_PLAN_ROUNDS && has_trace(s); round++) {
-        /* the data moves over [0, send term], the models over the epochs after */
-        double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
-        cadp_inputs next;
-        slv_result *r = NULL;
-        if ((rc = cadp_inputs_build_window(s, 0, send, send, send + train, &next, err)))
-            break;
-        if ((rc = cadp_solve(s, o, &next, method, prm, paper_model, &r, classes, err))) {
-            cadp_inputs_free(&next);
-            break;
-        }
-        int same = same_alloc(r, *out);
-        if (solves)
-            *solves = round + 1;
-        cadp_inputs_free(in);
-        *in = next;
-        slv_result_free(*out);
-        *out = r;
-        if (same)
-            break;
-    }
-    if (rc) {
-        slv_result_free(*out);
-        *out = NULL;
-        cadp_inputs_free(in);
-    }
-    return rc;
-}
 
 /* ---- the event flow ------------------------------------------------------------ */
 
@@ -879,143 +513,6 @@ static void on_ready(prt *rt, void *ctx)
     start_epoch_on(rt, ctx);
 }
 
-/* solver: simulate.  While a refinement simulates an allocation, C-ADP runs
- * with it instead of planning (per thread: sweeps run in parallel). */
-static _Thread_local const int64_t *forced_alloc;
-extern const policy_def policy_cadp;
-
-static int simulate_alloc(const scn_scenario *s, uint64_t seed, const int64_t *alloc, res_run **out,
-                          dp_err *err)
-{
-    const int64_t *prev = forced_alloc;
-    forced_alloc = alloc;
-    *out = prt_simulate(&policy_cadp, s, seed, err);
-    forced_alloc = prev;
-    return *out ? 0 : (err && err->code ? err->code : DP_ERUN);
-}
-
-/* y = x moved a fraction lam of the way to the allocation that would
- * equalise the participants' busy time (Ttotal - wait) if it grew linearly
- * with samples; whole samples, sum D kept (largest remainders). */
-static void rebalance(const res_run *r, const int64_t *x, size_t n, int64_t D, double lam, int64_t *y,
-                      double *frac)
-{
-    double rate_sum = 0;
-    for (size_t d = 0; d < n; d++) {
-        double busy = r->ttotal_s - r->devices[d].wait_s;
-        frac[d] = x[d] > 0 && busy > 0 ? (double)x[d] / busy : 0;
-        rate_sum += frac[d];
-    }
-    int64_t sum = 0;
-    for (size_t d = 0; d < n; d++) {
-        double t = rate_sum > 0 ? (double)D * frac[d] / rate_sum : (double)x[d];
-        double v = (1 - lam) * (double)x[d] + lam * t;
-        y[d] = (int64_t)floor(v);
-        frac[d] = v - (double)y[d];
-        sum += y[d];
-    }
-    while (sum < D) { /* the largest remainders, lowest index first on ties */
-        size_t b = 0;
-        for (size_t d = 1; d < n; d++)
-            if (frac[d] > frac[b])
-                b = d;
-        y[b]++;
-        frac[b] = -1;
-        sum++;
-    }
-}
-
-/* Refine x (n entries, sum D) with the simulator as the objective
- * (CADP_SIM_BUDGET simulations at most, deterministic: the run's seed).
- * Moves: towards equal busy time (rebalance, lam = 1, 1/2, 1/4 ... while
- * it does not help), and when that is spent, `step` samples from the
- * participant that waited least (the critical one) to the one that waited
- * most (halved after a move that does not help).  A move is kept only when
- * it lowers the simulated Ttotal.  *best_s gets the best simulated Ttotal,
- * *sims the simulations run. */
-static int refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x, size_t n, double *best_s,
-                                int *sims, dp_err *err)
-{
-    int64_t *y = dp_malloc(n * sizeof *y);
-    double *frac = dp_malloc(n * sizeof *frac);
-    if (!y || !frac) {
-        dp_free(y);
-        dp_free(frac);
-        return dp_err_set(err, DP_ENOMEM, "out of memory");
-    }
-    res_run *r = NULL;
-    int rc = simulate_alloc(s, seed, x, &r, err);
-    *sims = 1;
-    if (rc) {
-        dp_free(y);
-        dp_free(frac);
-        return rc;
-    }
-    double best = r->ttotal_s, lam = 1;
-    size_t parts = 0;
-    for (size_t d = 0; d < n; d++)
-        parts += x[d] > 0;
-    int64_t D = s->dataset.samples, step = D / (int64_t)(8 * (parts ? parts : 1));
-    if (step < 1)
-        step = 1;
-    while (step >= 1 && *sims < CADP_SIM_BUDGET) {
-        int pairwise = lam < 1.0 / 16;
-        if (pairwise) {
-            size_t crit = n, slack = n;
-            for (size_t d = 0; d < n; d++) {
-                if (x[d] == 0)
-                    continue;
-                if (crit == n || r->devices[d].wait_s < r->devices[crit].wait_s)
-                    crit = d;
-                if (slack == n || r->devices[d].wait_s > r->devices[slack].wait_s)
-                    slack = d;
-            }
-            if (crit == n || crit == slack)
-                break;
-            int64_t m = step < x[crit] ? step : x[crit];
-            memcpy(y, x, n * sizeof *y);
-            y[crit] -= m;
-            y[slack] += m;
-        } else {
-            rebalance(r, x, n, D, lam, y, frac);
-            if (!memcmp(x, y, n * sizeof *y)) {
-                lam /= 2;
-                continue;
-            }
-        }
-        res_run *t = NULL;
-        if (policy_interrupted()) { /* a candidate of under 4096 events never polls the flag itself */
-            rc = dp_err_set(err, DP_ERUN, "interrupted while refining the allocation by simulation (%d runs)",
-                            *sims);
-            break;
-        }
-        if ((rc = simulate_alloc(s, seed, y, &t, err)))
-            break;
-        ++*sims;
-        if (t->ttotal_s < best) {
-            best = t->ttotal_s;
-            memcpy(x, y, n * sizeof *x);
-            res_run_free(r);
-            r = t;
-        } else {
-            res_run_free(t);
-            if (pairwise)
-                step /= 2;
-            else
-                lam /= 2;
-        }
-    }
-    res_run_free(r);
-    dp_free(y);
-    dp_free(frac);
-    *best_s = best;
-    return rc;
-}
-
-/* The plan (policy_perf.plan_new): the solver's allocation and what it
- * expects, a pure function of the scenario and the options, computed on a
- * second thread while the runtime builds the world (10^6 devices: 1.2 s of
- * solving beside 0.4 s of building). */
 typedef struct cadp_plan_job {
     const scn_scenario *s;
     const cadp_opts *o;
@@ -1036,14 +533,14 @@ static void cadp_plan_free(void *pj)
     dp_free(j);
 }
 
-/* No plan while a refinement forces the allocation (forced_alloc is per
+/* No plan while a refinement forces the allocation (cadp_forced_alloc is per
  * thread: read it here, on the run's own thread).  The solver's inputs are
  * built here, before the second thread starts: the run's thread waits for
  * the solver anyway (10^6 devices: it builds the world in less time than
  * the solver takes), so their 0.17 s leave the critical path. */
 static void *cadp_plan_new(const scn_scenario *s, const void *opts)
 {
-    if (forced_alloc)
+    if (cadp_forced_alloc())
         return NULL;
     cadp_plan_job *j = dp_calloc(1, sizeof *j);
     if (!j)
@@ -1088,8 +585,8 @@ static int cadp_start(prt *rt, const void *opts)
     int64_t *alloc = dp_calloc(prt_n(rt), sizeof *alloc);
     if (!alloc)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
-    if (forced_alloc) {
-        memcpy(alloc, forced_alloc, prt_n(rt) * sizeof *alloc);
+    if (cadp_forced_alloc()) {
+        memcpy(alloc, cadp_forced_alloc(), prt_n(rt) * sizeof *alloc);
     } else {
         cadp_plan_job own = {.s = s, .o = o}, *pl = prt_plan(rt);
         int rc = 0;
@@ -1114,7 +611,8 @@ static int cadp_start(prt *rt, const void *opts)
         if (o->solver == CADP_SOLVER_SIMULATE) {
             double best = 0;
             int sims = 0;
-            if ((rc = refine_by_simulation(s, prt_seed(rt), alloc, prt_n(rt), &best, &sims, prt_err(rt)))) {
+            if ((rc = cadp_refine_by_simulation(s, prt_seed(rt), alloc, prt_n(rt), &best, &sims,
+                                                prt_err(rt)))) {
                 dp_free(alloc);
                 return rc;
             }
@@ -1206,16 +704,6 @@ static void cadp_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-const char *cadp_method(const cadp_opts *o)
-{
-    return o->solver == CADP_SOLVER_ALM ? "alm" : "exact"; /* simulate starts from exact */
-}
-
-int cadp_slv_rounding(const cadp_opts *o)
-{
-    return o->rounding == CADP_ROUND_BATCH ? SLV_ROUND_BATCH : SLV_ROUND_LARGEST_REMAINDER;
-}
-
 static const char *const solver_names[] = {"exact", "alm", "simulate", NULL};
 static const char *const rounding_names[] = {"batch", "largest_remainder", NULL};
 
@@ -1237,32 +725,6 @@ static void cadp_prefetch(prt *rt, size_t d)
     const cadp_state *st = prt_state(rt);
     if (st && st->dev && d < prt_n(rt))
         __builtin_prefetch(&st->dev[d]);
-}
-
-/* C-ADP's allocation for this scenario, with the scenario's policies.cadp
- * options. */
-int cadp_allocation(prt *rt, int64_t *alloc)
-{
-    const scn_scenario *s = prt_scn(rt);
-    cadp_opts co;
-    int rc = prt_options_of(rt, "cadp", &co, sizeof co);
-    if (rc)
-        return rc;
-    cadp_inputs in;
-    if ((rc = cadp_inputs_build(s, &in, prt_err(rt))))
-        return rc;
-    slv_params prm;
-    slv_params_default(&prm);
-    prm.rounding = cadp_slv_rounding(&co);
-    slv_result *res = NULL;
-    rc = cadp_solve(s, &co, &in, cadp_method(&co), &prm, 0, &res, NULL, prt_err(rt));
-    cadp_inputs_free(&in);
-    if (rc)
-        return rc;
-    for (size_t d = 0; d < prt_n(rt); d++)
-        alloc[d] = res->alloc[d];
-    slv_result_free(res);
-    return 0;
 }
 
 static const policy_perf cadp_perf = {

@@ -1,4 +1,5 @@
-/* cadp.h: C-ADP's planner, for the policy (cadp.c) and for `dpsim solve`.
+/* cadp.h: C-ADP's planner (cadp_plan.c, cadp_refine.c), for the policy
+ * (cadp.c) and for `dpsim solve`.
  * Model: docs/MODEL.md section 5 (the allocation problem and its exact
  * solution). */
 #ifndef DP_CADP_H
@@ -8,7 +9,7 @@
 
 typedef enum { CADP_SOLVER_EXACT = 0, CADP_SOLVER_ALM = 1, CADP_SOLVER_SIMULATE = 2 } cadp_solver;
 /* solver: simulate runs at most this many simulations to refine exact's
- * allocation (cadp.c refine_by_simulation). */
+ * allocation (cadp_refine.c). */
 #define CADP_SIM_BUDGET 24
 typedef enum { CADP_ROUND_BATCH = 0, CADP_ROUND_LARGEST_REMAINDER = 1 } cadp_rounding;
 
@@ -25,7 +26,7 @@ typedef struct cadp_opts {
  * speed factor of a speed trace, comm_i = M / down + M / up + both
  * latencies (the per-epoch model exchange), and the per-epoch aggregation
  * per participant (slv_problem.agg_s).  Rates follow the world's routes (world_wan_route) and the
- * TCP window cap; each device's as if it sent alone (cadp.c).  Arrays are
+ * TCP window cap; each device's as if it sent alone (cadp_plan.c).  Arrays are
  * dp_malloc'd; free with cadp_inputs_free.  DP_EINPUT names the device with
  * a zero bandwidth. */
 typedef struct cadp_inputs {
@@ -95,5 +96,16 @@ int cadp_allocation(struct prt *rt, int64_t *alloc);
 /* The solver method name ("exact", "alm") and solver rounding of options o. */
 const char *cadp_method(const cadp_opts *o);
 int cadp_slv_rounding(const cadp_opts *o);
+
+/* ---- solver: simulate (cadp_refine.c) ---------------------------------- */
+/* Refine allocation x (n devices, in place) by simulating scenario s with
+ * seed: moves towards equal busy time, then pairwise moves, each kept only
+ * when it lowers the simulated Ttotal, at most CADP_SIM_BUDGET runs.
+ * *best_s gets the best simulated Ttotal, *sims the simulations run. */
+int cadp_refine_by_simulation(const scn_scenario *s, uint64_t seed, int64_t *x, size_t n, double *best_s,
+                              int *sims, dp_err *err);
+/* The allocation a refinement is simulating on this thread (the policy
+ * runs with it instead of planning), or NULL. */
+const int64_t *cadp_forced_alloc(void);
 
 #endif
