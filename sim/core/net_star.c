@@ -1,6 +1,6 @@
-/* net_star.c: the exact fast path of net.c for flows that share at most
- * one link each (included by net.c, which owns the structs; not compiled on
- * its own).
+/* net_star.c: the network's exact fast path for flows that share at most
+ * one link each (the state is in net_impl.h; progressive filling, which it
+ * hands back to, in net_share.c).
  *
  * When every active flow crosses at most one shared finite link (a hub: a
  * server NIC's up or down direction) and every other finite link a flow
@@ -45,21 +45,13 @@
  * level since then).
  */
 
-enum { STAR_OFF = 0, STAR_NEW, STAR_C, STAR_U };
+#include "net_impl.h"
+
 enum { H_CFIN, H_CCAP, H_UKEY, H_UCAP }; /* C by finish time, C by cap (largest first), U by end, U by cap */
 
-/* Fewer active flows than this stay on progressive filling (small worlds
- * keep their numbers bit for bit). */
-#define STAR_MIN_FLOWS 32
 /* More hubs than this (a world of many shared links) stay on progressive
  * filling: every event scans the hubs. */
 #define STAR_MAX_HUBS 16
-
-/* Placements of at least this many flows at once (entering the star path
- * with 10^6 flows after a model went to every device) go to runs: one
- * sort, then every completion reads the next entry instead of sifting a
- * heap of 10^6. */
-#define STAR_BULK_MIN 4096
 
 void net_set_star_min_flows(net *n, size_t min_flows)
 {
@@ -376,7 +368,7 @@ static inline star_hub *hub_of(const net *n, const flow *f)
     return &n->hubs[f->hub];
 }
 
-static double star_rem(const net *n, const flow *f, double now)
+double star_rem(const net *n, const flow *f, double now)
 {
     double r;
     if (f->sset == STAR_C) {
@@ -394,7 +386,7 @@ static double star_rem(const net *n, const flow *f, double now)
     return r > 0 ? r : 0;
 }
 
-static double star_rate(const net *n, const flow *f)
+double star_rate(const net *n, const flow *f)
 {
     return f->sset == STAR_C ? f->c : f->sset == STAR_U ? hub_of(n, f)->L : 0;
 }
@@ -586,7 +578,7 @@ static int hub_add(net *n, int li)
 
 /* Hand every flow back to progressive filling: remaining bytes and rates
  * as of now; a full reshare follows at this instant. */
-static void star_leave(net *n)
+void star_leave(net *n)
 {
     double now = sim_now(n->e);
     for (size_t k = 0; k < n->n_active; k++) {
@@ -621,7 +613,7 @@ static int star_exact_for(net_sharing s)
  * (every finite link crossed by two or more of them is a hub, and none
  * crosses two hubs)?  Then take them (all STAR_NEW, up to date) and return
  * 1; star_reshare places them. */
-static int star_try_enter(net *n)
+int star_try_enter(net *n)
 {
     if (n->star_off || n->n_active < n->star_min || !n->n_active || !star_exact_for(n->sharing))
         return 0;
@@ -659,7 +651,7 @@ static int star_try_enter(net *n)
 /* ---- events -------------------------------------------------------------------- */
 
 /* A flow became active (activate(), after its links counted it). */
-static void star_activate(net *n, flow *f)
+void star_activate(net *n, flow *f)
 {
     star_own(n, f);
     if (star_pend(n, f))
@@ -668,7 +660,7 @@ static void star_activate(net *n, flow *f)
 
 /* Link li's capacity is about to become new_cap (before the change: a
  * flow leaving U folds its peak with the capacity it ran under). */
-static void star_cap_change(net *n, int li, double new_cap)
+void star_cap_change(net *n, int li, double new_cap)
 {
     if (!n->star)
         return;
@@ -694,7 +686,7 @@ static void star_cap_change(net *n, int li, double new_cap)
 }
 
 /* Cut flow f now; returns its remaining bytes.  It leaves n->active. */
-static double star_cancel(net *n, flow *f)
+double star_cancel(net *n, flow *f)
 {
     star_detach(n, f, sim_now(n->e));
     f->sset = STAR_OFF;
@@ -797,7 +789,7 @@ static int hub_epoch(star_hub *hb)
  * (every flow is then handed back, and the caller runs the general fill).
  * Every hub is recomputed (they are few); one with nothing changed moves
  * no flow. */
-static int star_reshare(net *n)
+int star_reshare(net *n)
 {
     if (n->reshare_ev) {
         sim_cancel(n->e, n->reshare_ev);
@@ -878,7 +870,7 @@ static void star_done_prefetch(const net *n, const star_hub *hb, int h)
 /* The completion event: end the flows at the top of every set that end
  * now (or have less than 1e-9 of their size left), report them in start
  * order, recompute. */
-static void star_on_done(net *n)
+void star_on_done(net *n)
 {
     double now = sim_now(n->e);
     size_t nf = 0;
@@ -915,7 +907,7 @@ static void star_on_done(net *n)
     net_reshare_now(n);
 }
 
-static void star_free(net *n)
+void star_free(net *n)
 {
     for (size_t i = 0; i < n->hubs_made; i++) {
         for (int h = 0; h < 4; h++) {
@@ -930,7 +922,7 @@ static void star_free(net *n)
 }
 
 /* A link's peak share, with the level its private flow in U runs at now. */
-static double star_peak_util(const net *n, int li)
+double star_peak_util(const net *n, int li)
 {
     const link *l = &n->links[li];
     double p = l->peak;

@@ -1,0 +1,310 @@
+/* net_impl.h: the network's state, shared by its own files only (net.c:
+ * links; net_flow.c: flows and their ends; net_share.c: the sharing
+ * strategies, by progressive filling; net_star.c: the star fast path).
+ * Everything else sees net.h.
+ *
+ * Invariants:
+ *  - Every ACTIVE flow has a rate set by the last reshare and a predicted
+ *    finish time; `t_last` is when all remaining byte counts were brought up
+ *    to date.  Rates are constant between reshares, so advancing is exact
+ *    up to rounding.
+ *  - At most one completion event (the earliest finish) and at most one
+ *    deferred reshare event are pending.
+ */
+#ifndef DP_NET_IMPL_H
+#define DP_NET_IMPL_H
+
+#include "net.h"
+#include "log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FLOW_FREE = 0, FLOW_PENDING, FLOW_ACTIVE };
+
+typedef struct link {
+    /* First the fields a flow's start and end read and write (unhold,
+     * link_busy_inc/dec, flow_links_end, the star path's ownership): one
+     * 64-byte line when the array happens to align, two at worst, instead
+     * of three scattered over 160 bytes (a cache miss each with 10^6
+     * devices' links). */
+    double cap; /* in effect: 0 while down */
+    int n_active;
+    int down;      /* an outage: carries nothing whatever its nominal capacity */
+    double bytes;  /* delivered by finished flows, since the last net_fold */
+    double busy_s; /* closed busy intervals, likewise */
+    double busy_since;
+    /* held by a closed-form schedule (net_link_hold): hold(hold_ctx) runs
+     * before anything changes its shares */
+    net_hold_fn hold;
+    /* star fast path (net_star.c) */
+    uint32_t owner; /* 1 + the flow it is private to, or 0 */
+    uint32_t hub;   /* the hub it is, or 0 */
+    double peak;    /* highest share of its capacity in use after a reshare */
+    /* the rest */
+    void *hold_ctx;
+    double nominal;             /* from the trace or net_link_set_capacity */
+    double bytes_tot, busy_tot; /* folded by net_fold */
+    /* net_link_account_aside: since the last fold, and folded */
+    double abytes, abusy, abytes_tot, abusy_tot;
+    char *name;
+    trace *tr;
+    struct trace_ctx *tctx;
+    /* reshare scratch */
+    unsigned stamp;
+    double R;
+    double W; /* weighted sharing: the unfrozen flows' weights (nu counts them) */
+    int nu, off, cnt;
+    int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
+} link;
+
+typedef struct trace_ctx {
+    net *n;
+    int link;
+} trace_ctx;
+
+/* Flows live in fixed chunks so a flow's address is stable: the engine
+ * event that ends its latency phase carries the flow pointer as ctx, with no
+ * allocation per flow. */
+#define CHUNK_BITS 10
+#define CHUNK      (1u << CHUNK_BITS)
+
+typedef struct flow {
+    net *n;
+    uint32_t index;
+    uint32_t gen;
+    int state;
+    int np;
+    int path[NET_MAX_PATH];
+    double bytes, remaining, rate, cap, finish_t;
+    double w; /* its weight under NET_SHARE_RTT: 1 / max(RTT, NET_RTT_MIN); 1 under max-min */
+    net_done_fn done;
+    void *ctx;
+    uint64_t seq;
+    uint64_t act_ev; /* the end of its latency phase, while pending */
+    uint32_t next_free;
+    int frozen;
+    uint32_t apos; /* position in n->active while active */
+    /* star fast path (net_star.c) */
+    int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    uint32_t hub;     /* its hub (0: it crosses none) */
+    uint64_t sstamp;  /* its entries in its set's heaps carry this (0: in none) */
+    double c;         /* private cap */
+    double key, t0;   /* C: remaining `key` at t0; U: the virtual time it ends at */
+    double fin;       /* C: finish time */
+    uint64_t u_epoch; /* U: the first level epoch it ran at */
+} flow;
+
+typedef struct sh_ent {
+    double key;
+    uint64_t stamp;
+    uint32_t idx;
+} sh_ent;
+
+struct star_epoch {
+    uint64_t ep;
+    double level;
+};
+
+/* One water-filling of the star fast path (net_star.c): the flows of one
+ * shared link, or (hub 0) those that share none. */
+typedef struct star_hub {
+    int link;        /* the shared link, or -1 */
+    double V, tV, L; /* virtual clock, when last advanced, level */
+    double sum_c, sum_c_err;
+    sh_ent *sh[4]; /* heaps, dead entries included */
+    size_t sh_n[4], sh_cap[4];
+    /* beside each heap, a sorted run: the entries of a bulk placement
+     * (sh_bulk_end), read from run_at on (see sh_top) */
+    sh_ent *run[4];
+    size_t run_at[4], run_n[4], run_cap[4];
+    int run_open[4];         /* filling in the current bulk, not sorted yet */
+    size_t n_c, n_u;         /* flows in C and in U */
+    struct star_epoch *lstk; /* levels since an epoch: L decreasing */
+    size_t n_lstk, cap_lstk;
+    uint64_t epoch;
+} star_hub;
+
+typedef struct lvl {
+    double level;
+    int32_t who; /* >= 0: link index; < 0: -(active position) - 1 (a rate cap) */
+} lvl;
+
+struct net {
+    sim_engine *e;
+    link *links;
+    size_t n_links, cap_links;
+    size_t owning; /* links from 0 that may own a name or trace: net_free walks only these */
+    flow **chunks;
+    size_t n_chunks, cap_chunks;
+    uint32_t n_flows; /* slots ever used */
+    uint32_t free_head;
+    uint32_t *active; /* flow indices */
+    size_t n_active, cap_active;
+    size_t n_pending;
+    uint64_t seq;
+    double t_last;
+    uint64_t reshare_ev, done_ev;
+    int full; /* the pending reshare must recompute the shares */
+    uint64_t reshares, fills;
+    uint64_t cap_changes; /* capacity changes so far (net_cap_changes) */
+    int folded;           /* net_fold ran: the link totals are bytes_tot/busy_tot + the running ones */
+    unsigned stamp;
+    /* reshare scratch, kept between calls */
+    int *touched;
+    size_t cap_touched;
+    uint32_t *csr;
+    size_t cap_csr;
+    lvl *heap;
+    size_t n_heap, cap_heap;
+    lvl *lrun; /* candidates already in order when the fill began (fill_pop) */
+    size_t lrun_at, lrun_n, cap_lrun;
+    int no_runs;   /* net_set_fill_runs(n, 0): every candidate on the heap */
+    uint64_t runs; /* fills that read their candidates as a run */
+    int *deferred; /* links whose level changed while a bottleneck froze its flows */
+    size_t n_deferred, cap_deferred;
+    struct fin_ent *finished; /* a completion's flows, with their start order (report_done) */
+    size_t cap_finished;
+    struct fin_ent *fin_tmp; /* radix sort scratch (sort_finished) */
+    size_t cap_fin_tmp;
+    /* star fast path (net_star.c) */
+    net_namer_fn namer; /* names of links added without one */
+    void *namer_ctx;
+    /* net_set_done_prefetch: callbacks whose data report_done fetches ahead */
+    struct {
+        net_done_fn done;
+        sim_prefetch_fn fn;
+        void *pctx;
+    } dpf[NET_MAX_DONE_PREFETCH];
+    int n_dpf;
+    int star;         /* on: the flows are held by net_star.c's sets */
+    int star_off;     /* DPSIM_NET_NO_STAR */
+    size_t star_min;  /* fewest active flows to enter */
+    size_t star_bulk; /* fewest flows placed at once to go to runs */
+    star_hub *hubs;
+    size_t n_hubs, cap_hubs, hubs_made; /* in use, allocated, ever initialised */
+    uint64_t sstamp;                    /* stamps handed out */
+    int star_oom;
+    double done_t;  /* when the pending completion event is, if the star path set it */
+    uint32_t *pend; /* STAR_NEW flows */
+    size_t n_pend, cap_pend;
+    int sh_bulk;     /* a bulk placement is on: pushes append to runs */
+    sh_ent *run_tmp; /* radix sort scratch (sh_bulk_end) */
+    size_t cap_run_tmp;
+    int oom; /* memory ran out computing shares or ends: every flow stalled for good */
+    net_sharing sharing; /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
+    int aside;           /* net_link_account_aside was called */
+    double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
+    size_t cap_adelta;
+    int adelta_ok;       /* adelta holds the last fold's */
+};
+
+#define NO_FLOW UINT32_MAX
+
+/* A finished flow and its seq, kept beside it so that sorting 10^6 flows
+ * ending at one instant does not chase 10^6 pointers per comparison. */
+typedef struct fin_ent {
+    uint64_t seq;
+    flow *f;
+} fin_ent;
+
+/* The star fast path's sets (net_star.c): a flow's `sset`. */
+enum { STAR_OFF = 0, STAR_NEW, STAR_C, STAR_U };
+
+/* Fewer active flows than this stay on progressive filling (small worlds
+ * keep their numbers bit for bit). */
+#define STAR_MIN_FLOWS 32
+
+/* Placements of at least this many flows at once (entering the star path
+ * with 10^6 flows after a model went to every device) go to runs: one
+ * sort, then every completion reads the next entry instead of sifting a
+ * heap of 10^6. */
+#define STAR_BULK_MIN 4096
+
+static inline int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    void *np = dp_realloc(*p, nc * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static inline flow *F(const net *n, uint32_t i)
+{
+    return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
+
+/* LSD radix sorts (sort_finished, the star path's runs): digits of 11 bits
+ * keep the count table in the cache. */
+#define RADIX_BITS 11
+#define RADIX_MASK ((1u << RADIX_BITS) - 1)
+
+/* Bring a flow's remaining bytes dt seconds on at its rate. */
+static inline void flow_advance(flow *f, double dt)
+{
+    if (f->rate > 0) {
+        f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
+        if (f->remaining < 0)
+            f->remaining = 0;
+    }
+}
+
+static inline flow *flow_of(const net *n, uint64_t id)
+{
+    uint32_t i = (uint32_t)(id & 0xffffffffu);
+    if (id == 0 || i >= n->n_flows)
+        return NULL;
+    flow *f = F(n, i);
+    return (f->gen == (uint32_t)(id >> 32) && f->state != FLOW_FREE) ? f : NULL;
+}
+
+static inline void link_busy_inc(net *n, link *l)
+{
+    if (l->n_active++ == 0)
+        l->busy_since = sim_now(n->e);
+}
+
+static inline void link_busy_dec(net *n, link *l)
+{
+    if (--l->n_active == 0)
+        l->busy_s += sim_now(n->e) - l->busy_since;
+}
+
+/* net.c: links */
+void unhold(net *n, int link_i);
+void flow_links_end(net *n, flow *f, double bytes);
+
+/* net_flow.c: flows and their ends */
+void advance(net *n);
+void active_remove(net *n, flow *f);
+void on_done(sim_engine *e, void *ctx, uint64_t id);
+void report_done(net *n, size_t nf);
+void dpf_hint(const net *n, const flow *f);
+
+/* net_share.c: when shares are recomputed, and how */
+void mark_dirty(net *n);
+void mark_touched(net *n);
+void stall_all(net *n);
+
+/* net_star.c: the star fast path (its own header comment) */
+void star_free(net *n);
+double star_rem(const net *n, const flow *f, double now);
+double star_rate(const net *n, const flow *f);
+void star_leave(net *n);
+int star_try_enter(net *n);
+void star_activate(net *n, flow *f);
+void star_cap_change(net *n, int li, double new_cap);
+double star_cancel(net *n, flow *f);
+int star_reshare(net *n);
+void star_on_done(net *n);
+double star_peak_util(const net *n, int li);
+
+#endif
