@@ -45,7 +45,9 @@ dump() {
                r.utilization, r.samples_processed, r.bytes_total), r.events,
         (SELECT count(*) FROM run_devices WHERE run_id = r.id),
         (SELECT count(*) || '/' || printf('%.17g', total(t1_s - t0_s)) FROM run_segments WHERE run_id = r.id),
-        (SELECT count(*) FROM run_flops WHERE run_id = r.id)
+        (SELECT count(*) FROM run_flops WHERE run_id = r.id),
+        (SELECT group_concat(source || ':' || key || '=' || text || '=' || printf('%.17g', si) || unit, ' ')
+         FROM run_values WHERE run_id = r.id), r.policy_label, r.policy_color
         FROM runs r JOIN sweeps sw ON sw.id = r.sweep_id ORDER BY r.point_json, r.policy, r.seed"
 }
 
@@ -161,6 +163,10 @@ check "shards are disjoint" [ $(( $(q s1.db 'SELECT count(*) FROM runs') + $(q s
 check "merge reports what it added" grep -q "45 runs added" merge.out
 check "shards merged equal the unsharded sweep" cmp -s <(dump j1.db) <(dump merged.db)
 "$BIN" merge merged.db s1.db s2.db s3.db j1.db >merge2.out
+check "merged runs keep their values as numbers and their policy's label" \
+    [ "$(q merged.db "SELECT count(*) FROM run_values v JOIN runs r ON r.id = v.run_id
+                      WHERE v.key = 'devices.gpu.link.down' AND v.unit = 'B/s' AND v.si >= 1250000
+                      AND r.policy_label IS NOT NULL")" = 45 ]
 check "merging again adds nothing" grep -q "0 runs added, 90 already there" merge2.out
 check "merged file is intact" [ "$(q merged.db 'PRAGMA integrity_check')" = ok ]
 expect_exit 2 "merge refuses OUT as input" "output database itself" -- merge merged.db merged.db

@@ -915,3 +915,43 @@ Test(scenario, network_sharing)
     bad(with("name: t\n", "name: t\nnetwork: { sharing: rtt2 }\n"),
         "network.sharing: expected one of maxmin, rtt, did you mean 'rtt'? (got rtt2)");
 }
+
+/* An override's value as an SI number for the results database: in the
+ * unit the scenario read its key in (a bare bandwidth is bit/s), else by
+ * its own suffix; a name is not a number. */
+Test(scenario, override_values_as_si_numbers)
+{
+    dp_err e = {0};
+    scn_override ov[] = {{"devices.cpu.link.up", "20"},
+                         {"devices.gpu.link.down", "1Gbps"},
+                         {"devices.gpu.batch_time", "30"},
+                         {"devices.gpu.count", "3"}};
+    scn_scenario *s = scn_load_file(src_path("scenarios/tiny.yaml"), ov, 4, &e);
+    cr_assert_not_null(s, "%s", e.msg);
+    double v;
+    const char *u;
+    cr_expect_eq(scn_value_si(s, "devices.cpu.link.up", "20", &v, &u), 1);
+    cr_expect_eq(v, 2.5); /* 20 bit/s */
+    cr_expect_str_eq(u, "B/s");
+    cr_expect_eq(scn_value_si(s, "devices.gpu.link.down", "1Gbps", &v, &u), 1);
+    cr_expect_eq(v, 125e6);
+    cr_expect_eq(scn_value_si(s, "devices.gpu.batch_time", "30", &v, &u), 1);
+    cr_expect_eq(v, 30);
+    cr_expect_str_eq(u, "s");
+    cr_expect_eq(scn_value_si(s, "devices.gpu.count", "3", &v, &u), 1);
+    cr_expect_str_eq(u, "");
+    /* not this scenario's override: by the suffix alone */
+    cr_expect_eq(scn_value_si(s, "devices.cpu.link.up", "20ms", &v, &u), 1);
+    cr_expect_eq(v, 0.02);
+    cr_expect_str_eq(u, "s");
+    cr_expect_eq(scn_value_si(NULL, "x", "2MiB", &v, &u), 1);
+    cr_expect_eq(v, 2097152);
+    cr_expect_str_eq(u, "B");
+    cr_expect_eq(scn_value_si(NULL, "policies.cadp.alpha", "0.5", &v, &u), 1);
+    cr_expect_eq(v, 0.5);
+    cr_expect_null(u); /* a bare number nobody read: as written, unit unknown */
+    cr_expect_eq(scn_value_si(s, "policies.x.mode", "fast", &v, &u), 0);
+    cr_expect(isnan(v));
+    cr_expect_eq(scn_value_si(NULL, "k", "1e999", &v, &u), 0);
+    scn_free(s);
+}

@@ -1386,8 +1386,8 @@ Test(store, export_csv_quotes_per_rfc4180_and_keeps_doubles_exact)
     text = slurp(path, &len);
     n = parse_csv(text, fields, ncol);
     cr_assert_eq(n, 2);
-    cr_expect_eq(ncol[0], 25); /* version 4 added invocation, scenario_dir */
-    cr_expect_eq(ncol[1], 25);
+    cr_expect_eq(ncol[0], 27); /* version 4 added invocation, scenario_dir; 8 policy_label, policy_color */
+    cr_expect_eq(ncol[1], 27);
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "overrides_json")], "[\"a=1,2\",\"b=\\\"q\\\"\"]");
     cr_expect_str_eq(fields[1][col_index(fields, ncol, "utilization")], ""); /* NULL */
     double back = strtod(fields[1][col_index(fields, ncol, "ttraining_s")], NULL);
@@ -1407,9 +1407,9 @@ Test(store, export_csv_quotes_per_rfc4180_and_keeps_doubles_exact)
     free_csv(fields, ncol, n);
     free(text);
 
-    const char *tables[] = {"sweeps", "run_epochs", "run_flops", "run_segments"};
-    const int rows[] = {0, 3, 4, 7};
-    for (int t = 0; t < 4; t++) {
+    const char *tables[] = {"sweeps", "run_epochs", "run_flops", "run_segments", "run_values"};
+    const int rows[] = {0, 3, 4, 7, 2};
+    for (int t = 0; t < 5; t++) {
         snprintf(path, sizeof path, "%s/%s.csv", out, tables[t]);
         text = slurp(path, &len);
         n = parse_csv(text, fields, ncol);
@@ -1735,4 +1735,100 @@ Test(store, typed_reads_out_of_memory_leave_nothing)
         cr_expect_gt(failed[k], 0, "read %d never failed", k);
     close_checked(st);
     res_run_free(r);
+}
+
+/* ---- run_values and the policy's label (schema version 8) ------------- */
+
+/* One run_values row as "source|key|text|si|unit" (NULL as "-"). */
+static void value_row(sqlite3 *db, int64_t run, int seq, char *buf, size_t len)
+{
+    sqlite3_stmt *s;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT source, key, text, quote(si), coalesce(unit, '-') FROM run_values"
+                                    " WHERE run_id = ?1 AND seq = ?2",
+                                    -1, &s, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_int64(s, 1, run);
+    sqlite3_bind_int(s, 2, seq);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        snprintf(buf, len, "%s|%s|%s|%s|%s", sqlite3_column_text(s, 0), sqlite3_column_text(s, 1),
+                 sqlite3_column_text(s, 2), sqlite3_column_text(s, 3), sqlite3_column_text(s, 4));
+    else
+        snprintf(buf, len, "(none)");
+    sqlite3_finalize(s);
+}
+
+Test(store, values_are_stored_as_numbers_beside_their_text)
+{
+    store *st = open_rw();
+    res_run *r = make_run(1, 0);
+    snprintf(r->policy_label, sizeof r->policy_label, "D-D-P");
+    snprintf(r->policy_color, sizeof r->policy_color, "#123456");
+    const char *ov[] = {"devices.cpu.link.up=30Mbps", "policies.cadp.mode=fast", "training.epochs=4", "junk"};
+    int64_t id = put(st, r, ov, 4);
+    char row[256];
+    value_row(store_db(st), id, 0, row, sizeof row);
+    cr_expect_str_eq(row, "set|devices.cpu.link.up|30Mbps|3750000.0|B/s");
+    value_row(store_db(st), id, 1, row, sizeof row);
+    cr_expect_str_eq(row, "set|policies.cadp.mode|fast|NULL|-");
+    value_row(store_db(st), id, 2, row, sizeof row);
+    cr_expect_str_eq(row, "set|training.epochs|4|4.0|-");
+    value_row(store_db(st), id, 3, row, sizeof row); /* "junk" has no KEY= */
+    cr_expect_str_eq(row, "(none)");
+    res_run *got = NULL;
+    dp_err err = {0};
+    cr_assert_eq(store_get_run(st, id, &got, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(got->policy_label, "D-D-P");
+    cr_expect_str_eq(got->policy_color, "#123456");
+    res_run_free(got);
+    res_run_free(r);
+
+    /* a failed sweep point: its point once (the same pairs as overrides are not repeated) */
+    scn_scenario s = fake_scn("tiny", SCN_TEXT);
+    int64_t sw = 0, fid = 0;
+    cr_assert_eq(store_sweep_get_or_create(st, &s, "{\"spec\":1}", &sw, &err), 0, "%s", err.msg);
+    const char *pov[] = {"devices.cpu.link.down=1Gbps", "devices.gpu.count=2"};
+    cr_assert_eq(store_put_failed(st, "tiny", SCN_TEXT, s.text_hash, pov, 2, "ddp", 1, "0.1.0", "t", sw,
+                                  "{\"devices.cpu.link.down\":\"1Gbps\",\"devices.gpu.count\":2}", "boom", &fid,
+                                  &err),
+                 0, "%s", err.msg);
+    value_row(store_db(st), fid, 0, row, sizeof row);
+    cr_expect_str_eq(row, "point|devices.cpu.link.down|1Gbps|125000000.0|B/s");
+    value_row(store_db(st), fid, 1, row, sizeof row);
+    cr_expect_str_eq(row, "point|devices.gpu.count|2|2.0|-");
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM run_values WHERE run_id IN (SELECT id FROM runs"
+                                         " WHERE status = 'failed')"),
+                 2);
+    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM runs WHERE policy_label IS NULL"), 1);
+    close_checked(st);
+}
+
+/* Runs stored before run_values existed get their rows when the file is
+ * migrated (units by suffix); JSON that is not what it should be gives
+ * no rows rather than a failed migration. */
+Test(store, older_runs_get_their_values_when_migrated)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    const char *v1 = V1_TABLES
+        "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
+        "INSERT INTO runs(id, scenario_id, policy, options_json, overrides_json, seed, version, started_at,"
+        " wall_s) VALUES(1, 1, 'cadp', '{}', '[\"devices.a.link.up=2Gbps\",\"training.epochs=3\"]', 7, '0.0.9',"
+        " '2026-01-01T00:00:00Z', 0.5);"
+        "INSERT INTO runs(id, scenario_id, policy, options_json, overrides_json, seed, version, started_at,"
+        " wall_s) VALUES(2, 1, 'ddp', '{}', 'not json', 7, '0.0.9', '2026-01-01T00:00:00Z', 0.5);"
+        "PRAGMA application_id = 1685091181; PRAGMA user_version = 1;";
+    cr_assert_eq(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    dp_err err = {0};
+    store *ro = store_open_read(dbpath, &err); /* migrates */
+    cr_assert_not_null(ro, "%s", err.msg);
+    char row[256];
+    value_row(store_db(ro), 1, 0, row, sizeof row);
+    cr_expect_str_eq(row, "set|devices.a.link.up|2Gbps|250000000.0|B/s");
+    value_row(store_db(ro), 1, 1, row, sizeof row);
+    cr_expect_str_eq(row, "set|training.epochs|3|3.0|-");
+    cr_expect_eq(query_int(store_db(ro), "SELECT count(*) FROM run_values WHERE run_id = 2"), 0);
+    cr_expect_eq(query_int(store_db(ro), "SELECT count(*) FROM runs WHERE policy_label IS NULL"), 2);
+    close_checked(ro);
 }

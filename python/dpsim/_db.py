@@ -12,7 +12,8 @@ class Database:
     """Stored runs, read-only.  Frames: runs (one row per run, with its
     scenario's name and, for sweep points, the point as a dict and each
     swept key as a column of its text and one KEY_si of its value in SI
-    base units: bytes/s, bytes, s, FLOP/s), devices,
+    base units: bytes/s, bytes, s, FLOP/s, as stored in run_values),
+    values (every override and point value, text and number), devices,
     epochs, statistics; run(ID) gives one stored run as Results, read by
     the library exactly as `dpsim show ID --json` prints it."""
 
@@ -59,18 +60,18 @@ class Database:
         df["options"] = [json.loads(t) if t else {} for t in df.pop("options_json")]
         df["overrides"] = [json.loads(t) if t else [] for t in df.pop("overrides_json")]
         df["point"] = [json.loads(t) if t else None for t in df.pop("point_json")]
-        # A sweep point's values as columns: the text stored, and beside it
-        # the number in SI base units, so they sort and plot as numbers.
-        from ._lib import si_value
-        keys = []
-        for p in df["point"]:
-            for k in p or {}:
-                if k not in keys:
-                    keys.append(k)
+        # A sweep point's values as columns: the text, and beside it the
+        # number in SI base units the database stores (run_values), so they
+        # sort and plot as numbers.
+        vals = self.sql("SELECT run_id, key, text, si FROM run_values WHERE source = 'point' ORDER BY run_id, seq")
+        keys = list(dict.fromkeys(vals["key"]))
+        by_run = {}
+        for run, key, text, si in vals.itertuples(index=False):
+            by_run.setdefault(run, {})[key] = (text, si)
         for k in keys:
-            text = [p.get(k) if p else None for p in df["point"]]
-            df[k] = text
-            df[k + "_si"] = [si_value(t) if t is not None else None for t in text]
+            cells = [by_run.get(r, {}).get(k, (None, None)) for r in df["run"]]
+            df[k] = [c[0] for c in cells]
+            df[k + "_si"] = [c[1] for c in cells]
             df[k + "_si"] = df[k + "_si"].astype(float)
         return df
 
@@ -79,6 +80,14 @@ class Database:
         return self.sql("SELECT run_id AS run, idx, name, grp AS \"group\", kind, samples, batches, compute_s, "
                         "send_s, recv_s, wait_s, bytes_sent AS bytes_sent_B, bytes_recv AS bytes_recv_B, "
                         "data_ready_s FROM run_devices ORDER BY run_id, idx")
+
+    @property
+    def values(self):
+        """Each run's overrides (source 'set') and sweep point values
+        ('point'): key, text, and si, the number in SI base units (NaN for
+        a value that is not a number) with its unit ("B/s", "B", "s",
+        "FLOP/s", "" for a plain number, None when not known)."""
+        return self.sql("SELECT run_id AS run, seq, source, key, text, si, unit FROM run_values ORDER BY 1, 2")
 
     @property
     def epochs(self):

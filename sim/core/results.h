@@ -89,6 +89,9 @@ typedef struct res_eval {
 
 typedef struct res_run {
     char policy[32];    /* "ddp", "deepspeed", "cadp" */
+    /* how plots show the policy ("C-ADP", "#2ca02c"), stored with the run so
+     * any binary draws it as the one that ran it ("" = not known) */
+    char policy_label[48], policy_color[16];
     char *options_json; /* the policy options used, as a JSON object */
     uint64_t seed;
 

@@ -142,6 +142,7 @@ static int one_value(cv *c, int k, const yt_node *n, const char *kp, double *out
     dp_err e;
     if (scn_parse_quantity(n->text, dkeys[k].unit, out, &e))
         return scni_fail(c, n, kp, "%s", e.msg);
+    scni_note_unit(c, n, dkeys[k].unit);
     return 0;
 }
 
@@ -180,6 +181,7 @@ static int param(cv *c, int k, const yt_node *m, const char *path, const char *k
     dp_err e;
     if (scn_parse_quantity(n->text, unit ? dkeys[k].unit : SCN_UNIT_NUMBER, out, &e))
         return scni_fail(c, n, kp, "%s", e.msg);
+    scni_note_unit(c, n, unit ? dkeys[k].unit : SCN_UNIT_NUMBER);
     if (!isfinite(*out) || (nonneg ? *out < 0 : !(*out > 0)))
         return scni_fail(c, n, kp, "must be %s (got %s)", nonneg ? ">= 0" : "> 0", scni_got(n, g, sizeof g));
     return 0;

@@ -133,7 +133,7 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
         }
     }
     scn_scenario *s = dp_calloc(1, sizeof *s);
-    cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0, 0};
+    cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0, 0, 1};
     if (!s) {
         yt_free(doc);
         dp_free(expanded);

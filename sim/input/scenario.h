@@ -160,6 +160,15 @@ typedef struct scn_scenario {
 #define SCN_UNITLESS_MAX 20
     char *unitless[SCN_UNITLESS_MAX];
     size_t n_unitless, n_unitless_all;
+    /* the unit each override's value was read in, for scn_value_si:
+     * origin is the tree's "override KEY=VALUE" text, unit a scn_unit (the
+     * first SCN_OV_UNITS_MAX overrides the loader read) */
+#define SCN_OV_UNITS_MAX 64
+    struct {
+        const char *origin;
+        int unit;
+    } ov_units[SCN_OV_UNITS_MAX];
+    size_t n_ov_units;
     size_t n_files;     /* the trace files read, each name once, in the order read */
     scn_file *files;
 
@@ -253,6 +262,17 @@ typedef struct scn_override {
     const char *key;
     const char *value;
 } scn_override;
+
+/* The override KEY=VALUE as a number in SI base units (bytes/s, bytes,
+ * s, FLOP/s, or a plain number), for the results database: 1 with *si and
+ * *unit ("B/s", "B", "s", "FLOP/s", "" for a plain number, NULL when the
+ * unit is not known: a bare number no loader read as a quantity, e.g. a
+ * policy option, stored as written), 0 when VALUE is not a number (a name,
+ * a list).  With s (the scenario loaded with this override), a value is
+ * read in the unit the scenario read it in (so a bare 100 on a bandwidth
+ * key is 100 bit/s = 12.5 B/s); without s, or for a key the loader did not
+ * read, the value's own unit suffix decides. */
+int scn_value_si(const scn_scenario *s, const char *key, const char *value, double *si, const char **unit);
 
 /* Load a file.  `ov` may be NULL when n_ov == 0.  NULL on error. */
 scn_scenario *scn_load_file(const char *path, const scn_override *ov, size_t n_ov, dp_err *err);

@@ -44,7 +44,17 @@ typedef struct cv {
     scni_name_slot *names;
     size_t names_mask;
     size_t groups_cap; /* room in s->groups */
+    /* 1 while the loader converts the tree (one thread, before any run):
+     * reads then note the unit of values an override set (scni_note_unit);
+     * 0 for readers after loading (policies' options at run time), which
+     * must not write to a scenario runs may share. */
+    int loading;
 } cv;
+
+/* Note that node n, read in unit u, came from an override (n->origin set):
+ * scn_value_si then converts that override's value in the unit the
+ * scenario read it in.  A no-op for other nodes and outside loading. */
+void scni_note_unit(cv *c, const yt_node *n, scn_unit u);
 
 int scni_fail(cv *c, const yt_node *n, const char *path, const char *fmt, ...) DP_PRINTF(4, 5);
 int scni_oom(cv *c);

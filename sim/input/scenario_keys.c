@@ -211,6 +211,77 @@ static void note_unitless(cv *c, const yt_node *n, const char *path, const char 
         s->unitless[s->n_unitless++] = copy;
 }
 
+void scni_note_unit(cv *c, const yt_node *n, scn_unit u)
+{
+    scn_scenario *s = c->s;
+    if (!c->loading || !n || !n->origin || !s)
+        return;
+    for (size_t i = 0; i < s->n_ov_units; i++)
+        if (s->ov_units[i].origin == n->origin) /* one string per override */
+            return;
+    if (s->n_ov_units < SCN_OV_UNITS_MAX) {
+        s->ov_units[s->n_ov_units].origin = n->origin;
+        s->ov_units[s->n_ov_units++].unit = (int)u;
+    }
+}
+
+/* "override KEY=VALUE" is origin */
+static int origin_is(const char *origin, const char *key, const char *value)
+{
+    static const char pre[] = "override ";
+    size_t kl = strlen(key);
+    return !strncmp(origin, pre, sizeof pre - 1) && !strncmp(origin + sizeof pre - 1, key, kl) &&
+           origin[sizeof pre - 1 + kl] == '=' && !strcmp(origin + sizeof pre + kl, value);
+}
+
+static const char *si_unit_name(scn_unit u)
+{
+    switch (u) {
+    case SCN_UNIT_BANDWIDTH:
+    case SCN_UNIT_RATE:
+        return "B/s";
+    case SCN_UNIT_BYTES:
+        return "B";
+    case SCN_UNIT_TIME:
+        return "s";
+    case SCN_UNIT_FLOPS:
+        return "FLOP/s";
+    default:
+        return "";
+    }
+}
+
+int scn_value_si(const scn_scenario *s, const char *key, const char *value, double *si, const char **unit)
+{
+    *si = NAN;
+    *unit = NULL;
+    if (!key || !value)
+        return 0;
+    for (size_t i = 0; s && i < s->n_ov_units; i++)
+        if (origin_is(s->ov_units[i].origin, key, value) &&
+            scn_parse_quantity(value, (scn_unit)s->ov_units[i].unit, si, NULL) == 0) {
+            *unit = si_unit_name((scn_unit)s->ov_units[i].unit);
+            return 1;
+        }
+    size_t nl = units_number_len(value);
+    if (nl && nl == strlen(value)) { /* bare, and no reader said its unit */
+        double x = strtod(value, NULL);
+        if (isfinite(x))
+            *si = x;
+        return isfinite(x);
+    }
+    /* a unit suffix belongs to one kind only ("Mbps", "MiB", "ms") */
+    static const scn_unit kinds[] = {SCN_UNIT_BANDWIDTH, SCN_UNIT_RATE, SCN_UNIT_BYTES, SCN_UNIT_TIME,
+                                     SCN_UNIT_FLOPS};
+    for (size_t k = 0; nl && k < sizeof kinds / sizeof *kinds; k++)
+        if (scn_parse_quantity(value, kinds[k], si, NULL) == 0 && isfinite(*si)) {
+            *unit = si_unit_name(kinds[k]);
+            return 1;
+        }
+    *si = NAN;
+    return 0;
+}
+
 int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const char *key, scn_unit u,
               int required, double def, double *out, const yt_node **node)
 {
@@ -228,6 +299,7 @@ int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const
         scni_join(kp, sizeof kp, path, key);
         return scni_fail(c, n, kp, "%s", e.msg);
     }
+    scni_note_unit(c, n, u);
     /* FLOPS keys are counts or rates people write bare (1.8e9), and a key
      * named for its unit (sample_bytes, bytes_per_param, *_s) says it */
     size_t kl = strlen(key);
@@ -444,7 +516,7 @@ const yt_node *scn_compression(const scn_scenario *s)
 
 static cv reader(const scn_scenario *s, dp_err *err)
 {
-    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0, 0};
+    return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0, 0, 0};
 }
 
 int scn_read_fail(const scn_scenario *s, const yt_node *n, const char *path, dp_err *err, const char *fmt,

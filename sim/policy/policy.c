@@ -183,6 +183,14 @@ const char *policy_color_of(const char *name, size_t k)
     return spare_color(k);
 }
 
+void policy_stamp(res_run *r)
+{
+    if (!r || !policy_find(r->policy))
+        return;
+    snprintf(r->policy_label, sizeof r->policy_label, "%s", policy_label_of(r->policy));
+    snprintf(r->policy_color, sizeof r->policy_color, "%s", policy_color_of(r->policy, 0));
+}
+
 /* Point types and dash patterns that gnuplot's png, svg and pdf terminals
  * all draw distinctly: a policy's pair is fixed by its registry place, so
  * lines stay apart in grey print and where colours are near. */
@@ -562,6 +570,7 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     if (rc == 0) {
         r = prt_results(rt);
         r->options_json = policy_options_json(p, s);
+        policy_stamp(r);
     }
     p->free(rt, opts);
     if (rt->plan)

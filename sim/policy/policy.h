@@ -56,6 +56,10 @@ const char *policy_label(const policy_def *p);
  * registered without one (colour NULL) gets one no policy uses. */
 const char *policy_label_of(const char *name);
 const char *policy_color_of(const char *name, size_t k);
+/* Fill r->policy_label and r->policy_color from the registry entry of
+ * r->policy (left "" for a name the registry does not know): what the
+ * results database keeps so plots need no registry. */
+void policy_stamp(res_run *r);
 /* A policy's gnuplot point type and dash type, fixed by its registry place
  * (unknown names: by k), so lines of different policies differ in shape as
  * well as colour. */

@@ -31,6 +31,7 @@ static const struct {
     {"run_stats", "run_id, seq"},
     {"run_evals", "run_id, seq"},
     {"run_tta", "run_id, seq"},
+    {"run_values", "run_id, seq"},
     {"calibrations", "id"},
     {"run_files", "run_id, rowid"}, /* names, paths and hashes; the contents (blobs) stay in the database */
 };

@@ -285,7 +285,8 @@ static int merge_blobs(merger *m)
 }
 
 static const char *const child_tables[] = {"run_devices", "run_epochs", "run_flops", "run_segments",
-                                           "run_stats",   "run_files",  "run_evals", "run_tta"};
+                                           "run_stats",   "run_files",  "run_evals", "run_tta",
+                                           "run_values"};
 #define N_CHILD (sizeof child_tables / sizeof child_tables[0])
 
 static int step_done(merger *m, sqlite3_stmt *s, const char *what)

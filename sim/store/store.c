@@ -296,7 +296,35 @@ static const migration migrations[] = {
      " seq INTEGER NOT NULL, source TEXT NOT NULL, target REAL NOT NULL, t_s REAL,"
      " PRIMARY KEY(run_id, seq));"},
     /* ---- end of the polish branch's step ---- */
+    /* ---- the store branch's step (issues 35, 36): renumber freely ---- */
+    {8, "adding run_values and runs.policy_label, policy_color (version 8)",
+     /* Each override and sweep-point value of a run as its text and as a
+      * number in SI base units (values.c), so SQL sorts and plots them;
+      * filled here for the runs already stored. */
+     "CREATE TABLE run_values(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL, source TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, si REAL,"
+     " unit TEXT, PRIMARY KEY(run_id, seq));"
+     "CREATE INDEX run_values_key ON run_values(key);"
+     /* How plots show the run's policy, from the binary that ran it (NULL:
+      * older runs, failed runs; plots then ask their own registry). */
+     "ALTER TABLE runs ADD COLUMN policy_label TEXT;"
+     "ALTER TABLE runs ADD COLUMN policy_color TEXT;"},
 };
+
+/* Rows a step computes in C after its SQL, in the same transaction (its
+ * version: renumber with the step). */
+static const struct {
+    int version;
+    int (*fill)(store *st, dp_err *err);
+} migration_fills[] = {{8, store_values_fill}};
+
+static int migration_fill(store *st, int version, dp_err *err)
+{
+    for (size_t i = 0; i < sizeof migration_fills / sizeof *migration_fills; i++)
+        if (migration_fills[i].version == version)
+            return migration_fills[i].fill(st, err);
+    return 0;
+}
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration step per schema version");
 
@@ -332,6 +360,13 @@ static int migrate(store *st, dp_err *err)
                  STORE_APP_ID);
         DP_LOG(LOG_STORE, LOG_INFO, -1, "%s: %s", st->path, m->what);
         rc = store_exec(st, m->sql);
+        if (rc == SQLITE_OK) {
+            int e = migration_fill(st, m->version, err);
+            if (e) {
+                store_rollback(st);
+                return e;
+            }
+        }
         if (rc == SQLITE_OK)
             rc = store_exec(st, bump);
         if (rc == SQLITE_OK)

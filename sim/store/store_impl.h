@@ -22,4 +22,13 @@ void store_rollback(store *st);
 /* Bind text, or NULL when v is NULL. */
 int store_bind_opt_text(sqlite3_stmt *s, int i, const char *v);
 
+/* values.c: the run_values rows of run run_id from its overrides and
+ * sweep point JSON (as stored in its row); s, the scenario it ran (NULL
+ * for a failed run), says the units.  Inside the caller's transaction. */
+int store_values_put(store *st, int64_t run_id, const scn_scenario *s, const char *overrides_json,
+                     const char *point_json, dp_err *err);
+/* The migration's step: run_values rows for every stored run (no scenario
+ * at hand: units by the values' suffixes). */
+int store_values_fill(store *st, dp_err *err);
+
 #endif

@@ -59,8 +59,8 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
     int row, e = store_sql_first(st, &s, &row, "reading the run", err,
                                  "SELECT policy, " STORE_SQL_JSON_OF("options_json", "object") ","
                                  " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
-                                 " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s"
-                                 " FROM runs WHERE id = ?1",
+                                 " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s,"
+                                 " policy_label, policy_color FROM runs WHERE id = ?1",
                                  "i", run_id);
     if (e)
         return e;
@@ -85,6 +85,8 @@ static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
         r->events = (uint64_t)sqlite3_column_int64(s, 11);
         r->bin_s = store_col_double(s, 12);
         r->timeline_res_s = sqlite3_column_type(s, 13) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 13);
+        snprintf(r->policy_label, sizeof r->policy_label, "%s", store_col_text(s, 14));
+        snprintf(r->policy_color, sizeof r->policy_color, "%s", store_col_text(s, 15));
         if (!r->options_json)
             e = dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %" PRId64, st->path, run_id);
         sqlite3_finalize(s);

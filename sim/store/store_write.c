@@ -147,9 +147,9 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
         "INSERT INTO runs(scenario_id, policy, options_json, overrides_json, seed, version,"
         " started_at, wall_s, status, error, sweep_id, point_json, tsend_s, ttraining_s, ttotal_s,"
         " tflops, utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s, invocation,"
-        " scenario_dir)"
+        " scenario_dir, policy_label, policy_color)"
         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23, ?24)",
+        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
         &s, "storing the run", err);
     if (e)
         return e;
@@ -183,6 +183,9 @@ static int insert_run(store *st, const run_row *w, int64_t *run_id, dp_err *err)
     } /* else metrics stay NULL */
     store_bind_opt_text(s, 23, st->invocation[0] ? st->invocation : NULL);
     store_bind_opt_text(s, 24, w->scenario_dir);
+    /* "" (a policy the registry did not know): NULL, the plots' fallback */
+    store_bind_opt_text(s, 25, w->r && w->r->policy_label[0] ? w->r->policy_label : NULL);
+    store_bind_opt_text(s, 26, w->r && w->r->policy_color[0] ? w->r->policy_color : NULL);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc == SQLITE_CONSTRAINT_UNIQUE)
@@ -474,6 +477,8 @@ static int put_run_row(store *st, run_row *w, const char *const *overrides, size
         e = drop_failed_point(st, w->sweep_id, w->point_json, w->policy, w->seed, w->version, err);
     if (!e)
         e = insert_run(st, w, &id, err);
+    if (!e)
+        e = store_values_put(st, id, s, w->overrides_json, w->point_json, err);
     if (!e && s)
         e = insert_children(st, id, w->r, fail_at, err);
     if (!e && s)

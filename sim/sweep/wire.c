@@ -13,6 +13,8 @@
  */
 #include "sweep/sweep_impl.h"
 
+#include "policy/policy.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,6 +267,7 @@ int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err 
     }
     if (r) {
         snprintf(r->policy, sizeof r->policy, "%s", policy);
+        policy_stamp(r); /* the label and colour are the registry's: not on the wire */
         if (has_opts) {
             r->options_json = opts;
             opts = NULL;

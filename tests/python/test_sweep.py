@@ -29,6 +29,15 @@ def test_sweep_same_bits_as_cli_sweep_and_any_jobs(tmp_path):
         assert sorted(set(runs["devices.cpu.link.down_si"])) == [125000.0, 1250000.0, 12500000.0]
         assert set(runs["devices.gpu.count_si"]) == {1.0, 2.0}
         assert set(runs["devices.cpu.link.down"]) == {"1Mbps", "10Mbps", "100Mbps"}
+        v = d.values  # the rows behind those columns, with their unit
+        assert set(v["source"]) == {"point"} and len(v) == 2 * len(runs)
+        assert set(v[v["key"] == "devices.cpu.link.down"]["unit"]) == {"B/s"}
+        assert set(v[v["key"] == "devices.gpu.count"]["unit"]) == {""}
+    # the numbers are SQL's too: sorted by bandwidth, not by text ("100Mbps" < "10Mbps")
+    order = [r[0] for r in con.execute(
+        "SELECT v.text FROM runs r JOIN run_values v ON v.run_id = r.id AND v.key = 'devices.cpu.link.down'"
+        " WHERE r.policy = 'ddp' AND r.point_json LIKE '%\"1\"}' ORDER BY v.si")]
+    assert order == ["1Mbps", "10Mbps", "100Mbps"]
     one = dpsim.sweep(TINY, VARY, policy="ddp,cadp", jobs=1)
     two = dpsim.sweep(TINY, VARY, policy=["ddp", "cadp"], jobs=2)
     assert one.data["runs"] == two.data["runs"] and not one.failures
@@ -38,6 +47,18 @@ def test_sweep_same_bits_as_cli_sweep_and_any_jobs(tmp_path):
         pj = json.dumps({"devices.cpu.link.down": r["devices.cpu.link.down"],
                          "devices.gpu.count": r["devices.gpu.count"]}, separators=(",", ":"))
         assert want[(pj, r["policy"])] == r["ttotal_s"]
+
+
+def test_stored_values_in_the_unit_the_scenario_read(tmp_path):
+    db = tmp_path / "v.db"
+    cli("run", TINY, "--policy", "ddp", "--set", "devices.cpu.link.up=20", "--set", "training.epochs=1",
+        "--db", db, "-q")
+    with dpsim.open_db(str(db)) as d:
+        v = d.values.set_index("key")
+        assert (v["source"] == "set").all()
+        assert v.loc["devices.cpu.link.up", "si"] == 2.5  # a bare bandwidth is bit/s: 20 bit/s = 2.5 B/s
+        assert v.loc["devices.cpu.link.up", "unit"] == "B/s"
+        assert v.loc["training.epochs", "si"] == 1.0 and v.loc["training.epochs", "unit"] == ""
 
 
 def test_failed_points_are_listed_not_raised():
