@@ -636,6 +636,22 @@ void policy_set_progress(policy_progress_fn fn, void *ctx)
     progress_ctx = ctx;
 }
 
+/* The share of the run done, for the progress line: samples processed over
+ * samples to process, held inside the current epoch's band.  Work redone
+ * after a device left (lbbsp, availability) is processed twice, so the raw
+ * ratio alone can pass 100% (234% was seen); the band keeps the figure
+ * honest without an O(devices) sum. */
+static double progress_of(const prt *rt)
+{
+    int epochs = rt->s->training.epochs;
+    double work = (double)rt->s->dataset.samples * epochs;
+    if (!(work > 0) || epochs <= 0)
+        return 0;
+    double lo = (double)(rt->epoch - 1) / epochs, hi = (double)rt->epoch / epochs;
+    double f = rt->samples_done / work;
+    return f < lo ? lo : f > hi ? (hi > 1 ? 1 : hi) : f;
+}
+
 int prt_run(prt *rt)
 {
     ff_init(rt);
@@ -649,11 +665,8 @@ int prt_run(prt *rt)
             break; /* out of memory (the run failed) */
         if ((++k & 4095) != 0)
             continue;
-        if (progress_fn) {
-            double work = (double)rt->s->dataset.samples * rt->s->training.epochs;
-            progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e),
-                        work > 0 ? rt->samples_done / work : 0);
-        }
+        if (progress_fn)
+            progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e), progress_of(rt));
         if (policy_interrupted())
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
