@@ -9,6 +9,8 @@
 #    `solver: exact` and `simulate`);
 #  - a run that makes no progress while devices keep failing ends with a
 #    message, whatever the policy (no-progress.yaml: no batch can finish);
+#  - a flow stuck on a link whose trace ends at 0, while another trace loops,
+#    ends with the stall message (trace-dead-link.yaml);
 #  - a policy that fails in a multi-policy `run` does not hide the later
 #    ones: they run and are stored, the failure is on stderr, exit 1;
 #  - batches too short for the simulated time's resolution (1 us at 1e10 s)
@@ -74,6 +76,15 @@ has "$T/err" "not one batch finished nor an epoch ended"
 expect 1 "$BIN" run "$R/no-progress.yaml" --no-db -p ddp
 has "$T/err" "(max_restarts)"
 expect 0 "$BIN" run "$R/no-progress.yaml" --no-db -p localsgd,flsgd,asyncps
+
+# --- a flow on a link whose trace ends at 0, while another link's looping
+# trace keeps the queue from emptying (fuzz case 1929 ran to the event
+# limit): every policy ends with the stall message naming the dead link
+# (C-ADP refuses the world first: the link's mean bandwidth is 0)
+expect 2 "$BIN" run "$R/trace-dead-link.yaml" --no-db -q # 2: C-ADP's refusal is an input error
+n=$(grep -c "zero capacity with no recovery on cpu.down" "$T/err")
+[ "$n" -ge 9 ] && ok || bad "trace-dead-link: $n stall messages: $(head -c 600 "$T/err")"
+has "$T/err" "cadp on trace-dead-link: device cpu: its link to the server has zero mean bandwidth"
 
 # --- a failed policy hides nothing: C-ADP fails first, local SGD still runs
 # (table, --json, the database), exit 1

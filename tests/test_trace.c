@@ -564,3 +564,24 @@ Test(trace, mahimahi_period_carries_the_rate)
     cr_expect_float_eq(trace_mean_over(t, 0, 3) * 3, 9000, 1e-6);
     trace_free(t);
 }
+
+/* trace_max_after: does a link at 0 ever carry again (the runtime's
+ * "stalled for good" check)?  Ending at 0: not after its last rise; looping:
+ * whenever the period holds a positive value. */
+Test(trace, max_after_tells_if_a_zero_ever_rises)
+{
+    trace *t = csv("time_s,bps\n0,8\n10,0\n20,4\n30,0\n", 0, 0);
+    cr_assert_float_eq(trace_max_after(t, 0), 8, 0);
+    cr_assert_float_eq(trace_max_after(t, 15), 4, 0);
+    cr_assert_float_eq(trace_max_after(t, 25), 4, 0);
+    cr_assert_float_eq(trace_max_after(t, 30), 0, 0);
+    cr_assert_float_eq(trace_max_after(t, 1e9), 0, 0);
+    trace_free(t);
+    t = csv("time_s,bps\n0,8\n10,0\n20,4\n30,0\n", 1, 0); /* loops: 8 comes back */
+    cr_assert_float_eq(trace_max_after(t, 1e9 + 35), 8, 0);
+    trace_free(t);
+    t = csv("time_s,bps\n0,0\n5,0\n", 1, 0); /* all zeros, looping */
+    cr_assert_float_eq(trace_max_after(t, 3), 0, 0);
+    trace_free(t);
+    cr_assert_float_eq(trace_max_after(NULL, 3), 0, 0);
+}

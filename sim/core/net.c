@@ -2,6 +2,7 @@
  * net_impl.h, flows in net_flow.c, their shares in net_share.c and
  * net_star.c). */
 #include "net_impl.h"
+#include <stdio.h>
 
 net *net_new(sim_engine *e, dp_err *err)
 {
@@ -75,6 +76,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     trace_ctx *tc = ctx;
     net *n = tc->n;
+    n->trace_events--;
     unhold(n, tc->link);
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
@@ -89,8 +91,8 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     double next = trace_next_change(l->tr, t, &v);
     /* A failed sim_at is recorded by the engine (sim_error), which ends
      * the run: the link must not silently keep this capacity forever. */
-    if (isfinite(next))
-        (void)sim_at(e, next, on_trace_change, tc);
+    if (isfinite(next) && sim_at(e, next, on_trace_change, tc))
+        n->trace_events++;
 }
 
 int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
@@ -118,8 +120,11 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
         double t = sim_now(n->e), v;
         l->cap = l->nominal = trace_value_at(l->tr, t);
         double next = trace_next_change(l->tr, t, &v);
-        if (isfinite(next) && !sim_at(n->e, next, on_trace_change, l->tctx))
-            return DP_ENOMEM;
+        if (isfinite(next)) {
+            if (!sim_at(n->e, next, on_trace_change, l->tctx))
+                return DP_ENOMEM;
+            n->trace_events++;
+        }
     }
     return idx;
 }
@@ -208,6 +213,41 @@ size_t net_link_count(const net *n)
 {
     return n->n_links;
 }
+size_t net_trace_events(const net *n)
+{
+    return n->trace_events;
+}
+
+/* Link l carries nothing now and never will, as far as the net knows (an
+ * outage's end or a capacity set from outside are the caller's events). */
+static int dead_for_good(const net *n, int l)
+{
+    const link *k = &n->links[l];
+    return k->cap == 0 && !k->down && !k->hold &&
+           (k->tr ? trace_max_after(k->tr, sim_now(n->e)) <= 0 : k->nominal == 0);
+}
+
+int net_stuck_for_good(const net *n, char *buf, size_t cap)
+{
+    if (n->n_active == 0 || n->n_pending > 0)
+        return 0;
+    int named = 0;
+    for (size_t i = 0; i < n->n_active; i++) {
+        const flow *f = F(n, n->active[i]);
+        int dead = -1;
+        for (int j = 0; j < f->np && dead < 0; j++)
+            if (dead_for_good(n, f->path[j]))
+                dead = f->path[j];
+        if (dead < 0)
+            return 0;
+        if (!named && buf && cap) {
+            snprintf(buf, cap, "%s", net_link_name(n, dead));
+            named = 1;
+        }
+    }
+    return 1;
+}
+
 int net_link_has_trace(const net *n, int l)
 {
     return n->links[l].tr != NULL;

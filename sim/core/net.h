@@ -171,6 +171,14 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes);
 double net_flow_rate(const net *n, uint64_t id);
 size_t net_flows_active(const net *n);  /* past latency, not finished */
 size_t net_flows_pending(const net *n); /* still in their latency phase */
+/* Trace changes scheduled on the engine: when they are all it holds, only
+ * capacities can change from here on. */
+size_t net_trace_events(const net *n);
+/* 1 if every flow is past its latency phase and crosses a link whose
+ * capacity is 0 and never rises again (no trace, or a trace that stays at
+ * 0): nothing but a caller's action can move them.  Names one such link in
+ * buf (cap bytes).  0 with no flows, or if any flow may still move. */
+int net_stuck_for_good(const net *n, char *buf, size_t cap);
 /* Links added or capacities set, traced or taken down so far: a cache of
  * anything computed from capacities is valid while this is unchanged. */
 uint64_t net_cap_changes(const net *n);

@@ -149,6 +149,7 @@ struct net {
     int full; /* the pending reshare must recompute the shares */
     uint64_t reshares, fills;
     uint64_t cap_changes; /* capacity changes so far (net_cap_changes) */
+    size_t trace_events;  /* trace changes scheduled on the engine (net_trace_events) */
     int folded;           /* net_fold ran: the link totals are bytes_tot/busy_tot + the running ones */
     unsigned stamp;
     /* reshare scratch, kept between calls */

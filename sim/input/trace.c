@@ -611,6 +611,20 @@ double trace_next_change(const trace *t, double x, double *value_out)
     return cand;
 }
 
+double trace_max_after(const trace *t, double x)
+{
+    if (!t || t->n == 0)
+        return 0;
+    size_t k = 0;
+    double c;
+    if (!looping(t) && !isnan(x))
+        k = locate(t, x < 0 ? 0 : x, &c);
+    double m = t->value[k];
+    for (size_t i = k + 1; i < t->n; i++)
+        m = t->value[i] > m ? t->value[i] : m;
+    return m;
+}
+
 double trace_mean_listed(const trace *t)
 {
     if (!t || t->n == 0)

@@ -74,6 +74,10 @@ double trace_value_at(const trace *t, double t_s);
 /* The first breakpoint strictly after t_s, or INFINITY if the value never
  * changes again.  Sets *value_out to the value from that breakpoint on. */
 double trace_next_change(const trace *t, double t_s, double *value_out);
+/* The largest value the trace takes at any time after t_s (its value at
+ * t_s included): every listed value for a looping trace, the segments from
+ * t_s on for one that ends and holds.  0 means it never rises again. */
+double trace_max_after(const trace *t, double t_s);
 /* The long-run mean: over one period for a looping trace; for a
  * non-looping one its last value, which holds for ever (a run long enough
  * sees nothing else).  This is the mean `mean:` rescales to, the default

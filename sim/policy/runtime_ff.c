@@ -636,6 +636,27 @@ void policy_set_progress(policy_progress_fn fn, void *ctx)
     progress_ctx = ctx;
 }
 
+/* A world with a looping trace never runs out of events, so "nothing left
+ * to happen" below never fires when a flow sits on a link that dropped to 0
+ * for good (a trace that ends at 0) while another link's trace keeps
+ * changing.  When the engine holds nothing but trace changes, no device
+ * computes and every flow crosses such a dead link, nothing can ever move
+ * again: the run ends with the stall message instead of running to the
+ * event limit.  Checked with the progress line, every 4096 events. */
+static int stalled_for_good(prt *rt)
+{
+    net *n = world_net(rt->w);
+    char dead[256];
+    if (rt->finished || rt->failed || TL(rt)->computing > 0 || net_trace_events(n) == 0 ||
+        sim_pending(rt->e) != net_trace_events(n) || !net_stuck_for_good(n, dead, sizeof dead))
+        return 0;
+    prt_fail(rt, DP_ERUN,
+             "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: zero capacity with no "
+             "recovery on %s (its trace stays at 0; only other links' traces still change)",
+             abs_now(rt), net_flows_active(n), dead);
+    return 1;
+}
+
 /* The share of the run done, for the progress line: samples processed over
  * samples to process, held inside the current epoch's band.  Work redone
  * after a device left (lbbsp, availability) is processed twice, so the raw
@@ -675,6 +696,8 @@ int prt_run(prt *rt)
          * the run would go on to the event limit. */
         if (net_out_of_memory(world_net(rt->w)))
             break;
+        if (stalled_for_good(rt))
+            return rt->err ? rt->err->code : DP_ERUN;
         if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
             return dp_err_set(rt->err, DP_ERUN,
                               "stopped after %llu events (the limit on events per run) at simulated "
