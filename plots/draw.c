@@ -10,19 +10,83 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"compare", "flops",   "timeline",  "sweep",
-                                                        "mix",     "batches", "staleness", "links", "accuracy"};
+/* The plot kinds: the one list of their names, drawers and --help text
+ * (the command line prints and checks names from it). */
+typedef int (*plot_draw_fn)(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+static const struct {
+    const char *name;
+    plot_draw_fn draw;
+    const char *help;
+} kinds[PLOT_KIND_COUNT] = {
+    [PLOT_COMPARE] = {"compare", plot_draw_compare,
+                      "Tsend, Ttraining and Ttotal per policy as grouped bars, values\n"
+                      "above the bars (the paper's Table 3 / Figure 5).  The y axis is\n"
+                      "logarithmic when the values span more than two decades, unless\n"
+                      "--liny; --logy forces it."},
+    [PLOT_FLOPS] = {"flops", plot_draw_flops,
+                    "cluster FLOPS over simulated time, a line per policy (Figure 6);\n"
+                    "a panel per run, stacked on one shared time axis, when there\n"
+                    "are more than 4 runs or their lengths differ by 20x or more\n"
+                    "(then the time axis is logarithmic unless --linx); --panels."},
+    [PLOT_TIMELINE] = {"timeline", plot_draw_timeline,
+                       "one run as a Gantt chart: a row per device, coloured by what it\n"
+                       "does (receiving data, computing, sending, receiving the model,\n"
+                       "waiting; hatched: a device the policy left out), dotted lines\n"
+                       "at epoch ends."},
+    [PLOT_SWEEP] = {"sweep", plot_draw_sweep,
+                    "a metric against a swept key, a line per policy; with several\n"
+                    "seeds the mean and a 95% t-interval.  Log x when the values\n"
+                    "span two decades or more.  A second swept key with 2 to 12\n"
+                    "values (or --y KEY) gives a panel per value; series that\n"
+                    "coincide say so in the legend."},
+    [PLOT_MIX] = {"mix", plot_draw_mix,
+                  "heat map of a metric over two swept keys (e.g. two device counts)\n"
+                  "for one policy."},
+    [PLOT_BATCHES] = {"batches", plot_draw_batches,
+                      "one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
+                      "lbb): each device's batch per epoch (mean, bar from min to max)\n"
+                      "and its time waiting at barriers."},
+    [PLOT_STALENESS] = {"staleness", plot_draw_staleness, "histogram of update staleness per run (asyncps, flsgd)."},
+    [PLOT_LINKS] = {"links", plot_draw_links,
+                    "one run's links: busy fraction (bars) and peak utilisation\n"
+                    "(points), from the statistics of scenarios with stragglers,\n"
+                    "availability or outages (selection as timeline)."},
+    [PLOT_ACCURACY] = {"accuracy", plot_draw_accuracy,
+                       "test accuracy against simulated time and epochs per run\n"
+                       "(scenario learning:)."},
+};
 
 int plot_kind_by_name(const char *name)
 {
     for (int k = 0; name && k < PLOT_KIND_COUNT; k++)
-        if (!strcmp(name, kind_names[k]))
+        if (!strcmp(name, kinds[k].name))
             return k;
     return -1;
 }
 
-/* Labels, colours and order come from the policy registry (policy.h), so a
- * new policy needs nothing here. */
+const char *plot_kind_name(int k)
+{
+    return k >= 0 && k < PLOT_KIND_COUNT ? kinds[k].name : NULL;
+}
+
+const char *plot_kind_help(int k)
+{
+    return k >= 0 && k < PLOT_KIND_COUNT ? kinds[k].help : NULL;
+}
+
+const char *plot_kind_list(char *buf, size_t cap)
+{
+    size_t o = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (int k = 0; k < PLOT_KIND_COUNT && o < cap; k++) {
+        int n = snprintf(buf + o, cap - o, "%s%s", k == 0 ? "" : k + 1 == PLOT_KIND_COUNT ? " or " : ", ",
+                         kinds[k].name);
+        o += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}
+
 /* ---- entry points ------------------------------------------------------- */
 
 int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path, dp_err *err)
@@ -38,31 +102,16 @@ int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path
         return dp_err_set(err, DP_EINPUT, "plot: no output file (want FILE.png, .svg or .pdf)");
     if (plot_format_for(out_path, &format, err))
         return DP_EINPUT;
-    switch (k) {
-    case PLOT_COMPARE:
-        return plot_draw_compare(st, sel, out_path, err);
-    case PLOT_FLOPS:
-        return plot_draw_flops(st, sel, out_path, err);
-    case PLOT_TIMELINE:
-        return plot_draw_timeline(st, sel, out_path, err);
-    case PLOT_SWEEP:
-        return plot_draw_sweep(st, sel, out_path, err);
-    case PLOT_MIX:
-        return plot_draw_mix(st, sel, out_path, err);
-    case PLOT_BATCHES:
-        return plot_draw_batches(st, sel, out_path, err);
-    case PLOT_STALENESS:
-        return plot_draw_staleness(st, sel, out_path, err);
-    case PLOT_LINKS:
-        return plot_draw_links(st, sel, out_path, err);
-    case PLOT_ACCURACY:
-        return plot_draw_accuracy(st, sel, out_path, err);
-    default:
-        return dp_err_set(
-            err, DP_EINPUT,
-            "plot: unknown kind %d (compare, flops, timeline, sweep, mix, batches, staleness, links, accuracy)",
-            (int)k);
+    if ((int)k < 0 || k >= PLOT_KIND_COUNT) {
+        char list[160];
+        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (%s)", (int)k, plot_kind_list(list, sizeof list));
     }
+    /* labels and colours as the database's runs say (plot.c) */
+    int rc = plot_styles_load(st, err);
+    if (!rc)
+        rc = kinds[k].draw(st, sel, out_path, err);
+    plot_styles_free();
+    return rc;
 }
 
 /* mkdir -p */

@@ -20,14 +20,35 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* How the database says to show its policies (store_policy_styles_get),
+ * loaded by plot_styles_load for the plot being drawn: the label and
+ * colour stored with the runs win, so a database draws the same with any
+ * binary; the registry's (and then the name and a spare colour) are the
+ * fallback for older databases and runs without them.  One plot at a time
+ * (the command line draws one after another). */
+static store_policy_styles styles;
+
+int plot_styles_load(store *st, dp_err *err)
+{
+    store_policy_styles_free(&styles);
+    return store_policy_styles_get(st, &styles, err);
+}
+
+void plot_styles_free(void)
+{
+    store_policy_styles_free(&styles);
+}
+
 const char *plot_policy_label(const char *policy)
 {
-    return policy_label_of(policy);
+    const store_policy_style *y = store_policy_style_of(&styles, policy);
+    return y ? y->label : policy_label_of(policy);
 }
 
 const char *plot_policy_color(const char *policy, size_t k)
 {
-    return policy_color_of(policy, k);
+    const store_policy_style *y = store_policy_style_of(&styles, policy);
+    return y && y->color[0] ? y->color : policy_color_of(policy, k);
 }
 
 static size_t policy_rank(const char *p)

@@ -38,9 +38,15 @@ typedef enum {
     PLOT_KIND_COUNT
 } plot_kind;
 
-/* "compare" | "flops" | "timeline" | "sweep" | "mix" | "batches" | "staleness" | "links" -> kind, -1 if
- * unknown. */
+/* The kinds' names, drawers and help are one table (draw.c).  A name
+ * ("compare") -> its kind, -1 if unknown. */
 int plot_kind_by_name(const char *name);
+/* Kind k's name and --help text (lines joined by "\n"); NULL past the
+ * last kind. */
+const char *plot_kind_name(int k);
+const char *plot_kind_help(int k);
+/* "compare, flops, ... or accuracy" into buf (cut to cap); returns buf. */
+const char *plot_kind_list(char *buf, size_t cap);
 
 typedef struct plot_sel {
     const int64_t *run_ids; /* runs to draw (compare, flops: one per policy; timeline: one) */
@@ -189,9 +195,16 @@ void plot_json_free(char **keys, char **vals, size_t n);
  * no kind accepts fall back to their leading number. */
 void plot_axis_values(const char *const *vals, size_t n, double *out, char *unit, size_t unit_cap);
 
-/* Policy display name ("C-ADP") and colour ("#2ca02c"). */
+/* Policy display name ("C-ADP") and colour ("#2ca02c"): as stored with
+ * the runs of the database plot_styles_load read (runs.policy_label,
+ * policy_color), else this binary's registry (policy.h), else the name and
+ * a spare colour picked by k. */
 const char *plot_policy_label(const char *policy);
 const char *plot_policy_color(const char *policy, size_t k);
+/* Read how st's runs show their policies, for the plot about to be drawn
+ * (plots_draw does it); plot_styles_free forgets it. */
+int plot_styles_load(store *st, dp_err *err);
+void plot_styles_free(void);
 /* The metric columns sweep and mix may plot: column name, axis label, and
  * the factor from the stored value to the plotted one.  -1 if unknown. */
 int plot_metric(const char *name, const char **column, const char **label, double *scale);

@@ -228,6 +228,17 @@ Test(plot, kind_names)
     cr_expect_eq(plot_kind_by_name("Compare"), -1);
     cr_expect_eq(plot_kind_by_name(""), -1);
     cr_expect_eq(plot_kind_by_name(NULL), -1);
+    /* one table: every kind has a name that finds it and a help text */
+    for (int k = 0; k < PLOT_KIND_COUNT; k++) {
+        cr_assert_not_null(plot_kind_name(k));
+        cr_expect_eq(plot_kind_by_name(plot_kind_name(k)), k);
+        cr_expect(plot_kind_help(k) && *plot_kind_help(k));
+    }
+    cr_expect_null(plot_kind_name(PLOT_KIND_COUNT));
+    cr_expect_null(plot_kind_name(-1));
+    char list[200];
+    cr_expect_str_eq(plot_kind_list(list, sizeof list),
+                     "compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy");
 }
 
 Test(plot, quote_escapes_apostrophes_and_flattens_control_characters)
@@ -617,6 +628,51 @@ Test(plot, hostile_names_render_and_run_nothing)
     /* the SVG holds the device name as text (escaped for XML by gnuplot) */
     snprintf(path, sizeof path, "%s/f.svg", dir);
     expect_valid(path, 3000);
+}
+
+/* A policy's label and colour come from the database (stored with its
+ * runs), so a plug-in this binary never registered draws as it did where
+ * it ran; a stored colour that is not #rrggbb is dropped, never sent to
+ * gnuplot; runs without them (older databases) take the registry's. */
+Test(plot, labels_and_colours_come_from_the_database)
+{
+    char pwned[300];
+    snprintf(pwned, sizeof pwned, "%s/pwned", dir);
+    scn_scenario s = fake_scn("plug", "name: plug\n");
+    res_run *r = hand_run("myplug", 2, NULL, 4, 1);
+    snprintf(r->policy_label, sizeof r->policy_label, "My Plug");
+    snprintf(r->policy_color, sizeof r->policy_color, "#abcdef");
+    put(&s, r, 0, NULL);
+    r = hand_run("evilplug", 2, NULL, 4, 2);
+    snprintf(r->policy_label, sizeof r->policy_label, "Evil'; system 'touch %.20s", pwned);
+    snprintf(r->policy_color, sizeof r->policy_color, "red' lw 9");
+    put(&s, r, 0, NULL);
+    put(&s, hand_run("cadp", 2, NULL, 4, 3), 0, NULL); /* no label stored: the registry's */
+    dp_err err = {0};
+    plot_sel sel = auto_sel();
+    cr_assert_eq(draw(PLOT_COMPARE, &sel, "c.svg", &err), 0, "%s", err.msg);
+    char path[300];
+    snprintf(path, sizeof path, "%s/c.svg", dir);
+    expect_valid(path, 2000);
+    size_t len;
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    static char svg[1 << 20];
+    len = fread(svg, 1, sizeof svg - 1, f);
+    fclose(f);
+    svg[len] = '\0';
+    cr_expect(strstr(svg, "My Plug") != NULL, "the stored label is not drawn");
+    cr_expect(strstr(svg, "myplug") == NULL, "the policy name is drawn instead of its stored label");
+    cr_expect(strstr(svg, "rgb(171, 205, 239)") != NULL, "the stored colour #abcdef is not drawn");
+    cr_expect(strstr(svg, "C-ADP") != NULL, "a run without a stored label lost the registry's");
+    cr_expect_eq(access(pwned, F_OK), -1, "a stored label ran a command");
+    store_policy_styles ps = {0};
+    cr_assert_eq(store_policy_styles_get(st, &ps, &err), 0, "%s", err.msg);
+    const store_policy_style *e = store_policy_style_of(&ps, "evilplug");
+    cr_assert_not_null(e);
+    cr_expect_str_eq(e->color, ""); /* dropped */
+    cr_expect_null(store_policy_style_of(&ps, "cadp"));
+    store_policy_styles_free(&ps);
 }
 
 Test(plot, output_name_with_quote_and_newline)

@@ -20,35 +20,17 @@ static void help(void)
     printf("usage: dpsim plot KIND --out FILE [--db FILE] [options]\n\n"
            "Draw a plot from the results database with gnuplot (through a pipe; no\n"
            "script is written).  The format follows FILE's extension: .png, .svg, .pdf.\n\n"
-           "KIND:\n"
-           "  compare    Tsend, Ttraining and Ttotal per policy as grouped bars, values\n"
-           "             above the bars (the paper's Table 3 / Figure 5).  The y axis is\n"
-           "             logarithmic when the values span more than two decades, unless\n"
-           "             --liny; --logy forces it.\n"
-           "  flops      cluster FLOPS over simulated time, a line per policy (Figure 6);\n"
-           "             a panel per run, stacked on one shared time axis, when there\n"
-           "             are more than 4 runs or their lengths differ by 20x or more\n"
-           "             (then the time axis is logarithmic unless --linx); --panels.\n"
-           "  timeline   one run as a Gantt chart: a row per device, coloured by what it\n"
-           "             does (receiving data, computing, sending, receiving the model,\n"
-           "             waiting; hatched: a device the policy left out), dotted lines\n"
-           "             at epoch ends.\n"
-           "  sweep      a metric against a swept key, a line per policy; with several\n"
-           "             seeds the mean and a 95%% t-interval.  Log x when the values\n"
-           "             span two decades or more.  A second swept key with 2 to 12\n"
-           "             values (or --y KEY) gives a panel per value; series that\n"
-           "             coincide say so in the legend.\n"
-           "  mix        heat map of a metric over two swept keys (e.g. two device counts)\n"
-           "             for one policy.\n"
-           "  batches    one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
-           "             lbb): each device's batch per epoch (mean, bar from min to max)\n"
-           "             and its time waiting at barriers.\n"
-           "  staleness  histogram of update staleness per run (asyncps, flsgd)\n"
-           "  accuracy   test accuracy against simulated time and epochs per run (scenario learning:)\n"
-           "             for one policy.\n"
-           "  links      one run's links: busy fraction (bars) and peak utilisation\n"
-           "             (points), from the statistics of scenarios with stragglers,\n"
-           "             availability or outages (selection as timeline).\n\n");
+           "KIND:\n");
+    for (int k = 0; plot_kind_name(k); k++) { /* the plots' own list (draw.c) */
+        printf("  %-10s ", plot_kind_name(k));
+        for (const char *h = plot_kind_help(k); *h; h++) /* continuation lines indented */
+            if (*h == '\n')
+                fputs("\n             ", stdout);
+            else
+                putchar(*h);
+        putchar('\n');
+    }
+    putchar('\n');
     printf("Selection (compare, flops: by default the runs the latest `dpsim run` or\n"
            "`dpsim reproduce` stored, the latest of each policy; timeline, batches, links:\n"
            "the latest of those).  Which runs were drawn is said on stderr.\n"
@@ -313,18 +295,18 @@ int cmd_plot(int argc, char **argv)
     plot_sel sel = pa.sel;
     const char *db = o.db, *out = sel.out, *kind_name = o.n_pos ? o.pos[0] : NULL;
     sel.note = stderr;
+    char kinds[160];
+    plot_kind_list(kinds, sizeof kinds);
     if (!kind_name)
-        return cli_usage_error(
-            "plot", "missing KIND (compare, flops, timeline, sweep, mix, batches, staleness, links or accuracy)");
+        return cli_usage_error("plot", "missing KIND (%s)", kinds);
     int k = plot_kind_by_name(kind_name);
     if (k < 0) {
-        static const char *const kinds[] = {"compare",   "flops", "timeline", "sweep",   "mix",
-                                            "batches", "staleness", "links",  "accuracy"};
-        const char *near = yt_nearest(kind_name, kinds, sizeof kinds / sizeof *kinds);
-        return cli_usage_error("plot",
-                               "unknown KIND '%s'%s%s%s (compare, flops, timeline, sweep, mix, batches, "
-                               "staleness, links or accuracy)",
-                               kind_name, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+        const char *names[PLOT_KIND_COUNT];
+        for (int j = 0; j < PLOT_KIND_COUNT; j++)
+            names[j] = plot_kind_name(j);
+        const char *near = yt_nearest(kind_name, names, PLOT_KIND_COUNT);
+        return cli_usage_error("plot", "unknown KIND '%s'%s%s%s (%s)", kind_name, near ? ", did you mean '" : "",
+                               near ? near : "", near ? "'?" : "", kinds);
     }
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");

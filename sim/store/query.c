@@ -8,6 +8,7 @@
  */
 #include "store_sql.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,6 +445,72 @@ void store_segments_free(store_segments *s)
         return;
     dp_free(s->seg);
     memset(s, 0, sizeof *s);
+}
+
+/* ---- how policies are shown ---------------------------------------------- */
+
+/* "#rrggbb": a colour from a database reaches gnuplot's `lc rgb '...'`,
+ * so anything else is dropped (the plot falls back to its own). */
+static int is_rgb(const char *c)
+{
+    if (c[0] != '#' || strlen(c) != 7)
+        return 0;
+    for (int i = 1; i < 7; i++)
+        if (!isxdigit((unsigned char)c[i]))
+            return 0;
+    return 1;
+}
+
+typedef struct styles_ctx {
+    store_policy_styles *p;
+    size_t cap;
+} styles_ctx;
+
+static int style_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    (void)i;
+    styles_ctx *c = ctx;
+    store_policy_styles *p = c->p;
+    if (grow(&p->style, &c->cap, p->n, sizeof *p->style))
+        return oom(st, "policy labels", err);
+    store_policy_style *y = &p->style[p->n++];
+    memset(y, 0, sizeof *y);
+    snprintf(y->policy, sizeof y->policy, "%s", store_col_text(s, 0));
+    snprintf(y->label, sizeof y->label, "%s", store_col_text(s, 1));
+    const char *color = store_col_text(s, 2);
+    if (is_rgb(color))
+        snprintf(y->color, sizeof y->color, "%s", color);
+    return 0;
+}
+
+int store_policy_styles_get(store *st, store_policy_styles *out, dp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    styles_ctx c = {out, 0};
+    /* each policy's latest run that says how to show it */
+    int e = store_sql_rows(st,
+                           "SELECT policy, policy_label, coalesce(policy_color, '') FROM runs WHERE id IN"
+                           " (SELECT max(id) FROM runs WHERE policy_label IS NOT NULL AND policy_label <> ''"
+                           " GROUP BY policy) ORDER BY policy",
+                           "policy labels", 0, NULL, &c, style_row, NULL, err);
+    if (e)
+        store_policy_styles_free(out);
+    return e;
+}
+
+void store_policy_styles_free(store_policy_styles *p)
+{
+    dp_free(p->style);
+    memset(p, 0, sizeof *p);
+}
+
+const store_policy_style *store_policy_style_of(const store_policy_styles *p, const char *policy)
+{
+    for (size_t i = 0; p && policy && i < p->n; i++)
+        if (!strcmp(p->style[i].policy, policy))
+            return &p->style[i];
+    return NULL;
 }
 
 /* ---- sweeps --------------------------------------------------------------- */

@@ -290,6 +290,23 @@ typedef struct store_segments {
 int store_segments_get(store *st, int64_t run_id, const char *act, store_segments *out, dp_err *err);
 void store_segments_free(store_segments *s);
 
+/* How each policy of the database is shown (runs.policy_label,
+ * policy_color), as the binary that ran its latest such run registered
+ * it: label "" never (policies without one are left out), color "" when
+ * the stored one is not "#rrggbb".  Empty for databases before version 8:
+ * plots then fall back to their own registry. */
+typedef struct store_policy_style {
+    char policy[32], label[48], color[16];
+} store_policy_style;
+typedef struct store_policy_styles {
+    store_policy_style *style;
+    size_t n;
+} store_policy_styles;
+int store_policy_styles_get(store *st, store_policy_styles *out, dp_err *err);
+void store_policy_styles_free(store_policy_styles *p);
+/* The entry of policy in p, NULL when it has none. */
+const store_policy_style *store_policy_style_of(const store_policy_styles *p, const char *policy);
+
 /* The latest sweep with a successful run; DP_EINPUT when there is none. */
 int store_sweep_latest(store *st, int64_t *sweep_id, dp_err *err);
 /* The scenario name of a sweep into buf ("" when unknown). */
