@@ -11,7 +11,7 @@
 expect 0 "dpsim presets" -- "$BIN" presets
 for s in "devices (" "models (" "links (" a100-40gb a100-80gb h100 v100 t4 l4 rtx3090 rtx4090 jetson-orin \
     raspberry-pi-4 raspberry-pi-5 phone-high resnet50 wide-resnet101 vit-b16 bert-base bert-large gpt2-small \
-    gpt2-medium decoder-7b dc-ethernet-25g lte 5g; do
+    gpt2-medium decoder-7b dc-ethernet-25g lte 5g "wan (" azure-eastus-westeurope azure-westeurope-japaneast; do
     has "$T/out" "$s"
 done
 n_entries=$(grep -c '^  [a-z0-9]' "$T/out")
@@ -24,28 +24,40 @@ name: presets-demo
 model: { preset: resnet50 }
 dataset: { samples: 5000, sample_bytes: 110KB }
 training: { epochs: 1 }
+sites: [eu, us]
+wan:
+  - { between: [eu, us], preset: azure-eastus-westeurope, bandwidth: 1Gbps }
 devices:
-  - { name: dc, preset: a100-80gb, count: 2, batch: 128, link: { preset: dc-ethernet-25g } }
-  - { name: edge, preset: jetson-orin, batch: 32, efficiency: 0.25, link: { preset: 5g } }
+  - { name: dc, preset: a100-80gb, count: 2, batch: 128, site: eu, link: { preset: dc-ethernet-25g } }
+  - { name: edge, preset: jetson-orin, batch: 32, efficiency: 0.25, site: us, link: { preset: 5g } }
 Y
 cat >"$T/hand.yaml" <<'Y'
 name: presets-demo
 model: { name: resnet50, params: 25557032, flops_per_sample: 4.09e9 }
 dataset: { samples: 5000, sample_bytes: 110KB }
 training: { epochs: 1 }
+sites: [eu, us]
+wan:
+  - { between: [eu, us], latency: 45ms, bandwidth: 1Gbps }
 devices:
-  - { name: dc, kind: gpu, memory: 80GB, peak_flops: 312TFLOPS, efficiency: 0.35, count: 2, batch: 128,
+  - { name: dc, kind: gpu, memory: 80GB, peak_flops: 312TFLOPS, efficiency: 0.19, count: 2, batch: 128, site: eu,
       link: { up: 25Gbps, down: 25Gbps, latency: 10us } }
-  - { name: edge, kind: gpu, memory: 32GB, peak_flops: 10TFLOPS, efficiency: 0.25, batch: 32,
-      link: { up: 30Mbps, down: 200Mbps, latency: 15ms } }
+  - { name: edge, kind: gpu, memory: 32GB, peak_flops: 10TFLOPS, efficiency: 0.25, batch: 32, site: us,
+      link: { up: 17.9Mbps, down: 186.3Mbps, latency: 15ms } }
 Y
 expect 0 "check a preset-only scenario" -- "$BIN" check "$T/p.yaml"
 has "$T/out" "resnet50: 25557032 params"
 has "$T/out" "memory 74.51 GiB"
 has "$T/out" "link up 25 Gbps, down 25 Gbps, latency 10 us"
-has "$T/out" "link up 30 Mbps, down 200 Mbps, latency 15 ms"
+has "$T/out" "link up 17.9 Mbps, down 186.3 Mbps, latency 15 ms"
+has "$T/out" "eu-us: 1 Gbps, latency 45 ms"
+# and which values the presets filled in, the scenario's own named
+has "$T/out" "presets (dpsim presets"
+has "$T/out" "devices[0] (dc): a100-80gb: kind gpu, memory 80GB, peak_flops 312TFLOPS, efficiency 0.19"
+has "$T/out" "devices[1] (edge): jetson-orin: kind gpu, memory 32GB, peak_flops 10TFLOPS; the scenario's own: efficiency"
+has "$T/out" "wan[0]: azure-eastus-westeurope: latency 45ms"
 "$BIN" check "$T/hand.yaml" | tail -n +2 >"$T/hand.check"
-"$BIN" check "$T/p.yaml" | tail -n +2 >"$T/p.check"
+"$BIN" check "$T/p.yaml" | tail -n +2 | sed '/^presets (dpsim presets/,$d' >"$T/p.check"
 cmp -s "$T/hand.check" "$T/p.check" && ok "check: presets = the values written by hand" ||
     bad "check differs: $(diff "$T/hand.check" "$T/p.check" | head -5)"
 "$BIN" run "$T/p.yaml" --policy ddp,cadp --json --no-db -q >"$T/p.json"
@@ -66,6 +78,11 @@ fi
 
 sed 's/a100-80gb/a100-80gbb/' "$T/p.yaml" >"$T/bad.yaml"
 expect 2 "unknown preset" -- "$BIN" check "$T/bad.yaml"
-has "$T/err" "bad.yaml:6:"
+has "$T/err" "bad.yaml:9:"
 has "$T/err" "devices[0].preset: unknown device preset, did you mean 'a100-80gb'?"
+# a WAN preset gives the latency only: the bandwidth is the scenario's
+sed 's/, bandwidth: 1Gbps//' "$T/p.yaml" >"$T/nobw.yaml"
+expect 2 "a WAN preset without the scenario's bandwidth" -- "$BIN" check "$T/nobw.yaml"
+has "$T/err" "nobw.yaml:7:"
+has "$T/err" "missing required key 'bandwidth'"
 e2e_done e2e_presets

@@ -65,6 +65,14 @@ int cmd_check(int argc, char **argv)
         printf("learning\n  %s\n", d);
     }
     lrn_cfg_free(lc);
+    if (s->n_preset_notes_all) { /* where the values above came from */
+        char e[1100];
+        printf("presets (dpsim presets; the values above include them)\n");
+        for (size_t k = 0; k < s->n_preset_notes; k++)
+            printf("  %s\n", dp_esc(e, sizeof e, s->preset_notes[k]));
+        if (s->n_preset_notes_all > s->n_preset_notes)
+            printf("  ... and %zu more\n", s->n_preset_notes_all - s->n_preset_notes);
+    }
     if (s->n_unitless_all) { /* accepted as documented, but perhaps not meant */
         char e[1024];
         printf("no unit (read in the base unit: scenarios/README.md, Units)\n");

@@ -13,9 +13,13 @@ static void help(void)
            "            (devices: [{name: gpu, preset: a100-80gb, batch: 64, ...}])\n"
            "  models    the model mapping (model: {preset: resnet50})\n"
            "  links     a device's access link (link: {preset: dc-ethernet-25g})\n"
+           "  wan       a WAN link's latency between two sites, measured between cloud\n"
+           "            regions (wan: [{between: [eu, us], preset: azure-eastus-westeurope,\n"
+           "            bandwidth: 1Gbps}]); the bandwidth is the scenario's\n"
            "A key the scenario gives itself, or a --set, wins over the preset's value;\n"
-           "`dpsim check` prints the values a scenario ends up with, and stored runs keep\n"
-           "them (the database holds the scenario with its presets written out).\n\n"
+           "`dpsim check` prints the values a scenario ends up with and what each preset\n"
+           "filled in, and stored runs keep them (the database holds the scenario with\n"
+           "its presets written out).\n\n"
            "  -h, --help   this help\n");
 }
 

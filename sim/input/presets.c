@@ -30,10 +30,34 @@ static void map_drop(yt_node *m, size_t i)
     m->n--;
 }
 
+/* What `check` says a preset filled in (scn_preset_notes). */
+static void note(scn_preset_notes *nt, const char *line)
+{
+    nt->n_all++;
+    if (nt->n < SCN_PRESET_NOTES_MAX && (nt->line[nt->n] = dp_strdup(line)))
+        nt->n++;
+}
+
+void scn_preset_notes_free(scn_preset_notes *nt)
+{
+    for (size_t i = 0; nt && i < nt->n; i++)
+        dp_free(nt->line[i]);
+    if (nt)
+        *nt = (scn_preset_notes){0};
+}
+
+/* Append "text" to buf (capacity cap), cut to fit. */
+static void cat(char *buf, size_t cap, const char *text)
+{
+    size_t n = strlen(buf);
+    if (n + 1 < cap)
+        snprintf(buf + n, cap - n, "%s", text);
+}
+
 /* Expand the `preset` of map m (at dotted path `path` in doc) from section
  * `sect` of the presets; 0 when m has none. */
 static int expand_one(yt_doc *doc, yt_node *m, const char *path, const char *label, const yt_node *sect,
-                      const char *what, const char *file, int *used, dp_err *err)
+                      const char *what, const char *file, int *used, scn_preset_notes *nt, dp_err *err)
 {
     if (!m || m->kind != YT_MAP)
         return 0;
@@ -60,6 +84,33 @@ static int expand_one(yt_doc *doc, yt_node *m, const char *path, const char *lab
                           near ? "'?" : "", dp_esc(ev, sizeof ev, v->text));
     }
     map_drop(m, at);
+    /* "devices[0] (dc): a100-80gb: kind gpu, memory 80GB, ...; own: efficiency" */
+    char line[1024], own[256] = "";
+    const yt_node *name = yt_get(m, "name");
+    snprintf(line, sizeof line, "%s%s%s%s: %s:", label, name && name->kind == YT_SCALAR ? " (" : "",
+             name && name->kind == YT_SCALAR ? name->text : "", name && name->kind == YT_SCALAR ? ")" : "",
+             v->text);
+    for (size_t i = 0; i < p->n; i++) {
+        const char *key = p->keys[i]->text;
+        if (yt_key_is(key, "source"))
+            continue;
+        int mine = yt_get(m, key) != NULL;
+        cat(mine ? own : line, mine ? sizeof own : sizeof line, mine && own[0] ? ", " : " ");
+        cat(mine ? own : line, mine ? sizeof own : sizeof line, key);
+        if (!mine) {
+            cat(line, sizeof line, " ");
+            cat(line, sizeof line, p->items[i]->kind == YT_SCALAR ? p->items[i]->text : "(list)");
+            cat(line, sizeof line, ",");
+        }
+    }
+    size_t ll = strlen(line);
+    if (ll && line[ll - 1] == ',')
+        line[ll - 1] = '\0';
+    if (own[0]) {
+        cat(line, sizeof line, "; the scenario's own:");
+        cat(line, sizeof line, own);
+    }
+    note(nt, line);
     for (size_t i = 0; i < p->n; i++) {
         const char *key = p->keys[i]->text;
         if (yt_key_is(key, "source") || yt_get(m, key))
@@ -77,7 +128,7 @@ static int expand_one(yt_doc *doc, yt_node *m, const char *path, const char *lab
     return 0;
 }
 
-int scn_presets_expand(yt_doc *doc, const char *file, int *used, dp_err *err)
+int scn_presets_expand(yt_doc *doc, const char *file, int *used, scn_preset_notes *notes, dp_err *err)
 {
     *used = 0;
     yt_node *root = yt_root(doc);
@@ -87,8 +138,11 @@ int scn_presets_expand(yt_doc *doc, const char *file, int *used, dp_err *err)
     int any = 0;
     yt_node *devs = yt_get(root, "devices");
     yt_node *model = yt_get(root, "model");
+    yt_node *wan = yt_get(root, "wan");
     if (model && model->kind == YT_MAP && yt_get(model, "preset"))
         any = 1;
+    for (size_t i = 0; !any && wan && wan->kind == YT_SEQ && i < wan->n; i++)
+        any = wan->items[i]->kind == YT_MAP && yt_get(wan->items[i], "preset");
     for (size_t i = 0; !any && devs && devs->kind == YT_SEQ && i < devs->n; i++) {
         yt_node *it = devs->items[i];
         if (it->kind == YT_MAP && (yt_get(it, "preset") || yt_get(yt_get(it, "link"), "preset")))
@@ -101,17 +155,25 @@ int scn_presets_expand(yt_doc *doc, const char *file, int *used, dp_err *err)
         return err ? err->code : DP_ERUN;
     const yt_node *pr = yt_root(pd);
     const yt_node *pdev = yt_get(pr, "devices"), *pmod = yt_get(pr, "models"), *plink = yt_get(pr, "links");
-    int r = expand_one(doc, model, "model", "model", pmod, "model", file, used, err);
+    const yt_node *pwan = yt_get(pr, "wan");
+    int r = expand_one(doc, model, "model", "model", pmod, "model", file, used, notes, err);
     for (size_t i = 0; r == 0 && devs && devs->kind == YT_SEQ && i < devs->n; i++) {
         char path[64], label[64];
         snprintf(path, sizeof path, "devices.%zu", i);
         snprintf(label, sizeof label, "devices[%zu]", i);
-        r = expand_one(doc, devs->items[i], path, label, pdev, "device", file, used, err);
+        r = expand_one(doc, devs->items[i], path, label, pdev, "device", file, used, notes, err);
         if (r == 0 && devs->items[i]->kind == YT_MAP) {
             snprintf(path, sizeof path, "devices.%zu.link", i);
             snprintf(label, sizeof label, "devices[%zu].link", i);
-            r = expand_one(doc, yt_get(devs->items[i], "link"), path, label, plink, "link", file, used, err);
+            r = expand_one(doc, yt_get(devs->items[i], "link"), path, label, plink, "link", file, used, notes,
+                           err);
         }
+    }
+    for (size_t i = 0; r == 0 && wan && wan->kind == YT_SEQ && i < wan->n; i++) {
+        char path[64], label[64];
+        snprintf(path, sizeof path, "wan.%zu", i);
+        snprintf(label, sizeof label, "wan[%zu]", i);
+        r = expand_one(doc, wan->items[i], path, label, pwan, "WAN", file, used, notes, err);
     }
     yt_free(pd);
     return r;
@@ -226,8 +288,10 @@ void scn_presets_print(FILE *out)
         fprintf(out, "dpsim: %s\n", e.msg);
         return;
     }
-    static const char *const sections[][2] = {
-        {"devices", "devices[].preset"}, {"models", "model.preset"}, {"links", "devices[].link.preset"}};
+    static const char *const sections[][2] = {{"devices", "devices[].preset"},
+                                              {"models", "model.preset"},
+                                              {"links", "devices[].link.preset"},
+                                              {"wan", "wan[].preset, with the scenario's own bandwidth"}};
     for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
         const yt_node *sect = yt_get(yt_root(pd), sections[s][0]);
         fprintf(out, "%s%s (%s):\n", s ? "\n" : "", sections[s][0], sections[s][1]);

@@ -13,15 +13,26 @@
 #define DP_PRESETS_H
 
 #include "dp_common.h"
+#include "scenario.h"
 #include "yamltree.h"
 
 #include <stdio.h>
 
-/* Expand every `preset:` of doc (model, devices[], devices[].link) in
- * place; *used = how many were expanded.  DP_EINPUT naming the file
- * position for an unknown preset (with a did-you-mean) or a preset key that
- * is not a name; DP_ENOMEM. */
-int scn_presets_expand(yt_doc *doc, const char *file, int *used, dp_err *err);
+/* What each expanded preset filled in, for `check`: "devices[0] (dc):
+ * a100-80gb: kind gpu, memory 80GB, ...; the scenario's own: efficiency",
+ * the first SCN_PRESET_NOTES_MAX, n_all in all (scenario.h). */
+typedef struct scn_preset_notes {
+    char *line[SCN_PRESET_NOTES_MAX];
+    size_t n, n_all;
+} scn_preset_notes;
+void scn_preset_notes_free(scn_preset_notes *nt);
+
+/* Expand every `preset:` of doc (model, devices[], devices[].link, wan[])
+ * in place; *used = how many were expanded, notes (zeroed by the caller)
+ * what they filled in.  DP_EINPUT naming the file position for an unknown
+ * preset (with a did-you-mean) or a preset key that is not a name;
+ * DP_ENOMEM. */
+int scn_presets_expand(yt_doc *doc, const char *file, int *used, scn_preset_notes *notes, dp_err *err);
 /* The tree of doc as YAML text (flow style, one top-level key a line),
  * dp_malloc'd; NULL when out of memory. */
 char *scn_presets_emit(const yt_doc *doc);

@@ -116,8 +116,10 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
      * overrides apply on top of them and a stored run keeps its values. */
     int presets = 0;
     char *expanded = NULL;
-    if (scn_presets_expand(doc, name, &presets, err) ||
+    scn_preset_notes notes = {0};
+    if (scn_presets_expand(doc, name, &presets, &notes, err) ||
         (presets && !(expanded = scn_presets_emit(doc)) && dp_err_set(err, DP_ENOMEM, "out of memory"))) {
+        scn_preset_notes_free(&notes);
         yt_free(doc);
         return NULL;
     }
@@ -127,6 +129,7 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
     }
     for (size_t i = 0; i < n_ov; i++) {
         if (yt_override(doc, ov[i].key, ov[i].value, err)) {
+            scn_preset_notes_free(&notes);
             yt_free(doc);
             dp_free(expanded);
             return NULL;
@@ -135,11 +138,15 @@ static scn_scenario *load_parsed(const char *name, const char *text, size_t len,
     scn_scenario *s = dp_calloc(1, sizeof *s);
     cv c = {name, base_dir, err, s, files, files ? n_files : 0, NULL, 0, 0, 1};
     if (!s) {
+        scn_preset_notes_free(&notes);
         yt_free(doc);
         dp_free(expanded);
         scni_oom(&c);
         return NULL;
     }
+    memcpy(s->preset_notes, notes.line, sizeof s->preset_notes); /* s owns them now */
+    s->n_preset_notes = notes.n;
+    s->n_preset_notes_all = notes.n_all;
     int r = 0;
     /* The text kept: the expanded one when presets were used, else own. */
     char *keep = expanded ? expanded : own;
@@ -247,6 +254,8 @@ void scn_free(scn_scenario *s)
     dp_free(s->text);
     for (size_t i = 0; i < s->n_unitless; i++)
         dp_free(s->unitless[i]);
+    for (size_t i = 0; i < s->n_preset_notes; i++)
+        dp_free(s->preset_notes[i]);
     dp_free(s->model.name);
     dp_free(s->dataset.name);
     for (size_t i = 0; i < s->n_sites; i++)

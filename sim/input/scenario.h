@@ -160,6 +160,11 @@ typedef struct scn_scenario {
 #define SCN_UNITLESS_MAX 20
     char *unitless[SCN_UNITLESS_MAX];
     size_t n_unitless, n_unitless_all;
+    /* what `preset:` keys filled in (presets.h scn_preset_notes), for
+     * `check`: the first SCN_PRESET_NOTES_MAX lines, and how many in all */
+#define SCN_PRESET_NOTES_MAX 24
+    char *preset_notes[SCN_PRESET_NOTES_MAX];
+    size_t n_preset_notes, n_preset_notes_all;
     /* the unit each override's value was read in, for scn_value_si:
      * origin is the tree's "override KEY=VALUE" text, unit a scn_unit (the
      * first SCN_OV_UNITS_MAX overrides the loader read) */
