@@ -396,10 +396,20 @@ static void export_help(void)
 {
     printf("usage: dpsim export --csv [--db FILE] [--out DIR]\n"
            "       dpsim export --trace RUN [--db FILE] --out FILE.json\n\n"
-           "--csv: write every table of the results database as DIR/TABLE.csv (RFC 4180):\n"
-           "scenarios, sweeps, runs, run_devices, run_epochs, run_flops, run_segments,\n"
-           "run_stats, calibrations, run_files (the trace files each run read; their\n"
-           "contents stay in the database).\n\n"
+           "--csv: write every table of the results database as DIR/TABLE.csv (RFC 4180):\n");
+    size_t col = 0; /* the store's own list of tables, wrapped at 78 columns */
+    for (size_t i = 0; store_csv_table(i); i++) {
+        size_t w = strlen(store_csv_table(i)) + 2;
+        if (i)
+            fputs(col + w > 78 ? ",\n" : ", ", stdout);
+        if (col + w > 78)
+            col = 0;
+        col += w;
+        fputs(store_csv_table(i), stdout);
+    }
+    printf(".\nrun_values holds each run's overrides and sweep point as numbers in SI units\n"
+           "beside their text; run_files the trace files each run read (their contents\n"
+           "stay in the database).\n\n"
            "--trace RUN: write one run's timeline in the Chrome trace event format, which\n"
            "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per device\n"
            "group, a thread per device, a complete event per activity (receiving data,\n"
