@@ -39,6 +39,19 @@ static int on_opt(void *ctx, int key, const char *arg, const char *label)
     return -1;
 }
 
+/* A titled list of the loader's notes: the first n of n_all lines. */
+static void notes(const char *title, char *const *line, size_t n, size_t n_all)
+{
+    char e[1100];
+    if (!n_all)
+        return;
+    printf("%s\n", title);
+    for (size_t k = 0; k < n; k++)
+        printf("  %s\n", dp_esc(e, sizeof e, line[k]));
+    if (n_all > n)
+        printf("  ... and %zu more\n", n_all - n);
+}
+
 int cmd_check(int argc, char **argv)
 {
     cli_opts o = {0};
@@ -65,22 +78,12 @@ int cmd_check(int argc, char **argv)
         printf("learning\n  %s\n", d);
     }
     lrn_cfg_free(lc);
-    if (s->n_preset_notes_all) { /* where the values above came from */
-        char e[1100];
-        printf("presets (dpsim presets; the values above include them)\n");
-        for (size_t k = 0; k < s->n_preset_notes; k++)
-            printf("  %s\n", dp_esc(e, sizeof e, s->preset_notes[k]));
-        if (s->n_preset_notes_all > s->n_preset_notes)
-            printf("  ... and %zu more\n", s->n_preset_notes_all - s->n_preset_notes);
-    }
-    if (s->n_unitless_all) { /* accepted as documented, but perhaps not meant */
-        char e[1024];
-        printf("no unit (read in the base unit: scenarios/README.md, Units)\n");
-        for (size_t k = 0; k < s->n_unitless; k++)
-            printf("  %s\n", dp_esc(e, sizeof e, s->unitless[k]));
-        if (s->n_unitless_all > s->n_unitless)
-            printf("  ... and %zu more\n", s->n_unitless_all - s->n_unitless);
-    }
+    /* where the values above came from */
+    notes("presets (dpsim presets; the values above include them)", s->preset_notes, s->n_preset_notes,
+          s->n_preset_notes_all);
+    /* accepted as documented, but perhaps not meant */
+    notes("no unit (read in the base unit: scenarios/README.md, Units)", s->unitless, s->n_unitless,
+          s->n_unitless_all);
     scn_free(s);
     return EXIT_OK;
 }
