@@ -59,6 +59,11 @@ def test_stored_values_in_the_unit_the_scenario_read(tmp_path):
         assert v.loc["devices.cpu.link.up", "si"] == 2.5  # a bare bandwidth is bit/s: 20 bit/s = 2.5 B/s
         assert v.loc["devices.cpu.link.up", "unit"] == "B/s"
         assert v.loc["training.epochs", "si"] == 1.0 and v.loc["training.epochs", "unit"] == ""
+    # a sweep of bare bandwidths: bit/s as the scenario reads them, so 1000000 is 125000 B/s
+    db2 = tmp_path / "w.db"
+    cli("sweep", TINY, "--vary", "devices.cpu.link.down=1000000,2000000", "--policy", "ddp", "--db", db2, "-q")
+    with dpsim.open_db(str(db2)) as d:
+        assert list(d.runs["devices.cpu.link.down_si"]) == [125000.0, 250000.0]
 
 
 def test_failed_points_are_listed_not_raised():
