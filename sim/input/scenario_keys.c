@@ -214,8 +214,8 @@ static void note_unitless(cv *c, const yt_node *n, const char *path, const char 
 void scni_note_unit(cv *c, const yt_node *n, scn_unit u)
 {
     scn_scenario *s = c->s;
-    if (!c->loading || !n || !n->origin || !s)
-        return;
+    if (!c->loading || !n || !n->origin || !s || strncmp(n->origin, "override ", 9) != 0)
+        return; /* not an override's node (a preset's value, say) */
     for (size_t i = 0; i < s->n_ov_units; i++)
         if (s->ov_units[i].origin == n->origin) /* one string per override */
             return;
