@@ -510,6 +510,7 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
 /* ---- statistics for policies (learner.h) -------------------------------- */
 
 static size_t member(const size_t *members, size_t i);
+static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale, int model);
 static const double *sent(learner *L, size_t d, const double *x, double scale, int model);
 
 int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *loss)
@@ -617,19 +618,16 @@ int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members,
 
 /* ---- compression -------------------------------------------------------- */
 
-int lrn_set_compress(learner *L, const lc_cfg *c)
+/* The buffers a coded send needs (any method: the run's or a policy's own
+ * coder, lrn_merge).  0 or DP_ENOMEM. */
+static int comp_room(learner *L)
 {
-    L->comp = *c;
-    if (c->method == LC_NONE)
-        return 0;
     if (!L->cres)
         L->cres = dp_calloc(L->n, sizeof *L->cres);
     if (!L->cref)
         L->cref = dp_calloc(L->n, sizeof *L->cref);
     if (!L->csnap)
         L->csnap = dp_calloc(L->n, sizeof *L->csnap);
-    if (!L->cinit && (L->cinit = dp_malloc(L->P * sizeof(double))))
-        memcpy(L->cinit, L->global, L->P * sizeof(double));
     if (!L->cv)
         L->cv = dp_malloc(L->P * sizeof(double));
     if (!L->co)
@@ -639,17 +637,31 @@ int lrn_set_compress(learner *L, const lc_cfg *c)
     return L->cres && L->cref && L->csnap && L->cinit && L->cv && L->co && L->cidx ? 0 : DP_ENOMEM;
 }
 
+int lrn_set_compress(learner *L, const lc_cfg *c)
+{
+    L->comp = *c;
+    /* the initial model, delta coding's first reference, kept whatever the
+     * run's method: a policy's own coder (lrn_merge) may code deltas later */
+    if (!L->cinit && (L->cinit = dp_malloc(L->P * sizeof(double))))
+        memcpy(L->cinit, L->global, L->P * sizeof(double));
+    if (!L->cinit)
+        return DP_ENOMEM;
+    if (c->method == LC_NONE)
+        return 0;
+    return comp_room(L);
+}
+
 /* What arrives when device d sends x (a model when `model`, else a
- * gradient) scaled by 1/scale: x itself without compression, else the
- * transform of it (learner.h), in L->co, valid until the next call.  NULL
- * when out of memory. */
-static const double *sent(learner *L, size_t d, const double *x, double scale, int model)
+ * gradient) scaled by 1/scale, coded with c: x itself without compression,
+ * else the transform of it (learner.h), in L->co, valid until the next
+ * call.  NULL when out of memory. */
+static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale, int model)
 {
     size_t P = L->P;
-    if (L->comp.method == LC_NONE)
+    if (c->method == LC_NONE)
         return x;
     double *v = L->cv, *ref = NULL, *res = NULL;
-    if (model && L->comp.delta) {
+    if (model && c->delta) {
         if (!L->cref[d] && (L->cref[d] = dp_malloc(P * sizeof(double))))
             memcpy(L->cref[d], L->cinit, P * sizeof(double));
         if (!(ref = L->cref[d]))
@@ -662,14 +674,14 @@ static const double *sent(learner *L, size_t d, const double *x, double scale, i
     } else {
         memcpy(v, x, P * sizeof *v);
     }
-    if (L->comp.method == LC_TOPK && L->comp.error_feedback) {
+    if (c->method == LC_TOPK && c->error_feedback) {
         if (!L->cres[d] && !(L->cres[d] = dp_calloc(P, sizeof(double))))
             return NULL;
         res = L->cres[d];
         for (size_t j = 0; j < P; j++)
             v[j] += res[j];
     }
-    lc_apply(&L->comp, v, P, L->co, L->cidx);
+    lc_apply(c, v, P, L->co, L->cidx);
     if (res)
         for (size_t j = 0; j < P; j++)
             res[j] = v[j] - L->co[j];
@@ -677,6 +689,12 @@ static const double *sent(learner *L, size_t d, const double *x, double scale, i
         for (size_t j = 0; j < P; j++)
             L->co[j] = ref[j] = ref[j] + L->co[j];
     return L->co;
+}
+
+/* With the run's compression. */
+static const double *sent(learner *L, size_t d, const double *x, double scale, int model)
+{
+    return sent_with(L, &L->comp, d, x, scale, model);
 }
 
 static size_t member(const size_t *members, size_t i)
@@ -728,8 +746,9 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
     return 0;
 }
 
-int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
-                int to_members)
+/* lrn_average with each member's model coded with c (LC_NONE: exact). */
+static int average_coded(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
+                         int to_members, const lc_cfg *c)
 {
     int rc = flush(L, t, epoch, 0);
     if (rc)
@@ -748,7 +767,7 @@ int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m
     }
     double *avg = L->scratch;
     if (with == 1) {
-        const double *w = sent(L, one, L->w[one], 1, 1);
+        const double *w = sent_with(L, c, one, L->w[one], 1, 1);
         if (!w)
             return DP_ENOMEM;
         memcpy(avg, w, L->P * sizeof *avg); /* one model: itself, bit for bit */
@@ -758,7 +777,7 @@ int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m
             size_t d = member(members, i);
             if (since[d] > 0 && L->w[d]) {
                 double a = since[d] / tot;
-                const double *w = sent(L, d, L->w[d], 1, 1);
+                const double *w = sent_with(L, c, d, L->w[d], 1, 1);
                 if (!w)
                     return DP_ENOMEM;
                 for (size_t j = 0; j < L->P; j++)
@@ -784,6 +803,41 @@ int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m
             L->since_g[d] = 0;
     }
     return 0;
+}
+
+int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
+                int to_members)
+{
+    return average_coded(L, t, epoch, members, m, into_global, to_members, &L->comp);
+}
+
+int lrn_group_average(learner *L, double t, int epoch, const size_t *members, size_t m)
+{
+    static const lc_cfg exact = {.method = LC_NONE};
+    return average_coded(L, t, epoch, members, m, 0, 1, &exact);
+}
+
+long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc_cfg *c)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    if (!c)
+        c = &L->comp;
+    if (c->method != LC_NONE && (rc = comp_room(L)))
+        return rc;
+    double *w = own(L, d);
+    const double *x = w ? sent_with(L, c, d, w, 1, 1) : NULL;
+    if (!x)
+        return DP_ENOMEM;
+    for (size_t j = 0; j < L->P; j++)
+        L->global[j] = (1 - alpha) * L->global[j] + alpha * x[j];
+    long s = (long)(L->version - L->read_ver[d]);
+    L->version++;
+    L->since[d] = L->since_g[d] = 0;
+    if (s > L->max_stale)
+        L->max_stale = s;
+    return s;
 }
 
 long lrn_push(learner *L, double t, int epoch, size_t d)

@@ -93,6 +93,19 @@ int lrn_set_lr_scale(learner *L, size_t d, double f);
  * global model and back into every member's (LOCAL). */
 int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights);
 
+/* ---- groups that push to the global model asynchronously (FedGSync) ----
+ * A model average among members[0..m) weighted by the samples each
+ * trained on since its last average, back into every member, exact
+ * whatever the run's compression (traffic inside a group); the global
+ * model untouched.  0 or DP_ENOMEM. */
+int lrn_group_average(learner *L, double t, int epoch, const size_t *members, size_t m);
+/* Device d's model, as it arrives coded with c (NULL: the run's
+ * compression; c->delta: against the last model d sent, the initial model
+ * first), mixed into the global model: global = (1 - alpha) global +
+ * alpha x.  Returns the staleness (updates of the global model since d's
+ * last pull) or a negative DP_E*. */
+long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc_cfg *c);
+
 /* The stream; t is absolute simulated time, epoch 1-based.  Each returns
  * 0 or a negative DP_E* (out of memory). */
 int lrn_step(learner *L, double t, int epoch, size_t d, double samples);

@@ -53,3 +53,27 @@ double prt_wire_bytes(const prt *rt, double bytes)
     double full = lc_wire_bytes(&rt->comp, s->model.params, s->model.bytes_per_param);
     return bytes == s->model.model_bytes ? full : full * (bytes / s->model.model_bytes);
 }
+
+/* The coder of a delta-coded model send (runtime.h, prt_delta_wire_bytes):
+ * the run's method with delta coding on, or q-bit quantisation of the
+ * delta when the run has no compression. */
+lc_cfg prt_delta_coder(const prt *rt, int bits)
+{
+    lc_cfg c = rt->comp;
+    if (c.method == LC_NONE) {
+        c.method = LC_QUANTIZE;
+        c.bits = bits;
+    }
+    c.delta = 1;
+    return c;
+}
+
+double prt_delta_wire_bytes(const prt *rt, int bits, double bytes)
+{
+    const scn_scenario *s = rt->s;
+    if (bits <= 0 || !(s->model.model_bytes > 0))
+        return prt_wire_bytes(rt, bytes);
+    lc_cfg c = prt_delta_coder(rt, bits);
+    double full = lc_wire_bytes(&c, s->model.params, s->model.bytes_per_param);
+    return bytes == s->model.model_bytes ? full : full * (bytes / s->model.model_bytes);
+}

@@ -207,6 +207,27 @@ void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const 
         learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
 }
 
+void prt_learn_group_average(prt *rt, const size_t *members, size_t m)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_group_average(rt->learn, now_abs(rt), rt->epoch, members, m));
+    if (rt->eff_tap)
+        learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 0));
+}
+
+long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double alpha, int delta_bits)
+{
+    long s = 0;
+    if (rt->learn) {
+        lc_cfg c = prt_delta_coder(rt, delta_bits);
+        s = lrn_merge(rt->learn, now_abs(rt), rt->epoch, d, alpha, delta_bits > 0 ? &c : NULL);
+        learn_oom(rt, (int)(s < 0 ? s : 0));
+    }
+    if (rt->eff_tap) /* the statistical-efficiency model counts it as the group's average into the global model */
+        learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
+    return s < 0 ? 0 : s;
+}
+
 void prt_learn_checkpoint(prt *rt)
 {
     if (rt->learn)

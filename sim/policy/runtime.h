@@ -282,6 +282,15 @@ void prt_learn_lr_scale(prt *rt, size_t d, double f);
 /* A model average among members[0..m) weighted by weights[0..m) (not by
  * samples), into the global model and back to every member. */
 void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const double *weights);
+/* Groups that push asynchronously (FedGSync): an exact model average
+ * among members[0..m) (weighted by samples since their last average) back
+ * into every member, the global model untouched; and device d's model
+ * (its group's, members[0..m)) mixed into the global one, global = (1 -
+ * alpha) global + alpha x, x as it arrives: delta-coded when delta_bits >
+ * 0 (prt_delta_wire_bytes), else with the run's compression.  Returns the
+ * staleness (global updates since d's pull). */
+void prt_learn_group_average(prt *rt, const size_t *members, size_t m);
+long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double alpha, int delta_bits);
 /* A checkpoint of the model is complete now; a restart loads it (every
  * device's model and pending gradients). */
 void prt_learn_checkpoint(prt *rt);
@@ -296,6 +305,11 @@ void prt_learn_restore(prt *rt);
  * Bytes of a model or gradient payload of `bytes` (the scenario's model
  * bytes, or a part of them, scaled) on the wire: */
 double prt_wire_bytes(const prt *rt, double bytes);
+/* A model sent delta-coded (FedGSync's pushes between groups): the
+ * difference against the last model the sender sent, coded with the run's
+ * method when it has one, else quantised to `bits` bits (lcompress.h);
+ * its bytes on the wire (bits <= 0: prt_wire_bytes). */
+double prt_delta_wire_bytes(const prt *rt, int bits, double bytes);
 /* The run's setting (method LC_NONE: off). */
 const struct lc_cfg *prt_compress(const prt *rt);
 /* Read and check `compression:` (FILE:LINE:COL messages, DP_EINPUT). */

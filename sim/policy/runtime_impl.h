@@ -323,6 +323,7 @@ void ff_free(prt *rt);
 int prt_learn_open(prt *rt, uint64_t seed, dp_err *err);
 void prt_learn_close(prt *rt);
 int prt_compress_open(prt *rt, dp_err *err); /* compress.c: rt->comp from `compression:` */
+lc_cfg prt_delta_coder(const prt *rt, int bits); /* compress.c: the coder of prt_delta_wire_bytes (bits > 0) */
 void prt_learn_batch(prt *rt, size_t d, double t, double samples);
 void prt_learn_lost(prt *rt, size_t d, double t);
 /* d came back: it holds the server's model (every policy sends it one). */

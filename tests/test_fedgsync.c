@@ -1,0 +1,162 @@
+/* test_fedgsync.c: FedGSync's grouping (sim/policy/fedgsync.h) recovers
+ * the true label groups of a constructed non-IID partition from the
+ * learner's gradients; its refusals (no learning, unknown options, K
+ * groups > devices, regroup < 1) name FILE:LINE:COL; a run learns, is
+ * deterministic, and its pushes carry the delta-coded bytes. */
+#include <criterion/criterion.h>
+
+#include "learner.h"
+#include "ldata.h"
+#include "lmodel.h"
+#include "policy/fedgsync.h"
+#include "policy/policy.h"
+#include "test_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *WORLD = "name: fgs\n"
+                           "model: {name: softmax, params: 650, flops_per_sample: 1300}\n"
+                           "dataset: {samples: 1437, sample_bytes: 64B}\n"
+                           "training: {epochs: 3, seed: 5}\n"
+                           "server: {nic: {up: 1Gbps, down: 1Gbps}}\n"
+                           "devices:\n"
+                           "  - {name: w, count: 8, kind: cpu, memory: 1GiB, batch: 8, batch_time: 10ms,\n"
+                           "     link: {up: 100Mbps, down: 100Mbps, latency: 5ms}}\n";
+
+/* 8 devices in 4 groups of 2 labels: device d holds labels 2g and 2g + 1
+ * with g = d % 4 (the groups interleaved, so device order gives nothing
+ * away), the two devices of a group every other row of those labels.  Each
+ * device's gradient is the learner's (its model and data) on its rows at
+ * model w; the grouping must put exactly the devices of a group together. */
+static void expect_label_groups(learner *L, const double *w, uint64_t seed)
+{
+    const ldata *D = lrn_data(L);
+    lmodel *m = lrn_model(L);
+    size_t P = lrn_n_params(L), n = 8;
+    double *G = calloc(n * P, sizeof *G);
+    size_t *idx = malloc(D->n_train * sizeof *idx);
+    cr_assert(G && idx);
+    for (size_t d = 0; d < n; d++) {
+        size_t g = d % 4, k = 0, seen = 0;
+        for (size_t i = 0; i < D->n_train; i++)
+            if ((size_t)D->y_train[i] / 2 == g && seen++ % 2 == d / 4)
+                idx[k++] = i;
+        cr_assert(k > 50);
+        cr_assert(!isnan(lm_grad_sum(m, w, D->x_train, D->y_train, idx, k, G + d * P)));
+    }
+    int grp[8];
+    cr_assert_eq(fgs_group(G, n, P, 4, 2, seed, 8, grp), 0);
+    for (size_t d = 0; d < n; d++)
+        for (size_t e = 0; e < n; e++)
+            cr_expect_eq(grp[d] == grp[e], d % 4 == e % 4, "seed %llu: devices %zu and %zu in groups %d and %d",
+                         (unsigned long long)seed, d, e, grp[d], grp[e]);
+    cr_expect_eq(grp[0], 0, "groups are numbered by their lowest device");
+    free(G);
+    free(idx);
+}
+
+Test(fedgsync, grouping_recovers_label_groups)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: iid}\n", WORLD);
+    scn_scenario *s = load(buf, NULL, 0);
+    dp_err err = {0};
+    lrn_cfg *cfg = NULL;
+    cr_assert_eq(lrn_cfg_read(s, &cfg, &err), 0, "%s", err.msg);
+    learner *L = lrn_new(cfg, s, 8, 5, &err);
+    cr_assert(L, "%s", err.msg);
+    cr_assert_eq(lrn_set_mode(L, LRN_LOCAL), 0);
+    for (uint64_t seed = 1; seed <= 5; seed++) /* at the initial model */
+        expect_label_groups(L, lrn_weights(L, NULL), seed);
+    for (int r = 0; r < 40; r++) /* and at a model trained a little (device 0's, on IID data) */
+        cr_assert_eq(lrn_step(L, r, 1, 0, 8), 0);
+    for (uint64_t seed = 1; seed <= 5; seed++)
+        expect_label_groups(L, lrn_device_weights(L, 0), seed);
+    lrn_free(L);
+    lrn_cfg_free(cfg);
+    scn_free(s);
+}
+
+/* The PCA works whichever way the gradients' matrix is taller: more
+ * devices than parameters too. */
+Test(fedgsync, grouping_more_rows_than_columns)
+{
+    double G[12 * 3];
+    for (size_t i = 0; i < 12; i++)
+        for (size_t j = 0; j < 3; j++)
+            G[i * 3 + j] = (j == i % 3 ? 1.0 : 0.0) + 0.01 * (double)(i % 5);
+    int grp[12];
+    cr_assert_eq(fgs_group(G, 12, 3, 3, 2, 7, 8, grp), 0);
+    for (size_t i = 0; i < 12; i++)
+        cr_expect_eq(grp[i], (int)(i % 3), "row %zu in group %d", i, grp[i]);
+    cr_expect_eq(fgs_group(G, 12, 3, 13, 2, 7, 8, grp), DP_EINPUT);
+    cr_expect_eq(fgs_group(G, 12, 3, 0, 2, 7, 8, grp), DP_EINPUT);
+}
+
+static void expect_refused(const char *policies, const char *key)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%spolicies: {fedgsync: {%s}}\nlearning: {data: digits}\n", WORLD, policies);
+    scn_scenario *s = load(buf, NULL, 0);
+    dp_err err = {0};
+    cr_expect_eq(policy_check_scenario(s, &err), DP_EINPUT, "%s accepted", policies);
+    cr_expect(strstr(err.msg, "test.yaml:9:") && strstr(err.msg, key), "%s: %s", policies, err.msg);
+    scn_free(s);
+}
+
+Test(fedgsync, refusals)
+{
+    expect_refused("groups: 9", "policies.fedgsync.groups");
+    expect_refused("regroup: 0", "policies.fedgsync.regroup");
+    expect_refused("gruops: 2", "gruops");
+    expect_refused("delta_bits: 0", "policies.fedgsync.delta_bits");
+    scn_scenario *s = load(WORLD, NULL, 0); /* no learning: refused when it runs */
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find("fedgsync"), s, 5, &err);
+    cr_expect(!r && err.code == DP_EINPUT && strstr(err.msg, "learning"), "%s", err.msg);
+    res_run_free(r);
+    scn_free(s);
+}
+
+static res_run *run(const char *extra)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "%spolicies: {fedgsync: {groups: 4, regroup: 2, steps: 2, push_every: 2%s}}\n"
+             "learning: {data: digits, partition: labels, labels_per_device: 2, lr: 0.5}\n",
+             WORLD, extra);
+    scn_scenario *s = load(buf, NULL, 0);
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find("fedgsync"), s, 5, &err);
+    cr_assert(r, "%s", err.msg);
+    scn_free(s);
+    return r;
+}
+
+static double stat(const res_run *r, const char *name)
+{
+    const res_stat *t = res_find_stat(r, name, RES_SCOPE_RUN, 0, 0);
+    cr_assert(t, "no statistic %s", name);
+    return t->value;
+}
+
+Test(fedgsync, learns_deterministic_and_delta_bytes)
+{
+    res_run *a = run(""), *b = run("");
+    cr_expect(a->evals[a->n_evals - 1].test_acc > 0.8, "final accuracy %g", a->evals[a->n_evals - 1].test_acc);
+    cr_expect_eq(a->n_evals, b->n_evals);
+    for (size_t i = 0; i < a->n_evals && i < b->n_evals; i++)
+        cr_expect(a->evals[i].t_s == b->evals[i].t_s && a->evals[i].test_acc == b->evals[i].test_acc,
+                  "evaluation %zu differs between two runs", i);
+    cr_expect(stat(a, "fedgsync.regroups") >= 2, "regroups %g", stat(a, "fedgsync.regroups"));
+    cr_expect_eq(stat(a, "fedgsync.groups"), 4);
+    /* 650 parameters of 4 bytes: a delta quantised to 8 bits is 650 + 2 x 4 bytes, the full model 2600 */
+    cr_expect_eq(stat(a, "fedgsync.push_bytes"), 658);
+    res_run *c = run(", delta: false");
+    cr_expect_eq(stat(c, "fedgsync.push_bytes"), 2600);
+    cr_expect(c->evals[c->n_evals - 1].test_acc > 0.8);
+    res_run_free(a);
+    res_run_free(b);
+    res_run_free(c);
+}
