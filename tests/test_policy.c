@@ -340,9 +340,9 @@ Test(policy, deterministic_with_noise)
     const policy_def *pk[POLICY_MAX];
     for (size_t k = 0; k < policy_count(); k++)
         pk[k] = policy_at(k);
-    /* TWO has no sites (hierarchical) and no learning (adacoopt) */
+    /* TWO has no sites (hierarchical) and no learning (adacoopt, fedgsync) */
     size_t np = (size_t)policy_keep_applicable(s, pk, policy_count(), NULL);
-    cr_expect_eq(np, policy_count() - 2);
+    cr_expect_eq(np, policy_count() - 3);
     for (size_t k = 0; k < np; k++) {
         res_run *a = run(pk[k], s), *b = run(pk[k], s);
         expect_same_run(a, b);
