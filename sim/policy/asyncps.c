@@ -28,7 +28,6 @@
 #include "commlight.h"
 #include "runtime.h"
 
-#include <math.h>
 #include <stddef.h>
 
 typedef struct aps_opts {
@@ -45,7 +44,7 @@ typedef struct aps_dev {
     int64_t clock;  /* pushes applied this epoch */
     int n;          /* samples of the batch in flight */
     int active;     /* still has work this epoch (or a push not applied) */
-    size_t next;    /* server queue / wait list link (index + 1, 0 = none) */
+    size_t next;    /* SSP wait list link (index + 1, 0 = none) */
     /* worlds with failures */
     int phase;    /* aps_phase */
     double c0;    /* its compute seconds when it started its pull */
@@ -56,11 +55,7 @@ typedef struct aps_state {
     int s;
     aps_dev *dev;
     size_t n;
-    int64_t version;
-    /* server FIFO of arrived pushes (device index + 1 links) */
-    size_t q_head, q_tail;
-    int busy;
-    double agg_s;
+    cl_ps ps;       /* the server: its queue of arrived pushes and its version */
     size_t working; /* devices active this epoch */
     /* SSP: active devices per clock value, the minimum clock, and per clock
      * a FIFO of devices waiting for the minimum to rise */
@@ -78,8 +73,6 @@ typedef struct aps_state {
 static void pull(prt *rt, aps_dev *v);
 static void compute(prt *rt, aps_dev *v);
 
-static void serve(prt *rt, aps_state *st);
-
 static void on_push(void *ctx, uint64_t id)
 {
     (void)id;
@@ -88,25 +81,14 @@ static void on_push(void *ctx, uint64_t id)
     aps_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
     v->phase = AP_QUEUED;
-    v->next = 0;
-    if (st->q_tail)
-        st->dev[st->q_tail - 1].next = v->d + 1;
-    else
-        st->q_head = v->d + 1;
-    st->q_tail = v->d + 1;
-    if (!st->busy)
-        serve(rt, st);
+    cl_ps_arrive(rt, &st->ps, v->d);
 }
 
 static void after_compute(prt *rt, void *ctx)
 {
     aps_dev *v = ctx;
-    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the gradient, as compressed */
     v->phase = AP_PUSH;
-    prt_set_act(rt, v->d, RES_ACT_SEND);
-    prt_add_server_bytes(rt, v->d, M);
-    if (!world_transfer(prt_world(rt), (int)v->d + 1, 0, M, on_push, v))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_ps_send(rt, v->d, on_push, v);
 }
 
 static void compute(prt *rt, aps_dev *v)
@@ -133,15 +115,11 @@ static void on_pull(void *ctx, uint64_t id)
 static void pull(prt *rt, aps_dev *v)
 {
     aps_state *st = prt_state(rt);
-    double M = prt_scn(rt)->model.model_bytes;
-    v->pulled = st->version;
+    v->pulled = st->ps.version;
     prt_learn_pull(rt, v->d); /* the update stream: it computes on this version */
     v->phase = AP_PULL;
     v->c0 = prt_compute_s(rt, v->d);
-    prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
-    prt_add_server_bytes(rt, v->d, M);
-    if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_pull, v))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_download(rt, v->d, prt_scn(rt)->model.model_bytes, on_pull, v);
 }
 
 /* ---- SSP bookkeeping ---- */
@@ -191,7 +169,7 @@ static int none_up(prt *rt, aps_state *st, int why);
  * every device down). */
 static void maybe_epoch_end(prt *rt, aps_state *st)
 {
-    if (st->q_head || st->busy || st->working)
+    if (st->ps.head || st->ps.busy || st->working)
         return;
     if (st->fail_on && none_up(rt, st, 2))
         return;
@@ -217,15 +195,8 @@ static void applied(prt *rt, void *ctx)
 {
     (void)ctx;
     aps_state *st = prt_state(rt);
-    aps_dev *v = &st->dev[st->q_head - 1];
-    st->q_head = v->next;
-    if (!st->q_head)
-        st->q_tail = 0;
-    st->busy = 0;
-    cl_update(&st->cs, v->n, 1, st->version - v->pulled);
-    prt_learn_push(rt, v->d); /* the update stream: staleness counted from its pull */
-    st->version++;
-    st->cs.rounds++;
+    aps_dev *v = &st->dev[cl_ps_pop(&st->ps)];
+    cl_ps_apply(rt, &st->ps, &st->cs, v->d, v->n, v->pulled);
     if (st->s >= 0)
         st->at_clock[v->clock]--;
     v->clock++;
@@ -245,18 +216,8 @@ static void applied(prt *rt, void *ctx)
     }
     if (st->s >= 0)
         release(rt, st);
-    if (st->q_head) {
-        serve(rt, st);
-        return;
-    }
-    maybe_epoch_end(rt, st);
-}
-
-static void serve(prt *rt, aps_state *st)
-{
-    st->busy = 1;
-    if (prt_at(rt, prt_now(rt) + st->agg_s, applied, NULL))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    if (!cl_ps_next(rt, &st->ps))
+        maybe_epoch_end(rt, st);
 }
 
 static void reset_clocks(aps_state *st)
@@ -323,7 +284,7 @@ static int resend_lost_data(prt *rt, aps_state *st)
         if (!v->active || v->has_data)
             continue;
         cl_resend_add(rt, &r, d, v, 0);
-        v->pulled = st->version;
+        v->pulled = st->ps.version;
         prt_learn_pull(rt, d);
         v->phase = AP_PULL;
         v->c0 = prt_compute_s(rt, d);
@@ -400,15 +361,11 @@ static int aps_start(prt *rt, const void *opts)
     st->n = n;
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
-    if (!st->dev || !st->parts || cl_stats_init(&st->cs, n))
+    if (!st->dev || !st->parts || cl_stats_init(&st->cs, n) || cl_ps_init(rt, &st->ps, applied))
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-    double *bytes = dp_calloc(n, sizeof *bytes); /* equal_split's, unused: cl_distribute sends */
-    if (!bytes)
-        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-    equal_split(rt, PRT_DATA_SHARD, bytes);
-    dp_free(bytes);
+    if (cl_equal_shares(rt))
+        return DP_ENOMEM;
     st->fail_on = scn_has_failures(s);
-    st->agg_s = isfinite(s->server.aggregate_Bps) ? s->model.model_bytes / s->server.aggregate_Bps : 0;
     int64_t most = 0;
     for (size_t d = 0; d < n; d++) {
         int64_t bs = s->groups[s->devices[d].group].batch, steps = (prt_share(rt)[d] + bs - 1) / bs;
@@ -447,6 +404,7 @@ static void aps_free(prt *rt, const void *opts)
         dp_free(st->w_head);
         dp_free(st->w_tail);
         cl_stats_free(&st->cs);
+        cl_ps_free(&st->ps);
     }
     dp_free(st);
     prt_set_state(rt, NULL);

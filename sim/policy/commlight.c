@@ -196,6 +196,17 @@ done:
     return rc;
 }
 
+int cl_equal_shares(prt *rt)
+{
+    size_t n = prt_n(rt);
+    double *bytes = dp_calloc(n ? n : 1, sizeof *bytes); /* equal_split's, unused: cl_distribute sends */
+    if (!bytes)
+        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
+    equal_split(rt, PRT_DATA_SHARD, bytes);
+    dp_free(bytes);
+    return 0;
+}
+
 int cl_none_up(prt *rt, const size_t *parts, size_t n)
 {
     world *w = prt_world(rt);
@@ -221,6 +232,90 @@ double cl_aggregate_s(const prt *rt, double models)
 {
     const scn_scenario *s = prt_scn(rt);
     return isfinite(s->server.aggregate_Bps) ? models * s->model.model_bytes / s->server.aggregate_Bps : 0;
+}
+
+void cl_upload(prt *rt, size_t d, double bytes, net_done_fn done, void *ctx)
+{
+    prt_set_act(rt, d, RES_ACT_SEND);
+    prt_add_server_bytes(rt, d, bytes);
+    if (!world_transfer(prt_world(rt), (int)d + 1, 0, bytes, done, ctx))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+void cl_download(prt *rt, size_t d, double bytes, net_done_fn done, void *ctx)
+{
+    prt_set_act(rt, d, RES_ACT_RECV_MODEL);
+    prt_add_server_bytes(rt, d, bytes);
+    if (!world_transfer(prt_world(rt), 0, (int)d + 1, bytes, done, ctx))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+/* ---- the parameter server (asyncps, ep4ddl) ---- */
+
+int cl_ps_init(prt *rt, cl_ps *ps, prt_fn applied)
+{
+    const scn_scenario *s = prt_scn(rt);
+    size_t n = prt_n(rt);
+    *ps = (cl_ps){.applied = applied};
+    ps->agg_s = isfinite(s->server.aggregate_Bps) ? s->model.model_bytes / s->server.aggregate_Bps : 0;
+    ps->next = dp_calloc(n ? n : 1, sizeof *ps->next);
+    return ps->next ? 0 : DP_ENOMEM;
+}
+
+void cl_ps_free(cl_ps *ps)
+{
+    dp_free(ps->next);
+    ps->next = NULL;
+}
+
+void cl_ps_send(prt *rt, size_t d, net_done_fn on_push, void *ctx)
+{
+    cl_upload(rt, d, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_push, ctx); /* the gradient, as compressed */
+}
+
+static void ps_serve(prt *rt, cl_ps *ps)
+{
+    ps->busy = 1;
+    if (prt_at(rt, prt_now(rt) + ps->agg_s, ps->applied, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+
+void cl_ps_arrive(prt *rt, cl_ps *ps, size_t d)
+{
+    ps->next[d] = 0;
+    if (ps->tail)
+        ps->next[ps->tail - 1] = d + 1;
+    else
+        ps->head = d + 1;
+    ps->tail = d + 1;
+    if (!ps->busy)
+        ps_serve(rt, ps);
+}
+
+size_t cl_ps_pop(cl_ps *ps)
+{
+    size_t d = ps->head - 1;
+    ps->head = ps->next[d];
+    if (!ps->head)
+        ps->tail = 0;
+    ps->busy = 0;
+    return d;
+}
+
+void cl_ps_apply(prt *rt, cl_ps *ps, cl_stats *st, size_t d, int64_t samples, int64_t pulled)
+{
+    cl_update(st, samples, 1, ps->version - pulled);
+    prt_learn_push(rt, d); /* the update stream: staleness counted from its pull */
+    ps->version++;
+    st->rounds++;
+}
+
+int cl_ps_next(prt *rt, cl_ps *ps)
+{
+    if (!ps->head)
+        return 0;
+    ps_serve(rt, ps);
+    return 1;
 }
 
 int cl_resend_begin(prt *rt, cl_resend *r)

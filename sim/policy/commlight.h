@@ -74,6 +74,11 @@ int cl_max_batch(const scn_scenario *s, size_t d, int cap);
 int cl_distribute(prt *rt, int equal, void *devs, size_t dev_size, size_t *parts, size_t *n_parts,
                   prt_fn on_ready);
 
+/* The equal split into prt_share now, for a policy that reads the shares
+ * before its cl_distribute(rt, 0, ...) (asyncps, ep4ddl).  0 or
+ * DP_ENOMEM (the message in prt_err). */
+int cl_equal_shares(prt *rt);
+
 /* An epoch's data as a pool (ep4ddl, adacoopt): device d takes up to b
  * samples, from its own share's left while it lasts, then from the share
  * with most left (the lowest index on ties).  Returns how many. */
@@ -112,6 +117,43 @@ int cl_keeps_data(const prt *rt, size_t d);
 /* Seconds the server takes to average `models` models (0 at an unlimited
  * aggregate rate). */
 double cl_aggregate_s(const prt *rt, double models);
+
+/* Model traffic between device d and the server that a policy sends
+ * itself: d's activity set (sending, receiving the model), the bytes
+ * counted as the server's (prt_add_server_bytes), done(ctx, id) when the
+ * transfer ends; out of memory fails the run. */
+void cl_upload(prt *rt, size_t d, double bytes, net_done_fn done, void *ctx);
+void cl_download(prt *rt, size_t d, double bytes, net_done_fn done, void *ctx);
+
+/* The parameter server of asyncps and ep4ddl: pushes that have arrived
+ * wait in a queue and are applied one at a time in arrival order, each
+ * taking a model at the aggregate rate.  The policy's `applied` (prt_fn,
+ * ctx NULL) runs when the push at the head is applied: it takes the device
+ * with cl_ps_pop, applies it with cl_ps_apply, does its own bookkeeping,
+ * and returns through cl_ps_next, which starts the next push waiting. */
+typedef struct cl_ps {
+    size_t *next;      /* per device: the next in the queue (index + 1, 0: none) */
+    size_t head, tail; /* index + 1, 0: empty */
+    int busy;          /* a push is being applied */
+    double agg_s;      /* seconds to apply one */
+    int64_t version;   /* pushes applied: the server model's version */
+    prt_fn applied;
+} cl_ps;
+int cl_ps_init(prt *rt, cl_ps *ps, prt_fn applied); /* 0 or DP_ENOMEM */
+void cl_ps_free(cl_ps *ps);
+/* Device d pushes its gradient (the run's compressed bytes, prt_wire_bytes)
+ * to the server; on_push(ctx, id) runs when it has arrived. */
+void cl_ps_send(prt *rt, size_t d, net_done_fn on_push, void *ctx);
+/* Device d's push has arrived: it queues; an idle server takes it. */
+void cl_ps_arrive(prt *rt, cl_ps *ps, size_t d);
+/* In `applied`: the device whose push is applied now, off the queue. */
+size_t cl_ps_pop(cl_ps *ps);
+/* Its push applied: a model update of `samples` samples in st, staleness
+ * the versions since `pulled`, fed to the learner (prt_learn_push), the
+ * server's version one more, one more server update (st->rounds). */
+void cl_ps_apply(prt *rt, cl_ps *ps, cl_stats *st, size_t d, int64_t samples, int64_t pulled);
+/* At the end of `applied`: 1 if a push waited and the server took it. */
+int cl_ps_next(prt *rt, cl_ps *ps);
 
 /* Option value names. */
 extern const char *const cl_sync_names[]; /* ring, server */

@@ -63,8 +63,7 @@ typedef struct ep_dev {
     double mean, sd;
     int64_t flagged_iters;
     double first_flag;
-    size_t next; /* server FIFO link (index + 1) */
-    int fresh;   /* holds the initial model: the next iteration needs no pull */
+    int fresh; /* holds the initial model: the next iteration needs no pull */
 } ep_dev;
 
 typedef struct ep_state {
@@ -72,10 +71,8 @@ typedef struct ep_state {
     ep_dev *dev;
     size_t n;
     double *win_all, *tmp;
-    int64_t version, flags;
-    size_t q_head, q_tail;
-    int busy;
-    double agg_s;
+    int64_t flags;
+    cl_ps ps;        /* the server: its queue of arrived pushes and its version */
     size_t inflight; /* workers with an iteration in flight (pull to push applied) */
     cl_stats cs;
 } ep_state;
@@ -148,8 +145,6 @@ static int may_go(const ep_state *st, const ep_dev *v)
     return 1;
 }
 
-static void serve(prt *rt, ep_state *st);
-
 static void on_push(void *ctx, uint64_t id)
 {
     (void)id;
@@ -157,24 +152,13 @@ static void on_push(void *ctx, uint64_t id)
     prt *rt = v->rt;
     ep_state *st = prt_state(rt);
     prt_set_act(rt, v->d, RES_ACT_WAIT);
-    v->next = 0;
-    if (st->q_tail)
-        st->dev[st->q_tail - 1].next = v->d + 1;
-    else
-        st->q_head = v->d + 1;
-    st->q_tail = v->d + 1;
-    if (!st->busy)
-        serve(rt, st);
+    cl_ps_arrive(rt, &st->ps, v->d);
 }
 
 static void after_compute(prt *rt, void *ctx)
 {
     ep_dev *v = ctx;
-    double M = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* the gradient, as compressed */
-    prt_set_act(rt, v->d, RES_ACT_SEND);
-    prt_add_server_bytes(rt, v->d, M);
-    if (!world_transfer(prt_world(rt), (int)v->d + 1, 0, M, on_push, v))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_ps_send(rt, v->d, on_push, v);
 }
 
 static void on_pull(void *ctx, uint64_t id)
@@ -214,13 +198,9 @@ static void start_iter(prt *rt, ep_state *st, ep_dev *v)
         on_pull(v, 0);
         return;
     }
-    v->pulled = st->version;
+    v->pulled = st->ps.version;
     prt_learn_pull(rt, v->d); /* the update stream: it computes on this version */
-    double M = prt_scn(rt)->model.model_bytes;
-    prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
-    prt_add_server_bytes(rt, v->d, M);
-    if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_pull, v))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_download(rt, v->d, prt_scn(rt)->model.model_bytes, on_pull, v);
 }
 
 static void epoch_start(prt *rt, ep_state *st)
@@ -252,38 +232,20 @@ static void applied(prt *rt, void *ctx)
 {
     (void)ctx;
     ep_state *st = prt_state(rt);
-    ep_dev *v = &st->dev[st->q_head - 1];
-    st->q_head = v->next;
-    if (!st->q_head)
-        st->q_tail = 0;
-    st->busy = 0;
-    cl_update(&st->cs, v->n, 1, st->version - v->pulled);
-    prt_learn_push(rt, v->d); /* staleness counted from its pull */
-    st->version++;
-    st->cs.rounds++;
+    ep_dev *v = &st->dev[cl_ps_pop(&st->ps)];
+    cl_ps_apply(rt, &st->ps, &st->cs, v->d, v->n, v->pulled);
     st->inflight--;
     v->clock++;
     start_iter(rt, st, v);
     for (size_t d = 0; d < st->n && !prt_failed(rt); d++) /* the laggard moved: release those it held */
         if (st->dev[d].waiting && st->dev[d].active)
             start_iter(rt, st, &st->dev[d]);
-    if (st->q_head) {
-        serve(rt, st);
-        return;
-    }
-    if (st->inflight || prt_work_left(rt) || prt_failed(rt))
+    if (cl_ps_next(rt, &st->ps) || st->inflight || prt_work_left(rt) || prt_failed(rt))
         return;
     if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && emit(rt, st))
         return;
     if (prt_end_epoch(rt) > 0)
         epoch_start(rt, st);
-}
-
-static void serve(prt *rt, ep_state *st)
-{
-    st->busy = 1;
-    if (prt_at(rt, prt_now(rt) + st->agg_s, applied, NULL))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
 /* A worker holds its shard and the initial model: its first iteration
@@ -310,14 +272,10 @@ static int ep_start(prt *rt, const void *opts)
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->win_all = dp_calloc(n * (size_t)st->o.window, sizeof *st->win_all);
     st->tmp = dp_calloc(n, sizeof *st->tmp);
-    if (!st->dev || !st->win_all || !st->tmp || cl_stats_init(&st->cs, n))
+    if (!st->dev || !st->win_all || !st->tmp || cl_stats_init(&st->cs, n) || cl_ps_init(rt, &st->ps, applied))
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-    double *bytes = dp_calloc(n, sizeof *bytes); /* equal_split's, unused: cl_distribute sends */
-    if (!bytes)
-        return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
-    equal_split(rt, PRT_DATA_SHARD, bytes);
-    dp_free(bytes);
-    st->agg_s = isfinite(s->server.aggregate_Bps) ? s->model.model_bytes / s->server.aggregate_Bps : 0;
+    if (cl_equal_shares(rt))
+        return DP_ENOMEM;
     for (size_t d = 0; d < n; d++)
         st->dev[d] = (ep_dev){.rt = rt,
                               .d = d,
@@ -338,6 +296,7 @@ static void ep_free(prt *rt, const void *opts)
         dp_free(st->win_all);
         dp_free(st->tmp);
         cl_stats_free(&st->cs);
+        cl_ps_free(&st->ps);
     }
     dp_free(st);
     prt_set_state(rt, NULL);

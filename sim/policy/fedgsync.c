@@ -369,11 +369,7 @@ static void merged(prt *rt, void *ctx)
     g->rounds = 0;
     for (size_t i = 0; i < g->m; i++) /* the download is served now: the group goes on from this model */
         prt_learn_pull(rt, g->mem[i]);
-    double M = prt_scn(rt)->model.model_bytes;
-    prt_set_act(rt, g->leader, RES_ACT_RECV_MODEL);
-    prt_add_server_bytes(rt, g->leader, M);
-    if (!world_transfer(prt_world(rt), 0, (int)g->leader + 1, M, on_global, g))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_download(rt, g->leader, prt_scn(rt)->model.model_bytes, on_global, g);
 }
 
 static void on_pushed(void *ctx, uint64_t id)
@@ -391,10 +387,7 @@ static void on_pushed(void *ctx, uint64_t id)
 
 static void push(prt *rt, fg_state *st, fg_grp *g)
 {
-    prt_set_act(rt, g->leader, RES_ACT_SEND);
-    prt_add_server_bytes(rt, g->leader, st->push_bytes);
-    if (!world_transfer(prt_world(rt), (int)g->leader + 1, 0, st->push_bytes, on_pushed, g))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    cl_upload(rt, g->leader, st->push_bytes, on_pushed, g);
 }
 
 /* The group's models averaged: push, or another round. */
@@ -533,11 +526,8 @@ static void measure(prt *rt, fg_state *st, fg_dev *v)
     double loss;
     if (prt_learn_probe(rt, v->d, 1, (size_t)st->o.probe, st->G + v->slot * st->P, &loss))
         return;
-    double bytes = prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes); /* a gradient, as the run sends one */
-    prt_set_act(rt, v->d, RES_ACT_SEND);
-    prt_add_server_bytes(rt, v->d, bytes);
-    if (!world_transfer(prt_world(rt), (int)v->d + 1, 0, bytes, on_gradient, v))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    /* a gradient, as the run sends one */
+    cl_upload(rt, v->d, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_gradient, v);
 }
 
 static void on_model(void *ctx, uint64_t id)
@@ -553,7 +543,6 @@ static void on_model(void *ctx, uint64_t id)
 static void exchange(prt *rt, fg_state *st, int download)
 {
     st->pending = st->n_parts;
-    double M = prt_scn(rt)->model.model_bytes;
     for (size_t i = 0; i < st->n_parts && !prt_failed(rt); i++) {
         fg_dev *v = &st->dev[st->parts[i]];
         if (!download) {
@@ -561,10 +550,7 @@ static void exchange(prt *rt, fg_state *st, int download)
             continue;
         }
         prt_learn_pull(rt, v->d);
-        prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
-        prt_add_server_bytes(rt, v->d, M);
-        if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_model, v))
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+        cl_download(rt, v->d, prt_scn(rt)->model.model_bytes, on_model, v);
     }
 }
 
