@@ -746,9 +746,12 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
     return 0;
 }
 
-/* lrn_average with each member's model coded with c (LC_NONE: exact). */
+/* lrn_average with each member's model coded with c (LC_NONE: exact);
+ * `group`: the members keep the version they last read (a group's own
+ * average, lrn_group_average: its pushes' staleness counts from the
+ * group's download). */
 static int average_coded(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
-                         int to_members, const lc_cfg *c)
+                         int to_members, const lc_cfg *c, int group)
 {
     int rc = flush(L, t, epoch, 0);
     if (rc)
@@ -796,7 +799,8 @@ static int average_coded(learner *L, double t, int epoch, const size_t *members,
             if (!w)
                 return DP_ENOMEM;
             memcpy(w, with ? avg : L->global, L->P * sizeof *w);
-            L->read_ver[d] = L->version;
+            if (!group)
+                L->read_ver[d] = L->version;
         }
         L->since[d] = 0;
         if (into_global)
@@ -808,13 +812,13 @@ static int average_coded(learner *L, double t, int epoch, const size_t *members,
 int lrn_average(learner *L, double t, int epoch, const size_t *members, size_t m, int into_global,
                 int to_members)
 {
-    return average_coded(L, t, epoch, members, m, into_global, to_members, &L->comp);
+    return average_coded(L, t, epoch, members, m, into_global, to_members, &L->comp, 0);
 }
 
 int lrn_group_average(learner *L, double t, int epoch, const size_t *members, size_t m)
 {
     static const lc_cfg exact = {.method = LC_NONE};
-    return average_coded(L, t, epoch, members, m, 0, 1, &exact);
+    return average_coded(L, t, epoch, members, m, 0, 1, &exact, 1);
 }
 
 long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc_cfg *c)

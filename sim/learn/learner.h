@@ -97,7 +97,8 @@ int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members,
  * A model average among members[0..m) weighted by the samples each
  * trained on since its last average, back into every member, exact
  * whatever the run's compression (traffic inside a group); the global
- * model untouched.  0 or DP_ENOMEM. */
+ * model untouched, and the version each member last read (its pull) kept.
+ * 0 or DP_ENOMEM. */
 int lrn_group_average(learner *L, double t, int epoch, const size_t *members, size_t m);
 /* Device d's model, as it arrives coded with c (NULL: the run's
  * compression; c->delta: against the last model d sent, the initial model
