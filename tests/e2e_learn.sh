@@ -65,6 +65,13 @@ has "$T/err" "(0, 1]"
 expect 2 "$BIN" run "$DIG" --db "$DB" --set learning.data=missing.csv
 has "$T/err" "missing.csv"
 expect 2 "$BIN" run "$DIG" --db "$DB" --set learning.model=cnn
+# FedGSync's options (8 devices): more groups than devices, regroup < 1, a misspelt key
+for opt in "groups: 9" "regroup: 0" "gruops: 2"; do
+    sed "s/^policies:\$/policies:\n  fedgsync: { $opt }/" "$DIG" >"$T/fg.yaml"
+    expect 2 "$BIN" run "$T/fg.yaml" --db "$DB" -p fedgsync
+    has "$T/err" "fg.yaml:39:"
+    has "$T/err" "policies.fedgsync.${opt%%:*}"
+done
 after=$(sqlite3 "$DB" "SELECT count(*) FROM runs")
 [ "$before" = "$after" ] && ok "nothing stored by refused runs" || bad "runs went from $before to $after"
 
