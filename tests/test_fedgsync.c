@@ -119,13 +119,13 @@ Test(fedgsync, refusals)
     scn_free(s);
 }
 
-static res_run *run(const char *extra)
+static res_run *run(const char *extra, const char *top)
 {
     char buf[2048];
     snprintf(buf, sizeof buf,
              "%spolicies: {fedgsync: {groups: 4, regroup: 2, steps: 2, push_every: 2%s}}\n"
-             "learning: {data: digits, partition: labels, labels_per_device: 2, lr: 0.5}\n",
-             WORLD, extra);
+             "learning: {data: digits, partition: labels, labels_per_device: 2, lr: 0.5}\n%s",
+             WORLD, extra, top);
     scn_scenario *s = load(buf, NULL, 0);
     dp_err err = {0};
     res_run *r = policy_run(policy_find("fedgsync"), s, 5, &err);
@@ -143,7 +143,7 @@ static double stat(const res_run *r, const char *name)
 
 Test(fedgsync, learns_deterministic_and_delta_bytes)
 {
-    res_run *a = run(""), *b = run("");
+    res_run *a = run("", ""), *b = run("", "");
     cr_expect(a->evals[a->n_evals - 1].test_acc > 0.8, "final accuracy %g", a->evals[a->n_evals - 1].test_acc);
     cr_expect_eq(a->n_evals, b->n_evals);
     for (size_t i = 0; i < a->n_evals && i < b->n_evals; i++)
@@ -153,9 +153,13 @@ Test(fedgsync, learns_deterministic_and_delta_bytes)
     cr_expect_eq(stat(a, "fedgsync.groups"), 4);
     /* 650 parameters of 4 bytes: a delta quantised to 8 bits is 650 + 2 x 4 bytes, the full model 2600 */
     cr_expect_eq(stat(a, "fedgsync.push_bytes"), 658);
-    res_run *c = run(", delta: false");
+    res_run *c = run(", delta: false", "");
     cr_expect_eq(stat(c, "fedgsync.push_bytes"), 2600);
     cr_expect(c->evals[c->n_evals - 1].test_acc > 0.8);
+    /* with compression: its method codes the delta: top-k 10% keeps 65 entries of 4 + 4 index bytes */
+    res_run *t = run("", "compression: {method: topk, k: 0.1}\n");
+    cr_expect_eq(stat(t, "fedgsync.push_bytes"), 520);
+    res_run_free(t);
     res_run_free(a);
     res_run_free(b);
     res_run_free(c);
