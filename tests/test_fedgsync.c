@@ -164,3 +164,56 @@ Test(fedgsync, learns_deterministic_and_delta_bytes)
     res_run_free(b);
     res_run_free(c);
 }
+
+/* The learner's side: a group's average is exact whatever the run's
+ * compression and leaves the global model alone; a merge mixes what
+ * arrives into the global model with weight alpha, a delta quantised to 8
+ * bits arriving within half a step of the model sent. */
+Test(fedgsync, learner_group_average_and_merge)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: iid}\n", WORLD);
+    scn_scenario *s = load(buf, NULL, 0);
+    dp_err err = {0};
+    lrn_cfg *cfg = NULL;
+    cr_assert_eq(lrn_cfg_read(s, &cfg, &err), 0, "%s", err.msg);
+    learner *L = lrn_new(cfg, s, 8, 5, &err);
+    cr_assert(L, "%s", err.msg);
+    lc_cfg run = {.method = LC_TOPK, .k = 0.01, .error_feedback = 1, .index_bytes = 4};
+    cr_assert_eq(lrn_set_compress(L, &run), 0);
+    cr_assert_eq(lrn_set_mode(L, LRN_LOCAL), 0);
+    size_t P = lrn_n_params(L), mem[2] = {0, 1};
+    double *g0 = malloc(P * sizeof *g0), *want = malloc(P * sizeof *want);
+    cr_assert(g0 && want);
+    memcpy(g0, lrn_weights(L, NULL), P * sizeof *g0);
+    for (int r = 0; r < 5; r++) /* device 0 trains twice as much as device 1 */
+        cr_assert(!lrn_step(L, r, 1, 0, 16) && !lrn_step(L, r, 1, 1, 8));
+    const double *w0 = lrn_device_weights(L, 0), *w1 = lrn_device_weights(L, 1);
+    for (size_t j = 0; j < P; j++)
+        want[j] = (2.0 / 3) * w0[j] + (1.0 / 3) * w1[j];
+    cr_assert_eq(lrn_group_average(L, 5, 1, mem, 2), 0);
+    for (size_t j = 0; j < P; j++) {
+        expect_close(lrn_device_weights(L, 0)[j], want[j]);
+        cr_expect_eq(lrn_device_weights(L, 1)[j], lrn_device_weights(L, 0)[j]);
+        cr_expect_eq(lrn_weights(L, NULL)[j], g0[j], "the global model moved");
+    }
+    lc_cfg delta = {.method = LC_QUANTIZE, .bits = 8, .delta = 1};
+    double lo = INFINITY, hi = -INFINITY; /* the delta against the initial model, its range */
+    for (size_t j = 0; j < P; j++) {
+        double x = want[j] - g0[j];
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    cr_assert_eq(lrn_merge(L, 6, 1, 0, 0.25, &delta), 0, "staleness 0: nothing merged since its pull");
+    double step = (hi - lo) / 255;
+    for (size_t j = 0; j < P; j++) {
+        double x = (lrn_weights(L, NULL)[j] - 0.75 * g0[j]) / 0.25; /* what arrived */
+        cr_expect(fabs(x - want[j]) <= step / 2 + 1e-12, "entry %zu: %g arrived for %g (step %g)", j, x, want[j],
+                  step);
+    }
+    free(g0);
+    free(want);
+    lrn_free(L);
+    lrn_cfg_free(cfg);
+    scn_free(s);
+}
