@@ -45,13 +45,20 @@ const lc_cfg *prt_compress(const prt *rt)
     return &rt->comp;
 }
 
-double prt_wire_bytes(const prt *rt, double bytes)
+/* Bytes on the wire of a payload of `bytes` (the model's, or a part of
+ * them, scaled) coded with c. */
+static double coded_bytes(const prt *rt, const lc_cfg *c, double bytes)
 {
     const scn_scenario *s = rt->s;
-    if (rt->comp.method == LC_NONE || !(s->model.model_bytes > 0))
+    if (c->method == LC_NONE || !(s->model.model_bytes > 0))
         return bytes;
-    double full = lc_wire_bytes(&rt->comp, s->model.params, s->model.bytes_per_param);
+    double full = lc_wire_bytes(c, s->model.params, s->model.bytes_per_param);
     return bytes == s->model.model_bytes ? full : full * (bytes / s->model.model_bytes);
+}
+
+double prt_wire_bytes(const prt *rt, double bytes)
+{
+    return coded_bytes(rt, &rt->comp, bytes);
 }
 
 /* The coder of a delta-coded model send (runtime.h, prt_delta_wire_bytes):
@@ -70,10 +77,8 @@ lc_cfg prt_delta_coder(const prt *rt, int bits)
 
 double prt_delta_wire_bytes(const prt *rt, int bits, double bytes)
 {
-    const scn_scenario *s = rt->s;
-    if (bits <= 0 || !(s->model.model_bytes > 0))
+    if (bits <= 0)
         return prt_wire_bytes(rt, bytes);
     lc_cfg c = prt_delta_coder(rt, bits);
-    double full = lc_wire_bytes(&c, s->model.params, s->model.bytes_per_param);
-    return bytes == s->model.model_bytes ? full : full * (bytes / s->model.model_bytes);
+    return coded_bytes(rt, &c, bytes);
 }
