@@ -49,8 +49,9 @@ static void expect_label_groups(learner *L, const double *w, uint64_t seed)
     cr_assert_eq(fgs_group(G, n, P, 4, 2, seed, 8, grp), 0);
     for (size_t d = 0; d < n; d++)
         for (size_t e = 0; e < n; e++)
-            cr_expect_eq(grp[d] == grp[e], d % 4 == e % 4, "seed %llu: devices %zu and %zu in groups %d and %d",
-                         (unsigned long long)seed, d, e, grp[d], grp[e]);
+            cr_expect_eq(grp[d] == grp[e], d % 4 == e % 4,
+                         "seed %llu: devices %zu and %zu in groups %d and %d", (unsigned long long)seed, d, e,
+                         grp[d], grp[e]);
     cr_expect_eq(grp[0], 0, "groups are numbered by their lowest device");
     free(G);
     free(idx);
@@ -144,7 +145,8 @@ static double stat(const res_run *r, const char *name)
 Test(fedgsync, learns_deterministic_and_delta_bytes)
 {
     res_run *a = run("", ""), *b = run("", "");
-    cr_expect(a->evals[a->n_evals - 1].test_acc > 0.8, "final accuracy %g", a->evals[a->n_evals - 1].test_acc);
+    cr_expect(a->evals[a->n_evals - 1].test_acc > 0.8, "final accuracy %g",
+              a->evals[a->n_evals - 1].test_acc);
     cr_expect_eq(a->n_evals, b->n_evals);
     for (size_t i = 0; i < a->n_evals && i < b->n_evals; i++)
         cr_expect(a->evals[i].t_s == b->evals[i].t_s && a->evals[i].test_acc == b->evals[i].test_acc,
@@ -208,8 +210,8 @@ Test(fedgsync, learner_group_average_and_merge)
     double step = (hi - lo) / 255;
     for (size_t j = 0; j < P; j++) {
         double x = (lrn_weights(L, NULL)[j] - 0.75 * g0[j]) / 0.25; /* what arrived */
-        cr_expect(fabs(x - want[j]) <= step / 2 + 1e-12, "entry %zu: %g arrived for %g (step %g)", j, x, want[j],
-                  step);
+        cr_expect(fabs(x - want[j]) <= step / 2 + 1e-12, "entry %zu: %g arrived for %g (step %g)", j, x,
+                  want[j], step);
     }
     free(g0);
     free(want);

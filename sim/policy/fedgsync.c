@@ -185,7 +185,8 @@ static double kmeans_once(const double *Y, size_t n, size_t c, size_t K, gsl_rng
     return in;
 }
 
-int fgs_group(const double *G, size_t n, size_t P, size_t K, size_t comp, uint64_t seed, int restarts, int *group)
+int fgs_group(const double *G, size_t n, size_t P, size_t K, size_t comp, uint64_t seed, int restarts,
+              int *group)
 {
     if (K < 1 || K > n)
         return DP_EINPUT;
@@ -194,7 +195,8 @@ int fgs_group(const double *G, size_t n, size_t P, size_t K, size_t comp, uint64
         c = n;
     if (c > P)
         c = P;
-    double *Y = dp_malloc(n * c * sizeof *Y), *cen = dp_malloc(K * c * sizeof *cen), *d2 = dp_malloc(n * sizeof *d2);
+    double *Y = dp_malloc(n * c * sizeof *Y), *cen = dp_malloc(K * c * sizeof *cen),
+           *d2 = dp_malloc(n * sizeof *d2);
     size_t *cnt = dp_malloc(K * sizeof *cnt);
     int *lab = dp_malloc(n * sizeof *lab), *map = dp_malloc(K * sizeof *map);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937); /* NULL when out of memory (GSL's handler aborts first) */
@@ -479,9 +481,8 @@ static void regroup(prt *rt, fg_state *st)
 {
     uint64_t seed = prt_seed(rt) ^ ((uint64_t)st->regroups * 0x9e3779b97f4a7c15ULL);
     int rc = fgs_group(st->G, st->n_parts, st->P, st->K, (size_t)st->o.components, seed, 8, st->lab);
-    if (rc) {
-        prt_fail(rt, rc, rc == DP_ENOMEM ? "out of memory grouping devices" : "cannot group %zu devices into %zu",
-                 st->n_parts, st->K);
+    if (rc) { /* K <= the devices with data (fg_start): only memory can fail */
+        prt_fail(rt, rc, "out of memory grouping %zu devices", st->n_parts);
         return;
     }
     st->regroups++;
@@ -566,14 +567,16 @@ static int fg_check(const policy_def *p, const scn_scenario *s, const void *opts
 {
     const fg_opts *o = opts;
     if ((size_t)o->groups > s->n_devices)
-        return popt_fail(s, p->name, "groups", err, "%d groups of %zu devices: at most one group a device (got %d)",
-                         o->groups, s->n_devices, o->groups);
+        return popt_fail(s, p->name, "groups", err,
+                         "%d groups of %zu devices: at most one group a device (got %d)", o->groups,
+                         s->n_devices, o->groups);
     const yt_node *m = scn_learning(s); /* the SGD learner: `learning:` with more than `efficiency` */
     if (!m || (m->n == 1 && yt_get(m, "efficiency")))
-        return dp_err_set(err, DP_EINPUT,
-                          "policies.%s: FedGSync groups devices by their gradients: it needs `learning:` in the "
-                          "scenario (scenarios/README.md, Learning)",
-                          p->name);
+        return dp_err_set(
+            err, DP_EINPUT,
+            "policies.%s: FedGSync groups devices by their gradients: it needs `learning:` in the "
+            "scenario (scenarios/README.md, Learning)",
+            p->name);
     return coll_check_flows(s, p->name, (prt_coll_mode)o->collective, err);
 }
 
@@ -617,7 +620,8 @@ static int fg_start(prt *rt, const void *opts)
         st->dev[st->parts[i]].slot = i;
         st->Dtot += (double)prt_share(rt)[st->parts[i]];
     }
-    st->push_bytes = prt_delta_wire_bytes(rt, st->o.delta ? st->o.delta_bits : 0, prt_scn(rt)->model.model_bytes);
+    st->push_bytes =
+        prt_delta_wire_bytes(rt, st->o.delta ? st->o.delta_bits : 0, prt_scn(rt)->model.model_bytes);
     return 0;
 }
 
@@ -666,8 +670,9 @@ const policy_def policy_fedgsync = {
     .name = "fedgsync",
     .label = "FedGSync",
     .color = "#17becf",
-    .summary = "FedGSync: devices grouped by their gradients' principal components, synchronous inside a group, "
-               "groups pushing delta-coded models asynchronously (needs learning:)",
+    .summary =
+        "FedGSync: devices grouped by their gradients' principal components, synchronous inside a group, "
+        "groups pushing delta-coded models asynchronously (needs learning:)",
     .opts = fg_table,
     .opts_size = sizeof(fg_opts),
     .check = fg_check,

@@ -20,6 +20,7 @@
  * its centre), numbered in the order of their lowest row (row 0 is in
  * group 0).  Deterministic for the same inputs.  0, DP_EINPUT (K < 1 or
  * K > n) or DP_ENOMEM. */
-int fgs_group(const double *G, size_t n, size_t P, size_t K, size_t comp, uint64_t seed, int restarts, int *group);
+int fgs_group(const double *G, size_t n, size_t P, size_t K, size_t comp, uint64_t seed, int restarts,
+              int *group);
 
 #endif
