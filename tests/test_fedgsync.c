@@ -57,16 +57,26 @@ static void expect_label_groups(learner *L, const double *w, uint64_t seed)
     free(idx);
 }
 
-Test(fedgsync, grouping_recovers_label_groups)
+/* A learner on digits (IID) for WORLD's 8 devices; the caller frees the
+ * three. */
+static learner *digits_learner(scn_scenario **s, lrn_cfg **cfg)
 {
     char buf[2048];
     snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: iid}\n", WORLD);
-    scn_scenario *s = load(buf, NULL, 0);
+    *s = load(buf, NULL, 0);
     dp_err err = {0};
-    lrn_cfg *cfg = NULL;
-    cr_assert_eq(lrn_cfg_read(s, &cfg, &err), 0, "%s", err.msg);
-    learner *L = lrn_new(cfg, s, 8, 5, &err);
+    *cfg = NULL;
+    cr_assert_eq(lrn_cfg_read(*s, cfg, &err), 0, "%s", err.msg);
+    learner *L = lrn_new(*cfg, *s, 8, 5, &err);
     cr_assert(L, "%s", err.msg);
+    return L;
+}
+
+Test(fedgsync, grouping_recovers_label_groups)
+{
+    scn_scenario *s;
+    lrn_cfg *cfg;
+    learner *L = digits_learner(&s, &cfg);
     cr_assert_eq(lrn_set_mode(L, LRN_LOCAL), 0);
     for (uint64_t seed = 1; seed <= 5; seed++) /* at the initial model */
         expect_label_groups(L, lrn_weights(L, NULL), seed);
@@ -173,14 +183,9 @@ Test(fedgsync, learns_deterministic_and_delta_bytes)
  * bits arriving within half a step of the model sent. */
 Test(fedgsync, learner_group_average_and_merge)
 {
-    char buf[2048];
-    snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: iid}\n", WORLD);
-    scn_scenario *s = load(buf, NULL, 0);
-    dp_err err = {0};
-    lrn_cfg *cfg = NULL;
-    cr_assert_eq(lrn_cfg_read(s, &cfg, &err), 0, "%s", err.msg);
-    learner *L = lrn_new(cfg, s, 8, 5, &err);
-    cr_assert(L, "%s", err.msg);
+    scn_scenario *s;
+    lrn_cfg *cfg;
+    learner *L = digits_learner(&s, &cfg);
     lc_cfg run = {.method = LC_TOPK, .k = 0.01, .error_feedback = 1, .index_bytes = 4};
     cr_assert_eq(lrn_set_compress(L, &run), 0);
     cr_assert_eq(lrn_set_mode(L, LRN_LOCAL), 0);
