@@ -87,8 +87,10 @@ static slv_result *solve(const char *m, const slv_problem *p, const slv_params *
     return r;
 }
 
-/* Brute force: the minimum of F over every integer split (N <= 4). */
-static void brute_rec(const slv_problem *p, int64_t *x, size_t i, int64_t rest, double *best)
+/* Brute force: the minimum of F over every integer split (N <= 4), with
+ * shared links sh (NULL: none, slv_objective's F). */
+static void brute_rec(const slv_problem *p, const slv_shared *sh, int64_t *x, size_t i, int64_t rest,
+                      double *best)
 {
     int64_t lim = (p->cap && p->cap[i] >= 0 && p->cap[i] < rest) ? p->cap[i] : rest;
     int64_t lo = p->min_share ? p->min_share[i] : 0;
@@ -96,23 +98,28 @@ static void brute_rec(const slv_problem *p, int64_t *x, size_t i, int64_t rest, 
         if (rest > lim || rest < lo)
             return;
         x[i] = rest;
-        double f = slv_objective(p, x);
+        double f = sh ? slv_objective_shared(p, sh, x, NULL, NULL) : slv_objective(p, x);
         if (f < *best)
             *best = f;
         return;
     }
     for (int64_t v = lo; v <= lim; v++) {
         x[i] = v;
-        brute_rec(p, x, i + 1, rest - v, best);
+        brute_rec(p, sh, x, i + 1, rest - v, best);
     }
+}
+
+static double brute_shared(const slv_problem *p, const slv_shared *sh)
+{
+    int64_t x[8];
+    double best = HUGE_VAL;
+    brute_rec(p, sh, x, 0, p->samples, &best);
+    return best;
 }
 
 static double brute(const slv_problem *p)
 {
-    int64_t x[8];
-    double best = HUGE_VAL;
-    brute_rec(p, x, 0, p->samples, &best);
-    return best;
+    return brute_shared(p, NULL);
 }
 
 /* ---- closed forms ---------------------------------------------------------- */
@@ -788,7 +795,11 @@ static void big_random(big_prob *q, size_t n, int variant)
     q->mn = calloc(n, sizeof *q->mn);
     cr_assert(q->a && q->t && q->comm && q->b && q->cap && q->mn);
     int64_t D = 1 + (int64_t)(urand() * 40.0 * (double)n);
-    q->p = (slv_problem){.n = n, .send_s = q->a, .batch = q->b, .batch_s = q->t, .epochs = 1 + (int)(urand() * 5),
+    q->p = (slv_problem){.n = n,
+                         .send_s = q->a,
+                         .batch = q->b,
+                         .batch_s = q->t,
+                         .epochs = 1 + (int)(urand() * 5),
                          .samples = D};
     for (size_t i = 0; i < n; i++) {
         int kind = variant % 4;
@@ -911,30 +922,11 @@ static void random_shared(sprob *s, int variant)
     q->p.agg_s = variant & 32 ? 0.3 * urand() : 0;
     s->sh = (slv_shared){0, s->links, s->xdn, s->xup};
     if (variant & 64 || !(variant & 128)) /* the NIC */
-        s->links[s->sh.n_links++] = (slv_link){urand() < 0.7 ? 0.02 + 0.5 * urand() : 0, urand(), urand(), n, s->all};
-    if (variant & 128) /* a WAN link of the first k devices */
         s->links[s->sh.n_links++] =
-            (slv_link){0.02 + 0.5 * urand(), urand(), urand(), 1 + (size_t)(urand() * (double)n) % n, s->some};
-}
-
-static void brute_shared_rec(const slv_problem *p, const slv_shared *sh, int64_t *x, size_t i, int64_t rest,
-                             double *best)
-{
-    int64_t lim = (p->cap && p->cap[i] >= 0 && p->cap[i] < rest) ? p->cap[i] : rest;
-    int64_t lo = p->min_share ? p->min_share[i] : 0;
-    if (i == p->n - 1) {
-        if (rest > lim || rest < lo)
-            return;
-        x[i] = rest;
-        double f = slv_objective_shared(p, sh, x, NULL, NULL);
-        if (f < *best)
-            *best = f;
-        return;
-    }
-    for (int64_t v = lo; v <= lim; v++) {
-        x[i] = v;
-        brute_shared_rec(p, sh, x, i + 1, rest - v, best);
-    }
+            (slv_link){urand() < 0.7 ? 0.02 + 0.5 * urand() : 0, urand(), urand(), n, s->all};
+    if (variant & 128) /* a WAN link of the first k devices */
+        s->links[s->sh.n_links++] = (slv_link){0.02 + 0.5 * urand(), urand(), urand(),
+                                               1 + (size_t)(urand() * (double)n) % n, s->some};
 }
 
 /* The shared-link model is solved exactly: every participant set, and per
@@ -951,13 +943,12 @@ Test(solver, shared_links_exact_equals_brute_force)
             continue;
         slv_result *r = NULL;
         cr_assert_eq(slv_solve_shared(&s.q.p, &s.sh, NULL, &r, &err), 0, "trial %d: %s", trial, err.msg);
-        int64_t x[8];
-        double bf = HUGE_VAL;
-        brute_shared_rec(&s.q.p, &s.sh, x, 0, s.q.p.samples, &bf);
+        double bf = brute_shared(&s.q.p, &s.sh);
         double f = slv_objective_shared(&s.q.p, &s.sh, r->alloc, NULL, NULL);
         cr_assert_eq(f, r->objective_s, "trial %d", trial);
-        cr_assert_float_eq(r->objective_s, bf, 1e-9 * bf, "trial %d (n=%zu D=%lld links=%zu): %.12g, brute %.12g",
-                           trial, s.q.p.n, (long long)s.q.p.samples, s.sh.n_links, r->objective_s, bf);
+        cr_assert_float_eq(r->objective_s, bf, 1e-9 * bf,
+                           "trial %d (n=%zu D=%lld links=%zu): %.12g, brute %.12g", trial, s.q.p.n,
+                           (long long)s.q.p.samples, s.sh.n_links, r->objective_s, bf);
         cr_assert_eq(r->status, SLV_STATUS_OPTIMAL, "trial %d", trial);
         cr_assert_leq(r->int_lower_bound_s, bf * (1 + 1e-12));
         int64_t sum = 0;
@@ -986,7 +977,8 @@ Test(solver, shared_links_none_is_the_plain_model)
         cr_assert_eq(slv_solve_shared(&s.q.p, &s.sh, NULL, &a, &err), 0);
         cr_assert_eq(slv_solve_problem("exact", &s.q.p, NULL, &b, &err), 0);
         cr_assert_eq(a->objective_s, b->objective_s);
-        cr_assert_eq(slv_objective_shared(&s.q.p, &s.sh, a->alloc, NULL, NULL), slv_objective(&s.q.p, a->alloc));
+        cr_assert_eq(slv_objective_shared(&s.q.p, &s.sh, a->alloc, NULL, NULL),
+                     slv_objective(&s.q.p, a->alloc));
         slv_result_free(a);
         slv_result_free(b);
     }
