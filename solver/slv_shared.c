@@ -36,6 +36,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <gsl/gsl_sort.h>
 
@@ -569,6 +570,7 @@ int slv_solve_shared(const slv_problem *p, const slv_shared *sh, const slv_param
     if (rc || (rc = slv_shared_check(p, sh, err)))
         return rc;
     size_t n = p->n;
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
     sh_ws w = {.p = p, .sh = sh};
     w.q = dp_malloc(n * sizeof *w.q);
     w.cm = dp_malloc(n * sizeof *w.cm);
@@ -708,6 +710,7 @@ int slv_solve_shared(const slv_problem *p, const slv_shared *sh, const slv_param
     r->iterations = w.evals;
     r->status = proven ? SLV_STATUS_OPTIMAL : SLV_STATUS_NEAR_OPTIMAL;
     r->rounding = SLV_ROUND_BATCH;
+    r->solve_seconds = (double)clock() / CLOCKS_PER_SEC - t0; /* host CPU time, as slv_solve */
     *out = r;
     r = NULL;
 done:
