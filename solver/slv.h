@@ -167,6 +167,56 @@ void slv_result_free(slv_result *r); /* NULL is a no-op */
 /* Validate p alone (what slv_set checks).  0 or DP_EINPUT. */
 int slv_problem_check(const slv_problem *p, dp_err *err);
 
+/* ---- shared links (slv_shared.c; docs/MODEL.md section 5, "Shared links") ----
+ * A link that several devices' flows cross (a server NIC, a WAN link) and
+ * that their flows together can saturate.  With links the objective is
+ *
+ *   F(x) = max(max_i a_i x_i, max_l sample_s_l X_l)
+ *          + E * max_{i in P} (comm_i + t_i ceil(x_i / bs_i)
+ *                              + max(0, DN_i - xdn_i) + max(0, UP_i - xup_i))
+ *          + E * agg_s * sum_{i in P} u_i + const_s
+ *
+ * X_l = samples of l's members, n_l = participants among them, DN_i =
+ * max over i's links of n_l model_dn_s_l (the averaged model sent to every
+ * participant at once), UP_i = max of n_l model_up_s_l (the uploads, taken
+ * as arriving together), xdn_i + xup_i the device's own exchange (part of
+ * comm_i).  Without links F is slv_objective's, bit for bit.  Links must be
+ * laminar (two links with a common member: one holds all the other's). */
+typedef struct slv_link {
+    double sample_s;   /* seconds per sample across it towards the devices (0: never binds) */
+    double model_dn_s; /* seconds per participant of the averaged model, towards the devices */
+    double model_up_s; /* seconds per participant's upload, towards the server */
+    size_t n_members;
+    const size_t *members; /* devices crossing it, ascending */
+} slv_link;
+
+typedef struct slv_shared {
+    size_t n_links;
+    const slv_link *links;
+    const double *xdn_s, *xup_s; /* per device: its own model download / upload seconds */
+} slv_shared;
+
+/* F(alloc) with shared links (slv_objective when sh is NULL or has none);
+ * *send_s and *epoch_s (may be NULL) get its two terms. */
+double slv_objective_shared(const slv_problem *p, const slv_shared *sh, const int64_t *alloc, double *send_s,
+                            double *epoch_s);
+/* 0 when sh's links are laminar and well formed for p, else DP_EINPUT. */
+int slv_shared_check(const slv_problem *p, const slv_shared *sh, dp_err *err);
+/* The exact method on the problem with shared links.  The participant set
+ * matters beyond each device's own terms (n_l), so it is searched: every
+ * set when the participants may vary over at most SLV_SHARED_ENUM devices
+ * (exact: OPTIMAL with a proof unless the level budget runs out), else
+ * candidate sets: the participants of the model without links, and the k
+ * cheapest devices (per-sample cost) for k on a doubling grid refined
+ * around the best (NEAR_OPTIMAL unless the bound of the model without
+ * links is met).  For each set a branch and bound over
+ * the epoch level T, the least send level at T found by bisection over the
+ * doubles of the count of samples that fit (a laminar sum).
+ * lower_bound_s = int_lower_bound_s (no relaxation); relaxed = alloc. */
+#define SLV_SHARED_ENUM 12
+int slv_solve_shared(const slv_problem *p, const slv_shared *sh, const slv_params *params, slv_result **out,
+                     dp_err *err);
+
 /* ---- library-internal: shared by solver/slv_*.c and tests -------------------
  * The method table (GSL's gsl_multimin_fdfminimizer_type): `size` bytes of
  * state are allocated per solver; set/iterate/finish see the validated problem

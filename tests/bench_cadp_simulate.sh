@@ -26,7 +26,7 @@ for sv in ("exact", "simulate"):
                             "--set", "policies.cadp.solver=" + sv] + extra,
                            check=True, capture_output=True, text=True)
         walls.append(time.monotonic() - t0)
-    r = json.loads(p.stdout)[0]
+    r = json.loads(p.stdout)["runs"][0]
     st = {x["name"]: x["value"] for x in r["stats"]}
     out[sv] = (r["ttotal_s"], statistics.median(walls), st)
 e, s = out["exact"], out["simulate"]

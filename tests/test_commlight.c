@@ -233,13 +233,15 @@ Test(commlight, flsgd_overlap_hand_timeline)
 /* flsgd, sync server, H = 2, D = 40 (one background average can never
  * start: a device is out of samples before the other has 2 steps... b has
  * 2 steps at 4, when a is out): the epoch is the forced average alone:
- * steps until 4, upload 1.01, average 0.2, download 1.01: 6.22. */
+ * steps until 4, upload 1.01, average 0.2: the epoch ends averaged at
+ * 5.21; the download (1.01) opens the next one: 6.22 apart, and the last
+ * epoch sends nothing back. */
 Test(commlight, flsgd_server_forced_only)
 {
     scn_override ov[2] = {{"policies.flsgd.sync", "server"}, {"policies.flsgd.steps", "2"}};
     scn_scenario *s = load(TWO, ov, 2);
     res_run *r = run("flsgd", s);
-    expect_epochs(r, 1.21 + 6.22, 1.21 + 12.44);
+    expect_epochs(r, 1.21 + 5.21, 1.21 + 5.21 + 6.22);
     cr_expect_eq(stat(r, "rounds", RES_SCOPE_RUN, 0), 2);
     cr_expect_eq(stat(r, "update.staleness", RES_SCOPE_BIN, 0), 2);
     res_run_free(r);
@@ -251,14 +253,15 @@ Test(commlight, flsgd_server_forced_only)
  * downloads (1.01): 2.22.  Average 1 starts at 2 (both have a step) and
  * ends at 4.22; b has one new step (at 4) and samples left: average 2,
  * 4.22 .. 6.44; at 6.44 b has a step but is on its last batch: no more
- * background averages.  b ends at 8: the forced average, 8 .. 10.22. */
+ * background averages.  b ends at 8: the forced average, averaged at 9.21
+ * (the epoch's end), downloaded by 10.22 (the next epoch's start). */
 Test(commlight, flsgd_server_overlap_hand_timeline)
 {
     scn_override ov[3] = {
         {"dataset.samples", "80"}, {"policies.flsgd.steps", "1"}, {"policies.flsgd.sync", "server"}};
     scn_scenario *s = load(TWO, ov, 3);
     res_run *r = run("flsgd", s);
-    expect_epochs(r, 1.41 + 10.22, 1.41 + 20.44);
+    expect_epochs(r, 1.41 + 9.21, 1.41 + 10.22 + 9.21);
     cr_expect_eq(stat(r, "rounds", RES_SCOPE_RUN, 0), 6);
     cr_expect_eq(stat(r, "update.staleness", RES_SCOPE_BIN, 1), 4);
     cr_expect_eq(stat(r, "update.staleness", RES_SCOPE_BIN, 0), 2);
@@ -454,13 +457,15 @@ Test(commlight, deterministic_with_noise)
  * 1: a's end at 2.21, site x's ring 1.04 -> 3.25; b ends at 3.26 (a
  * one-device site has nothing to do); the WAN ring of a[0] and b: 2 rounds
  * of 0.07 + 0.5 = 1.14 -> 4.40; a[0] sends the model to a[1]: 0.02 + 1 ->
- * 5.42.  Later rounds: max(1 + 1.04, 2) + 1.14 + 1.02 = 4.20. */
+ * 5.42.  Later rounds: max(1 + 1.04, 2) + 1.14 + 1.02 = 4.20.  An epoch
+ * (two rounds) ends with its last WAN average, before the return (1.02):
+ * 5.42 + 3.18, and the last epoch returns nothing. */
 Test(commlight, hierarchical_ring_hand_timeline)
 {
     scn_override ov[1] = {{"policies.hierarchical.steps", "1"}};
     scn_scenario *s = load(SITES, ov, 1);
     res_run *r = run("hierarchical", s);
-    expect_epochs(r, 5.42 + 4.20, 5.42 + 3 * 4.20);
+    expect_epochs(r, 5.42 + 3.18, 5.42 + 2 * 4.20 + 3.18);
     cr_expect_eq(stat(r, "rounds", RES_SCOPE_RUN, 0), 4);
     /* WAN: b's data and model, then per round 2 x 5e5 B each way */
     expect_close(stat(r, "bytes.wan", RES_SCOPE_RUN, 0), 1.2e6 + 4 * 2e6);
@@ -473,13 +478,14 @@ Test(commlight, hierarchical_ring_hand_timeline)
  * and b uploads over the WAN (1.06); the server averages 2 models (0.2) at
  * 4.52; a[0] downloads (5.53) and passes the model to a[1] (6.55); b
  * downloads by 5.58.  Later rounds: 2.04 + 1.06 + 0.2 + 1.01 + 1.02 =
- * 5.33. */
+ * 5.33.  An epoch (two rounds) ends at its last server average, before
+ * the download and the return (2.03): 6.55 + 3.30. */
 Test(commlight, hierarchical_server_hand_timeline)
 {
     scn_override ov[2] = {{"policies.hierarchical.steps", "1"}, {"policies.hierarchical.wan", "server"}};
     scn_scenario *s = load(SITES, ov, 2);
     res_run *r = run("hierarchical", s);
-    expect_epochs(r, 6.55 + 5.33, 6.55 + 3 * 5.33);
+    expect_epochs(r, 6.55 + 3.30, 6.55 + 2 * 5.33 + 3.30);
     res_run_free(r);
     scn_free(s);
 }

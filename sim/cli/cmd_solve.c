@@ -17,18 +17,21 @@ static void help(void)
         "simulating: how many samples each device gets so that sending the data once\n"
         "plus every epoch's slowest device is as short as possible.  Inputs come from\n"
         "the scenario: a_i = sample_bytes / server-to-device bandwidth, c_i =\n"
-        "batch_time_i / batch_i, comm_i = per-epoch model exchange.\n\n"
+        "batch_time_i / batch_i, comm_i = per-epoch model exchange, and the server\n"
+        "NIC or WAN links the devices can saturate together (shared links: their\n"
+        "data and every participant's model exchange cross them at their capacity).\n\n"
         "Prints per device its samples, batches, send time and per-epoch compute\n"
         "time, then the objective (send + epochs x slowest epoch + aggregation), the\n"
         "relaxed lower bound, the gap, the solver's status, time and iterations.\n\n"
         "  -m, --method M       exact (default; relaxed optimum + integer search) or\n"
         "                       alm (the paper's augmented Lagrangian, Algorithm 1)\n"
         "  -r, --rounding R     alm's rounding: batch (default) or largest-remainder\n"
-        "      --paper-model    comm counted for every device (the paper's constant);\n"
-        "                       default: a device given 0 samples skips the exchange\n"
+        "      --paper-model    the paper's model: comm counted for every device (the\n"
+        "                       paper's constant) and no shared links; default: a device\n"
+        "                       given 0 samples skips the exchange\n"
         "  -s, --set KEY=VALUE  override a scenario value\n"
         "      --json           one JSON object: method, allocation, objective_s,\n"
-        "                       lower_bound_s, iterations, status, ...\n");
+        "                       lower_bound_s, iterations, status, shared_links, ...\n");
 }
 
 typedef struct solve_args {
@@ -133,6 +136,7 @@ int cmd_solve(int argc, char **argv)
         json_key_int(j, "outer_iterations", r->outer_iterations);
         json_key_num(j, "solve_seconds", wall);
         json_key_int(j, "classes", (int64_t)classes);
+        json_key_int(j, "shared_links", paper ? 0 : (int64_t)in.n_links);
         json_obj_end(j);
         fputs(json_text(j), stdout);
         fputc('\n', stdout);
@@ -156,6 +160,10 @@ int cmd_solve(int argc, char **argv)
         printf("\n  objective     %12.3f s  (the planned Ttotal: send %.3f + %d x (epoch %.3f + aggregation "
                "%zu x %.3f))\n",
                r->objective_s, r->send_s, s->training.epochs, r->epoch_s, parts, p.agg_s);
+        if (in.n_links && !paper)
+            printf("  shared links  %12zu    (server NIC or WAN links their devices can saturate; the\n"
+                   "                               exchange column is each device's own, before them)\n",
+                   in.n_links);
         printf("  lower bound   %12.3f s  (relaxed optimum)\n", r->lower_bound_s);
         printf("  gap           %12.3f s  (%.4f%%)\n", gap,
                r->lower_bound_s > 0 ? 100 * gap / r->lower_bound_s : 0);

@@ -36,6 +36,13 @@ typedef struct cadp_inputs {
     const char **names; /* borrowed from the scenario */
     double agg_s;       /* per-epoch aggregation time per participant (M / aggregate rate):
                            the server averages only the devices given data */
+    /* shared links (docs/MODEL.md section 5, "Shared links"): the server NIC
+     * and WAN links that their members' flows, each at its own rate, would
+     * oversubscribe; none in a world where nothing can saturate */
+    size_t n_links;
+    struct slv_link *links;
+    size_t *members;       /* the links' member lists, one pool */
+    double *xdn_s, *xup_s; /* per device: M / model download rate, M / upload rate */
 } cadp_inputs;
 int cadp_inputs_build(const scn_scenario *s, cadp_inputs *in, dp_err *err);
 /* The same with each varying link at its mean over a window (trace.h
@@ -49,10 +56,19 @@ void cadp_inputs_free(cadp_inputs *in);
 /* Fill a solver problem from inputs (borrows the arrays). */
 struct slv_problem;
 void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, struct slv_problem *p);
+/* The shared links of inputs for the solver (borrows the arrays). */
+struct slv_shared;
+void cadp_shared(const cadp_inputs *in, struct slv_shared *sh);
 
 /* Solve C-ADP's allocation for scenario s, options o, per-device inputs `in`:
  * method "exact" or "alm", params (NULL = defaults), paper_model 1 = the
- * exchange counted for every device (the paper's constant).  *out gets a
+ * paper's model: the exchange counted for every device (the paper's
+ * constant) and no shared links.  Otherwise the objective (objective_s,
+ * send_s, epoch_s) includes the shared links (slv_objective_shared), and
+ * "exact" solves with them (slv_solve_shared) unless the devices are
+ * solved per class or are more than CADP_SHARED_MAX (its levels cost 64
+ * passes over the devices: 3 s at 20,000): then the links only price the
+ * result.  *out gets a
  * per-device result in scenario order (free with slv_result_free).
  *
  * Scenarios of more than CADP_CLASS_MIN devices are solved per device group:
@@ -63,7 +79,8 @@ void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *
  * bound on the per-device one; the objective is evaluated per device, and
  * is within one sample's send time of the class optimum.  *classes gets the
  * number of units solved (devices or groups). */
-#define CADP_CLASS_MIN 4096
+#define CADP_CLASS_MIN  4096
+#define CADP_SHARED_MAX 10000
 struct slv_params;
 struct slv_result;
 int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in, const char *method,

@@ -35,9 +35,16 @@ void cadp_inputs_free(cadp_inputs *in)
     dp_free(in->comm_s);
     dp_free(in->batch);
     dp_free((void *)in->names);
-    in->send_s = in->batch_s = in->comm_s = NULL;
+    dp_free(in->links);
+    dp_free(in->members);
+    dp_free(in->xdn_s);
+    dp_free(in->xup_s);
+    in->send_s = in->batch_s = in->comm_s = in->xdn_s = in->xup_s = NULL;
     in->batch = NULL;
     in->names = NULL;
+    in->links = NULL;
+    in->members = NULL;
+    in->n_links = 0;
 }
 
 /* ---- what a device's link to the server gives it ------------------------ */
@@ -45,10 +52,11 @@ void cadp_inputs_free(cadp_inputs *in)
  * access link, the WAN route the world takes (world_wan_route), the server
  * NIC, and the TCP window cap the world puts on every flow (window / RTT).
  * Each device gets its path's bottleneck as if it sent alone, the paper's
- * bandwidth_i: sharing of the NIC and WAN links among devices is left out
- * (a max-min estimate with every flow at once was tried and planned worse
- * runs: the flows do not all run at once).  Links: 0 NIC up, 1 NIC down,
- * 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
+ * bandwidth_i (a max-min estimate with every flow at once was tried and
+ * planned worse runs: the flows do not all run at once); the sharing of
+ * the NIC and WAN links enters as shared links instead (shared_links),
+ * capacity constraints on what their members move together.  Links: 0 NIC
+ * up, 1 NIC down, 2 + 2k + r WAN link k (r = 1: site_b -> site_a). */
 typedef struct gpath {
     double cap[2];                       /* per-flow cap, down (0) and up (1): access, TCP window */
     double lat;                          /* one way */
@@ -87,6 +95,71 @@ static int group_path(const scn_scenario *s, size_t gi, double w0, double w1, gp
     return 0;
 }
 
+/* The shared links (docs/MODEL.md section 5): for each NIC or WAN link
+ * direction towards the devices that some group's path crosses (id), its
+ * members and, per use, whether it binds: the data (window 0), the model
+ * down (1) and the uploads over its partner direction (2) bind when the
+ * members' solo rates add up to more than its capacity.  A link that binds
+ * in no use is left out (it never limits a max-min share: every flow on it
+ * gets its solo rate), so a world where nothing can saturate keeps the
+ * paper's model bit for bit.  A WAN link crossed by routes that do not nest
+ * with the ones kept (not laminar) is left out too.  lcap: capacities per
+ * window (3 x nl), rate: solo rates per window and group (3 x G). */
+static int shared_links(const scn_scenario *s, const gpath *gp, const double *rate, const double *lcap,
+                        size_t nl, cadp_inputs *in, dp_err *err)
+{
+    size_t n = s->n_devices, G = s->n_groups;
+    double M = s->model.model_bytes, sb = s->dataset.sample_bytes;
+    in->links = dp_calloc(nl, sizeof *in->links);
+    in->members = dp_malloc((n ? n : 1) * nl * sizeof *in->members);
+    unsigned char *on = dp_calloc(G ? G : 1, 1);
+    if (!in->links || !in->members || !on) {
+        dp_free(on);
+        return dp_err_set(err, DP_ENOMEM, "out of memory for the shared links");
+    }
+    size_t used = 0;
+    for (size_t id = 0; id < nl; id++) {
+        if (id == 1 || (id >= 2 && !isfinite(lcap[id]) && !isfinite(lcap[2 * nl + (id ^ 1)])))
+            continue;            /* NIC down is the uploads' side of id 0 */
+        size_t partner = id ^ 1; /* 0 <-> 1, 2 + 2k + r <-> 2 + 2k + 1 - r */
+        double sum[3] = {0, 0, 0};
+        int any = 0;
+        for (size_t g = 0; g < G; g++) {
+            on[g] = 0;
+            for (const int *l = gp[g].link[0]; *l >= 0; l++)
+                on[g] |= (size_t)*l == id;
+            if (!on[g] || s->groups[g].count <= 0)
+                continue;
+            any = 1;
+            for (int w = 0; w < 3; w++)
+                sum[w] += (double)s->groups[g].count * rate[(size_t)w * G + g];
+        }
+        double c0 = lcap[id], c1 = lcap[nl + id], c2 = lcap[2 * nl + partner];
+        int b0 = isfinite(c0) && c0 > 0 && sum[0] > c0, b1 = isfinite(c1) && c1 > 0 && sum[1] > c1,
+            b2 = isfinite(c2) && c2 > 0 && sum[2] > c2;
+        if (!any || !(b0 || b1 || b2))
+            continue;
+        slv_link *k = &in->links[in->n_links];
+        size_t *mem = in->members + used;
+        *k = (slv_link){.sample_s = b0 ? sb / c0 : 0,
+                        .model_dn_s = b1 ? M / c1 : 0,
+                        .model_up_s = b2 ? M / c2 : 0,
+                        .members = mem};
+        for (size_t d = 0; d < n; d++)
+            if (on[s->devices[d].group])
+                mem[k->n_members++] = d;
+        slv_problem p = {.n = n};
+        slv_shared sh = {in->n_links + 1, in->links, in->xdn_s, in->xup_s};
+        dp_err ignored = {0};
+        if (slv_shared_check(&p, &sh, &ignored))
+            continue; /* its routes do not nest with the links kept */
+        used += k->n_members;
+        in->n_links++;
+    }
+    dp_free(on);
+    return 0;
+}
+
 int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, double ex0, double ex1,
                              cadp_inputs *in, dp_err *err)
 {
@@ -97,10 +170,16 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
     in->comm_s = dp_calloc(n, sizeof(double));
     in->batch = dp_calloc(n, sizeof(int));
     in->names = dp_calloc(n, sizeof(char *));
+    in->xdn_s = dp_calloc(n, sizeof(double));
+    in->xup_s = dp_calloc(n, sizeof(double));
+    in->n_links = 0;
+    in->links = NULL;
+    in->members = NULL;
     gpath *gp = dp_calloc(G ? G : 1, sizeof *gp);
-    double *rate = dp_calloc(3 * (G ? G : 1), sizeof *rate), *lcap = dp_calloc(nl, sizeof *lcap);
+    double *rate = dp_calloc(3 * (G ? G : 1), sizeof *rate), *lcapw = dp_calloc(3 * nl, sizeof *lcapw);
     int rc = 0;
-    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !gp || !rate || !lcap) {
+    if (!in->send_s || !in->batch_s || !in->comm_s || !in->batch || !in->names || !in->xdn_s || !in->xup_s ||
+        !gp || !rate || !lcapw) {
         rc = dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto done;
     }
@@ -122,6 +201,7 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         }
         if (rc)
             break;
+        double *lcap = lcapw + (size_t)w * nl;
         lcap[0] = s->server.nic_up_Bps;
         lcap[1] = s->server.nic_down_Bps;
         for (size_t k = 0; k < s->n_wan; k++)
@@ -157,12 +237,15 @@ int cadp_inputs_build_window(const scn_scenario *s, double send0, double send1, 
         in->batch[d] = g->batch;
         in->batch_s[d] = scn_batch_time(s, g, g->batch) / speed;
         in->comm_s[d] = M / exdown + M / exup + 2 * gp[gi].lat;
+        in->xdn_s[d] = M / exdown;
+        in->xup_s[d] = M / exup;
     }
     in->agg_s = isfinite(s->server.aggregate_Bps) ? M / s->server.aggregate_Bps : 0;
+    rc = shared_links(s, gp, rate, lcapw, nl, in, err);
 done:
     dp_free(gp);
     dp_free(rate);
-    dp_free(lcap);
+    dp_free(lcapw);
     if (rc)
         cadp_inputs_free(in);
     return rc;
@@ -187,6 +270,11 @@ void cadp_problem(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *
         .agg_s = in->agg_s,
         .allow_exclude = o->exclude_slow,
     };
+}
+
+void cadp_shared(const cadp_inputs *in, slv_shared *sh)
+{
+    *sh = (slv_shared){in->n_links, in->links, in->xdn_s, in->xup_s};
 }
 
 /* Per-device objective terms of an allocation (send, epoch) for a result. */
@@ -308,11 +396,24 @@ int cadp_solve(const scn_scenario *s, const cadp_opts *o, const cadp_inputs *in,
         collapse = 0; /* mostly distinct devices: nothing to gain */
     if (classes)
         *classes = collapse ? K : in->n;
+    slv_shared sh;
+    cadp_shared(in, &sh);
+    if (paper_model)
+        sh.n_links = 0; /* the paper's model */
+    if (!collapse && sh.n_links && in->n <= CADP_SHARED_MAX && !strcmp(method, "exact"))
+        return slv_solve_shared(&p, &sh, prm, out, err);
+    int rc;
     if (!collapse)
-        return slv_solve_problem(method, &p, prm, out, err);
-    /* validate per device first, so messages name devices as usual */
-    int rc = slv_problem_check(&p, err);
-    return rc ? rc : solve_classes(s, &p, method, prm, out, err);
+        rc = slv_solve_problem(method, &p, prm, out, err);
+    else if (!(rc = slv_problem_check(&p, err))) /* per device first, so messages name devices */
+        rc = solve_classes(s, &p, method, prm, out, err);
+    if (!rc && sh.n_links) { /* solved without the links: price the result with them */
+        slv_result *r = *out;
+        r->objective_s = slv_objective_shared(&p, &sh, r->alloc, &r->send_s, &r->epoch_s);
+        if (r->status == SLV_STATUS_OPTIMAL && r->objective_s > r->int_lower_bound_s * (1 + 1e-12))
+            r->status = SLV_STATUS_NEAR_OPTIMAL;
+    }
+    return rc;
 }
 
 static int has_trace(const scn_scenario *s)

@@ -13,7 +13,9 @@
  * average starts as soon as the devices have H new steps, at once if they
  * already have.  At the end of an epoch (every device out of samples) the
  * average in flight completes, then a last average of what remains is
- * forced synchronously; the next epoch starts when it is done.
+ * forced synchronously; the epoch ends once it is averaged (sync: server,
+ * before its downloads: docs/MODEL.md, "When a run ends") and the next
+ * epoch starts when every member holds it.
  *
  * Statistics: an update's staleness is 1 (period) for a background average
  * and 0 for the forced one.
@@ -80,26 +82,45 @@ static void maybe_launch(prt *rt, fl_state *st);
 static void epoch_start(prt *rt, fl_state *st);
 static void rejoin(prt *rt, fl_state *st);
 
+/* The average in flight is complete for the update stream and the
+ * statistics (its members stay in_avg until it reached them: avg_done). */
+static void count_average(prt *rt, fl_state *st)
+{
+    prt_learn_average_end(rt, st->mem, st->n_avg); /* applied one period stale */
+    st->cs.rounds++;
+    cl_update(&st->cs, st->snap_batch, st->snap_devs, st->forced ? 0 : 1);
+}
+
+/* The forced average of an epoch is complete (ring: every member holds
+ * it; server: averaged at the server, before its downloads): the epoch
+ * ends here, since the model is trained once it is averaged (docs/MODEL.md,
+ * "When a run ends"); its downloads belong to the next epoch, and after the
+ * last there are none.  0 to go on, 1 when the run is over (or failed). */
+static int forced_averaged(prt *rt, fl_state *st)
+{
+    count_average(rt, st);
+    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+        (cl_emit(rt, &st->cs) ||
+         (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
+        return 1;
+    return prt_end_epoch(rt) <= 0;
+}
+
+/* The average reached every member. */
 static void avg_done(prt *rt, void *ctx)
 {
     (void)ctx;
     fl_state *st = prt_state(rt);
     st->inflight = 0;
-    prt_learn_average_end(rt, st->mem, st->n_avg); /* applied one period stale */
-    st->cs.rounds++;
-    cl_update(&st->cs, st->snap_batch, st->snap_devs, st->forced ? 0 : 1);
     for (size_t i = 0; i < st->n_parts; i++)
         st->dev[st->parts[i]].in_avg = 0;
     if (st->forced) {
-        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
-            (cl_emit(rt, &st->cs) ||
-             (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
-            return;
-        if (prt_end_epoch(rt) <= 0)
+        if (st->o.sync == FL_SYNC_RING && forced_averaged(rt, st))
             return;
         epoch_start(rt, st);
         return;
     }
+    count_average(rt, st);
     if (st->fail_on)
         rejoin(rt, st);
     if (st->closing) {
@@ -135,6 +156,8 @@ static void averaged(prt *rt, void *ctx)
 {
     (void)ctx;
     fl_state *st = prt_state(rt);
+    if (st->forced && forced_averaged(rt, st))
+        return; /* the run is over: the model is not sent back */
     double M = prt_scn(rt)->model.model_bytes;
     st->dl_target = 0;
     for (size_t i = 0; i < st->n_avg; i++)

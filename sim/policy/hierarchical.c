@@ -12,7 +12,9 @@
  *     averaging (sites x M / aggregate rate) and a pull (`wan: server`);
  *  3. return: each leader, once it holds the result, sends the model to
  *     every other device of its site (direct transfers, all at once).
- * The round ends when every device holds the result.  A scenario without
+ * The round ends when every device holds the result; an epoch ends with
+ * its last round's WAN average, before phase 3 (docs/MODEL.md, "When a run
+ * ends"), so the last epoch returns nothing.  A scenario without
  * sites is refused (check).
  *
  * Failures (worlds with `availability`; scenarios/README.md): a round runs
@@ -137,10 +139,16 @@ static void reset_round(hi_state *st, size_t n)
         st->dev[d].arrived = st->dev[d].recv = st->dev[d].lost = 0;
 }
 
-/* Every device in the round holds the result: end the epoch if it is
- * done, then the next round. */
-static void round_end(prt *rt, hi_state *st)
+/* The round's WAN average exists (at the leaders or the server): the
+ * model is averaged.  The update stream takes it, and when the epoch's
+ * work is done the epoch ends here, before the result returns to the
+ * sites, since the model is trained once it is averaged (docs/MODEL.md,
+ * "When a run ends"): the returns belong to the next epoch, and after the
+ * last there are none.  0 to go on returning, 1 when the run is over (or
+ * failed). */
+static int averaged_now(prt *rt, hi_state *st)
 {
+    st->g = G_AVERAGED;
     /* the update stream: the WAN average of the site models, weighted by
      * the samples behind each since the last one, now on every device */
     prt_learn_average(rt, NULL, 0, 1, 1);
@@ -153,15 +161,20 @@ static void round_end(prt *rt, hi_state *st)
     }
     st->cs.rounds++;
     cl_update(&st->cs, batch, devs, 0);
-    reset_round(st, n);
-    if (!prt_work_left(rt)) {
-        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
-            (cl_emit(rt, &st->cs) ||
-             (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
-            return;
-        if (prt_end_epoch(rt) <= 0)
-            return;
-    }
+    if (prt_work_left(rt))
+        return 0;
+    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
+        (cl_emit(rt, &st->cs) ||
+         (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
+        return 1;
+    return prt_end_epoch(rt) <= 0;
+}
+
+/* Every device in the round holds the result (the epoch, if done, ended
+ * at the average): the next round. */
+static void round_end(prt *rt, hi_state *st)
+{
+    reset_round(st, prt_n(rt));
     if (st->fail_on) {
         next_round(rt, st);
         return;
@@ -244,7 +257,8 @@ static void wan_ring_done(prt *rt, void *ctx)
 {
     (void)ctx;
     hi_state *st = prt_state(rt);
-    st->g = G_AVERAGED;
+    if (averaged_now(rt, st))
+        return; /* the run is over: the result is not returned */
     for (size_t k = 0; k < st->n_sites && !prt_failed(rt) && st->g == G_AVERAGED; k++)
         if (st->site[k].n_in > 0 && st->site[k].phase == SITE_AVERAGED)
             site_return(rt, st, &st->site[k]);
@@ -293,7 +307,8 @@ static void server_averaged(prt *rt, void *ctx)
 {
     (void)ctx;
     hi_state *st = prt_state(rt);
-    st->g = G_AVERAGED;
+    if (averaged_now(rt, st))
+        return; /* the run is over: the result is not returned */
     for (size_t k = 0; k < st->n_sites && !prt_failed(rt); k++)
         if (st->site[k].n_in > 0)
             download(rt, st, &st->site[k]);

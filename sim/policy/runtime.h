@@ -217,7 +217,12 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
 int prt_work_left(const prt *rt);
 /* The current epoch ends now: record it; then either start the next (epoch
  * + 1, `left` reloaded from `share`; returns 1) or, after the last, end the
- * run (returns 0).  Negative (run failed) when out of memory. */
+ * run (returns 0): the engine runs no further event, and Ttotal is now.
+ * Negative (run failed) when out of memory.  Call it the instant the
+ * epoch's model is averaged (an all-reduce done, the server's average
+ * done, the last push applied), before the averaged model is sent out: the
+ * model is trained once it is averaged (docs/MODEL.md, "When a run ends"),
+ * the same for every policy; downloads after it open the next epoch. */
 int prt_end_epoch(prt *rt);
 /* Schedule fn(rt, ctx) at absolute time t (>= now); DP_ENOMEM when the
  * event queue is full (the caller fails the run). */
