@@ -28,6 +28,7 @@ static const command commands[] = {
     {"check", cmd_check, "load and validate a scenario, print a summary"},
     {"solve", cmd_solve, "solve the C-ADP data allocation for a scenario (no simulation)"},
     {"run", cmd_run, "simulate policies on a scenario and store the results"},
+    {"jobs", cmd_jobs, "run many jobs in one world under cluster schedulers"},
     {"reproduce", cmd_reproduce, "reproduce the paper's Table 3 (dpsim reproduce table3)"},
     {"runs", cmd_runs, "list the runs stored in a results database"},
     {"show", cmd_show, "print a stored run again"},

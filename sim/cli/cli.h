@@ -15,6 +15,7 @@ int dpsim_main(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_solve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_rerun(int argc, char **argv);

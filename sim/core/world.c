@@ -85,6 +85,7 @@ struct world {
     void *dev_ctx;
     int failures;
     double cut_bytes;
+    int view; /* world_new_view: engine, links and routes are the parent's */
 };
 
 int world_wan_route(const scn_scenario *s, int a, int b, size_t *wan_idx, int *forward, size_t *n_hops,
@@ -354,10 +355,61 @@ fail:
     return NULL;
 }
 
+/* A job's view of a shared world (world.h): a copy of the parent's record
+ * that borrows its engine, network, WAN and routes, with its own device
+ * table (the parent's routes of the devices it was given, in that order),
+ * its own compute model (the sub-scenario's devices, so a job alone on the
+ * same devices computes the same bits) and its own transfer tracking (so a
+ * job stopped by its scheduler cuts only its own flows). */
+world *world_new_view(world *parent, const scn_scenario *sub, const size_t *map, uint64_t seed, dp_err *err)
+{
+    world *w = dp_malloc(sizeof *w);
+    if (!w) {
+        dp_err_set(err, DP_ENOMEM, "world: out of memory");
+        return NULL;
+    }
+    *w = *parent;
+    w->view = 1;
+    w->nd = sub->n_devices;
+    w->c = NULL;
+    w->dev = NULL;
+    w->xblocks = NULL;
+    w->n_xblocks = 0;
+    w->xfree = NULL;
+    w->dead_id = UINT64_MAX;
+    w->dev_fn = NULL;
+    w->failures = 0;
+    w->cut_bytes = 0;
+    w->track = 1;
+    w->r = dp_calloc(w->nd + 1, sizeof *w->r);
+    w->dev = dp_calloc(w->nd + 1, sizeof *w->dev);
+    if (!w->r || !w->dev)
+        dp_err_set(err, DP_ENOMEM, "world: out of memory");
+    if (!w->r || !w->dev || !(w->c = cmp_new(sub, seed, err))) {
+        world_free(w);
+        return NULL;
+    }
+    for (size_t d = 0; d < w->nd; d++) {
+        w->r[d] = parent->r[map[d]];
+        w->dev[d] = (wdev){.w = w, .d = d, .up = 1, .next_s = INFINITY};
+    }
+    return w;
+}
+
 void world_free(world *w)
 {
     if (!w)
         return;
+    if (w->view) {
+        cmp_free(w->c);
+        dp_free(w->r);
+        dp_free(w->dev);
+        for (size_t b = 0; b < w->n_xblocks; b++)
+            dp_free(w->xblocks[b]);
+        dp_free(w->xblocks);
+        dp_free(w);
+        return;
+    }
     net_free(w->n);
     sim_engine_free(w->e);
     cmp_free(w->c);
@@ -415,7 +467,7 @@ static int site_of(const world *w, int node)
 
 void world_prefetch_dev(const world *w, size_t d, int down)
 {
-    if (d >= w->nd)
+    if (d >= w->nd || w->view)
         return;
     __builtin_prefetch(&w->r[d]);
     int l0 = w->dev_link0 + w->per_dev * (int)d; /* up, then down (world_new) */
@@ -529,6 +581,24 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
         return 0;
     }
     *x = (xf){w, id, from, to, done, ctx, NULL};
+    return id;
+}
+
+uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, double delay_s, double cap,
+                          net_done_fn done, void *ctx)
+{
+    if (!w->view)
+        return net_flow_start(w->n, links, nl, bytes, delay_s, cap, done, ctx);
+    xf *x = xf_alloc(w);
+    if (!x)
+        return 0;
+    uint64_t id = net_flow_start(w->n, links, nl, bytes, delay_s, cap, on_xf_done, x);
+    if (!id) {
+        x->next_free = w->xfree;
+        w->xfree = x;
+        return 0;
+    }
+    *x = (xf){w, id, -1, -1, done, ctx, NULL};
     return id;
 }
 

@@ -48,6 +48,14 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err);
 int world_wan_route(const scn_scenario *s, int a, int b, size_t *wan_idx, int *forward, size_t *n_hops,
                     double *latency_s);
 void world_free(world *w);
+/* Many jobs in one world (sim/jobs/): a view of `parent` for one job, whose
+ * devices 0..n-1 are the parent's map[0..n) (sub is the job's scenario
+ * over those devices, in that order).  It shares the parent's engine,
+ * network, server and WAN: its flows contend with every other view's.  Its
+ * compute model is sub's, its transfers are tracked so that world_cut_all
+ * cuts its own flows only; its devices never fail (jobs refuse
+ * `availability`).  Free it before the parent. */
+world *world_new_view(world *parent, const scn_scenario *sub, const size_t *map, uint64_t seed, dp_err *err);
 
 sim_engine *world_engine(world *w);
 net *world_net(world *w);
@@ -64,6 +72,11 @@ void world_prefetch_dev(const world *w, size_t d, int down);
  * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
  * Returns the flow id or 0 on failure. */
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx);
+
+/* net_flow_start on the world's network; in a view (world_new_view) the
+ * flow is tracked, so world_cut_all cuts it with the view's transfers. */
+uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, double delay_s, double cap,
+                          net_done_fn done, void *ctx);
 
 /* ---- the dynamic world (scenario availability and outages) ----
  * fn(ctx, d, up) runs when device d goes down (up = 0; its transfers have

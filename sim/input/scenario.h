@@ -255,6 +255,9 @@ typedef struct scn_scenario {
     /* `compression:` as written (a mapping, or NULL when absent): how
      * models and gradients travel (sim/policy/compress.c). */
     const struct yt_node *compression;
+    /* `jobs:` (a list, or a trace file's name) and `scheduler:` as written
+     * (NULL when absent): many jobs in one world (sim/jobs/ reads them). */
+    const struct yt_node *jobs, *scheduler;
     struct yt_doc *tree;
 } scn_scenario;
 
@@ -359,6 +362,9 @@ const struct yt_node *scn_policies(const scn_scenario *s);
 const struct yt_node *scn_learning(const scn_scenario *s);
 /* The `compression:` mapping (NULL when absent), read by sim/policy. */
 const struct yt_node *scn_compression(const scn_scenario *s);
+/* `jobs:` and `scheduler:` (NULL when absent), read by sim/jobs. */
+const struct yt_node *scn_jobs(const scn_scenario *s);
+const struct yt_node *scn_scheduler(const scn_scenario *s);
 int scn_read_keys(const scn_scenario *s, const struct yt_node *m, const char *path, const char *const *keys,
                   dp_err *err);
 /* A quantity > 0 (>= 0 with nonneg) and at most max. */

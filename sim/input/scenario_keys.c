@@ -514,6 +514,16 @@ const yt_node *scn_compression(const scn_scenario *s)
     return s ? s->compression : NULL;
 }
 
+const yt_node *scn_jobs(const scn_scenario *s)
+{
+    return s ? s->jobs : NULL;
+}
+
+const yt_node *scn_scheduler(const scn_scenario *s)
+{
+    return s ? s->scheduler : NULL;
+}
+
 static cv reader(const scn_scenario *s, dp_err *err)
 {
     return (cv){s->path ? s->path : "scenario", NULL, err, (scn_scenario *)s, NULL, 0, NULL, 0, 0, 0};

@@ -829,11 +829,30 @@ static int conv_compression(cv *c, const yt_node *root)
     return 0;
 }
 
+/* `jobs:` (a list of jobs, or a job trace file) and `scheduler:` (a name or
+ * a mapping) belong to the many-jobs driver (sim/jobs/), which validates
+ * them; the loader only keeps them. */
+static int conv_jobs(cv *c, const yt_node *root)
+{
+    const yt_node *j = yt_get(root, "jobs"), *sc = yt_get(root, "scheduler");
+    char g[80];
+    if (!yt_is_null(j) && j->kind == YT_MAP)
+        return scni_fail(c, j, "jobs", "expected a list of jobs or a job trace file (got %s)",
+                         scni_got(j, g, sizeof g));
+    if (!yt_is_null(sc) && sc->kind == YT_SEQ)
+        return scni_fail(c, sc, "scheduler", "expected a scheduler name or a mapping (got %s)",
+                         scni_got(sc, g, sizeof g));
+    c->s->jobs = yt_is_null(j) ? NULL : j;
+    c->s->scheduler = yt_is_null(sc) ? NULL : sc;
+    return 0;
+}
+
 int scni_convert(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
                                        "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", "learning", "compression", NULL};
+                                       "devices", "policies",    "availability", "learning", "compression", "jobs",
+                                       "scheduler", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -849,7 +868,8 @@ int scni_convert(cv *c, const yt_node *root)
         (c->s->availability.data_persists = 1,
          r = scni_get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0 ||
-        (r = conv_learning(c, root)) < 0 || (r = conv_compression(c, root)) < 0)
+        (r = conv_learning(c, root)) < 0 || (r = conv_compression(c, root)) < 0 ||
+        (r = conv_jobs(c, root)) < 0)
         return r;
     return 0;
 }

@@ -428,7 +428,7 @@ static void closed_takeback(void *ctx)
                     net_link_account(n, links[j], c->chunk, k->x[i], k->rate[i]);
             continue;
         }
-        uint64_t id = net_flow_start(n, links, nl, left, delay, window_cap(rt, lat), on_flow, c);
+        uint64_t id = world_flow_start(rt->w, links, nl, left, delay, window_cap(rt, lat), on_flow, c);
         if (!id) {
             prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
             break;

@@ -180,11 +180,18 @@ static void copy_str(char *dst, size_t cap, const char *src)
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
+    return prt_new_on(s, policy, seed, NULL, err);
+}
+
+prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world *w, dp_err *err)
+{
     prt *rt = dp_calloc(1, sizeof(prt) + sizeof(timeline));
     if (!rt) {
+        world_free(w);
         dp_err_set(err, DP_ENOMEM, "out of memory");
         return NULL;
     }
+    rt->shared = w != NULL;
     size_t n = s->n_devices;
     rt->s = s;
     rt->n = n;
@@ -192,7 +199,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
     rt->bin_s = 1.0;
     timeline *tl = TL(rt);
     tl->ndev = n < TL_DEVICES ? n : TL_DEVICES;
-    if (!(rt->w = world_new(s, seed, err)))
+    if (!(rt->w = w ? w : world_new(s, seed, err)))
         goto fail;
     rt->e = world_engine(rt->w);
     if (!(rt->r = res_run_new(n, err)))

@@ -34,6 +34,7 @@ struct prt {
     struct eff_params *eff_params; /* without a learner: the model the results use */
     lc_cfg comp; /* scenario `compression:` (compress.c); LC_NONE: off */
     int failed;
+    int shared; /* one job of many in a shared world (prt_new_on): no fast-forward, no hints */
     dp_err *err;
     /* activity tracking */
     res_activity *act;
@@ -127,6 +128,15 @@ void coll_abort_all(prt *rt);
 #define PRT_MAX_EVENTS 2000000000ull
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err);
+/* prt_new on a given world, which the runtime then owns; w != NULL: one
+ * job's view of a shared world (world_new_view, sim/jobs/): the engine's
+ * clock is the world's, so every time recorded is absolute, and no epoch
+ * is fast-forwarded (other jobs make the world aperiodic). */
+prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world *w, dp_err *err);
+/* Make a job inert (its results taken, or stopped by its scheduler): no
+ * event, transfer or collective of it calls back any more; nothing is
+ * recorded. */
+void prt_detach(prt *rt);
 void prt_free(prt *rt);
 /* Run the engine until the policy ends the run or nothing is left.
  * 0, or DP_ERUN with a stall message naming the stuck transfers. */

@@ -301,7 +301,7 @@ void set_act_at(prt *rt, size_t d, res_activity a, double now)
 
 int prt_hints(const prt *rt)
 {
-    return rt->n >= PREFETCH_MIN_DEVICES;
+    return rt->n >= PREFETCH_MIN_DEVICES && !rt->shared; /* hints are per engine: one job's only */
 }
 
 void prt_prefetch_act(const prt *rt, size_t d)

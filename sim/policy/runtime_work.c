@@ -454,6 +454,20 @@ void prt_abort(prt *rt)
         prt_set_act(rt, d, RES_ACT_WAIT);
 }
 
+void prt_detach(prt *rt)
+{
+    rt->gen++;
+    for (size_t d = 0; d < rt->n; d++) {
+        compute_slot *c = &TL(rt)->cslots[d];
+        if (c->ev)
+            sim_cancel(rt->e, c->ev);
+        c->ev = 0;
+    }
+    world_cut_all(rt->w);
+    coll_free_all(rt);
+    rt->finished = 1;
+}
+
 void prt_rollback(prt *rt, int epoch)
 {
     jbreak(rt);

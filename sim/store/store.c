@@ -309,6 +309,24 @@ static const migration migrations[] = {
       * older runs, failed runs; plots then ask their own registry). */
      "ALTER TABLE runs ADD COLUMN policy_label TEXT;"
      "ALTER TABLE runs ADD COLUMN policy_color TEXT;"},
+    /* ---- the jobs branch's step (issue 31): renumber freely ---- */
+    {9, "adding jobs_runs, jobs and job_allocs (version 9)",
+     /* Many jobs in one world (sim/jobs/, `dpsim jobs`): one jobs_runs row
+      * per scheduler run with the run's figures, a jobs row per job, and
+      * the devices each job held over time (the Gantt's bars). */
+     "CREATE TABLE jobs_runs(id INTEGER PRIMARY KEY, scenario_id INTEGER NOT NULL REFERENCES scenarios(id),"
+     " scheduler TEXT NOT NULL, seed INTEGER NOT NULL, version TEXT NOT NULL, started_at TEXT NOT NULL,"
+     " invocation TEXT, devices INTEGER NOT NULL, n_jobs INTEGER NOT NULL, makespan_s REAL, jct_mean_s REAL,"
+     " jct_p50_s REAL, jct_p95_s REAL, jct_p99_s REAL, jct_max_s REAL, util_held REAL, util_compute REAL,"
+     " rho_mean REAL, rho_max REAL, jain REAL, events INTEGER);"
+     "CREATE TABLE jobs(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
+     " idx INTEGER NOT NULL, name TEXT NOT NULL, policy TEXT NOT NULL, devices INTEGER NOT NULL,"
+     " epochs INTEGER NOT NULL, arrival_s REAL, start_s REAL, end_s REAL, jct_s REAL, queue_s REAL,"
+     " wait_s REAL, alone_s REAL, rho REAL, device_s REAL, compute_s REAL, bytes REAL, tsend_s REAL,"
+     " tflops REAL, preemptions INTEGER, PRIMARY KEY(jobs_run_id, idx));"
+     "CREATE TABLE job_allocs(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
+     " job INTEGER NOT NULL, device INTEGER NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
+     "CREATE INDEX job_allocs_run ON job_allocs(jobs_run_id);"},
 };
 
 /* Rows a step computes in C after its SQL, in the same transaction (its

@@ -31,4 +31,11 @@ int store_values_put(store *st, int64_t run_id, const scn_scenario *s, const cha
  * at hand: units by the values' suffixes). */
 int store_values_fill(store *st, dp_err *err);
 
+/* store_write.c's transaction for the store's other writers: BEGIN
+ * IMMEDIATE and the scenario's row (*scn), then COMMIT (e == 0) or roll
+ * back. */
+struct scn_scenario;
+int store_write_begin(store *st, const char *what, const struct scn_scenario *s, int64_t *scn, dp_err *err);
+int store_write_end(store *st, int e, const char *what, dp_err *err);
+
 #endif

@@ -665,3 +665,17 @@ int store_point_done(store *st, int64_t sweep_id, const char *point_json, const 
 {
     return store_point_outcome(st, sweep_id, point_json, policy, seed, version, done, NULL, NULL, 0, err);
 }
+
+/* For the store's other writers (store_jobs.c): begin_write and end_write. */
+int store_write_begin(store *st, const char *what, const scn_scenario *s, int64_t *scn, dp_err *err)
+{
+    int e = check_writable(st, err) || check_scenario(st, s, err);
+    if (e)
+        return err->code;
+    return begin_write(st, what, s->name, s->text, s->text_hash, NULL, scn, err);
+}
+
+int store_write_end(store *st, int e, const char *what, dp_err *err)
+{
+    return end_write(st, e, what, err);
+}

@@ -1,0 +1,16 @@
+/* jobs_report.h: a many-jobs run printed (a table per job, the run's
+ * figures) and as JSON (sim/store/JSON.md, "jobs"). */
+#ifndef DP_JOBS_REPORT_H
+#define DP_JOBS_REPORT_H
+
+#include "jobs.h"
+#include "json.h"
+
+#include <stdio.h>
+
+/* all: every job (else past 50 jobs the first 20 and a count). */
+void jobs_print(const jobs_result *r, int all, FILE *out);
+/* One object: the run's figures, "jobs" and "allocations" ([job, device, t0, t1]). */
+void jobs_json(const jobs_result *r, json_buf *j);
+
+#endif

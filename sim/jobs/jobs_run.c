@@ -1,0 +1,631 @@
+/* jobs_run.c: many jobs in one world (jobs.h): one engine, one network,
+ * each job's policy on the devices its scheduler gives it.
+ *
+ * The driver owns the shared world (world_new over the whole scenario) and
+ * its engine.  It steps the engine itself; after each event it asks every
+ * running job whether it ended (a job ends inside one of its own events,
+ * and the next event may be another job's, so asking after each one keeps
+ * a finished job from seeing any event past its end, as a single run
+ * stops there).  Decisions (sched.h) run as engine events at the instant
+ * that asks for them: after the events already queued for that instant
+ * (the arrivals of one instant make one decision). */
+#include "jobs.h"
+#include "policy/jobrt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct jrun jrun;
+
+typedef struct jstate {
+    jrun *R;
+    size_t i;
+    int state;        /* JS_* */
+    size_t *dev;      /* the devices it holds (n_dev of them) */
+    int n_dev;
+    double held_since;
+    double attained;  /* device-seconds held before held_since */
+    int epochs_done;  /* completed and kept (its checkpoint) */
+    int runs;         /* times started */
+    pjob *job;        /* NULL while not running (or during a restart's load) */
+    scn_scenario *sub;
+    uint64_t start_ev;
+    double *snap;     /* link bytes of its devices when its run started */
+    double alone_s;
+    job_out out;
+} jstate;
+
+enum { JS_PENDING = 0, JS_WAITING, JS_RUNNING, JS_DONE };
+
+struct jrun {
+    const jobs_spec *js;
+    const sched_def *sd;
+    world *w;
+    sim_engine *e;
+    net *n;
+    uint64_t seed;
+    jstate *st;
+    int *owner; /* per device: the job holding it, or -1 */
+    size_t done;
+    int decide_pending;
+    int failed;
+    dp_err *err;
+    job_alloc *allocs;
+    size_t n_allocs, cap_allocs;
+    /* alone-time cache: (scenario, policy, first device, count) -> seconds */
+    struct acache {
+        const scn_scenario *s;
+        const policy_def *p;
+        size_t first;
+        int n;
+        double t;
+    } *ac;
+    size_t n_ac;
+    /* stopped runs and their scenarios, freed with the engine (their
+     * stale events may still be queued: jobrt.h) */
+    struct grave {
+        pjob *job;
+        scn_scenario *sub;
+    } *graves;
+    size_t n_graves;
+};
+
+/* ---- the job's scenario over its devices ---- */
+
+scn_scenario *jobs_sub_scenario(const scn_scenario *job, const size_t *map, size_t k, dp_err *err)
+{
+    scn_scenario *sub = dp_malloc(sizeof *sub);
+    scn_group *g = dp_malloc((job->n_groups + 1) * sizeof *g);
+    scn_device *dv = dp_malloc((k + 1) * sizeof *dv);
+    if (!sub || !g || !dv) {
+        dp_free(sub);
+        dp_free(g);
+        dp_free(dv);
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    *sub = *job;
+    memcpy(g, job->groups, job->n_groups * sizeof *g);
+    for (size_t q = 0; q < job->n_groups; q++)
+        g[q].count = 0;
+    for (size_t d = 0; d < k; d++) {
+        dv[d] = job->devices[map[d]];
+        g[dv[d].group].count++;
+    }
+    sub->groups = g;
+    sub->devices = dv;
+    sub->n_devices = k;
+    sub->n_pops = 0;
+    sub->pops = NULL;
+    return sub;
+}
+
+void jobs_sub_free(scn_scenario *sub)
+{
+    if (!sub)
+        return;
+    dp_free(sub->groups);
+    dp_free(sub->devices);
+    dp_free(sub);
+}
+
+/* ---- the estimate alone ---- */
+
+static double alone_on(jrun *R, size_t i, dp_err *err)
+{
+    const job_spec *j = &R->js->jobs[i];
+    size_t first = j->pinned ? j->pinned[0] : 0;
+    for (size_t k = 0; k < R->n_ac; k++)
+        if (R->ac[k].s == j->scn && R->ac[k].p == j->policy && R->ac[k].first == first && R->ac[k].n == j->want)
+            return R->ac[k].t;
+    double t = jobs_alone_s(R->js, i, R->seed, err);
+    struct acache *na = dp_realloc(R->ac, (R->n_ac + 1) * sizeof *na);
+    if (isfinite(t) && na) {
+        R->ac = na;
+        R->ac[R->n_ac++] = (struct acache){j->scn, j->policy, first, j->want, t};
+    } else if (na) {
+        R->ac = na;
+    }
+    return t;
+}
+
+double jobs_alone_s(const jobs_spec *js, size_t i, uint64_t seed, dp_err *err)
+{
+    const job_spec *j = &js->jobs[i];
+    size_t *map = j->pinned;
+    if (!map) {
+        if (!(map = dp_malloc((size_t)j->want * sizeof *map))) {
+            dp_err_set(err, DP_ENOMEM, "out of memory");
+            return NAN;
+        }
+        for (int d = 0; d < j->want; d++)
+            map[d] = (size_t)d;
+    }
+    scn_scenario *sub = jobs_sub_scenario(j->scn, map, (size_t)j->want, err);
+    if (map != j->pinned)
+        dp_free(map);
+    if (!sub)
+        return NAN;
+    res_run *r = policy_run(j->policy, sub, seed, err);
+    jobs_sub_free(sub);
+    double t = r ? r->ttotal_s : NAN;
+    if (!r)
+        dp_err_prefix(err, "job %s alone on %d devices", j->name, j->want);
+    res_run_free(r);
+    return t;
+}
+
+/* ---- bookkeeping ---- */
+
+static int fail(jrun *R, int code, const char *fmt, const char *a, const char *b)
+{
+    if (!R->failed) {
+        R->failed = 1;
+        dp_err_set(R->err, code, fmt, a, b);
+    }
+    return code;
+}
+
+static void release(jrun *R, jstate *j)
+{
+    double now = sim_now(R->e);
+    for (int k = 0; k < j->n_dev; k++) {
+        R->owner[j->dev[k]] = -1;
+        if (R->n_allocs == R->cap_allocs) {
+            size_t nc = R->cap_allocs ? 2 * R->cap_allocs : 64;
+            job_alloc *na = dp_realloc(R->allocs, nc * sizeof *na);
+            if (!na) {
+                fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+                continue;
+            }
+            R->allocs = na;
+            R->cap_allocs = nc;
+        }
+        R->allocs[R->n_allocs++] = (job_alloc){j->i, j->dev[k], j->held_since, now};
+    }
+    j->attained += j->n_dev * (now - j->held_since);
+    j->n_dev = 0;
+}
+
+/* Link bytes of device d's links (those a run's per-device bytes count). */
+static double dev_link_bytes(jrun *R, size_t d)
+{
+    double b = net_link_bytes(R->n, world_dev_up(R->w, d)) + net_link_bytes(R->n, world_dev_down(R->w, d));
+    int pu = world_dev_peer_up(R->w, d), pd = world_dev_peer_down(R->w, d);
+    if (pu >= 0)
+        b += net_link_bytes(R->n, pu) + net_link_bytes(R->n, pd);
+    return b;
+}
+
+/* A run of job j ended (finished, or stopped by the scheduler): add its
+ * figures.  Every device link's bytes count from the run's start. */
+static void account(jstate *j, res_run *r)
+{
+    if (!r)
+        return;
+    double before = 0, compute = 0;
+    for (int k = 0; k < j->n_dev; k++)
+        before += j->snap[k];
+    for (size_t d = 0; d < r->n_devices; d++)
+        compute += r->devices[d].compute_s;
+    j->out.bytes += r->bytes_total - before / 2;
+    j->out.compute_s += compute;
+    if (j->runs == 1)
+        j->out.tsend_s = r->tsend_s - j->out.start_s;
+    j->out.tflops = r->tflops;
+}
+
+static void stop_run(jrun *R, jstate *j, int finished)
+{
+    if (j->job) {
+        if (!finished)
+            j->epochs_done += pjob_epochs_done(j->job);
+        res_run *r = pjob_results(j->job);
+        account(j, r);
+        res_run_free(r);
+        pjob_stop(j->job);
+    }
+    if (j->start_ev)
+        sim_cancel(R->e, j->start_ev);
+    j->start_ev = 0;
+    struct grave *ng = dp_realloc(R->graves, (R->n_graves + 1) * sizeof *ng);
+    if (ng) {
+        R->graves = ng;
+        R->graves[R->n_graves++] = (struct grave){j->job, j->sub};
+    } else { /* nothing of it can run again: only its queued events would read it */
+        fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+        pjob_free(j->job);
+        jobs_sub_free(j->sub);
+    }
+    j->job = NULL;
+    j->sub = NULL;
+    release(R, j);
+}
+
+static void on_decide(sim_engine *e, void *ctx, uint64_t id);
+
+static void request_decide(jrun *R)
+{
+    if (R->decide_pending)
+        return;
+    R->decide_pending = 1;
+    if (!sim_at(R->e, sim_now(R->e), on_decide, R))
+        fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+}
+
+/* Start job j's policy on the devices it holds (after a restart's load). */
+static void start_run(jrun *R, jstate *j)
+{
+    const job_spec *js = &R->js->jobs[j->i];
+    dp_err e = {0};
+    j->start_ev = 0;
+    j->runs++;
+    if (!(j->sub = jobs_sub_scenario(js->scn, j->dev, (size_t)j->n_dev, &e))) {
+        fail(R, e.code, "%s%s", e.msg, "");
+        return;
+    }
+    j->sub->training.epochs = js->scn->training.epochs - j->epochs_done;
+    for (int k = 0; k < j->n_dev; k++)
+        j->snap[k] = dev_link_bytes(R, j->dev[k]);
+    world *v = world_new_view(R->w, j->sub, j->dev, R->seed, &e);
+    if (!v || !(j->job = pjob_start(js->policy, j->sub, R->seed, v, &e))) {
+        char m[sizeof e.msg];
+        memcpy(m, e.msg, sizeof m);
+        R->failed = 1;
+        dp_err_set(R->err, e.code ? e.code : DP_ERUN, "job %s: %s", js->name, m);
+    }
+}
+
+static void on_start(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    jstate *j = ctx;
+    start_run(j->R, j);
+}
+
+/* Give job j devices: its pinned ones, or the lowest free ones. */
+static void take(jrun *R, jstate *j)
+{
+    const job_spec *js = &R->js->jobs[j->i];
+    j->n_dev = 0;
+    if (js->pinned) {
+        for (int k = 0; k < js->want; k++)
+            j->dev[j->n_dev++] = js->pinned[k];
+    } else {
+        for (size_t d = 0; d < R->js->world->n_devices && j->n_dev < js->want; d++)
+            if (R->owner[d] < 0)
+                j->dev[j->n_dev++] = d;
+    }
+    for (int k = 0; k < j->n_dev; k++)
+        R->owner[j->dev[k]] = (int)j->i;
+    double now = sim_now(R->e);
+    j->held_since = now;
+    j->state = JS_RUNNING;
+    if (j->runs == 0 && !(j->out.start_s > 0))
+        j->out.start_s = now;
+    if (j->runs > 0 && R->js->opts.restart_s > 0) {
+        if (!(j->start_ev = sim_at(R->e, now + R->js->opts.restart_s, on_start, j)))
+            fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+    } else {
+        start_run(R, j);
+    }
+}
+
+static int pinned_free(const job_spec *js, const char *taken)
+{
+    for (int k = 0; k < js->want; k++)
+        if (taken[js->pinned[k]])
+            return 0;
+    return 1;
+}
+
+static void decide(jrun *R)
+{
+    const jobs_spec *S = R->js;
+    size_t n = S->n, m = 0, N = S->world->n_devices;
+    double now = sim_now(R->e);
+    sched_job *v = dp_calloc(n + 1, sizeof *v);
+    size_t *order = dp_calloc(n + 1, sizeof *order), *who = dp_calloc(n + 1, sizeof *who);
+    char *sel = dp_calloc(n + 1, 1), *taken = dp_calloc(N + 1, 1);
+    if (!v || !order || !who || !sel || !taken) {
+        fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        jstate *j = &R->st[i];
+        if (j->state != JS_WAITING && j->state != JS_RUNNING)
+            continue;
+        const job_spec *js = &S->jobs[i];
+        int ep = js->scn->training.epochs;
+        int done_ep = j->epochs_done + (j->job ? pjob_epochs_done(j->job) : 0);
+        v[m] = (sched_job){.id = i,
+                           .arrival_s = js->arrival_s,
+                           .want = js->want,
+                           .running = j->state == JS_RUNNING,
+                           .weight = js->weight,
+                           .attained_s = j->attained + (j->state == JS_RUNNING ? j->n_dev * (now - j->held_since) : 0),
+                           .alone_s = j->alone_s,
+                           .remaining_s = j->alone_s * (double)(ep - done_ep) / ep,
+                           .epochs = ep,
+                           .epochs_done = done_ep};
+        who[m++] = i;
+    }
+    sched_ctx c = {now, N, &S->opts};
+    if (m)
+        R->sd->order(&c, v, m, order);
+    size_t free_n = N;
+    if (!R->sd->preempt) /* running jobs keep their devices */
+        for (size_t k = 0; k < m; k++)
+            if (v[k].running) {
+                sel[k] = 1;
+                free_n -= (size_t)v[k].want;
+                for (int q = 0; q < R->st[who[k]].n_dev; q++)
+                    taken[R->st[who[k]].dev[q]] = 1;
+            }
+    for (size_t o = 0; o < m; o++) {
+        size_t k = order[o];
+        if (sel[k])
+            continue;
+        const job_spec *js = &S->jobs[who[k]];
+        int fits = js->pinned ? pinned_free(js, taken) : (size_t)js->want <= free_n;
+        if (fits) {
+            sel[k] = 1;
+            free_n -= (size_t)js->want;
+            for (int q = 0; js->pinned && q < js->want; q++)
+                taken[js->pinned[q]] = 1;
+        } else if (R->sd->strict) {
+            break;
+        }
+    }
+    /* pre-empt first (their devices go to the jobs starting), then start in order */
+    for (size_t k = 0; k < m; k++)
+        if (v[k].running && !sel[k]) {
+            jstate *j = &R->st[who[k]];
+            stop_run(R, j, 0);
+            j->state = JS_WAITING;
+            j->out.preemptions++;
+        }
+    for (size_t o = 0; o < m && !R->failed; o++) {
+        size_t k = order[o];
+        if (sel[k] && !v[k].running)
+            take(R, &R->st[who[k]]);
+    }
+done:
+    dp_free(v);
+    dp_free(order);
+    dp_free(who);
+    dp_free(sel);
+    dp_free(taken);
+}
+
+static void on_decide(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    jrun *R = ctx;
+    R->decide_pending = 0;
+    decide(R);
+}
+
+static void on_interval(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    jrun *R = ctx;
+    if (R->done == R->js->n)
+        return;
+    decide(R);
+    if (!sim_at(e, sim_now(e) + R->js->opts.interval_s, on_interval, R))
+        fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+}
+
+static void on_arrival(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)id;
+    jstate *j = ctx;
+    j->state = JS_WAITING;
+    request_decide(j->R);
+}
+
+static void finish(jrun *R, jstate *j)
+{
+    stop_run(R, j, 1);
+    j->epochs_done = R->js->jobs[j->i].scn->training.epochs;
+    j->state = JS_DONE;
+    j->out.end_s = sim_now(R->e);
+    R->done++;
+    request_decide(R);
+}
+
+/* ---- the run ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile by nearest rank (ceil(q n)-th smallest). */
+static double rank_q(const double *sorted, size_t n, double q)
+{
+    size_t k = (size_t)ceil(q * (double)n);
+    return sorted[k ? k - 1 : 0];
+}
+
+static void summarise(jrun *R, jobs_result *res)
+{
+    size_t n = R->js->n, N = R->js->world->n_devices;
+    double *jct = dp_malloc((n + 1) * sizeof *jct);
+    double sum = 0, held = 0, busy = 0, sx = 0, sxx = 0, srho = 0, mrho = 0;
+    for (size_t i = 0; i < n; i++) {
+        jstate *j = &R->st[i];
+        job_out *o = &j->out;
+        const job_spec *js = &R->js->jobs[i];
+        snprintf(o->name, sizeof o->name, "%s", js->name);
+        snprintf(o->policy, sizeof o->policy, "%s", policy_name(js->policy));
+        o->devices = js->want;
+        o->epochs = js->scn->training.epochs;
+        o->arrival_s = js->arrival_s;
+        o->jct_s = o->end_s - o->arrival_s;
+        o->queue_s = o->start_s - o->arrival_s;
+        o->device_s = j->attained;
+        o->wait_s = o->jct_s - j->attained / js->want;
+        o->alone_s = j->alone_s;
+        o->rho = o->jct_s / j->alone_s;
+        if (jct)
+            jct[i] = o->jct_s;
+        sum += o->jct_s;
+        held += j->attained;
+        busy += o->compute_s;
+        double x = j->alone_s / o->jct_s;
+        sx += x;
+        sxx += x * x;
+        srho += o->rho;
+        mrho = fmax(mrho, o->rho);
+        res->makespan_s = fmax(res->makespan_s, o->end_s);
+        res->jobs[i] = *o;
+    }
+    res->mean_jct_s = sum / (double)n;
+    res->mean_rho = srho / (double)n;
+    res->max_rho = mrho;
+    res->jain = sxx > 0 ? sx * sx / ((double)n * sxx) : 1;
+    double area = (double)N * res->makespan_s;
+    res->util_alloc = area > 0 ? held / area : 0;
+    res->util_busy = area > 0 ? busy / area : 0;
+    if (jct) {
+        qsort(jct, n, sizeof *jct, cmp_double);
+        res->p50_jct_s = rank_q(jct, n, 0.5);
+        res->p95_jct_s = rank_q(jct, n, 0.95);
+        res->p99_jct_s = rank_q(jct, n, 0.99);
+        res->max_jct_s = jct[n - 1];
+    }
+    dp_free(jct);
+}
+
+static void run_free(jrun *R)
+{
+    for (size_t i = 0; R->st && i < R->js->n; i++) {
+        jstate *j = &R->st[i];
+        pjob_free(j->job);
+        jobs_sub_free(j->sub);
+        dp_free(j->dev);
+        dp_free(j->snap);
+    }
+    for (size_t k = 0; k < R->n_graves; k++) {
+        pjob_free(R->graves[k].job);
+        jobs_sub_free(R->graves[k].sub);
+    }
+    dp_free(R->graves);
+    dp_free(R->st);
+    dp_free(R->owner);
+    dp_free(R->allocs);
+    dp_free(R->ac);
+    world_free(R->w);
+}
+
+jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, dp_err *err)
+{
+    jrun R = {.js = js, .sd = sd ? sd : js->sched, .seed = seed, .err = err};
+    size_t n = js->n, N = js->world->n_devices;
+    jobs_result *res = NULL;
+    if (R.sd->pinned && !js->jobs[0].pinned) {
+        dp_err_set(err, DP_EINPUT, "%s: scheduler static needs every job's groups: (its partition)",
+                   js->world->path);
+        return NULL;
+    }
+    if (!R.sd->pinned && js->jobs[0].pinned) {
+        dp_err_set(err, DP_EINPUT, "%s: scheduler %s gives devices by count; these jobs name groups (static)",
+                   js->world->path, R.sd->name);
+        return NULL;
+    }
+    if (!(R.w = world_new(js->world, seed, err)))
+        return NULL;
+    R.e = world_engine(R.w);
+    R.n = world_net(R.w);
+    R.st = dp_calloc(n + 1, sizeof *R.st);
+    R.owner = dp_malloc((N + 1) * sizeof *R.owner);
+    if (!R.st || !R.owner) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t d = 0; d < N; d++)
+        R.owner[d] = -1;
+    for (size_t i = 0; i < n; i++) {
+        jstate *j = &R.st[i];
+        j->R = &R;
+        j->i = i;
+        j->dev = dp_calloc((size_t)js->jobs[i].want + 1, sizeof *j->dev);
+        j->snap = dp_calloc((size_t)js->jobs[i].want + 1, sizeof *j->snap);
+        if (!j->dev || !j->snap) {
+            dp_err_set(err, DP_ENOMEM, "out of memory");
+            goto out;
+        }
+        /* every job's time alone: the schedulers' estimate and its rho */
+        if (!isfinite(j->alone_s = alone_on(&R, i, err)))
+            goto out;
+        if (!sim_at(R.e, js->jobs[i].arrival_s, on_arrival, j)) {
+            dp_err_set(err, DP_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (js->opts.interval_s > 0 && !sim_at(R.e, js->opts.interval_s, on_interval, &R)) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* running jobs, asked after every event whether they ended */
+    size_t *live = dp_calloc(n + 1, sizeof *live);
+    if (!live) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    while (!R.failed && R.done < n) {
+        if (!sim_step(R.e)) {
+            for (size_t i = 0; i < n; i++)
+                if (R.st[i].state != JS_DONE) {
+                    fail(&R, DP_ERUN, "job %s stalled at %s: nothing left to happen in the world", js->jobs[i].name,
+                         "its last event");
+                    break;
+                }
+            break;
+        }
+        size_t nl = 0;
+        for (size_t i = 0; i < n; i++)
+            if (R.st[i].job)
+                live[nl++] = i;
+        for (size_t k = 0; k < nl && !R.failed; k++) {
+            jstate *j = &R.st[live[k]];
+            int st = pjob_status(j->job);
+            if (st < 0) {
+                R.failed = 1;
+                dp_err_set(err, -st, "job %s: %s", js->jobs[j->i].name, pjob_error(j->job)->msg);
+            } else if (st == 1) {
+                finish(&R, j);
+            }
+        }
+        if (sim_error(R.e))
+            fail(&R, DP_ERUN, "%s%s", "an event could not be scheduled", "");
+    }
+    dp_free(live);
+    if (R.failed)
+        goto out;
+    if (!(res = dp_calloc(1, sizeof *res)) || !(res->jobs = dp_calloc(n + 1, sizeof *res->jobs))) {
+        dp_free(res);
+        res = NULL;
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(res->scheduler, sizeof res->scheduler, "%s", R.sd->name);
+    res->seed = seed;
+    res->n_devices = N;
+    res->n_jobs = n;
+    res->events = sim_events_run(R.e);
+    summarise(&R, res);
+    res->allocs = R.allocs;
+    res->n_allocs = R.n_allocs;
+    R.allocs = NULL;
+out:
+    run_free(&R);
+    return res;
+}

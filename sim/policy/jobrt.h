@@ -1,0 +1,42 @@
+/* jobrt.h: one policy run as a job inside a shared world (sim/jobs/).
+ *
+ * A job is a runtime (prt) over a view of the shared world (world.h,
+ * world_new_view): its devices are some of the world's, its engine and
+ * network are the world's, so its flows share links with every other
+ * job's by the network's one sharing model.  The driver (sim/jobs/) steps
+ * the shared engine itself and asks each job after every event whether it
+ * ended; a job stopped by the scheduler is detached (nothing of it calls
+ * back any more) and freed.
+ *
+ * Ownership: pjob_start takes the view (freed with the job, also on
+ * failure); pjob_results hands over the job's results.
+ */
+#ifndef DP_JOBRT_H
+#define DP_JOBRT_H
+
+#include "policy.h"
+#include "world.h"
+
+typedef struct pjob pjob;
+
+/* Options, check and plan of p on the job's scenario s (its devices only),
+ * then a runtime on `view` and the policy's start at the engine's now.
+ * NULL with err set (DP_EINPUT: the policy refuses the scenario). */
+pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, world *view, dp_err *err);
+/* 0 running, 1 ended (the policy finished its training), or the failure's
+ * (negative) code, its message in pjob_error. */
+int pjob_status(const pjob *j);
+const dp_err *pjob_error(const pjob *j);
+/* Epochs the job completed so far. */
+int pjob_epochs_done(const pjob *j);
+/* An ended job's results (caller frees); the job is detached. */
+res_run *pjob_results(pjob *j);
+/* Detach (nothing of it runs any more) and free its policy's state.  Its
+ * runtime stays: events of it may still be queued in the shared engine
+ * (dropped when they come up, as after a restart), so free it only when
+ * the engine is done. */
+void pjob_stop(pjob *j);
+/* Stop (if still running) and free. */
+void pjob_free(pjob *j);
+
+#endif

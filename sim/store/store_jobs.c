@@ -1,0 +1,175 @@
+/* store_jobs.c: runs of many jobs in one world (store_jobs.h). */
+#include "store_jobs.h"
+#include "store_impl.h"
+#include "store_sql.h"
+
+#include "dpsim_config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void now_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int store_put_jobs(store *st, const scn_scenario *s, const jobs_result *r, int64_t *id, dp_err *err)
+{
+    int64_t scn = 0;
+    char at[32];
+    now_iso(at, sizeof at);
+    int e = store_write_begin(st, "a jobs run", s, &scn, err);
+    if (!e)
+        e = store_sql_write(st, "storing the jobs run", err,
+                            "INSERT INTO jobs_runs(scenario_id, scheduler, seed, version, started_at, invocation,"
+                            " devices, n_jobs, makespan_s, jct_mean_s, jct_p50_s, jct_p95_s, jct_p99_s, jct_max_s,"
+                            " util_held, util_compute, rho_mean, rho_max, jain, events)"
+                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+                            " ?18, ?19, ?20)",
+                            "itittti" "iddddddddddddi", scn, r->scheduler, (int64_t)r->seed, DPSIM_VERSION, at,
+                            st->invocation[0] ? st->invocation : NULL, (int64_t)r->n_devices, (int64_t)r->n_jobs,
+                            r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s,
+                            r->util_alloc, r->util_busy, r->mean_rho, r->max_rho, r->jain, (int64_t)r->events);
+    int64_t run = e ? 0 : sqlite3_last_insert_rowid(st->db);
+    for (size_t i = 0; !e && i < r->n_jobs; i++) {
+        const job_out *o = &r->jobs[i];
+        e = store_sql_write(st, "storing a job", err,
+                            "INSERT INTO jobs(jobs_run_id, idx, name, policy, devices, epochs, arrival_s, start_s,"
+                            " end_s, jct_s, queue_s, wait_s, alone_s, rho, device_s, compute_s, bytes, tsend_s,"
+                            " tflops, preemptions) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+                            " ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                            "iittii" "ddddddddddddd" "i", run, (int64_t)i, o->name, o->policy, (int64_t)o->devices,
+                            (int64_t)o->epochs, o->arrival_s, o->start_s, o->end_s, o->jct_s, o->queue_s, o->wait_s,
+                            o->alone_s, o->rho, o->device_s, o->compute_s, o->bytes, o->tsend_s, o->tflops,
+                            (int64_t)o->preemptions);
+    }
+    sqlite3_stmt *q = NULL;
+    if (!e)
+        e = store_sql_prepare(st, "INSERT INTO job_allocs(jobs_run_id, job, device, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)",
+                              &q, "storing the jobs' devices", err);
+    for (size_t i = 0; !e && i < r->n_allocs; i++) {
+        const job_alloc *a = &r->allocs[i];
+        sqlite3_bind_int64(q, 1, run);
+        sqlite3_bind_int64(q, 2, (int64_t)a->job);
+        sqlite3_bind_int64(q, 3, (int64_t)a->device);
+        sqlite3_bind_double(q, 4, a->t0);
+        sqlite3_bind_double(q, 5, a->t1);
+        int rc = sqlite3_step(q);
+        if (rc != SQLITE_DONE)
+            e = store_sql_fail(st, rc, "storing the jobs' devices", err);
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    e = store_write_end(st, e, "committing the jobs run", err);
+    if (!e && id)
+        *id = run;
+    return e;
+}
+
+static int sel_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    int64_t **ids = ctx;
+    int64_t *n = dp_realloc(*ids, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    n[i] = sqlite3_column_int64(s, 0);
+    *ids = n;
+    return 0;
+}
+
+int store_jobs_select(store *st, int64_t **ids, size_t *n, dp_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    return store_sql_rows(st,
+                          "SELECT id FROM jobs_runs WHERE invocation IS (SELECT invocation FROM jobs_runs"
+                          " ORDER BY id DESC LIMIT 1) OR (SELECT invocation FROM jobs_runs ORDER BY id DESC"
+                          " LIMIT 1) IS NULL ORDER BY id",
+                          "jobs runs", 0, NULL, ids, sel_row, n, err);
+}
+
+static int job_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    jobs_result *r = ctx;
+    if (i >= r->n_jobs)
+        return dp_err_set(err, DP_ERUN, "%s: jobs run has more jobs than it says", st->path);
+    job_out *o = &r->jobs[i];
+    snprintf(o->name, sizeof o->name, "%s", store_col_text(s, 0));
+    snprintf(o->policy, sizeof o->policy, "%s", store_col_text(s, 1));
+    o->devices = sqlite3_column_int(s, 2);
+    o->arrival_s = store_col_double(s, 3);
+    o->start_s = store_col_double(s, 4);
+    o->end_s = store_col_double(s, 5);
+    o->jct_s = store_col_double(s, 6);
+    o->alone_s = store_col_double(s, 7);
+    o->rho = store_col_double(s, 8);
+    return 0;
+}
+
+static int alloc_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    jobs_result *r = ctx;
+    job_alloc *n = dp_realloc(r->allocs, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    r->allocs = n;
+    int64_t job = sqlite3_column_int64(s, 0), dev = sqlite3_column_int64(s, 1);
+    if (job < 0 || (size_t)job >= r->n_jobs || dev < 0 || (size_t)dev >= r->n_devices)
+        return dp_err_set(err, DP_ERUN, "%s: job_allocs row outside its run", st->path);
+    n[i] = (job_alloc){(size_t)job, (size_t)dev, store_col_double(s, 2), store_col_double(s, 3)};
+    r->n_allocs = i + 1;
+    return 0;
+}
+
+int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *q;
+    int row, e = store_sql_first(st, &q, &row, "reading a jobs run", err,
+                                 "SELECT scheduler, seed, devices, n_jobs, makespan_s, jct_mean_s, jct_p95_s, jain"
+                                 " FROM jobs_runs WHERE id = ?1",
+                                 "i", id);
+    if (e)
+        return e;
+    if (!row)
+        return dp_err_set(err, DP_EINPUT, "%s: no jobs run %lld", st->path, (long long)id);
+    jobs_result *r = dp_calloc(1, sizeof *r);
+    int64_t nj = sqlite3_column_int64(q, 3), nd = sqlite3_column_int64(q, 2);
+    if (r && nj > 0 && nj < 100000000 && nd > 0 && nd < 100000000) {
+        snprintf(r->scheduler, sizeof r->scheduler, "%s", store_col_text(q, 0));
+        r->seed = (uint64_t)sqlite3_column_int64(q, 1);
+        r->n_devices = (size_t)nd;
+        r->n_jobs = (size_t)nj;
+        r->makespan_s = store_col_double(q, 4);
+        r->mean_jct_s = store_col_double(q, 5);
+        r->p95_jct_s = store_col_double(q, 6);
+        r->jain = store_col_double(q, 7);
+        r->jobs = dp_calloc(r->n_jobs, sizeof *r->jobs);
+    }
+    sqlite3_finalize(q);
+    if (!r || !r->jobs) {
+        jobs_result_free(r);
+        return dp_err_set(err, r ? DP_ERUN : DP_ENOMEM, "%s: jobs run %lld unreadable", st->path, (long long)id);
+    }
+    e = store_sql_rows(st,
+                       "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho FROM jobs"
+                       " WHERE jobs_run_id = ?1 ORDER BY idx",
+                       "jobs", id, NULL, r, job_row, NULL, err);
+    if (!e)
+        e = store_sql_rows(st, "SELECT job, device, t0_s, t1_s FROM job_allocs WHERE jobs_run_id = ?1 ORDER BY rowid",
+                           "job devices", id, NULL, r, alloc_row, NULL, err);
+    if (e) {
+        jobs_result_free(r);
+        return e;
+    }
+    *out = r;
+    return 0;
+}

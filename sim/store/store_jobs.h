@@ -1,0 +1,19 @@
+/* store_jobs.h: runs of many jobs in one world in the results database
+ * (tables jobs_runs, jobs, job_allocs; SCHEMA.md version 8). */
+#ifndef DP_STORE_JOBS_H
+#define DP_STORE_JOBS_H
+
+#include "jobs_results.h"
+#include "scenario.h"
+#include "store.h"
+
+/* One scheduler's run as one transaction; *id its jobs_runs id. */
+int store_put_jobs(store *st, const scn_scenario *s, const jobs_result *r, int64_t *id, dp_err *err);
+/* The jobs_runs ids a plot draws by default: the latest invocation's
+ * (else every one), in id order.  Free *ids with dp_free. */
+int store_jobs_select(store *st, int64_t **ids, size_t *n, dp_err *err);
+/* A stored run back (scheduler, figures, jobs, allocations); DP_EINPUT when
+ * there is no such run.  Free with jobs_result_free. */
+int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err);
+
+#endif

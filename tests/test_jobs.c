@@ -1,0 +1,448 @@
+/* test_jobs.c: many jobs in one world (sim/jobs/, docs/MODEL.md "Many jobs
+ * in one world").
+ *
+ * A test policy, `pulse`, makes job lengths exact: each of its devices
+ * computes `iterations` batches per epoch (batch_time 1 s each) and after
+ * each sends `bytes` to the server (none when 0); the epoch ends when every
+ * device is through.  So a job alone lasts epochs x iterations x (c + m)
+ * with m = bytes / (the server NIC's capacity), and every schedule below is
+ * derived by hand. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+
+#include "jobs/jobs.h"
+#include "policy/runtime.h"
+#include "test_common.h"
+
+typedef struct pulse_opts {
+    int iterations;
+    double bytes;
+} pulse_opts;
+
+typedef struct pulse_dev {
+    size_t d;
+    int it;
+} pulse_dev;
+
+typedef struct pulse_state {
+    pulse_dev *dev;
+    size_t done;
+    pulse_opts o;
+} pulse_state;
+
+static void pulse_iter(prt *rt, void *ctx);
+
+static void pulse_epoch(prt *rt)
+{
+    pulse_state *st = prt_state(rt);
+    st->done = 0;
+    for (size_t d = 0; d < prt_n(rt); d++) {
+        st->dev[d].it = 0;
+        pulse_iter(rt, &st->dev[d]);
+    }
+}
+
+typedef struct pulse_send {
+    prt *rt;
+    pulse_dev *pd;
+} pulse_send;
+
+static void pulse_back(void *ctx, uint64_t id)
+{
+    (void)id;
+    pulse_send *ps = ctx;
+    prt *rt = ps->rt;
+    pulse_dev *pd = ps->pd;
+    dp_free(ps);
+    pulse_iter(rt, pd);
+}
+
+static void pulse_computed(prt *rt, void *ctx)
+{
+    pulse_state *st = prt_state(rt);
+    pulse_dev *pd = ctx;
+    pd->it++;
+    if (st->o.bytes > 0) {
+        pulse_send *ps = dp_malloc(sizeof *ps);
+        *ps = (pulse_send){rt, pd};
+        cr_assert(world_transfer(prt_world(rt), (int)pd->d + 1, 0, st->o.bytes, pulse_back, ps));
+        return;
+    }
+    pulse_iter(rt, pd);
+}
+
+static void pulse_iter(prt *rt, void *ctx)
+{
+    pulse_state *st = prt_state(rt);
+    pulse_dev *pd = ctx;
+    if (pd->it == st->o.iterations) {
+        if (++st->done == prt_n(rt) && prt_end_epoch(rt) > 0)
+            pulse_epoch(rt);
+        return;
+    }
+    const scn_scenario *s = prt_scn(rt);
+    prt_compute(rt, pd->d, s->groups[s->devices[pd->d].group].batch, 1.0, pulse_computed, pd, NULL);
+}
+
+static int pulse_start(prt *rt, const void *opts)
+{
+    pulse_state *st = dp_calloc(1, sizeof *st);
+    st->dev = dp_calloc(prt_n(rt), sizeof *st->dev);
+    st->o = *(const pulse_opts *)opts;
+    prt_set_state(rt, st);
+    for (size_t d = 0; d < prt_n(rt); d++)
+        st->dev[d].d = d;
+    pulse_epoch(rt);
+    return 0;
+}
+
+static void pulse_free(prt *rt, const void *opts)
+{
+    (void)opts;
+    pulse_state *st = prt_state(rt);
+    if (st)
+        dp_free(st->dev);
+    dp_free(st);
+    prt_set_state(rt, NULL);
+}
+
+static const popt pulse_table[] = {
+    {"iterations", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(pulse_opts, iterations), 10, 1, 1e6, NULL,
+     "batches per device per epoch"},
+    {"bytes", NULL, POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(pulse_opts, bytes), 0, -1, 1e15, NULL,
+     "bytes each device sends to the server after each batch"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+static const policy_def pulse = {
+    .name = "pulse",
+    .label = "Pulse test",
+    .color = "#654321",
+    .summary = "a test policy: compute a batch, send to the server, repeat",
+    .opts = pulse_table,
+    .opts_size = sizeof(pulse_opts),
+    .start = pulse_start,
+    .free = pulse_free,
+};
+
+static void registered(void)
+{
+    if (!policy_find("pulse")) {
+        dp_err e = {0};
+        cr_assert_eq(policy_register(&pulse, &e), 0, "%s", e.msg);
+    }
+}
+
+/* A world of n devices (batch_time 1 s), links 100x the server NIC's
+ * 8 Mbps (1 MB/s) down, no latency, plus the jobs text. */
+static char *world_text(const char *devices, const char *rest)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "name: w\n"
+             "model: { params: 1000, flops_per_sample: 1e6 }\n"
+             "dataset: { samples: 100, sample_bytes: 1KB }\n"
+             "training: { epochs: 1 }\n"
+             "server: { nic: { down: 8Mbps } }\n"
+             "devices:\n%s"
+             "%s",
+             devices, rest);
+    return buf;
+}
+
+static const char *DEV4 = "  - { name: gpu, count: 4, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                          "      link: { up: 800Mbps, down: 800Mbps } }\n";
+static const char *DEV2 = "  - { name: gpu, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                          "      link: { up: 800Mbps, down: 800Mbps } }\n";
+
+static jobs_result *run_text(const char *text, const char *sched, scn_scenario **s_out, jobs_spec **js_out)
+{
+    registered();
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_assert(js, "%s", e.msg);
+    jobs_result *r = jobs_run(js, sched ? sched_find(sched) : NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    *s_out = s;
+    *js_out = js;
+    return r;
+}
+
+static void done(scn_scenario *s, jobs_spec *js, jobs_result *r)
+{
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* No device is held by two jobs at once. */
+static void never_overlap(const jobs_result *r)
+{
+    for (size_t a = 0; a < r->n_allocs; a++)
+        for (size_t b = a + 1; b < r->n_allocs; b++) {
+            const job_alloc *x = &r->allocs[a], *y = &r->allocs[b];
+            if (x->device != y->device)
+                continue;
+            cr_expect(x->t1 <= y->t0 || y->t1 <= x->t0, "device %zu held by jobs %zu [%g, %g) and %zu [%g, %g)",
+                      x->device, x->job, x->t0, x->t1, y->job, y->t0, y->t1);
+        }
+}
+
+TEST_SUITE_NO_LEAKS(jobs);
+
+/* CASSINI's unit: two identical jobs each alternating compute c = 1 s and
+ * sending 0.5 MB (m = 0.5 s alone) over the shared 1 MB/s NIC.  In phase
+ * they send together at half the rate: every iteration c + 2m. */
+Test(jobs, cassini_in_phase_takes_c_plus_2m)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "policies: { pulse: { iterations: 10, bytes: 0.5MB } }\n"
+                                               "jobs:\n"
+                                               "  - { name: a, arrival: 0s, policy: pulse, devices: 1 }\n"
+                                               "  - { name: b, arrival: 0s, policy: pulse, devices: 1 }\n"),
+                              "fifo", &s, &js);
+    expect_close(r->jobs[0].alone_s, 10 * (1 + 0.5));
+    expect_close(r->jobs[0].end_s, 10 * (1 + 2 * 0.5));
+    expect_close(r->jobs[1].end_s, 10 * (1 + 2 * 0.5));
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* Started m apart (m <= c), their sends interleave: every iteration c + m,
+ * as if alone. */
+Test(jobs, cassini_offset_by_m_takes_c_plus_m)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "policies: { pulse: { iterations: 10, bytes: 0.5MB } }\n"
+                                               "jobs:\n"
+                                               "  - { name: a, arrival: 0s, policy: pulse, devices: 1 }\n"
+                                               "  - { name: b, arrival: 0.5s, policy: pulse, devices: 1 }\n"),
+                              "fifo", &s, &js);
+    expect_close(r->jobs[0].end_s, 10 * (1 + 0.5));
+    expect_close(r->jobs[1].end_s, 0.5 + 10 * (1 + 0.5));
+    expect_close(r->jobs[1].rho, 1);
+    done(s, js, r);
+}
+
+/* Jobs that share no link (server NIC unlimited, no WAN) on their own
+ * devices give exactly their single-job results. */
+Test(jobs, sharing_nothing_gives_single_job_results)
+{
+    registered();
+    const char *text = "name: w\n"
+                       "model: { params: 2000000, flops_per_sample: 5e7 }\n"
+                       "dataset: { samples: 600, sample_bytes: 4KB }\n"
+                       "training: { epochs: 2 }\n"
+                       "devices:\n"
+                       "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+                       "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+                       "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
+                       "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
+                       "scheduler: static\n"
+                       "jobs:\n"
+                       "  - { name: a, arrival: 0s, policy: ddp, groups: [g] }\n"
+                       "  - { name: b, arrival: 0s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n";
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_assert(js, "%s", e.msg);
+    jobs_result *r = jobs_run(js, NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    for (size_t j = 0; j < 2; j++) {
+        scn_scenario *sub = jobs_sub_scenario(js->jobs[j].scn, js->jobs[j].pinned, (size_t)js->jobs[j].want, &e);
+        res_run *one = policy_run(js->jobs[j].policy, sub, 1, &e);
+        cr_assert(one, "%s", e.msg);
+        /* Not bit for bit: the network brings every active flow's bytes
+         * left up to date at any flow's change (net.c, t_last), so the
+         * other job's events split a flow's arithmetic; 1e-12 apart. */
+        cr_expect(fabs(r->jobs[j].end_s - one->ttotal_s) <= 1e-12 * one->ttotal_s, "job %zu: %.17g alone %.17g", j,
+                  r->jobs[j].end_s, one->ttotal_s);
+        cr_expect(fabs(r->jobs[j].bytes - one->bytes_total) <= 1e-12 * one->bytes_total,
+                  "job %zu bytes: %.17g alone %.17g", j, r->jobs[j].bytes, one->bytes_total);
+        cr_expect(fabs(r->jobs[j].rho - 1) <= 1e-12);
+        cr_expect_eq(r->jobs[j].alone_s, one->ttotal_s); /* the estimate is that run */
+        res_run_free(one);
+        jobs_sub_free(sub);
+    }
+    never_overlap(r);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* ---- hand-derived schedules (pure compute: a job alone lasts epochs x
+ * iterations seconds) ---- */
+
+/* FIFO, 4 devices: A (2 devices, 10 s) at 0; B (4 devices, 5 s) at 1 waits
+ * for A; C (2 devices, 3 s) at 2 fits beside A but waits behind B. */
+Test(jobs, fifo_blocks_behind_the_head)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV4, "scheduler: fifo\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
+                                               "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
+                              NULL, &s, &js);
+    double start[] = {0, 10, 15}, end[] = {10, 15, 18};
+    for (int j = 0; j < 3; j++) {
+        expect_close(r->jobs[j].start_s, start[j]);
+        expect_close(r->jobs[j].end_s, end[j]);
+    }
+    expect_close(r->jobs[1].queue_s, 9);
+    expect_close(r->makespan_s, 18);
+    expect_close(r->mean_jct_s, (10 + 14 + 16) / 3.0);
+    expect_close(r->util_alloc, (2 * 10 + 4 * 5 + 2 * 3) / (4 * 18.0));
+    /* Jain's index of alone/jct: 1, 5/14, 3/16 */
+    double x[] = {1, 5 / 14.0, 3 / 16.0}, sx = x[0] + x[1] + x[2], sxx = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    expect_close(r->jain, sx * sx / (3 * sxx));
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* The same jobs under LAS (no job reaches the threshold): the queue is in
+ * arrival order but C goes ahead of B, which does not fit. */
+Test(jobs, las_lets_a_job_that_fits_go_ahead)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV4, "scheduler: las\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
+                                               "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
+                              NULL, &s, &js);
+    double start[] = {0, 10, 2}, end[] = {10, 15, 5};
+    for (int j = 0; j < 3; j++) {
+        expect_close(r->jobs[j].start_s, start[j]);
+        expect_close(r->jobs[j].end_s, end[j]);
+    }
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* LAS with a threshold of 4 device-seconds, decisions every second, a
+ * restart costing 0.5 s, 2 devices: A (2 epochs of 3 s) holds both from 0;
+ * at 2 it has attained 4 and drops to the second queue, so B (2 s, arrived
+ * at 1) pre-empts it (A had finished no epoch: its 2 s are lost).  B ends
+ * at 4; A reloads until 4.5 and runs its 6 s: ends at 10.5. */
+Test(jobs, las_preempts_past_the_threshold)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: las, threshold: 4s, interval: 1s, restart: 0.5s }\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3, training.epochs: 2 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 2 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[0].start_s, 0);
+    expect_close(r->jobs[0].end_s, 10.5);
+    cr_expect_eq(r->jobs[0].preemptions, 1);
+    expect_close(r->jobs[0].device_s, 2 * 2 + 2 * 6.5);
+    expect_close(r->jobs[1].start_s, 2);
+    expect_close(r->jobs[1].end_s, 4);
+    expect_close(r->jobs[1].queue_s, 1);
+    expect_close(r->jobs[0].rho, 10.5 / 6);
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* SRF, 2 devices, restart 1 s: A (10 s) from 0; B (3 s) at 1 has less left,
+ * pre-empts A and ends at 4; A restarts at 5 from scratch (no epoch done)
+ * and ends at 15. */
+Test(jobs, srf_preempts_for_a_shorter_job)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: srf, restart: 1s }\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[0].alone_s, 10);
+    expect_close(r->jobs[1].alone_s, 3);
+    expect_close(r->jobs[0].end_s, 15);
+    expect_close(r->jobs[1].start_s, 1);
+    expect_close(r->jobs[1].end_s, 4);
+    cr_expect_eq(r->jobs[0].preemptions, 1);
+    expect_close(r->jobs[0].wait_s, 15 - (1 + 11));
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* Themis, 2 devices, decisions every 0.75 s, restart 0.25 s: A (4 epochs of
+ * 1 s) from 0; B (1 s) arrives at 1.2: rho_A = (1.2 + 3) / 4 = 1.05 > 1 =
+ * rho_B, A keeps.  At 1.5 rho_B = 1.3 > rho_A = 1.125: B pre-empts A (1
+ * epoch kept), ends at 2.5 (at 2.25 rho_B = 2.05 > rho_A = 1.3125).  A
+ * reloads until 2.75 and runs its 3 epochs left: ends at 5.75. */
+Test(jobs, themis_serves_the_highest_rho)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: themis, interval: 0.75s, restart: 0.25s }\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 1, training.epochs: 4 } }\n"
+                                               "  - { name: B, arrival: 1.2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 1 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[0].end_s, 5.75);
+    cr_expect_eq(r->jobs[0].preemptions, 1);
+    expect_close(r->jobs[1].start_s, 1.5);
+    expect_close(r->jobs[1].end_s, 2.5);
+    expect_close(r->jobs[1].rho, 1.3);
+    expect_close(r->jobs[0].rho, 5.75 / 4);
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* Static partition: each job on its groups from its arrival; B's devices
+ * are g2 whatever the order. */
+Test(jobs, static_runs_each_job_on_its_part)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text("  - { name: g1, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                                         "      link: { up: 800Mbps, down: 800Mbps } }\n"
+                                         "  - { name: g2, count: 1, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                                         "      link: { up: 800Mbps, down: 800Mbps } }\n",
+                                         "scheduler: static\n"
+                                         "jobs:\n"
+                                         "  - { name: A, arrival: 0s, policy: pulse, groups: [g1], set: { policies.pulse.iterations: 3 } }\n"
+                                         "  - { name: B, arrival: 1s, policy: pulse, groups: [g2], set: { policies.pulse.iterations: 2 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[0].end_s, 3);
+    expect_close(r->jobs[1].start_s, 1);
+    expect_close(r->jobs[1].end_s, 3);
+    cr_expect_eq(r->n_allocs, 3);
+    for (size_t k = 0; k < r->n_allocs; k++)
+        cr_expect_eq(r->allocs[k].device, r->allocs[k].job == 0 ? (size_t)(k < 2 ? k : 9) : 2u);
+    done(s, js, r);
+}
+
+/* Every scheduler on the example scenario: no device is ever held twice. */
+Test(jobs, jobs_on_the_same_devices_never_overlap)
+{
+    registered();
+    dp_err e = {0};
+    scn_scenario *s = scn_load_file("../scenarios/jobs-fifo.yaml", NULL, 0, &e);
+    cr_assert(s, "%s", e.msg);
+    jobs_spec *js = jobs_load(s, &e);
+    cr_assert(js, "%s", e.msg);
+    const char *names[] = {"fifo", "srf", "las", "themis"};
+    for (int k = 0; k < 4; k++) {
+        jobs_result *r = jobs_run(js, sched_find(names[k]), 1, &e);
+        cr_assert(r, "%s: %s", names[k], e.msg);
+        never_overlap(r);
+        jobs_result *r2 = jobs_run(js, sched_find(names[k]), 1, &e);
+        cr_assert(r2);
+        for (size_t j = 0; j < r->n_jobs; j++) /* deterministic */
+            cr_expect_eq(r->jobs[j].end_s, r2->jobs[j].end_s);
+        jobs_result_free(r);
+        jobs_result_free(r2);
+    }
+    jobs_free(js);
+    scn_free(s);
+}
