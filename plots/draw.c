@@ -54,6 +54,9 @@ static const struct {
     [PLOT_ACCURACY] = {"accuracy", plot_draw_accuracy,
                        "test accuracy against simulated time and epochs per run\n"
                        "(scenario learning:)."},
+    [PLOT_JOBS] = {"jobs", plot_draw_jobs,
+                   "a `dpsim jobs` run: a Gantt of its jobs over the devices and the\n"
+                   "CDF of job completion times, a line per scheduler (--run: jobs_runs ids)."},
 };
 
 int plot_kind_by_name(const char *name)

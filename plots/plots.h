@@ -35,6 +35,7 @@ typedef enum {
     PLOT_STALENESS,
     PLOT_LINKS,
     PLOT_ACCURACY,
+    PLOT_JOBS,
     PLOT_KIND_COUNT
 } plot_kind;
 
@@ -229,6 +230,8 @@ int plot_draw_batches(store *st, const plot_sel *sel, const char *out_path, dp_e
 int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_accuracy.c */
 int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_jobs.c: a many-jobs run's Gantt and the JCT CDF per scheduler (sel->run_ids: jobs_runs ids) */
+int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 

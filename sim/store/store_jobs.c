@@ -31,7 +31,7 @@ int store_put_jobs(store *st, const scn_scenario *s, const jobs_result *r, int64
                             " util_held, util_compute, rho_mean, rho_max, jain, events)"
                             " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
                             " ?18, ?19, ?20)",
-                            "itittti" "iddddddddddddi", scn, r->scheduler, (int64_t)r->seed, DPSIM_VERSION, at,
+                            "itittti" "i" "ddddddddddd" "i", scn, r->scheduler, (int64_t)r->seed, DPSIM_VERSION, at,
                             st->invocation[0] ? st->invocation : NULL, (int64_t)r->n_devices, (int64_t)r->n_jobs,
                             r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s,
                             r->util_alloc, r->util_busy, r->mean_rho, r->max_rho, r->jain, (int64_t)r->events);
