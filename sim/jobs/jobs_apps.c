@@ -10,12 +10,12 @@
 #include "jobs.h"
 
 static const jobs_app apps[] = {
-    {"cifar10", "resnet18-cifar", 1, "ResNet-18 on CIFAR-10: 11.2M params, 0.56 GFLOP/sample (32x32), 50,000 samples of 3 KB"},
-    {"imagenet", "resnet50", 1, "ResNet-50 on a 128,000-image ImageNet slice: presets.yaml's resnet50, 110 KB/sample"},
-    {"ncf", "neumf", 1, "NeuMF on MovieLens-1M: 5.2M params (estimate), 1 MFLOP/sample (estimate), 1,000,209 samples of 16 B"},
-    {"deepspeech2", "deepspeech2", 1, "DeepSpeech2 on a 10,000-utterance slice: 38M params, 20 GFLOP/sample, 256 KB/sample (estimates)"},
-    {"yolov3", "yolov3", 1, "YOLOv3 on PASCAL VOC: 61.9M params, 33 GFLOP/sample at 416x416, 16,551 images of 150 KB"},
-    {"bert", "bert-base", 1, "BERT-base fine-tuned on SQuAD: presets.yaml's bert-base, 88,641 samples of 2 KB"},
+    {"cifar10", "resnet18-cifar", 10, "ResNet-18 on CIFAR-10: 11.2M params, 0.56 GFLOP/sample (32x32), 50,000 samples of 3 KB"},
+    {"imagenet", "resnet50", 2, "ResNet-50 on a 128,000-image ImageNet slice: presets.yaml's resnet50, 110 KB/sample"},
+    {"ncf", "neumf", 5, "NeuMF on MovieLens-1M: 5.2M params (estimate), 1 MFLOP/sample (estimate), 1,000,209 samples of 16 B"},
+    {"deepspeech2", "deepspeech2", 2, "DeepSpeech2 on a 10,000-utterance slice: 38M params, 20 GFLOP/sample, 256 KB/sample (estimates)"},
+    {"yolov3", "yolov3", 3, "YOLOv3 on PASCAL VOC: 61.9M params, 33 GFLOP/sample at 416x416, 16,551 images of 150 KB"},
+    {"bert", "bert-base", 2, "BERT-base fine-tuned on SQuAD: presets.yaml's bert-base, 88,641 samples of 2 KB"},
 };
 
 /* The overrides each application sets (same order as apps). */

@@ -574,29 +574,13 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto out;
     }
-    /* running jobs, asked after every event whether they ended */
-    size_t *live = dp_calloc(n + 1, sizeof *live);
-    if (!live) {
-        dp_err_set(err, DP_ENOMEM, "out of memory");
-        goto out;
-    }
+    /* The engine runs until a job ends (the runtime stops it then, and on
+     * a failure: jobrt.h), then every running job is asked. */
     while (!R.failed && R.done < n) {
-        if (!sim_step(R.e)) {
-            for (size_t i = 0; i < n; i++)
-                if (R.st[i].state != JS_DONE) {
-                    fail(&R, DP_ERUN, "job %s stalled at %s: nothing left to happen in the world", js->jobs[i].name,
-                         "its last event");
-                    break;
-                }
-            break;
-        }
-        size_t nl = 0;
-        for (size_t i = 0; i < n; i++)
-            if (R.st[i].job)
-                live[nl++] = i;
-        for (size_t k = 0; k < nl && !R.failed; k++) {
-            jstate *j = &R.st[live[k]];
-            int st = pjob_status(j->job);
+        sim_run(R.e, INFINITY);
+        for (size_t i = 0; i < n && !R.failed; i++) {
+            jstate *j = &R.st[i];
+            int st = j->job ? pjob_status(j->job) : 0;
             if (st < 0) {
                 R.failed = 1;
                 dp_err_set(err, -st, "job %s: %s", js->jobs[j->i].name, pjob_error(j->job)->msg);
@@ -604,10 +588,16 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
                 finish(&R, j);
             }
         }
-        if (sim_error(R.e))
+        if (!R.failed && sim_error(R.e))
             fail(&R, DP_ERUN, "%s%s", "an event could not be scheduled", "");
+        if (!R.failed && R.done < n && sim_pending(R.e) == 0)
+            for (size_t i = 0; i < n; i++)
+                if (R.st[i].state != JS_DONE) {
+                    fail(&R, DP_ERUN, "job %s stalled: %s", js->jobs[i].name,
+                         "nothing left to happen in the world (a link at zero capacity for good?)");
+                    break;
+                }
     }
-    dp_free(live);
     if (R.failed)
         goto out;
     if (!(res = dp_calloc(1, sizeof *res)) || !(res->jobs = dp_calloc(n + 1, sizeof *res->jobs))) {

@@ -405,6 +405,8 @@ int end_epoch_at(prt *rt, double now)
         return DP_ENOMEM;
     if (rt->epoch >= rt->s->training.epochs || stop) {
         rt->finished = 1;
+        if (rt->shared) /* the jobs driver runs the engine: hand back to it (jobrt.h) */
+            sim_stop(rt->e);
         return 0;
     }
     rt->epoch++;
