@@ -1,6 +1,7 @@
 /* cmd_check.c: dpsim check FILE: load, validate, summarise. */
 #include "learner.h"
 #include "cli/cli.h"
+#include "jobs/jobs.h"
 #include "policy/policy.h"
 
 #include <getopt.h>
@@ -67,7 +68,16 @@ int cmd_check(int argc, char **argv)
     cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
+    jobs_spec *js = jobs_in(s) ? jobs_load(s, &err) : NULL; /* `jobs:` checked too (sim/jobs/) */
+    if (jobs_in(s) && !js) {
+        scn_free(s);
+        return cli_fail(&err);
+    }
     scn_print_summary(s, all, stdout);
+    if (js)
+        printf("jobs\n  %zu jobs (%zu distinct settings), scheduler %s: run them with dpsim jobs\n", js->n, js->n_scn,
+               js->sched->name);
+    jobs_free(js);
     printf("policies\n");
     for (size_t k = 0; k < policy_count(); k++)
         policy_print_options(policy_at(k), s, stdout);

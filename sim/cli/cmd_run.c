@@ -1,6 +1,7 @@
 /* cmd_run.c: dpsim run SCENARIO: simulate policies, print, store. */
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "jobs/jobs.h"
 #include "run/runner.h"
 #include "policy/policy.h"
 
@@ -130,6 +131,12 @@ int cmd_run(int argc, char **argv)
     scn_scenario *s = cli_load_scenario(file, ov, n_ov, &err);
     if (!s) {
         rc = cli_fail(&err);
+        goto out;
+    }
+    if (jobs_in(s)) { /* many jobs: their own command (sim/jobs/) */
+        char ep[1024];
+        scn_free(s);
+        rc = cli_usage_error("run", "%s has jobs: run it with `dpsim jobs %s`", dp_esc(ep, sizeof ep, file), file);
         goto out;
     }
     if (!have_seed)

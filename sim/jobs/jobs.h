@@ -31,6 +31,7 @@ typedef struct job_spec {
     double weight;      /* default 1 */
     scn_scenario *scn;  /* its scenario over the whole world (shared between jobs of equal settings) */
     int line, column;   /* where it is written (messages) */
+    int dline, dcol;    /* where its device count is written */
 } job_spec;
 
 typedef struct jobs_spec {
@@ -42,6 +43,7 @@ typedef struct jobs_spec {
     size_t n_scn;
     scn_scenario **scns; /* the distinct job scenarios (owned) */
     char **keys;         /* each one's settings, "KEY=VALUE\n"... */
+    char *trace;         /* the job trace read (its path), NULL: jobs from the YAML list */
 } jobs_spec;
 
 /* 1 when the scenario has `jobs:`. */

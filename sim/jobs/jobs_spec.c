@@ -54,6 +54,7 @@ void jobs_free(jobs_spec *js)
     }
     dp_free(js->scns);
     dp_free(js->keys);
+    dp_free(js->trace);
     dp_free(js);
 }
 
@@ -170,6 +171,9 @@ static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_
         return DP_EINPUT;
     j->want = (int)want;
     j->policy = def_policy;
+    const yt_node *dn = yt_get(m, "devices");
+    j->dline = dn ? dn->line : m->line;
+    j->dcol = dn ? dn->column : m->column;
     const yt_node *p = yt_get(m, "policy");
     if (p) {
         dp_err e = {0};
@@ -267,6 +271,10 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
     FILE *f = fopen(path, "r");
     if (!f)
         return scn_read_fail(s, n, "jobs", err, "cannot read the job trace %s", path);
+    if (!(js->trace = dp_strdup(path))) {
+        fclose(f);
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    }
     char buf[1024];
     char *cell[16];
     int col[16];
@@ -376,6 +384,8 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
             }
         }
         j->want = (int)reps;
+        j->dline = t.line;
+        j->dcol = col[pollux ? 3 : 4];
         char num[32];
         for (const char *const *o = jobs_app_overrides((size_t)a); *o && !rc; o++) {
             const char *eq = strchr(*o, '=');
@@ -562,7 +572,8 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
             rc = pin(js, i, d, owner, err);
         else if ((size_t)j->want > s->n_devices)
             rc = dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu] (%s): devices: %d, but the world has %zu",
-                            s->path, j->line, j->column, i, j->name, j->want, s->n_devices);
+                            js->trace ? js->trace : s->path,
+                            j->dline, j->dcol, i, j->name, j->want, s->n_devices);
     }
     for (size_t i = 0; !rc && i < js->n; i++)
         rc = load_job_scenario(js, i, &drafts[i], err);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# e2e_jobs.sh: many jobs in one world through the binary (dpsim jobs,
+# sim/jobs/): tables, JSON, the database, export, plot jobs, check, and bad
+# input (FILE:LINE:COL, exit 2, nothing stored).
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
+
+S=$SRC/scenarios/jobs-fifo.yaml
+cp "$S" "$T/a.yaml"
+
+# a run per scheduler, stored; the same seed gives the same figures
+expect 0 "jobs, every scheduler" -- "$BIN" jobs "$S" -S all --db "$T/j.db" -q
+has "$T/out" "scheduler fifo: 3 jobs on 4 devices"
+has "$T/out" "scheduler themis: 3 jobs on 4 devices"
+has "$T/out" "Jain's index"
+[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs_runs')" = 4 ] && ok "four jobs runs stored" || bad "jobs_runs rows"
+[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs')" = 12 ] && ok "a jobs row per job" || bad "jobs rows"
+[ "$(sqlite3 "$T/j.db" 'PRAGMA user_version')" = 8 ] && ok "schema version 8" || bad "schema version"
+expect 0 "json" -- "$BIN" jobs "$S" -S fifo,las --no-db --json
+cp "$T/out" "$T/j1.json"
+expect 0 "json again" -- "$BIN" jobs "$S" -S fifo,las --no-db --json
+cmp -s "$T/out" "$T/j1.json" && ok "deterministic JSON" || bad "two runs differ"
+python3 -c "import json,sys; d=json.load(open('$T/j1.json')); r=d['runs']; assert [x['scheduler'] for x in r]==['fifo','las']; assert len(r[0]['jobs'])==3 and r[0]['allocations']" &&
+    ok "JSON shape" || bad "JSON shape"
+expect 0 "export" -- "$BIN" export --csv --db "$T/j.db" --out "$T/csv/"
+[ -s "$T/csv/jobs.csv" ] && [ -s "$T/csv/jobs_runs.csv" ] && [ -s "$T/csv/job_allocs.csv" ] &&
+    ok "jobs tables exported" || bad "jobs CSV files missing"
+if command -v gnuplot >/dev/null; then
+    expect 0 "plot jobs" -- "$BIN" plot jobs --db "$T/j.db" --out "$T/jobs.png"
+    [ -s "$T/jobs.png" ] && ok "jobs.png drawn" || bad "no jobs.png"
+fi
+expect 0 "check" -- "$BIN" check "$S"
+has "$T/out" "3 jobs (3 distinct settings), scheduler fifo"
+expect 2 "run refuses jobs" -- "$BIN" run "$S" --no-db
+has "$T/err" "has jobs: run it with \`dpsim jobs"
+
+# bad input: FILE:LINE:COL, exit 2, nothing stored
+bad_input() { # NAME FILE WANT
+    expect 2 "$1" -- "$BIN" jobs "$2" --db "$T/bad.db"
+    has "$T/err" "$3"
+    [ ! -e "$T/bad.db" ] && ok "$1: nothing stored" || { bad "$1: a database was written"; rm -f "$T/bad.db"; }
+}
+sed 's/devices: 4, set/devices: 5, set/' "$T/a.yaml" >"$T/big.yaml"
+bad_input "more devices than exist" "$T/big.yaml" "big.yaml:29:51: jobs[1] (b): devices: 5, but the world has 4"
+sed 's/name: fifo, restart/name: fiffo, restart/' "$T/a.yaml" >"$T/sch.yaml"
+bad_input "unknown scheduler" "$T/sch.yaml" "sch.yaml:26:20: scheduler.name: unknown scheduler, did you mean 'fifo'?"
+expect 2 "unknown --scheduler" -- "$BIN" jobs "$S" --no-db -S fifo,lass
+has "$T/err" "unknown scheduler 'lass'"
+sed 's/policy: cadp/policy: cdap/' "$T/a.yaml" >"$T/pol.yaml"
+bad_input "unknown policy" "$T/pol.yaml" "pol.yaml:30:37: jobs[2]: policy: unknown policy 'cdap'"
+cat >"$T/static.yaml" <<'YAML'
+name: parts
+model: { params: 1000, flops_per_sample: 1e6 }
+dataset: { samples: 100, sample_bytes: 1KB }
+training: { epochs: 1 }
+devices:
+  - { name: g1, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s, link: { up: 8Mbps, down: 8Mbps } }
+  - { name: g2, count: 1, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s, link: { up: 8Mbps, down: 8Mbps } }
+scheduler: static
+jobs:
+  - { name: a, arrival: 0s, policy: ddp, groups: [g1] }
+  - { name: b, arrival: 0s, policy: ddp, groups: [g2, g1] }
+YAML
+bad_input "overlapping claims" "$T/static.yaml" "static.yaml:11:55: jobs[1].groups: device g1[0] is claimed by job a too"
+sed 's/groups: \[g2, g1\]/groups: [g2]/' "$T/static.yaml" >"$T/static-ok.yaml"
+expect 0 "static partition" -- "$BIN" jobs "$T/static-ok.yaml" --no-db
+printf 'name,time,application,num_replicas,batch_size\na,10,cifar10,1,128\nb,5,ncf,2,256\n' >"$T/t.csv"
+sed '/^jobs:/,$d' "$T/a.yaml" >"$T/tr.yaml"
+echo "jobs: t.csv" >>"$T/tr.yaml"
+bad_input "trace out of order" "$T/tr.yaml" "t.csv:3:3: jobs trace: arrival before the previous job's"
+printf 'name,time,application,num_replicas,batch_size\na,10,cifar11,1,128\n' >"$T/t.csv"
+bad_input "unknown application" "$T/tr.yaml" "t.csv:2:6: jobs trace: unknown application"
+printf 'name,arrival,application,epochs,devices,batch\na,0s,cifar10,1,9,32\n' >"$T/t.csv"
+bad_input "trace asks for more devices" "$T/tr.yaml" "t.csv:2:16: jobs[0] (a): devices: 9, but the world has 4"
+printf 'name,arrival,application,epochs,devices,batch,policy\na,0s,ncf,1,2,64,localsgd\nb,1s,ncf,1,2,64\n' >"$T/t.csv"
+expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
+python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==["localsgd","ddp"]" &&
+    ok "trace policy column" || bad "trace policies"
+
+e2e_done e2e_jobs
