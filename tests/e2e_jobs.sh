@@ -73,7 +73,7 @@ printf 'name,arrival,application,epochs,devices,batch\na,0s,cifar10,1,9,32\n' >"
 bad_input "trace asks for more devices" "$T/tr.yaml" "t.csv:2:16: jobs[0] (a): devices: 9, but the world has 4"
 printf 'name,arrival,application,epochs,devices,batch,policy\na,0s,ncf,1,2,64,localsgd\nb,1s,ncf,1,2,64\n' >"$T/t.csv"
 expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
-python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==["localsgd","ddp"]" &&
+python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==['localsgd','ddp']" &&
     ok "trace policy column" || bad "trace policies"
 
 e2e_done e2e_jobs
