@@ -1,6 +1,7 @@
 /* cmd_jobs.c: dpsim jobs SCENARIO: many jobs in one world under one or
  * more cluster schedulers (sim/jobs/). */
 #include "cli/cli.h"
+#include "dpsim_config.h"
 #include "jobs/jobs.h"
 #include "jobs/jobs_report.h"
 #include "store/store_jobs.h"
@@ -130,6 +131,9 @@ int cmd_jobs(int argc, char **argv)
     json_buf *j = o.json ? json_new() : NULL;
     if (j) {
         json_obj_begin(j);
+        json_key_str(j, "format", "dpsim-jobs");
+        json_key_int(j, "format_version", 1);
+        json_key_str(j, "dpsim_version", DPSIM_VERSION);
         json_key_str(j, "scenario", s->name);
         json_key(j, "runs");
         json_arr_begin(j);
