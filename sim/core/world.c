@@ -557,6 +557,24 @@ static xf *xf_alloc(world *w)
     return x;
 }
 
+/* A flow tracked by its ends (from, to: nodes, -1 for none), so cut() can
+ * find it. */
+static uint64_t tracked_start(world *w, int from, int to, const int *links, size_t nl, double bytes, double delay_s,
+                              double cap, net_done_fn done, void *ctx)
+{
+    xf *x = xf_alloc(w);
+    if (!x)
+        return 0;
+    uint64_t id = net_flow_start(w->n, links, nl, bytes, delay_s, cap, on_xf_done, x);
+    if (!id) {
+        x->next_free = w->xfree;
+        w->xfree = x;
+        return 0;
+    }
+    *x = (xf){w, id, from, to, done, ctx, NULL};
+    return id;
+}
+
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx)
 {
     int links[NET_MAX_PATH];
@@ -571,17 +589,7 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
         return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
     if ((from > 0 && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
         return w->dead_id--; /* an end is down: nothing moves, nothing ends */
-    xf *x = xf_alloc(w);
-    if (!x)
-        return 0;
-    uint64_t id = net_flow_start(w->n, links, nl, bytes, lat, cap, on_xf_done, x);
-    if (!id) {
-        x->next_free = w->xfree;
-        w->xfree = x;
-        return 0;
-    }
-    *x = (xf){w, id, from, to, done, ctx, NULL};
-    return id;
+    return tracked_start(w, from, to, links, nl, bytes, lat, cap, done, ctx);
 }
 
 uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, double delay_s, double cap,
@@ -589,17 +597,7 @@ uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, d
 {
     if (!w->view)
         return net_flow_start(w->n, links, nl, bytes, delay_s, cap, done, ctx);
-    xf *x = xf_alloc(w);
-    if (!x)
-        return 0;
-    uint64_t id = net_flow_start(w->n, links, nl, bytes, delay_s, cap, on_xf_done, x);
-    if (!id) {
-        x->next_free = w->xfree;
-        w->xfree = x;
-        return 0;
-    }
-    *x = (xf){w, id, -1, -1, done, ctx, NULL};
-    return id;
+    return tracked_start(w, -1, -1, links, nl, bytes, delay_s, cap, done, ctx);
 }
 
 /* Cut every tracked transfer with an end at `node` (< 0: every one). */

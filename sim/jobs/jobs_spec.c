@@ -459,11 +459,15 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
         dp_free(key);
         return dp_err_prefix(err, "%s:%d:%d: jobs[%zu] (%s)", s->path, j->line, j->column, i, j->name);
     }
-    if (js_s->n_devices != s->n_devices) {
+    const char *no = js_s->n_devices != s->n_devices ? "change the world's devices"
+                     : scn_has_failures(js_s)          ? "have device failures (availability)"
+                     : scn_learning(js_s)              ? "learn (learning:) yet"
+                                                       : NULL;
+    if (no) {
         scn_free(js_s);
         dp_free(key);
-        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu].set: a job may not change the world's devices",
-                          s->path, j->line, j->column, i);
+        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu] (%s): a job may not %s", js->trace ? js->trace : s->path,
+                          j->line, j->column, i, j->name, no);
     }
     scn_scenario **ns = dp_realloc(js->scns, (js->n_scn + 1) * sizeof *ns);
     char **nk = ns ? dp_realloc(js->keys, (js->n_scn + 1) * sizeof *nk) : NULL;
