@@ -77,4 +77,11 @@ expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
 python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==['localsgd','ddp']" &&
     ok "trace policy column" || bad "trace policies"
 
+# the arrival rate scaled; sweeps refuse jobs (they run policies alone)
+expect 0 "arrival_scale" -- "$BIN" jobs "$S" --no-db --set scheduler.arrival_scale=4
+has "$T/out" "b                ddp           4      4.000"
+expect 2 "sweep refuses jobs" -- "$BIN" sweep "$S" --vary training.epochs=1,2 --db "$T/sw.db"
+has "$T/err" "has jobs: sweeps do not run jobs yet"
+[ ! -e "$T/sw.db" ] && ok "sweep stored nothing" || bad "sweep wrote a database"
+
 e2e_done e2e_jobs

@@ -287,6 +287,19 @@ int cmd_sweep(int argc, char **argv)
         cfg.src = (sweep_source){file, text, len, dir};
     }
 
+    { /* many jobs are `dpsim jobs`' (sim/jobs/): a sweep runs policies alone */
+        scn_scenario *b = scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
+        int jobs = b && scn_jobs(b);
+        scn_free(b);
+        err = (dp_err){0};
+        if (jobs) {
+            char ef[1024];
+            rc = cli_usage_error("sweep", "%s has jobs: sweeps do not run jobs yet; run it with `dpsim jobs`",
+                                 dp_esc(ef, sizeof ef, file));
+            dp_free(text);
+            goto out;
+        }
+    }
     if (!plist || !strcmp(plist, "all")) { /* all: those that can run this scenario */
         scn_scenario *base =
             scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);

@@ -40,6 +40,7 @@ typedef struct jobs_spec {
     job_spec *jobs;
     const sched_def *sched; /* `scheduler:` (default fifo) */
     sched_opts opts;
+    double arrival_scale; /* scheduler.arrival_scale: every arrival time times this (default 1) */
     size_t n_scn;
     scn_scenario **scns; /* the distinct job scenarios (owned) */
     char **keys;         /* each one's settings, "KEY=VALUE\n"... */

@@ -91,7 +91,8 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
     if (!n)
         return 0;
     if (n->kind == YT_MAP) {
-        static const char *const keys[] = {"name", "interval", "restart", "threshold", "policy", NULL};
+        static const char *const keys[] = {"name",   "interval", "restart", "threshold",
+                                           "policy", "arrival_scale", NULL};
         int64_t dummy;
         (void)dummy;
         if (scn_read_keys(s, n, "scheduler", keys, err) < 0 ||
@@ -100,7 +101,9 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
             scn_read_quantity(s, n, "scheduler", "restart", SCN_UNIT_TIME, 0, 1, INFINITY, &js->opts.restart_s,
                               err) < 0 ||
             scn_read_quantity(s, n, "scheduler", "threshold", SCN_UNIT_TIME, 3600, 1, INFINITY,
-                              &js->opts.threshold_s, err) < 0)
+                              &js->opts.threshold_s, err) < 0 ||
+            scn_read_quantity(s, n, "scheduler", "arrival_scale", SCN_UNIT_NUMBER, 1, 0, 1e9, &js->arrival_scale,
+                              err) < 0)
             return DP_EINPUT;
         const yt_node *p = yt_get(n, "policy");
         if (p && (p->kind != YT_SCALAR || policy_lookup(p->text, "", def_policy, err)))
@@ -531,6 +534,7 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
     int *owner = NULL;
     const policy_def *def_policy = NULL;
     const yt_node *n = scn_jobs(s);
+    js->arrival_scale = 1;
     int rc = read_scheduler(js, &def_policy, err);
     if (!rc && !n)
         rc = dp_err_set(err, DP_EINPUT, "%s: no `jobs:`", s->path);
@@ -579,8 +583,10 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
                             js->trace ? js->trace : s->path,
                             j->dline, j->dcol, i, j->name, j->want, s->n_devices);
     }
-    for (size_t i = 0; !rc && i < js->n; i++)
+    for (size_t i = 0; !rc && i < js->n; i++) {
+        js->jobs[i].arrival_s *= js->arrival_scale; /* the arrival rate divided by it */
         rc = load_job_scenario(js, i, &drafts[i], err);
+    }
     for (size_t i = 0; drafts && i < js->n; i++)
         draft_free(&drafts[i]);
     dp_free(drafts);
