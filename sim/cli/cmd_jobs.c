@@ -35,7 +35,7 @@ static void help(void)
            "  -h, --help            this help\n\n"
            "Exit codes: 0 ok, 1 a run failed (a job stalled, database error), 2 bad input.\n\n"
            "Schedulers (scenario `scheduler: NAME` or a mapping with name, interval,\n"
-           "restart, threshold, policy; scenarios/README.md, \"Jobs\"):\n");
+           "restart, threshold, policy, arrival_scale; scenarios/README.md, \"Jobs\"):\n");
     sched_print_help(stdout);
 }
 
