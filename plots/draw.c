@@ -56,7 +56,8 @@ static const struct {
                        "(scenario learning:)."},
     [PLOT_JOBS] = {"jobs", plot_draw_jobs,
                    "a `dpsim jobs` run: a Gantt of its jobs over the devices and the\n"
-                   "CDF of job completion times, a line per scheduler (--run: jobs_runs ids)."},
+                   "CDF of job completion times, a line per scheduler (--run takes\n"
+                   "jobs_runs ids)."},
 };
 
 int plot_kind_by_name(const char *name)

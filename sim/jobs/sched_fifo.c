@@ -18,7 +18,7 @@ const sched_def sched_fifo = {
     .name = "fifo",
     .label = "FIFO",
     .color = "#0072B2",
-    .summary = "first in, first out: arrival order, the head waits for its devices and blocks the rest",
+    .summary = "arrival order; the head waits for its devices and blocks the rest",
     .strict = 1,
     .order = order,
 };

@@ -21,7 +21,7 @@ const sched_def sched_las = {
     .name = "las",
     .label = "least attained service",
     .color = "#D55E00",
-    .summary = "Tiresias' least attained service: below scheduler.threshold device-seconds first; pre-emptive",
+    .summary = "least attained service (Tiresias), two queues; pre-emptive",
     .preempt = 1,
     .order = order,
 };

@@ -19,7 +19,7 @@ const sched_def sched_static = {
     .name = "static",
     .label = "static partition",
     .color = "#000000",
-    .summary = "static partition: each job runs on the device groups it names (`groups:`), from its arrival",
+    .summary = "each job on the device groups it names (`groups:`), from its arrival",
     .pinned = 1,
     .order = order,
 };

@@ -29,7 +29,7 @@ const sched_def sched_themis = {
     .name = "themis",
     .label = "finish-time fairness",
     .color = "#CC79A7",
-    .summary = "Themis' finish-time fairness: the highest rho = T_shared / T_alone first; pre-emptive",
+    .summary = "finish-time fairness (Themis): highest rho first; pre-emptive",
     .preempt = 1,
     .needs_alone = 1,
     .order = order,
