@@ -235,7 +235,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err))
+    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err) || data_open(rt, err))
         goto fail;
     ff_init(rt);
     if (rt->may_fail)
@@ -260,6 +260,7 @@ void prt_free(prt *rt)
     if (!rt)
         return;
     prt_learn_close(rt);
+    data_close(rt);
     timeline *tl = TL(rt);
     coll_free_all(rt);
     world_free(rt->w);
