@@ -199,7 +199,9 @@ static int64_t access_planned(dcache *c, int64_t a, int64_t b)
     return hits;
 }
 
-static int64_t access_lru(dcache *c, int64_t a, int64_t b)
+/* Ids [a, b) that are either all held or all not (access_lru cuts an
+ * access so): read as a set. */
+static int64_t lru_chunk(dcache *c, int64_t a, int64_t b)
 {
     runs *l = &c->cur;
     int64_t hits = 0;
@@ -242,6 +244,32 @@ static int64_t access_lru(dcache *c, int64_t a, int64_t b)
 oom:
     dp_free(keep.r);
     return DP_ENOMEM;
+}
+
+/* An access reads its ids in order: cut it where the held runs begin or
+ * end, as they are when each piece is read (a miss may push out an id read
+ * later in the same access), and read each piece. */
+static int64_t access_lru(dcache *c, int64_t a, int64_t b)
+{
+    int64_t hits = 0;
+    for (int64_t x = a; x < b;) {
+        int64_t y = b;
+        for (size_t i = 0; i < c->cur.n; i++) {
+            int64_t s = c->cur.r[i].a, e = s + c->cur.r[i].n;
+            if (s <= x && x < e) { /* held up to the run's end */
+                y = e < b ? e : b;
+                break;
+            }
+            if (s > x && s < y)
+                y = s;
+        }
+        int64_t h = lru_chunk(c, x, y);
+        if (h < 0)
+            return h;
+        hits += h;
+        x = y;
+    }
+    return hits;
 }
 
 int64_t dcache_access(dcache *c, int64_t first, int64_t n)

@@ -52,7 +52,7 @@ struct rt_data {
     int *dpend;       /* per device: data flows of its distribution outstanding */
     int *fpend;       /* per device: re-read flows outstanding */
     int *kind;        /* per device: its distribution's xfer_arrived kind (1 first, 2 resent) */
-    int *partition;   /* per device: its demand was a share (not the whole dataset) */
+    int64_t *held;    /* per device: samples its distribution gives it, less those lost */
     uint64_t *gen;    /* per device: a flow of an older distribution is ignored */
     prt_fn *ffn;      /* per device: what runs when a re-read is complete */
     void **fctx;
@@ -83,7 +83,7 @@ int data_open(prt *rt, dp_err *err)
     size_t n = rt->n + 1, ns = s->n_sites;
     if (!x || !(rt->data = x, x->dpend = dp_calloc(n, sizeof *x->dpend)) ||
         !(x->fpend = dp_calloc(n, sizeof *x->fpend)) || !(x->kind = dp_calloc(n, sizeof *x->kind)) ||
-        !(x->partition = dp_calloc(n, sizeof *x->partition)) || !(x->gen = dp_calloc(n, sizeof *x->gen)) ||
+        !(x->held = dp_calloc(n, sizeof *x->held)) || !(x->gen = dp_calloc(n, sizeof *x->gen)) ||
         !(x->ffn = dp_calloc(n, sizeof *x->ffn)) || !(x->fctx = dp_calloc(n, sizeof *x->fctx)) ||
         !(x->cache = dp_calloc(ns + 1, sizeof *x->cache)) || !(x->fev = dp_calloc(ns + 1, sizeof *x->fev)))
         return dp_err_set(err, DP_ENOMEM, "out of memory for the data's places");
@@ -119,7 +119,7 @@ void data_close(prt *rt)
     dp_free(x->dpend);
     dp_free(x->fpend);
     dp_free(x->kind);
-    dp_free(x->partition);
+    dp_free(x->held);
     dp_free(x->gen);
     dp_free(x->ffn);
     dp_free(x->fctx);
@@ -185,15 +185,19 @@ static void on_dflow_done(void *ctx, uint64_t id)
     flow_over(f->rt, f);
 }
 
-/* Samples device d could not get: a share shrinks by them. */
+/* Samples device d could not get: a share larger than what it holds now
+ * shrinks to it (a replicated copy short of a few samples still holds a
+ * share of the dataset). */
 static void lose(prt *rt, size_t d, int64_t n)
 {
     struct rt_data *x = rt->data;
     x->lost += n;
-    if (!x->partition[d])
-        return;
-    rt->share[d] = rt->share[d] > n ? rt->share[d] - n : 0;
-    rt->left[d] = rt->left[d] > n ? rt->left[d] - n : 0;
+    x->held[d] = x->held[d] > n ? x->held[d] - n : 0;
+    if (rt->share[d] > x->held[d]) {
+        int64_t cut = rt->share[d] - x->held[d];
+        rt->share[d] = x->held[d];
+        rt->left[d] = rt->left[d] > cut ? rt->left[d] - cut : 0;
+    }
 }
 
 /* The first distribution's plan places the planned caches: every sample a
@@ -252,7 +256,7 @@ int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn p
         tl->dev_fn[d] = per_dev;
         tl->dev_ctx[d] = ctx ? ctx[d] : NULL;
         x->kind[d] = initial ? 1 : 2;
-        x->partition[d] = demand[d] < D;
+        x->held[d] = demand[d] < D ? demand[d] : D;
         x->gen[d]++;
         x->dpend[d] = 0;
         rt->pending[d] = 2; /* its data (one or more flows, or none) and the model */
