@@ -322,7 +322,7 @@ static const popt loc_table[] = {
 const policy_def policy_locality = {
     .name = "locality",
     .label = "Locality",
-    .color = "#8c564b",
+    .color = "#a6761d",
     .summary = "locality-aware batching: local data first, only what balance requires moves; local epochs, "
                "server average",
     .opts = loc_table,
