@@ -337,3 +337,46 @@ Test(data, bad_input_file_line_col)
     scn_override o5 = {"dataset.caches", "[{site: us, capacity: 1GB, policy: fifo}]"};
     refused(GEO, &o5, 1, "dataset.caches[0].policy");
 }
+
+/* cadp.locality: half the samples on the CPU, whose 20 Mbit/s link C-ADP's
+ * plain plan avoids; those samples then crawl up that link to the GPUs
+ * (24 s), which the plain plan, sending from the server, does not see.
+ * Paying for the bytes that move, the plan trains every device on what it
+ * holds: nothing moves, and the plan's objective is the run's Ttotal. */
+Test(data, cadp_locality_pays_for_moved_bytes)
+{
+    scn_override ov[] = {{"dataset.parts", "[{at: cpu, samples: 50%}, {at: gpu, samples: 50%}]"},
+                         {"dataset.sample_bytes", "300KB"},
+                         {"policies.cadp.locality", "true"}};
+    scn_scenario *a = load(TINY, ov, 2), *b = load(TINY, ov, 3);
+    res_run *x = run(a, "cadp"), *y = run(b, "cadp");
+    cr_expect_eq(x->devices[2].samples, 0);
+    expect_close(x->tsend_s, 0.006 + 200 * 300e3 / 2.5e6); /* the CPU's up link, shared by the two GPUs */
+    cr_expect_eq(y->tsend_s, 0);
+    cr_expect_eq(y->devices[0].samples, 100);
+    cr_expect_eq(y->devices[1].samples, 100);
+    cr_expect_eq(y->devices[2].samples, 200);
+    expect_close(stat(y, "data.bytes_moved"), 0);
+    expect_close(stat(y, "plan.send_s"), 0);
+    expect_close(stat(y, "plan.objective_s"), y->ttotal_s);
+    cr_expect(y->ttotal_s < x->ttotal_s / 10, "%g vs %g", y->ttotal_s, x->ttotal_s);
+    res_run_free(x);
+    res_run_free(y);
+    scn_free(a);
+    scn_free(b);
+}
+
+Test(data, cadp_locality_without_parts_changes_nothing)
+{
+    scn_override ov = {"policies.cadp.locality", "true"};
+    scn_scenario *a = load(TINY, NULL, 0), *b = load(TINY, &ov, 1);
+    res_run *x = run(a, "cadp"), *y = run(b, "cadp");
+    cr_expect_eq(x->ttotal_s, y->ttotal_s);
+    cr_expect_eq(x->tsend_s, y->tsend_s);
+    cr_expect_eq(x->bytes_total, y->bytes_total);
+    cr_expect_eq(x->n_stats, y->n_stats);
+    res_run_free(x);
+    res_run_free(y);
+    scn_free(a);
+    scn_free(b);
+}

@@ -57,6 +57,11 @@ size_t dpl_n_pools(const dplace *p)
     return p ? p->np : 0;
 }
 
+int64_t dpl_own(const dplace *p, size_t d)
+{
+    return p->dev_pool[d] >= 0 && !p->down[d + 1] ? p->pools[p->dev_pool[d]].size : 0;
+}
+
 int64_t dpl_pool_size(const dplace *p, size_t k)
 {
     return p->pools[k].size;

@@ -56,6 +56,8 @@ size_t dpl_n_pools(const dplace *p);
 void dpl_holder_down(dplace *p, int node);
 /* Device d's nearest holder of pool k that is up, -1 when none; *cls its class. */
 int dpl_holder_for(const dplace *p, size_t k, size_t d, int *cls);
+/* Samples device d holds itself (its slice of a part on its group), 0 when none. */
+int64_t dpl_own(const dplace *p, size_t d);
 /* Samples in pool k. */
 int64_t dpl_pool_size(const dplace *p, size_t k);
 /* The site of a node (-1: none). */

@@ -716,6 +716,9 @@ static const popt cadp_table[] = {
      rounding_names, "how the relaxed allocation becomes whole samples"},
     {"exclude_slow", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, exclude_slow), 1, 0, 0, NULL,
      "the planner may leave devices with slow links out entirely"},
+    {"locality", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, locality), 0, 0, 0, NULL,
+     POPT_OPTIONAL "with dataset.parts, the split pays for the bytes that move, from where they move: each "
+     "device's send time from its nearest data holder, its own samples free"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
