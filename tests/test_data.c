@@ -176,8 +176,8 @@ static int64_t three_epochs(int64_t cap, int policy)
 {
     dcache *c = dcache_new(cap, policy);
     cr_assert(c);
-    cr_assert_eq(dcache_pattern_add(c, 0, 60), 0);
-    cr_assert_eq(dcache_pattern_add(c, 60, 40), 0);
+    cr_assert_eq(dcache_pattern_add(c, 0, 60, 1), 0);
+    cr_assert_eq(dcache_pattern_add(c, 60, 40, 1), 0);
     cr_assert_eq(dcache_pattern_done(c), 0);
     int64_t hits = 0;
     for (int e = 0; e < 3; e++) {
@@ -200,6 +200,15 @@ Test(data, cache_hit_rate_by_hand)
     cr_expect_eq(three_epochs(50, SCN_CACHE_PLANNED), 100);
     cr_expect_eq(three_epochs(0, SCN_CACHE_LRU), 0);
     cr_expect_eq(three_epochs(0, SCN_CACHE_PLANNED), 0);
+    /* planned keeps the dearest: ids 60..99 cost 3 a miss, so they are pinned */
+    dcache *p = dcache_new(40, SCN_CACHE_PLANNED);
+    cr_assert_eq(dcache_pattern_add(p, 0, 60, 1), 0);
+    cr_assert_eq(dcache_pattern_add(p, 60, 40, 3), 0);
+    cr_assert_eq(dcache_pattern_done(p), 0);
+    cr_expect_eq(dcache_access(p, 0, 60) + dcache_access(p, 60, 40), 0);
+    cr_expect_eq(dcache_access(p, 0, 60), 0);
+    cr_expect_eq(dcache_access(p, 60, 40), 40);
+    dcache_free(p);
     /* a re-read inside the capacity hits within the access */
     dcache *c = dcache_new(10, SCN_CACHE_LRU);
     cr_expect_eq(dcache_access(c, 0, 10), 0);

@@ -9,6 +9,7 @@
 
 typedef struct run {
     int64_t a, n; /* ids [a, a + n) */
+    double w;     /* planned's pattern: a miss's cost per id */
 } run;
 
 /* A list of runs: for lru in recency order (oldest first; inside a run the
@@ -27,7 +28,13 @@ struct dcache {
     int placed;
 };
 
+static int push_w(runs *l, int64_t a, int64_t n, double w);
 static int push(runs *l, int64_t a, int64_t n)
+{
+    return push_w(l, a, n, 1);
+}
+
+static int push_w(runs *l, int64_t a, int64_t n, double w)
 {
     if (n <= 0)
         return 0;
@@ -39,7 +46,7 @@ static int push(runs *l, int64_t a, int64_t n)
         l->r = nr;
         l->cap = c;
     }
-    l->r[l->n++] = (run){a, n};
+    l->r[l->n++] = (run){a, n, w};
     return 0;
 }
 
@@ -67,34 +74,38 @@ int64_t dcache_held(const dcache *c)
     return c ? c->held : 0;
 }
 
-int dcache_pattern_add(dcache *c, int64_t first, int64_t n)
+int dcache_pattern_add(dcache *c, int64_t first, int64_t n, double cost)
 {
     if (c->policy != SCN_CACHE_PLANNED || c->placed || !c->cap)
         return 0;
-    return push(&c->pattern, first, n);
+    return push_w(&c->pattern, first, n, cost);
 }
 
-/* A boundary of the sweep over the pattern: +1 where an access starts, -1 where it ends. */
+/* A boundary of the sweep over the pattern: +cost where an access starts,
+ * -cost where it ends. */
 typedef struct edge {
     int64_t x;
-    int d;
+    double d;
 } edge;
 
-static int edge_cmp(const void *a, const void *b)
+static int edge_cmp(const void *a, const void *b) /* by id, then ends before starts, then by cost */
 {
     const edge *p = a, *q = b;
-    return p->x < q->x ? -1 : p->x > q->x ? 1 : 0;
+    if (p->x != q->x)
+        return p->x < q->x ? -1 : 1;
+    return p->d < q->d ? -1 : p->d > q->d ? 1 : 0;
 }
 
 typedef struct seg {
-    int64_t a, n, count;
+    int64_t a, n;
+    double cost; /* of one id's reads in an epoch */
 } seg;
 
 static int seg_cmp(const void *a, const void *b)
 {
     const seg *p = a, *q = b;
-    if (p->count != q->count)
-        return p->count > q->count ? -1 : 1;
+    if (p->cost != q->cost)
+        return p->cost > q->cost ? -1 : 1;
     return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
 }
 
@@ -118,19 +129,24 @@ int dcache_pattern_done(dcache *c)
         return DP_ENOMEM;
     }
     for (size_t i = 0; i < m; i++) {
-        e[2 * i] = (edge){c->pattern.r[i].a, 1};
-        e[2 * i + 1] = (edge){c->pattern.r[i].a + c->pattern.r[i].n, -1};
+        e[2 * i] = (edge){c->pattern.r[i].a, c->pattern.r[i].w};
+        e[2 * i + 1] = (edge){c->pattern.r[i].a + c->pattern.r[i].n, -c->pattern.r[i].w};
     }
     qsort(e, 2 * m, sizeof *e, edge_cmp);
-    /* segments between boundaries with how many accesses cover them */
-    size_t ns = 0;
-    int64_t depth = 0;
+    /* segments between boundaries with what the accesses covering them
+     * cost per id (a running sum; `open` counts the accesses, so a segment
+     * no access covers is never taken for one that rounding left at 1e-17) */
+    size_t ns = 0, open = 0;
+    double depth = 0;
     for (size_t i = 0; i < 2 * m; i++) {
-        if (i && depth > 0 && e[i].x > e[i - 1].x)
+        if (i && open > 0 && e[i].x > e[i - 1].x)
             s[ns++] = (seg){e[i - 1].x, e[i].x - e[i - 1].x, depth};
         depth += e[i].d;
+        open += e[i].d > 0 ? 1 : (size_t)-1;
+        if (!open)
+            depth = 0;
     }
-    qsort(s, ns, sizeof *s, seg_cmp); /* most read first, then the lowest ids */
+    qsort(s, ns, sizeof *s, seg_cmp); /* dearest first, then the lowest ids */
     c->pattern.n = 0;
     int64_t room = c->cap;
     for (size_t i = 0; i < ns && room > 0; i++) {

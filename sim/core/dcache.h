@@ -9,10 +9,12 @@
  *    never hits (each id left before it came round again): LRU's known
  *    worst case, which the planned placement avoids.
  *  - planned: placed ahead from one epoch's access pattern (every access
- *    the epoch will make, given before the first): the ids read most
- *    often in an epoch are pinned, up to the capacity (ties: the lowest
- *    ids); a pinned id is held from its first read on and never leaves.
- *    So an epoch that re-reads W ids hits min(capacity, W) of them.
+ *    the epoch will make, each with the cost of a miss per id, given
+ *    before the first): the ids whose reads cost most in an epoch (the sum
+ *    of their accesses' costs) are pinned, up to the capacity (ties: the
+ *    lowest ids); a pinned id is held from its first read on and never
+ *    leaves.  So an epoch that re-reads W ids hits min(capacity, W) of
+ *    them, the dearest first.
  * A cache of capacity 0 holds nothing and never hits. */
 #ifndef DP_DCACHE_H
 #define DP_DCACHE_H
@@ -25,9 +27,10 @@ typedef struct dcache dcache;
  * NULL when out of memory. */
 dcache *dcache_new(int64_t capacity, int policy);
 void dcache_free(dcache *c);
-/* planned: one access of the epoch's pattern, ids [first, first + n); then
- * dcache_pattern_done once.  0 or DP_ENOMEM.  (lru: ignored.) */
-int dcache_pattern_add(dcache *c, int64_t first, int64_t n);
+/* planned: one access of the epoch's pattern, ids [first, first + n), a
+ * miss costing `cost` (> 0) per id; then dcache_pattern_done once.  0 or
+ * DP_ENOMEM.  (lru: ignored.) */
+int dcache_pattern_add(dcache *c, int64_t first, int64_t n, double cost);
 int dcache_pattern_done(dcache *c);
 /* Read ids [first, first + n): how many hit (0..n); the cache changes as
  * the policy says.  Negative (DP_ENOMEM) when out of memory. */

@@ -267,3 +267,40 @@ int scni_conv_data(cv *c, const yt_node *d)
         return r;
     return 0;
 }
+
+void scni_print_data(const scn_scenario *s, FILE *out)
+{
+    const scn_data *dd = s->data;
+    if (!dd)
+        return;
+    char a[64];
+    fprintf(out, "data    ");
+    for (size_t i = 0; i < dd->n_parts; i++) {
+        const scn_part *p = &dd->parts[i];
+        const char *at = p->at == SCN_AT_SERVER ? "server"
+                         : p->at == SCN_AT_SITE ? s->sites[p->idx]
+                                                : s->groups[p->idx].name;
+        fprintf(out, "%s %lld at %s%s", i ? "," : "", (long long)p->samples, at,
+                p->at == SCN_AT_GROUP ? " (its devices)" : "");
+        for (size_t r = 0; r < p->n_replicas; r++)
+            fprintf(out, "%s%s", r ? ", " : " (replicas: ", p->replicas[r] < 0 ? "server" : s->sites[p->replicas[r]]);
+        if (p->n_replicas)
+            fprintf(out, ")");
+    }
+    fprintf(out, "\n");
+    for (size_t k = 0; k < s->n_sites; k++) {
+        const scn_store *x = &dd->store[k];
+        const scn_cache *c = &dd->cache[k];
+        if (x->site >= 0) {
+            scn_format_quantity(x->read_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+            fprintf(out, "storage  %s: read %s", s->sites[k], isfinite(x->read_Bps) ? a : "unlimited");
+            if (isfinite(x->fails_at_s))
+                fprintf(out, ", fails at %g s", x->fails_at_s);
+            fprintf(out, "\n");
+        }
+        if (c->site >= 0) {
+            fprintf(out, "cache    %s: %.0f bytes (%lld samples), %s\n", s->sites[k], c->capacity_bytes,
+                    (long long)floor(c->capacity_bytes / s->dataset.sample_bytes), scn_cache_policy_names[c->policy]);
+        }
+    }
+}

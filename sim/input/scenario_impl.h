@@ -148,6 +148,7 @@ int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, i
 /* scenario_data.c: dataset.parts, .storage, .caches (after the devices) */
 int scni_conv_data(cv *c, const yt_node *dataset);
 void scni_free_data(scn_scenario *s);
+void scni_print_data(const scn_scenario *s, FILE *out); /* the `check` summary's lines */
 /* scenario_sections.c */
 int scni_convert(cv *c, const yt_node *root);
 

@@ -200,8 +200,28 @@ static void lose(prt *rt, size_t d, int64_t n)
     }
 }
 
+/* What a miss read from `from` by device d costs per byte: the sum over
+ * its path's links of 1 / capacity (additive link costs, as LOAM's network
+ * costs are; a WAN hop thus costs more than the same bottleneck at home),
+ * 1e-12 where nothing limits it: a planned cache keeps the dearest. */
+static double miss_cost(prt *rt, int from, size_t d)
+{
+    int links[NET_MAX_PATH];
+    size_t nl;
+    double lat, cost = 0;
+    if (world_path(rt->w, from, (int)d + 1, links, &nl, &lat))
+        return 1e-12;
+    for (size_t k = 0; k < nl; k++) {
+        double cap = net_link_capacity(world_net(rt->w), links[k]);
+        if (isfinite(cap) && cap > 0)
+            cost += 1 / cap;
+    }
+    return cost > 0 ? cost : 1e-12;
+}
+
 /* The first distribution's plan places the planned caches: every sample a
- * site's devices read from elsewhere, once per epoch. */
+ * site's devices read from elsewhere, once per epoch, with what a miss
+ * costs. */
 static int place_caches(prt *rt)
 {
     struct rt_data *x = rt->data;
@@ -211,7 +231,7 @@ static int place_caches(prt *rt)
             continue;
         for (size_t i = x->plan.off[d]; i < x->plan.off[d + 1]; i++) {
             const dpl_take *t = &x->plan.takes[i];
-            if (t->holder != (int)d + 1 && dcache_pattern_add(x->cache[s], t->first, t->n))
+            if (t->holder != (int)d + 1 && dcache_pattern_add(x->cache[s], t->first, t->n, miss_cost(rt, t->holder, d)))
                 return DP_ENOMEM;
         }
     }
