@@ -38,6 +38,7 @@ typedef struct loc_dev {
     prt *rt;
     size_t d;
     int waiting; /* arrivals before its next epoch starts (model, re-read) */
+    int part;    /* a participant (a share at the start; one lost to a failed storage stays one) */
 } loc_dev;
 
 typedef struct loc_state {
@@ -186,7 +187,7 @@ static void next_epoch(prt *rt, void *ctx)
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t d = 0; d < prt_n(rt) && !prt_failed(rt); d++) {
         loc_dev *v = &st->dev[d];
-        if (prt_share(rt)[d] == 0)
+        if (!v->part)
             continue;
         v->waiting = st->o->reread ? 2 : 1;
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
@@ -257,7 +258,7 @@ static int loc_start(prt *rt, const void *opts)
     prt_learn_mode(rt, PRT_LEARN_LOCAL);
     for (size_t d = 0; d < n; d++) {
         const scn_group *g = &s->groups[s->devices[d].group];
-        st->dev[d] = (loc_dev){rt, d, 0};
+        st->dev[d] = (loc_dev){rt, d, 0, 0};
         ctx[d] = &st->dev[d];
         weight[d] = g->batch / scn_batch_time(s, g, g->batch); /* samples per second */
         cx[d] = exchange_s(rt, d);
@@ -277,6 +278,7 @@ static int loc_start(prt *rt, const void *opts)
     for (size_t d = 0; d < n; d++) {
         bytes[d] = (double)prt_share(rt)[d] * s->dataset.sample_bytes;
         skip[d] = prt_share(rt)[d] == 0;
+        st->dev[d].part = !skip[d];
         st->parts += !skip[d];
     }
     prt_stat(rt, "locality.participants", RES_SCOPE_RUN, 0, 0, (double)st->parts);
