@@ -131,7 +131,7 @@ static void on_dflow_done(void *ctx, uint64_t id);
 
 /* Start a flow of n samples (ids from `first`) of pool k from `from` to
  * device d, counting its bytes; 0 or DP_ENOMEM (the run failed). */
-static int start(prt *rt, size_t d, int from, int32_t k, int holder, int64_t first, int64_t n, int fetch, int resent)
+static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t n, int fetch, int resent)
 {
     struct rt_data *x = rt->data;
     double bytes = (double)n * sb(rt);
@@ -140,7 +140,7 @@ static int start(prt *rt, size_t d, int from, int32_t k, int holder, int64_t fir
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    *f = (dflow){rt, x->flows, d, k, holder, first, n, 0, x->gen[d], 1, fetch};
+    *f = (dflow){rt, x->flows, d, k, from, first, n, 0, x->gen[d], 1, fetch};
     x->flows = f;
     x->moved += bytes;
     int hs = dpl_node_site(x->pl, from), ds = dev_site(rt, d);
@@ -305,7 +305,7 @@ int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn p
                 }
                 x->misses += t->n;
             }
-            start(rt, d, t->holder, t->pool, t->holder, t->first, t->n, 0, !initial);
+            start(rt, d, t->holder, t->pool, t->first, t->n, 0, !initial);
         }
         if (!rt->failed && x->dpend[d] == 0) /* every sample its own: it holds its data now */
             xfer_arrived(rt, d, x->kind[d]);
@@ -356,7 +356,7 @@ static void on_store_fail(sim_engine *e, void *ctx, uint64_t id)
         int h = dpl_holder_for(x->pl, (size_t)f->pool, f->d, NULL);
         if (rest > 0 && h >= 0) {
             x->replanned += (double)rest * sb(rt);
-            start(rt, f->d, h, f->pool, h, f->first + got, rest, f->fetch, 1);
+            start(rt, f->d, h, f->pool, f->first + got, rest, f->fetch, 1);
         } else if (rest > 0) {
             lose(rt, f->d, rest);
         }
@@ -425,9 +425,9 @@ int prt_data_reread(prt *rt, size_t d, prt_fn fn, void *ctx)
             x->saved += (double)hit * sb(rt);
         }
         if (hit > 0)
-            start(rt, d, cnode, t->pool, cnode, t->first, hit, 1, 0);
+            start(rt, d, cnode, t->pool, t->first, hit, 1, 0);
         if (t->n - hit > 0 && !rt->failed)
-            start(rt, d, h, t->pool, h, t->first + hit, t->n - hit, 1, 0);
+            start(rt, d, h, t->pool, t->first + hit, t->n - hit, 1, 0);
     }
     if (rt->failed)
         return rt->err->code;
