@@ -38,6 +38,15 @@ done
 cmp -s "$T/run1.json" "$T/run2.json" && ok "deterministic" || bad "two runs differ"
 has "$T/run1.json" '"cache.hits"'
 has "$T/run1.json" '"data.samples_lost"'
+# every kind of policy survives storages failing before and during the
+# distribution (a participant whose samples were all lost still exchanges
+# its model: C-ADP stalled on it once)
+for p in cadp ddp localsgd asyncps hierarchical lbb locality; do
+    for fa in 0s 3s; do
+        expect 0 "$p storage fails at $fa" -- "$BIN" run "$GEO" --policy $p --no-db -q --set training.epochs=2 \
+            --set "dataset.storage=[{site: eu, fails_at: $fa}, {site: asia, fails_at: $fa}]"
+    done
+done
 # check lists where the data is
 expect 0 "$BIN" check "$GEO"
 has "$T/out" "data     50000 at eu, 40000 at us (replicas: eu), 10000 at asia"

@@ -39,6 +39,7 @@ typedef struct cadp_dev {
     prt *rt;
     size_t d;
     int batch; /* its group's batch (kept here: the device records are large and far apart) */
+    int part;  /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
     /* failures only */
     int active;    /* a participant of this epoch, not lost */
     int uploaded;  /* its upload of this epoch arrived */
@@ -127,7 +128,7 @@ static void send_models(prt *rt, void *ctx)
     cadp_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t d = 0; d < prt_n(rt); d++) {
-        if (prt_share(rt)[d] == 0)
+        if (!st->dev[d].part)
             continue;
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, d, M);
@@ -652,7 +653,7 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0};
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
             st->dev[d].pend = 1;
