@@ -58,8 +58,7 @@ static void fold_prefetch(void *pctx, void *ctx)
     slot_prefetch(pctx, ctx, 0);
 }
 
-
-/* What a distribution's end touches (on_xfer_done, then the device's start:
+/* What a distribution's end touches (xfer_done, then the device's start:
  * prt_compute_left and its records), fetched a few flows ahead while 10^6
  * distributions end at one instant (net_set_done_prefetch). */
 static void xfer_prefetch(void *pctx, void *ctx)
