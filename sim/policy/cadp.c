@@ -719,7 +719,7 @@ static const popt cadp_table[] = {
      "the planner may leave devices with slow links out entirely"},
     {"locality", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, locality), 0, 0, 0, NULL,
      POPT_OPTIONAL "with dataset.parts, the split pays for the bytes that move, from where they move: each "
-     "device's send time from its nearest data holder, its own samples free"},
+     "device's send time from the reads the run's placement makes, its own samples free"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
