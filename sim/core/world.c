@@ -59,6 +59,10 @@ struct world {
         double lat;               /* its access links' latency */
     } * r;
     int nic_up, nic_down; /* -1 when unlimited */
+    /* with scenario data (dataset.storage, .caches): per site, the read
+     * link of its storage (nodes nd + 1 + site) and of its cache (nodes
+     * nd + 1 + n_sites + site); -1 unlimited.  NULL without. */
+    int *xread;
     /* device d's access (and peer) links are dev_link0 + per_dev * d + k,
      * k = up, down (, peer up, peer down): named when asked (dev_link_name) */
     int dev_link0, per_dev;
@@ -345,6 +349,19 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             goto fail;
         }
     }
+    if (s->data && ns) { /* after every other link: their indices stay as they were */
+        if (!(w->xread = dp_calloc(2 * ns, sizeof(int)))) {
+            dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < 2 * ns; k++) {
+            double cap = k < ns ? s->data->store[k].read_Bps : s->data->cache[k - ns].read_Bps;
+            w->xread[k] = -1;
+            if (isfinite(cap) &&
+                (w->xread[k] = add(w, cap, NULL, k < ns ? "storage." : "cache.", s->sites[k % ns], err)) < 0)
+                goto fail;
+        }
+    }
     if (dyn_init(w, seed, err))
         goto fail;
     if (build_routes(w, err))
@@ -416,6 +433,7 @@ void world_free(world *w)
     dp_free(w->r);
     dp_free(w->wan);
     dp_free(w->wan_lat);
+    dp_free(w->xread);
     dp_free(w->route_off);
     dp_free(w->route_n);
     dp_free(w->route_lat);
@@ -462,7 +480,16 @@ int world_dev_peer_down(const world *w, size_t d)
 
 static int site_of(const world *w, int node)
 {
+    if ((size_t)node > w->nd) /* a site's storage or cache */
+        return (int)((size_t)node - w->nd - 1) % (int)w->s->n_sites;
     return node == 0 ? w->s->server.site : w->r[node - 1].site;
+}
+
+int world_store_node(const world *w, int site, int cache)
+{
+    if (!w->xread || site < 0 || (size_t)site >= w->s->n_sites)
+        return -1;
+    return (int)(w->nd + 1 + (cache ? w->s->n_sites : 0) + (size_t)site);
 }
 
 void world_prefetch_dev(const world *w, size_t d, int down)
@@ -478,14 +505,20 @@ void world_prefetch_dev(const world *w, size_t d, int down)
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)
 {
-    int nn = (int)w->nd;
-    if (from == to || from < 0 || to < 0 || from > nn || to > nn)
+    int nn = (int)w->nd, nx = w->xread ? 2 * (int)w->s->n_sites : 0;
+    if (from == to || from < 0 || to < 0 || from > nn + nx || to > nn)
         return DP_EINPUT;
     size_t k = 0;
     double lat = 0;
-    int peer = from > 0 && to > 0 && w->s->interconnect.bandwidth_Bps > 0;
+    int peer = from > 0 && from <= nn && to > 0 && w->s->interconnect.bandwidth_Bps > 0;
     /* sender's access */
-    if (from == 0) {
+    if (from > nn) { /* a site's storage or cache: its read link */
+        int x = from - nn - 1;
+        if (w->xread[x] >= 0)
+            links[k++] = w->xread[x];
+        if (x < nx / 2)
+            lat += w->s->data->store[x].latency_s;
+    } else if (from == 0) {
         if (w->nic_up >= 0)
             links[k++] = w->nic_up;
     } else {
@@ -587,7 +620,7 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
         cap = w->s->network.tcp_window_bytes / (2 * lat);
     if (!w->track)
         return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
-    if ((from > 0 && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
+    if ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
         return w->dead_id--; /* an end is down: nothing moves, nothing ends */
     return tracked_start(w, from, to, links, nl, bytes, lat, cap, done, ctx);
 }
@@ -615,6 +648,22 @@ static void cut(world *w, int node)
             x->next_free = w->xfree;
             w->xfree = x;
         }
+}
+
+int world_cancel(world *w, uint64_t id, double *sent_bytes)
+{
+    for (size_t b = 0; w->track && b < w->n_xblocks; b++)
+        for (int i = 0; i < XF_BLOCK; i++) {
+            xf *x = &w->xblocks[b][i];
+            if (x->id != id)
+                continue;
+            int rc = net_flow_cancel(w->n, id, sent_bytes);
+            x->id = 0;
+            x->next_free = w->xfree;
+            w->xfree = x;
+            return rc;
+        }
+    return net_flow_cancel(w->n, id, sent_bytes);
 }
 
 void world_cut_all(world *w)
@@ -747,6 +796,12 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
 {
     *dev = -2; /* a WAN link */
     *dir = 0;
+    for (size_t k = 0; w->xread && k < 2 * w->s->n_sites; k++)
+        if (w->xread[k] == link) { /* a site's storage (dir 0) or cache (dir 1) */
+            *dev = -3;
+            *dir = k >= w->s->n_sites;
+            return;
+        }
     if (link == w->nic_up || link == w->nic_down) {
         *dev = -1;
         *dir = link == w->nic_down;

@@ -68,6 +68,11 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
  * its route and its up link (and its down link when `down`), without
  * reading them (their indices follow from d). */
 void world_prefetch_dev(const world *w, size_t d, int down);
+/* The node of a site's storage (cache 0) or cache (cache 1), a sender
+ * only: its path starts on its read link (dataset.storage / .caches
+ * `read`, when finite), then the WAN to the receiver's site and the
+ * receiver's access link; -1 in a world without scenario data or sites. */
+int world_store_node(const world *w, int site, int cache);
 /* Start a transfer of `bytes` from node to node along world_path, with the
  * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
  * Returns the flow id or 0 on failure. */
@@ -90,13 +95,17 @@ double world_dev_next_change(const world *w, size_t d);
 double world_dev_down_since(const world *w, size_t d); /* its last failure */
 int world_failures(const world *w);                    /* failures so far */
 double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
+/* Cancel one transfer (no callback); *sent_bytes (may be NULL) gets what
+ * it delivered.  0, or DP_EINPUT for an unknown or finished one. */
+int world_cancel(world *w, uint64_t id, double *sent_bytes);
 /* Cut every transfer in flight (a job restart), with no callbacks.  Only
  * in worlds with failures (others do not track transfers). */
 void world_cut_all(world *w);
 
 /* Whose link `link` is: *dev = the device index (dir 0 up, 1 down, 2 peer
  * up, 3 peer down), -1 the server NIC (dir 0 up, 1 down), -2 a WAN link
- * (dir 0 the direction listed in the scenario, 1 the reverse). */
+ * (dir 0 the direction listed in the scenario, 1 the reverse), -3 a site's
+ * storage (dir 0) or cache (dir 1) read link. */
 void world_link_owner(const world *w, int link, int *dev, int *dir);
 
 /* 1 if link has a scenario outage (link.outages of a device's group, a WAN

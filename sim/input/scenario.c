@@ -258,6 +258,7 @@ void scn_free(scn_scenario *s)
         dp_free(s->preset_notes[i]);
     dp_free(s->model.name);
     dp_free(s->dataset.name);
+    scni_free_data(s);
     for (size_t i = 0; i < s->n_sites; i++)
         dp_free(s->sites[i]);
     dp_free(s->sites);

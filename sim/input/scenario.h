@@ -146,6 +146,41 @@ typedef struct scn_wan {
     scn_outages outages; /* both directions */
 } scn_wan;
 
+/* Where the dataset lives (scenarios/README.md "Data where it lives";
+ * scenario_data.c reads it): `dataset.parts`, `dataset.storage`,
+ * `dataset.caches`.  NULL in scn_scenario when none is given: the whole
+ * dataset is at the server, as always. */
+enum { SCN_AT_SERVER = 0, SCN_AT_SITE = 1, SCN_AT_GROUP = 2 };
+enum { SCN_CACHE_LRU = 0, SCN_CACHE_PLANNED = 1 };
+extern const char *const scn_cache_policy_names[]; /* "lru", "planned", NULL */
+typedef struct scn_part {
+    int at;          /* SCN_AT_* */
+    int idx;         /* SITE: site index; GROUP: first group; SERVER: -1 */
+    int n_groups;    /* GROUP: groups[idx .. idx + n_groups) hold it, split evenly */
+    int64_t samples; /* > 0; the parts sum to dataset.samples */
+    size_t n_replicas;
+    int *replicas; /* site indices, -1 the server: other holders of the same samples */
+} scn_part;
+typedef struct scn_store {
+    int site;
+    double read_Bps;    /* INFINITY: unlimited */
+    double latency_s;   /* one way, between the storage and the site's network */
+    double fails_at_s;  /* INFINITY: never; else the storage is gone from then on */
+} scn_store;
+typedef struct scn_cache {
+    int site;
+    double capacity_bytes; /* >= 0 */
+    int policy;            /* SCN_CACHE_* */
+    double read_Bps;       /* INFINITY: unlimited */
+} scn_cache;
+typedef struct scn_data {
+    size_t n_parts;
+    scn_part *parts;
+    scn_store *store; /* per site (n_sites), read_Bps INFINITY when not given */
+    scn_cache *cache; /* per site; capacity 0 and site -1 where none */
+    int any_cache, any_failure;
+} scn_data;
+
 struct yt_node;
 struct yt_doc;
 
@@ -258,6 +293,8 @@ typedef struct scn_scenario {
     /* `jobs:` (a list, or a trace file's name) and `scheduler:` as written
      * (NULL when absent): many jobs in one world (sim/jobs/ reads them). */
     const struct yt_node *jobs, *scheduler;
+    /* `dataset.parts`, `.storage`, `.caches` (NULL: all data at the server) */
+    scn_data *data;
     struct yt_doc *tree;
 } scn_scenario;
 

@@ -145,6 +145,10 @@ int scni_get_avail(cv *c, const yt_node *n, const char *path, scn_avail *a);
 int scni_get_outages(cv *c, const yt_node *l, const char *path, scn_outages *o);
 int scni_get_stragglers(cv *c, const yt_node *n, const char *path, scn_stragglers *st);
 int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, int bits, trace **out);
+/* scenario_data.c: dataset.parts, .storage, .caches (after the devices) */
+int scni_conv_data(cv *c, const yt_node *dataset);
+void scni_free_data(scn_scenario *s);
+void scni_print_data(const scn_scenario *s, FILE *out); /* the `check` summary's lines */
 /* scenario_sections.c */
 int scni_convert(cv *c, const yt_node *root);
 

@@ -6,6 +6,7 @@
  * and speed traces excluded (they are the run's business).
  */
 #include "scenario.h"
+#include "scenario_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -279,6 +280,7 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out)
     fprintf(out, "dataset  %s: %lld samples x %.0f B = %.0f bytes (%s)\n",
             dp_esc(en, sizeof en, s->dataset.name), (long long)s->dataset.samples, s->dataset.sample_bytes,
             s->dataset.sample_bytes * (double)s->dataset.samples, a);
+    scni_print_data(s, out); /* dataset.parts, .storage, .caches, when given */
     fprintf(out, "training %d epochs, seed %llu\n", s->training.epochs, (unsigned long long)s->training.seed);
     q(s->server.nic_up_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
     q(s->server.nic_down_Bps, SCN_UNIT_BANDWIDTH, b, sizeof b);

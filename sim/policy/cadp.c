@@ -39,6 +39,7 @@ typedef struct cadp_dev {
     prt *rt;
     size_t d;
     int batch; /* its group's batch (kept here: the device records are large and far apart) */
+    int part;  /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
     /* failures only */
     int active;    /* a participant of this epoch, not lost */
     int uploaded;  /* its upload of this epoch arrived */
@@ -127,7 +128,7 @@ static void send_models(prt *rt, void *ctx)
     cadp_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t d = 0; d < prt_n(rt); d++) {
-        if (prt_share(rt)[d] == 0)
+        if (!st->dev[d].part)
             continue;
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, d, M);
@@ -652,7 +653,7 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0};
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
             st->dev[d].pend = 1;
@@ -716,6 +717,9 @@ static const popt cadp_table[] = {
      rounding_names, "how the relaxed allocation becomes whole samples"},
     {"exclude_slow", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, exclude_slow), 1, 0, 0, NULL,
      "the planner may leave devices with slow links out entirely"},
+    {"locality", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, locality), 0, 0, 0, NULL,
+     POPT_OPTIONAL "with dataset.parts, the split pays for the bytes that move, from where they move: each "
+     "device's send time from the reads the run's placement makes, its own samples free"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 

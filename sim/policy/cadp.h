@@ -18,6 +18,7 @@ typedef struct cadp_opts {
     int solver;       /* cadp_solver; default exact */
     int rounding;     /* cadp_rounding; default batch */
     int exclude_slow; /* default 1: may leave slow-link devices out */
+    int locality;     /* default 0: with dataset.parts, the send term pays for moved bytes (cadp_locality.c) */
 } cadp_opts;
 
 /* ---- the allocation problem from a scenario ---------------------------- */
@@ -102,6 +103,13 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
               dp_err *err);
 /* The same from inputs cadp_inputs_build made (*in, owned from here on:
  * freed on error, else the last solve's). */
+/* cadp.locality (cadp_locality.c): solve with each device's send time from
+ * its nearest data holder and its own samples free (max a_i (x_i - l_i)+),
+ * by a fixed point over linear send terms; *out's send_s and objective_s
+ * are the true ones.  0 or an error (*out untouched). */
+int cadp_locality_plan(const scn_scenario *s, const cadp_opts *o, const char *method,
+                       const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
+                       size_t *classes, dp_err *err);
 int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method,
                     const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
                     size_t *classes, int *solves, dp_err *err);

@@ -452,12 +452,13 @@ int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *metho
     *out = NULL;
     if (solves)
         *solves = 1;
-    int rc;
-    if ((rc = cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
+    int rc, loc = o->locality && s->data; /* cadp.locality: cadp_locality.c */
+    if ((rc = loc ? cadp_locality_plan(s, o, method, prm, paper_model, in, out, classes, err)
+                  : cadp_solve(s, o, in, method, prm, paper_model, out, classes, err))) {
         cadp_inputs_free(in);
         return rc;
     }
-    for (int round = 1; round < CADP_PLAN_ROUNDS && has_trace(s); round++) {
+    for (int round = 1; round < CADP_PLAN_ROUNDS && has_trace(s) && !loc; round++) {
         /* the data moves over [0, send term], the models over the epochs after */
         double send = (*out)->send_s, train = (double)s->training.epochs * (*out)->epoch_s;
         cadp_inputs next;

@@ -242,7 +242,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err))
+    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err) || data_open(rt, err))
         goto fail;
     ff_init(rt);
     if (rt->may_fail)
@@ -267,6 +267,7 @@ void prt_free(prt *rt)
     if (!rt)
         return;
     prt_learn_close(rt);
+    data_close(rt);
     timeline *tl = TL(rt);
     coll_free_all(rt);
     world_free(rt->w);

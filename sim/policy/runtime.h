@@ -213,6 +213,21 @@ void prt_set_compute_per_batch(int on);
  * from the server, all flows at once; per_dev(rt, ctx_d) runs when device
  * d holds both; `skip[d]` (may be NULL) leaves a device out entirely. */
 int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx);
+/* ---- data where it lives (scenario dataset.parts, .storage, .caches;
+ * runtime_data.c) -----------------------------------------------------------
+ * With those keys prt_distribute and prt_resend send each device's data
+ * from where it lives (its own samples stay, the rest from its site, then
+ * the nearest sites; docs/MODEL.md section 1).  1 when the scenario places
+ * its data so: */
+int prt_data_placed(const prt *rt);
+/* Samples device d holds itself (its slice of a part on its group). */
+int64_t prt_data_local(const prt *rt, size_t d);
+/* Device d reads the samples of its first distribution again (a device
+ * that keeps no copy), through its site's cache (hits at the cache's
+ * rate, misses from where they live); fn(rt, ctx) runs when they have all
+ * arrived (from an event now when nothing moves).  A storage gone for
+ * good with no replica loses its samples: the device's share shrinks. */
+int prt_data_reread(prt *rt, size_t d, prt_fn fn, void *ctx);
 /* 1 if some device has samples left in the current epoch. */
 int prt_work_left(const prt *rt);
 /* The current epoch ends now: record it; then either start the next (epoch

@@ -102,6 +102,9 @@ struct prt {
     /* periodic worlds: the running records folded at each clean epoch
      * boundary (runtime.c's invariants), NULL elsewhere */
     struct prt_sums *tot;
+    /* data where it lives (scenario dataset.parts/.storage/.caches;
+     * runtime_data.c), NULL when the dataset is at the server */
+    struct rt_data *data;
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
@@ -320,6 +323,17 @@ void dyn_stats(prt *rt, double T);
 /* Install the prefetch hints of batch and distribution ends; nonzero when
  * out of memory. */
 int work_set_prefetch(prt *rt);
+/* The initial distribution's arrivals (runtime_work.c): one of device d's
+ * transfers ended (is_data 1: its data, counted in Tsend; 2: data resent;
+ * 0: the model); xfer_done is the flows' callback (an xfer_ctx). */
+void xfer_arrived(prt *rt, size_t d, int is_data);
+void xfer_done(void *ctx, uint64_t id);
+/* runtime_data.c: data where it lives */
+int data_open(prt *rt, dp_err *err);
+void data_close(prt *rt);
+int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx, int initial);
+void data_device_down(prt *rt, size_t d);
+void data_stats(prt *rt);
 /* runtime_ff.c */
 void jrec(prt *rt, jent e);
 void jrec_act(prt *rt, size_t d, res_activity a);

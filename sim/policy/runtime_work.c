@@ -58,9 +58,7 @@ static void fold_prefetch(void *pctx, void *ctx)
     slot_prefetch(pctx, ctx, 0);
 }
 
-static void on_xfer_done(void *ctx, uint64_t id);
-
-/* What a distribution's end touches (on_xfer_done, then the device's start:
+/* What a distribution's end touches (xfer_done, then the device's start:
  * prt_compute_left and its records), fetched a few flows ahead while 10^6
  * distributions end at one instant (net_set_done_prefetch). */
 static void xfer_prefetch(void *pctx, void *ctx)
@@ -92,7 +90,7 @@ int work_set_prefetch(prt *rt)
 {
     return sim_set_prefetch(rt->e, on_fold_done, fold_prefetch, rt) ||
            sim_set_prefetch(rt->e, on_compute_done, compute_prefetch, rt) ||
-           net_set_done_prefetch(world_net(rt->w), on_xfer_done, xfer_prefetch, rt);
+           net_set_done_prefetch(world_net(rt->w), xfer_done, xfer_prefetch, rt);
 }
 
 /* ---- compute ------------------------------------------------------------------- */
@@ -303,15 +301,18 @@ int prt_compute_step(prt *rt, size_t d, int n, prt_fn fn, void *ctx, double *dt_
 
 /* ---- initial distribution --------------------------------------------------- */
 
-static void on_xfer_done(void *ctx, uint64_t id)
+void xfer_done(void *ctx, uint64_t id)
 {
     (void)id;
-    xfer_ctx *x = ctx;
-    prt *rt = x->rt;
-    size_t d = x->d;
+    const xfer_ctx *x = ctx;
+    xfer_arrived(x->rt, x->d, x->is_data);
+}
+
+void xfer_arrived(prt *rt, size_t d, int is_data)
+{
     double now = abs_now(rt);
     jbreak(rt); /* the data distribution is not journaled */
-    if (x->is_data == 1) {
+    if (is_data == 1) {
         rt->r->devices[d].data_ready_s = now;
         if (now > rt->tsend_s) {
             rt->tsend_s = now;
@@ -324,7 +325,7 @@ static void on_xfer_done(void *ctx, uint64_t id)
         prt_set_act(rt, d, RES_ACT_WAIT);
         timeline *tl = TL(rt);
         tl->dev_fn[d](rt, tl->dev_ctx[d]);
-    } else if (x->is_data) {
+    } else if (is_data) {
         prt_set_act(rt, d, RES_ACT_RECV_MODEL);
     }
 }
@@ -332,6 +333,8 @@ static void on_xfer_done(void *ctx, uint64_t id)
 static int distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx,
                       int initial)
 {
+    if (rt->data) /* the data comes from where it lives (runtime_data.c) */
+        return data_distribute(rt, data_bytes, skip, per_dev, ctx, initial);
     timeline *tl = TL(rt);
     double model = rt->s->model.model_bytes;
     for (size_t d = 0; d < rt->n; d++) {
@@ -349,8 +352,8 @@ static int distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn
         if (!initial)
             rt->resent_bytes += data_bytes[d] + model;
         prt_set_act(rt, d, RES_ACT_RECV_DATA);
-        if (!world_transfer(rt->w, 0, (int)d + 1, data_bytes[d], on_xfer_done, &tl->xctx[2 * d]) ||
-            !world_transfer(rt->w, 0, (int)d + 1, model, on_xfer_done, &tl->xctx[2 * d + 1])) {
+        if (!world_transfer(rt->w, 0, (int)d + 1, data_bytes[d], xfer_done, &tl->xctx[2 * d]) ||
+            !world_transfer(rt->w, 0, (int)d + 1, model, xfer_done, &tl->xctx[2 * d + 1])) {
             fail_oom(rt);
             return DP_ENOMEM;
         }
@@ -431,6 +434,8 @@ void on_world_device(void *ctx, size_t d, int up)
         if (learn_on(rt)) /* its work since its last average or push is lost */
             prt_learn_lost(rt, d, rt->base + sim_now(rt->e));
         rt->pending[d] = 0;
+        if (rt->data)
+            data_device_down(rt, d);
         coll_device_down(rt, d);
         prt_set_act(rt, d, RES_ACT_WAIT);
     }
@@ -490,6 +495,8 @@ void prt_rollback(prt *rt, int epoch)
 /* Run statistics of a dynamic world (scenarios/README.md lists them). */
 void dyn_stats(prt *rt, double T)
 {
+    if (rt->data)
+        data_stats(rt);
     if (!scn_is_dynamic(rt->s))
         return;
     cmp_model *cm = world_compute(rt->w);
