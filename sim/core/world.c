@@ -732,6 +732,25 @@ int world_link_outage_in(const world *w, int link, double t0, double t1)
     return 0;
 }
 
+int world_dev_set(world *w, size_t d, int up, double next_s)
+{
+    if (!w->dev)
+        return 0;
+    wdev *v = &w->dev[d];
+    v->next_s = next_s;
+    if (v->up == up)
+        return 0;
+    v->up = up;
+    if (!up) {
+        w->failures++;
+        v->down_since = sim_now(w->e);
+        cut(w, (int)d + 1);
+    }
+    if (w->dev_fn)
+        w->dev_fn(w->dev_ctx, d, up);
+    return 1;
+}
+
 void world_on_device(world *w, world_dev_fn fn, void *ctx)
 {
     w->dev_fn = fn;

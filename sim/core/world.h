@@ -75,6 +75,13 @@ int world_dev_is_up(const world *w, size_t d);
  * ends down: the device is gone for good). */
 double world_dev_next_change(const world *w, size_t d);
 double world_dev_down_since(const world *w, size_t d); /* its last failure */
+/* Device d goes down (up = 0: its transfers are cut, a failure counted) or
+ * comes back, by a process outside the world (a battery: the runtime's
+ * energy records), the hook told as for the world's own; next_s is its
+ * next change as far as that process knows (INFINITY: none, for good).
+ * 1 if its state changed.  Only for devices with no availability process
+ * of their own, in worlds with failures (else nothing happens). */
+int world_dev_set(world *w, size_t d, int up, double next_s);
 int world_failures(const world *w);                    /* failures so far */
 double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
 /* Cut every transfer in flight (a job restart), with no callbacks.  Only

@@ -222,7 +222,8 @@ static void link_free(scn_link *l)
 int scni_any_failures(const scn_scenario *s)
 {
     for (size_t i = 0; i < s->n_groups; i++)
-        if (s->groups[i].count > 0 && (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace))
+        if (s->groups[i].count > 0 &&
+            (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace || s->groups[i].energy.battery))
             return 1;
     return 0;
 }

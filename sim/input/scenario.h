@@ -66,6 +66,22 @@ typedef struct scn_stragglers {
     double every_s, lasting_s, factor;
 } scn_stragglers;
 
+/* Energy of each device of a group (scenarios/README.md "Energy";
+ * docs/MODEL.md section 11): its power in each activity and, optionally,
+ * a battery whose state of charge drives its availability.  on == 0: no
+ * power figures (no energy is counted).  Fractions are of the capacity. */
+typedef enum { SCN_CHARGE_NONE = 0, SCN_CHARGE_RATE = 1, SCN_CHARGE_BERNOULLI = 2 } scn_charge_kind;
+typedef struct scn_energy {
+    int on;                                  /* `power:` given */
+    double compute_w, transmit_w, receive_w, idle_w;
+    int battery;                             /* `battery:` given */
+    double capacity_j;                       /* capacity x voltage, joules */
+    double charge, cutoff, resume;           /* initial, leave below, come back at */
+    int charging;                            /* scn_charge_kind */
+    double charge_w;                         /* power into the battery while plugged in */
+    double every_s, p;                       /* Bernoulli: plugged in with probability p, every every_s */
+} scn_energy;
+
 /* Availability of each device of a group: either a seeded on/off process
  * (up for an exponential time of mean mtbf_s, then down for one of mean
  * mttr_s; every device starts up) or an on/off trace (values 1 up, 0 down;
@@ -108,6 +124,7 @@ typedef struct scn_group {
     /* The dynamic world (docs in scenarios/README.md; all optional). */
     scn_stragglers stragglers;
     scn_avail avail; /* the group's own, else the top-level `availability:` */
+    scn_energy energy; /* `power:` and `battery:` (zeroed: none) */
     int item;        /* the `devices:` list item it came from (0-based) */
     int pop;         /* 1 + index into scn_scenario.pops when a population made it, else 0 */
     int pooled;      /* its name lives in its population's `names` block and it owns nothing
@@ -302,7 +319,7 @@ uint64_t scn_hash(const char *p, size_t n);
 scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err);
 void scn_free(scn_scenario *s);
 
-/* 1 when some device group has an availability process or trace: devices
+/* 1 when some device group has an availability process, trace or battery: devices
  * may go down (policies need an on_device hook). */
 int scn_has_failures(const scn_scenario *s);
 /* 1 when the world changes by itself: failures, stragglers or outages. */

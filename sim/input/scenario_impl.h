@@ -145,6 +145,11 @@ int scni_get_avail(cv *c, const yt_node *n, const char *path, scn_avail *a);
 int scni_get_outages(cv *c, const yt_node *l, const char *path, scn_outages *o);
 int scni_get_stragglers(cv *c, const yt_node *n, const char *path, scn_stragglers *st);
 int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, int bits, trace **out);
+/* scenario_energy.c: group g's `power:` and `battery:` (value nodes, NULL
+ * when absent); a battery drives availability, so a group with its own
+ * `availability:` (own_avail, key node avail_key) cannot have one. */
+int scni_get_energy(cv *c, const yt_node *power, const yt_node *battery, const char *path, scn_group *g,
+                    int own_avail, const yt_node *avail_key);
 /* scenario_sections.c */
 int scni_convert(cv *c, const yt_node *root);
 

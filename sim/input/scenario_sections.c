@@ -562,6 +562,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
         G_LINK,
         G_STRAGGLERS,
         G_AVAILABILITY,
+        G_POWER,
+        G_BATTERY,
         G_N
     };
     static const char *const keys[G_N + 1] = {[G_NAME] = "name",
@@ -580,6 +582,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
                                               [G_LINK] = "link",
                                               [G_STRAGGLERS] = "stragglers",
                                               [G_AVAILABILITY] = "availability",
+                                              [G_POWER] = "power",
+                                              [G_BATTERY] = "battery",
                                               [G_N] = NULL};
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
@@ -703,7 +707,10 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
         return r;
     if ((r = scni_get_avail(c, v[G_AVAILABILITY], path, &g->avail)) < 0)
         return r;
-    if (r == 0) { /* the top-level default, a copy of its own */
+    int own_avail = r > 0;
+    if ((r = scni_get_energy(c, v[G_POWER], v[G_BATTERY], path, g, own_avail, kn[G_AVAILABILITY])) < 0)
+        return r;
+    if (!own_avail && !g->energy.battery) { /* the top-level default, a copy of its own */
         g->avail = s->availability;
         if (s->availability.trace && !(g->avail.trace = trace_copy(s->availability.trace)))
             return scni_oom(c);

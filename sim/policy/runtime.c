@@ -37,6 +37,7 @@
  */
 #include "log.h"
 #include "policy.h"
+#include "runtime_energy.h"
 #include "runtime_impl.h"
 
 #include <math.h>
@@ -235,7 +236,7 @@ prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *e
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err))
+    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err) || energy_open(rt, seed, err))
         goto fail;
     ff_init(rt);
     if (rt->may_fail)
@@ -260,6 +261,7 @@ void prt_free(prt *rt)
     if (!rt)
         return;
     prt_learn_close(rt);
+    energy_close(rt);
     timeline *tl = TL(rt);
     coll_free_all(rt);
     world_free(rt->w);
@@ -417,6 +419,11 @@ int prt_end_epoch(prt *rt)
     return rc;
 }
 
+void prt_finish(prt *rt)
+{
+    rt->finished = 1;
+}
+
 int prt_periodic(const prt *rt)
 {
     return rt->periodic;
@@ -446,6 +453,8 @@ res_run *prt_results(prt *rt)
     r->samples_processed = rt->samples_done;
     r->events = sim_events_run(rt->e) + rt->ff_events;
     dyn_stats(rt, T);
+    if (energy_results(rt, r))
+        fail_oom(rt);
     double busy = 0;
     net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {

@@ -95,7 +95,8 @@ void ff_init(prt *rt)
     /* one epoch has no boundary to fold at or replay from (its end ends
      * the run): nothing to keep, 144 MB at 10^6 devices */
     if (rt->ff || !rt->pdef || !rt->pdef->steady_state || rt->s->training.epochs < 2 ||
-        !world_periodic(rt->s) || learn_on(rt)) /* the learner needs every update: no replay */
+        !world_periodic(rt->s) || learn_on(rt) ||
+        rt->energy) /* and energy: every interval is integrated as it happens */ /* the learner needs every update: no replay */
         return;
     ffj *f = dp_calloc(1, sizeof *f);
     prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);

@@ -101,6 +101,7 @@ struct prt {
     /* periodic worlds: the running records folded at each clean epoch
      * boundary (runtime.c's invariants), NULL elsewhere */
     struct prt_sums *tot;
+    struct prt_energy *energy; /* devices' power and batteries (runtime_energy.c), NULL without */
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
