@@ -59,6 +59,9 @@ struct world {
         double lat;               /* its access links' latency */
     } * r;
     int nic_up, nic_down; /* -1 when unlimited */
+    /* regional servers (scenario `servers:`): node nd + 1 + k has NIC
+     * links rs_up[k], rs_down[k] (-1 when unlimited), after every device's */
+    int *rs_up, *rs_down;
     /* device d's access (and peer) links are dev_link0 + per_dev * d + k,
      * k = up, down (, peer up, peer down): named when asked (dev_link_name) */
     int dev_link0, per_dev;
@@ -205,6 +208,8 @@ static int build_routes(world *w, dp_err *err)
         w->route_off[i] = -1;
     if (s->server.site >= 0)
         used[s->server.site] = 1;
+    for (size_t k = 0; k < s->n_servers; k++)
+        used[s->servers[k].site] = 1;
     for (size_t g = 0; g < s->n_groups; g++)
         if (s->groups[g].site >= 0 && s->groups[g].count > 0)
             used[s->groups[g].site] = 1;
@@ -344,6 +349,23 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             goto fail;
         }
     }
+    if (s->n_servers) {
+        w->rs_up = dp_malloc(s->n_servers * sizeof *w->rs_up);
+        w->rs_down = dp_malloc(s->n_servers * sizeof *w->rs_down);
+        if (!w->rs_up || !w->rs_down) {
+            dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < s->n_servers; k++) {
+            const struct scn_rserver *v = &s->servers[k];
+            char nm[160];
+            snprintf(nm, sizeof nm, "server.%s.nic", s->sites[v->site]);
+            w->rs_up[k] = w->rs_down[k] = -1;
+            if ((isfinite(v->nic_up_Bps) && (w->rs_up[k] = add(w, v->nic_up_Bps, NULL, nm, ".up", err)) < 0) ||
+                (isfinite(v->nic_down_Bps) && (w->rs_down[k] = add(w, v->nic_down_Bps, NULL, nm, ".down", err)) < 0))
+                goto fail;
+        }
+    }
     if (dyn_init(w, seed, err))
         goto fail;
     if (build_routes(w, err))
@@ -362,6 +384,8 @@ void world_free(world *w)
     sim_engine_free(w->e);
     cmp_free(w->c);
     dp_free(w->r);
+    dp_free(w->rs_up);
+    dp_free(w->rs_down);
     dp_free(w->wan);
     dp_free(w->wan_lat);
     dp_free(w->route_off);
@@ -410,7 +434,9 @@ int world_dev_peer_down(const world *w, size_t d)
 
 static int site_of(const world *w, int node)
 {
-    return node == 0 ? w->s->server.site : w->r[node - 1].site;
+    if (node == 0)
+        return w->s->server.site;
+    return (size_t)node <= w->nd ? w->r[node - 1].site : w->s->servers[(size_t)node - w->nd - 1].site;
 }
 
 void world_prefetch_dev(const world *w, size_t d, int down)
@@ -426,16 +452,19 @@ void world_prefetch_dev(const world *w, size_t d, int down)
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)
 {
-    int nn = (int)w->nd;
-    if (from == to || from < 0 || to < 0 || from > nn || to > nn)
+    int nn = (int)w->nd, ns = (int)w->s->n_servers;
+    if (from == to || from < 0 || to < 0 || from > nn + ns || to > nn + ns)
         return DP_EINPUT;
     size_t k = 0;
     double lat = 0;
-    int peer = from > 0 && to > 0 && w->s->interconnect.bandwidth_Bps > 0;
+    int peer = from > 0 && to > 0 && from <= nn && to <= nn && w->s->interconnect.bandwidth_Bps > 0;
     /* sender's access */
     if (from == 0) {
         if (w->nic_up >= 0)
             links[k++] = w->nic_up;
+    } else if (from > nn) { /* a regional server */
+        if (w->rs_up[from - nn - 1] >= 0)
+            links[k++] = w->rs_up[from - nn - 1];
     } else {
         links[k++] = peer ? w->r[from - 1].pup : w->r[from - 1].up;
         lat += peer ? w->s->interconnect.latency_s : w->r[from - 1].lat;
@@ -459,6 +488,9 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
     if (to == 0) {
         if (w->nic_down >= 0)
             links[k++] = w->nic_down;
+    } else if (to > nn) {
+        if (w->rs_down[to - nn - 1] >= 0)
+            links[k++] = w->rs_down[to - nn - 1];
     } else {
         links[k++] = peer ? w->r[to - 1].pdown : w->r[to - 1].down;
         lat += peer ? w->s->interconnect.latency_s : w->r[to - 1].lat;
@@ -517,7 +549,8 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
         cap = w->s->network.tcp_window_bytes / (2 * lat);
     if (!w->track)
         return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
-    if ((from > 0 && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
+    if ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) ||
+        (to > 0 && (size_t)to <= w->nd && !w->dev[to - 1].up))
         return w->dead_id--; /* an end is down: nothing moves, nothing ends */
     xf *x = xf_alloc(w);
     if (!x)
@@ -684,6 +717,12 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
         *dir = link == w->nic_down;
         return;
     }
+    for (size_t k = 0; k < w->s->n_servers; k++)
+        if (link == w->rs_up[k] || link == w->rs_down[k]) { /* a regional server's NIC */
+            *dev = -1;
+            *dir = link == w->rs_down[k];
+            return;
+        }
     if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
         *dev = (link - w->dev_link0) / w->per_dev; /* added in this order (world_new) */
         *dir = (link - w->dev_link0) % w->per_dev;
@@ -717,6 +756,9 @@ int world_link_outage_in(const world *w, int link, double t0, double t1)
 {
     if (!w->n_oev || link == w->nic_up || link == w->nic_down) /* the NIC has no outages */
         return 0;
+    for (size_t k = 0; k < w->s->n_servers; k++)
+        if (link == w->rs_up[k] || link == w->rs_down[k])
+            return 0;
     const scn_scenario *s = w->s;
     if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
         size_t d = (size_t)((link - w->dev_link0) / w->per_dev);
@@ -729,6 +771,15 @@ int world_link_outage_in(const world *w, int link, double t0, double t1)
         if (w->wan[a * ns + b] == link || w->wan[b * ns + a] == link)
             return outage_in(&s->wan[i].outages, t0, t1);
     }
+    return 0;
+}
+
+int world_server_of(const world *w, size_t d)
+{
+    int site = w->r[d].site;
+    for (size_t k = 0; site >= 0 && k < w->s->n_servers; k++)
+        if (w->s->servers[k].site == site)
+            return (int)(w->nd + 1 + k);
     return 0;
 }
 

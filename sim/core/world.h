@@ -3,13 +3,16 @@
  * from what runs on it (policies), as SimGrid keeps platform and deployment
  * apart.
  *
- * Nodes: 0 is the server (rank 0), 1..N the devices in scenario order.
+ * Nodes: 0 is the server (rank 0), 1..N the devices in scenario order,
+ * N+1..N+S the regional servers (scenario `servers:`, in file order).
  * Links: each device's access link (up: device -> network, down), the
  * server NIC (when finite), a WAN link per direction for each site pair,
  * and, when the scenario has an interconnect, each device's peer link pair.
  *
  * Paths:
  *   server -> device i : server NIC up, WAN(site(server) -> site(i)), i down
+ *     (a regional server: its own NIC, from its site; between two servers
+ *     their NICs and the WAN)
  *   device i -> server : i up, WAN, server NIC down
  *   device i -> device j (peer traffic, collectives): i up, WAN, j down; or
  *     with an interconnect: i peer-up, WAN, j peer-down.
@@ -60,6 +63,8 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
  * its route and its up link (and its down link when `down`), without
  * reading them (their indices follow from d). */
 void world_prefetch_dev(const world *w, size_t d, int down);
+/* The node of device d's server: its site's regional server, else 0. */
+int world_server_of(const world *w, size_t d);
 /* Start a transfer of `bytes` from node to node along world_path, with the
  * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
  * Returns the flow id or 0 on failure. */

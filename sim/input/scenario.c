@@ -250,6 +250,7 @@ void scn_free(scn_scenario *s)
 {
     if (!s)
         return;
+    dp_free(s->servers);
     dp_free(s->name);
     dp_free(s->path);
     dp_free(s->text);

@@ -222,6 +222,16 @@ typedef struct scn_scenario {
         double aggregate_Bps;            /* model bytes averaged per second; default INFINITY */
         int site;                        /* -1 = none; default: first site if sites exist */
     } server;
+    /* `servers:` regional parameter servers (Cloudless-Training;
+     * scenarios/README.md "Regional servers"), at most one per site, in
+     * file order: world node n_devices + 1 + k.  A device's server is its
+     * site's, else the server above. */
+    size_t n_servers;
+    struct scn_rserver {
+        int site;
+        double nic_up_Bps, nic_down_Bps; /* INFINITY = unlimited */
+        double aggregate_Bps;            /* INFINITY = instant */
+    } *servers;
 
     struct {
         double tcp_window_bytes; /* 0 = no window cap (default) */

@@ -150,6 +150,8 @@ int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, i
  * `availability:` (own_avail, key node avail_key) cannot have one. */
 int scni_get_energy(cv *c, const yt_node *power, const yt_node *battery, const char *path, scn_group *g,
                     int own_avail, const yt_node *avail_key);
+/* scenario_servers.c: the top-level `servers:` list (NULL: none). */
+int scni_conv_servers(cv *c, const yt_node *list);
 /* scenario_sections.c */
 int scni_convert(cv *c, const yt_node *root);
 

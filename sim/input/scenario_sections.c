@@ -840,7 +840,8 @@ int scni_convert(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
                                        "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", "learning", "compression", NULL};
+                                       "devices", "policies",    "availability", "learning", "compression", "servers",
+                                       NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -852,7 +853,7 @@ int scni_convert(cv *c, const yt_node *root)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
-        (r = conv_wan(c, root)) < 0 ||
+        (r = conv_wan(c, root)) < 0 || (r = scni_conv_servers(c, yt_get(root, "servers"))) < 0 ||
         (c->s->availability.data_persists = 1,
          r = scni_get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = conv_policies(c, root)) < 0 ||
