@@ -54,6 +54,10 @@ static const struct {
     [PLOT_ACCURACY] = {"accuracy", plot_draw_accuracy,
                        "test accuracy against simulated time and epochs per run\n"
                        "(scenario learning:)."},
+    [PLOT_ENERGY] = {"energy", plot_draw_energy,
+                     "the joules each run's devices drew, stacked by activity (compute,\n"
+                     "transmit, receive, idle), with fedavg's completed rounds (scenario\n"
+                     "power:; selection as compare)."},
 };
 
 int plot_kind_by_name(const char *name)

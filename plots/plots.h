@@ -35,6 +35,7 @@ typedef enum {
     PLOT_STALENESS,
     PLOT_LINKS,
     PLOT_ACCURACY,
+    PLOT_ENERGY,
     PLOT_KIND_COUNT
 } plot_kind;
 
@@ -231,5 +232,7 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
 int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_energy.c: the devices' energy per run, stacked by activity. */
+int plot_draw_energy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

@@ -120,9 +120,8 @@ static void to_members(prt *rt, rg_group *g)
     }
 }
 
-/* The round (sync: global; async: group g's) is over: statistics, and the
- * epoch's end when no shard has work left.  1 when the next round starts. */
-static int round_end(prt *rt, rg_state *st, const size_t *members, size_t m)
+/* A round (sync: global; async: a group's) is over: its statistics. */
+static void round_stats(rg_state *st, const size_t *members, size_t m)
 {
     int64_t batch = 0, devs = 0;
     for (size_t i = 0; i < m; i++) {
@@ -133,6 +132,11 @@ static int round_end(prt *rt, rg_state *st, const size_t *members, size_t m)
     }
     st->cs.rounds++;
     cl_update(&st->cs, batch, devs, 0);
+}
+
+/* The epoch's end when no shard has work left.  1 when the next round starts. */
+static int round_end(prt *rt, rg_state *st)
+{
     if (prt_work_left(rt))
         return 1;
     if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
@@ -157,7 +161,8 @@ static void wan_averaged(prt *rt, void *ctx)
     prt_learn_average(rt, NULL, 0, 1, 1);
     st->wan_rounds++;
     st->at_global = 0;
-    if (!round_end(rt, st, st->parts, st->n_parts))
+    round_stats(st, st->parts, st->n_parts);
+    if (!round_end(rt, st))
         return;
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t k = 0; k < st->n_grp; k++) {
@@ -223,6 +228,7 @@ static void on_async_up(void *ctx, uint64_t id)
 static void async_next(prt *rt, rg_state *st, rg_group *g)
 {
     g->rounds++;
+    round_stats(st, g->members, g->n);
     if (g->node != 0 && !g->pushing && g->rounds % st->o.wan_every == 0) {
         g->pushing = 1;
         send(rt, g->node, 0, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_async_up, g);
@@ -238,7 +244,7 @@ static void async_next(prt *rt, rg_state *st, rg_group *g)
     for (size_t k = 0; k < st->n_grp; k++)
         if (!st->grp[k].idle)
             return;
-    if (!round_end(rt, st, st->parts, st->n_parts))
+    if (!round_end(rt, st))
         return;
     for (size_t k = 0; k < st->n_grp; k++) {
         st->grp[k].idle = 0;
@@ -256,7 +262,8 @@ static void group_averaged(prt *rt, void *ctx)
     g->has_global = 0;
     if (st->n_grp == 1) { /* nothing across the WAN: localsgd's server round */
         prt_learn_average(rt, NULL, 0, 1, 1);
-        if (round_end(rt, st, st->parts, st->n_parts))
+        round_stats(st, st->parts, st->n_parts);
+        if (round_end(rt, st))
             to_members(rt, g);
         return;
     }
