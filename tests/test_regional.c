@@ -82,6 +82,9 @@ Test(regional, two_sites_by_hand)
     /* WAN: b's data and model, y's model up in each round, the global one
      * down after the first (the last is not sent) */
     expect_close(stat(r, "bytes.wan"), 2e5 + 1e6 + 3e6);
+    /* moved: 3 x (data + model), 3 devices x (2 uploads + 1 download), and
+     * between the servers y's 2 models up and 1 global model down */
+    expect_close(r->bytes_total, 3 * 1.2e6 + 3 * 3e6 + 3e6);
     res_run_free(r);
     scn_free(s);
 }

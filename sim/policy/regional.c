@@ -93,6 +93,9 @@ static double avg_s(double rate, double models, double M)
 
 static void send(prt *rt, int from, int to, double bytes, net_done_fn fn, void *ctx)
 {
+    int n = (int)prt_n(rt);
+    if ((from == 0 || from > n) && (to == 0 || to > n)) /* two servers */
+        prt_add_between_servers(rt, bytes);
     if (!world_transfer(prt_world(rt), from, to, bytes, fn, ctx))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }

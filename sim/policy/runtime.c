@@ -419,6 +419,11 @@ int prt_end_epoch(prt *rt)
     return rc;
 }
 
+void prt_add_between_servers(prt *rt, double bytes)
+{
+    rt->between_servers += bytes;
+}
+
 void prt_finish(prt *rt)
 {
     rt->finished = 1;
@@ -479,7 +484,7 @@ res_run *prt_results(prt *rt)
             dev += r->devices[d].bytes_sent + r->devices[d].bytes_recv;
         for (size_t d = 0; d < rt->n; d++)
             server += rt->server_bytes[d];
-        r->bytes_total = (dev + server) / 2;
+        r->bytes_total = (dev + server) / 2 + rt->between_servers;
     }
     /* minus what ran before Tsend (0 when nobody computed before it, so
      * the sum is the per-device one, bit for bit) */

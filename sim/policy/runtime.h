@@ -147,6 +147,10 @@ int prt_device_up(const prt *rt, size_t d);
  * calls the policy's on_device hook; when it comes back, the hook again.
  * Seconds the device computed so far, including batches cut short: */
 double prt_compute_s(const prt *rt, size_t d);
+/* Bytes sent between two servers (regional servers and the main one): no
+ * device's link carries them, so they join the run's bytes moved here.
+ * Not for policies that fast-forward (not folded). */
+void prt_add_between_servers(prt *rt, double bytes);
 /* Energy (scenario `power:` / `battery:`, docs/MODEL.md section 11): the
  * joules device d's battery holds above its cutoff now (INFINITY without a
  * battery), and its power figures (NULL without). */

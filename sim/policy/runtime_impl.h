@@ -102,6 +102,7 @@ struct prt {
      * boundary (runtime.c's invariants), NULL elsewhere */
     struct prt_sums *tot;
     struct prt_energy *energy; /* devices' power and batteries (runtime_energy.c), NULL without */
+    double between_servers;    /* bytes between two servers (regional), counted once (prt_add_between_servers) */
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
