@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -165,6 +166,41 @@ Test(energy, charger_brings_devices_back)
     cr_expect(stat(r, "battery.first_drop_s", RES_SCOPE_RUN, 0) < r->ttotal_s - 4);
     res_run_free(r);
     scn_free(s);
+}
+
+/* A trace charger plugs a device in only from t = 1 h: the fleet drops
+ * within minutes and every round after waits for the plug; a Bernoulli
+ * charger (p = 0.5 every minute) brings them back too. */
+Test(energy, trace_and_bernoulli_chargers)
+{
+    const char *chargers[] = {"{ rate: 10W, resume: 50%, trace: data/plugged-after-1h.csv }",
+                              "{ rate: 10W, resume: 50%, every: 1min, probability: 0.5 }"};
+    for (int i = 0; i < 2; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "model: { params: 250000, flops_per_sample: 1e6 }\n"
+                 "dataset: { samples: 200, sample_bytes: 1000 }\n"
+                 "training: { epochs: 30 }\n"
+                 "devices:\n"
+                 "  - { name: p, count: 2, kind: cpu, memory: 4GB, batch: 10, batch_time: 1s,\n"
+                 "      link: { up: 8Mbps, down: 80Mbps }, power: { compute: 2W, transmit: 1W },\n"
+                 "      battery: { capacity: 100J, cutoff: 10%%, charging: %s } }\n"
+                 "policies:\n"
+                 "  fedavg: { steps: 5, rounds: 1 }\n",
+                 chargers[i]);
+        dp_err err = {0};
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/tests", getenv("DPSIM_SRC") ? getenv("DPSIM_SRC") : "..");
+        scn_scenario *s = scn_load_string("test.yaml", text, strlen(text), dir, NULL, 0, &err);
+        cr_assert(s, "%s", err.msg);
+        res_run *r = run("fedavg", s);
+        cr_expect_eq(r->n_epochs, 30, "every round completes");
+        cr_expect(stat(r, "battery.drops", RES_SCOPE_RUN, 0) >= 2);
+        if (i == 0)
+            cr_expect(r->ttotal_s > 3600 + 4, "Ttotal %g", r->ttotal_s); /* 40 J at 10 W after the plug */
+        res_run_free(r);
+        scn_free(s);
+    }
 }
 
 /* Selection by energy never completes fewer rounds than random selection

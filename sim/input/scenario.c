@@ -278,6 +278,7 @@ void scn_free(scn_scenario *s)
         dp_free(g->table_s);
         trace_free(g->speed_trace);
         trace_free(g->avail.trace);
+        trace_free(g->energy.plug_trace);
         link_free(&g->link);
     }
     dp_free(s->groups);

@@ -70,7 +70,12 @@ typedef struct scn_stragglers {
  * docs/MODEL.md section 11): its power in each activity and, optionally,
  * a battery whose state of charge drives its availability.  on == 0: no
  * power figures (no energy is counted).  Fractions are of the capacity. */
-typedef enum { SCN_CHARGE_NONE = 0, SCN_CHARGE_RATE = 1, SCN_CHARGE_BERNOULLI = 2 } scn_charge_kind;
+typedef enum {
+    SCN_CHARGE_NONE = 0,
+    SCN_CHARGE_RATE = 1,      /* plugged in as soon as it is down */
+    SCN_CHARGE_BERNOULLI = 2, /* plugged in at each every_s with probability p */
+    SCN_CHARGE_TRACE = 3      /* plugged in while plug_trace is 1 */
+} scn_charge_kind;
 typedef struct scn_energy {
     int on;                                  /* `power:` given */
     double compute_w, transmit_w, receive_w, idle_w;
@@ -80,6 +85,7 @@ typedef struct scn_energy {
     int charging;                            /* scn_charge_kind */
     double charge_w;                         /* power into the battery while plugged in */
     double every_s, p;                       /* Bernoulli: plugged in with probability p, every every_s */
+    trace *plug_trace;                       /* TRACE: 1 plugged in, 0 not (owned) */
 } scn_energy;
 
 /* Availability of each device of a group: either a seeded on/off process

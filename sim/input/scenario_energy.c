@@ -96,7 +96,7 @@ static int get_power(cv *c, const yt_node *n, const char *path, scn_energy *e)
 
 static int get_charging(cv *c, const yt_node *n, const char *path, scn_energy *e)
 {
-    static const char *const keys[] = {"rate", "resume", "every", "probability", NULL};
+    static const char *const keys[] = {"rate", "resume", "every", "probability", "trace", NULL};
     static const char *const req[] = {"rate", NULL};
     char kp[340];
     int r;
@@ -111,6 +111,18 @@ static int get_charging(cv *c, const yt_node *n, const char *path, scn_energy *e
     if (has_every != has_p)
         return scni_fail(c, n, kp, "a Bernoulli charger needs both every and probability (got only %s)",
                          has_every ? "every" : "probability");
+    const yt_node *tn = yt_get(n, "trace");
+    if (!yt_is_null(tn) && has_every)
+        return scni_fail(c, tn, kp, "a charger follows a trace or a Bernoulli process, not both (got trace and every)");
+    if (!yt_is_null(tn)) {
+        if ((r = scni_get_trace(c, tn, kp, "trace", 0, &e->plug_trace)) < 0)
+            return r;
+        e->charging = SCN_CHARGE_TRACE;
+        for (size_t k = 0; k < e->plug_trace->n; k++)
+            if (e->plug_trace->value[k] != 0 && e->plug_trace->value[k] != 1)
+                return scni_fail(c, tn, kp, "a charging trace holds 1 (plugged in) or 0 only (got %g at t = %g s)",
+                                 e->plug_trace->value[k], e->plug_trace->t_s[k]);
+    }
     if (has_every) {
         e->charging = SCN_CHARGE_BERNOULLI;
         if ((r = scni_get_pos(c, n, kp, "every", SCN_UNIT_TIME, 1, 0, 0, 1e12, &e->every_s)) < 0 ||

@@ -10,9 +10,10 @@
  * costs more.  A battery starts at `charge` x capacity; when it reaches
  * its cutoff (an event at the exact instant its current draw empties it)
  * the device goes down (world_dev_set), and, with a charger, comes back
- * when charged to `resume` at the charger's rate (plugged in at once, or,
+ * when charged to `resume` at the charger's rate (plugged in at once;
  * Bernoulli, plugged in at each `every` with probability p, from its own
- * seeded stream).  A device charges only while down.
+ * seeded stream; or while a trace says 1).  A device charges only while
+ * down.
  *
  * Worlds with energy are simulated event by event (runtime_ff.c: no epoch
  * replay), so every interval passes through here.
@@ -23,6 +24,8 @@
 
 #include <gsl/gsl_rng.h>
 #include <math.h>
+
+#include "trace.h"
 
 typedef struct en_dev {
     prt *rt;
@@ -61,13 +64,19 @@ static double power_of(const scn_energy *e, res_activity a)
     }
 }
 
-/* Bring device v's records to absolute time now, in activity a. */
+/* Bring device v's records to absolute time now, in activity a: up, it
+ * draws its activity's power; down and plugged in, it charges. */
 static void accrue(en_dev *v, res_activity a, double now)
 {
     double dt = now - v->t;
     v->t = now;
-    if (!v->up || !(dt > 0))
+    if (!(dt > 0))
         return;
+    if (!v->up) {
+        if (v->plugged)
+            v->charge_j = fmin(v->charge_j + v->cfg->charge_w * dt, v->cfg->capacity_j);
+        return;
+    }
     double e = power_of(v->cfg, a) * dt;
     v->j[a] += e;
     if (v->cfg->battery)
@@ -99,21 +108,35 @@ static void plan_empty(en_dev *v, double now, double p)
     schedule_at(v, now + (v->charge_j - v->cutoff_j) / p);
 }
 
-/* A battery device down: plugged in, its return; or its next check. */
+/* A battery device down, its charge up to now: whether it is plugged in
+ * now, and its next event (charged; a Bernoulli check; the trace's next
+ * change), which is returned (INFINITY: it never comes back). */
 static double plan_charge(en_dev *v, double now)
 {
     unschedule(v);
     const scn_energy *c = v->cfg;
-    if (c->charging == SCN_CHARGE_NONE)
-        return INFINITY;
-    if (v->plugged || c->charging == SCN_CHARGE_RATE) {
+    double full = (c->resume * c->capacity_j - v->charge_j) / c->charge_w, t = INFINITY;
+    switch (c->charging) {
+    case SCN_CHARGE_RATE:
         v->plugged = 1;
-        double t = now + fmax(0, c->resume * c->capacity_j - v->charge_j) / c->charge_w;
-        schedule_at(v, t);
-        return t;
+        t = now + full;
+        break;
+    case SCN_CHARGE_BERNOULLI:
+        t = now + (v->plugged ? full : c->every_s);
+        break;
+    case SCN_CHARGE_TRACE: {
+        double val;
+        v->plugged = trace_value_at(c->plug_trace, now) > 0.5;
+        double change = trace_next_change(c->plug_trace, now, &val);
+        t = v->plugged ? fmin(now + full, change) : change;
+        break;
     }
-    schedule_at(v, now + c->every_s);
-    return now + c->every_s;
+    default:
+        return INFINITY;
+    }
+    if (isfinite(t))
+        schedule_at(v, t);
+    return t;
 }
 
 static void on_battery(sim_engine *e, void *ctx, uint64_t id)
@@ -125,30 +148,28 @@ static void on_battery(sim_engine *e, void *ctx, uint64_t id)
     v->ev = 0;
     if (rt->failed || rt->finished)
         return;
+    const scn_energy *c = v->cfg;
+    accrue(v, rt->act[v->d], now);
     if (v->up) { /* at its cutoff */
-        accrue(v, rt->act[v->d], now);
         v->charge_j = v->cutoff_j;
         v->drops++;
         if (v->drops == 1)
             v->first_drop_s = now;
         v->up = 0;
-        double next = plan_charge(v, now);
-        world_dev_set(rt->w, v->d, 0, next);
+        v->plugged = 0;
+        world_dev_set(rt->w, v->d, 0, plan_charge(v, now));
         return;
     }
-    const scn_energy *c = v->cfg;
-    if (!v->plugged) { /* Bernoulli: is it plugged in now? */
-        if (gsl_rng_uniform(v->rng) < c->p)
-            v->plugged = 1;
-        double next = plan_charge(v, now);
-        world_dev_set(rt->w, v->d, 0, next);
+    if (!(v->plugged && v->charge_j >= c->resume * c->capacity_j * (1 - 1e-12))) {
+        if (c->charging == SCN_CHARGE_BERNOULLI && !v->plugged && gsl_rng_uniform(v->rng) < c->p)
+            v->plugged = 1; /* a check: plugged in now? */
+        world_dev_set(rt->w, v->d, 0, plan_charge(v, now));
         return;
     }
     /* charged */
     v->charge_j = fmax(v->charge_j, c->resume * c->capacity_j);
     v->plugged = 0;
     v->up = 1;
-    v->t = now;
     world_dev_set(rt->w, v->d, 1, INFINITY);
     if (v->up && !v->ev) /* the policy may have changed its activity (planned there) */
         plan_empty(v, now, power_of(c, rt->act[v->d]));
@@ -172,6 +193,7 @@ void energy_updown(prt *rt, size_t d, int up)
     double now = abs_now(rt);
     accrue(v, rt->act[d], now);
     v->up = up;
+    v->t = now;
 }
 
 int energy_open(prt *rt, uint64_t seed, dp_err *err)
