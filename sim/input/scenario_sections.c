@@ -710,7 +710,9 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     int own_avail = r > 0;
     if ((r = scni_get_energy(c, v[G_POWER], v[G_BATTERY], path, g, own_avail, kn[G_AVAILABILITY])) < 0)
         return r;
-    if (!own_avail && !g->energy.battery) { /* the top-level default, a copy of its own */
+    if (g->energy.battery) { /* its battery decides when it is up; it keeps its data */
+        g->avail = (scn_avail){0, 0, NULL, 1};
+    } else if (!own_avail) { /* the top-level default, a copy of its own */
         g->avail = s->availability;
         if (s->availability.trace && !(g->avail.trace = trace_copy(s->availability.trace)))
             return scni_oom(c);

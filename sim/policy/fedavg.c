@@ -53,7 +53,9 @@ typedef struct fa_dev {
     int arrived;  /* its model is at the server */
     int done;     /* steps done this round */
     double c0;    /* compute seconds when the round began */
-    int ready;    /* holds its shard and the model (or is down) */
+    int ready;    /* the distribution is over for it (it holds its shard, or it went down) */
+    int has_data; /* holds its shard */
+    int pending;  /* flows of its download still on the way (the model, and its shard if it lost it) */
     double e_round, t_round; /* predicted energy and time of a round alone */
 } fa_dev;
 
@@ -223,9 +225,12 @@ static void on_download(void *ctx, uint64_t id)
 {
     (void)id;
     fa_dev *v = ctx;
+    if (--v->pending > 0)
+        return;
     prt_set_act(v->rt, v->d, RES_ACT_WAIT);
     if (!v->in)
         return;
+    v->has_data = 1;
     prt_learn_pull(v->rt, v->d);
     step(v->rt, v);
 }
@@ -262,8 +267,19 @@ static void start_round(prt *rt, fa_state *st)
         v->arrived = 0;
         v->done = 0;
         v->c0 = prt_compute_s(rt, v->d);
+        v->pending = 1;
         prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, v->d, M);
+        if (!v->has_data) { /* it lost its shard (or never got it): sent again with the model */
+            double data = (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
+            v->pending = 2;
+            prt_add_server_bytes(rt, v->d, data);
+            prt_add_resent(rt, data);
+            if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, data, on_download, v)) {
+                prt_fail(rt, DP_ENOMEM, "out of memory");
+                return;
+            }
+        }
         if (!world_transfer(prt_world(rt), 0, (int)v->d + 1, M, on_download, v)) {
             prt_fail(rt, DP_ENOMEM, "out of memory");
             return;
@@ -278,6 +294,7 @@ static void on_ready(prt *rt, void *ctx)
     if (v->ready)
         return;
     v->ready = 1;
+    v->has_data = prt_device_up(rt, v->d);
     if (++st->ready == (int)st->n_parts)
         start_round(rt, st);
 }
@@ -296,6 +313,8 @@ static void fa_on_device(prt *rt, const void *opts, size_t d, int up)
     if (st->first_drop_round < 0)
         st->first_drop_round = st->tried;
     fa_dev *v = &st->dev[d];
+    if (!cl_keeps_data(rt, d))
+        v->has_data = 0;
     if (st->ready < (int)st->n_parts) { /* during the distribution: it is not waited for */
         on_ready(rt, v);
         return;
