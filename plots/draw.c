@@ -58,6 +58,10 @@ static const struct {
                    "a `dpsim jobs` run: a Gantt of its jobs over the devices and the\n"
                    "CDF of job completion times, a line per scheduler (--run takes\n"
                    "jobs_runs ids)."},
+    [PLOT_ENERGY] = {"energy", plot_draw_energy,
+                     "the joules each run's devices drew, stacked by activity (compute,\n"
+                     "transmit, receive, idle), with fedavg's completed rounds (scenario\n"
+                     "power:; selection as compare)."},
 };
 
 int plot_kind_by_name(const char *name)

@@ -36,6 +36,7 @@ typedef enum {
     PLOT_LINKS,
     PLOT_ACCURACY,
     PLOT_JOBS,
+    PLOT_ENERGY,
     PLOT_KIND_COUNT
 } plot_kind;
 
@@ -234,5 +235,7 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
 int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+/* plot_energy.c: the devices' energy per run, stacked by activity. */
+int plot_draw_energy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 
 #endif

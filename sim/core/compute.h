@@ -54,7 +54,7 @@ int cmp_straggler_episode(cmp_model *c, size_t dev, double t, double *start_s, d
  * process of every device draws from its own, so one policy drawing more
  * of one never shifts another's.  The caller frees it (gsl_rng_free);
  * NULL when out of memory. */
-enum { CMP_STREAM_NOISE = 0, CMP_STREAM_STRAGGLERS = 1, CMP_STREAM_AVAILABILITY = 2 };
+enum { CMP_STREAM_NOISE = 0, CMP_STREAM_STRAGGLERS = 1, CMP_STREAM_AVAILABILITY = 2, CMP_STREAM_CHARGER = 3 };
 gsl_rng *cmp_stream(uint64_t seed, size_t dev, int process);
 
 /* Wall time to do `work_s` seconds of factor-1 work from t under trace tr

@@ -60,9 +60,13 @@ struct world {
     } * r;
     int nic_up, nic_down; /* -1 when unlimited */
     /* with scenario data (dataset.storage, .caches): per site, the read
-     * link of its storage (nodes nd + 1 + site) and of its cache (nodes
-     * nd + 1 + n_sites + site); -1 unlimited.  NULL without. */
+     * link of its storage (nodes nd + 1 + S + site, S the regional servers
+     * below) and of its cache (nodes nd + 1 + S + n_sites + site); -1
+     * unlimited.  NULL without. */
     int *xread;
+    /* regional servers (scenario `servers:`): node nd + 1 + k has NIC
+     * links rs_up[k], rs_down[k] (-1 when unlimited), after every device's */
+    int *rs_up, *rs_down;
     /* device d's access (and peer) links are dev_link0 + per_dev * d + k,
      * k = up, down (, peer up, peer down): named when asked (dev_link_name) */
     int dev_link0, per_dev;
@@ -210,6 +214,8 @@ static int build_routes(world *w, dp_err *err)
         w->route_off[i] = -1;
     if (s->server.site >= 0)
         used[s->server.site] = 1;
+    for (size_t k = 0; k < s->n_servers; k++)
+        used[s->servers[k].site] = 1;
     for (size_t g = 0; g < s->n_groups; g++)
         if (s->groups[g].site >= 0 && s->groups[g].count > 0)
             used[s->groups[g].site] = 1;
@@ -349,6 +355,23 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             goto fail;
         }
     }
+    if (s->n_servers) {
+        w->rs_up = dp_malloc(s->n_servers * sizeof *w->rs_up);
+        w->rs_down = dp_malloc(s->n_servers * sizeof *w->rs_down);
+        if (!w->rs_up || !w->rs_down) {
+            dp_err_set(err, DP_ENOMEM, "world: out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < s->n_servers; k++) {
+            const struct scn_rserver *v = &s->servers[k];
+            char nm[160];
+            snprintf(nm, sizeof nm, "server.%s.nic", s->sites[v->site]);
+            w->rs_up[k] = w->rs_down[k] = -1;
+            if ((isfinite(v->nic_up_Bps) && (w->rs_up[k] = add(w, v->nic_up_Bps, NULL, nm, ".up", err)) < 0) ||
+                (isfinite(v->nic_down_Bps) && (w->rs_down[k] = add(w, v->nic_down_Bps, NULL, nm, ".down", err)) < 0))
+                goto fail;
+        }
+    }
     if (s->data && ns) { /* after every other link: their indices stay as they were */
         if (!(w->xread = dp_calloc(2 * ns, sizeof(int)))) {
             dp_err_set(err, DP_ENOMEM, "world: out of memory");
@@ -431,6 +454,8 @@ void world_free(world *w)
     sim_engine_free(w->e);
     cmp_free(w->c);
     dp_free(w->r);
+    dp_free(w->rs_up);
+    dp_free(w->rs_down);
     dp_free(w->wan);
     dp_free(w->wan_lat);
     dp_free(w->xread);
@@ -480,16 +505,21 @@ int world_dev_peer_down(const world *w, size_t d)
 
 static int site_of(const world *w, int node)
 {
-    if ((size_t)node > w->nd) /* a site's storage or cache */
-        return (int)((size_t)node - w->nd - 1) % (int)w->s->n_sites;
-    return node == 0 ? w->s->server.site : w->r[node - 1].site;
+    if (node == 0)
+        return w->s->server.site;
+    if ((size_t)node <= w->nd)
+        return w->r[node - 1].site;
+    if ((size_t)node <= w->nd + w->s->n_servers) /* a regional server */
+        return w->s->servers[(size_t)node - w->nd - 1].site;
+    /* a site's storage or cache */
+    return (int)(((size_t)node - w->nd - 1 - w->s->n_servers) % w->s->n_sites);
 }
 
 int world_store_node(const world *w, int site, int cache)
 {
     if (!w->xread || site < 0 || (size_t)site >= w->s->n_sites)
         return -1;
-    return (int)(w->nd + 1 + (cache ? w->s->n_sites : 0) + (size_t)site);
+    return (int)(w->nd + 1 + w->s->n_servers + (cache ? w->s->n_sites : 0) + (size_t)site);
 }
 
 void world_prefetch_dev(const world *w, size_t d, int down)
@@ -505,15 +535,15 @@ void world_prefetch_dev(const world *w, size_t d, int down)
 
 int world_path(const world *w, int from, int to, int *links, size_t *n_links, double *latency_s)
 {
-    int nn = (int)w->nd, nx = w->xread ? 2 * (int)w->s->n_sites : 0;
-    if (from == to || from < 0 || to < 0 || from > nn + nx || to > nn)
+    int nn = (int)w->nd, nsrv = (int)w->s->n_servers, nx = w->xread ? 2 * (int)w->s->n_sites : 0;
+    if (from == to || from < 0 || to < 0 || from > nn + nsrv + nx || to > nn + nsrv)
         return DP_EINPUT;
     size_t k = 0;
     double lat = 0;
-    int peer = from > 0 && from <= nn && to > 0 && w->s->interconnect.bandwidth_Bps > 0;
+    int peer = from > 0 && to > 0 && from <= nn && to <= nn && w->s->interconnect.bandwidth_Bps > 0;
     /* sender's access */
-    if (from > nn) { /* a site's storage or cache: its read link */
-        int x = from - nn - 1;
+    if (from > nn + nsrv) { /* a site's storage or cache: its read link */
+        int x = from - nn - nsrv - 1;
         if (w->xread[x] >= 0)
             links[k++] = w->xread[x];
         if (x < nx / 2)
@@ -521,6 +551,9 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
     } else if (from == 0) {
         if (w->nic_up >= 0)
             links[k++] = w->nic_up;
+    } else if (from > nn) { /* a regional server */
+        if (w->rs_up[from - nn - 1] >= 0)
+            links[k++] = w->rs_up[from - nn - 1];
     } else {
         links[k++] = peer ? w->r[from - 1].pup : w->r[from - 1].up;
         lat += peer ? w->s->interconnect.latency_s : w->r[from - 1].lat;
@@ -544,6 +577,9 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
     if (to == 0) {
         if (w->nic_down >= 0)
             links[k++] = w->nic_down;
+    } else if (to > nn) {
+        if (w->rs_down[to - nn - 1] >= 0)
+            links[k++] = w->rs_down[to - nn - 1];
     } else {
         links[k++] = peer ? w->r[to - 1].pdown : w->r[to - 1].down;
         lat += peer ? w->s->interconnect.latency_s : w->r[to - 1].lat;
@@ -620,7 +656,8 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
         cap = w->s->network.tcp_window_bytes / (2 * lat);
     if (!w->track)
         return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
-    if ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) || (to > 0 && !w->dev[to - 1].up))
+    if ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) ||
+        (to > 0 && (size_t)to <= w->nd && !w->dev[to - 1].up))
         return w->dead_id--; /* an end is down: nothing moves, nothing ends */
     return tracked_start(w, from, to, links, nl, bytes, lat, cap, done, ctx);
 }
@@ -807,6 +844,12 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
         *dir = link == w->nic_down;
         return;
     }
+    for (size_t k = 0; k < w->s->n_servers; k++)
+        if (link == w->rs_up[k] || link == w->rs_down[k]) { /* a regional server's NIC */
+            *dev = -1;
+            *dir = link == w->rs_down[k];
+            return;
+        }
     if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
         *dev = (link - w->dev_link0) / w->per_dev; /* added in this order (world_new) */
         *dir = (link - w->dev_link0) % w->per_dev;
@@ -840,6 +883,9 @@ int world_link_outage_in(const world *w, int link, double t0, double t1)
 {
     if (!w->n_oev || link == w->nic_up || link == w->nic_down) /* the NIC has no outages */
         return 0;
+    for (size_t k = 0; k < w->s->n_servers; k++)
+        if (link == w->rs_up[k] || link == w->rs_down[k])
+            return 0;
     const scn_scenario *s = w->s;
     if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
         size_t d = (size_t)((link - w->dev_link0) / w->per_dev);
@@ -853,6 +899,34 @@ int world_link_outage_in(const world *w, int link, double t0, double t1)
             return outage_in(&s->wan[i].outages, t0, t1);
     }
     return 0;
+}
+
+int world_server_of(const world *w, size_t d)
+{
+    int site = w->r[d].site;
+    for (size_t k = 0; site >= 0 && k < w->s->n_servers; k++)
+        if (w->s->servers[k].site == site)
+            return (int)(w->nd + 1 + k);
+    return 0;
+}
+
+int world_dev_set(world *w, size_t d, int up, double next_s)
+{
+    if (!w->dev)
+        return 0;
+    wdev *v = &w->dev[d];
+    v->next_s = next_s;
+    if (v->up == up)
+        return 0;
+    v->up = up;
+    if (!up) {
+        w->failures++;
+        v->down_since = sim_now(w->e);
+        cut(w, (int)d + 1);
+    }
+    if (w->dev_fn)
+        w->dev_fn(w->dev_ctx, d, up);
+    return 1;
 }
 
 void world_on_device(world *w, world_dev_fn fn, void *ctx)

@@ -3,13 +3,16 @@
  * from what runs on it (policies), as SimGrid keeps platform and deployment
  * apart.
  *
- * Nodes: 0 is the server (rank 0), 1..N the devices in scenario order.
+ * Nodes: 0 is the server (rank 0), 1..N the devices in scenario order,
+ * N+1..N+S the regional servers (scenario `servers:`, in file order).
  * Links: each device's access link (up: device -> network, down), the
  * server NIC (when finite), a WAN link per direction for each site pair,
  * and, when the scenario has an interconnect, each device's peer link pair.
  *
  * Paths:
  *   server -> device i : server NIC up, WAN(site(server) -> site(i)), i down
+ *     (a regional server: its own NIC, from its site; between two servers
+ *     their NICs and the WAN)
  *   device i -> server : i up, WAN, server NIC down
  *   device i -> device j (peer traffic, collectives): i up, WAN, j down; or
  *     with an interconnect: i peer-up, WAN, j peer-down.
@@ -73,6 +76,8 @@ void world_prefetch_dev(const world *w, size_t d, int down);
  * `read`, when finite), then the WAN to the receiver's site and the
  * receiver's access link; -1 in a world without scenario data or sites. */
 int world_store_node(const world *w, int site, int cache);
+/* The node of device d's server: its site's regional server, else 0. */
+int world_server_of(const world *w, size_t d);
 /* Start a transfer of `bytes` from node to node along world_path, with the
  * TCP window cap (window / RTT, RTT = 2 x path latency) when configured.
  * Returns the flow id or 0 on failure. */
@@ -93,6 +98,13 @@ int world_dev_is_up(const world *w, size_t d);
  * ends down: the device is gone for good). */
 double world_dev_next_change(const world *w, size_t d);
 double world_dev_down_since(const world *w, size_t d); /* its last failure */
+/* Device d goes down (up = 0: its transfers are cut, a failure counted) or
+ * comes back, by a process outside the world (a battery: the runtime's
+ * energy records), the hook told as for the world's own; next_s is its
+ * next change as far as that process knows (INFINITY: none, for good).
+ * 1 if its state changed.  Only for devices with no availability process
+ * of their own, in worlds with failures (else nothing happens). */
+int world_dev_set(world *w, size_t d, int up, double next_s);
 int world_failures(const world *w);                    /* failures so far */
 double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
 /* Cancel one transfer (no callback); *sent_bytes (may be NULL) gets what

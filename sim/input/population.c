@@ -394,7 +394,7 @@ static int copy_trace(trace **dst, const trace *src)
 static int owns_parts(const scn_group *g)
 {
     return g->table_batch || g->table_s || g->speed_trace || g->link.up_trace || g->link.down_trace ||
-           g->avail.trace || g->link.outages.start_s || g->link.outages.end_s;
+           g->avail.trace || g->energy.plug_trace || g->link.outages.start_s || g->link.outages.end_s;
 }
 
 /* dst = src with copies of everything src owns, named `name`.  On failure
@@ -405,13 +405,14 @@ static int group_copy(scn_group *dst, const scn_group *src, const char *name)
     dst->name = NULL;
     dst->table_batch = dst->table_s = NULL;
     dst->speed_trace = dst->link.up_trace = dst->link.down_trace = dst->avail.trace = NULL;
+    dst->energy.plug_trace = NULL;
     dst->link.outages.start_s = dst->link.outages.end_s = NULL;
     if (!(dst->name = dp_strdup(name)) || copy_array(&dst->table_batch, src->table_batch, src->table_n) ||
         copy_array(&dst->table_s, src->table_s, src->table_n) ||
         copy_trace(&dst->speed_trace, src->speed_trace) ||
         copy_trace(&dst->link.up_trace, src->link.up_trace) ||
         copy_trace(&dst->link.down_trace, src->link.down_trace) ||
-        copy_trace(&dst->avail.trace, src->avail.trace) ||
+        copy_trace(&dst->avail.trace, src->avail.trace) || copy_trace(&dst->energy.plug_trace, src->energy.plug_trace) ||
         copy_array(&dst->link.outages.start_s, src->link.outages.start_s, src->link.outages.n) ||
         copy_array(&dst->link.outages.end_s, src->link.outages.end_s, src->link.outages.n))
         return DP_ENOMEM;

@@ -222,7 +222,8 @@ static void link_free(scn_link *l)
 int scni_any_failures(const scn_scenario *s)
 {
     for (size_t i = 0; i < s->n_groups; i++)
-        if (s->groups[i].count > 0 && (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace))
+        if (s->groups[i].count > 0 &&
+            (s->groups[i].avail.mtbf_s > 0 || s->groups[i].avail.trace || s->groups[i].energy.battery))
             return 1;
     return 0;
 }
@@ -249,6 +250,7 @@ void scn_free(scn_scenario *s)
 {
     if (!s)
         return;
+    dp_free(s->servers);
     dp_free(s->name);
     dp_free(s->path);
     dp_free(s->text);
@@ -277,6 +279,7 @@ void scn_free(scn_scenario *s)
         dp_free(g->table_s);
         trace_free(g->speed_trace);
         trace_free(g->avail.trace);
+        trace_free(g->energy.plug_trace);
         link_free(&g->link);
     }
     dp_free(s->groups);

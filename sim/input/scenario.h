@@ -66,6 +66,28 @@ typedef struct scn_stragglers {
     double every_s, lasting_s, factor;
 } scn_stragglers;
 
+/* Energy of each device of a group (scenarios/README.md "Energy";
+ * docs/MODEL.md section 11): its power in each activity and, optionally,
+ * a battery whose state of charge drives its availability.  on == 0: no
+ * power figures (no energy is counted).  Fractions are of the capacity. */
+typedef enum {
+    SCN_CHARGE_NONE = 0,
+    SCN_CHARGE_RATE = 1,      /* plugged in as soon as it is down */
+    SCN_CHARGE_BERNOULLI = 2, /* plugged in at each every_s with probability p */
+    SCN_CHARGE_TRACE = 3      /* plugged in while plug_trace is 1 */
+} scn_charge_kind;
+typedef struct scn_energy {
+    int on;                                  /* `power:` given */
+    double compute_w, transmit_w, receive_w, idle_w;
+    int battery;                             /* `battery:` given */
+    double capacity_j;                       /* capacity x voltage, joules */
+    double charge, cutoff, resume;           /* initial, leave below, come back at */
+    int charging;                            /* scn_charge_kind */
+    double charge_w;                         /* power into the battery while plugged in */
+    double every_s, p;                       /* Bernoulli: plugged in with probability p, every every_s */
+    trace *plug_trace;                       /* TRACE: 1 plugged in, 0 not (owned) */
+} scn_energy;
+
 /* Availability of each device of a group: either a seeded on/off process
  * (up for an exponential time of mean mtbf_s, then down for one of mean
  * mttr_s; every device starts up) or an on/off trace (values 1 up, 0 down;
@@ -108,6 +130,7 @@ typedef struct scn_group {
     /* The dynamic world (docs in scenarios/README.md; all optional). */
     scn_stragglers stragglers;
     scn_avail avail; /* the group's own, else the top-level `availability:` */
+    scn_energy energy; /* `power:` and `battery:` (zeroed: none) */
     int item;        /* the `devices:` list item it came from (0-based) */
     int pop;         /* 1 + index into scn_scenario.pops when a population made it, else 0 */
     int pooled;      /* its name lives in its population's `names` block and it owns nothing
@@ -240,6 +263,16 @@ typedef struct scn_scenario {
         double aggregate_Bps;            /* model bytes averaged per second; default INFINITY */
         int site;                        /* -1 = none; default: first site if sites exist */
     } server;
+    /* `servers:` regional parameter servers (Cloudless-Training;
+     * scenarios/README.md "Regional servers"), at most one per site, in
+     * file order: world node n_devices + 1 + k.  A device's server is its
+     * site's, else the server above. */
+    size_t n_servers;
+    struct scn_rserver {
+        int site;
+        double nic_up_Bps, nic_down_Bps; /* INFINITY = unlimited */
+        double aggregate_Bps;            /* INFINITY = instant */
+    } *servers;
 
     struct {
         double tcp_window_bytes; /* 0 = no window cap (default) */
@@ -342,7 +375,7 @@ uint64_t scn_hash(const char *p, size_t n);
 scn_scenario *scn_load_builtin(const char *which, const scn_override *ov, size_t n_ov, dp_err *err);
 void scn_free(scn_scenario *s);
 
-/* 1 when some device group has an availability process or trace: devices
+/* 1 when some device group has an availability process, trace or battery: devices
  * may go down (policies need an on_device hook). */
 int scn_has_failures(const scn_scenario *s);
 /* 1 when the world changes by itself: failures, stragglers or outages. */

@@ -149,6 +149,13 @@ int scni_get_trace(cv *c, const yt_node *n, const char *path, const char *key, i
 int scni_conv_data(cv *c, const yt_node *dataset);
 void scni_free_data(scn_scenario *s);
 void scni_print_data(const scn_scenario *s, FILE *out); /* the `check` summary's lines */
+/* scenario_energy.c: group g's `power:` and `battery:` (value nodes, NULL
+ * when absent); a battery drives availability, so a group with its own
+ * `availability:` (own_avail, key node avail_key) cannot have one. */
+int scni_get_energy(cv *c, const yt_node *power, const yt_node *battery, const char *path, scn_group *g,
+                    int own_avail, const yt_node *avail_key);
+/* scenario_servers.c: the top-level `servers:` list (NULL: none). */
+int scni_conv_servers(cv *c, const yt_node *list);
 /* scenario_sections.c */
 int scni_convert(cv *c, const yt_node *root);
 

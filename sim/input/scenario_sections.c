@@ -562,6 +562,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
         G_LINK,
         G_STRAGGLERS,
         G_AVAILABILITY,
+        G_POWER,
+        G_BATTERY,
         G_N
     };
     static const char *const keys[G_N + 1] = {[G_NAME] = "name",
@@ -580,6 +582,8 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
                                               [G_LINK] = "link",
                                               [G_STRAGGLERS] = "stragglers",
                                               [G_AVAILABILITY] = "availability",
+                                              [G_POWER] = "power",
+                                              [G_BATTERY] = "battery",
                                               [G_N] = NULL};
     static const char *const req[] = {"name", "kind", "memory", "batch", "link", NULL};
     static const char *const kinds[] = {"gpu", "cpu", NULL};
@@ -703,7 +707,12 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
         return r;
     if ((r = scni_get_avail(c, v[G_AVAILABILITY], path, &g->avail)) < 0)
         return r;
-    if (r == 0) { /* the top-level default, a copy of its own */
+    int own_avail = r > 0;
+    if ((r = scni_get_energy(c, v[G_POWER], v[G_BATTERY], path, g, own_avail, kn[G_AVAILABILITY])) < 0)
+        return r;
+    if (g->energy.battery) { /* its battery decides when it is up; it keeps its data */
+        g->avail = (scn_avail){0, 0, NULL, 1};
+    } else if (!own_avail) { /* the top-level default, a copy of its own */
         g->avail = s->availability;
         if (s->availability.trace && !(g->avail.trace = trace_copy(s->availability.trace)))
             return scni_oom(c);
@@ -851,8 +860,8 @@ int scni_convert(cv *c, const yt_node *root)
 {
     static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
                                        "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", "learning", "compression", "jobs",
-                                       "scheduler", NULL};
+                                       "devices", "policies",    "availability", "learning", "compression", "servers",
+                                       "jobs", "scheduler", NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -864,7 +873,7 @@ int scni_convert(cv *c, const yt_node *root)
         return r;
     if ((r = conv_model(c, root)) < 0 || (r = conv_dataset_training(c, root)) < 0 ||
         (r = conv_sites(c, root)) < 0 || (r = conv_server_network(c, root)) < 0 ||
-        (r = conv_wan(c, root)) < 0 ||
+        (r = conv_wan(c, root)) < 0 || (r = scni_conv_servers(c, yt_get(root, "servers"))) < 0 ||
         (c->s->availability.data_persists = 1,
          r = scni_get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = scni_conv_data(c, yt_get(root, "dataset"))) < 0 ||

@@ -287,6 +287,13 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out)
     q(s->server.aggregate_Bps, SCN_UNIT_RATE, c, sizeof c);
     fprintf(out, "server   nic up %s, down %s; aggregation %s%s%s\n", a, b, c,
             s->server.site >= 0 ? "; site " : "", s->server.site >= 0 ? s->sites[s->server.site] : "");
+    for (size_t k = 0; k < s->n_servers; k++) { /* regional servers */
+        q(s->servers[k].nic_up_Bps, SCN_UNIT_BANDWIDTH, a, sizeof a);
+        q(s->servers[k].nic_down_Bps, SCN_UNIT_BANDWIDTH, b, sizeof b);
+        q(s->servers[k].aggregate_Bps, SCN_UNIT_RATE, c, sizeof c);
+        fprintf(out, "         regional server in %s: nic up %s, down %s; aggregation %s\n",
+                s->sites[s->servers[k].site], a, b, c);
+    }
     if (s->network.tcp_window_bytes > 0) {
         q(s->network.tcp_window_bytes, SCN_UNIT_BYTES, a, sizeof a);
         fprintf(out, "network  tcp window %s\n", a);
@@ -366,6 +373,15 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out)
         }
         if (g->link.outages.n)
             fprintf(out, "               link outages: %zu\n", g->link.outages.n);
+        const scn_energy *pw = &g->energy;
+        if (pw->on)
+            fprintf(out, "               power compute %g W, transmit %g W, receive %g W, idle %g W\n",
+                    pw->compute_w, pw->transmit_w, pw->receive_w, pw->idle_w);
+        if (pw->battery) {
+            static const char *const chg[] = {"no charger", "charger", "Bernoulli charger", "charger on a trace"};
+            fprintf(out, "               battery %.4g Wh, charge %g%%, cutoff %g%%, %s\n", pw->capacity_j / 3600,
+                    pw->charge * 100, pw->cutoff * 100, chg[pw->charging]);
+        }
     }
     if (rest) {
         gset set = {rest, 0, n_rest};

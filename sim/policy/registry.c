@@ -10,6 +10,7 @@ extern const policy_def policy_equal_finish, policy_dlb, policy_lbbsp, policy_lb
 extern const policy_def policy_localsgd, policy_flsgd, policy_asyncps, policy_hierarchical;
 extern const policy_def policy_ep4ddl, policy_adacoopt, policy_fedgsync;
 extern const policy_def policy_locality;
+extern const policy_def policy_ep4ddl, policy_adacoopt, policy_fedgsync, policy_fedavg, policy_regional;
 
 /* One line per policy, so that adding one adds a line. */
 /* clang-format off */
@@ -29,6 +30,8 @@ const policy_def *const policy_builtin[] = {
     &policy_adacoopt,
     &policy_fedgsync,
     &policy_locality,
+    &policy_fedavg,
+    &policy_regional,
 };
 /* clang-format on */
 const size_t policy_n_builtin = sizeof policy_builtin / sizeof *policy_builtin;

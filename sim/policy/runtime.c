@@ -37,6 +37,7 @@
  */
 #include "log.h"
 #include "policy.h"
+#include "runtime_energy.h"
 #include "runtime_impl.h"
 
 #include <math.h>
@@ -242,7 +243,8 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err) || data_open(rt, err))
+    if (prt_compress_open(rt, err) || prt_learn_open(rt, seed, err) || data_open(rt, err) ||
+        energy_open(rt, seed, err))
         goto fail;
     ff_init(rt);
     if (rt->may_fail)
@@ -268,6 +270,7 @@ void prt_free(prt *rt)
         return;
     prt_learn_close(rt);
     data_close(rt);
+    energy_close(rt);
     timeline *tl = TL(rt);
     coll_free_all(rt);
     world_free(rt->w);
@@ -427,6 +430,16 @@ int prt_end_epoch(prt *rt)
     return rc;
 }
 
+void prt_add_between_servers(prt *rt, double bytes)
+{
+    rt->between_servers += bytes;
+}
+
+void prt_finish(prt *rt)
+{
+    rt->finished = 1;
+}
+
 int prt_periodic(const prt *rt)
 {
     return rt->periodic;
@@ -456,6 +469,8 @@ res_run *prt_results(prt *rt)
     r->samples_processed = rt->samples_done;
     r->events = sim_events_run(rt->e) + rt->ff_events;
     dyn_stats(rt, T);
+    if (energy_results(rt, r))
+        fail_oom(rt);
     double busy = 0;
     net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {
@@ -480,7 +495,7 @@ res_run *prt_results(prt *rt)
             dev += r->devices[d].bytes_sent + r->devices[d].bytes_recv;
         for (size_t d = 0; d < rt->n; d++)
             server += rt->server_bytes[d];
-        r->bytes_total = (dev + server) / 2;
+        r->bytes_total = (dev + server) / 2 + rt->between_servers;
     }
     /* minus what ran before Tsend (0 when nobody computed before it, so
      * the sum is the per-device one, bit for bit) */

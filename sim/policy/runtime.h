@@ -147,6 +147,15 @@ int prt_device_up(const prt *rt, size_t d);
  * calls the policy's on_device hook; when it comes back, the hook again.
  * Seconds the device computed so far, including batches cut short: */
 double prt_compute_s(const prt *rt, size_t d);
+/* Bytes sent between two servers (regional servers and the main one): no
+ * device's link carries them, so they join the run's bytes moved here.
+ * Not for policies that fast-forward (not folded). */
+void prt_add_between_servers(prt *rt, double bytes);
+/* Energy (scenario `power:` / `battery:`, docs/MODEL.md section 11): the
+ * joules device d's battery holds above its cutoff now (INFINITY without a
+ * battery), and its power figures (NULL without). */
+double prt_energy_left(const prt *rt, size_t d);
+const scn_energy *prt_energy_of(const prt *rt, size_t d);
 /* Abandon everything in flight (a job restart): computes, transfers,
  * collectives, and every event scheduled with prt_at before now (they are
  * dropped when they come up).  Activities go to waiting. */
@@ -239,6 +248,10 @@ int prt_work_left(const prt *rt);
  * model is trained once it is averaged (docs/MODEL.md, "When a run ends"),
  * the same for every policy; downloads after it open the next epoch. */
 int prt_end_epoch(prt *rt);
+/* The policy ends the run now, before its last epoch, having nothing left
+ * it can do (a fleet whose batteries are empty for good: fedavg); the
+ * epoch under way is not recorded as ended. */
+void prt_finish(prt *rt);
 /* Schedule fn(rt, ctx) at absolute time t (>= now); DP_ENOMEM when the
  * event queue is full (the caller fails the run). */
 int prt_at(prt *rt, double t, prt_fn fn, void *ctx);

@@ -96,7 +96,8 @@ void ff_init(prt *rt)
      * the run): nothing to keep, 144 MB at 10^6 devices */
     if (rt->ff || !rt->pdef || !rt->pdef->steady_state || rt->s->training.epochs < 2 ||
         !world_periodic(rt->s) || learn_on(rt) || /* the learner needs every update: no replay */
-        rt->shared)                               /* other jobs share the world: not periodic */
+        rt->shared ||                             /* other jobs share the world: not periodic */
+        rt->energy)                               /* energy: every interval is integrated as it happens */
         return;
     ffj *f = dp_calloc(1, sizeof *f);
     prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);

@@ -105,6 +105,8 @@ struct prt {
     /* data where it lives (scenario dataset.parts/.storage/.caches;
      * runtime_data.c), NULL when the dataset is at the server */
     struct rt_data *data;
+    struct prt_energy *energy; /* devices' power and batteries (runtime_energy.c), NULL without */
+    double between_servers;    /* bytes between two servers (regional), counted once (prt_add_between_servers) */
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes

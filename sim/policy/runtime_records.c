@@ -3,6 +3,7 @@
  * timeline, each device's activity. */
 #include "log.h"
 #include "policy.h"
+#include "runtime_energy.h"
 #include "runtime_impl.h"
 
 #include <math.h>
@@ -295,6 +296,8 @@ void set_act_at(prt *rt, size_t d, res_activity a, double now)
     if (tl->coarse && d < tl->ndev && !(tl->edge_gen[d] == tl->gen && now < tl->next_xr[d]))
         tl_edges(rt, d, cur, since, now, S);
     S[cur] += now - since;
+    if (rt->energy)
+        energy_switch(rt, d, a, rt->base + now);
     rt->act[d] = a;
     rt->act_since[d] = now;
 }

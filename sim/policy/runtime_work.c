@@ -4,6 +4,7 @@
  * restarts, and the hints that fetch the records an event will touch. */
 #include "log.h"
 #include "policy.h"
+#include "runtime_energy.h"
 #include "runtime_impl.h"
 
 #include <math.h>
@@ -425,6 +426,8 @@ static int stuck(prt *rt)
 void on_world_device(void *ctx, size_t d, int up)
 {
     prt *rt = ctx;
+    if (rt->energy)
+        energy_updown(rt, d, up);
     if (rt->failed || rt->finished)
         return;
     if (!up && stuck(rt))

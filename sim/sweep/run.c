@@ -304,14 +304,14 @@ static int check_cfg(const sweep_cfg *c, dp_err *err)
     return 0;
 }
 
-/* The seed feeds compute noise, straggler episodes and availability
- * processes (compute.c, world.c): any of them in the scenario, or on an
- * axis, makes seeds matter. */
+/* The seed feeds compute noise, straggler episodes, availability
+ * processes and Bernoulli chargers (compute.c, world.c, runtime_energy.c):
+ * any of them in the scenario, or on an axis, makes seeds matter. */
 static int is_stochastic(const scn_scenario *base, const sweep_grid *g)
 {
     for (size_t i = 0; i < base->n_groups; i++)
         if (base->groups[i].noise_cv > 0 || base->groups[i].stragglers.every_s > 0 ||
-            base->groups[i].avail.mtbf_s > 0)
+            base->groups[i].avail.mtbf_s > 0 || base->groups[i].energy.charging == SCN_CHARGE_BERNOULLI)
             return 1;
     for (size_t a = 0; a < sweep_grid_n_axes(g); a++) {
         const char *dot = strrchr(sweep_grid_key(g, a), '.');

@@ -1,0 +1,190 @@
+/* Regional parameter servers (policy regional, scenario `servers:`)
+ * against a timeline computed by hand, and against localsgd's server
+ * rounds where there is one group.
+ *
+ * World TWO_SITES: sites x (the main server, unlimited NIC, averaging 1e7
+ * B/s; devices a[0], a[1], 1 s a batch) and y (a regional server, unlimited
+ * NIC, averaging 1e7 B/s; device b, 2 s a batch).  Access links 1e6 B/s
+ * each way, 10 ms; WAN x-y 1e6 B/s, 50 ms.  Model M = 1e6 B, D = 60
+ * samples of 1e4 B: 20 each, two batches of 10; steps 1, so an epoch is
+ * two rounds.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "policy/runtime.h"
+
+#include "test_common.h"
+
+#define BODY                                                                                                 \
+    "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"                      \
+    "dataset: { name: d, samples: 60, sample_bytes: 10000 }\n"                                               \
+    "training: { epochs: 1 }\n"                                                                              \
+    "server: { aggregate_rate: 10MB/s, site: x }\n"                                                          \
+    "sites: [ x, y ]\n"                                                                                      \
+    "wan: [ { between: [x, y], bandwidth: 8Mbps, latency: 50ms } ]\n"                                        \
+    "devices:\n"                                                                                             \
+    "  - { name: a, count: 2, kind: gpu, site: x, memory: 1GiB, batch: 10,\n"                                \
+    "      batch_time: 1s, link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"                              \
+    "  - { name: b, kind: cpu, site: y, memory: 1GiB, batch: 10, batch_time: 2s,\n"                          \
+    "      link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"                                              \
+    "policies:\n"                                                                                            \
+    "  regional: { steps: 1 }\n"                                                                             \
+    "  localsgd: { steps: 1, sync: server }\n"
+
+static const char *TWO_SITES = BODY "servers: [ { site: y, aggregate_rate: 10MB/s } ]\n";
+static const char *NO_SERVERS = BODY;
+
+TEST_SUITE_NO_LEAKS(regional);
+
+static res_run *run(const char *policy, const scn_scenario *s)
+{
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find(policy), s, 1, &err);
+    cr_assert(r, "%s: %s", policy, err.msg);
+    return r;
+}
+
+static double stat(const res_run *r, const char *name)
+{
+    const res_stat *x = res_find_stat(r, name, RES_SCOPE_RUN, 0, 0);
+    cr_assert(x, "no statistic %s", name);
+    return x->value;
+}
+
+/* By hand (each flow alone on its links unless said):
+ *  distribution from the main server: a's data and model share a.down
+ *    (0.5e6 each) until the data ends, then the model alone: 0.01 + 0.2 /
+ *    0.5 + 0.8 = 1.21; b's also share the WAN, 0.06 + 1.2 = 1.26;
+ *  round 1: a computes to 2.21, uploads to the main server (3.22), which
+ *    averages its group of 2 (0.2 s): 3.42.  b computes to 3.26, uploads
+ *    to y's server (4.27), which averages 1 model (0.1 s, 4.37) and sends
+ *    it over the WAN (1.05 s): at the main server at 5.42; the WAN average
+ *    of 2 models ends at 5.62.  Back: a[i] at 5.62 + 1.01 = 6.63; y's
+ *    server at 5.62 + 1.05 = 6.67, b at 6.67 + 1.01 = 7.68;
+ *  round 2: a computes to 7.63, uploads (8.64), its group averaged at 8.84;
+ *    b computes to 9.68, uploads (10.69), averaged (10.79), at the main
+ *    server at 11.84; the WAN average ends the epoch at 12.04. */
+Test(regional, two_sites_by_hand)
+{
+    scn_scenario *s = load(TWO_SITES, NULL, 0);
+    cr_assert_eq(s->n_servers, 1);
+    res_run *r = run("regional", s);
+    expect_close(r->tsend_s, 0.46); /* b holds its data at 0.06 + 0.4 */
+    expect_close(r->devices[0].data_ready_s, 0.41);
+    cr_assert_eq(r->n_epochs, 1);
+    expect_close(r->epochs[0].end_s, 12.04);
+    expect_close(r->ttotal_s, 12.04);
+    expect_close(stat(r, "regional.wan_rounds"), 2);
+    /* WAN: b's data and model, y's model up in each round, the global one
+     * down after the first (the last is not sent) */
+    expect_close(stat(r, "bytes.wan"), 2e5 + 1e6 + 3e6);
+    /* moved: 3 x (data + model), 3 devices x (2 uploads + 1 download), and
+     * between the servers y's 2 models up and 1 global model down */
+    expect_close(r->bytes_total, 3 * 1.2e6 + 3 * 3e6 + 3e6);
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* One main server for every device: b's upload crosses the WAN (1.06 s),
+ * the server averages 3 models (0.3 s).  Round 1: b's model at 4.32,
+ * average to 4.62, b back at 5.68; round 2: b at 7.68, up at 8.74, the
+ * epoch's end at 9.04.  WAN bytes: b's data and model, b's model up in
+ * each round and down after the first: as many as with y's server (in a
+ * site of one device a regional server saves no WAN bytes). */
+Test(regional, single_server_by_hand)
+{
+    scn_scenario *s = load(NO_SERVERS, NULL, 0);
+    res_run *r = run("regional", s);
+    expect_close(r->epochs[0].end_s, 9.04);
+    expect_close(stat(r, "bytes.wan"), 2e5 + 1e6 + 3e6);
+    res_run_free(r);
+    scn_free(s);
+}
+
+static void expect_same(const res_run *a, const res_run *b)
+{
+    cr_expect_eq(a->tsend_s, b->tsend_s);
+    cr_expect_eq(a->ttotal_s, b->ttotal_s);
+    cr_expect_eq(a->tflops, b->tflops);
+    cr_expect_eq(a->utilization, b->utilization);
+    cr_expect_eq(a->bytes_total, b->bytes_total);
+    cr_expect_eq(a->events, b->events);
+    cr_assert_eq(a->n_epochs, b->n_epochs);
+    for (size_t k = 0; k < a->n_epochs; k++)
+        cr_expect_eq(a->epochs[k].end_s, b->epochs[k].end_s);
+    cr_assert_eq(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++)
+        cr_expect(!memcmp(&a->devices[d], &b->devices[d], sizeof a->devices[d]), "device %zu differs", d);
+    cr_assert_eq(a->n_bins, b->n_bins);
+    for (size_t k = 0; k < a->n_bins; k++)
+        cr_expect_eq(a->flops_bins[k], b->flops_bins[k]);
+}
+
+/* With one group (no regional server; or one site whose regional server
+ * has the main server's NIC and rate) there is nothing to average across
+ * the WAN: the run is localsgd's server rounds bit for bit. */
+Test(regional, one_group_is_todays_single_server)
+{
+    const char *one_site =
+        "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
+        "dataset: { name: d, samples: 100, sample_bytes: 10000 }\n"
+        "training: { epochs: 3 }\n"
+        "server: { aggregate_rate: 10MB/s, site: x }\n"
+        "sites: [ x ]\n"
+        "servers: [ { site: x, aggregate_rate: 10MB/s } ]\n"
+        "devices:\n"
+        "  - { name: a, count: 3, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+        "      link: { up: 8Mbps, down: 16Mbps, latency: 10ms } }\n"
+        "  - { name: b, kind: cpu, memory: 1GiB, batch: 7, batch_time: 2.5s,\n"
+        "      link: { up: 4Mbps, down: 8Mbps, latency: 30ms } }\n"
+        "policies:\n"
+        "  regional: { steps: 3 }\n"
+        "  localsgd: { steps: 3, sync: server }\n";
+    const char *texts[] = {NO_SERVERS, one_site};
+    for (int i = 0; i < 2; i++) {
+        scn_scenario *s = load(texts[i], NULL, 0);
+        res_run *a = run("localsgd", s), *b = run("regional", s);
+        expect_same(a, b);
+        res_run_free(a);
+        res_run_free(b);
+        scn_free(s);
+    }
+}
+
+/* wan: async: y's group does not wait for the WAN average, so the epoch
+ * ends no later than with sync; the main server still merges y's model. */
+Test(regional, async_does_not_wait)
+{
+    scn_override ov = {"policies.regional.wan", "async"};
+    scn_scenario *s = load(TWO_SITES, &ov, 1), *t = load(TWO_SITES, NULL, 0);
+    res_run *a = run("regional", s), *b = run("regional", t);
+    cr_expect(a->ttotal_s < b->ttotal_s, "async %g, sync %g", a->ttotal_s, b->ttotal_s);
+    cr_expect(stat(a, "regional.wan_rounds") >= 1);
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+    scn_free(t);
+}
+
+Test(regional, bad_servers_name_file_line_column)
+{
+    const char *bad[][2] = {
+        {"servers: [ { site: z } ]\n", "test.yaml:15:20: servers[0].site"},
+        {"servers: [ { site: y }, { site: y } ]\n", "test.yaml:15:33: servers[1].site"},
+        {"servers: [ { site: y, nic: { up: 0 } } ]\n", "servers[0].nic.up"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[4096];
+        snprintf(text, sizeof text, "%s%s", NO_SERVERS, bad[i][0]);
+        dp_err err = {0};
+        scn_scenario *s = scn_load_string("test.yaml", text, strlen(text), NULL, NULL, 0, &err);
+        cr_expect_null(s);
+        scn_free(s);
+        cr_expect_eq(err.code, DP_EINPUT);
+        cr_expect(strstr(err.msg, bad[i][1]), "want %s in: %s", bad[i][1], err.msg);
+    }
+}
