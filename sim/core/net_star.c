@@ -20,8 +20,8 @@
  *    measures everyone's progress (processor sharing); keyed by the V at
  *    which each ends, and by c_i smallest first (the first to join C when L
  *    rises).
- * (Heaps of (key, stamp, flow) with lazy deletion, each with a sorted run beside it that a bulk placement
- * fills at once, below.)  A completion pops the smallest keys, an activation inserts, a change moves only the
+ * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
+ * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion pops the smallest keys, an activation inserts, a change moves only the
  * flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
  * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
  * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
