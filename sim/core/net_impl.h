@@ -14,8 +14,9 @@
 #ifndef DP_NET_IMPL_H
 #define DP_NET_IMPL_H
 
-#include "net.h"
+#include "dp_heap.h"
 #include "log.h"
+#include "net.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -21,8 +21,8 @@
  *    which each ends, and by c_i smallest first (the first to join C when L
  *    rises).
  * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
- * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion pops the smallest keys, an activation inserts, a change moves only the
- * flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
+ * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion
+ * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
  * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
  * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
  * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
@@ -83,21 +83,7 @@ static inline int sh_before(const sh_ent *a, const sh_ent *b)
     return a->key < b->key || (a->key == b->key && a->stamp < b->stamp);
 }
 
-static void sh_sift_down(sh_ent *h, size_t m, size_t i, sh_ent x)
-{
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= m)
-            break;
-        if (c + 1 < m && sh_before(&h[c + 1], &h[c]))
-            c++;
-        if (!sh_before(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
+DP_HEAP_DEFINE(shh, sh_ent, sh_before) /* sim/base/dp_heap.h */
 
 static inline size_t sh_live(const star_hub *hb, int h)
 {
@@ -119,8 +105,7 @@ static void sh_compact(const net *n, star_hub *hb, int h)
         if (sh_alive(n, &e[i]))
             e[m++] = e[i];
     hb->sh_n[h] = m;
-    for (size_t i = m / 2; i-- > 0;)
-        sh_sift_down(e, m, i, e[i]);
+    shh_build(e, m);
     for (int j = 0; j < SH_RUNS; j++) {
         sh_run *r = &hb->run[h][j];
         m = 0;
@@ -139,20 +124,6 @@ static size_t sh_in_runs(const star_hub *hb, int h)
     for (int j = 0; j < SH_RUNS; j++)
         m += hb->run[h][j].n - hb->run[h][j].at;
     return m;
-}
-
-static void sh_heap_push(star_hub *hb, int h, sh_ent x)
-{
-    sh_ent *e = hb->sh[h];
-    size_t i = hb->sh_n[h]++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!sh_before(&x, &e[p]))
-            break;
-        e[i] = e[p];
-        i = p;
-    }
-    e[i] = x;
 }
 
 /* The run an entry that comes in order goes to: the one whose last entry
@@ -216,7 +187,7 @@ static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
         n->star_oom = 1;
         return;
     }
-    sh_heap_push(hb, h, x);
+    shh_up(hb->sh[h], hb->sh_n[h]++, x);
 }
 
 /* The live flow with the smallest key, or NULL: the smallest of the heap's
@@ -227,7 +198,7 @@ static flow *sh_top(const net *n, star_hub *hb, int h)
     sh_ent *e = hb->sh[h];
     while (hb->sh_n[h] && !sh_alive(n, &e[0]))
         if (--hb->sh_n[h])
-            sh_sift_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
+            shh_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
     const sh_ent *best = hb->sh_n[h] ? &e[0] : NULL;
     int from = -1;
     for (int j = 0; j < SH_RUNS; j++) {
