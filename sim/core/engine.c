@@ -58,6 +58,7 @@
  * (sim_at returns 0 past them).
  */
 #include "engine.h"
+#include "dp_heap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -324,50 +325,8 @@ static int heap_grow(sim_engine *e)
     return 0;
 }
 
-static void sift_up(hent *h, size_t i, hent x)
-{
-    while (i > 0) {
-        size_t p = (i - 1) >> 2;
-        if (!before(&x, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static void sift_down(hent *h, size_t n, hent x)
-{
-    size_t i = 0;
-    for (;;) {
-        size_t c = 4 * i + 1;
-        if (c + 3 < n) { /* all four children: the common case, no bounds checks */
-            size_t b = c;
-            if (before(&h[c + 1], &h[b]))
-                b = c + 1;
-            if (before(&h[c + 2], &h[b]))
-                b = c + 2;
-            if (before(&h[c + 3], &h[b]))
-                b = c + 3;
-            if (!before(&h[b], &x))
-                break;
-            h[i] = h[b];
-            i = b;
-            continue;
-        }
-        if (c >= n)
-            break;
-        size_t b = c;
-        for (size_t k = c + 1; k < n; k++)
-            if (before(&h[k], &h[b]))
-                b = k;
-        if (!before(&h[b], &x))
-            break;
-        h[i] = h[b];
-        i = b;
-    }
-    h[i] = x;
-}
+/* The heap: sim/base/dp_heap.h's, 4-ary over (time, key). */
+DP_HEAP_DEFINE(hq, hent, before)
 
 /* ---- slots ---- */
 
@@ -413,7 +372,7 @@ static inline void pop_top(sim_engine *e)
 {
     hent last = e->heap[--e->n];
     if (e->n)
-        sift_down(e->heap, e->n, last);
+        hq_down(e->heap, e->n, 0, last);
 }
 
 /* Where an entry of time t belongs: -1 heap, K top, else its bucket. */
@@ -500,9 +459,9 @@ static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
     if (where < 0) {
         if (e->top_spent) { /* x >= every key, as t >= now: replace the spent root */
             e->top_spent = 0;
-            sift_down(e->heap, e->n, x);
+            hq_down(e->heap, e->n, 0, x);
         } else {
-            sift_up(e->heap, e->n++, x);
+            hq_up(e->heap, e->n++, x);
         }
     } else if (list_append(e, (size_t)where < e->K ? &e->bk[where] : &e->top, x)) {
         slot_put(e, s);
@@ -591,7 +550,7 @@ static void compact(sim_engine *e)
     size_t n = sweep(e, e->heap, e->n);
     e->n = 0;
     for (size_t i = 0; i < n; i++)
-        sift_up(e->heap, e->n++, e->heap[i]);
+        hq_up(e->heap, e->n++, e->heap[i]);
     for (size_t b = e->cur; b < e->K; b++)
         list_sweep(e, &e->bk[b]);
     list_sweep(e, &e->top);
@@ -724,7 +683,7 @@ static int refill(sim_engine *e)
                     /* their slots are read when they fire: fetch them now,
                      * while the heap is built, instead of one miss per event */
                     __builtin_prefetch(&e->slots[slot_of(&c->v[i])]);
-                    sift_up(e->heap, e->n++, c->v[i]);
+                    hq_up(e->heap, e->n++, c->v[i]);
                 }
                 chunk *nx = c->next;
                 chunk_put(e, c);
@@ -858,7 +817,7 @@ static void list_into_heap(sim_engine *e, list *l)
 {
     for (chunk *c = l->head; c;) {
         for (uint32_t i = 0, cn = chunk_fill(l, c); i < cn; i++)
-            sift_up(e->heap, e->n++, c->v[i]);
+            hq_up(e->heap, e->n++, c->v[i]);
         chunk *nx = c->next;
         chunk_put(e, c);
         c = nx;

@@ -42,6 +42,7 @@ void net_free(net *n)
     dp_free(n->finished);
     dp_free(n->fin_tmp);
     dp_free(n->adelta);
+    dp_free(n->fst);
     star_free(n);
     dp_free(n);
 }

@@ -33,6 +33,8 @@ static flow *flow_alloc(net *n)
     /* a new chunk at each CHUNK-th flow, unless net_reserve made it */
     if ((n->n_flows & (CHUNK - 1)) == 0 && (n->n_flows >> CHUNK_BITS) >= n->n_chunks && !chunk_add(n))
         return NULL;
+    if (grow((void **)&n->fst, &n->cap_fst, (size_t)n->n_flows + 1, sizeof(uint64_t)))
+        return NULL;
     flow *f = F(n, n->n_flows);
     f->index = n->n_flows++;
     f->gen = 1;
@@ -53,6 +55,7 @@ int net_reserve(net *n, size_t flows)
     }
     size_t total = n->n_flows + flows;
     if (grow((void **)&n->active, &n->cap_active, total, sizeof(uint32_t)) ||
+        grow((void **)&n->fst, &n->cap_fst, total, sizeof(uint64_t)) ||
         grow((void **)&n->finished, &n->cap_finished, total, sizeof(fin_ent)))
         return DP_ENOMEM;
     memset(n->active + n->n_active, 0, (n->cap_active - n->n_active) * sizeof(uint32_t));
@@ -152,7 +155,7 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     f->seq = ++n->seq;
     f->frozen = 0;
     f->sset = STAR_OFF;
-    f->sstamp = 0;
+    *SST(n, f) = 0;
     uint64_t id = flow_id(f);
     if (latency_s > 0) {
         f->state = FLOW_PENDING;

@@ -14,8 +14,9 @@
 #ifndef DP_NET_IMPL_H
 #define DP_NET_IMPL_H
 
-#include "net.h"
+#include "dp_heap.h"
 #include "log.h"
+#include "net.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -89,7 +90,6 @@ typedef struct flow {
     /* star fast path (net_star.c) */
     int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
     uint32_t hub;     /* its hub (0: it crosses none) */
-    uint64_t sstamp;  /* its entries in its set's heaps carry this (0: in none) */
     double c;         /* private cap */
     double key, t0;   /* C: remaining `key` at t0; U: the virtual time it ends at */
     double fin;       /* C: finish time */
@@ -101,6 +101,14 @@ typedef struct sh_ent {
     uint64_t stamp;
     uint32_t idx;
 } sh_ent;
+
+/* A sorted run of heap entries (net_star.c): e[at, n) in order. */
+#define SH_RUNS 4
+typedef struct sh_run {
+    sh_ent *e;
+    size_t at, n, cap;
+    int open; /* filling in the current bulk, not sorted yet */
+} sh_run;
 
 struct star_epoch {
     uint64_t ep;
@@ -115,11 +123,11 @@ typedef struct star_hub {
     double sum_c, sum_c_err;
     sh_ent *sh[4]; /* heaps, dead entries included */
     size_t sh_n[4], sh_cap[4];
-    /* beside each heap, a sorted run: the entries of a bulk placement
-     * (sh_bulk_end), read from run_at on (see sh_top) */
-    sh_ent *run[4];
-    size_t run_at[4], run_n[4], run_cap[4];
-    int run_open[4];         /* filling in the current bulk, not sorted yet */
+    /* beside each heap, SH_RUNS sorted runs, each read from its `at` on
+     * (see sh_top): the entries of a bulk placement (sh_bulk_end), and
+     * entries that come in order (net_star.c, sh_push) */
+    sh_run run[4][SH_RUNS];
+    int top_run[4];          /* where sh_top found the top: a run, or -1 (the heap) */
     size_t n_c, n_u;         /* flows in C and in U */
     struct star_epoch *lstk; /* levels since an epoch: L decreasing */
     size_t n_lstk, cap_lstk;
@@ -186,6 +194,11 @@ struct net {
     star_hub *hubs;
     size_t n_hubs, cap_hubs, hubs_made; /* in use, allocated, ever initialised */
     uint64_t sstamp;                    /* stamps handed out */
+    /* per flow index, the stamp its entries in its set's heaps carry (0: in
+     * none): dense, so that telling a dead entry at a heap's or run's head
+     * reads 8 bytes, not a flow record (sh_alive) */
+    uint64_t *fst;
+    size_t cap_fst;
     int star_oom;
     double done_t;  /* when the pending completion event is, if the star path set it */
     uint32_t *pend; /* STAR_NEW flows */
@@ -241,6 +254,12 @@ static inline int grow(void **p, size_t *cap, size_t need, size_t elem)
 static inline flow *F(const net *n, uint32_t i)
 {
     return &n->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
+
+/* f's stamp in the star path's sets (net_star.c). */
+static inline uint64_t *SST(const net *n, const flow *f)
+{
+    return &n->fst[f->index];
 }
 
 /* LSD radix sorts (sort_finished, the star path's runs): digits of 11 bits

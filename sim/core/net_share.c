@@ -89,46 +89,22 @@ static inline int lvl_less(const lvl *a, const lvl *b)
     return a->level < b->level || (a->level == b->level && a->who < b->who);
 }
 
+/* The candidates' heap: sim/base/dp_heap.h's. */
+DP_HEAP_DEFINE(lvh, lvl, lvl_less)
+
 static int heap_push(net *n, double level, int32_t who)
 {
     if (grow((void **)&n->heap, &n->cap_heap, n->n_heap + 1, sizeof(lvl)))
         return -1;
-    size_t i = n->n_heap++;
-    lvl x = {level, who};
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!lvl_less(&x, &n->heap[p]))
-            break;
-        n->heap[i] = n->heap[p];
-        i = p;
-    }
-    n->heap[i] = x;
+    lvh_up(n->heap, n->n_heap++, (lvl){level, who});
     return 0;
-}
-
-/* Put x at position i of the heap's first m entries and move it down to
- * its place. */
-static void heap_sift_down(lvl *h, size_t m, size_t i, lvl x)
-{
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= m)
-            break;
-        if (c + 1 < m && lvl_less(&h[c + 1], &h[c]))
-            c++;
-        if (!lvl_less(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
 }
 
 static lvl heap_pop(net *n)
 {
     lvl top = n->heap[0], x = n->heap[--n->n_heap];
     if (n->n_heap)
-        heap_sift_down(n->heap, n->n_heap, 0, x);
+        lvh_down(n->heap, n->n_heap, 0, x);
     return top;
 }
 
@@ -186,8 +162,7 @@ static lvl fill_pop(net *n)
  * one by one: the fill is unchanged bit for bit. */
 static void heap_build(net *n)
 {
-    for (size_t i = n->n_heap / 2; i-- > 0;)
-        heap_sift_down(n->heap, n->n_heap, i, n->heap[i]);
+    lvh_build(n->heap, n->n_heap);
 }
 
 /* A link's level: the rate of each of its unfrozen flows if it froze them

@@ -20,9 +20,9 @@
  *    measures everyone's progress (processor sharing); keyed by the V at
  *    which each ends, and by c_i smallest first (the first to join C when L
  *    rises).
- * (Heaps of (key, stamp, flow) with lazy deletion, each with a sorted run beside it that a bulk placement
- * fills at once, below.)  A completion pops the smallest keys, an activation inserts, a change moves only the
- * flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
+ * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
+ * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion
+ * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
  * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
  * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
  * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
@@ -71,7 +71,7 @@ int net_star_on(const net *n)
 /* ---- heaps of flows, with lazy deletion -------------------------------------- */
 
 /* An entry carries its key and the stamp its flow got when it joined the
- * set; it is live while the flow still has that stamp (f->sstamp is 0 out
+ * set; it is live while the flow still has that stamp (its SST is 0 out
  * of C and U, and fresh at every entry).  A flow leaving a set costs O(1)
  * and the heaps touch no flow while they sift (10^6 flows: a heap that
  * moved flows' positions spent most of a completion in cache misses).
@@ -83,21 +83,7 @@ static inline int sh_before(const sh_ent *a, const sh_ent *b)
     return a->key < b->key || (a->key == b->key && a->stamp < b->stamp);
 }
 
-static void sh_sift_down(sh_ent *h, size_t m, size_t i, sh_ent x)
-{
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= m)
-            break;
-        if (c + 1 < m && sh_before(&h[c + 1], &h[c]))
-            c++;
-        if (!sh_before(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
+DP_HEAP_DEFINE(shh, sh_ent, sh_before) /* sim/base/dp_heap.h */
 
 static inline size_t sh_live(const star_hub *hb, int h)
 {
@@ -106,11 +92,11 @@ static inline size_t sh_live(const star_hub *hb, int h)
 
 static inline int sh_alive(const net *n, const sh_ent *e)
 {
-    return F(n, e->idx)->sstamp == e->stamp;
+    return n->fst[e->idx] == e->stamp;
 }
 
 /* Keep the live entries only: the heap's rebuilt (Floyd, O(size)), the
- * run's kept in order. */
+ * runs kept in order. */
 static void sh_compact(const net *n, star_hub *hb, int h)
 {
     sh_ent *e = hb->sh[h];
@@ -119,85 +105,123 @@ static void sh_compact(const net *n, star_hub *hb, int h)
         if (sh_alive(n, &e[i]))
             e[m++] = e[i];
     hb->sh_n[h] = m;
-    for (size_t i = m / 2; i-- > 0;)
-        sh_sift_down(e, m, i, e[i]);
-    sh_ent *r = hb->run[h];
-    m = 0;
-    for (size_t i = hb->run_at[h]; i < hb->run_n[h]; i++)
-        if (sh_alive(n, &r[i]))
-            r[m++] = r[i];
-    hb->run_at[h] = 0;
-    hb->run_n[h] = m;
+    shh_build(e, m);
+    for (int j = 0; j < SH_RUNS; j++) {
+        sh_run *r = &hb->run[h][j];
+        m = 0;
+        for (size_t i = r->at; i < r->n; i++)
+            if (sh_alive(n, &r->e[i]))
+                r->e[m++] = r->e[i];
+        r->at = 0;
+        r->n = m;
+    }
 }
 
-static void sh_heap_push(star_hub *hb, int h, sh_ent x)
+/* Entries left in heap h's runs. */
+static size_t sh_in_runs(const star_hub *hb, int h)
 {
-    sh_ent *e = hb->sh[h];
-    size_t i = hb->sh_n[h]++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!sh_before(&x, &e[p]))
-            break;
-        e[i] = e[p];
-        i = p;
+    size_t m = 0;
+    for (int j = 0; j < SH_RUNS; j++)
+        m += hb->run[h][j].n - hb->run[h][j].at;
+    return m;
+}
+
+/* The run an entry that comes in order goes to: the one whose last entry
+ * is the latest not after x (x then keeps it sorted), else an empty one,
+ * else -1 (the heap).  Flows of one size entering U in turn have keys in
+ * order, flows of a few caps make a few ordered sequences: a completion
+ * then reads the next entry of a run instead of sifting a heap of 10^5
+ * (asyncps at 10^5 devices).  In a bulk placement: the run open for it,
+ * else an empty one (opened). */
+static int sh_run_for(star_hub *hb, int h, const sh_ent *x, int bulk)
+{
+    int best = -1, empty = -1;
+    for (int j = 0; j < SH_RUNS; j++) {
+        sh_run *r = &hb->run[h][j];
+        if (r->open)
+            return bulk ? j : -1; /* no ordered entry among a bulk's */
+        if (r->at == r->n) {
+            if (empty < 0)
+                empty = j;
+        } else if (!bulk && !sh_before(x, &r->e[r->n - 1]) &&
+                   (best < 0 || sh_before(&hb->run[h][best].e[hb->run[h][best].n - 1], &r->e[r->n - 1]))) {
+            best = j;
+        }
     }
-    e[i] = x;
+    if (best >= 0)
+        return best;
+    if (empty >= 0) {
+        hb->run[h][empty].at = hb->run[h][empty].n = 0;
+        hb->run[h][empty].open = bulk;
+    }
+    return empty;
 }
 
 /* A failed allocation leaves the entry out and sets n->star_oom: the
  * recomputation then hands every flow back (star_leave reads the flows, not
- * the heaps).  In a bulk placement the entry is appended to the heap's run
- * instead (sorted once by sh_bulk_end), unless that run still holds
- * entries of an earlier bulk. */
+ * the heaps).  An entry goes to a run when one takes it (sh_run_for; in a
+ * bulk placement unsorted, sorted once by sh_bulk_end), else on the heap.
+ * Entries are distinct in (key, stamp): the order of pops is that of one
+ * heap holding them all, wherever they are kept. */
 static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
 {
-    sh_ent x = {key, f->sstamp, f->index};
-    if (n->sh_bulk && (hb->run_open[h] || hb->run_at[h] == hb->run_n[h])) {
-        if (!hb->run_open[h]) {
-            hb->run_at[h] = hb->run_n[h] = 0;
-            hb->run_open[h] = 1;
+    sh_ent x = {key, *SST(n, f), f->index};
+    if (hb->sh_n[h] + sh_in_runs(hb, h) >= 2 * sh_live(hb, h) + 1024)
+        sh_compact(n, hb, h);
+    int j = sh_run_for(hb, h, &x, n->sh_bulk);
+    if (j >= 0) {
+        sh_run *r = &hb->run[h][j];
+        if (r->at >= 1024 && 2 * r->at >= r->n) { /* read half: move the rest to the front */
+            memmove(r->e, r->e + r->at, (r->n - r->at) * sizeof *r->e);
+            r->n -= r->at;
+            r->at = 0;
         }
-        if (grow((void **)&hb->run[h], &hb->run_cap[h], hb->run_n[h] + 1, sizeof(sh_ent))) {
+        if (grow((void **)&r->e, &r->cap, r->n + 1, sizeof(sh_ent))) {
             n->star_oom = 1;
             return;
         }
-        hb->run[h][hb->run_n[h]++] = x;
+        r->e[r->n++] = x;
         return;
     }
-    if (hb->sh_n[h] + (hb->run_n[h] - hb->run_at[h]) >= 2 * sh_live(hb, h) + 1024)
-        sh_compact(n, hb, h);
     if (grow((void **)&hb->sh[h], &hb->sh_cap[h], hb->sh_n[h] + 1, sizeof(sh_ent))) {
         n->star_oom = 1;
         return;
     }
-    sh_heap_push(hb, h, x);
+    shh_up(hb->sh[h], hb->sh_n[h]++, x);
 }
 
-/* The live flow with the smallest key, or NULL: the smaller of the heap's
- * top and the run's head, dead entries dropped on the way.  Entries are
- * distinct in (key, stamp), so the order is that of one heap holding
- * both. */
+/* The live flow with the smallest key, or NULL: the smallest of the heap's
+ * top and the runs' heads, dead entries dropped on the way (hb->top_run[h]
+ * says where it is). */
 static flow *sh_top(const net *n, star_hub *hb, int h)
 {
     sh_ent *e = hb->sh[h];
     while (hb->sh_n[h] && !sh_alive(n, &e[0]))
         if (--hb->sh_n[h])
-            sh_sift_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
-    const sh_ent *r = hb->run[h];
-    while (hb->run_at[h] < hb->run_n[h] && !sh_alive(n, &r[hb->run_at[h]]))
-        hb->run_at[h]++;
-    int in_heap = hb->sh_n[h] > 0, in_run = hb->run_at[h] < hb->run_n[h];
-    if (in_run && (!in_heap || sh_before(&r[hb->run_at[h]], &e[0])))
-        return F(n, r[hb->run_at[h]].idx);
-    return in_heap ? F(n, e[0].idx) : NULL;
+            shh_down(e, hb->sh_n[h], 0, e[hb->sh_n[h]]);
+    const sh_ent *best = hb->sh_n[h] ? &e[0] : NULL;
+    int from = -1;
+    for (int j = 0; j < SH_RUNS; j++) {
+        sh_run *r = &hb->run[h][j];
+        while (r->at < r->n && !sh_alive(n, &r->e[r->at]))
+            r->at++;
+        if (r->at < r->n && (!best || sh_before(&r->e[r->at], best))) {
+            best = &r->e[r->at];
+            from = j;
+        }
+    }
+    hb->top_run[h] = from;
+    return best ? F(n, best->idx) : NULL;
 }
 
-/* Empty heap h of hub hb and its run. */
+/* Empty heap h of hub hb and its runs. */
 static void sh_clear(star_hub *hb, int h)
 {
     hb->sh_n[h] = 0;
-    hb->run_at[h] = hb->run_n[h] = 0;
-    hb->run_open[h] = 0;
+    for (int j = 0; j < SH_RUNS; j++) {
+        hb->run[h][j].at = hb->run[h][j].n = 0;
+        hb->run[h][j].open = 0;
+    }
 }
 
 /* A key's bits as an unsigned integer that orders like the key (-0 as +0,
@@ -283,10 +307,10 @@ static int sh_sort_few(const sh_ent *a, sh_ent *b, size_t m)
  * keys: a counting sort over their ranks; else LSD radix over 11-bit
  * digits (a cache-sized count table), skipping a digit every entry shares.
  * 0, or -1 when out of memory. */
-static int sh_run_sort(net *n, star_hub *hb, int h)
+static int sh_run_sort(net *n, sh_run *run)
 {
-    sh_ent *r = hb->run[h];
-    size_t m = hb->run_n[h];
+    sh_ent *r = run->e;
+    size_t m = run->n;
     int sorted = 1;
     for (size_t i = 1; i < m && sorted; i++)
         sorted = !sh_before(&r[i], &r[i - 1]);
@@ -295,10 +319,10 @@ static int sh_run_sort(net *n, star_hub *hb, int h)
     if (grow((void **)&n->run_tmp, &n->cap_run_tmp, m, sizeof(sh_ent)))
         return -1;
     if (sh_sort_few(r, n->run_tmp, m)) { /* the scratch becomes the run */
-        hb->run[h] = n->run_tmp;
+        run->e = n->run_tmp;
         n->run_tmp = r;
-        size_t c = hb->run_cap[h];
-        hb->run_cap[h] = n->cap_run_tmp;
+        size_t c = run->cap;
+        run->cap = n->cap_run_tmp;
         n->cap_run_tmp = c;
         return 0;
     }
@@ -335,15 +359,17 @@ static void sh_bulk_end(net *n)
     n->sh_bulk = 0;
     for (size_t i = 0; i < n->n_hubs; i++) {
         star_hub *hb = &n->hubs[i];
-        for (int h = 0; h < 4; h++) {
-            if (!hb->run_open[h])
-                continue;
-            hb->run_open[h] = 0;
-            if (sh_run_sort(n, hb, h)) {
-                hb->run_n[h] = 0;
-                n->star_oom = 1;
+        for (int h = 0; h < 4; h++)
+            for (int j = 0; j < SH_RUNS; j++) {
+                sh_run *r = &hb->run[h][j];
+                if (!r->open)
+                    continue;
+                r->open = 0;
+                if (sh_run_sort(n, r)) {
+                    r->n = 0;
+                    n->star_oom = 1;
+                }
             }
-        }
     }
 }
 
@@ -475,7 +501,7 @@ static void star_to_c(net *n, flow *f, double now, double rem)
 {
     star_hub *hb = hub_of(n, f);
     f->sset = STAR_C;
-    f->sstamp = ++n->sstamp;
+    *SST(n, f) = ++n->sstamp;
     hb->n_c++;
     f->key = rem;
     f->t0 = now;
@@ -494,7 +520,7 @@ static void star_to_u(net *n, flow *f, double rem)
 {
     star_hub *hb = hub_of(n, f);
     f->sset = STAR_U;
-    f->sstamp = ++n->sstamp;
+    *SST(n, f) = ++n->sstamp;
     hb->n_u++;
     f->key = hb->V + rem;
     f->u_epoch = hb->epoch + 1; /* the level the coming recomputation sets */
@@ -522,7 +548,7 @@ static void star_detach(net *n, flow *f, double now)
             sh_clear(hb, H_UCAP);
         }
     }
-    f->sstamp = 0;
+    *SST(n, f) = 0;
     f->sset = STAR_NEW;
 }
 
@@ -588,7 +614,7 @@ void star_leave(net *n)
         if (f->sset == STAR_U)
             star_fold_peak(n, f);
         f->sset = STAR_OFF;
-        f->sstamp = 0;
+        *SST(n, f) = 0;
         f->finish_t = INFINITY;
         star_disown(n, f);
     }
@@ -849,8 +875,11 @@ int star_reshare(net *n)
 
 static void star_done_prefetch(const net *n, const star_hub *hb, int h)
 {
-    const sh_ent *r = hb->run[h];
-    size_t at = hb->run_at[h], nr = hb->run_n[h];
+    if (hb->top_run[h] < 0)
+        return;
+    const sh_run *run = &hb->run[h][hb->top_run[h]];
+    const sh_ent *r = run->e;
+    size_t at = run->at, nr = run->n;
     if (at + DONE_FLOW < nr) {
         const char *f = (const char *)F(n, r[at + DONE_FLOW].idx);
         __builtin_prefetch(f);
@@ -912,7 +941,8 @@ void star_free(net *n)
     for (size_t i = 0; i < n->hubs_made; i++) {
         for (int h = 0; h < 4; h++) {
             dp_free(n->hubs[i].sh[h]);
-            dp_free(n->hubs[i].run[h]);
+            for (int j = 0; j < SH_RUNS; j++)
+                dp_free(n->hubs[i].run[h][j].e);
         }
         dp_free(n->hubs[i].lstk);
     }

@@ -557,6 +557,17 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events, 1.0);
 }
 
+/* Is epoch j (of E) worth journaling?  Its journal is read at the boundary
+ * after it, against epoch j - 1's (from epoch 3 on: epoch 1 starts at no
+ * rebase, so is never journaled), or at the boundary after j + 1, and only
+ * when an epoch is left to replay.  Journaling the others changes no
+ * result, but the last epoch of a 2-epoch run of DDP on 10^3 devices
+ * journaled 50 MB. */
+static int journal_read(int j, int E)
+{
+    return j + 1 < E || (j >= 3 && j < E);
+}
+
 /* After the handler that ended an epoch: rebase if the boundary is clean,
  * then fast-forward or start journaling the new epoch.  0, or DP_ENOMEM
  * (the run failed). */
@@ -615,7 +626,7 @@ static int ff_boundary(prt *rt)
     f->open = 0;
     f->n_ends = 0;
     f->match = 1;
-    f->on = !f->dead;
+    f->on = !f->dead && journal_read(rt->epoch, rt->s->training.epochs);
     f->ev0 = ev;
     return 0;
 }

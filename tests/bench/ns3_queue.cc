@@ -7,7 +7,11 @@
 // ExponentialRandomVariable (MRG32k3a + log), or with --rng=xorshift from
 // the same xorshift + log as bench_engine, which isolates the queue.
 //
-// Usage: ns3_queue SCHEDULER PENDING STEPS [REPS] [--rng=ns3|xorshift]
+// --bare: the scheduler alone (Scheduler::Insert and RemoveNext on keys,
+// no event objects, no Simulator, no dispatch): the bare queue, as the
+// issue 39 side-by-side asks for beside the full simulator.
+//
+// Usage: ns3_queue SCHEDULER PENDING STEPS [REPS] [--rng=ns3|xorshift] [--bare]
 //   SCHEDULER: Map, List, Heap, Calendar, PriorityQueue (ns3::<name>Scheduler)
 // Prints one line: "ns3 SCHEDULER PENDING pending (rng R): median X M
 // events/s (min, max); peak RSS M MB".  Built only where libns3-dev is installed
@@ -93,9 +97,39 @@ double RunOnce(const std::string &sched, uint64_t pending, uint64_t steps, bool 
     return static_cast<double>(steps) / dt;
 }
 
+// The hold model on the scheduler alone: keys in, keys out.
+double RunBare(const std::string &sched, uint64_t pending, uint64_t steps, bool use_xorshift)
+{
+    ObjectFactory factory;
+    factory.SetTypeId("ns3::" + sched + "Scheduler");
+    Ptr<Scheduler> q = factory.Create<Scheduler>();
+    Hold h; // its Draw only
+    h.erv = CreateObject<ExponentialRandomVariable>();
+    h.erv->SetAttribute("Mean", DoubleValue(1.0));
+    h.use_xorshift = use_xorshift;
+    uint32_t uid = 0;
+    for (uint64_t i = 0; i < pending; i++) {
+        Scheduler::Event ev;
+        ev.impl = nullptr;
+        ev.key.m_ts = static_cast<uint64_t>(std::llround(h.Draw() * 1e9));
+        ev.key.m_uid = uid++;
+        ev.key.m_context = 0;
+        q->Insert(ev);
+    }
+    double t0 = CpuSeconds();
+    for (uint64_t k = 0; k < steps; k++) {
+        Scheduler::Event ev = q->RemoveNext();
+        ev.key.m_ts += static_cast<uint64_t>(std::llround(h.Draw() * 1e9));
+        ev.key.m_uid = uid++;
+        q->Insert(ev);
+    }
+    double dt = CpuSeconds() - t0;
+    return static_cast<double>(steps) / dt;
+}
+
 int Usage()
 {
-    std::fprintf(stderr, "usage: ns3_queue SCHEDULER PENDING STEPS [REPS] [--rng=ns3|xorshift]\n"
+    std::fprintf(stderr, "usage: ns3_queue SCHEDULER PENDING STEPS [REPS] [--rng=ns3|xorshift] [--bare]\n"
                          "  SCHEDULER: Map, List, Heap, Calendar or PriorityQueue\n");
     return 2;
 }
@@ -105,9 +139,11 @@ int Usage()
 int main(int argc, char **argv)
 {
     std::vector<std::string> pos;
-    bool use_xorshift = false;
+    bool use_xorshift = false, bare = false;
     for (int i = 1; i < argc; i++) {
-        if (std::strcmp(argv[i], "--rng=xorshift") == 0)
+        if (std::strcmp(argv[i], "--bare") == 0)
+            bare = true;
+        else if (std::strcmp(argv[i], "--rng=xorshift") == 0)
             use_xorshift = true;
         else if (std::strcmp(argv[i], "--rng=ns3") == 0)
             use_xorshift = false;
@@ -139,13 +175,14 @@ int main(int argc, char **argv)
     }
     std::vector<double> rate;
     for (unsigned long long r = 0; r < reps; r++)
-        rate.push_back(RunOnce(pos[0], pending, steps, use_xorshift));
+        rate.push_back(bare ? RunBare(pos[0], pending, steps, use_xorshift)
+                            : RunOnce(pos[0], pending, steps, use_xorshift));
     std::sort(rate.begin(), rate.end());
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     std::printf(
-        "ns3 %s %llu pending (rng %s): median %.3f M events/s (min %.3f, max %.3f); peak RSS %.1f MB\n",
-        pos[0].c_str(), pending, use_xorshift ? "xorshift" : "ns3", rate[rate.size() / 2] / 1e6,
+        "ns3 %s%s %llu pending (rng %s): median %.3f M events/s (min %.3f, max %.3f); peak RSS %.1f MB\n",
+        pos[0].c_str(), bare ? " (bare)" : "", pending, use_xorshift ? "xorshift" : "ns3", rate[rate.size() / 2] / 1e6,
         rate.front() / 1e6, rate.back() / 1e6, static_cast<double>(ru.ru_maxrss) / 1024.0);
     return 0;
 }
