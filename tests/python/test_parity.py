@@ -19,7 +19,12 @@ SHORTEN = {
 # data set costs about a minute per policy whatever the schedule); digits.yaml
 # covers the learner's path.  DPSIM_PYTEST_SLOW=1 runs them too.
 SLOW = {"paper-fashion.yaml"}
-SCENARIOS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(SRC, "scenarios", "*.yaml")))
+# Scenarios whose other policies fail by design: batteries with no charger
+# drain, and every policy but fedavg ends "down for good" (exit 1).
+ONLY = {"battery-fleet.yaml": "fedavg"}
+# Many-jobs scenarios run with `dpsim jobs`; `run` (and dpsim.run) refuse them.
+SCENARIOS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(SRC, "scenarios", "*.yaml"))
+                   if not os.path.basename(p).startswith("jobs-"))
 
 
 @pytest.mark.parametrize("name", SCENARIOS + ["builtin:paper-testbed"])
@@ -32,10 +37,13 @@ def test_every_policy_same_bits(name):
     args = ["run", path, "--json", "--no-db", "-q"]
     for s in sets:
         args += ["--set", s]
+    only = ONLY.get(name)
+    if only:
+        args += ["--policy", only]
     want = cli(*args).stdout
-    got = dpsim.run(path, set=sets)
+    got = dpsim.run(path, set=sets, policy=only) if only else dpsim.run(path, set=sets)
     assert got.json + "\n" == want
-    assert len(got) == len(dpsim.load(path, set=sets).policies) >= 1
+    assert len(got) == (1 if only else len(dpsim.load(path, set=sets).policies)) >= 1
 
 
 def test_every_registered_policy_covered():
