@@ -46,6 +46,11 @@ sed 's/name: fifo, restart/name: fiffo, restart/' "$T/a.yaml" >"$T/sch.yaml"
 bad_input "unknown scheduler" "$T/sch.yaml" "sch.yaml:26:20: scheduler.name: unknown scheduler, did you mean 'fifo'?"
 expect 2 "unknown --scheduler" -- "$BIN" jobs "$S" --no-db -S fifo,lass
 has "$T/err" "unknown scheduler 'lass'"
+# what many jobs do not model yet is refused, not ignored
+expect 2 "energy in jobs" -- "$BIN" jobs "$S" --no-db --set 'devices.gpu.power={compute: 5W, transmit: 1W, receive: 1W, idle: 0.1W}'
+has "$T/err" "cannot count energy"
+expect 2 "data parts in jobs" -- "$BIN" jobs "$S" --no-db --set 'dataset.parts=[{at: gpu, samples: 100%}]'
+has "$T/err" "cannot place the data"
 sed 's/policy: cadp/policy: cdap/' "$T/a.yaml" >"$T/pol.yaml"
 bad_input "unknown policy" "$T/pol.yaml" "pol.yaml:30:37: jobs[2]: policy: unknown policy 'cdap'"
 cat >"$T/static.yaml" <<'YAML'

@@ -67,7 +67,7 @@ typedef struct scn_stragglers {
 } scn_stragglers;
 
 /* Energy of each device of a group (scenarios/README.md "Energy";
- * docs/MODEL.md section 11): its power in each activity and, optionally,
+ * docs/MODEL.md section 12): its power in each activity and, optionally,
  * a battery whose state of charge drives its availability.  on == 0: no
  * power figures (no energy is counted).  Fractions are of the capacity. */
 typedef enum {

@@ -21,6 +21,19 @@ typedef struct draft {
     int gline[64], gcol[64];
 } draft;
 
+/* What a world of many jobs does not model yet (each job's runtime would
+ * ignore it without a word): data placed at sites (`dataset.parts`) and
+ * devices' energy (`power:`), so such a scenario is refused. */
+static const char *not_for_jobs(const scn_scenario *s)
+{
+    if (s->data)
+        return "place the data (dataset.parts, .storage, .caches)";
+    for (size_t g = 0; g < s->n_groups; g++)
+        if (s->groups[g].energy.on)
+            return "count energy (a device group's power:)";
+    return NULL;
+}
+
 static int draft_add(draft *d, const char *key, const char *value)
 {
     char **ns = dp_realloc(d->set, (d->n_set + 1) * sizeof *ns);
@@ -465,7 +478,7 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
     const char *no = js_s->n_devices != s->n_devices ? "change the world's devices"
                      : scn_has_failures(js_s)          ? "have device failures (availability)"
                      : scn_learning(js_s)              ? "learn (learning:) yet"
-                                                       : NULL;
+                                                       : not_for_jobs(js_s);
     if (no) {
         scn_free(js_s);
         dp_free(key);
@@ -545,6 +558,8 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
                         "%s: jobs: a world with `availability` (device failures) cannot hold many jobs yet; "
                         "link outages and traces can",
                         s->path);
+    if (!rc && not_for_jobs(s))
+        rc = dp_err_set(err, DP_EINPUT, "%s: jobs: a world of many jobs cannot %s yet", s->path, not_for_jobs(s));
     if (!rc && n->kind == YT_SEQ) {
         if (n->n == 0)
             rc = scn_read_fail(s, n, "jobs", err, "expected at least one job");
