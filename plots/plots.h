@@ -135,6 +135,10 @@ int plot_batch_end(dp_err *err);
 void plot_gp_printf(plot_gp *gp, const char *fmt, ...) DP_PRINTF(2, 3);
 /* Write s as a string expression (plot_quote, at most 400 bytes of text). */
 void plot_gp_str(plot_gp *gp, const char *s);
+/* plot_kinds.c: the user's --xlabel / --ylabel (written last, so they win),
+ * and the longest title a plot writes. */
+void plot_user_labels(plot_gp *gp, const plot_sel *sel);
+#define PLOT_TITLE_MAX 600
 int plot_gp_close(plot_gp *gp, dp_err *err);
 void plot_gp_abort(plot_gp *gp);
 /* plot_gp_open at the user's --size (sel->width_px, height_px), else at the
