@@ -147,13 +147,29 @@ static int rounds_of(coll_kind k, size_t n)
     return k == COLL_ALLREDUCE ? 2 * (int)(n - 1) : (int)(n - 1);
 }
 
+/* The members whose records a collective changes one by one: with
+ * symmetry on (runtime_sym.c), the full ring's representatives and devices
+ * alone stand for their classes; a subset ring knows no classes, so
+ * symmetry ends first. */
+static const size_t *acts_members(prt *rt, const coll *c, size_t *m)
+{
+    if (rt->sym_rep && c->members)
+        sym_end(rt);
+    const size_t *reps = prt_sym_reps(rt, m);
+    if (!reps)
+        *m = c->m;
+    return reps ? reps : c->members;
+}
+
 /* A member idle while its collective runs shows as sending (its links are
  * in the ring); coll_dev counts the collectives each device is in. */
 static void coll_begin_acts(prt *rt, const coll *c)
 {
     rt->coll_active++;
-    for (size_t i = 0; i < c->m; i++) {
-        size_t d = member(c, i);
+    size_t m;
+    const size_t *mem = acts_members(rt, c, &m);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = mem ? mem[i] : i;
         if (rt->coll_dev[d]++ == 0 && rt->act[d] == RES_ACT_WAIT)
             prt_set_act(rt, d, RES_ACT_SEND);
     }
@@ -162,8 +178,10 @@ static void coll_begin_acts(prt *rt, const coll *c)
 static void coll_end_acts(prt *rt, const coll *c)
 {
     rt->coll_active--;
-    for (size_t i = 0; i < c->m; i++) {
-        size_t d = member(c, i);
+    size_t m;
+    const size_t *mem = acts_members(rt, c, &m);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = mem ? mem[i] : i;
         if (--rt->coll_dev[d] == 0 && rt->act[d] == RES_ACT_SEND)
             prt_set_act(rt, d, RES_ACT_WAIT);
     }
@@ -871,7 +889,17 @@ void coll_ring_account(prt *rt, double chunk, int rounds)
         rt->ring_xfer_ok = 1;
     }
     const double *xf = rt->ring_xfer;
-    for (size_t i = 0; i < rt->n; i++) {
+    size_t nr;
+    const size_t *reps = prt_sym_reps(rt, &nr);
+    /* with symmetry, each representative (and device alone) stands for its
+     * class: its edges, in and out, are its followers' (runtime_sym.c) */
+    for (size_t j = 0; reps && j < nr; j++) {
+        size_t i = reps[j], prev = i ? i - 1 : rt->n - 1;
+        rt->coll_bytes[i] += chunk * rounds;
+        rt->coll_busy_s[i] += rounds * xf[i];
+        rt->coll_recv_s[i] += rounds * xf[prev];
+    }
+    for (size_t i = 0; !reps && i < rt->n; i++) {
         size_t next = i + 1 < rt->n ? i + 1 : 0; /* (i + 1) % n */
         rt->coll_bytes[i] += chunk * rounds;
         rt->coll_busy_s[i] += rounds * xf[i];
