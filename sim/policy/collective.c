@@ -39,6 +39,14 @@ typedef struct coll_cache {
     int ring_unequal;     /* -1: none; else a shared link whose edges' latencies differ */
     double *lk_lat;       /* per network link */
     size_t lk_cap;
+    /* the full ring's slowest edge time (lat + chunk / rate) for the last
+     * chunk sizes, valid while the ring cache's capacities are w_caps:
+     * DDP's buckets have two sizes, and an O(devices) pass per bucket was
+     * most of a 10^6-device run once devices moved as classes */
+#define WORST_CACHED 4
+    double w_chunk[WORST_CACHED], w_worst[WORST_CACHED];
+    int w_n, w_next;
+    uint64_t w_caps;
 } coll_cache;
 
 typedef struct coll {
@@ -796,6 +804,14 @@ static double analytic_s(const coll *c)
         return -1;
     prt *rt = c->rt;
     double worst = 0;
+    coll_cache *cc = rt->cc;
+    if (full) {
+        if (cc->w_caps != rt->ring_caps)
+            cc->w_n = 0;
+        for (int j = 0; j < cc->w_n; j++)
+            if (memcmp(&cc->w_chunk[j], &c->chunk, sizeof c->chunk) == 0)
+                return c->rounds * cc->w_worst[j];
+    }
     for (size_t i = 0; i < c->m; i++) {
         double lat, xfer;
         if (full) {
@@ -808,6 +824,12 @@ static double analytic_s(const coll *c)
     }
     if (!full)
         count_links(c, -1);
+    else { /* remember it (oldest out) */
+        int j = cc->w_n < WORST_CACHED ? cc->w_n++ : cc->w_next++ % WORST_CACHED;
+        cc->w_chunk[j] = c->chunk;
+        cc->w_worst[j] = worst;
+        cc->w_caps = rt->ring_caps;
+    }
     return c->rounds * worst;
 }
 
@@ -873,6 +895,22 @@ static int ring_outage(const coll *c, double t0, double t1)
 
 void coll_ring_account(prt *rt, double chunk, int rounds)
 {
+    size_t nr;
+    const size_t *reps = prt_sym_reps(rt, &nr);
+    if (reps) {
+        /* with symmetry, each representative (and device alone) stands for
+         * its class: its edges, in and out, are its followers'
+         * (runtime_sym.c); edge i's time as below, O(classes) */
+        const double *rate = rt->ring_rate;
+        for (size_t j = 0; j < nr; j++) {
+            size_t i = reps[j], prev = i ? i - 1 : rt->n - 1;
+            double xi = chunk > 0 ? chunk / rate[i] : 0, xp = chunk > 0 ? chunk / rate[prev] : 0;
+            rt->coll_bytes[i] += chunk * rounds;
+            rt->coll_busy_s[i] += rounds * xi;
+            rt->coll_recv_s[i] += rounds * xp;
+        }
+        return;
+    }
     /* each edge's transfer time for this chunk, kept while the chunk and the
      * ring's rates stay (DDP's buckets all have one size but the last): a
      * division per device and bucket was a seventh of a run of 100,000 */
@@ -889,17 +927,7 @@ void coll_ring_account(prt *rt, double chunk, int rounds)
         rt->ring_xfer_ok = 1;
     }
     const double *xf = rt->ring_xfer;
-    size_t nr;
-    const size_t *reps = prt_sym_reps(rt, &nr);
-    /* with symmetry, each representative (and device alone) stands for its
-     * class: its edges, in and out, are its followers' (runtime_sym.c) */
-    for (size_t j = 0; reps && j < nr; j++) {
-        size_t i = reps[j], prev = i ? i - 1 : rt->n - 1;
-        rt->coll_bytes[i] += chunk * rounds;
-        rt->coll_busy_s[i] += rounds * xf[i];
-        rt->coll_recv_s[i] += rounds * xf[prev];
-    }
-    for (size_t i = 0; !reps && i < rt->n; i++) {
+    for (size_t i = 0; i < rt->n; i++) {
         size_t next = i + 1 < rt->n ? i + 1 : 0; /* (i + 1) % n */
         rt->coll_bytes[i] += chunk * rounds;
         rt->coll_busy_s[i] += rounds * xf[i];
