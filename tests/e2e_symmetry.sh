@@ -101,6 +101,13 @@ for i in 0 1 2 3 4 5 6 7; do
         --set policies.ddp.collective=flows
 done
 
+# pipelined rings as flows; no overlap, ZeRO-1 with gradient accumulation
+same "fidelity world 1 x30, pipelined flows" "$T/fw1.yaml" --policy ddp --set training.epochs=2 \
+    --set policies.ddp.collective=flows --set policies.ddp.collective_progress=pipelined
+same "fidelity world 1 x30, no overlap, ZeRO-1 x3" "$T/fw1.yaml" --policy ddp,deepspeed --set training.epochs=3 \
+    --set policies.ddp.collective=analytic --set policies.ddp.overlap=false --set policies.deepspeed.stage=1 \
+    --set policies.deepspeed.grad_accum=3
+
 {
     printf 'name: row\nmodel: { params: 1000, flops_per_sample: 1e6 }\n'
     printf 'dataset: { samples: 4000, sample_bytes: 1KB }\ntraining: { epochs: 3 }\ndevices:\n'
