@@ -70,6 +70,17 @@ done
 for f in "$SRC"/scenarios/*.yaml; do
     sc=$(basename "$f" .yaml)
     [ "$sc" = population ] && continue # drawn devices: groups of one
+    case $sc in
+    jobs-*) # many jobs on one world: `dpsim jobs`, its JSON compared
+        if DPSIM_NO_SYMMETRY=1 "$BIN" jobs "$f" --json --no-db >"$T/off.json" 2>&1 &&
+            "$BIN" jobs "$f" --json --no-db >"$T/on.json" 2>&1 && cmp -s "$T/off.json" "$T/on.json"; then
+            ok "$sc (dpsim jobs)"
+        else
+            bad "$sc: dpsim jobs differs with symmetry on and off (or failed): $(head -c 200 "$T/on.json")"
+        fi
+        continue
+        ;;
+    esac
     args=$(scale_args "$f" 40)
     [ -n "$args" ] || { bad "$sc: no groups from a C-ADP run's devices"; continue; }
     # shellcheck disable=SC2086
