@@ -27,8 +27,8 @@
  * stragglers or a record unlike its neighbour's stay alone.
  *
  * Only sync.c starts it (prt_sym_begin), for its own groups without hooks
- * or failures; a run with a learner, failures, a segment hook or data
- * where it lives (dataset.parts) never does.
+ * or failures; a run with a learner, failures, a segment hook, data where
+ * it lives (dataset.parts) or devices' energy never does.
  * DPSIM_NO_SYMMETRY=1 keeps every device alone (tests compare). */
 #include "runtime_impl.h"
 
@@ -126,9 +126,10 @@ int prt_sym_begin(prt *rt)
         return 0; /* once a run: a world without classes is not scanned at every step */
     rt->sym_tried = 1;
     size_t n = rt->n;
-    /* data where it lives (runtime_data.c) writes devices' records itself */
+    /* data where it lives (runtime_data.c) and devices' energy
+     * (runtime_energy.c, at every activity change) keep records of their own */
     if (sym_disabled() || n <= TL_DEVICES + 1 || learn_on(rt) || rt->may_fail || rt_segment_fn ||
-        TL(rt)->ndev > TL_DEVICES || rt->data)
+        TL(rt)->ndev > TL_DEVICES || rt->data || rt->energy)
         return 0;
     rt->sym_rep = dp_malloc(n * sizeof *rt->sym_rep);
     rt->sym_k = dp_malloc(n * sizeof *rt->sym_k);
