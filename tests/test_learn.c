@@ -2,6 +2,8 @@
  * "Learning"): schedules that must equal plain serial SGD bit for bit, local
  * SGD with one step against DDP, determinism, partitions, bad input. */
 #include <criterion/criterion.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 
 #include "learner.h"
 #include "ldata.h"
@@ -294,4 +296,33 @@ Test(learn, learning_results_cross_the_wire)
     res_run_free(back);
     res_run_free(r);
     scn_free(s);
+}
+
+/* A short pass's order, computed from the words of mt19937 it needs, is
+ * GSL's own shuffle (learner.c "a pass's order"), for every length it
+ * takes and many seeds (0: GSL's default seed), rejections included. */
+Test(learn, short_pass_order_is_gsl_shuffle)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    cr_assert_not_null(r);
+    int took = 0;
+    for (size_t len = 2; len <= 80; len++)
+        for (unsigned long s = 0; s < 300; s++) {
+            unsigned long seed = s < 3 ? s : s * 0x9e3779b97f4a7c15ULL;
+            size_t a[80], b[80];
+            for (size_t i = 0; i < len; i++)
+                a[i] = b[i] = i * 7 + 1;
+            gsl_rng_set(r, seed);
+            gsl_ran_shuffle(r, a, len, sizeof *a);
+            if (lrn_test_pass_order(b, len, seed)) {
+                for (size_t i = 0; i < len; i++)
+                    cr_assert_eq(b[i], i * 7 + 1, "a pass it declines stays untouched");
+                continue;
+            }
+            took++;
+            for (size_t i = 0; i < len; i++)
+                cr_assert_eq(a[i], b[i], "len %zu seed %lu: row %zu", len, seed, i);
+        }
+    cr_assert_gt(took, 60 * 300, "the short way took %d passes", took);
+    gsl_rng_free(r);
 }

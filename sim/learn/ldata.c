@@ -4,10 +4,29 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+
+/* strtod, with the common case first: a plain integer of up to 9 digits
+ * followed by a separator (the built-in digits are all such) converts
+ * exactly without it.  Parsing the 1,797 x 65 digits twice with strtod was
+ * a fifth of a small learning run. */
+static double num(const char *q, char **e)
+{
+    unsigned v = 0;
+    int k = 0;
+    while (k < 9 && q[k] >= '0' && q[k] <= '9')
+        v = v * 10 + (unsigned)(q[k++] - '0');
+    char c = q[k];
+    if (k > 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0')) {
+        *e = (char *)(uintptr_t)(q + k);
+        return (double)v;
+    }
+    return strtod(q, e);
+}
 
 /* The digits set, compiled in from scenarios/data/digits.csv.gz. */
 extern const char dpsim_data_digits[];
@@ -175,7 +194,7 @@ static ldata *parse_csv(const char *what, const char *text, size_t len, double f
             while (q < eol) {
                 char *e;
                 errno = 0;
-                double v = strtod(q, &e);
+                double v = num(q, &e);
                 if (e == q || !isfinite(v)) {
                     dp_err_set(err, DP_EINPUT, "%s:%zu: expected a number in column %zu", what, line, c + 1);
                     return NULL;
@@ -237,7 +256,7 @@ static ldata *parse_csv(const char *what, const char *text, size_t len, double f
             const char *q = p;
             for (size_t c = 0; c < cols; c++) {
                 char *e;
-                double v = strtod(q, &e);
+                double v = num(q, &e);
                 q = e;
                 while (q < eol && *q != ',')
                     q++;

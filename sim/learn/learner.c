@@ -82,6 +82,75 @@ static unsigned long order_seed(uint64_t seed, size_t d, uint64_t pass)
     return (unsigned long)mix(mix(seed ^ 0x6c6561726e6572ULL) + mix((uint64_t)d * 0x10001ULL + pass));
 }
 
+/* ---- a pass's order ------------------------------------------------------
+ * Each device reshuffles its rows at every pass, from GSL's mt19937 seeded
+ * with the pass's own seed.  A device with a handful of rows (10^3 devices
+ * on the 1,437 digits) passes at almost every batch, and seeding the
+ * generator's 624 words and twisting them all for one or two draws was most
+ * of a learning run.  A short pass's draws are computed here from the words
+ * they need: draw j (j < 227) is word j of the first twist, which reads the
+ * seeded words j, j + 1 and j + 397 alone; the same numbers, in the same
+ * order, as gsl_rng_set then gsl_ran_shuffle (gsl_rng_uniform_int's
+ * scaling and rejection included; tests/test_learn.c compares them). */
+#define MT_M        397
+#define PASS_DRAWS  200 /* draws this way at most (< 624 - 397); then GSL's own */
+#define PASS_SHORT  64  /* rows in a pass taken this way */
+
+static uint32_t mt_temper(uint32_t k)
+{
+    k ^= k >> 11;
+    k ^= (k << 7) & 0x9d2c5680u;
+    k ^= (k << 15) & 0xefc60000u;
+    k ^= k >> 18;
+    return k;
+}
+
+/* gsl_ran_shuffle(rng seeded with s, perm, len): 0, or 1 when the pass is
+ * not short (or, most rarely, rejections ran past PASS_DRAWS) and perm is
+ * untouched. */
+static int pass_order_short(size_t *perm, size_t len, unsigned long s)
+{
+    if (len > PASS_SHORT)
+        return 1;
+    uint32_t mt[MT_M + PASS_DRAWS + 1];
+    size_t seeded = 1, pick[PASS_SHORT], used = 0;
+    mt[0] = (uint32_t)((s ? s : 4357) & 0xffffffffUL); /* mt_set's default seed */
+    for (size_t i = len - 1; i > 0; i--) {
+        unsigned long n = i + 1, scale = 0xffffffffUL / n, k;
+        do { /* gsl_rng_uniform_int(r, n) */
+            if (used >= PASS_DRAWS)
+                return 1;
+            size_t j = used++;
+            for (; seeded <= j + MT_M; seeded++)
+                mt[seeded] = 1812433253u * (mt[seeded - 1] ^ (mt[seeded - 1] >> 30)) + (uint32_t)seeded;
+            uint32_t y = (mt[j] & 0x80000000u) | (mt[j + 1] & 0x7fffffffu);
+            uint32_t x = mt_temper(mt[j + MT_M] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u));
+            k = (unsigned long)x / scale;
+        } while (k >= n);
+        pick[i] = (size_t)k;
+    }
+    for (size_t i = len - 1; i > 0; i--) {
+        size_t t = perm[i];
+        perm[i] = perm[pick[i]];
+        perm[pick[i]] = t;
+    }
+    return 0;
+}
+
+/* perm (a pass's rows, in partition order) in the pass's order. */
+static void pass_order(learner *L, size_t *perm, size_t len, unsigned long s)
+{
+    if (len < 2 || !pass_order_short(perm, len, s))
+        return; /* one row: the shuffle draws nothing */
+    gsl_rng_set(L->rng, s);
+    gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+}
+
+int lrn_test_pass_order(size_t *perm, size_t len, unsigned long s)
+{
+    return pass_order_short(perm, len, s);
+}
+
 double lrn_lr(const learner *L, int epoch)
 {
     const lrn_cfg *c = L->c;
@@ -282,8 +351,7 @@ int lrn_draw(learner *L, size_t d, size_t k, size_t *idx)
     for (size_t i = 0; i < k; i++) {
         if (L->pos[d] == len) {
             memcpy(perm, L->part + L->off[d], len * sizeof *perm);
-            gsl_rng_set(L->rng, order_seed(L->seed, d, L->pass[d]++));
-            gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+            pass_order(L, perm, len, order_seed(L->seed, d, L->pass[d]++));
             L->pos[d] = 0;
         }
         idx[i] = perm[L->pos[d]++];
@@ -541,8 +609,7 @@ int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *
         /* the order of the pass under way, rebuilt (its shuffle's seed) */
         memcpy(perm, L->part + L->off[d], len * sizeof *perm);
         if (pass > 0) {
-            gsl_rng_set(L->rng, order_seed(L->seed, d, pass - 1));
-            gsl_ran_shuffle(L->rng, perm, len, sizeof *perm);
+            pass_order(L, perm, len, order_seed(L->seed, d, pass - 1));
         }
     }
     L->pos[d] = pos;

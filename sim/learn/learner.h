@@ -160,6 +160,10 @@ long lrn_max_staleness(const learner *L);
  * advancing its stream as a step would (tests build the plain serial SGD
  * loop a one-device schedule must equal from a second learner). */
 int lrn_draw(learner *L, size_t d, size_t k, size_t *idx);
+/* A short pass's order as the learner computes it (learner.c): perm as
+ * gsl_ran_shuffle leaves it with GSL's mt19937 seeded with s; 1 (perm
+ * untouched) when the pass is too long for that way (tests). */
+int lrn_test_pass_order(size_t *perm, size_t len, unsigned long s);
 /* The learner's data set and model shapes (tests). */
 const struct ldata *lrn_data(const learner *L);
 struct lmodel *lrn_model(learner *L);

@@ -39,6 +39,14 @@ typedef struct coll_cache {
     int ring_unequal;     /* -1: none; else a shared link whose edges' latencies differ */
     double *lk_lat;       /* per network link */
     size_t lk_cap;
+    /* the full ring's slowest edge time (lat + chunk / rate) for the last
+     * chunk sizes, valid while the ring cache's capacities are w_caps:
+     * DDP's buckets have two sizes, and an O(devices) pass per bucket was
+     * most of a 10^6-device run once devices moved as classes */
+#define WORST_CACHED 4
+    double w_chunk[WORST_CACHED], w_worst[WORST_CACHED];
+    int w_n, w_next;
+    uint64_t w_caps;
 } coll_cache;
 
 typedef struct coll {
@@ -147,13 +155,29 @@ static int rounds_of(coll_kind k, size_t n)
     return k == COLL_ALLREDUCE ? 2 * (int)(n - 1) : (int)(n - 1);
 }
 
+/* The members whose records a collective changes one by one: with
+ * symmetry on (runtime_sym.c), the full ring's representatives and devices
+ * alone stand for their classes; a subset ring knows no classes, so
+ * symmetry ends first. */
+static const size_t *acts_members(prt *rt, const coll *c, size_t *m)
+{
+    if (rt->sym_rep && c->members)
+        sym_end(rt);
+    const size_t *reps = prt_sym_reps(rt, m);
+    if (!reps)
+        *m = c->m;
+    return reps ? reps : c->members;
+}
+
 /* A member idle while its collective runs shows as sending (its links are
  * in the ring); coll_dev counts the collectives each device is in. */
 static void coll_begin_acts(prt *rt, const coll *c)
 {
     rt->coll_active++;
-    for (size_t i = 0; i < c->m; i++) {
-        size_t d = member(c, i);
+    size_t m;
+    const size_t *mem = acts_members(rt, c, &m);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = mem ? mem[i] : i;
         if (rt->coll_dev[d]++ == 0 && rt->act[d] == RES_ACT_WAIT)
             prt_set_act(rt, d, RES_ACT_SEND);
     }
@@ -162,8 +186,10 @@ static void coll_begin_acts(prt *rt, const coll *c)
 static void coll_end_acts(prt *rt, const coll *c)
 {
     rt->coll_active--;
-    for (size_t i = 0; i < c->m; i++) {
-        size_t d = member(c, i);
+    size_t m;
+    const size_t *mem = acts_members(rt, c, &m);
+    for (size_t i = 0; i < m; i++) {
+        size_t d = mem ? mem[i] : i;
         if (--rt->coll_dev[d] == 0 && rt->act[d] == RES_ACT_SEND)
             prt_set_act(rt, d, RES_ACT_WAIT);
     }
@@ -778,6 +804,14 @@ static double analytic_s(const coll *c)
         return -1;
     prt *rt = c->rt;
     double worst = 0;
+    coll_cache *cc = rt->cc;
+    if (full) {
+        if (cc->w_caps != rt->ring_caps)
+            cc->w_n = 0;
+        for (int j = 0; j < cc->w_n; j++)
+            if (memcmp(&cc->w_chunk[j], &c->chunk, sizeof c->chunk) == 0)
+                return c->rounds * cc->w_worst[j];
+    }
     for (size_t i = 0; i < c->m; i++) {
         double lat, xfer;
         if (full) {
@@ -790,6 +824,12 @@ static double analytic_s(const coll *c)
     }
     if (!full)
         count_links(c, -1);
+    else { /* remember it (oldest out) */
+        int j = cc->w_n < WORST_CACHED ? cc->w_n++ : cc->w_next++ % WORST_CACHED;
+        cc->w_chunk[j] = c->chunk;
+        cc->w_worst[j] = worst;
+        cc->w_caps = rt->ring_caps;
+    }
     return c->rounds * worst;
 }
 
@@ -855,6 +895,22 @@ static int ring_outage(const coll *c, double t0, double t1)
 
 void coll_ring_account(prt *rt, double chunk, int rounds)
 {
+    size_t nr;
+    const size_t *reps = prt_sym_reps(rt, &nr);
+    if (reps) {
+        /* with symmetry, each representative (and device alone) stands for
+         * its class: its edges, in and out, are its followers'
+         * (runtime_sym.c); edge i's time as below, O(classes) */
+        const double *rate = rt->ring_rate;
+        for (size_t j = 0; j < nr; j++) {
+            size_t i = reps[j], prev = i ? i - 1 : rt->n - 1;
+            double xi = chunk > 0 ? chunk / rate[i] : 0, xp = chunk > 0 ? chunk / rate[prev] : 0;
+            rt->coll_bytes[i] += chunk * rounds;
+            rt->coll_busy_s[i] += rounds * xi;
+            rt->coll_recv_s[i] += rounds * xp;
+        }
+        return;
+    }
     /* each edge's transfer time for this chunk, kept while the chunk and the
      * ring's rates stay (DDP's buckets all have one size but the last): a
      * division per device and bucket was a seventh of a run of 100,000 */

@@ -139,6 +139,7 @@ void prt_add_resent(prt *rt, double bytes)
 }
 void prt_add_server_bytes(prt *rt, size_t d, double bytes)
 {
+    sym_touch(rt, d);
     jrec(rt, (jent){.kind = J_SRV, .d = (int32_t)d, .v1 = bytes});
     rt->server_bytes[d] += bytes;
 }
@@ -275,6 +276,7 @@ void prt_free(prt *rt)
     coll_free_all(rt);
     world_free(rt->w);
     res_run_free(rt->r);
+    sym_end(rt);
     dp_free(rt->share);
     dp_free(rt->left);
     dp_free(rt->ready_s);
@@ -390,6 +392,12 @@ int prt_at(prt *rt, double t, prt_fn fn, void *ctx)
 
 int prt_work_left(const prt *rt)
 {
+    if (rt->sym_rep) { /* a follower's own count is stale: its representative's is its */
+        for (size_t i = 0; i < rt->n_sym_reps; i++)
+            if (rt->left[rt->sym_reps[i]] > 0)
+                return 1;
+        return 0;
+    }
     for (size_t d = 0; d < rt->n; d++)
         if (rt->left[d] > 0)
             return 1;
@@ -449,6 +457,7 @@ res_run *prt_results(prt *rt)
 {
     res_run *r = rt->r;
     double T = abs_now(rt), now = sim_now(rt->e);
+    sym_end(rt); /* every device's own records from here on */
     for (size_t d = 0; d < rt->n; d++) /* close every open interval at T */
         set_act_at(rt, d, rt->act[d], now);
     if (rt->tot) { /* fold, then the totals become the records read below */
@@ -467,7 +476,7 @@ res_run *prt_results(prt *rt)
     r->ttotal_s = T;
     r->ttraining_s = T - rt->tsend_s;
     r->samples_processed = rt->samples_done;
-    r->events = sim_events_run(rt->e) + rt->ff_events;
+    r->events = prt_events(rt) + rt->ff_events;
     dyn_stats(rt, T);
     if (energy_results(rt, r))
         fail_oom(rt);

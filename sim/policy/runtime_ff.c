@@ -293,6 +293,7 @@ static size_t state_now(prt *rt)
 static void epoch_close(prt *rt, double span, prt_sums *ep)
 {
     timeline *tl = TL(rt);
+    sym_flush(rt); /* the fold reads every device's records */
     for (size_t d = 0; d < rt->n; d++) {
         res_activity cur = rt->act[d];
         double since = rt->act_since[d], *S = rt->act_time + d * RES_ACT_COUNT;
@@ -324,7 +325,7 @@ typedef struct dev_changes {
     size_t *off, *chk_off;
     double *t, *chk;
     uint8_t *a;
-    double *done; /* per J_CDONE of the journal: start, end (engine times), FLOP */
+    double *done; /* per J_CDONE of the journal: start, end (engine times), FLOP, devices */
     size_t n_done;
 } dev_changes;
 
@@ -367,16 +368,17 @@ static int dev_changes_build(prt *rt, dev_changes *c, double span)
     size_t nd = 0;
     for (size_t i = 0; i < f->n; i++)
         nd += f->v[i].kind == J_CDONE;
-    if (!(c->done = dp_calloc(3 * nd + 1, sizeof *c->done)))
+    if (!(c->done = dp_calloc(4 * nd + 1, sizeof *c->done)))
         return DP_ENOMEM;
     for (size_t i = 0; i < f->n; i++) {
         const jent *e = &f->v[i];
         if (e->kind != J_CDONE)
             continue;
-        double *x = c->done + 3 * c->n_done++;
+        double *x = c->done + 4 * c->n_done++;
         x[0] = e->r0;
         x[1] = e->r;
         x[2] = batch_flops(rt, e->n, e->v1);
+        x[3] = (double)sym_mult(rt, (size_t)e->d); /* the devices it stands for */
     }
     for (size_t k = 0; k < f->nd; k++)
         if ((size_t)f->dv[k] < nt)
@@ -491,8 +493,8 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 replay_edges(rt, &ch, d, span);
             /* the batches' FLOPS bins and the epoch's end (the journal's last entry) */
             for (size_t k = 0; k < ch.n_done; k++) {
-                const double *x = ch.done + 3 * k;
-                prt_add_flops(rt, base + x[0], base + x[1], x[2]);
+                const double *x = ch.done + 4 * k;
+                prt_add_flops_k(rt, base + x[0], base + x[1], x[2], (size_t)x[3]);
             }
             end_epoch_at(rt, base + f->v[f->n - 1].r);
             sums_add(rt->tot, f->ep, rt->n, 0);
@@ -506,7 +508,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 break;
             case J_CSTART:
                 busy_advance_to(rt, e->r);
-                tl->computing++;
+                tl->computing += (size_t)e->n; /* the devices it stands for */
                 break;
             case J_CDONE:
                 compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
@@ -538,7 +540,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         if (((rt->epoch - first) & 1023) == 1023 && !rt->finished && !rt->failed) {
             if (progress_fn) {
                 double work = (double)rt->s->training.epochs;
-                progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events,
+                progress_fn(progress_ctx, rt->base, prt_events(rt) + rt->ff_events,
                             work > 0 ? (rt->epoch - 1) / work : 0);
             }
             if (policy_interrupted())
@@ -554,7 +556,7 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
     if (!rt->failed)
         prt_stat(rt, "fast_forward", RES_SCOPE_RUN, first, last, last - first + 1);
     if (progress_fn)
-        progress_fn(progress_ctx, rt->base, sim_events_run(rt->e) + rt->ff_events, 1.0);
+        progress_fn(progress_ctx, rt->base, prt_events(rt) + rt->ff_events, 1.0);
 }
 
 /* Is epoch j (of E) worth journaling?  Its journal is read at the boundary
@@ -576,7 +578,7 @@ static int ff_boundary(prt *rt)
     rt->boundary = 0;
     ffj *f = rt->ff;
     double span = sim_now(rt->e);
-    uint64_t ev = sim_events_run(rt->e);
+    uint64_t ev = prt_events(rt);
     int whole = f->on && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
     net *nt = world_net(rt->w);
     size_t sn = 0;
@@ -694,13 +696,13 @@ int prt_run(prt *rt)
     uint64_t k = 0;
     while (!rt->finished && !rt->failed && sim_step(rt->e)) {
         DP_LOG(LOG_ENGINE, LOG_TRACE, abs_now(rt), "event %llu done, %zu pending",
-               (unsigned long long)sim_events_run(rt->e), sim_pending(rt->e));
+               (unsigned long long)prt_events(rt), sim_pending(rt->e));
         if (rt->boundary && !rt->finished && !rt->failed && ff_boundary(rt))
             break; /* out of memory (the run failed) */
         if ((++k & 4095) != 0)
             continue;
         if (progress_fn)
-            progress_fn(progress_ctx, abs_now(rt), sim_events_run(rt->e), progress_of(rt));
+            progress_fn(progress_ctx, abs_now(rt), prt_events(rt), progress_of(rt));
         if (policy_interrupted())
             return dp_err_set(rt->err, DP_ERUN,
                               "interrupted at simulated t = %.6g s; this run was not stored", abs_now(rt));
@@ -711,12 +713,12 @@ int prt_run(prt *rt)
             break;
         if (stalled_for_good(rt))
             return rt->err ? rt->err->code : DP_ERUN;
-        if (sim_events_run(rt->e) >= PRT_MAX_EVENTS)
+        if (prt_events(rt) >= PRT_MAX_EVENTS)
             return dp_err_set(rt->err, DP_ERUN,
                               "stopped after %llu events (the limit on events per run) at simulated "
                               "t = %.6g s of a run this large; use fewer epochs or devices, or analytic "
                               "collectives",
-                              (unsigned long long)sim_events_run(rt->e), abs_now(rt));
+                              (unsigned long long)prt_events(rt), abs_now(rt));
     }
     if (rt->failed)
         return rt->err ? rt->err->code : DP_ERUN;

@@ -107,6 +107,15 @@ struct prt {
     struct rt_data *data;
     struct prt_energy *energy; /* devices' power and batteries (runtime_energy.c), NULL without */
     double between_servers;    /* bytes between two servers (regional), counted once (prt_add_between_servers) */
+    /* exact symmetry (runtime_sym.c): NULL while off.  sym_rep[d] is the
+     * device whose records d follows (d itself: a representative, or a
+     * device alone); a follower's own records are stale until sym_flush. */
+    size_t *sym_rep;
+    uint32_t *sym_k;    /* per representative: the devices it stands for, itself included */
+    size_t *sym_reps;   /* the representatives and the devices alone, in device order */
+    size_t n_sym_reps;
+    int sym_tried;       /* prt_sym_begin looked once */
+    uint64_t sym_events; /* the events one event of a representative stood for, beyond its own */
 };
 
 /* collective.c: an analytic collective's accounting for member d (bytes
@@ -175,7 +184,7 @@ void prt_warm(prt *rt);
  *            (consecutive changes to the same activity at the same time,
  *            e.g. every member of a collective starting or ending, share
  *            one entry)
- *   J_CSTART r = time
+ *   J_CSTART r = time, n = devices it stands for (runtime_sym.c)
  *   J_CDONE  d, n = samples, a = step (| J_FOLDED: a batch of a run in one
  *            event, not its last, after which the device computes on),
  *            r = end, r0 = start, v1 = part
@@ -302,6 +311,37 @@ static inline double batch_flops(const prt *rt, int n, double part)
 
 /* ---- between the runtime's own files (runtime*.c) ---------------------- */
 
+/* Events run, as without symmetry: an event of a representative counts
+ * for every device it stands for. */
+static inline uint64_t prt_events(const prt *rt)
+{
+    return sim_events_run(rt->e) + rt->sym_events;
+}
+
+/* runtime_sym.c: how many devices d's events stand for (1 when symmetry is
+ * off or d is alone; 0 for a follower) */
+static inline size_t sym_mult(const prt *rt, size_t d)
+{
+    if (!rt->sym_rep)
+        return 1;
+    return rt->sym_rep[d] == d ? rt->sym_k[d] : 0;
+}
+/* Copy every follower's records from its representative (before anything
+ * reads all devices' records). */
+void sym_flush(prt *rt);
+/* A follower d is about to be touched alone: its class splits (every
+ * member gets its records and goes alone).  A representative stands for
+ * its class: only the runtime and sync.c, which started symmetry and know
+ * it, act on it (runtime_sym.c). */
+void sym_split(prt *rt, size_t d);
+static inline void sym_touch(prt *rt, size_t d)
+{
+    if (rt->sym_rep && rt->sym_rep[d] != d)
+        sym_split(rt, d);
+}
+/* Flush and end symmetry for the rest of the run. */
+void sym_end(prt *rt);
+
 /* runtime.c */
 void fail_oom(prt *rt);
 int end_epoch_at(prt *rt, double now);
@@ -312,6 +352,7 @@ prt_sums running(prt *rt);
 void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy);
 void running_zero(prt *rt);
 void prt_add_flops(prt *rt, double t0, double t1, double flops);
+void prt_add_flops_k(prt *rt, double t0, double t1, double flops, size_t k);
 void tl_widen(timeline *tl);
 void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, const double *S);
 void timeline_finish(prt *rt, double T);

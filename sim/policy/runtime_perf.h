@@ -43,4 +43,19 @@ void *prt_plan(const prt *rt);
 int prt_hints(const prt *rt);
 void prt_prefetch_act(const prt *rt, size_t d);
 
+/* Exact symmetry (runtime_sym.c), for sync.c's groups: devices identical
+ * in every parameter and record (same group and neighbours in the ring, no
+ * noise, trace, straggler or failure, no learner) move as one: the first
+ * of them, the representative, runs their events once with a multiplicity
+ * and the others' records follow its own until something touches one of
+ * them alone (then its class splits, exactly).  The results are the same
+ * bits (tests: DPSIM_NO_SYMMETRY=1 turns it off, for tests only).
+ * prt_sym_begin tries it now (every device idle, between two steps):
+ * 1 when on.  prt_sym_reps lists the representatives and the devices alone
+ * in device order (NULL while off); prt_sym_count how many devices d's
+ * events stand for (1 alone, 0 a follower). */
+int prt_sym_begin(prt *rt);
+const size_t *prt_sym_reps(const prt *rt, size_t *count);
+size_t prt_sym_count(const prt *rt, size_t d);
+
 #endif

@@ -98,6 +98,8 @@ static double total(const double *tot, const double *run, size_t i)
 
 double prt_compute_s(const prt *rt, size_t d)
 {
+    if (rt->sym_rep)
+        d = rt->sym_rep[d]; /* a follower's records are its representative's */
     return total(rt->tot ? rt->tot->busy_compute : NULL, rt->busy_compute, d);
 }
 
@@ -115,10 +117,18 @@ static void bins_fit(prt *rt, double t)
 
 void prt_add_flops(prt *rt, double t0, double t1, double flops)
 {
+    prt_add_flops_k(rt, t0, t1, flops, 1);
+}
+
+/* The same k times in a row (k devices' batches, runtime_sym.c): each bin
+ * gets its k additions in the order k calls would have made them. */
+void prt_add_flops_k(prt *rt, double t0, double t1, double flops, size_t k)
+{
     if (!(t1 > t0) || !(flops > 0)) {
         if (flops > 0) { /* instantaneous: credit the bin of t0 */
             bins_fit(rt, t0);
-            rt->bins[(size_t)(t0 / rt->bin_s)] += flops;
+            for (size_t i = 0; i < k; i++)
+                rt->bins[(size_t)(t0 / rt->bin_s)] += flops;
         }
         return;
     }
@@ -127,10 +137,13 @@ void prt_add_flops(prt *rt, double t0, double t1, double flops)
     size_t k0 = (size_t)(t0 / rt->bin_s), k1 = (size_t)(t1 / rt->bin_s);
     if (k1 >= MAX_BINS)
         k1 = MAX_BINS - 1;
-    for (size_t k = k0; k <= k1; k++) {
-        double a = fmax(t0, (double)k * rt->bin_s), b = fmin(t1, (double)(k + 1) * rt->bin_s);
-        if (b > a)
-            rt->bins[k] += rate * (b - a);
+    for (size_t j = k0; j <= k1; j++) {
+        double a = fmax(t0, (double)j * rt->bin_s), b = fmin(t1, (double)(j + 1) * rt->bin_s);
+        if (b > a) {
+            double v = rate * (b - a), *bin = &rt->bins[j];
+            for (size_t i = 0; i < k; i++)
+                *bin += v;
+        }
     }
 }
 
@@ -319,6 +332,7 @@ void prt_prefetch_act(const prt *rt, size_t d)
 
 void prt_set_act(prt *rt, size_t d, res_activity a)
 {
+    sym_touch(rt, d);
     if (rt->act[d] == a)
         return;
     jrec_act(rt, d, a);
@@ -327,6 +341,8 @@ void prt_set_act(prt *rt, size_t d, res_activity a)
 
 void prt_rec_coll(prt *rt, size_t d, size_t next, double bytes, double busy_s)
 {
+    sym_touch(rt, d);
+    sym_touch(rt, next);
     jrec(rt, (jent){.kind = J_COLL, .d = (int32_t)d, .n = (int32_t)next, .r0 = busy_s, .v1 = bytes});
     rt->coll_bytes[d] += bytes;
     rt->coll_busy_s[d] += busy_s;

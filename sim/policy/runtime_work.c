@@ -100,10 +100,11 @@ int work_set_prefetch(prt *rt)
  * now, is done: its records, with the engine's origin at absolute `base`. */
 void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double part, int step, double base)
 {
+    size_t k = sym_mult(rt, d); /* the devices d stands for (runtime_sym.c) */
     rt->busy_compute[d] += now - t0;
     if (!(step & J_FOLDED)) { /* a folded batch but the last: the device computes on */
         busy_advance_to(rt, now);
-        TL(rt)->computing--;
+        TL(rt)->computing -= k;
     }
     step &= 1;
     /* a batch run in pieces (forward, backward) counts once, when whole */
@@ -114,8 +115,9 @@ void compute_done_at(prt *rt, size_t d, double t0, double now, int n, double par
         if (learn_on(rt)) /* the update stream's step: a whole batch (a step of n * part samples) */
             prt_learn_batch(rt, d, base + now, step ? n * part : n);
     }
-    rt->samples_done += n * part;
-    prt_add_flops(rt, base + t0, base + now, batch_flops(rt, n, part));
+    for (size_t i = 0; i < k; i++)
+        rt->samples_done += n * part;
+    prt_add_flops_k(rt, base + t0, base + now, batch_flops(rt, n, part), k);
 }
 
 static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
@@ -133,6 +135,7 @@ static void on_compute_done(sim_engine *e, void *ctx, uint64_t id)
                     .r0 = c->t0,
                     .v1 = c->part});
     compute_done_at(rt, c->d, c->t0, now, c->n, c->part, c->step, rt->base);
+    rt->sym_events += sym_mult(rt, c->d) - 1; /* this event stood for its class's */
     prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
 }
@@ -157,6 +160,7 @@ static int too_fine(prt *rt, size_t d, double t, double dt)
 
 int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, double *dt_out)
 {
+    sym_touch(rt, d);
     compute_slot *c = &TL(rt)->cslots[d];
     double now = sim_now(rt->e), dt = cmp_batch_s(world_compute(rt->w), d, n, now, part);
     if (isnan(dt))
@@ -176,9 +180,9 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    jrec(rt, (jent){.kind = J_CSTART, .r = sim_now(rt->e)});
+    jrec(rt, (jent){.kind = J_CSTART, .n = (int32_t)sym_mult(rt, d), .r = sim_now(rt->e)});
     busy_advance(rt);
-    TL(rt)->computing++;
+    TL(rt)->computing += sym_mult(rt, d);
     return 0;
 }
 
@@ -243,6 +247,7 @@ static void on_fold_done(sim_engine *e, void *ctx, uint64_t id)
     c->ev = 0;
     int64_t next;
     fold_credit(rt, c, sim_now(e), 0, &next);
+    rt->sym_events += sym_mult(rt, c->d) - 1;
     c->fold = 0;
     prt_set_act(rt, c->d, rt->coll_dev[c->d] ? RES_ACT_SEND : RES_ACT_WAIT);
     c->fn(rt, c->ctx);
@@ -250,6 +255,7 @@ static void on_fold_done(sim_engine *e, void *ctx, uint64_t id)
 
 int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
 {
+    sym_touch(rt, d);
     int64_t left = rt->left[d];
     cmp_model *cm = world_compute(rt->w);
     if (left <= 0 || bs < 1)
@@ -281,9 +287,9 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    jrec(rt, (jent){.kind = J_CSTART, .r = now});
+    jrec(rt, (jent){.kind = J_CSTART, .n = (int32_t)sym_mult(rt, d), .r = now});
     busy_advance(rt);
-    TL(rt)->computing++;
+    TL(rt)->computing += sym_mult(rt, d);
     return 0;
 }
 

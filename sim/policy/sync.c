@@ -18,6 +18,7 @@
  * flight at the timeout is abandoned (prt_abort), so no callback of the
  * failed attempt runs afterwards.
  */
+#include "runtime_perf.h"
 #include "sync.h"
 
 #include <math.h>
@@ -121,8 +122,9 @@ static void on_bucket_ready(prt *rt, void *ctx)
 }
 
 /* A device's last micro-step of the group starts at t0 and lasts dt (dt = 0
- * and t0 = group start for a device with none). */
-static void last_started(prt *rt, double t0, double dt)
+ * and t0 = group start for a device with none); count: the devices it stands
+ * for (runtime_perf.h, symmetry: 1 alone). */
+static void last_started(prt *rt, double t0, double dt, size_t count)
 {
     sync_state *st = prt_state(rt);
     int seen = 0;
@@ -138,7 +140,7 @@ static void last_started(prt *rt, double t0, double dt)
         st->seen_t0[i] = t0;
         st->seen_dt[i] = dt;
     }
-    if (++st->started_last < st->m)
+    if ((st->started_last += count) < st->m)
         return;
     for (int k = 0; k < st->K; k++)
         if (prt_at(rt, st->ready_t[k], on_bucket_ready, (void *)(intptr_t)k))
@@ -249,7 +251,7 @@ static void micro_step(prt *rt, void *ctx)
         sd->in_group = 0;
         if (h->compute(rt, sd->d, h->batch(rt, sd->d, h->ctx), micro_step, sd, &dt, h->ctx))
             return;
-        last_started(rt, prt_now(rt), dt);
+        last_started(rt, prt_now(rt), dt, 1);
         return;
     }
     int bs = prt_scn(rt)->groups[prt_scn(rt)->devices[sd->d].group].batch;
@@ -261,7 +263,7 @@ static void micro_step(prt *rt, void *ctx)
     if (prt_compute(rt, sd->d, n, 1.0, micro_step, sd, &dt))
         return;
     if (sd->in_group == 0)
-        last_started(rt, prt_now(rt), dt);
+        last_started(rt, prt_now(rt), dt, prt_sym_count(rt, sd->d));
 }
 
 static void group_start(prt *rt, void *ctx)
@@ -284,7 +286,16 @@ static void group_start(prt *rt, void *ctx)
         h->step(rt, h->ctx);
         return;
     }
-    for (size_t d = 0; d < prt_n(rt); d++) {
+    /* symmetry (runtime_perf.h): with every device a member, no hooks and
+     * no failures, the devices that move as one are one; a follower's
+     * micro-steps are its representative's */
+    size_t n_reps = 0;
+    const size_t *reps = !h && !st->fail_on && st->m == prt_n(rt) && prt_sym_begin(rt)
+                             ? prt_sym_reps(rt, &n_reps)
+                             : NULL;
+    size_t nd = reps ? n_reps : prt_n(rt);
+    for (size_t i = 0; i < nd; i++) {
+        size_t d = reps ? reps[i] : i;
         if (h) {
             st->dev[d].in_group = h->batch(rt, d, h->ctx) > 0;
             continue;
@@ -294,10 +305,11 @@ static void group_start(prt *rt, void *ctx)
         int64_t steps = (prt_left(rt)[d] + bs - 1) / bs;
         sd->in_group = steps < st->cfg.micro_per_sync ? (int)steps : st->cfg.micro_per_sync;
     }
-    for (size_t i = 0; i < st->m && !prt_failed(rt); i++) {
-        size_t d = st->mem[i];
+    size_t nm = reps ? n_reps : st->m;
+    for (size_t i = 0; i < nm && !prt_failed(rt); i++) {
+        size_t d = reps ? reps[i] : st->mem[i];
         if (st->dev[d].in_group == 0)
-            last_started(rt, st->group_t0, 0); /* joined: zero gradients, ready now */
+            last_started(rt, st->group_t0, 0, prt_sym_count(rt, d)); /* joined: zero gradients, ready now */
         else
             micro_step(rt, &st->dev[d]);
     }
