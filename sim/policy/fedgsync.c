@@ -263,6 +263,7 @@ typedef struct fg_grp {
     int64_t round_taken, push_taken; /* samples this round, since the last push */
     int rounds;                      /* rounds since the last push */
     int idle;                        /* waits for the epoch's end or a regrouping */
+    int active;                      /* in a round or pushing: it may merge again this epoch */
     double D;                        /* samples its members hold */
     int64_t pushes;                  /* since the grouping */
 } fg_grp;
@@ -277,6 +278,7 @@ typedef struct fg_state {
     int *lab;
     size_t ready, pending;
     int64_t merges, merges_at_group, pushes_since, regroups;
+    int closed; /* the epoch ended at its last merge; its relays finish before the next starts */
     cl_stats cs;
 } fg_state;
 
@@ -300,19 +302,28 @@ static int emit(prt *rt, fg_state *st)
     return 0;
 }
 
-/* Every group idle: the epoch ends when the pool is empty; then a
- * regrouping when one is due, else the groups go on. */
+/* The epoch ends now (docs/MODEL.md, "When a run ends": at its model's
+ * last average): the last epoch's statistics, then the runtime's end.
+ * 1 when another epoch opens, 0 when the run ended (or failed). */
+static int close_epoch(prt *rt, fg_state *st)
+{
+    if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && emit(rt, st))
+        return 0;
+    return prt_end_epoch(rt) > 0;
+}
+
+/* Every group idle: the epoch ends when the pool is empty (unless its last
+ * merge ended it already); then a regrouping when one is due, else the
+ * groups go on. */
 static void barrier(prt *rt, fg_state *st)
 {
     for (size_t k = 0; k < st->K; k++)
         if (!st->grp[k].idle)
             return;
-    if (!prt_work_left(rt)) {
-        if (prt_epoch(rt) >= prt_scn(rt)->training.epochs && emit(rt, st))
-            return;
-        if (prt_end_epoch(rt) <= 0)
-            return;
-    }
+    if (st->closed) /* ended at its last merge (merged) */
+        st->closed = 0;
+    else if (!prt_work_left(rt) && close_epoch(rt, st) <= 0)
+        return;
     if (regroup_due(st)) {
         exchange(rt, st, 1);
         return;
@@ -328,7 +339,7 @@ static void relayed(prt *rt, void *ctx)
 {
     fg_grp *g = ctx;
     fg_state *st = prt_state(rt);
-    if (regroup_due(st) || !prt_work_left(rt)) {
+    if (st->closed || regroup_due(st) || !prt_work_left(rt)) {
         g->idle = 1;
         barrier(rt, st);
         return;
@@ -371,6 +382,15 @@ static void merged(prt *rt, void *ctx)
     g->rounds = 0;
     for (size_t i = 0; i < g->m; i++) /* the download is served now: the group goes on from this model */
         prt_learn_pull(rt, g->mem[i]);
+    g->active = 0;
+    int last = !prt_work_left(rt);
+    for (size_t k = 0; k < st->K && last; k++)
+        last = !st->grp[k].active;
+    if (last) { /* no group will merge again: the epoch's model is averaged */
+        if (!close_epoch(rt, st))
+            return; /* the run ended here: nothing more is sent */
+        st->closed = 1;
+    }
     cl_download(rt, g->leader, prt_scn(rt)->model.model_bytes, on_global, g);
 }
 
@@ -415,6 +435,7 @@ static void round_done(prt *rt, fg_state *st, fg_grp *g)
             push(rt, st, g);
         } else {
             g->idle = 1;
+            g->active = 0;
             barrier(rt, st);
         }
         return;
@@ -457,6 +478,7 @@ static void step(prt *rt, fg_state *st, fg_dev *v)
 
 static void group_round(prt *rt, fg_state *st, fg_grp *g)
 {
+    g->active = 1;
     g->arrived = 0;
     g->round_taken = 0;
     for (size_t i = 0; i < g->m; i++)
