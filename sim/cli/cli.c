@@ -66,6 +66,8 @@ static void usage(FILE *out)
                  "  DPSIM_COMPUTE_PER_BATCH=1  one event per batch, not a run of batches per event\n"
                  "  DPSIM_COLL_PER_FLOW=1      every collective round as flows, no closed form\n"
                  "  DPSIM_NET_NO_STAR=1        progressive filling only, no star fast path\n"
+                 "  DPSIM_NO_SYMMETRY=1        every device its own events, no classes of identical\n"
+                 "                             devices moving as one\n"
                  "  DPSIM_MPI_TIMEOUT=S        sweep --mpi: seconds a silent rank is waited for\n"
                  "  DPSIM_OUT, DPSIM_MERGED    sweep --slurm's script: shared directory, merged db\n"
                  "The switches that compare (=1) change speed only, never a result.\n");
