@@ -22,6 +22,19 @@ expect 0 "json again" -- "$BIN" jobs "$S" -S fifo,las --no-db --json
 cmp -s "$T/out" "$T/j1.json" && ok "deterministic JSON" || bad "two runs differ"
 python3 -c "import json,sys; d=json.load(open('$T/j1.json')); r=d['runs']; assert [x['scheduler'] for x in r]==['fifo','las']; assert len(r[0]['jobs'])==3 and r[0]['allocations']" &&
     ok "JSON shape" || bad "JSON shape"
+# merge carries jobs runs with their jobs and allocations, ids remapped;
+# merging the same file again adds nothing
+expect 0 "runs before the merge" -- "$BIN" run "$SRC/scenarios/tiny.yaml" -q -p ddp --db "$T/m.db"
+expect 0 "merge jobs" -- "$BIN" merge "$T/m.db" "$T/j.db"
+has "$T/out" "4 jobs runs added, 0 already there"
+q() { sqlite3 "$1" "SELECT count(*) FROM jobs_runs; SELECT count(*) FROM jobs; SELECT count(*) FROM job_allocs;
+    SELECT group_concat(scheduler || ':' || makespan_s || ':' || n_jobs, ',') FROM (SELECT * FROM jobs_runs ORDER BY started_at, scheduler);
+    SELECT count(*) FROM job_allocs a JOIN jobs_runs r ON r.id = a.jobs_run_id;
+    SELECT group_concat(DISTINCT s.name) FROM jobs_runs r JOIN scenarios s ON s.id = r.scenario_id;" | tr '\n' ' '; }
+[ "$(q "$T/m.db")" = "$(q "$T/j.db")" ] && ok "merged jobs rows" || bad "merged jobs rows: $(q "$T/m.db") vs $(q "$T/j.db")"
+expect 0 "merge jobs again" -- "$BIN" merge "$T/m.db" "$T/j.db"
+has "$T/out" "0 jobs runs added, 4 already there"
+[ "$(q "$T/m.db")" = "$(q "$T/j.db")" ] && ok "no duplicates" || bad "merged twice: $(q "$T/m.db")"
 expect 0 "export" -- "$BIN" export --csv --db "$T/j.db" --out "$T/csv/"
 [ -s "$T/csv/jobs.csv" ] && [ -s "$T/csv/jobs_runs.csv" ] && [ -s "$T/csv/job_allocs.csv" ] &&
     ok "jobs tables exported" || bad "jobs CSV files missing"

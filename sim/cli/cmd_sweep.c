@@ -71,8 +71,10 @@ static void merge_help(void)
            "transaction.  Runs already in OUT are skipped: a sweep run when OUT has the\n"
            "same sweep spec, point, policy, seed and version (a failed one is replaced\n"
            "by an ok one); another run when OUT has one with the same scenario, policy,\n"
-           "seed, version, start time and overrides.  So merging the shards of a sweep\n"
-           "gives the sweep, and merging twice changes nothing.\n\n"
+           "seed, version, start time and overrides.  Runs of many jobs (dpsim jobs) come\n"
+           "with their jobs and allocations, skipped when OUT has one with the same\n"
+           "scenario, scheduler, seed, version and start time.  So merging the shards of\n"
+           "a sweep gives the sweep, and merging twice changes nothing.\n\n"
            "Exit codes: 0 ok, 1 database error (OUT unchanged), 2 bad usage.\n");
 }
 
@@ -371,9 +373,12 @@ int cmd_merge(int argc, char **argv)
         rc = cli_fail(&err);
     else
         printf("merged %zu database%s into %s: %zu runs added, %zu already there, %zu failed runs replaced; "
-               "%zu scenarios and %zu sweeps added\n",
+               "%zu scenarios and %zu sweeps added%s",
                n_in, n_in == 1 ? "" : "s", out, ms.runs_added, ms.runs_skipped, ms.runs_replaced,
-               ms.scenarios_added, ms.sweeps_added);
+               ms.scenarios_added, ms.sweeps_added,
+               ms.jobs_runs_added || ms.jobs_runs_skipped ? "; " : "\n");
+    if (!e && (ms.jobs_runs_added || ms.jobs_runs_skipped))
+        printf("%zu jobs runs added, %zu already there\n", ms.jobs_runs_added, ms.jobs_runs_skipped);
 done:
     dp_free((void *)in);
     return rc;

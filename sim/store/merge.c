@@ -437,6 +437,88 @@ static int same_file(const char *a, const char *b)
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Runs of many jobs (`dpsim jobs`: jobs_runs with their jobs and
+ * job_allocs rows), ids remapped.  A jobs run OUT holds already (same
+ * scenario, scheduler, seed, version and start) is skipped, so merging a
+ * file twice adds nothing.  Inputs from before the jobs tables have none. */
+static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
+{
+    sqlite3_stmt *has = NULL, *find = NULL;
+    int e = mprep(m, m->in, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs_runs'", &has);
+    int present = !e && sqlite3_step(has) == SQLITE_ROW;
+    sqlite3_finalize(has);
+    if (e || !present)
+        return e;
+    static const char *const kids[] = {"jobs", "job_allocs"};
+    copier runs, kid[2];
+    memset(kid, 0, sizeof kid);
+    const char *const run_remap[] = {"scenario_id"}, *const kid_remap[] = {"jobs_run_id"};
+    e = copier_init(m, &runs, "jobs_runs", "SELECT * FROM jobs_runs ORDER BY id", run_remap, 1);
+    for (size_t k = 0; k < 2 && !e; k++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE jobs_run_id = ?1 ORDER BY rowid", kids[k]);
+        e = copier_init(m, &kid[k], kids[k], sql, kid_remap, 1);
+    }
+    if (!e)
+        e = mprep(m, m->out,
+                  "SELECT id FROM jobs_runs WHERE scenario_id = ?1 AND scheduler = ?2 AND seed = ?3"
+                  " AND version = ?4 AND started_at = ?5 LIMIT 1",
+                  &find);
+    int c_id = -1, c_scn = -1, c_sch = -1, c_seed = -1, c_ver = -1, c_start = -1;
+    if (!e) {
+        c_id = col_index(runs.sel, "id"), c_scn = col_index(runs.sel, "scenario_id");
+        c_sch = col_index(runs.sel, "scheduler"), c_seed = col_index(runs.sel, "seed");
+        c_ver = col_index(runs.sel, "version"), c_start = col_index(runs.sel, "started_at");
+        if (c_id < 0 || c_scn < 0 || c_sch < 0 || c_seed < 0 || c_ver < 0 || c_start < 0)
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs_runs lacks a column merge matches on", m->in_path);
+    }
+    int rc = SQLITE_DONE;
+    while (!e && (rc = sqlite3_step(runs.sel)) == SQLITE_ROW) {
+        int64_t old = sqlite3_column_int64(runs.sel, c_id), nscn = 0, nid = 0;
+        if (idmap_get(scn, sqlite3_column_int64(runs.sel, c_scn), &nscn)) {
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing scenario", m->in_path,
+                           old);
+            break;
+        }
+        sqlite3_reset(find);
+        sqlite3_bind_int64(find, 1, nscn);
+        sqlite3_bind_value(find, 2, sqlite3_column_value(runs.sel, c_sch));
+        sqlite3_bind_value(find, 3, sqlite3_column_value(runs.sel, c_seed));
+        sqlite3_bind_value(find, 4, sqlite3_column_value(runs.sel, c_ver));
+        sqlite3_bind_value(find, 5, sqlite3_column_value(runs.sel, c_start));
+        int f = sqlite3_step(find);
+        if (f == SQLITE_ROW) {
+            ms->jobs_runs_skipped++;
+            continue;
+        }
+        if (f != SQLITE_DONE) {
+            e = mfail(m, m->out, "looking up a jobs run");
+            break;
+        }
+        int one = 1;
+        e = copier_insert(m, &runs, &nscn, &one);
+        nid = sqlite3_last_insert_rowid(m->out);
+        for (size_t k = 0; k < 2 && !e; k++) {
+            sqlite3_reset(kid[k].sel);
+            sqlite3_bind_int64(kid[k].sel, 1, old);
+            int kr;
+            while (!e && (kr = sqlite3_step(kid[k].sel)) == SQLITE_ROW)
+                e = copier_insert(m, &kid[k], &nid, &one);
+            if (!e && kr != SQLITE_DONE)
+                e = mfail(m, m->in, "reading a jobs run's rows");
+        }
+        if (!e)
+            ms->jobs_runs_added++;
+    }
+    if (!e && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        e = mfail(m, m->in, "reading jobs runs");
+    sqlite3_finalize(find);
+    copier_free(&runs);
+    for (size_t k = 0; k < 2; k++)
+        copier_free(&kid[k]);
+    return e;
+}
+
 int store_merge(const char *out_path, const char *const *in_paths, size_t n_in, store_merge_stats *ms,
                 dp_err *err)
 {
@@ -481,6 +563,8 @@ int store_merge(const char *out_path, const char *const *in_paths, size_t n_in, 
             e = merge_blobs(&m);
         if (!e)
             e = merge_runs(&m, &scn, &swp, ms);
+        if (!e)
+            e = merge_jobs(&m, &scn, ms);
         sqlite3_exec(m.in, "COMMIT", NULL, NULL, NULL);
         idmap_free(&scn);
         idmap_free(&swp);

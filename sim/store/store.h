@@ -391,6 +391,7 @@ typedef struct store_merge_stats {
     size_t runs_added;    /* copied with their child rows */
     size_t runs_skipped;  /* present in OUT already */
     size_t runs_replaced; /* a failed sweep run in OUT replaced by an ok one */
+    size_t jobs_runs_added, jobs_runs_skipped; /* `dpsim jobs` runs, with their jobs and allocations */
 } store_merge_stats;
 
 /* Merge results databases in_paths[0..n_in) into out_path (created when
