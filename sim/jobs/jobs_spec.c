@@ -558,8 +558,9 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
                         "%s: jobs: a world with `availability` (device failures) cannot hold many jobs yet; "
                         "link outages and traces can",
                         s->path);
-    if (!rc && not_for_jobs(s))
-        rc = dp_err_set(err, DP_EINPUT, "%s: jobs: a world of many jobs cannot %s yet", s->path, not_for_jobs(s));
+    const char *unmodelled = rc ? NULL : not_for_jobs(s);
+    if (unmodelled)
+        rc = dp_err_set(err, DP_EINPUT, "%s: jobs: a world of many jobs cannot %s yet", s->path, unmodelled);
     if (!rc && n->kind == YT_SEQ) {
         if (n->n == 0)
             rc = scn_read_fail(s, n, "jobs", err, "expected at least one job");

@@ -510,7 +510,7 @@ static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
         if (!e)
             ms->jobs_runs_added++;
     }
-    if (!e && rc != SQLITE_DONE && rc != SQLITE_ROW)
+    if (!e && rc != SQLITE_DONE)
         e = mfail(m, m->in, "reading jobs runs");
     sqlite3_finalize(find);
     copier_free(&runs);
