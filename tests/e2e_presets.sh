@@ -5,8 +5,33 @@
 # scenario written out by hand; the scenario's own keys and --set win;
 # stored runs keep the expanded values (rerun identical, no `preset:` in the
 # stored text); an unknown preset is exit 2 with FILE:LINE:COL and a
-# did-you-mean.
+# did-you-mean; every value of every preset names its source and none says
+# "estimate"; a preset that leaves a value to the scenario (T4's efficiency,
+# a Raspberry Pi's compute) is exit 2 naming the key until the scenario
+# gives it.
 . "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
+
+# sources_ok LISTING: every preset of a `dpsim presets` listing has a source
+# line that names each of its numeric keys (kind and name are labels) as a
+# word, and no source says "estimate"; prints what is wrong, fails if any.
+sources_ok() {
+    awk '
+        function word(s, w) { return s ~ ("(^|[^a-z_])" w "([^a-z_]|$)") }
+        /^  [a-z0-9]/ {
+            if (pending) { print name ": no source"; bad = 1 }
+            name = $1; keys = ""
+            for (i = 2; i <= NF; i += 2) if ($i != "kind" && $i != "name") keys = keys " " $i
+            pending = 1; next
+        }
+        /^ *source: / {
+            src = $0; sub(/^ *source: /, "", src)
+            if (tolower(src) ~ /estimat/) { print name ": its source says estimate"; bad = 1 }
+            n = split(keys, k, " ")
+            for (j = 1; j <= n; j++) if (!word(src, k[j])) { print name ": " k[j] " has no source"; bad = 1 }
+            pending = 0; next
+        }
+        END { if (pending) { print name ": no source"; bad = 1 }; exit bad }' "$1"
+}
 
 expect 0 "dpsim presets" -- "$BIN" presets
 for s in "devices (" "models (" "links (" a100-40gb a100-80gb h100 v100 t4 l4 rtx3090 rtx4090 jetson-orin \
@@ -18,6 +43,19 @@ n_entries=$(grep -c '^  [a-z0-9]' "$T/out")
 n_sources=$(grep -c '^ *source: [^(]' "$T/out")
 [ "$n_entries" -gt 20 ] && [ "$n_entries" -eq "$n_sources" ] && ok "every preset cites a source ($n_sources)" ||
     bad "$n_entries presets, $n_sources sources"
+cp "$T/out" "$T/listing"
+why=$(sources_ok "$T/listing") && ok "every value of every preset names its source, none an estimate" ||
+    bad "preset sources: $why"
+# the check itself catches a value without a source and an estimate
+sed '/^  a100-80gb/,/source:/s/efficiency: 2,470/speed: 2,470/' "$T/listing" >"$T/nosrc"
+why=$(sources_ok "$T/nosrc") && bad "a value without a source passes" || {
+    case $why in *"a100-80gb: efficiency has no source"*) ok "a value without a source is caught" ;;
+        *) bad "a value without a source: $why" ;; esac
+}
+sed '/^  lte/,/source:/s/latency: half of 55 ms/latency: estimate/' "$T/listing" >"$T/est"
+why=$(sources_ok "$T/est") && bad "an estimate passes" || {
+    case $why in *"lte: its source says estimate"*) ok "an estimate is caught" ;; *) bad "an estimate: $why" ;; esac
+}
 
 cat >"$T/p.yaml" <<'Y'
 name: presets-demo
@@ -29,7 +67,7 @@ wan:
   - { between: [eu, us], preset: azure-eastus-westeurope, bandwidth: 1Gbps }
 devices:
   - { name: dc, preset: a100-80gb, count: 2, batch: 128, site: eu, link: { preset: dc-ethernet-25g } }
-  - { name: edge, preset: jetson-orin, batch: 32, efficiency: 0.25, site: us, link: { preset: 5g } }
+  - { name: edge, preset: jetson-orin, memory: 32GB, batch: 32, efficiency: 0.25, site: us, link: { preset: 5g } }
 Y
 cat >"$T/hand.yaml" <<'Y'
 name: presets-demo
@@ -41,20 +79,20 @@ wan:
   - { between: [eu, us], latency: 45ms, bandwidth: 1Gbps }
 devices:
   - { name: dc, kind: gpu, memory: 80GB, peak_flops: 312TFLOPS, efficiency: 0.19, count: 2, batch: 128, site: eu,
-      link: { up: 25Gbps, down: 25Gbps, latency: 10us } }
-  - { name: edge, kind: gpu, memory: 32GB, peak_flops: 10TFLOPS, efficiency: 0.25, batch: 32, site: us,
-      link: { up: 17.9Mbps, down: 186.3Mbps, latency: 15ms } }
+      link: { up: 25Gbps, down: 25Gbps, latency: 250us } }
+  - { name: edge, kind: gpu, memory: 32GB, peak_flops: 42.5TFLOPS, efficiency: 0.25, batch: 32, site: us,
+      link: { up: 17.9Mbps, down: 186.3Mbps, latency: 25.5ms } }
 Y
 expect 0 "check a preset-only scenario" -- "$BIN" check "$T/p.yaml"
 has "$T/out" "resnet50: 25557032 params"
 has "$T/out" "memory 74.51 GiB"
-has "$T/out" "link up 25 Gbps, down 25 Gbps, latency 10 us"
-has "$T/out" "link up 17.9 Mbps, down 186.3 Mbps, latency 15 ms"
+has "$T/out" "link up 25 Gbps, down 25 Gbps, latency 250 us"
+has "$T/out" "link up 17.9 Mbps, down 186.3 Mbps, latency 25.5 ms"
 has "$T/out" "eu-us: 1 Gbps, latency 45 ms"
 # and which values the presets filled in, the scenario's own named
 has "$T/out" "presets (dpsim presets"
 has "$T/out" "devices[0] (dc): a100-80gb: kind gpu, memory 80GB, peak_flops 312TFLOPS, efficiency 0.19"
-has "$T/out" "devices[1] (edge): jetson-orin: kind gpu, memory 32GB, peak_flops 10TFLOPS; the scenario's own: efficiency"
+has "$T/out" "devices[1] (edge): jetson-orin: kind gpu, peak_flops 42.5TFLOPS; the scenario's own: memory"
 has "$T/out" "wan[0]: azure-eastus-westeurope: latency 45ms"
 "$BIN" check "$T/hand.yaml" | tail -n +2 >"$T/hand.check"
 "$BIN" check "$T/p.yaml" | tail -n +2 | sed '/^presets (dpsim presets/,$d' >"$T/p.check"
@@ -75,6 +113,20 @@ if [ -s "$T/stored" ]; then
     hasnt "$T/stored" "preset:"
     has "$T/stored" "peak_flops: 312TFLOPS"
 fi
+
+# a preset that leaves a value to the scenario: exit 2 naming the key until
+# the scenario gives it
+sed 's/preset: a100-80gb/preset: t4/' "$T/p.yaml" >"$T/t4.yaml"
+expect 2 "the T4 preset without the scenario's efficiency" -- "$BIN" check "$T/t4.yaml"
+has "$T/err" "t4.yaml:9:"
+has "$T/err" "missing required key 'efficiency'"
+sed 's/preset: a100-80gb,/preset: t4, efficiency: 0.3,/' "$T/p.yaml" >"$T/t4e.yaml"
+expect 0 "the T4 preset with the scenario's efficiency" -- "$BIN" check "$T/t4e.yaml"
+has "$T/out" "devices[0] (dc): t4: kind gpu, memory 16GB, peak_flops 65TFLOPS"
+sed 's/preset: a100-80gb/preset: raspberry-pi-4/' "$T/p.yaml" >"$T/pi.yaml"
+expect 2 "a Raspberry Pi preset without the scenario's compute" -- "$BIN" check "$T/pi.yaml"
+has "$T/err" "pi.yaml:9:"
+has "$T/err" "give exactly one compute model"
 
 sed 's/a100-80gb/a100-80gbb/' "$T/p.yaml" >"$T/bad.yaml"
 expect 2 "unknown preset" -- "$BIN" check "$T/bad.yaml"

@@ -8,7 +8,9 @@ static void help(void)
 {
     printf("usage: dpsim presets\n\n"
            "List the presets a scenario can start from, with their values and where\n"
-           "each value comes from (a datasheet, a model card, a paper, or \"estimate\"):\n"
+           "each value comes from (a datasheet, a model card, a paper or a published\n"
+           "measurement, with the arithmetic; a value none of them gives is left out,\n"
+           "for the scenario to give):\n"
            "  devices   a device group's kind, memory, peak_flops, efficiency\n"
            "            (devices: [{name: gpu, preset: a100-80gb, batch: 64, ...}])\n"
            "  models    the model mapping (model: {preset: resnet50})\n"
