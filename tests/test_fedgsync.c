@@ -2,7 +2,8 @@
  * the true label groups of a constructed non-IID partition from the
  * learner's gradients; its refusals (no learning, unknown options, K
  * groups > devices, regroup < 1) name FILE:LINE:COL; a run learns, is
- * deterministic, and its pushes carry the delta-coded bytes. */
+ * deterministic, and its pushes carry the delta-coded bytes; a tiny run's
+ * epochs end at their last merge, at the times computed by hand. */
 #include <criterion/criterion.h>
 
 #include "learner.h"
@@ -222,5 +223,53 @@ Test(fedgsync, learner_group_average_and_merge)
     free(want);
     lrn_free(L);
     lrn_cfg_free(cfg);
+    scn_free(s);
+}
+
+/* TWO (test_commlight.c's world, with learning): devices a (batch 10 in
+ * 1 s) and b (10 in 2 s), access links 1e6 B/s each way with 10 ms, the
+ * server's NIC unlimited, M = 1e6 B, merges M / 1e7 B/s = 0.1 s; 40 samples
+ * of 1e4 B, 20 a device (2 batches).  groups 2 (one device each, no ring),
+ * steps 1, push_every 1, pushes the full model (delta off).  By hand, an
+ * upload or download of M alone 0.01 + 1 = 1.01 s:
+ *   t0 = 0.01 + (2e5 + 1e6) / 1e6 = 1.21 (shard and model); both gradients
+ *   (M each) uploaded at 2.22: the grouping, {a}, {b}, both start.
+ *   a: batch 2.22-3.22, push 4.23, merge 4.33, download 5.34; batch (its
+ *      last 10) 6.34, push 7.35, merge 7.45 (b still in its round: not the
+ *      last), download 8.46: the pool is empty, a waits.
+ *   b: batch 2.22-4.22, push 5.23, merge 5.33 (the server free since 4.33),
+ *      download 6.34; batch (its last) 8.34, push 9.35, merge 9.45: the pool
+ *      empty and no group in a round or pushing, the epoch ends here, at
+ *      its last merge, not after b's download (10.46).
+ *   Epoch 2 opens when b holds the model, 10.46, both groups start again:
+ *   a merges at 12.57 and 15.69, b at 13.57 (pushed 13.47, server free
+ *   since 12.57) and 17.69, the last: the run ends at 17.69. */
+static const char *TWO = "name: two\n"
+                         "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
+                         "dataset: { name: d, samples: 40, sample_bytes: 10000 }\n"
+                         "training: { epochs: 2 }\n"
+                         "server: { aggregate_rate: 10MB/s }\n"
+                         "devices:\n"
+                         "  - { name: a, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                         "      link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"
+                         "  - { name: b, kind: cpu, memory: 1GiB, batch: 10, batch_time: 2s,\n"
+                         "      link: { up: 8Mbps, down: 8Mbps, latency: 10ms } }\n"
+                         "policies: { fedgsync: { groups: 2, steps: 1, push_every: 1, delta: false } }\n"
+                         "learning: { data: digits }\n";
+
+Test(fedgsync, epoch_ends_at_last_merge_hand_timeline)
+{
+    scn_scenario *s = load(TWO, NULL, 0);
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find("fedgsync"), s, 1, &err);
+    cr_assert(r, "%s", err.msg);
+    cr_assert_eq(r->n_epochs, 2);
+    expect_close(r->epochs[0].end_s, 9.45);
+    expect_close(r->epochs[1].end_s, 17.69);
+    expect_close(r->ttotal_s, 17.69);
+    cr_expect_eq(stat(r, "fedgsync.groups"), 2);
+    cr_expect_eq(stat(r, "fedgsync.regroups"), 1);
+    cr_expect_eq(stat(r, "fedgsync.push_bytes"), 1e6);
+    res_run_free(r);
     scn_free(s);
 }
