@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/eafl.h"
 #include "policy/policy.h"
 #include "policy/runtime.h"
 
@@ -230,6 +231,57 @@ Test(energy, energy_aware_selection_outlasts_random)
         scn_free(s);
     }
     cr_expect(rounds[1] >= rounds[0], "energy %g, random %g", rounds[1], rounds[0]);
+}
+
+/* EAFL's score on a hand example: Oort's utility stat x (T/t)^alpha for a
+ * round longer than T = 10 s (alpha 2), min-max normalised, weighted 0.7
+ * against the battery levels 0.9, 0.3, 0.5. */
+Test(energy, eafl_score_by_hand)
+{
+    double util[3] = {eafl_oort_utility(100, 20, 10, 2), eafl_oort_utility(60, 8, 10, 2),
+                      eafl_oort_utility(80, 10, 10, 2)};
+    cr_expect(fabs(util[0] - 25) <= 1e-12 && util[1] == 60 && util[2] == 80, "%g %g %g", util[0], util[1], util[2]);
+    cr_expect_eq(eafl_oort_utility(100, 20, 0, 2), 100, "no preferred round: no penalty");
+    double soc[3] = {0.9, 0.3, 0.5}, score[3];
+    eafl_scores(3, util, soc, 0.7, score);
+    double want[3] = {0.3 * 0.9, 0.7 * 35.0 / 55.0 + 0.3 * 0.3, 0.7 + 0.3 * 0.5};
+    for (int i = 0; i < 3; i++)
+        cr_expect(fabs(score[i] - want[i]) <= 1e-12, "score %d: %.17g, want %.17g", i, score[i], want[i]);
+    double same[2] = {4, 4}, s2[2];
+    eafl_scores(2, same, soc, 0.7, s2);
+    cr_expect(fabs(s2[0] - 0.27) <= 1e-12 && fabs(s2[1] - 0.09) <= 1e-12, "equal utilities normalise to 0");
+}
+
+/* fedavg `select: eafl` in a run: two fast phones at 50% and two slow ones
+ * (a round over the preferred 10 s) at 90%.  With w = 0.7 the fast ones
+ * score 0.7 + 0.3 x 0.5 = 0.85 against 0.3 x 0.9 = 0.27; with w = 0.2,
+ * 0.2 + 0.8 x 0.5 = 0.6 against 0.8 x 0.9 = 0.72: the slow ones. */
+Test(energy, eafl_selection_follows_the_weight)
+{
+    const char *fleet = "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                        "dataset: { samples: 400, sample_bytes: 100 }\n"
+                        "training: { epochs: 1 }\n"
+                        "devices:\n"
+                        "  - { name: fast, count: 2, kind: cpu, memory: 4GB, batch: 10, batch_time: 1s,\n"
+                        "      link: { up: 1Gbps, down: 1Gbps }, power: { compute: 1W },\n"
+                        "      battery: { capacity: 1000J, charge: 50% } }\n"
+                        "  - { name: slow, count: 2, kind: cpu, memory: 4GB, batch: 10, batch_time: 4s,\n"
+                        "      link: { up: 1Gbps, down: 1Gbps }, power: { compute: 1W },\n"
+                        "      battery: { capacity: 1000J, charge: 90% } }\n"
+                        "policies:\n"
+                        "  fedavg: { steps: 5, rounds: 1, clients: 2, select: eafl, deadline: 10s }\n";
+    const char *w[] = {"0.7", "0.2"};
+    for (int i = 0; i < 2; i++) {
+        scn_override ov = {"policies.fedavg.weight", w[i]};
+        scn_scenario *s = load(fleet, &ov, 1);
+        res_run *r = run("fedavg", s);
+        for (int d = 0; d < 4; d++) {
+            int chosen = (d < 2) == (i == 0);
+            cr_expect_eq(stat(r, "local_steps", RES_SCOPE_DEVICE, d), chosen ? 5 : 0, "w %s, device %d", w[i], d);
+        }
+        res_run_free(r);
+        scn_free(s);
+    }
 }
 
 static void expect_refused(const char *text, const char *where, const char *what)

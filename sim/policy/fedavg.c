@@ -19,9 +19,18 @@
  *    alone (its power figures over its model download and upload at its
  *    link's rates and latency, and `steps` batches); ties to the faster
  *    round, then the lower index.  A device without a battery holds
- *    infinitely many rounds.  This is our rule in the spirit of the
- *    battery-aware schedulers (select by remaining energy and speed), not a
- *    transcription of one paper's formula.
+ *    infinitely many rounds.  This is dpsim's own rule in the spirit of
+ *    the battery-aware schedulers (select by remaining energy and speed),
+ *    not a transcription of one paper's formula;
+ *  - eafl: EAFL's utility (eafl.c: Arouj and Abdelmoniem, FedEdge 2022, on
+ *    Oort, OSDI 2021): S = w x normalised Oort utility + (1 - w) x battery
+ *    level, Oort's utility being the device's samples (its statistical
+ *    utility with every loss 1: the learner's losses do not reach the
+ *    selector) times (T / t_round)^penalty when its predicted round is
+ *    longer than the preferred duration T (`deadline`); the K best scores,
+ *    ties to the lower index (Oort and EAFL sample among the best by
+ *    score and explore unseen clients; the simulator knows every device's
+ *    round, so it takes the best deterministically).
  *
  * Failures (a battery at its cutoff, or `availability`): a selected device
  * going down leaves the round (its compute since the round began is lost),
@@ -31,12 +40,13 @@
  * counted (`fedavg.rounds`), instead of failing.
  */
 #include "commlight.h"
+#include "eafl.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { FA_RANDOM = 0, FA_ENERGY = 1 } fa_select;
+typedef enum { FA_RANDOM = 0, FA_ENERGY = 1, FA_EAFL = 2 } fa_select;
 
 typedef struct fa_opts {
     int clients; /* per round; 0 = every device */
@@ -44,6 +54,9 @@ typedef struct fa_opts {
     int rounds;  /* completed rounds per epoch */
     int select;  /* fa_select */
     int min_clients; /* models a round needs; 0 = every client it selected */
+    double weight;   /* eafl: w, Oort's utility against the battery level */
+    double deadline; /* eafl: Oort's preferred round duration T (0: none) */
+    double penalty;  /* eafl: Oort's straggler penalty alpha */
 } fa_opts;
 
 typedef struct fa_dev {
@@ -64,6 +77,7 @@ typedef struct fa_state {
     fa_dev *dev;
     size_t *parts, n_parts;
     size_t *pick; /* the round's selection */
+    double *util, *soc, *score; /* eafl: per candidate (index into pick) */
     size_t n_pick, n_in, arrived;
     int64_t rounds, tried, failed, in_epoch, first_drop_round;
     int waiting, ready;
@@ -122,10 +136,26 @@ static void select_clients(prt *rt, fa_state *st)
         if (prt_device_up(rt, st->parts[i]))
             st->pick[m++] = st->parts[i];
     size_t k = st->o.clients > 0 && (size_t)st->o.clients < m ? (size_t)st->o.clients : m;
+    if (st->o.select == FA_EAFL) {
+        for (size_t i = 0; i < m; i++) {
+            size_t d = st->pick[i];
+            st->util[i] = eafl_oort_utility((double)prt_share(rt)[d], st->dev[d].t_round, st->o.deadline,
+                                            st->o.penalty);
+            st->soc[i] = prt_energy_soc(rt, d);
+        }
+        eafl_scores(m, st->util, st->soc, st->o.weight, st->score);
+    }
     for (size_t i = 0; i < k; i++) { /* the first k of a partial shuffle or of a selection sort */
         size_t j = i;
         if (st->o.select == FA_RANDOM) {
             j = i + (size_t)(splitmix(&st->rng) % (uint64_t)(m - i));
+        } else if (st->o.select == FA_EAFL) {
+            for (size_t q = i + 1; q < m; q++)
+                if (st->score[q] > st->score[j] || (st->score[q] == st->score[j] && st->pick[q] < st->pick[j]))
+                    j = q;
+            double x = st->score[i];
+            st->score[i] = st->score[j];
+            st->score[j] = x;
         } else {
             for (size_t q = i + 1; q < m; q++)
                 if (before(rt, &st->dev[st->pick[q]], &st->dev[st->pick[j]]))
@@ -342,7 +372,10 @@ static int fa_start(prt *rt, const void *opts)
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
     st->pick = dp_calloc(n, sizeof *st->pick);
-    if (!st->dev || !st->parts || !st->pick || cl_stats_init(&st->cs, n))
+    st->util = dp_calloc(3 * (n ? n : 1), sizeof *st->util);
+    st->soc = st->util + n;
+    st->score = st->soc + n;
+    if (!st->dev || !st->parts || !st->pick || !st->util || cl_stats_init(&st->cs, n))
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     for (size_t d = 0; d < n; d++) {
         st->dev[d] = (fa_dev){.rt = rt, .d = d};
@@ -359,13 +392,14 @@ static void fa_free(prt *rt, const void *opts)
         dp_free(st->dev);
         dp_free(st->parts);
         dp_free(st->pick);
+        dp_free(st->util);
         cl_stats_free(&st->cs);
     }
     dp_free(st);
     prt_set_state(rt, NULL);
 }
 
-static const char *const select_names[] = {"random", "energy", NULL};
+static const char *const select_names[] = {"random", "energy", "eafl", NULL};
 
 static const popt fa_table[] = {
     {"clients", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(fa_opts, clients), 0, 0, 1e9, NULL,
@@ -377,7 +411,14 @@ static const popt fa_table[] = {
     {"min_clients", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(fa_opts, min_clients), 0, 0, 1e9, NULL,
      "models a round needs, else the server drops it (0 = every client it selected)"},
     {"select", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(fa_opts, select), FA_RANDOM, 0, 0, select_names,
-     "random: uniform among devices up; energy: most rounds left on the battery first, then the faster"},
+     "random: uniform among devices up; energy: most rounds left on the battery first, then the faster; "
+     "eafl: EAFL's utility, w x Oort's utility + (1 - w) x battery level"},
+    {"weight", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(fa_opts, weight), 0.5, -1, 1, NULL,
+     "eafl: w, the weight of Oort's (normalised) utility against the battery level, 0..1"},
+    {"deadline", NULL, POPT_QUANTITY, SCN_UNIT_TIME, offsetof(fa_opts, deadline), 0, -1, 1e12, NULL,
+     "eafl: Oort's preferred round T; a longer predicted round t scales the utility by (T/t)^penalty (0 = none)"},
+    {"penalty", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(fa_opts, penalty), 2, -1, 1e3, NULL,
+     "eafl: Oort's straggler penalty alpha"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -385,7 +426,7 @@ const policy_def policy_fedavg = {
     .name = "fedavg",
     .label = "FedAvg",
     .color = "#e31a1c",
-    .summary = "federated averaging: K clients per round (random or energy-aware), local steps, server average",
+    .summary = "federated averaging: K clients per round (random, energy-aware or EAFL), local steps, server average",
     .opts = fa_table,
     .opts_size = sizeof(fa_opts),
     .start = fa_start,

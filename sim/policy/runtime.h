@@ -156,6 +156,8 @@ void prt_add_between_servers(prt *rt, double bytes);
  * battery), and its power figures (NULL without). */
 double prt_energy_left(const prt *rt, size_t d);
 const scn_energy *prt_energy_of(const prt *rt, size_t d);
+/* Device d's battery level now, charge / capacity (0..1; 1 without a battery). */
+double prt_energy_soc(const prt *rt, size_t d);
 /* Abandon everything in flight (a job restart): computes, transfers,
  * collectives, and every event scheduled with prt_at before now (they are
  * dropped when they come up).  Activities go to waiting. */

@@ -256,6 +256,14 @@ double prt_energy_left(const prt *rt, size_t d)
     return fmax(e - v->cutoff_j, 0);
 }
 
+double prt_energy_soc(const prt *rt, size_t d)
+{
+    if (!rt->energy || !rt->energy->dev[d].cfg || !rt->energy->dev[d].cfg->battery)
+        return 1;
+    const en_dev *v = &rt->energy->dev[d];
+    return (prt_energy_left(rt, d) + v->cutoff_j) / v->cfg->capacity_j;
+}
+
 const scn_energy *prt_energy_of(const prt *rt, size_t d)
 {
     return rt->energy ? rt->energy->dev[d].cfg : NULL;
