@@ -233,6 +233,53 @@ Test(energy, energy_aware_selection_outlasts_random)
     cr_expect(rounds[1] >= rounds[0], "energy %g, random %g", rounds[1], rounds[0]);
 }
 
+/* One device under flsgd (sync: server, H = 1): 2 steps of 1 s; after the
+ * first, the background average's upload (M = 4,000 B at 64 kbit/s: 0.5
+ * s) runs while it computes the second; after the second, the forced last
+ * average's upload (0.5 s, marked a send).  Computing and transmitting at
+ * once, the powers add: E = 3 W x 1 + (3 + 2) W x 0.5 + 3 W x 0.5 + 2 W x
+ * 0.5 = 8 J (7 J with the radio's share left out). */
+static const char *OVERLAP = "model: { params: 1000, flops_per_sample: 1e6 }\n"
+                             "dataset: { samples: 20, sample_bytes: 1B }\n"
+                             "training: { epochs: 1 }\n"
+                             "server: { nic: { up: 1Gbps, down: 1Gbps } }\n"
+                             "devices:\n"
+                             "  - { name: p, kind: cpu, memory: 4GB, batch: 10, batch_time: 1s,\n"
+                             "      link: { up: 64kbps, down: 1Gbps }, power: { compute: 3W, transmit: 2W } }\n"
+                             "policies:\n"
+                             "  flsgd: { steps: 1, sync: server }\n";
+
+Test(energy, compute_and_transmit_powers_add)
+{
+    scn_scenario *s = load(OVERLAP, NULL, 0);
+    res_run *r = run("flsgd", s);
+    expect_close(stat(r, "energy.total_j", RES_SCOPE_RUN, 0), 3 * 1 + (3 + 2) * 0.5 + 3 * 0.5 + 2 * 0.5);
+    expect_close(stat(r, "energy.compute_j", RES_SCOPE_RUN, 0), 3 * 2);
+    expect_close(stat(r, "energy.transmit_j", RES_SCOPE_RUN, 0), 2 * (0.5 + 0.5));
+    res_run_free(r);
+    scn_free(s);
+}
+
+/* The same with a 4.5 J battery (cutoff 0): 3 J go in the first step, the
+ * other 1.5 J at 5 W while it computes and uploads: it leaves 0.3 s into
+ * the second step, after the distribution (4,020 B at 1 Gbit/s); a
+ * charger brings it back to finish. */
+Test(energy, overlap_drains_the_battery_at_the_sum)
+{
+    char text[1200];
+    snprintf(text, sizeof text, "%s", OVERLAP);
+    char *at = strstr(text, "transmit: 2W } }");
+    cr_assert(at);
+    snprintf(at, sizeof text - (size_t)(at - text),
+             "transmit: 2W },\n      battery: { capacity: 4.5J, charge: 100%%, cutoff: 0%%, charging: { rate: 100W } } }\n"
+             "policies:\n  flsgd: { steps: 1, sync: server }\n");
+    scn_scenario *s = load(text, NULL, 0);
+    res_run *r = run("flsgd", s);
+    expect_close(stat(r, "battery.first_drop_s", RES_SCOPE_RUN, 0), 4020 / 1.25e8 + 1 + 1.5 / 5);
+    res_run_free(r);
+    scn_free(s);
+}
+
 /* EAFL's score on a hand example: Oort's utility stat x (T/t)^alpha for a
  * round longer than T = 10 s (alpha 2), min-max normalised, weighted 0.7
  * against the battery levels 0.9, 0.3, 0.5. */

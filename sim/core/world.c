@@ -21,6 +21,7 @@ typedef struct xf {
     world *w;
     uint64_t id; /* 0: free */
     int from, to;
+    int sdev, rdev; /* world_on_flow: the devices sending and receiving (-1: none) */
     net_done_fn done;
     void *ctx;
     struct xf *next_free;
@@ -82,6 +83,8 @@ struct world {
     size_t n_route_links;
     /* the dynamic world */
     int track; /* failures possible: transfers tracked */
+    world_flow_fn flow_fn; /* world_on_flow (transfers tracked for it too) */
+    void *flow_ctx;
     wdev *dev; /* per device */
     xf **xblocks;
     size_t n_xblocks;
@@ -418,6 +421,7 @@ world *world_new_view(world *parent, const scn_scenario *sub, const size_t *map,
     w->xfree = NULL;
     w->dead_id = UINT64_MAX;
     w->dev_fn = NULL;
+    w->flow_fn = NULL;
     w->failures = 0;
     w->cut_bytes = 0;
     w->track = 1;
@@ -589,6 +593,13 @@ int world_path(const world *w, int from, int to, int *links, size_t *n_links, do
     return 0;
 }
 
+/* world_on_flow's hook at a tracked transfer's end (done, cancelled or cut). */
+static void flow_end(const xf *x)
+{
+    if (x->w->flow_fn && (x->sdev >= 0 || x->rdev >= 0))
+        x->w->flow_fn(x->w->flow_ctx, x->sdev, x->rdev, 0);
+}
+
 static void on_xf_done(void *ctx, uint64_t id)
 {
     (void)id;
@@ -597,6 +608,7 @@ static void on_xf_done(void *ctx, uint64_t id)
     net_done_fn done = x->done;
     void *c = x->ctx;
     uint64_t fid = x->id;
+    flow_end(x);
     x->id = 0;
     x->next_free = w->xfree;
     w->xfree = x;
@@ -640,8 +652,27 @@ static uint64_t tracked_start(world *w, int from, int to, const int *links, size
         w->xfree = x;
         return 0;
     }
-    *x = (xf){w, id, from, to, done, ctx, NULL};
+    *x = (xf){w, id, from, to, -1, -1, done, ctx, NULL};
+    if (w->flow_fn) { /* its sending and receiving devices: its ends, or its first and last links' owners */
+        int dev, dir;
+        if (from > 0 && (size_t)from <= w->nd)
+            x->sdev = from - 1;
+        else if (from < 0 && nl && (world_link_owner(w, links[0], &dev, &dir), dev >= 0) && (dir == 0 || dir == 2))
+            x->sdev = dev;
+        if (to > 0 && (size_t)to <= w->nd)
+            x->rdev = to - 1;
+        else if (to < 0 && nl && (world_link_owner(w, links[nl - 1], &dev, &dir), dev >= 0) && (dir == 1 || dir == 3))
+            x->rdev = dev;
+        if (x->sdev >= 0 || x->rdev >= 0)
+            w->flow_fn(w->flow_ctx, x->sdev, x->rdev, 1);
+    }
     return id;
+}
+
+void world_on_flow(world *w, world_flow_fn fn, void *ctx)
+{
+    w->flow_fn = fn;
+    w->flow_ctx = ctx;
 }
 
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx)
@@ -654,10 +685,10 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
     double cap = INFINITY;
     if (w->s->network.tcp_window_bytes > 0 && lat > 0)
         cap = w->s->network.tcp_window_bytes / (2 * lat);
-    if (!w->track)
+    if (!w->track && !w->flow_fn)
         return net_flow_start(w->n, links, nl, bytes, lat, cap, done, ctx);
-    if ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) ||
-        (to > 0 && (size_t)to <= w->nd && !w->dev[to - 1].up))
+    if (w->track && ((from > 0 && (size_t)from <= w->nd && !w->dev[from - 1].up) ||
+                     (to > 0 && (size_t)to <= w->nd && !w->dev[to - 1].up)))
         return w->dead_id--; /* an end is down: nothing moves, nothing ends */
     return tracked_start(w, from, to, links, nl, bytes, lat, cap, done, ctx);
 }
@@ -665,7 +696,7 @@ uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn do
 uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, double delay_s, double cap,
                           net_done_fn done, void *ctx)
 {
-    if (!w->view)
+    if (!w->view && !w->flow_fn)
         return net_flow_start(w->n, links, nl, bytes, delay_s, cap, done, ctx);
     return tracked_start(w, -1, -1, links, nl, bytes, delay_s, cap, done, ctx);
 }
@@ -681,6 +712,7 @@ static void cut(world *w, int node)
             double sent = 0;
             net_flow_cancel(w->n, x->id, &sent);
             w->cut_bytes += sent;
+            flow_end(x);
             x->id = 0;
             x->next_free = w->xfree;
             w->xfree = x;
@@ -689,12 +721,13 @@ static void cut(world *w, int node)
 
 int world_cancel(world *w, uint64_t id, double *sent_bytes)
 {
-    for (size_t b = 0; w->track && b < w->n_xblocks; b++)
+    for (size_t b = 0; (w->track || w->flow_fn) && b < w->n_xblocks; b++)
         for (int i = 0; i < XF_BLOCK; i++) {
             xf *x = &w->xblocks[b][i];
             if (x->id != id)
                 continue;
             int rc = net_flow_cancel(w->n, id, sent_bytes);
+            flow_end(x);
             x->id = 0;
             x->next_free = w->xfree;
             w->xfree = x;

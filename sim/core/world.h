@@ -83,6 +83,15 @@ int world_server_of(const world *w, size_t d);
  * Returns the flow id or 0 on failure. */
 uint64_t world_transfer(world *w, int from, int to, double bytes, net_done_fn done, void *ctx);
 
+/* fn(ctx, sdev, rdev, on) runs when a transfer starts (on = 1) and when it
+ * ends, is cancelled or cut (on = 0), sdev and rdev being the devices
+ * (0-based) that send and receive it (-1: not a device; a flow started
+ * with world_flow_start: its first link's device if that is an up link,
+ * its last link's if a down link).  One hook (the runtime's energy
+ * records); with it every transfer is tracked. */
+typedef void (*world_flow_fn)(void *ctx, int sdev, int rdev, int on);
+void world_on_flow(world *w, world_flow_fn fn, void *ctx);
+
 /* net_flow_start on the world's network; in a view (world_new_view) the
  * flow is tracked, so world_cut_all cuts it with the view's transfers. */
 uint64_t world_flow_start(world *w, const int *links, size_t nl, double bytes, double delay_s, double cap,

@@ -473,7 +473,7 @@ static void closed_takeback(void *ctx)
 static int closed_start(coll *c)
 {
     prt *rt = c->rt;
-    if (!closed_allowed() || rt->may_fail || c->broken || c->round >= c->rounds)
+    if (!closed_allowed() || rt->may_fail || rt->energy || c->broken || c->round >= c->rounds) /* energy: each flow's interval counts */
         return 0;
     net *n = world_net(rt->w);
     closed *k = dp_calloc(1, sizeof *k);

@@ -3,9 +3,12 @@
  *
  * A device with `power:` draws the power of its current activity (the
  * timeline's: computing, sending, receiving data or the model, waiting =
- * idle) while it is up, nothing while it is down.  Its energy is that power
- * integrated over the run, piecewise: the runtime calls energy_switch at
- * every activity change and energy_updown at every change of state, so a
+ * idle) while it is up, nothing while it is down; computing, it also draws
+ * its radio's while a transfer of its own is under way (world_on_flow:
+ * transmit power sending, receive power receiving).  Its energy is that
+ * power integrated over the run, piecewise: the runtime calls energy_switch
+ * at every activity change and energy_updown at every change of state, and
+ * the world on_flow at a transfer's start and end, so a
  * transfer slowed by sharing a link keeps its device in `send` longer and
  * costs more.  A battery starts at `charge` x capacity; when it reaches
  * its cutoff (an event at the exact instant its current draw empties it)
@@ -41,6 +44,7 @@ typedef struct en_dev {
     int drops;        /* times it left at its cutoff */
     double first_drop_s;
     gsl_rng *rng;     /* Bernoulli charger */
+    int tx, rx;       /* transfers it sends, receives now (world_on_flow) */
 } en_dev;
 
 struct prt_energy {
@@ -64,8 +68,25 @@ static double power_of(const scn_energy *e, res_activity a)
     }
 }
 
+/* While computing, the radio's power adds to the processor's: transmit
+ * power while a transfer leaves the device, receive power while one
+ * arrives (both when both).  In the other activities the timeline's one
+ * power holds (a send is already at transmit power). */
+static double radio_w(const en_dev *v, res_activity a)
+{
+    if (a != RES_ACT_COMPUTE)
+        return 0;
+    return (v->tx > 0 ? v->cfg->transmit_w : 0) + (v->rx > 0 ? v->cfg->receive_w : 0);
+}
+
+static double power_now(const en_dev *v, res_activity a)
+{
+    return power_of(v->cfg, a) + radio_w(v, a);
+}
+
 /* Bring device v's records to absolute time now, in activity a: up, it
- * draws its activity's power; down and plugged in, it charges. */
+ * draws its activity's power (and its radio's, computing); down and
+ * plugged in, it charges. */
 static void accrue(en_dev *v, res_activity a, double now)
 {
     double dt = now - v->t;
@@ -79,6 +100,12 @@ static void accrue(en_dev *v, res_activity a, double now)
     }
     double e = power_of(v->cfg, a) * dt;
     v->j[a] += e;
+    if (radio_w(v, a) > 0) { /* overlapped with compute: the radio's share in its own activity */
+        double tx = v->tx > 0 ? v->cfg->transmit_w * dt : 0, rx = v->rx > 0 ? v->cfg->receive_w * dt : 0;
+        v->j[RES_ACT_SEND] += tx;
+        v->j[RES_ACT_RECV_DATA] += rx;
+        e += tx + rx;
+    }
     if (v->cfg->battery)
         v->charge_j = fmax(v->charge_j - e, v->cutoff_j);
 }
@@ -172,7 +199,7 @@ static void on_battery(sim_engine *e, void *ctx, uint64_t id)
     v->up = 1;
     world_dev_set(rt->w, v->d, 1, INFINITY);
     if (v->up && !v->ev) /* the policy may have changed its activity (planned there) */
-        plan_empty(v, now, power_of(c, rt->act[v->d]));
+        plan_empty(v, now, power_now(v, rt->act[v->d]));
 }
 
 void energy_switch(prt *rt, size_t d, res_activity a, double now)
@@ -182,7 +209,47 @@ void energy_switch(prt *rt, size_t d, res_activity a, double now)
         return;
     accrue(v, rt->act[d], now);
     if (v->cfg->battery && v->up)
-        plan_empty(v, now, power_of(v->cfg, a));
+        plan_empty(v, now, power_now(v, a));
+}
+
+/* One device's count of transfers changes by `by`: its power changes only
+ * while it computes and the count leaves or reaches 0 (so runs whose
+ * devices never compute while a transfer is under way keep their bits). */
+static void flow_count(prt *rt, int d, int *(*which)(en_dev *), int by)
+{
+    if (d < 0 || (size_t)d >= rt->n)
+        return;
+    en_dev *v = &rt->energy->dev[d];
+    if (!v->cfg)
+        return;
+    int *k = which(v);
+    int changes = rt->act[d] == RES_ACT_COMPUTE && (*k == 0 || *k + by == 0);
+    if (changes)
+        accrue(v, rt->act[d], abs_now(rt));
+    *k += by;
+    if (*k < 0)
+        *k = 0;
+    if (changes && v->cfg->battery && v->up)
+        plan_empty(v, abs_now(rt), power_now(v, rt->act[d]));
+}
+
+static int *tx_of(en_dev *v)
+{
+    return &v->tx;
+}
+
+static int *rx_of(en_dev *v)
+{
+    return &v->rx;
+}
+
+static void on_flow(void *ctx, int sdev, int rdev, int on)
+{
+    prt *rt = ctx;
+    if (rt->failed || rt->finished)
+        return;
+    flow_count(rt, sdev, tx_of, on ? 1 : -1);
+    flow_count(rt, rdev, rx_of, on ? 1 : -1);
 }
 
 void energy_updown(prt *rt, size_t d, int up)
@@ -211,6 +278,7 @@ int energy_open(prt *rt, uint64_t seed, dp_err *err)
     }
     rt->energy = en;
     en->n = rt->n;
+    world_on_flow(rt->w, on_flow, rt);
     for (size_t d = 0; d < rt->n; d++) {
         en_dev *v = &en->dev[d];
         const scn_energy *c = &s->groups[s->devices[d].group].energy;
@@ -237,6 +305,8 @@ void energy_close(prt *rt)
     prt_energy *en = rt->energy;
     if (!en)
         return;
+    if (rt->w)
+        world_on_flow(rt->w, NULL, NULL);
     for (size_t d = 0; d < en->n; d++)
         if (en->dev[d].rng)
             gsl_rng_free(en->dev[d].rng);
@@ -252,7 +322,7 @@ double prt_energy_left(const prt *rt, size_t d)
     const en_dev *v = &rt->energy->dev[d];
     double now = abs_now(rt), e = v->charge_j;
     if (v->up && now > v->t)
-        e -= power_of(v->cfg, rt->act[d]) * (now - v->t);
+        e -= power_now(v, rt->act[d]) * (now - v->t);
     return fmax(e - v->cutoff_j, 0);
 }
 
