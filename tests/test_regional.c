@@ -170,6 +170,50 @@ Test(regional, async_does_not_wait)
     scn_free(t);
 }
 
+/* Learning with wan: async: each site's average, and the global model
+ * into which the pushes are mixed, reach the update stream.  The run is
+ * deterministic (the same evaluations bit for bit), reaches a time to
+ * accuracy, and with one group it is localsgd's learning result. */
+#define LEARN "learning: { data: digits, model: softmax, lr: { initial: 0.5 }, evaluate: { every: 2s }, targets: [0.5] }\n"
+
+static void expect_same_learning(const res_run *a, const res_run *b)
+{
+    cr_assert_eq(a->n_evals, b->n_evals);
+    for (size_t k = 0; k < a->n_evals; k++)
+        cr_expect(a->evals[k].t_s == b->evals[k].t_s && a->evals[k].test_acc == b->evals[k].test_acc &&
+                      a->evals[k].test_loss == b->evals[k].test_loss,
+                  "evaluation %zu differs", k);
+    cr_assert_eq(a->n_tta, b->n_tta);
+    for (size_t k = 0; k < a->n_tta; k++)
+        cr_expect(a->tta_s[k] == b->tta_s[k] || (isnan(a->tta_s[k]) && isnan(b->tta_s[k])));
+}
+
+Test(regional, async_learning)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", TWO_SITES, LEARN);
+    scn_override ov[] = {{"policies.regional.wan", "async"}, {"training.epochs", "4"}};
+    scn_scenario *s = load(text, ov, 2);
+    res_run *a = run("regional", s), *b = run("regional", s);
+    cr_expect(a->n_evals > 2, "%zu evaluations", a->n_evals);
+    expect_same_learning(a, b);
+    cr_assert_eq(a->n_tta, 1);
+    cr_expect(isfinite(a->tta_s[0]) && a->tta_s[0] > 0, "time to 50%%: %g", a->tta_s[0]);
+    cr_expect(stat(a, "regional.wan_rounds") >= 1);
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+    snprintf(text, sizeof text, "%s%s", NO_SERVERS, LEARN); /* one group: localsgd's result */
+    s = load(text, ov, 2);
+    a = run("localsgd", s);
+    b = run("regional", s);
+    expect_same(a, b);
+    expect_same_learning(a, b);
+    res_run_free(a);
+    res_run_free(b);
+    scn_free(s);
+}
+
 Test(regional, bad_servers_name_file_line_column)
 {
     const char *bad[][2] = {

@@ -911,6 +911,21 @@ long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc
     return s;
 }
 
+int lrn_mix_global(learner *L, double t, int epoch, const size_t *members, size_t m, double beta)
+{
+    int rc = flush(L, t, epoch, 0);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < m; i++) {
+        double *w = own(L, members[i]);
+        if (!w)
+            return DP_ENOMEM;
+        for (size_t j = 0; j < L->P; j++)
+            w[j] = (1 - beta) * w[j] + beta * L->global[j];
+    }
+    return 0;
+}
+
 long lrn_push(learner *L, double t, int epoch, size_t d)
 {
     int rc = flush(L, t, epoch, 0);

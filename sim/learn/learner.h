@@ -106,6 +106,11 @@ int lrn_group_average(learner *L, double t, int epoch, const size_t *members, si
  * alpha x.  Returns the staleness (updates of the global model since d's
  * last pull) or a negative DP_E*. */
 long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc_cfg *c);
+/* A regional server's average that includes the global model it received
+ * (regional, wan: async): each member's model moved to (1 - beta) x its
+ * own + beta x the global model, exact; the global model untouched.  0 or
+ * a negative DP_E*. */
+int lrn_mix_global(learner *L, double t, int epoch, const size_t *members, size_t m, double beta);
 
 /* The stream; t is absolute simulated time, epoch 1-based.  Each returns
  * 0 or a negative DP_E* (out of memory). */

@@ -228,6 +228,12 @@ long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double 
     return s < 0 ? 0 : s;
 }
 
+void prt_learn_mix_global(prt *rt, const size_t *members, size_t m, double beta)
+{
+    if (rt->learn)
+        learn_oom(rt, lrn_mix_global(rt->learn, now_abs(rt), rt->epoch, members, m, beta));
+}
+
 void prt_learn_checkpoint(prt *rt)
 {
     if (rt->learn)

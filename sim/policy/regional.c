@@ -32,9 +32,16 @@
  * Learning: a group's average is an average of its members' models (back
  * to them); the WAN average of `sync` is the average of every member's
  * model into the global one, weighted by samples since the last (so the
- * groups weigh by their samples), back to every member.  `async` is
- * refused with `learning:` (its staleness is not modelled in the update
- * stream yet).  Not in worlds with failures.
+ * groups weigh by their samples), back to every member.  With `async`:
+ * a group's average is its members' exact average (back to them), mixed
+ * with the global model when its timing includes the one it received
+ * (each member (1 - b) x its model + b x the global one, b = 1 / (k + 1),
+ * k + 1 models averaged); a push enters the global model when it leaves
+ * its server, global = (1 - a) global + a x the site's average, a the
+ * group's share of the samples (FedGSync's merge; the stream has no copy
+ * of a model in flight, so the global model changes at the push, not a
+ * WAN transfer later at the merge, and it mixes in the global model as it
+ * is at the average, not as it arrived).  Not in worlds with failures.
  */
 #include "commlight.h"
 
@@ -69,6 +76,8 @@ struct rg_group {
     int has_global;   /* async: a global model arrived since its last average */
     int pushing;      /* async: its model on the way to or at the main server */
     int idle;         /* async: finished its round with no work left this epoch */
+    int with_global;  /* async: this average includes the global model (as its timing counts it) */
+    double share;     /* async, learning: its samples / every participant's (its merge weight) */
 };
 
 typedef struct rg_state {
@@ -234,6 +243,9 @@ static void async_next(prt *rt, rg_state *st, rg_group *g)
     round_stats(st, g->members, g->n);
     if (g->node != 0 && !g->pushing && g->rounds % st->o.wan_every == 0) {
         g->pushing = 1;
+        /* the update stream: the site's average (every member holds it
+         * now) mixed into the global model with its data share */
+        prt_learn_merge(rt, g->members[0], g->members, g->n, g->share, 0);
         send(rt, g->node, 0, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_async_up, g);
     }
     int64_t left = 0;
@@ -270,11 +282,14 @@ static void group_averaged(prt *rt, void *ctx)
             to_members(rt, g);
         return;
     }
-    prt_learn_average(rt, g->members, g->n, 0, 1);
     if (st->o.wan == RG_ASYNC) {
+        prt_learn_group_average(rt, g->members, g->n);
+        if (g->with_global) /* the global model it received, one model of k + 1 */
+            prt_learn_mix_global(rt, g->members, g->n, 1.0 / (double)(g->n + 1));
         async_next(rt, st, g);
         return;
     }
+    prt_learn_average(rt, g->members, g->n, 0, 1);
     if (g->node == 0)
         at_global(rt, st);
     else
@@ -290,6 +305,7 @@ static void on_upload(void *ctx, uint64_t id)
     prt_set_act(rt, v->d, RES_ACT_WAIT);
     if (++g->arrived < g->n)
         return;
+    g->with_global = g->has_global;
     double models = (double)g->arrived + (g->has_global ? 1 : 0);
     if (prt_at(rt, prt_now(rt) + avg_s(g->rate, models, prt_scn(rt)->model.model_bytes), group_averaged, g))
         prt_fail(rt, DP_ENOMEM, "out of memory");
@@ -367,6 +383,14 @@ static int rg_start(prt *rt, const void *opts)
         if (g->n)
             st->n_grp++;
     }
+    double total = 0;
+    for (size_t i = 0; i < st->n_parts; i++)
+        total += (double)prt_share(rt)[st->parts[i]];
+    for (size_t k = 0; k < st->n_grp && total > 0; k++) {
+        rg_group *g = &st->grp[k];
+        for (size_t i = 0; i < g->n; i++)
+            g->share += (double)prt_share(rt)[g->members[i]] / total;
+    }
     if (st->n_grp)
         st->grp[0].members = mem; /* the block's owner (rg_free) */
     else
@@ -390,18 +414,6 @@ static void rg_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
-static int rg_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
-{
-    (void)p;
-    const rg_opts *o = opts;
-    if (o->wan == RG_ASYNC && s->learning)
-        return dp_err_set(err, DP_EINPUT,
-                          "%s: policies.regional.wan: async is not in the update stream yet: use wan: sync with "
-                          "learning (got async)",
-                          s->path ? s->path : "scenario");
-    return 0;
-}
-
 static const char *const wan_names[] = {"sync", "async", NULL};
 
 static const popt rg_table[] = {
@@ -421,7 +433,6 @@ const policy_def policy_regional = {
     .summary = "regional parameter servers: site averages at each site's server, then a WAN average",
     .opts = rg_table,
     .opts_size = sizeof(rg_opts),
-    .check = rg_check,
     .start = rg_start,
     .free = rg_free,
 };

@@ -326,6 +326,9 @@ void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const 
  * staleness (global updates since d's pull). */
 void prt_learn_group_average(prt *rt, const size_t *members, size_t m);
 long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double alpha, int delta_bits);
+/* Members' models moved to (1 - beta) x their own + beta x the global
+ * model (a regional server averaging in the global model it received). */
+void prt_learn_mix_global(prt *rt, const size_t *members, size_t m, double beta);
 /* A checkpoint of the model is complete now; a restart loads it (every
  * device's model and pending gradients). */
 void prt_learn_checkpoint(prt *rt);
