@@ -41,7 +41,16 @@
  * group's share of the samples (FedGSync's merge; the stream has no copy
  * of a model in flight, so the global model changes at the push, not a
  * WAN transfer later at the merge, and it mixes in the global model as it
- * is at the average, not as it arrived).  Not in worlds with failures.
+ * is at the average, not as it arrived).
+ *
+ * Failures (worlds with `availability`, wan: sync; `async` is refused): a
+ * device going down before its model is at its server leaves its group's
+ * round (its round's compute lost, its samples of the epoch not started
+ * skipped) and the group averages the members left; a group with nobody
+ * left tells the main server it has no model (no bytes), and the WAN
+ * average is over the groups with one.  A device back joins its group's
+ * next round (model from its server, its shard from the main server if it
+ * lost it).  Nobody up: the job waits for a return.
  */
 #include "commlight.h"
 
@@ -64,6 +73,13 @@ typedef struct rg_dev {
     rg_group *g;
     int batch, done;
     int64_t samples;
+    /* worlds with failures (wan: sync) */
+    int in;       /* in its group's round under way */
+    int arrived;  /* its model is at its server this round */
+    int back;     /* up again since it left: joins its group's next round */
+    int has_data; /* holds its shard */
+    int pending;  /* transfers of its download still on the way (the model, its shard if lost) */
+    double c0;    /* its compute seconds when its round began */
 } rg_dev;
 
 struct rg_group {
@@ -78,6 +94,8 @@ struct rg_group {
     int idle;         /* async: finished its round with no work left this epoch */
     int with_global;  /* async: this average includes the global model (as its timing counts it) */
     double share;     /* async, learning: its samples / every participant's (its merge weight) */
+    size_t n_in;      /* members in the round under way (n without failures) */
+    int reported;     /* failures: its model (or that it has none) is on the way to the main server */
 };
 
 typedef struct rg_state {
@@ -91,6 +109,11 @@ typedef struct rg_state {
     int64_t wan_rounds;
     double wan_busy_until; /* async: the main server averages one model at a time */
     cl_stats cs;
+    /* worlds with failures (wan: sync; docs: scenarios/README.md) */
+    int fail_on;
+    size_t wan_models; /* group models in this WAN average (a group with nobody left sends none) */
+    int waiting;       /* nobody up: the next round waits for a return */
+    int64_t skipped;   /* samples of an epoch a device down did not start */
 } rg_state;
 
 static void begin_round(prt *rt, rg_dev *v);
@@ -115,21 +138,58 @@ static void on_download(void *ctx, uint64_t id)
 {
     (void)id;
     rg_dev *v = ctx;
+    rg_state *st = prt_state(v->rt);
+    if (st->fail_on) {
+        if (--v->pending > 0)
+            return;
+        v->has_data = 1;
+        v->back = 0;
+    }
     prt_set_act(v->rt, v->d, RES_ACT_WAIT);
     begin_round(v->rt, v);
 }
 
-/* Group g's server sends the model to each of its members. */
+static void group_check(prt *rt, rg_state *st, rg_group *g);
+
+/* Group g's server sends the model to each of its members.  With
+ * failures this opens the group's next round: its members up (a member
+ * back also gets its shard from the main server if it lost it), or, with
+ * none, its report that it has no model. */
 static void to_members(prt *rt, rg_group *g)
 {
     rg_state *st = prt_state(rt);
     double M = prt_scn(rt)->model.model_bytes;
+    if (st->fail_on) {
+        g->arrived = 0;
+        g->reported = 0;
+        g->n_in = 0;
+    }
     for (size_t i = 0; i < g->n; i++) {
         rg_dev *v = &st->dev[g->members[i]];
+        if (st->fail_on) {
+            v->arrived = 0;
+            v->in = prt_device_up(rt, v->d);
+            if (!v->in) {
+                st->skipped += cl_skip_left(rt, v->d);
+                continue;
+            }
+            g->n_in++;
+            v->c0 = prt_compute_s(rt, v->d);
+            v->pending = 1;
+            if (!v->has_data) {
+                double data = (double)prt_share(rt)[v->d] * prt_scn(rt)->dataset.sample_bytes;
+                v->pending = 2;
+                prt_add_server_bytes(rt, v->d, data);
+                prt_add_resent(rt, data);
+                send(rt, 0, (int)v->d + 1, data, on_download, v);
+            }
+        }
         prt_set_act(rt, v->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, v->d, M);
         send(rt, g->node, (int)v->d + 1, M, on_download, v);
     }
+    if (st->fail_on)
+        group_check(rt, st, g);
 }
 
 /* A round (sync: global; async: a group's) is over: its statistics. */
@@ -152,7 +212,8 @@ static int round_end(prt *rt, rg_state *st)
     if (prt_work_left(rt))
         return 1;
     if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
-        (cl_emit(rt, &st->cs) || prt_stat(rt, "regional.wan_rounds", RES_SCOPE_RUN, 0, 0, (double)st->wan_rounds)))
+        (cl_emit(rt, &st->cs) || prt_stat(rt, "regional.wan_rounds", RES_SCOPE_RUN, 0, 0, (double)st->wan_rounds) ||
+         (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
         return 0;
     return prt_end_epoch(rt) > 0;
 }
@@ -166,16 +227,10 @@ static void on_global_down(void *ctx, uint64_t id)
     to_members(g->rt, g);
 }
 
-static void wan_averaged(prt *rt, void *ctx)
+/* The global model to every group: its own members for the main
+ * server's group, the regional servers (which forward it) for the others. */
+static void global_out(prt *rt, rg_state *st)
 {
-    (void)ctx;
-    rg_state *st = prt_state(rt);
-    prt_learn_average(rt, NULL, 0, 1, 1);
-    st->wan_rounds++;
-    st->at_global = 0;
-    round_stats(st, st->parts, st->n_parts);
-    if (!round_end(rt, st))
-        return;
     double M = prt_scn(rt)->model.model_bytes;
     for (size_t k = 0; k < st->n_grp; k++) {
         rg_group *g = &st->grp[k];
@@ -186,13 +241,30 @@ static void wan_averaged(prt *rt, void *ctx)
     }
 }
 
+static void wan_averaged(prt *rt, void *ctx)
+{
+    (void)ctx;
+    rg_state *st = prt_state(rt);
+    prt_learn_average(rt, NULL, 0, 1, 1);
+    st->wan_rounds++;
+    st->at_global = 0;
+    st->wan_models = 0;
+    round_stats(st, st->parts, st->n_parts);
+    if (!round_end(rt, st))
+        return;
+    if (st->fail_on && (st->waiting = cl_none_up(rt, st->parts, st->n_parts)))
+        return; /* nobody up: the next round starts at a return (rg_on_device) */
+    global_out(rt, st);
+}
+
+/* A group's model (or, with failures, its word that it has none) is at
+ * the main server; with every group's there, the WAN average. */
 static void at_global(prt *rt, rg_state *st)
 {
     if (++st->at_global < st->n_grp)
         return;
-    double M = prt_scn(rt)->model.model_bytes;
-    if (prt_at(rt, prt_now(rt) + avg_s(prt_scn(rt)->server.aggregate_Bps, (double)st->n_grp, M), wan_averaged,
-               NULL))
+    double M = prt_scn(rt)->model.model_bytes, models = st->fail_on ? (double)st->wan_models : (double)st->n_grp;
+    if (prt_at(rt, prt_now(rt) + avg_s(prt_scn(rt)->server.aggregate_Bps, models, M), wan_averaged, NULL))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
 
@@ -278,7 +350,7 @@ static void group_averaged(prt *rt, void *ctx)
     if (st->n_grp == 1) { /* nothing across the WAN: localsgd's server round */
         prt_learn_average(rt, NULL, 0, 1, 1);
         round_stats(st, st->parts, st->n_parts);
-        if (round_end(rt, st))
+        if (round_end(rt, st) && !(st->fail_on && (st->waiting = cl_none_up(rt, st->parts, st->n_parts))))
             to_members(rt, g);
         return;
     }
@@ -290,11 +362,14 @@ static void group_averaged(prt *rt, void *ctx)
         return;
     }
     prt_learn_average(rt, g->members, g->n, 0, 1);
+    st->wan_models++;
     if (g->node == 0)
         at_global(rt, st);
     else
         send(rt, g->node, 0, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_group_up, g);
 }
+
+static void average_group(prt *rt, rg_group *g);
 
 static void on_upload(void *ctx, uint64_t id)
 {
@@ -303,8 +378,21 @@ static void on_upload(void *ctx, uint64_t id)
     prt *rt = v->rt;
     rg_group *g = v->g;
     prt_set_act(rt, v->d, RES_ACT_WAIT);
+    rg_state *st = prt_state(rt);
+    if (st->fail_on) {
+        v->arrived = 1;
+        g->arrived++;
+        group_check(rt, st, g);
+        return;
+    }
     if (++g->arrived < g->n)
         return;
+    average_group(rt, g);
+}
+
+/* Every model of group g's round is at its server: its average. */
+static void average_group(prt *rt, rg_group *g)
+{
     g->with_global = g->has_global;
     double models = (double)g->arrived + (g->has_global ? 1 : 0);
     if (prt_at(rt, prt_now(rt) + avg_s(g->rate, models, prt_scn(rt)->model.model_bytes), group_averaged, g))
@@ -339,7 +427,60 @@ static void begin_round(prt *rt, rg_dev *v)
 
 static void on_ready(prt *rt, void *ctx)
 {
-    begin_round(rt, ctx);
+    rg_dev *v = ctx;
+    v->has_data = 1;
+    begin_round(rt, v);
+}
+
+/* ---- failures (wan: sync) ---- */
+
+/* Group g's round is complete when every member still in it has handed
+ * its model in (so its average is over the survivors; a model at its
+ * server counts even if its device went down since), or when nobody is
+ * left in it: then its server tells the main server it has no model (a
+ * message, no bytes) and the WAN average goes on without it. */
+static void group_check(prt *rt, rg_state *st, rg_group *g)
+{
+    if (g->reported || (g->n_in > 0 && g->arrived < g->n_in))
+        return;
+    g->reported = 1;
+    if (g->n_in > 0)
+        average_group(rt, g);
+    else if (st->n_grp == 1)
+        group_averaged(rt, g); /* one group: its round ends with nothing averaged */
+    else
+        at_global(rt, st);
+}
+
+static void rg_on_device(prt *rt, const void *opts, size_t d, int up)
+{
+    (void)opts;
+    rg_state *st = prt_state(rt);
+    if (!st || prt_failed(rt) || prt_share(rt)[d] == 0 || !st->dev[d].g)
+        return; /* not a participant */
+    rg_dev *v = &st->dev[d];
+    if (up) {
+        v->back = 1;
+        if (st->waiting) { /* the first return after nobody was up: the next round */
+            st->waiting = 0;
+            if (st->n_grp == 1)
+                to_members(rt, &st->grp[0]);
+            else
+                global_out(rt, st);
+        }
+        return;
+    }
+    v->back = 0;
+    if (!cl_keeps_data(rt, d))
+        v->has_data = 0;
+    if (!v->in || v->arrived)
+        return; /* out of the round, or its model at its server counts (it misses the download) */
+    v->in = 0;
+    v->g->n_in--;
+    prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
+    st->skipped += cl_skip_left(rt, d);
+    v->samples = 0;
+    group_check(rt, st, v->g);
 }
 
 /* ---- set-up ---- */
@@ -353,6 +494,7 @@ static int rg_start(prt *rt, const void *opts)
     if (!st)
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     st->o = *(const rg_opts *)opts;
+    st->fail_on = scn_has_failures(s);
     prt_learn_mode(rt, PRT_LEARN_LOCAL);
     st->dev = dp_calloc(n, sizeof *st->dev);
     st->parts = dp_calloc(n, sizeof *st->parts);
@@ -383,6 +525,18 @@ static int rg_start(prt *rt, const void *opts)
         if (g->n)
             st->n_grp++;
     }
+    for (size_t k = 0; k < st->n_grp; k++) { /* the first round: the members up */
+        rg_group *g = &st->grp[k];
+        for (size_t i = 0; i < g->n; i++) {
+            rg_dev *v = &st->dev[g->members[i]];
+            v->in = !st->fail_on || prt_device_up(rt, v->d);
+            g->n_in += (size_t)v->in;
+            if (!v->in)
+                st->skipped += cl_skip_left(rt, v->d);
+        }
+    }
+    for (size_t k = 0; st->fail_on && k < st->n_grp; k++)
+        group_check(rt, st, &st->grp[k]); /* a group with nobody up at the start */
     double total = 0;
     for (size_t i = 0; i < st->n_parts; i++)
         total += (double)prt_share(rt)[st->parts[i]];
@@ -414,6 +568,18 @@ static void rg_free(prt *rt, const void *opts)
     prt_set_state(rt, NULL);
 }
 
+static int rg_check(const policy_def *p, const scn_scenario *s, const void *opts, dp_err *err)
+{
+    (void)p;
+    const rg_opts *o = opts;
+    if (o->wan == RG_ASYNC && scn_has_failures(s))
+        return dp_err_set(err, DP_EINPUT,
+                          "%s: policies.regional.wan: async does not model device failures yet: use wan: sync in a "
+                          "world with failures (got async)",
+                          s->path ? s->path : "scenario");
+    return 0;
+}
+
 static const char *const wan_names[] = {"sync", "async", NULL};
 
 static const popt rg_table[] = {
@@ -433,6 +599,8 @@ const policy_def policy_regional = {
     .summary = "regional parameter servers: site averages at each site's server, then a WAN average",
     .opts = rg_table,
     .opts_size = sizeof(rg_opts),
+    .check = rg_check,
     .start = rg_start,
     .free = rg_free,
+    .on_device = rg_on_device,
 };
