@@ -389,3 +389,78 @@ Test(data, cadp_locality_without_parts_changes_nothing)
     scn_free(a);
     scn_free(b);
 }
+
+/* Two GPUs, one twice as fast (16 samples in 10 ms against 20 ms), each
+ * holding 200 of the 400 samples; B = 32 per iteration, 13 iterations an
+ * epoch, 2 epochs.  The equal-finish split is 21.33 : 10.67, rounded 21 +
+ * 11, epoch shares 262.5 : 137.5 -> 263 + 137: the fast GPU reads 63
+ * samples from the slow one (100 Mbit/s, 12.5e6 B/s).  With `locality`
+ * the split weighs moving (66.7 extra samples per share at sample_bytes /
+ * 12.5e6 s each) against 26 iterations x the compute it saves (20 ms ->
+ * 13.3 ms a step):
+ *  - 3 KB samples: 0.016 s + 26 x 13.3 ms = 0.36 s < 26 x 20 ms = 0.52 s:
+ *    the same split, 63 x 3000 B moved;
+ *  - 100 KB samples: 0.53 s + 0.35 s > 0.52 s: each trains what it holds,
+ *    200 + 200, nothing moves and Tsend is 0, where without the option
+ *    63 x 100 KB cross the slow GPU's up link first. */
+static const char *TWO =
+    "name: two\n"
+    "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
+    "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: fast, samples: 200}, {at: slow, samples: 200}] }\n"
+    "training: { epochs: 2 }\n"
+    "server: { nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
+    "devices:\n"
+    "  - { name: fast, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
+    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+    "  - { name: slow, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
+    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
+
+Test(data, balancers_locality_pay_for_moved_bytes)
+{
+    const char *pol[] = {"equal_finish", "lbb", "lbbsp", "dlb"};
+    for (size_t k = 0; k < 4; k++)
+        for (int dear = 0; dear < 2; dear++)
+            for (int loc = 0; loc < 2; loc++) {
+                char key[64], lkey[64];
+                snprintf(key, sizeof key, "policies.%s.data", pol[k]);
+                snprintf(lkey, sizeof lkey, "policies.%s.locality", pol[k]);
+                scn_override ov[] = {{key, "shard"}, {lkey, loc ? "true" : "false"},
+                                     {"dataset.sample_bytes", dear ? "100KB" : "3KB"}};
+                scn_scenario *s = load(TWO, ov, 3);
+                res_run *r = run(s, pol[k]);
+                int own = dear && loc;
+                cr_expect_eq(r->devices[0].samples, own ? 200 : 263, "%s dear %d loc %d", pol[k], dear, loc);
+                cr_expect_eq(r->devices[1].samples, own ? 200 : 137, "%s dear %d loc %d", pol[k], dear, loc);
+                /* equal_finish and lbb start balanced: the first distribution moves */
+                int first = k < 2;
+                double moved = own || !first ? 0 : 63 * (dear ? 100e3 : 3e3);
+                expect_close(stat(r, "data.bytes_moved"), moved);
+                if (own || !first)
+                    cr_expect_eq(r->tsend_s, 0, "%s dear %d loc %d", pol[k], dear, loc);
+                else
+                    cr_expect(r->tsend_s > moved / 12.5e6, "%s: Tsend %g", pol[k], r->tsend_s);
+                res_run_free(r);
+                scn_free(s);
+            }
+}
+
+/* The option off is today's split; with data: replicate it is refused. */
+Test(data, balancers_locality_off_changes_nothing)
+{
+    scn_override ov[] = {{"policies.lbb.data", "shard"}, {"policies.lbb.locality", "false"}};
+    scn_scenario *a = load(TWO, ov, 1), *b = load(TWO, ov, 2);
+    res_run *x = run(a, "lbb"), *y = run(b, "lbb");
+    cr_expect_eq(x->ttotal_s, y->ttotal_s);
+    cr_expect_eq(x->bytes_total, y->bytes_total);
+    cr_expect_eq(x->events, y->events);
+    res_run_free(x);
+    res_run_free(y);
+    scn_free(a);
+    scn_free(b);
+    scn_override bad = {"policies.dlb.locality", "true"};
+    dp_err err = {0};
+    scn_scenario *s = load(TWO, &bad, 1);
+    cr_expect_null(policy_run(policy_find("dlb"), s, 1, &err));
+    cr_expect(strstr(err.msg, "policies.dlb.locality: the byte term needs data: shard"), "%s", err.msg);
+    scn_free(s);
+}

@@ -338,3 +338,53 @@ done:
         dpl_plan_free(out);
     return rc;
 }
+
+double dpl_path_rate(const scn_scenario *s, const dplace *p, int from, size_t d, double *lat)
+{
+    size_t nd = s->n_devices;
+    const scn_group *g = &s->groups[s->devices[d].group];
+    double r = g->link.down_Bps, l = g->link.latency_s;
+    int hs = p ? dpl_node_site(p, from) : s->server.site, ds = g->site;
+    if (from == 0) {
+        r = fmin(r, s->server.nic_up_Bps);
+    } else if ((size_t)from <= nd) {
+        const scn_group *h = &s->groups[s->devices[from - 1].group];
+        r = fmin(r, h->link.up_Bps);
+        l += h->link.latency_s;
+    } else {
+        r = fmin(r, s->data->store[hs].read_Bps);
+        l += s->data->store[hs].latency_s;
+    }
+    if (hs >= 0 && ds >= 0 && hs != ds) {
+        size_t idx[WORLD_MAX_WAN_HOPS], nh = 0;
+        int fw[WORLD_MAX_WAN_HOPS];
+        double wl = 0;
+        if (!world_wan_route(s, hs, ds, idx, fw, &nh, &wl)) {
+            for (size_t k = 0; k < nh; k++)
+                r = fmin(r, s->wan[idx[k]].bandwidth_Bps);
+            l += wl;
+        }
+    }
+    if (s->network.tcp_window_bytes > 0 && l > 0)
+        r = fmin(r, s->network.tcp_window_bytes / (2 * l));
+    *lat = l;
+    return r;
+}
+
+double dpl_read_rate(const scn_scenario *s, const dplace *p, size_t d)
+{
+    double lat;
+    if (!p)
+        return dpl_path_rate(s, NULL, 0, d, &lat);
+    int best = -1, bc = 3;
+    double bl = INFINITY;
+    for (size_t k = 0; k < p->np; k++) {
+        int c, h = dpl_holder_for(p, k, d, &c);
+        if (h < 0 || h == (int)d + 1)
+            continue;
+        dpl_path_rate(s, p, h, d, &lat);
+        if (c < bc || (c == bc && lat < bl))
+            best = h, bc = c, bl = lat;
+    }
+    return best >= 0 ? dpl_path_rate(s, p, best, d, &lat) : 0;
+}

@@ -62,6 +62,18 @@ int64_t dpl_own(const dplace *p, size_t d);
 int64_t dpl_pool_size(const dplace *p, size_t k);
 /* The site of a node (-1: none). */
 int dpl_node_site(const dplace *p, int node);
+/* The byte term's rate (as C-ADP's a_i, each path as if alone): the
+ * bottleneck rate in bytes/s from node `from` (numbered as above; p may be
+ * NULL when from is 0, the server) to device d over the route the world
+ * takes (holder's read link: storage `read`, the server's NIC, a device's
+ * up link; the WAN route's links; d's down link), capped by the TCP window
+ * over the path's RTT; *lat its one-way latency. */
+double dpl_path_rate(const scn_scenario *s, const dplace *p, int from, size_t d, double *lat);
+/* The rate at which device d receives samples it does not hold: from its
+ * nearest holder other than itself that is up (dpl_holder_for's classes,
+ * then least latency), from the server when p is NULL (no dataset.parts);
+ * 0 when no other holder is left. */
+double dpl_read_rate(const scn_scenario *s, const dplace *p, size_t d);
 /* Plan demand[d] samples per device (skip[d] set, or NULL: every device).
  * Fills *out (dpl_plan_free frees it).  0 or DP_ENOMEM. */
 int dpl_plan_make(dplace *p, const int64_t *demand, const int *skip, dpl_plan *out);

@@ -25,46 +25,11 @@
 #include "cadp.h"
 #include "dplace.h"
 #include "slv.h"
-#include "world.h"
 
 #include <math.h>
 #include <string.h>
 
 #define CADP_LOC_ROUNDS 6
-
-/* The bottleneck rate and one-way latency from node `from` (dplace.h's
- * numbering) to device d, as the world routes it. */
-static double path_rate(const scn_scenario *s, const dplace *p, int from, size_t d, double *lat)
-{
-    size_t nd = s->n_devices;
-    const scn_group *g = &s->groups[s->devices[d].group];
-    double r = g->link.down_Bps, l = g->link.latency_s;
-    int hs = dpl_node_site(p, from), ds = g->site;
-    if (from == 0) {
-        r = fmin(r, s->server.nic_up_Bps);
-    } else if ((size_t)from <= nd) {
-        const scn_group *h = &s->groups[s->devices[from - 1].group];
-        r = fmin(r, h->link.up_Bps);
-        l += h->link.latency_s;
-    } else {
-        r = fmin(r, s->data->store[hs].read_Bps);
-        l += s->data->store[hs].latency_s;
-    }
-    if (hs >= 0 && ds >= 0 && hs != ds) {
-        size_t idx[WORLD_MAX_WAN_HOPS], nh = 0;
-        int fw[WORLD_MAX_WAN_HOPS];
-        double wl = 0;
-        if (!world_wan_route(s, hs, ds, idx, fw, &nh, &wl)) {
-            for (size_t k = 0; k < nh; k++)
-                r = fmin(r, s->wan[idx[k]].bandwidth_Bps);
-            l += wl;
-        }
-    }
-    if (s->network.tcp_window_bytes > 0 && l > 0)
-        r = fmin(r, s->network.tcp_window_bytes / (2 * l));
-    *lat = l;
-    return r;
-}
 
 /* a_i from each device's nearest holder other than itself (the first
  * solve's); *own gets l_i, the samples it holds. */
@@ -74,20 +39,9 @@ static int rates(const scn_scenario *s, cadp_inputs *in, int64_t *own, dp_err *e
     if (!p)
         return err->code ? err->code : DP_ENOMEM;
     for (size_t d = 0; d < in->n; d++) {
-        int best = -1, bc = 3;
-        double bl = INFINITY;
         own[d] = dpl_own(p, d);
-        for (size_t k = 0; k < dpl_n_pools(p); k++) {
-            int c, h = dpl_holder_for(p, k, d, &c);
-            double lat = 0;
-            if (h < 0 || h == (int)d + 1)
-                continue;
-            path_rate(s, p, h, d, &lat);
-            if (c < bc || (c == bc && lat < bl))
-                best = h, bc = c, bl = lat;
-        }
-        double lat, r = best >= 0 ? path_rate(s, p, best, d, &lat) : INFINITY;
-        if (best >= 0 && r > 0 && isfinite(r))
+        double r = dpl_read_rate(s, p, d);
+        if (r > 0 && isfinite(r))
             in->send_s[d] = s->dataset.sample_bytes / r;
     }
     dpl_free(p);
@@ -111,7 +65,7 @@ static int send_times(const scn_scenario *s, dplace *p, const int64_t *x, double
             const dpl_take *k = &pl.takes[i];
             if (k->holder == (int)d + 1)
                 continue;
-            double b = (double)k->n * sb, r = path_rate(s, p, k->holder, d, &lat);
+            double b = (double)k->n * sb, r = dpl_path_rate(s, p, k->holder, d, &lat);
             total += b;
             worst = fmax(worst, b / r);
         }

@@ -21,6 +21,24 @@
  * transfer has arrived; shrinking costs nothing.  Re-sizing within an
  * epoch (lbbsp, lbb) is assumed to draw on samples already held: dpsim
  * does not model a per-iteration data movement.
+ *
+ * Locality (option `locality`, data: shard): every solve of the split
+ * (lb_solve_linear, lb_solve_general, hence lb_solve_nominal) pays for the
+ * samples a device must move.  A device that holds h_i samples (its own
+ * slice of dataset.parts at the start, its shard later) and receives the
+ * others at r_i bytes/s (prt_data_rate: its nearest other holder's path,
+ * as if alone) needs move_i(x) = (x D / B - h_i)+ sample_bytes / r_i
+ * seconds for a per-iteration batch x.  The split minimises
+ * J(x) = max_i move_i(x_i) + N max_i cost_i(x_i), N the iterations left
+ * in the run: the moves happen once, the iterations N times.  For a bound
+ * T on the moving time each device may take at most room_i(T) = (h_i + T
+ * r_i / sample_bytes) B / D (and its memory cap); the compute split under
+ * those caps is the method's own water-filling, and T is searched: from
+ * the least T whose rooms hold B (0 when the devices hold every sample)
+ * to the moving time of the split without the term, on a grid of
+ * LB_LOC_GRID points, then by golden section around the best.  A search,
+ * not a proof: J is never worse than the plain split's (which is a
+ * candidate).
  */
 #include "lbsync.h"
 
@@ -28,6 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define LB_LOC_GRID   16 /* grid points of the locality search */
+#define LB_LOC_REFINE 24 /* golden-section steps after it */
 
 /* A fractional part and its device, sorted by largest remainder. */
 typedef struct lb_rem {
@@ -66,6 +87,12 @@ struct lb {
     int pending;
     int64_t rebalances;
     lb_rem *order; /* scratch of round_lr */
+    /* locality: */
+    double *rate;      /* bytes/s device d receives samples at (prt_data_rate) */
+    double *room;      /* scratch: caps of a candidate */
+    double *best;      /* scratch: the best split so far */
+    double *capd;      /* cap as doubles (the plain solves' caps) */
+    int64_t done_iter; /* iterations run so far (N = epochs x iters - done_iter) */
 };
 
 /* ---- accessors ------------------------------------------------------------ */
@@ -164,6 +191,10 @@ int lb_check(const scn_scenario *s, const char *policy, const lb_opts *o, dp_err
                          "%lld samples per iteration do not fit in the devices' memory (at most %lld with "
                          "%g activation bytes per sample) (got %lld)",
                          (long long)B, (long long)sum, s->model.activation_bytes_per_sample, (long long)B);
+    if (o->locality && o->data != PRT_DATA_SHARD)
+        return popt_fail(s, policy, "locality", err,
+                         "the byte term needs data: shard (a replicated device reads every sample whatever "
+                         "its split)");
     if (B > INT32_MAX / 2)
         return popt_fail(s, policy, "global_batch", err, "too many samples per iteration (got %lld)",
                          (long long)B);
@@ -177,13 +208,13 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-void lb_solve_linear(lb *st, const double *a, const double *k)
+static void fill_linear(lb *st, const double *a, const double *k, const double *cap)
 {
     size_t n = st->n;
     double lo = INFINITY, hi = -INFINITY;
     for (size_t d = 0; d < n; d++) {
         lo = fmin(lo, a[d]);
-        hi = fmax(hi, a[d] + k[d] * st->cap[d]);
+        hi = fmax(hi, a[d] + k[d] * cap[d]);
     }
     /* sum_i clamp((T - a_i) / k_i, 0, cap_i) is continuous and increasing
      * in T, from 0 at lo to sum cap >= B at hi. */
@@ -192,14 +223,14 @@ void lb_solve_linear(lb *st, const double *a, const double *k)
         if (T <= lo || T >= hi)
             break;
         for (size_t d = 0; d < n; d++)
-            sum += clampd((T - a[d]) / k[d], 0, st->cap[d]);
+            sum += clampd((T - a[d]) / k[d], 0, cap[d]);
         if (sum < (double)st->B)
             lo = T;
         else
             hi = T;
     }
     for (size_t d = 0; d < n; d++)
-        st->x[d] = clampd((hi - a[d]) / k[d], 0, st->cap[d]);
+        st->x[d] = clampd((hi - a[d]) / k[d], 0, cap[d]);
 }
 
 /* The largest x in [0, cap] with fn(x) <= T (fn increasing). */
@@ -219,25 +250,173 @@ static double inverse(double (*fn)(const void *, size_t, double), const void *ct
     return lo;
 }
 
-void lb_solve_general(lb *st, double (*fn)(const void *ctx, size_t d, double x), const void *ctx)
+static void fill_general(lb *st, double (*fn)(const void *ctx, size_t d, double x), const void *ctx,
+                         const double *cap)
 {
     size_t n = st->n;
     double lo = 0, hi = 0;
     for (size_t d = 0; d < n; d++)
-        hi = fmax(hi, fn(ctx, d, st->cap[d]));
+        hi = fmax(hi, fn(ctx, d, cap[d]));
     for (int i = 0; i < 100; i++) {
         double T = 0.5 * (lo + hi), sum = 0;
         if (T <= lo || T >= hi)
             break;
         for (size_t d = 0; d < n; d++)
-            sum += inverse(fn, ctx, d, T, st->cap[d]);
+            sum += inverse(fn, ctx, d, T, cap[d]);
         if (sum < (double)st->B)
             lo = T;
         else
             hi = T;
     }
     for (size_t d = 0; d < n; d++)
-        st->x[d] = inverse(fn, ctx, d, hi, st->cap[d]);
+        st->x[d] = inverse(fn, ctx, d, hi, cap[d]);
+}
+
+/* ---- locality: the byte term (header comment, "Locality") --------------------- */
+
+/* A method's cost model: linear (a + k x) or any increasing fn. */
+typedef struct lb_costs {
+    const double *a, *k;
+    double (*fn)(const void *ctx, size_t d, double x);
+    const void *ctx;
+} lb_costs;
+
+static void fill(lb *st, const lb_costs *c, const double *cap)
+{
+    if (c->fn)
+        fill_general(st, c->fn, c->ctx, cap);
+    else
+        fill_linear(st, c->a, c->k, cap);
+}
+
+/* Seconds to bring device d the samples of a per-iteration batch x it
+ * does not hold. */
+static double move_s(const lb *st, size_t d, double x)
+{
+    double extra = x * (double)st->D / (double)st->B - (double)st->held[d];
+    if (!(extra > 1e-9))
+        return 0;
+    return st->rate[d] > 0 ? extra * prt_scn(st->rt)->dataset.sample_bytes / st->rate[d] : INFINITY;
+}
+
+/* Rooms for a moving time T into st->room; 1 when they hold B. */
+static int rooms(lb *st, double T)
+{
+    double sb = prt_scn(st->rt)->dataset.sample_bytes, sum = 0, scale = (double)st->B / (double)st->D;
+    for (size_t d = 0; d < st->n; d++) {
+        double h = (double)st->held[d];
+        if (isinf(st->rate[d]))
+            h = INFINITY;
+        else if (st->rate[d] > 0)
+            h += T * st->rate[d] / sb;
+        st->room[d] = fmin((double)st->cap[d], h * scale);
+        sum += st->room[d];
+    }
+    return sum >= (double)st->B * (1 - 1e-12);
+}
+
+/* J of st->x, kept in st->best when below *bestj.  Its compute term is
+ * the nominal cost in seconds (lb_cost): a method's own model may be in
+ * other units (DLB's and LB-BSP's speeds are relative), it only shapes
+ * the split. */
+static double judge(lb *st, double *bestj)
+{
+    int64_t N = st->iters * (int64_t)prt_scn(st->rt)->training.epochs - st->done_iter;
+    double tm = 0, tc = 0;
+    for (size_t d = 0; d < st->n; d++) {
+        tm = fmax(tm, move_s(st, d, st->x[d]));
+        tc = fmax(tc, lb_cost(st, d, st->x[d]));
+    }
+    double j = tm + (double)(N > 1 ? N : 1) * tc;
+    if (j < *bestj) {
+        *bestj = j;
+        memcpy(st->best, st->x, st->n * sizeof *st->best);
+    }
+    return j;
+}
+
+/* J at moving time T (infinite when its rooms do not hold B). */
+static double try_T(lb *st, const lb_costs *c, double T, double *bestj)
+{
+    if (!rooms(st, T))
+        return INFINITY;
+    fill(st, c, st->room);
+    return judge(st, bestj);
+}
+
+static void loc_solve(lb *st, const lb_costs *c)
+{
+    double bestj = INFINITY, hi = 0, lo = 0;
+    fill(st, c, st->capd); /* the plain split: a candidate, and the top of T's range */
+    memcpy(st->best, st->x, st->n * sizeof *st->best);
+    judge(st, &bestj);
+    for (size_t d = 0; d < st->n; d++)
+        hi = fmax(hi, move_s(st, d, st->x[d]));
+    if (!rooms(st, 0)) { /* the least T whose rooms hold B */
+        double a = 0, b = hi;
+        if (!isfinite(b) || !rooms(st, b))
+            b = 0; /* no finite T helps: keep the plain split */
+        for (int i = 0; i < 100 && b > 0; i++) {
+            double m = 0.5 * (a + b);
+            if (m <= a || m >= b)
+                break;
+            if (rooms(st, m))
+                b = m;
+            else
+                a = m;
+        }
+        lo = b;
+    }
+    if (lo > 0 || rooms(st, 0)) {
+        if (!isfinite(hi) || hi > lo) {
+            double top = isfinite(hi) ? hi : lo, step = (top - lo) / LB_LOC_GRID, bj = INFINITY;
+            int bi = 0;
+            for (int i = 0; i <= LB_LOC_GRID; i++) {
+                double j = try_T(st, c, lo + i * step, &bestj);
+                if (j < bj)
+                    bj = j, bi = i;
+            }
+            /* golden section in the best point's bracket */
+            double a = lo + (bi > 0 ? bi - 1 : 0) * step, b = lo + (bi < LB_LOC_GRID ? bi + 1 : bi) * step;
+            const double g = 0.6180339887498949;
+            double x1 = b - g * (b - a), x2 = a + g * (b - a);
+            double f1 = try_T(st, c, x1, &bestj), f2 = try_T(st, c, x2, &bestj);
+            for (int i = 0; i < LB_LOC_REFINE && b > a; i++) {
+                if (f1 <= f2) {
+                    b = x2, x2 = x1, f2 = f1;
+                    x1 = b - g * (b - a);
+                    f1 = try_T(st, c, x1, &bestj);
+                } else {
+                    a = x1, x1 = x2, f1 = f2;
+                    x2 = a + g * (b - a);
+                    f2 = try_T(st, c, x2, &bestj);
+                }
+            }
+        }
+    }
+    memcpy(st->x, st->best, st->n * sizeof *st->x);
+}
+
+static void solve(lb *st, const lb_costs *c)
+{
+    for (size_t d = 0; d < st->n; d++)
+        st->capd[d] = st->cap[d];
+    if (st->o->locality)
+        loc_solve(st, c);
+    else
+        fill(st, c, st->capd);
+}
+
+void lb_solve_linear(lb *st, const double *a, const double *k)
+{
+    lb_costs c = {a, k, NULL, NULL};
+    solve(st, &c);
+}
+
+void lb_solve_general(lb *st, double (*fn)(const void *ctx, size_t d, double x), const void *ctx)
+{
+    lb_costs c = {NULL, NULL, fn, ctx};
+    solve(st, &c);
 }
 
 /* Least squares cubic through a batch table (>= 4 points): normal
@@ -558,6 +737,7 @@ static void hk_synced(prt *rt, void *ctx)
         if (st->cur[d] > st->ep_max[d])
             st->ep_max[d] = st->cur[d];
     }
+    st->done_iter++;
     if (st->m->iter_end && st->m->iter_end(st))
         return;
     if (++st->it < st->iters) {
@@ -637,6 +817,13 @@ static int hk_restart(prt *rt, const char *members, const int64_t *held, void *c
                         "down",
                         prt_now(rt), (long long)room, (long long)st->B);
     int64_t *need;
+    if (st->o->locality) { /* the byte term: what each holds now, the run from the restart's epoch */
+        for (size_t d = 0; d < st->n; d++) {
+            st->held[d] = held[d];
+            st->rate[d] = members[d] ? prt_data_rate(rt, d) : 0;
+        }
+        st->done_iter = (int64_t)(prt_epoch(rt) - 1) * st->iters;
+    }
     int rc = initial_split(st, &need);
     if (rc) { /* init set the message in prt_err */
         char msg[sizeof prt_err(rt)->msg];
@@ -678,6 +865,10 @@ static void lb_destroy(lb *st)
     dp_free(st->need);
     dp_free(st->xfer);
     dp_free(st->order);
+    dp_free(st->rate);
+    dp_free(st->room);
+    dp_free(st->best);
+    dp_free(st->capd);
     dp_free(st);
 }
 
@@ -715,7 +906,11 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->need = dp_calloc(n, sizeof *st->need);
     st->xfer = dp_calloc(n, sizeof *st->xfer);
     st->order = dp_calloc(n, sizeof *st->order);
-    if (!st->x || !st->b || !st->cap || !st->cap0 || !st->cur || !st->t || !st->t_end || !st->ep_t ||
+    st->rate = dp_calloc(n, sizeof *st->rate);
+    st->room = dp_calloc(n, sizeof *st->room);
+    st->best = dp_calloc(n, sizeof *st->best);
+    st->capd = dp_calloc(n, sizeof *st->capd);
+    if (!st->rate || !st->room || !st->best || !st->capd || !st->x || !st->b || !st->cap || !st->cap0 || !st->cur || !st->t || !st->t_end || !st->ep_t ||
         !st->ep_wait || !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max ||
         !st->ep_last_t || !st->held || !st->need || !st->xfer || !st->order) {
         lb_destroy(st);
@@ -724,6 +919,10 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     for (size_t d = 0; d < n; d++) {
         st->cap[d] = st->cap0[d] = (int)mem_cap(s, &s->groups[s->devices[d].group], st->B);
         st->ep_min[d] = INT32_MAX;
+        if (o->locality) { /* the byte term: what it holds before any distribution, its read rate */
+            st->held[d] = prt_data_local(rt, d);
+            st->rate[d] = prt_data_rate(rt, d);
+        }
     }
     if (m->alloc && !(st->mstate = m->alloc(st))) {
         lb_destroy(st);

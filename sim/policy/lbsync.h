@@ -38,6 +38,7 @@ typedef struct lb_opts {
     double threshold;         /* lbb: relative gap that triggers a re-solve */
     int window;               /* lbb: (batch, time) pairs per device in the fit */
     int quantum;              /* lbb: samples moved otherwise */
+    int locality;             /* the split pays for the samples a device must move (data: shard) */
     sync_fail_cfg fail;       /* worlds with failures: as DDP */
 } lb_opts;
 
@@ -103,6 +104,17 @@ typedef struct lb_opts {
          0,                                                                                                  \
          popt_collective_names,                                                                              \
          "flows: ring rounds as network flows; analytic: closed form, no sharing"},                          \
+        {"locality",                                                                                         \
+         NULL,                                                                                               \
+         POPT_BOOL,                                                                                          \
+         SCN_UNIT_NUMBER,                                                                                    \
+         offsetof(lb_opts, locality),                                                                        \
+         0,                                                                                                  \
+         0,                                                                                                  \
+         0,                                                                                                  \
+         NULL,                                                                                               \
+         POPT_OPTIONAL "with data: shard, the split pays for moving the samples a device does not hold "    \
+         "(from its nearest holder): it minimises moving time + iterations left x iteration time"},         \
         POPT_SYNC_FAILURE_ROWS(lb_opts, fail)
 
 typedef struct lb lb;
@@ -153,7 +165,12 @@ double lb_cost(const lb *st, size_t d, double x);
 /* x := the batches that make every device's time equal, under each
  * device's cost a_i + k_i * x (k_i > 0), with 0 <= x_i <= cap_i and sum B
  * (water-filling: bisection on the common time T; exact for linear costs
- * up to rounding).  Proportional to speeds v: a = 0, k = 1 / v. */
+ * up to rounding).  Proportional to speeds v: a = 0, k = 1 / v.
+ * With the `locality` option each of these solves (lb_solve_general and
+ * lb_solve_nominal too) also pays for the bytes the split moves
+ * (lbsync.c, "Locality"): x minimises max_i move_i(x_i) + N max_i
+ * cost_i(x_i), move_i the seconds to bring device i the samples of its
+ * share x_i D / B it does not hold, N the iterations left in the run. */
 void lb_solve_linear(lb *st, const double *a, const double *k);
 /* The same under any increasing cost fn(ctx, d, x) (bisection in T and x). */
 void lb_solve_general(lb *st, double (*fn)(const void *ctx, size_t d, double x), const void *ctx);

@@ -233,6 +233,13 @@ int prt_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn pe
 int prt_data_placed(const prt *rt);
 /* Samples device d holds itself (its slice of a part on its group). */
 int64_t prt_data_local(const prt *rt, size_t d);
+/* The byte term of a locality-aware split: bytes/s at which device d
+ * receives samples it does not hold, from its nearest holder other than
+ * itself that is up (from the server without dataset.parts), over the
+ * path's bottleneck as if alone (C-ADP's rate; sim/core/dplace.h
+ * dpl_read_rate); 0 when no other holder is left, INFINITY when nothing
+ * limits it. */
+double prt_data_rate(const prt *rt, size_t d);
 /* Device d reads the samples of its first distribution again (a device
  * that keeps no copy), through its site's cache (hits at the cache's
  * rate, misses from where they live); fn(rt, ctx) runs when they have all

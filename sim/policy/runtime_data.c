@@ -383,6 +383,11 @@ int64_t prt_data_local(const prt *rt, size_t d)
     return n;
 }
 
+double prt_data_rate(const prt *rt, size_t d)
+{
+    return dpl_read_rate(rt->s, rt->data ? rt->data->pl : NULL, d);
+}
+
 static void reread_now(prt *rt, void *ctx)
 {
     size_t d = (size_t)((prt_fn *)ctx - rt->data->ffn);
