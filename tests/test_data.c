@@ -299,7 +299,7 @@ Test(data, planner_local_first)
     for (size_t d = 0; d < 4; d++)
         cr_expect_eq(pl.lost[d], 0);
     dpl_plan_free(&pl);
-    dpl_holder_down(p, 6); /* us's storage gone: eu has nothing left over, u loses all 400 */
+    dpl_holder_set(p, 6, 0); /* us's storage gone: eu has nothing left over, u loses all 400 */
     cr_assert_eq(dpl_plan_make(p, demand, NULL, &pl), 0);
     cr_expect_eq(pl.lost[3], 400);
     cr_expect_eq(pl.off[4] - pl.off[3], 0);
@@ -402,7 +402,8 @@ Test(data, cadp_locality_without_parts_changes_nothing)
  *    the same split, 63 x 3000 B moved;
  *  - 100 KB samples: 0.53 s + 0.35 s > 0.52 s: each trains what it holds,
  *    200 + 200, nothing moves and Tsend is 0, where without the option
- *    63 x 100 KB cross the slow GPU's up link first. */
+ *    63 x 100 KB cross the slow GPU's up link (before the first iteration,
+ *    or for dlb and lbbsp, which start equal, at the epoch boundary). */
 static const char *TWO =
     "name: two\n"
     "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
@@ -431,9 +432,11 @@ Test(data, balancers_locality_pay_for_moved_bytes)
                 int own = dear && loc;
                 cr_expect_eq(r->devices[0].samples, own ? 200 : 263, "%s dear %d loc %d", pol[k], dear, loc);
                 cr_expect_eq(r->devices[1].samples, own ? 200 : 137, "%s dear %d loc %d", pol[k], dear, loc);
-                /* equal_finish and lbb start balanced: the first distribution moves */
+                /* equal_finish and lbb start balanced: the first distribution
+                 * moves; dlb and lbbsp start equal, the fast GPU's shard grows
+                 * at the epoch boundary, read from the slow one */
                 int first = k < 2;
-                double moved = own || !first ? 0 : 63 * (dear ? 100e3 : 3e3);
+                double moved = own ? 0 : 63 * (dear ? 100e3 : 3e3);
                 expect_close(stat(r, "data.bytes_moved"), moved);
                 if (own || !first)
                     cr_expect_eq(r->tsend_s, 0, "%s dear %d loc %d", pol[k], dear, loc);
@@ -462,5 +465,37 @@ Test(data, balancers_locality_off_changes_nothing)
     scn_scenario *s = load(TWO, &bad, 1);
     cr_expect_null(policy_run(policy_find("dlb"), s, 1, &err));
     cr_expect(strstr(err.msg, "policies.dlb.locality: the byte term needs data: shard"), "%s", err.msg);
+    scn_free(s);
+}
+
+/* The balancers' growing shards come from the nearest holder, not the
+ * server: the fast GPU in us, the slow one and the server in eu, every
+ * sample in us's storage.  DLB starts equal (200 + 200: the slow GPU reads
+ * its 200 over the WAN), then re-sizes to 263 + 137 at the epoch end: the
+ * fast GPU's 63 more come from us's storage, at home.  WAN bytes: 200
+ * samples, not 263 (as when the growth came from the eu server). */
+Test(data, growing_shard_from_the_nearest_holder)
+{
+    const char *geo2 =
+        "name: two-sites\n"
+        "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
+        "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: us, samples: 100%}] }\n"
+        "training: { epochs: 2 }\n"
+        "sites: [eu, us]\n"
+        "server: { site: eu, nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
+        "wan: [ { between: [eu, us], bandwidth: 100Mbps, latency: 10ms } ]\n"
+        "devices:\n"
+        "  - { name: fast, site: us, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
+        "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+        "  - { name: slow, site: eu, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
+        "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
+    scn_override ov = {"policies.dlb.data", "shard"};
+    scn_scenario *s = load(geo2, &ov, 1);
+    res_run *r = run(s, "dlb");
+    cr_expect_eq(r->devices[0].samples, 263);
+    cr_expect_eq(r->devices[1].samples, 137);
+    expect_close(stat(r, "data.bytes_moved"), (400 + 63) * 3000.0);
+    expect_close(stat(r, "data.bytes_wan"), 200 * 3000.0);
+    res_run_free(r);
     scn_free(s);
 }

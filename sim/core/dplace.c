@@ -67,10 +67,15 @@ int64_t dpl_pool_size(const dplace *p, size_t k)
     return p->pools[k].size;
 }
 
-void dpl_holder_down(dplace *p, int node)
+int64_t dpl_pool_first(const dplace *p, size_t k)
+{
+    return p->pools[k].first;
+}
+
+void dpl_holder_set(dplace *p, int node, int up)
 {
     if (node >= 0 && (size_t)node <= p->nd + 2 * p->ns)
-        p->down[node] = 1;
+        p->down[node] = !up;
 }
 
 int dpl_holder_for(const dplace *p, size_t k, size_t d, int *cls)

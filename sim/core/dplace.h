@@ -52,14 +52,16 @@ typedef struct dpl_plan {
 dplace *dpl_new(const scn_scenario *s, dp_err *err);
 void dpl_free(dplace *p);
 size_t dpl_n_pools(const dplace *p);
-/* Node `node` is gone (a site's storage failing): it holds nothing from now. */
-void dpl_holder_down(dplace *p, int node);
+/* Node `node` is gone (up 0: a site's storage failing, a device down) or
+ * back (up 1): it holds nothing while gone. */
+void dpl_holder_set(dplace *p, int node, int up);
 /* Device d's nearest holder of pool k that is up, -1 when none; *cls its class. */
 int dpl_holder_for(const dplace *p, size_t k, size_t d, int *cls);
 /* Samples device d holds itself (its slice of a part on its group), 0 when none. */
 int64_t dpl_own(const dplace *p, size_t d);
-/* Samples in pool k. */
+/* Samples in pool k, and its first sample id. */
 int64_t dpl_pool_size(const dplace *p, size_t k);
+int64_t dpl_pool_first(const dplace *p, size_t k);
 /* The site of a node (-1: none). */
 int dpl_node_site(const dplace *p, int node);
 /* The byte term's rate (as C-ADP's a_i, each path as if alone): the

@@ -14,7 +14,8 @@
  * epoch drops out of it; its unfinished samples (those left and the batch
  * it was computing) go to the surviving participants, a batch at a time to
  * whichever would finish it first (the min-max the solver solves, over the
- * survivors only), with their data sent from the server; what it had
+ * survivors only), with their data sent from the server (with
+ * dataset.parts from their nearest holders: prt_data_fetch); what it had
  * computed that epoch is lost with its model.  A survivor that had
  * uploaded already trains on and uploads again.  At each epoch start the
  * planned allocation applies to the devices up, and the shares of devices
@@ -313,10 +314,7 @@ static int spread(prt *rt, int64_t u, const char *cand, const double *busy_s, in
 /* Send extra samples' data to device d; they join its work on arrival. */
 static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
 {
-    double b = (double)x * prt_scn(rt)->dataset.sample_bytes;
     cd->incoming += x;
-    prt_add_resent(rt, b);
-    prt_add_server_bytes(rt, cd->d, b);
     cadp_state *st = prt_state(rt);
     extra_rec *e = dp_malloc(sizeof *e);
     if (!e) {
@@ -325,8 +323,12 @@ static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
     }
     *e = (extra_rec){cd, x, st->extras};
     st->extras = e;
-    if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, b, on_extra_data, e))
-        prt_fail(rt, DP_ENOMEM, "out of memory");
+    /* from the server, or with dataset.parts from the nearest holders */
+    int64_t lost = prt_data_fetch(rt, cd->d, x, -1, 1, on_extra_data, e);
+    if (lost > 0) { /* no holder left: those samples are not trained */
+        e->x -= lost;
+        cd->incoming -= lost;
+    }
 }
 
 static void on_extra_data(void *ctx, uint64_t id)
@@ -401,7 +403,7 @@ static void fl_ready(void *ctx, uint64_t id)
 static void fl_join(prt *rt, cadp_dev *cd, int64_t samples, int need_model)
 {
     cadp_state *st = prt_state(rt);
-    double M = prt_scn(rt)->model.model_bytes, sb = prt_scn(rt)->dataset.sample_bytes;
+    double M = prt_scn(rt)->model.model_bytes;
     cd->active = 1;
     cd->uploaded = cd->uploading = 0;
     cd->c0 = prt_compute_s(rt, cd->d);
@@ -415,13 +417,12 @@ static void fl_join(prt *rt, cadp_dev *cd, int64_t samples, int need_model)
         prt_set_act(rt, cd->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, cd->d, M);
     }
-    if (lost_data) {
-        prt_add_resent(rt, (double)samples * sb);
-        prt_add_server_bytes(rt, cd->d, (double)samples * sb);
-        if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, (double)samples * sb, fl_ready, cd)) {
-            prt_fail(rt, DP_ENOMEM, "out of memory");
+    if (lost_data) { /* its samples again, from the server or where they live */
+        int64_t lost = prt_data_fetch(rt, cd->d, samples, (long)cd->d, 1, fl_ready, cd);
+        if (lost < 0)
             return;
-        }
+        prt_share(rt)[cd->d] -= lost;
+        prt_left(rt)[cd->d] -= lost;
     }
     if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, need_model ? M : 0, fl_ready, cd))
         prt_fail(rt, DP_ENOMEM, "out of memory");

@@ -17,7 +17,8 @@
  *
  * Shard data: a device holds round(D * b_i / B) samples for an epoch (its
  * share at the epoch's start); when that grows, the extra samples come from
- * the server at the epoch boundary and the next epoch starts when every
+ * the server (with dataset.parts from their nearest holders, prt_data_fetch)
+ * at the epoch boundary and the next epoch starts when every
  * transfer has arrived; shrinking costs nothing.  Re-sizing within an
  * epoch (lbbsp, lbb) is assumed to draw on samples already held: dpsim
  * does not model a per-iteration data movement.
@@ -694,7 +695,6 @@ static void on_shard_xfer(void *ctx, uint64_t id)
 static int shard_fetch(lb *st)
 {
     prt *rt = st->rt;
-    double sb = prt_scn(rt)->dataset.sample_bytes;
     int64_t *need = st->need;
     double *w = st->t_end;
     for (size_t d = 0; d < st->n; d++)
@@ -709,15 +709,12 @@ static int shard_fetch(lb *st)
         sync_hold(rt, d, need[d]);
         if (extra <= 0)
             continue;
-        double bytes = (double)extra * sb;
         st->xfer[d] = (lb_xfer){st, d};
-        prt_add_server_bytes(rt, d, bytes);
-        prt_set_act(rt, d, RES_ACT_RECV_DATA);
-        if (!world_transfer(prt_world(rt), 0, (int)d + 1, bytes, on_shard_xfer, &st->xfer[d])) {
-            prt_fail(rt, DP_ENOMEM, "out of memory");
-            return 1;
-        }
         st->pending++;
+        /* from the server, or with dataset.parts from the nearest holders */
+        if (prt_data_fetch(rt, d, extra, -1, 0, on_shard_xfer, &st->xfer[d]) < 0)
+            return 1;
+        prt_set_act(rt, d, RES_ACT_RECV_DATA);
     }
     return st->pending > 0;
 }

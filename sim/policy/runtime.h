@@ -240,6 +240,18 @@ int64_t prt_data_local(const prt *rt, size_t d);
  * dpl_read_rate); 0 when no other holder is left, INFINITY when nothing
  * limits it. */
 double prt_data_rate(const prt *rt, size_t d);
+/* Bring device d n samples it does not hold, each read from its nearest
+ * holder that is up over the real path, as a distribution reads them;
+ * done(ctx, 0) runs when they have all arrived (from an event now when
+ * nothing moves; never when d goes down first).  src >= 0: the samples of
+ * device src's first distribution not yet handed on (a failed device's
+ * share; src == d: d's own again), then as for src < 0: any samples, the
+ * pools nearest d first.  Without dataset.parts: one flow of n samples
+ * from the server, exactly as before.  `resent`: counted as data sent
+ * again.  Returns the samples no holder can give (counted in
+ * data.samples_lost; the caller's to drop), or a negative error (the run
+ * failed). */
+int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_done_fn done, void *ctx);
 /* Device d reads the samples of its first distribution again (a device
  * that keeps no copy), through its site's cache (hits at the cache's
  * rate, misses from where they live); fn(rt, ctx) runs when they have all

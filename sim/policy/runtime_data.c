@@ -28,6 +28,8 @@
 #include <math.h>
 #include <string.h>
 
+typedef struct dfetch dfetch;
+
 typedef struct dflow {
     prt *rt;
     struct dflow *next; /* every flow started, for failures and freeing */
@@ -37,7 +39,17 @@ typedef struct dflow {
     int64_t first, n;
     uint64_t id, gen;
     int active, fetch; /* fetch: a re-read (prt_data_reread), else a distribution's data */
+    dfetch *fx;        /* a policy's fetch (prt_data_fetch) it belongs to, else NULL */
 } dflow;
+
+/* A policy's fetch: its flows outstanding, and what runs when they end. */
+struct dfetch {
+    prt *rt;
+    struct dfetch *next; /* every fetch, for freeing */
+    int pend;
+    net_done_fn done;
+    void *ctx;
+};
 
 typedef struct site_ev {
     prt *rt;
@@ -57,6 +69,8 @@ struct rt_data {
     prt_fn *ffn;      /* per device: what runs when a re-read is complete */
     void **fctx;
     dflow *flows;
+    dfetch *fetches;
+    int64_t *given; /* per device: samples of its first plan handed to others (prt_data_fetch) */
     site_ev *fev;
     double moved, local, wan, replanned, saved;
     int64_t lost, hits, misses;
@@ -85,6 +99,7 @@ int data_open(prt *rt, dp_err *err)
         !(x->fpend = dp_calloc(n, sizeof *x->fpend)) || !(x->kind = dp_calloc(n, sizeof *x->kind)) ||
         !(x->held = dp_calloc(n, sizeof *x->held)) || !(x->gen = dp_calloc(n, sizeof *x->gen)) ||
         !(x->ffn = dp_calloc(n, sizeof *x->ffn)) || !(x->fctx = dp_calloc(n, sizeof *x->fctx)) ||
+        !(x->given = dp_calloc(n, sizeof *x->given)) ||
         !(x->cache = dp_calloc(ns + 1, sizeof *x->cache)) || !(x->fev = dp_calloc(ns + 1, sizeof *x->fev)))
         return dp_err_set(err, DP_ENOMEM, "out of memory for the data's places");
     if (!(x->pl = dpl_new(s, err)))
@@ -110,6 +125,10 @@ void data_close(prt *rt)
         nx = f->next;
         dp_free(f);
     }
+    for (dfetch *f = x->fetches, *nx; f; f = nx) {
+        nx = f->next;
+        dp_free(f);
+    }
     for (size_t k = 0; x->cache && k < rt->s->n_sites; k++)
         dcache_free(x->cache[k]);
     dpl_plan_free(&x->plan);
@@ -123,6 +142,7 @@ void data_close(prt *rt)
     dp_free(x->gen);
     dp_free(x->ffn);
     dp_free(x->fctx);
+    dp_free(x->given);
     dp_free(x);
     rt->data = NULL;
 }
@@ -131,7 +151,8 @@ static void on_dflow_done(void *ctx, uint64_t id);
 
 /* Start a flow of n samples (ids from `first`) of pool k from `from` to
  * device d, counting its bytes; 0 or DP_ENOMEM (the run failed). */
-static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t n, int fetch, int resent)
+static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t n, int fetch, int resent,
+                 dfetch *fx)
 {
     struct rt_data *x = rt->data;
     double bytes = (double)n * sb(rt);
@@ -140,7 +161,7 @@ static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t 
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    *f = (dflow){rt, x->flows, d, k, from, first, n, 0, x->gen[d], 1, fetch};
+    *f = (dflow){rt, x->flows, d, k, from, first, n, 0, x->gen[d], 1, fetch, fx};
     x->flows = f;
     x->moved += bytes;
     int hs = dpl_node_site(x->pl, from), ds = dev_site(rt, d);
@@ -154,7 +175,9 @@ static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t 
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    if (fetch)
+    if (fx)
+        fx->pend++;
+    else if (fetch)
         x->fpend[d]++;
     else
         x->dpend[d]++;
@@ -169,7 +192,10 @@ static void flow_over(prt *rt, const dflow *f)
     size_t d = f->d;
     if (f->gen != x->gen[d])
         return;
-    if (f->fetch) {
+    if (f->fx) {
+        if (--f->fx->pend == 0)
+            f->fx->done(f->fx->ctx, 0);
+    } else if (f->fetch) {
         if (--x->fpend[d] == 0 && x->ffn[d])
             x->ffn[d](rt, x->fctx[d]);
     } else if (--x->dpend[d] == 0) {
@@ -305,7 +331,7 @@ int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn p
                 }
                 x->misses += t->n;
             }
-            start(rt, d, t->holder, t->pool, t->first, t->n, 0, !initial);
+            start(rt, d, t->holder, t->pool, t->first, t->n, 0, !initial, NULL);
         }
         if (!rt->failed && x->dpend[d] == 0) /* every sample its own: it holds its data now */
             xfer_arrived(rt, d, x->kind[d]);
@@ -316,6 +342,37 @@ int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn p
     return rt->failed ? rt->err->code : 0;
 }
 
+/* The flows reading from `node`, gone (a storage failing, a device going
+ * down): their undelivered samples come from the nearest holder that is
+ * up, or are lost.  `cut`: the world cut them already (a device down), what
+ * they carried is unknown and they are read again whole (the bytes they
+ * carried stay in the links' statistics, not in data.bytes_moved). */
+static void replan_from(prt *rt, int node, int cut)
+{
+    struct rt_data *x = rt->data;
+    for (dflow *f = x->flows; f && !rt->failed; f = f->next) {
+        if (!f->active || f->holder != node || f->gen != x->gen[f->d])
+            continue;
+        double sent = 0;
+        if (!cut)
+            world_cancel(rt->w, f->id, &sent);
+        f->active = 0;
+        x->moved -= (double)f->n * sb(rt) - sent; /* what it did not carry */
+        int64_t got = (int64_t)floor(sent / sb(rt) * (1 + 1e-12));
+        if (got > f->n)
+            got = f->n;
+        int64_t rest = f->n - got;
+        int h = dpl_holder_for(x->pl, (size_t)f->pool, f->d, NULL);
+        if (rest > 0 && h >= 0) {
+            x->replanned += (double)rest * sb(rt);
+            start(rt, f->d, h, f->pool, f->first + got, rest, f->fetch, 1, f->fx);
+        } else if (rest > 0) {
+            lose(rt, f->d, rest);
+        }
+        flow_over(rt, f); /* this flow is over; a replacement counts itself */
+    }
+}
+
 void data_device_down(prt *rt, size_t d)
 {
     struct rt_data *x = rt->data;
@@ -324,6 +381,15 @@ void data_device_down(prt *rt, size_t d)
     for (dflow *f = x->flows; f; f = f->next)
         if (f->d == d)
             f->active = 0;
+    /* what it held for others is out of reach while it is down */
+    jbreak(rt);
+    dpl_holder_set(x->pl, (int)d + 1, 0);
+    replan_from(rt, (int)d + 1, 1);
+}
+
+void data_device_up(prt *rt, size_t d)
+{
+    dpl_holder_set(rt->data->pl, (int)d + 1, 1);
 }
 
 /* Site k's storage is gone: its flows' undelivered samples come from the
@@ -339,29 +405,109 @@ static void on_store_fail(sim_engine *e, void *ctx, uint64_t id)
     if (rt->failed || rt->finished || node < 0)
         return;
     jbreak(rt);
-    dpl_holder_down(x->pl, node);
+    dpl_holder_set(x->pl, node, 0);
     DP_LOG(LOG_POLICY, LOG_INFO, abs_now(rt), "%s: the storage of site %s fails", rt->r->policy,
            rt->s->sites[v->site]);
-    for (dflow *f = x->flows; f && !rt->failed; f = f->next) {
-        if (!f->active || f->holder != node || f->gen != x->gen[f->d])
-            continue;
-        double sent = 0;
-        world_cancel(rt->w, f->id, &sent);
-        f->active = 0;
-        x->moved -= (double)f->n * sb(rt) - sent; /* what it did not carry */
-        int64_t got = (int64_t)floor(sent / sb(rt) * (1 + 1e-12));
-        if (got > f->n)
-            got = f->n;
-        int64_t rest = f->n - got;
-        int h = dpl_holder_for(x->pl, (size_t)f->pool, f->d, NULL);
-        if (rest > 0 && h >= 0) {
-            x->replanned += (double)rest * sb(rt);
-            start(rt, f->d, h, f->pool, f->first + got, rest, f->fetch, 1);
-        } else if (rest > 0) {
-            lose(rt, f->d, rest);
-        }
-        flow_over(rt, f); /* this flow is over; a replacement counts itself */
+    replan_from(rt, node, 0);
+}
+
+static void fetch_now(prt *rt, void *ctx)
+{
+    (void)rt;
+    dfetch *fx = ctx;
+    fx->done(fx->ctx, 0);
+}
+
+/* n samples for device d from the pools nearest it other than its own
+ * slice (which it holds already): its site's, then the nearest sites',
+ * none used up (which samples they are does not matter here, only where
+ * they come from); returns what no pool could give. */
+static int64_t fetch_nearest(prt *rt, size_t d, int64_t n, int resent, dfetch *fx)
+{
+    struct rt_data *x = rt->data;
+    size_t np = dpl_n_pools(x->pl);
+    char *seen = dp_calloc(np + 1, 1);
+    if (!seen) {
+        fail_oom(rt);
+        return 0;
     }
+    while (n > 0 && !rt->failed) {
+        size_t best = np;
+        int bc = 3, bh = -1;
+        double bl = INFINITY, lat;
+        for (size_t k = 0; k < np; k++) {
+            int c, h = seen[k] ? -1 : dpl_holder_for(x->pl, k, d, &c);
+            if (h < 0 || h == (int)d + 1)
+                continue;
+            dpl_path_rate(rt->s, x->pl, h, d, &lat);
+            if (c < bc || (c == bc && lat < bl))
+                best = k, bc = c, bl = lat, bh = h;
+        }
+        if (best == np)
+            break;
+        seen[best] = 1;
+        int64_t m = dpl_pool_size(x->pl, best) < n ? dpl_pool_size(x->pl, best) : n;
+        start(rt, d, bh, (int32_t)best, dpl_pool_first(x->pl, best), m, 0, resent, fx);
+        n -= m;
+    }
+    dp_free(seen);
+    return n;
+}
+
+int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_done_fn done, void *ctx)
+{
+    struct rt_data *x = rt->data;
+    double b = (double)n * rt->s->dataset.sample_bytes;
+    if (!x) { /* the whole dataset at the server: one flow, as always */
+        if (resent)
+            prt_add_resent(rt, b);
+        prt_add_server_bytes(rt, d, b);
+        if (!world_transfer(rt->w, 0, (int)d + 1, b, done, ctx)) {
+            fail_oom(rt);
+            return DP_ENOMEM;
+        }
+        return 0;
+    }
+    jbreak(rt);
+    dfetch *fx = dp_calloc(1, sizeof *fx);
+    if (!fx) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    *fx = (dfetch){rt, x->fetches, 1, done, ctx}; /* pend 1 until every flow is started */
+    x->fetches = fx;
+    int64_t lost = 0;
+    if (src >= 0 && x->have_plan) { /* device src's samples, in its plan's order */
+        size_t s = (size_t)src;
+        int64_t skip = s == d ? 0 : x->given[s];
+        for (size_t i = x->plan.off[s]; i < x->plan.off[s + 1] && n > 0 && !rt->failed; i++) {
+            const dpl_take *t = &x->plan.takes[i];
+            if (skip >= t->n) {
+                skip -= t->n;
+                continue;
+            }
+            int64_t m = t->n - skip < n ? t->n - skip : n, first = t->first + skip;
+            skip = 0;
+            int h = dpl_holder_for(x->pl, (size_t)t->pool, d, NULL);
+            if (h < 0)
+                lost += m;
+            else if (h == (int)d + 1)
+                x->local += (double)m * sb(rt);
+            else
+                start(rt, d, h, t->pool, first, m, 0, resent, fx);
+            if (s != d)
+                x->given[s] += m;
+            n -= m;
+        }
+    }
+    if (n > 0 && !rt->failed)
+        lost += fetch_nearest(rt, d, n, resent, fx);
+    x->lost += lost;
+    if (rt->failed)
+        return rt->err->code;
+    if (--fx->pend == 0 && prt_at(rt, sim_now(rt->e), fetch_now, fx))
+        return DP_ENOMEM;
+    return lost;
 }
 
 int prt_data_placed(const prt *rt)
@@ -430,9 +576,9 @@ int prt_data_reread(prt *rt, size_t d, prt_fn fn, void *ctx)
             x->saved += (double)hit * sb(rt);
         }
         if (hit > 0)
-            start(rt, d, cnode, t->pool, t->first, hit, 1, 0);
+            start(rt, d, cnode, t->pool, t->first, hit, 1, 0, NULL);
         if (t->n - hit > 0 && !rt->failed)
-            start(rt, d, h, t->pool, t->first + hit, t->n - hit, 1, 0);
+            start(rt, d, h, t->pool, t->first + hit, t->n - hit, 1, 0, NULL);
     }
     if (rt->failed)
         return rt->err->code;

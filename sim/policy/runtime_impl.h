@@ -376,6 +376,7 @@ int data_open(prt *rt, dp_err *err);
 void data_close(prt *rt);
 int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx, int initial);
 void data_device_down(prt *rt, size_t d);
+void data_device_up(prt *rt, size_t d);
 void data_stats(prt *rt);
 /* runtime_ff.c */
 void jrec(prt *rt, jent e);

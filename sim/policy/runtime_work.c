@@ -448,6 +448,8 @@ void on_world_device(void *ctx, size_t d, int up)
         coll_device_down(rt, d);
         prt_set_act(rt, d, RES_ACT_WAIT);
     }
+    if (up && rt->data) /* what it holds for others is in reach again */
+        data_device_up(rt, d);
     if (up && learn_on(rt))
         prt_learn_up(rt, d, rt->base + sim_now(rt->e));
     if (rt->pdef && rt->pdef->on_device)
