@@ -3,6 +3,9 @@
  * the cache by hand, whole runs against hand counts and against runs
  * without the keys, and the loader's messages. */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "dcache.h"
 #include "dplace.h"
@@ -498,4 +501,70 @@ Test(data, growing_shard_from_the_nearest_holder)
     expect_close(stat(r, "data.bytes_wan"), 200 * 3000.0);
     res_run_free(r);
     scn_free(s);
+}
+
+/* locality with a device failing for good.  Three devices of 1 sample/s
+ * (a and b in eu, c in us), 12 samples of 1000 B: 2 on each device, 6 in
+ * eu's storage; equal shares of 4: each its own 2, then a and b 2 from
+ * their site's storage, c the last 2 over the WAN.  b goes down at 2.5 s
+ * for good: its epoch's work is lost, its own 2 samples are lost (no
+ * replica), its 2 from the storage are re-planned, 1 each to a and c
+ * (equal epochs: 5 and 5), a's read at home, c's over the WAN.  Bytes
+ * re-moved 2000, WAN 2000 + 1000, moved 6000 + 2000; epoch 1 ends with a
+ * and c at 4 s, epoch 2 trains 5 each: Ttotal 9 s (up to the tiny
+ * transfers). */
+static const char *LOCF =
+    "name: locf\n"
+    "model: { params: 1, flops_per_sample: 1.0e6 }\n"
+    "dataset: { samples: 12, sample_bytes: 1000B,\n"
+    "           parts: [{at: a, samples: 2}, {at: b, samples: 2}, {at: c, samples: 2}, {at: eu, samples: 6}] }\n"
+    "training: { epochs: 2 }\n"
+    "sites: [eu, us]\n"
+    "server: { site: eu, nic: { up: 1Tbps, down: 1Tbps } }\n"
+    "wan: [ { between: [eu, us], bandwidth: 8Mbps } ]\n"
+    "devices:\n"
+    "  - { name: a, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps } }\n"
+    "  - { name: b, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps },\n"
+    "      availability: { trace: gone.csv } }\n"
+    "  - { name: c, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps } }\n";
+
+static res_run *run_locf(const char *avail, const char *policy, const scn_override *ov, size_t n)
+{
+    char dir[] = "/tmp/dpsim-locf-XXXXXX", p[300];
+    cr_assert(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/gone.csv", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    fputs(avail, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/locf.yaml", dir);
+    f = fopen(p, "w");
+    cr_assert(f);
+    fputs(LOCF, f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(p, ov, n, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = policy_run(policy_find(policy), s, 1, &err);
+    cr_assert(r, "%s: %s", policy, err.msg);
+    scn_free(s);
+    remove(p);
+    snprintf(p, sizeof p, "%s/gone.csv", dir);
+    remove(p);
+    rmdir(dir);
+    return r;
+}
+
+Test(data, locality_device_failure_replanned_or_lost)
+{
+    res_run *r = run_locf("time_s,up\n0,1\n2.5,0\n", "locality", NULL, 0);
+    expect_close(stat(r, "data.samples_lost"), 2);
+    expect_close(stat(r, "data.bytes_replanned"), 2000);
+    expect_close(stat(r, "data.bytes_moved"), 8000);
+    expect_close(stat(r, "data.bytes_wan"), 3000);
+    expect_close(stat(r, "locality.samples_replanned"), 2);
+    cr_expect_eq(r->devices[0].samples, 5);
+    cr_expect_eq(r->devices[2].samples, 5);
+    cr_expect(fabs(r->ttotal_s - 9) < 0.01, "Ttotal %g", r->ttotal_s);
+    res_run_free(r);
 }

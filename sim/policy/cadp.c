@@ -418,11 +418,13 @@ static void fl_join(prt *rt, cadp_dev *cd, int64_t samples, int need_model)
         prt_add_server_bytes(rt, cd->d, M);
     }
     if (lost_data) { /* its samples again, from the server or where they live */
-        int64_t lost = prt_data_fetch(rt, cd->d, samples, (long)cd->d, 1, fl_ready, cd);
+        int64_t have = prt_data_available(rt, cd->d, samples);
+        int64_t lost = prt_data_fetch(rt, cd->d, have, (long)cd->d, 1, fl_ready, cd);
         if (lost < 0)
             return;
-        prt_share(rt)[cd->d] -= lost;
-        prt_left(rt)[cd->d] -= lost;
+        prt_data_lose(rt, samples - have);
+        prt_share(rt)[cd->d] -= lost + samples - have;
+        prt_left(rt)[cd->d] -= lost + samples - have;
     }
     if (!world_transfer(prt_world(rt), 0, (int)cd->d + 1, need_model ? M : 0, fl_ready, cd))
         prt_fail(rt, DP_ENOMEM, "out of memory");

@@ -245,13 +245,19 @@ double prt_data_rate(const prt *rt, size_t d);
  * done(ctx, 0) runs when they have all arrived (from an event now when
  * nothing moves; never when d goes down first).  src >= 0: the samples of
  * device src's first distribution not yet handed on (a failed device's
- * share; src == d: d's own again), then as for src < 0: any samples, the
- * pools nearest d first.  Without dataset.parts: one flow of n samples
- * from the server, exactly as before.  `resent`: counted as data sent
- * again.  Returns the samples no holder can give (counted in
- * data.samples_lost; the caller's to drop), or a negative error (the run
- * failed). */
+ * share; src == d: d's own again), those no holder has passed over (ask
+ * prt_data_available first), then as for src < 0: any samples, the pools
+ * nearest d first.  Without dataset.parts: one flow of n samples from the
+ * server, exactly as before.  `resent`: counted as data sent again.
+ * Returns the samples no pool could give (counted in data.samples_lost;
+ * the caller's to drop), or a negative error (the run failed). */
 int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_done_fn done, void *ctx);
+/* Of the next n samples of device src's first distribution not yet handed
+ * on, how many a holder that is up still has (n without dataset.parts). */
+int64_t prt_data_available(const prt *rt, size_t src, int64_t n);
+/* n samples are lost for good (no holder has them): data.samples_lost
+ * counts them; the policy drops them from its shares. */
+void prt_data_lose(prt *rt, int64_t n);
 /* Device d reads the samples of its first distribution again (a device
  * that keeps no copy), through its site's cache (hits at the cache's
  * rate, misses from where they live); fn(rt, ctx) runs when they have all

@@ -171,6 +171,8 @@ static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t 
         rt->server_bytes[d] += bytes;
     if (resent)
         rt->resent_bytes += bytes;
+    if (fx && resent) /* a policy's re-plan after a failure */
+        x->replanned += bytes;
     if (!(f->id = world_transfer(rt->w, from, (int)d + 1, bytes, on_dflow_done, f))) {
         fail_oom(rt);
         return DP_ENOMEM;
@@ -411,6 +413,32 @@ static void on_store_fail(sim_engine *e, void *ctx, uint64_t id)
     replan_from(rt, node, 0);
 }
 
+int64_t prt_data_available(const prt *rt, size_t src, int64_t n)
+{
+    const struct rt_data *x = rt->data;
+    if (!x || !x->have_plan)
+        return n;
+    int64_t skip = x->given[src], have = 0, planned = 0;
+    for (size_t i = x->plan.off[src]; i < x->plan.off[src + 1]; i++) {
+        const dpl_take *t = &x->plan.takes[i];
+        int64_t m = t->n - skip;
+        skip = m < 0 ? -m : 0;
+        if (m <= 0)
+            continue;
+        planned += m;
+        if (dpl_holder_for(x->pl, (size_t)t->pool, src, NULL) >= 0)
+            have += m;
+    }
+    have += n > planned ? n - planned : 0; /* beyond its plan: from the nearest pools */
+    return have < n ? have : n;
+}
+
+void prt_data_lose(prt *rt, int64_t n)
+{
+    if (rt->data && n > 0)
+        rt->data->lost += n;
+}
+
 static void fetch_now(prt *rt, void *ctx)
 {
     (void)rt;
@@ -479,24 +507,24 @@ int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_d
     int64_t lost = 0;
     if (src >= 0 && x->have_plan) { /* device src's samples, in its plan's order */
         size_t s = (size_t)src;
-        int64_t skip = s == d ? 0 : x->given[s];
+        int64_t skip = x->given[s];
         for (size_t i = x->plan.off[s]; i < x->plan.off[s + 1] && n > 0 && !rt->failed; i++) {
             const dpl_take *t = &x->plan.takes[i];
             if (skip >= t->n) {
                 skip -= t->n;
                 continue;
             }
-            int64_t m = t->n - skip < n ? t->n - skip : n, first = t->first + skip;
-            skip = 0;
             int h = dpl_holder_for(x->pl, (size_t)t->pool, d, NULL);
+            int64_t m = h < 0 || t->n - skip < n ? t->n - skip : n, first = t->first + skip;
+            skip = 0;
+            if (s != d) /* handed on (samples no holder has are passed over: prt_data_available) */
+                x->given[s] += m;
             if (h < 0)
-                lost += m;
-            else if (h == (int)d + 1)
+                continue;
+            if (h == (int)d + 1)
                 x->local += (double)m * sb(rt);
             else
                 start(rt, d, h, t->pool, first, m, 0, resent, fx);
-            if (s != d)
-                x->given[s] += m;
             n -= m;
         }
     }
