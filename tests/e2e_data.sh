@@ -47,6 +47,17 @@ for p in cadp ddp localsgd asyncps hierarchical lbb locality; do
             --set "dataset.storage=[{site: eu, fails_at: $fa}, {site: asia, fails_at: $fa}]"
     done
 done
+# locality with device failures: re-planned, the same bits twice; reread refused there
+for i in 1 2; do
+    expect 0 "$BIN" run "$GEO" --policy locality --no-db --json --set availability.mtbf=200s \
+        --set availability.mttr=60s
+    cp "$T/out" "$T/fail$i.json"
+done
+cmp -s "$T/fail1.json" "$T/fail2.json" && ok "locality with failures deterministic" || bad "two runs differ"
+has "$T/fail1.json" '"locality.samples_replanned"'
+expect 2 "$BIN" run "$GEO" --policy locality --no-db --set availability.mtbf=200s --set availability.mttr=60s \
+    --set policies.locality.reread=true
+has "$T/err" "policies.locality.reread: re-reading is not modelled with device failures"
 # check lists where the data is
 expect 0 "$BIN" check "$GEO"
 has "$T/out" "data     50000 at eu, 40000 at us (replicas: eu), 10000 at asia"

@@ -511,8 +511,9 @@ Test(data, growing_shard_from_the_nearest_holder)
  * replica), its 2 from the storage are re-planned, 1 each to a and c
  * (equal epochs: 5 and 5), a's read at home, c's over the WAN.  Bytes
  * re-moved 2000, WAN 2000 + 1000, moved 6000 + 2000; epoch 1 ends with a
- * and c at 4 s, epoch 2 trains 5 each: Ttotal 9 s (up to the tiny
- * transfers). */
+ * and c at 4 s, epoch 2 re-plans over a and c the 10 samples a holder
+ * that is up has: 5 each, the one more each reads from the nearest holder
+ * (a at home, c over the WAN); Ttotal 9 s (up to the tiny transfers). */
 static const char *LOCF =
     "name: locf\n"
     "model: { params: 1, flops_per_sample: 1.0e6 }\n"
@@ -566,5 +567,15 @@ Test(data, locality_device_failure_replanned_or_lost)
     cr_expect_eq(r->devices[0].samples, 5);
     cr_expect_eq(r->devices[2].samples, 5);
     cr_expect(fabs(r->ttotal_s - 9) < 0.01, "Ttotal %g", r->ttotal_s);
+    res_run_free(r);
+    /* back at 5.5 s, 3 epochs: epoch 2 as above (4 s to 9 s), epoch 3
+     * re-planned over all three, 4 each again (b kept what it had read,
+     * data_persists): nothing more moves, Ttotal 13 s */
+    scn_override ov = {"training.epochs", "3"};
+    r = run_locf("time_s,up\n0,1\n2.5,0\n5.5,1\n", "locality", &ov, 1);
+    expect_close(stat(r, "data.bytes_replanned"), 2000);
+    for (size_t d = 0; d < 3; d++)
+        cr_expect_eq(r->devices[d].samples, 4);
+    cr_expect(fabs(r->ttotal_s - 13) < 0.01, "Ttotal %g", r->ttotal_s);
     res_run_free(r);
 }

@@ -22,19 +22,17 @@
  *     every later epoch it reads its share again, through its site's cache
  *     (dataset.caches), beside the model download.
  *  4. Device failures (worlds with `availability`; docs/MODEL.md,
- *     "Locality-aware batching"): a participant that goes down leaves the
- *     run's plan.  Its work of the epoch not yet uploaded is lost (the
- *     epoch ends with the others' models); of its share, the samples no
- *     holder that is up has (its own slice: parts on devices have no
- *     replicas) are lost, the others are re-planned: split over the
- *     participants up so that their epochs end together again (water-
- *     filling on each one's epoch time with what it holds), each reading
- *     its part from the nearest holder over the real path
- *     (prt_data_fetch); they train them from the next epoch, which a
- *     device starts once they have arrived.  A device back rejoins at the
- *     next epoch with the samples its failure lost (its own slice, back
- *     with it).  With every participant down the epoch waits for the first
- *     device back, which starts it over (the run fails when none can come
+ *     "Locality-aware batching"): a participant that goes down loses its
+ *     work of the epoch not yet uploaded (the epoch ends with the others'
+ *     models); its own slice is out of reach until it is back (counted in
+ *     data.samples_lost: parts on devices have no replicas).  The next
+ *     epoch re-plans over the devices up: the split of step 1 over the
+ *     samples a holder that is up still has, and a device whose share is
+ *     more than it holds (its own slice and what it received) reads the
+ *     difference from the nearest holders over the real path
+ *     (prt_data_fetch) before it trains; a device back takes part so
+ *     again.  With every participant down the epoch waits for the first
+ *     device back and starts over (the run fails when none can come
  *     back).  `reread` is refused in such worlds. */
 #include "runtime.h"
 
@@ -54,14 +52,13 @@ typedef struct loc_dev {
     int waiting; /* arrivals before its next epoch starts (model, re-read, fetches) */
     int part;    /* a participant (a share at the start; one lost to a failed storage stays one) */
     /* device failures only */
-    int in_epoch;       /* one of the epoch's uploads the server waits for */
-    int uploaded;       /* its upload of this epoch arrived */
-    int in_wait;        /* its next epoch waits for `waiting` arrivals */
-    int fetching;       /* re-planned samples' fetches on their way */
-    int rejoin;         /* back up: takes part again from the next epoch */
-    int64_t pend_share; /* re-planned samples it trains from the next epoch */
-    int64_t dropped;    /* samples its failure lost (its own), taken back when it returns */
-    double c0;          /* its compute seconds at its epoch's start */
+    int in_epoch;  /* one of the epoch's uploads the server waits for */
+    int uploaded;  /* its upload of this epoch arrived */
+    int in_wait;   /* its next epoch waits for `waiting` arrivals */
+    int fetching;  /* re-planned samples' fetch on its way */
+    int64_t own;   /* samples it holds itself (its slice of dataset.parts) */
+    int64_t recv;  /* samples it received and keeps */
+    double c0;     /* its compute seconds at its epoch's start */
 } loc_dev;
 
 typedef struct loc_state {
@@ -70,9 +67,9 @@ typedef struct loc_state {
     int bs_max;
     const loc_opts *o;
     double *speed, *cx; /* per device: samples per second, model exchange seconds */
+    int dirty;          /* a device went down or came back: the next epoch re-plans */
     int stranded;       /* every participant down: the first device back starts the epoch over */
-    int64_t orphan;     /* samples re-planned while nobody could take them */
-    int64_t replanned;  /* samples handed to other devices after failures */
+    int64_t replanned;  /* samples read again for a re-plan */
 } loc_state;
 
 /* Seconds of one model exchange of device d with the server (upload and
@@ -154,20 +151,6 @@ static int waterfill(prt *rt, const double *speed, const double *c, int64_t rest
     return 0;
 }
 
-/* Shares: rest = D - sum fixed samples by waterfill over the exchange
- * times c, fixed[d] samples on top. */
-static int split(prt *rt, const double *speed, const double *c, const int64_t *fixed)
-{
-    size_t n = prt_n(rt);
-    int64_t rest = prt_scn(rt)->dataset.samples, *share = prt_share(rt);
-    for (size_t d = 0; d < n; d++)
-        rest -= fixed[d];
-    int rc = waterfill(rt, speed, c, rest, share);
-    for (size_t d = 0; !rc && d < n; d++)
-        share[d] += fixed[d];
-    return rc;
-}
-
 static void epoch_on(prt *rt, loc_dev *v);
 
 static void on_local_done(prt *rt, void *ctx)
@@ -236,8 +219,6 @@ static void join_epoch(prt *rt, loc_dev *v)
     loc_state *st = prt_state(rt);
     size_t d = v->d;
     double M = prt_scn(rt)->model.model_bytes;
-    prt_share(rt)[d] += v->pend_share;
-    v->pend_share = 0;
     v->in_epoch = 1;
     v->uploaded = 0;
     v->in_wait = 1;
@@ -253,22 +234,53 @@ static void join_epoch(prt *rt, loc_dev *v)
         prt_data_reread(rt, d, on_reread, v);
 }
 
+static int plan_shares(prt *rt, const int *up, int64_t total);
+
+/* The split over the devices up after a failure or a return: each device
+ * short of its share reads the difference from the nearest holders. */
+static void replan(prt *rt)
+{
+    loc_state *st = prt_state(rt);
+    size_t n = prt_n(rt);
+    int *up = dp_calloc(n ? n : 1, sizeof *up);
+    if (!up) {
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t d = 0; d < n; d++)
+        up[d] = prt_device_up(rt, d);
+    int rc = plan_shares(rt, up, prt_data_reachable(rt));
+    dp_free(up);
+    if (rc)
+        return;
+    for (size_t d = 0; d < n && !prt_failed(rt); d++) {
+        loc_dev *v = &st->dev[d];
+        int64_t want = prt_share(rt)[d], extra = want - v->own - v->recv;
+        v->part = want > 0;
+        if (!v->part || extra <= 0)
+            continue;
+        v->fetching = 1;
+        int64_t lost = prt_data_fetch(rt, d, extra, -1, 1, on_fetched, v);
+        if (lost < 0)
+            return;
+        prt_share(rt)[d] -= lost;
+        v->recv += extra - lost;
+        st->replanned += extra - lost;
+    }
+}
+
 static void next_epoch(prt *rt, void *ctx)
 {
     (void)ctx;
     loc_state *st = prt_state(rt);
-    st->parts = 0;
-    for (size_t d = 0; d < prt_n(rt) && !prt_failed(rt); d++) {
-        loc_dev *v = &st->dev[d];
-        if (v->rejoin && prt_device_up(rt, d)) { /* back: its own samples again */
-            v->rejoin = 0;
-            v->part = 1;
-            prt_share(rt)[d] = v->dropped;
-            v->dropped = 0;
-        }
-        if (v->part)
-            join_epoch(rt, v);
+    if (st->dirty) {
+        st->dirty = 0;
+        replan(rt);
     }
+    st->parts = 0;
+    for (size_t d = 0; d < prt_n(rt) && !prt_failed(rt); d++)
+        if (st->dev[d].part)
+            join_epoch(rt, &st->dev[d]);
 }
 
 static void aggregated(prt *rt, void *ctx)
@@ -311,114 +323,41 @@ static void on_upload(void *ctx, uint64_t id)
     aggregate(rt);
 }
 
-/* Device d's share goes to the participants up, so that their epochs end
- * together again: what a holder still has, read from the nearest one; the
- * rest is lost (kept as d's, for its return). */
-static void replan(prt *rt, size_t d)
-{
-    loc_state *st = prt_state(rt);
-    loc_dev *v = &st->dev[d];
-    size_t n = prt_n(rt);
-    int64_t S = prt_share(rt)[d] + v->pend_share, R = prt_data_available(rt, d, S);
-    v->pend_share = 0;
-    prt_share(rt)[d] = 0;
-    prt_left(rt)[d] = 0;
-    v->dropped += S - R;
-    prt_data_lose(rt, S - R);
-    double *speed = dp_calloc(n, sizeof *speed), *c = dp_calloc(n, sizeof *c);
-    int64_t *extra = dp_calloc(n, sizeof *extra);
-    size_t up = 0;
-    if (!speed || !c || !extra) {
-        prt_fail(rt, DP_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!st->dev[i].part || !prt_device_up(rt, i))
-            continue;
-        up++;
-        speed[i] = st->speed[i];
-        c[i] = st->cx[i] + (double)(prt_share(rt)[i] + st->dev[i].pend_share) / st->speed[i];
-    }
-    if (R > 0 && up == 0) { /* nobody to take them: the first device back will */
-        st->orphan += R;
-        goto done;
-    }
-    if (R > 0 && waterfill(rt, speed, c, R, extra))
-        goto done;
-    st->replanned += R;
-    for (size_t i = 0; i < n && !prt_failed(rt); i++) {
-        if (extra[i] <= 0)
-            continue;
-        loc_dev *u = &st->dev[i];
-        u->pend_share += extra[i];
-        u->fetching++;
-        int64_t lost = prt_data_fetch(rt, i, extra[i], (long)d, 1, on_fetched, u);
-        if (lost > 0)
-            u->pend_share -= lost;
-    }
-done:
-    dp_free(speed);
-    dp_free(c);
-    dp_free(extra);
-}
-
-/* Nobody is left to finish the epoch: it starts over with device v, back,
- * taking the samples nobody could. */
-static void restart_with(prt *rt, loc_dev *v)
-{
-    loc_state *st = prt_state(rt);
-    st->stranded = 0;
-    st->uploaded = 0;
-    st->parts = 0;
-    v->rejoin = 0;
-    v->part = 1;
-    prt_share(rt)[v->d] = v->dropped;
-    v->dropped = 0;
-    if (st->orphan > 0) {
-        v->pend_share += st->orphan;
-        v->fetching++;
-        int64_t lost = prt_data_fetch(rt, v->d, st->orphan, -1, 1, on_fetched, v);
-        if (lost > 0)
-            v->pend_share -= lost;
-        st->orphan = 0;
-    }
-    join_epoch(rt, v);
-}
-
 static void loc_on_device(prt *rt, const void *opts, size_t d, int up)
 {
     (void)opts;
     loc_state *st = prt_state(rt);
     loc_dev *v = &st->dev[d];
+    st->dirty = 1;
     if (up) {
-        if (v->dropped <= 0 && !(st->stranded && st->orphan > 0))
-            return; /* nothing of its own to train: it stays out */
-        v->rejoin = 1;
-        if (st->stranded)
-            restart_with(rt, v);
+        if (st->stranded) { /* nobody was left: the epoch starts over with the devices up */
+            st->stranded = 0;
+            st->uploaded = 0;
+            next_epoch(rt, NULL);
+        }
         return;
     }
+    if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
+        v->recv = 0;
+    prt_data_lose(rt, v->own); /* out of reach while it is down */
     if (!v->part)
         return;
     v->part = 0;
     v->in_wait = 0;
-    v->fetching = 0; /* its fetches were cut */
-    int owed = v->in_epoch && !v->uploaded; /* an upload the server waits for */
-    if (owed) { /* its work since the epoch's start is lost */
-        v->in_epoch = 0;
-        st->parts--;
-        prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
-    }
-    replan(rt, d);
-    if (prt_failed(rt) || !owed)
-        return;
+    v->fetching = 0; /* its fetch was cut */
+    prt_share(rt)[d] = 0;
+    prt_left(rt)[d] = 0;
+    if (!v->in_epoch || v->uploaded)
+        return; /* nothing the server waits for */
+    v->in_epoch = 0; /* its work since the epoch's start is lost */
+    st->parts--;
+    prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
     if (st->parts > 0) { /* the others' uploads may all be there */
         if (st->uploaded >= st->parts)
             aggregate(rt);
         return;
     }
-    /* nobody is left in the epoch */
-    for (size_t i = 0; i < prt_n(rt); i++)
+    for (size_t i = 0; i < prt_n(rt); i++) /* nobody is left in the epoch */
         if (isfinite(world_dev_next_change(prt_world(rt), i))) {
             st->stranded = 1;
             return;
@@ -435,6 +374,46 @@ static void on_ready(prt *rt, void *ctx)
     epoch_on(rt, v);
 }
 
+/* Shares over the devices up (up NULL: all) of `total` samples: by speed
+ * (waterfill over the exchange times), or with balance: local each
+ * device's own samples and the rest by speed over the devices that hold
+ * none (over all when every one holds some). */
+static int plan_shares(prt *rt, const int *up, int64_t total)
+{
+    loc_state *st = prt_state(rt);
+    size_t n = prt_n(rt);
+    double *weight = dp_calloc(n ? n : 1, sizeof *weight);
+    int64_t *fixed = dp_calloc(n ? n : 1, sizeof *fixed), *share = prt_share(rt);
+    if (!weight || !fixed) {
+        dp_free(weight);
+        dp_free(fixed);
+        return prt_fail(rt, DP_ENOMEM, "out of memory");
+    }
+    for (size_t d = 0; d < n; d++) {
+        if (up && !up[d])
+            continue;
+        weight[d] = st->speed[d];
+        if (st->o->balance == 1) { /* its own samples, no more: the rest by speed */
+            fixed[d] = st->dev[d].own;
+            weight[d] = fixed[d] > 0 ? 0 : weight[d];
+        }
+    }
+    double W = 0;
+    int64_t rest = total;
+    for (size_t d = 0; d < n; d++) {
+        W += weight[d];
+        rest -= fixed[d];
+    }
+    for (size_t d = 0; W == 0 && d < n; d++) /* every device holds some: the rest by speed over all */
+        weight[d] = up && !up[d] ? 0 : st->speed[d];
+    int rc = waterfill(rt, weight, st->cx, rest, share);
+    for (size_t d = 0; !rc && d < n; d++)
+        share[d] += fixed[d];
+    dp_free(weight);
+    dp_free(fixed);
+    return rc;
+}
+
 static int loc_start(prt *rt, const void *opts)
 {
     const loc_opts *o = opts;
@@ -448,50 +427,37 @@ static int loc_start(prt *rt, const void *opts)
     st->dev = dp_calloc(n ? n : 1, sizeof *st->dev);
     st->speed = dp_calloc(n ? n : 1, sizeof *st->speed);
     st->cx = dp_calloc(n ? n : 1, sizeof *st->cx);
-    double *weight = dp_calloc(n ? n : 1, sizeof *weight), *cx = dp_calloc(n ? n : 1, sizeof *cx), *bytes = dp_calloc(n ? n : 1, sizeof *bytes);
-    int64_t *fixed = dp_calloc(n ? n : 1, sizeof *fixed);
+    double *bytes = dp_calloc(n ? n : 1, sizeof *bytes);
     int *skip = dp_calloc(n ? n : 1, sizeof *skip);
     void **ctx = dp_calloc(n ? n : 1, sizeof *ctx);
     int rc = 0;
-    if (!st->dev || !st->speed || !st->cx || !weight || !cx || !bytes || !fixed || !skip || !ctx) {
+    if (!st->dev || !st->speed || !st->cx || !bytes || !skip || !ctx) {
         rc = prt_fail(rt, DP_ENOMEM, "out of memory");
         goto done;
     }
     prt_learn_mode(rt, PRT_LEARN_LOCAL);
     for (size_t d = 0; d < n; d++) {
         const scn_group *g = &s->groups[s->devices[d].group];
-        st->dev[d] = (loc_dev){.rt = rt, .d = d};
+        st->dev[d] = (loc_dev){.rt = rt, .d = d, .own = prt_data_local(rt, d)};
         ctx[d] = &st->dev[d];
-        weight[d] = g->batch / scn_batch_time(s, g, g->batch); /* samples per second */
-        cx[d] = exchange_s(rt, d);
-        st->speed[d] = weight[d];
-        st->cx[d] = cx[d];
-        if (o->balance == 1) { /* its own samples, no more: the rest by speed */
-            fixed[d] = prt_data_local(rt, d);
-            weight[d] = fixed[d] > 0 ? 0 : weight[d];
-        }
+        st->speed[d] = g->batch / scn_batch_time(s, g, g->batch); /* samples per second */
+        st->cx[d] = exchange_s(rt, d);
     }
-    double W = 0;
-    for (size_t d = 0; d < n; d++)
-        W += weight[d];
-    for (size_t d = 0; W == 0 && d < n; d++) /* every device holds some: the rest by speed over all */
-        weight[d] = s->groups[s->devices[d].group].batch /
-                    scn_batch_time(s, &s->groups[s->devices[d].group], s->groups[s->devices[d].group].batch);
-    if ((rc = split(rt, weight, cx, fixed)))
+    if ((rc = plan_shares(rt, NULL, s->dataset.samples)))
         goto done;
     for (size_t d = 0; d < n; d++) {
-        bytes[d] = (double)prt_share(rt)[d] * s->dataset.sample_bytes;
-        skip[d] = prt_share(rt)[d] == 0;
-        st->dev[d].part = st->dev[d].in_epoch = !skip[d];
+        loc_dev *v = &st->dev[d];
+        int64_t sh = prt_share(rt)[d];
+        bytes[d] = (double)sh * s->dataset.sample_bytes;
+        skip[d] = sh == 0;
+        v->part = v->in_epoch = !skip[d];
+        v->recv = sh > v->own ? sh - v->own : 0;
         st->parts += !skip[d];
     }
     prt_stat(rt, "locality.participants", RES_SCOPE_RUN, 0, 0, (double)st->parts);
     rc = prt_distribute(rt, bytes, skip, on_ready, ctx);
 done:
-    dp_free(weight);
-    dp_free(cx);
     dp_free(bytes);
-    dp_free(fixed);
     dp_free(skip);
     dp_free(ctx);
     return rc;

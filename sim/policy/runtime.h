@@ -255,6 +255,9 @@ int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_d
 /* Of the next n samples of device src's first distribution not yet handed
  * on, how many a holder that is up still has (n without dataset.parts). */
 int64_t prt_data_available(const prt *rt, size_t src, int64_t n);
+/* Samples of the dataset some holder that is up still has (the dataset's
+ * samples without dataset.parts). */
+int64_t prt_data_reachable(const prt *rt);
 /* n samples are lost for good (no holder has them): data.samples_lost
  * counts them; the policy drops them from its shares. */
 void prt_data_lose(prt *rt, int64_t n);

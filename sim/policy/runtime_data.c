@@ -433,6 +433,18 @@ int64_t prt_data_available(const prt *rt, size_t src, int64_t n)
     return have < n ? have : n;
 }
 
+int64_t prt_data_reachable(const prt *rt)
+{
+    const struct rt_data *x = rt->data;
+    if (!x)
+        return rt->s->dataset.samples;
+    int64_t n = 0;
+    for (size_t k = 0; k < dpl_n_pools(x->pl); k++)
+        if (dpl_holder_for(x->pl, k, 0, NULL) >= 0)
+            n += dpl_pool_size(x->pl, k);
+    return n;
+}
+
 void prt_data_lose(prt *rt, int64_t n)
 {
     if (rt->data && n > 0)
