@@ -579,3 +579,20 @@ Test(data, locality_device_failure_replanned_or_lost)
     cr_expect(fabs(r->ttotal_s - 13) < 0.01, "Ttotal %g", r->ttotal_s);
     res_run_free(r);
 }
+
+/* cadp.locality on the same world, 3 epochs, b gone at 2.5 s: C-ADP's 4
+ * each; b trained its own 2 first, so its 2 left (the batch in flight and
+ * the next) are spread, 1 to a (read at home) and 1 to c (over the WAN);
+ * in epochs 2 and 3 b's share but its own 2 (lost: data.samples_lost 2)
+ * is spread so again.  Re-read 3 x 2000 B, WAN 2000 + 3 x 1000 B; a and c
+ * train 5 an epoch: Ttotal 15 s. */
+Test(data, cadp_locality_device_failure)
+{
+    scn_override ov[] = {{"training.epochs", "3"}, {"policies.cadp.locality", "true"}};
+    res_run *r = run_locf("time_s,up\n0,1\n2.5,0\n", "cadp", ov, 2);
+    expect_close(stat(r, "data.samples_lost"), 2);
+    expect_close(stat(r, "data.bytes_replanned"), 6000);
+    expect_close(stat(r, "data.bytes_wan"), 5000);
+    cr_expect(fabs(r->ttotal_s - 15) < 0.01, "Ttotal %g", r->ttotal_s);
+    res_run_free(r);
+}

@@ -20,7 +20,11 @@
  * uploaded already trains on and uploads again.  At each epoch start the
  * planned allocation applies to the devices up, and the shares of devices
  * down go to the others the same way; a device back with its memory empty
- * receives the model (and its data, unless the data persist).
+ * receives the model (and its data, unless the data persist).  With
+ * dataset.parts a device down takes its own slice with it (counted lost;
+ * it trains its own samples first, so those of its epoch not yet trained
+ * and, while it is down, its own part of its share are not spread), and
+ * the samples spread are read from their nearest holders.
  *
  * This file is the policy's event flow; the planner (inputs, problem,
  * solve) is cadp_plan.c and `solver: simulate` is cadp_refine.c.
@@ -51,6 +55,7 @@ typedef struct cadp_dev {
     int pend;         /* transfers to arrive before it starts the epoch */
     int has_data;     /* holds its planned data */
     double c0;        /* its compute seconds at the start of the epoch */
+    int64_t own;      /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
 } cadp_dev;
 
 typedef struct cadp_state {
@@ -448,8 +453,8 @@ static void fl_plan_epoch(prt *rt)
         prt_left(rt)[d] = 0;
         if (st->alloc[d] == 0)
             continue;
-        if (!prt_device_up(rt, d)) {
-            u += st->alloc[d];
+        if (!prt_device_up(rt, d)) { /* its share goes to the others, but for its own samples */
+            u += st->alloc[d] - (st->dev[d].own < st->alloc[d] ? st->dev[d].own : st->alloc[d]);
             continue;
         }
         b.cand[d] = 1;
@@ -479,12 +484,18 @@ static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)
     if (!up) {
         if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
             cd->has_data = 0;
+        prt_data_lose(rt, cd->own); /* out of reach while it is down */
         if (!cd->active)
             return;
         cd->active = 0;
         if (cd->uploaded)
             return; /* its model of this epoch arrived: nothing to redo */
         int64_t u = prt_left(rt)[d] + cd->inflight + cd->incoming;
+        if (cd->own > 0) { /* its own samples are out of reach (trained first: those not yet trained) */
+            int64_t gone = cd->own - (prt_share(rt)[d] - u);
+            gone = gone < 0 ? 0 : gone > u ? u : gone;
+            u -= gone;
+        }
         prt_add_lost_s(rt, prt_compute_s(rt, d) - cd->c0);
         prt_left(rt)[d] = 0;
         cd->incoming = cd->inflight = cd->busy = cd->uploading = cd->pend = 0;
@@ -656,7 +667,8 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0,
+                                .own = prt_data_local(rt, d)};
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
             st->dev[d].pend = 1;
