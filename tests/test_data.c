@@ -596,3 +596,34 @@ Test(data, cadp_locality_device_failure)
     cr_expect(fabs(r->ttotal_s - 15) < 0.01, "Ttotal %g", r->ttotal_s);
     res_run_free(r);
 }
+
+/* A site cache serves the first distribution too: every sample in us's
+ * storage, DDP replicated, a cache in eu of 1000 samples.  e[0] reads all
+ * 1000 over the 1e6 B/s WAN (1 s) and fills the cache; e[1] and e[2] hit
+ * all 1000 and read them from the cache once they are in, over their own
+ * 1 Gbit/s links (8 ms): Tsend 1.008 s instead of 3 s (three reads sharing
+ * the WAN), 2000 hits of 3000 reads, 1e6 B over the WAN instead of 3e6.
+ * An LRU cache of 500 never hits (a cyclic scan); a planned one of 500
+ * pins ids 0-499 and hits 2 x 500. */
+Test(data, site_cache_serves_the_first_epoch)
+{
+    struct {
+        const char *cache;
+        double hits, tsend;
+    } k[] = {{"[{site: eu, capacity: 1MB}]", 2000, 1.008},
+             {"[{site: eu, capacity: 500KB}]", 0, 3},
+             {"[{site: eu, capacity: 500KB, policy: planned}]", 1000, -1}};
+    for (size_t i = 0; i < 3; i++) {
+        scn_override ov[] = {{"dataset.parts", "[{at: us, samples: 100%}]"}, {"dataset.caches", k[i].cache}};
+        scn_scenario *s = load(GEO, ov, 2);
+        res_run *r = run(s, "ddp");
+        expect_close(stat(r, "cache.hits"), k[i].hits);
+        expect_close(stat(r, "cache.misses"), 3000 - k[i].hits);
+        expect_close(stat(r, "data.bytes_wan"), (3000 - k[i].hits) * 1000);
+        expect_close(stat(r, "data.bytes_moved"), 4000 * 1000.0);
+        if (k[i].tsend > 0)
+            expect_close(r->tsend_s, k[i].tsend);
+        res_run_free(r);
+        scn_free(s);
+    }
+}

@@ -13,11 +13,12 @@
  *    they had not delivered is read again from the nearest replica that is
  *    up, or, with none, is lost: a device training a share loses those
  *    samples from its share (`data.samples_lost`);
- *  - prt_data_reread reads a device's samples again (a policy whose
- *    devices keep no copy), through its site's cache (sim/core/dcache.h):
- *    hits from the cache over its read link, misses from their holders;
- *    every read fills the cache, the first distribution's reads too (they
- *    are misses: those samples are still on their way).
+ *  - a site's cache (sim/core/dcache.h) serves its devices' reads: hits
+ *    from the cache over its read link, misses from their holders, every
+ *    read filling it.  In a distribution a hit on samples another device
+ *    of the site is still bringing in waits for that read (a dwait on its
+ *    flow), then comes from the cache; prt_data_reread reads a device's
+ *    samples again (a policy whose devices keep no copy) through it;
  * Statistics (run scope): data.*, cache.*, wan.bytes (data_stats). */
 #include "dcache.h"
 #include "dplace.h"
@@ -30,6 +31,17 @@
 
 typedef struct dfetch dfetch;
 
+/* A device of a site waiting for samples another device of the site is
+ * fetching into the site's cache: read from the cache once they are in. */
+typedef struct dwait {
+    struct dwait *next, *all; /* the fill's waiters; every one, for freeing */
+    size_t d;
+    int32_t pool;
+    int64_t first, n;
+    uint64_t gen;
+    int resent;
+} dwait;
+
 typedef struct dflow {
     prt *rt;
     struct dflow *next; /* every flow started, for failures and freeing */
@@ -40,6 +52,7 @@ typedef struct dflow {
     uint64_t id, gen;
     int active, fetch; /* fetch: a re-read (prt_data_reread), else a distribution's data */
     dfetch *fx;        /* a policy's fetch (prt_data_fetch) it belongs to, else NULL */
+    dwait *waiters;    /* a distribution's read filling its site's cache: who waits for it */
 } dflow;
 
 /* A policy's fetch: its flows outstanding, and what runs when they end. */
@@ -70,6 +83,7 @@ struct rt_data {
     void **fctx;
     dflow *flows;
     dfetch *fetches;
+    dwait *waits;
     int64_t *given; /* per device: samples of its first plan handed to others (prt_data_fetch) */
     site_ev *fev;
     double moved, local, wan, replanned, saved;
@@ -129,6 +143,10 @@ void data_close(prt *rt)
         nx = f->next;
         dp_free(f);
     }
+    for (dwait *w = x->waits, *nx; w; w = nx) {
+        nx = w->all;
+        dp_free(w);
+    }
     for (size_t k = 0; x->cache && k < rt->s->n_sites; k++)
         dcache_free(x->cache[k]);
     dpl_plan_free(&x->plan);
@@ -161,7 +179,7 @@ static int start(prt *rt, size_t d, int from, int32_t k, int64_t first, int64_t 
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    *f = (dflow){rt, x->flows, d, k, from, first, n, 0, x->gen[d], 1, fetch, fx};
+    *f = (dflow){rt, x->flows, d, k, from, first, n, 0, x->gen[d], 1, fetch, fx, NULL};
     x->flows = f;
     x->moved += bytes;
     int hs = dpl_node_site(x->pl, from), ds = dev_site(rt, d);
@@ -205,12 +223,51 @@ static void flow_over(prt *rt, const dflow *f)
     }
 }
 
+static void release(prt *rt, dflow *f, int in_cache);
+static void lose(prt *rt, size_t d, int64_t n);
+
 static void on_dflow_done(void *ctx, uint64_t id)
 {
     (void)id;
     dflow *f = ctx;
     f->active = 0;
+    release(f->rt, f, 1);
     flow_over(f->rt, f);
+}
+
+/* Fill f is over: its waiters read their samples from the site's cache
+ * (in_cache), else (the fill was cut or given up) from their nearest
+ * holder that is up, or lose them. */
+static void release(prt *rt, dflow *f, int in_cache)
+{
+    struct rt_data *x = rt->data;
+    dwait *w = f->waiters;
+    f->waiters = NULL;
+    for (; w && !rt->failed; w = w->next) {
+        if (w->gen != x->gen[w->d])
+            continue; /* that device went down: its distribution is void */
+        int s = dev_site(rt, w->d);
+        int h = in_cache ? world_store_node(rt->w, s, 1) : dpl_holder_for(x->pl, (size_t)w->pool, w->d, NULL);
+        if (h >= 0)
+            start(rt, w->d, h, w->pool, w->first, w->n, 0, w->resent, NULL);
+        else
+            lose(rt, w->d, w->n);
+        if (--x->dpend[w->d] == 0) /* the wait itself is over (a read from the cache counts itself) */
+            xfer_arrived(rt, w->d, x->kind[w->d]);
+    }
+}
+
+/* An active distribution read of site s's devices that brings ids from
+ * `first` into the site's cache, NULL when none is under way. */
+static dflow *filling(prt *rt, int s, int64_t first)
+{
+    struct rt_data *x = rt->data;
+    int cnode = world_store_node(rt->w, s, 1);
+    for (dflow *f = x->flows; f; f = f->next)
+        if (f->active && !f->fetch && !f->fx && f->holder != cnode && f->gen == x->gen[f->d] &&
+            dev_site(rt, f->d) == s && f->first <= first && first < f->first + f->n)
+            return f;
+    return NULL;
 }
 
 /* Samples device d could not get: a share larger than what it holds now
@@ -266,6 +323,26 @@ static int place_caches(prt *rt)
     for (size_t s = 0; s < rt->s->n_sites; s++)
         if (x->cache[s] && dcache_pattern_done(x->cache[s]))
             return DP_ENOMEM;
+    return 0;
+}
+
+/* Device d's first `hit` ids of take t are in its site's cache: read
+ * from the cache now when they have arrived, else once the read bringing
+ * them in ends.  0 or DP_ENOMEM. */
+static int cache_hit(prt *rt, size_t d, int s, const dpl_take *t, int64_t hit, int resent)
+{
+    struct rt_data *x = rt->data;
+    dflow *f = filling(rt, s, t->first);
+    if (!f)
+        return start(rt, d, world_store_node(rt->w, s, 1), t->pool, t->first, hit, 0, resent, NULL);
+    dwait *w = dp_calloc(1, sizeof *w);
+    if (!w) {
+        fail_oom(rt);
+        return DP_ENOMEM;
+    }
+    *w = (dwait){f->waiters, x->waits, d, t->pool, t->first, hit, x->gen[d], resent};
+    f->waiters = x->waits = w;
+    x->dpend[d]++;
     return 0;
 }
 
@@ -326,14 +403,20 @@ int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn p
                 x->local += (double)t->n * sb(rt);
                 continue;
             }
-            if (s >= 0 && x->cache[s]) { /* fills the cache; a miss (the samples are on their way) */
-                if (dcache_access(x->cache[s], t->first, t->n) < 0) {
+            int64_t hit = 0;
+            if (s >= 0 && x->cache[s]) { /* fills the cache; ids another device of the site read first hit */
+                if ((hit = dcache_access(x->cache[s], t->first, t->n)) < 0) {
                     fail_oom(rt);
                     break;
                 }
-                x->misses += t->n;
+                x->hits += hit;
+                x->misses += t->n - hit;
+                x->saved += (double)hit * sb(rt);
             }
-            start(rt, d, t->holder, t->pool, t->first, t->n, 0, !initial, NULL);
+            if (hit > 0 && cache_hit(rt, d, s, t, hit, !initial))
+                break;
+            if (t->n - hit > 0)
+                start(rt, d, t->holder, t->pool, t->first + hit, t->n - hit, 0, !initial, NULL);
         }
         if (!rt->failed && x->dpend[d] == 0) /* every sample its own: it holds its data now */
             xfer_arrived(rt, d, x->kind[d]);
@@ -359,6 +442,7 @@ static void replan_from(prt *rt, int node, int cut)
         if (!cut)
             world_cancel(rt->w, f->id, &sent);
         f->active = 0;
+        release(rt, f, 0);
         x->moved -= (double)f->n * sb(rt) - sent; /* what it did not carry */
         int64_t got = (int64_t)floor(sent / sb(rt) * (1 + 1e-12));
         if (got > f->n)
@@ -381,8 +465,10 @@ void data_device_down(prt *rt, size_t d)
     x->gen[d]++; /* its flows were cut (world.c): none of them ends */
     x->dpend[d] = x->fpend[d] = 0;
     for (dflow *f = x->flows; f; f = f->next)
-        if (f->d == d)
+        if (f->d == d) {
             f->active = 0;
+            release(rt, f, 0); /* those waiting for what it was bringing read it themselves */
+        }
     /* what it held for others is out of reach while it is down */
     jbreak(rt);
     dpl_holder_set(x->pl, (int)d + 1, 0);
