@@ -59,6 +59,8 @@ typedef struct dflow {
 struct dfetch {
     prt *rt;
     struct dfetch *next; /* every fetch, for freeing */
+    size_t d;
+    uint64_t gen; /* d's distribution generation: d going down voids it */
     int pend;
     net_done_fn done;
     void *ctx;
@@ -539,9 +541,9 @@ void prt_data_lose(prt *rt, int64_t n)
 
 static void fetch_now(prt *rt, void *ctx)
 {
-    (void)rt;
     dfetch *fx = ctx;
-    fx->done(fx->ctx, 0);
+    if (fx->gen == rt->data->gen[fx->d]) /* not when its device went down since */
+        fx->done(fx->ctx, 0);
 }
 
 /* n samples for device d from the pools nearest it other than its own
@@ -600,7 +602,7 @@ int64_t prt_data_fetch(prt *rt, size_t d, int64_t n, long src, int resent, net_d
         fail_oom(rt);
         return DP_ENOMEM;
     }
-    *fx = (dfetch){rt, x->fetches, 1, done, ctx}; /* pend 1 until every flow is started */
+    *fx = (dfetch){rt, x->fetches, d, x->gen[d], 1, done, ctx}; /* pend 1 until every flow is started */
     x->fetches = fx;
     int64_t lost = 0;
     if (src >= 0 && x->have_plan) { /* device src's samples, in its plan's order */
