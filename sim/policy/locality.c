@@ -493,7 +493,8 @@ static const popt loc_table[] = {
      "speed: shares that end every device's epoch (compute and model exchange) together, its own samples used "
      "first; local: each device its own samples"},
     {"reread", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(loc_opts, reread), 0, 0, 0, NULL,
-     "devices keep no copy: every later epoch reads its share again, through its site's cache"},
+     "devices keep no copy: every later epoch reads its share again, through its site's cache (not with "
+     "availability)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -502,7 +503,7 @@ const policy_def policy_locality = {
     .label = "Locality",
     .color = "#a6761d",
     .summary = "locality-aware batching: local data first, only what balance requires moves; local epochs, "
-               "server average",
+               "server average; re-planned over the devices up after a failure",
     .opts = loc_table,
     .opts_size = sizeof(loc_opts),
     .check = loc_check,
