@@ -16,8 +16,9 @@
  *  - a site's cache (sim/core/dcache.h) serves its devices' reads: hits
  *    from the cache over its read link, misses from their holders, every
  *    read filling it.  In a distribution a hit on samples another device
- *    of the site is still bringing in waits for that read (a dwait on its
- *    flow), then comes from the cache; prt_data_reread reads a device's
+ *    of the site is still bringing in streams from the cache at once, and
+ *    the device holds them when that read has ended too (a dwait on its
+ *    flow); prt_data_reread reads a device's
  *    samples again (a policy whose devices keep no copy) through it;
  * Statistics (run scope): data.*, cache.*, wan.bytes (data_stats). */
 #include "dcache.h"
@@ -31,8 +32,8 @@
 
 typedef struct dfetch dfetch;
 
-/* A device of a site waiting for samples another device of the site is
- * fetching into the site's cache: read from the cache once they are in. */
+/* A device of a site reading from the site's cache samples another device
+ * of the site is still bringing in: it holds them once that read ends. */
 typedef struct dwait {
     struct dwait *next, *all; /* the fill's waiters; every one, for freeing */
     size_t d;
@@ -237,9 +238,9 @@ static void on_dflow_done(void *ctx, uint64_t id)
     flow_over(f->rt, f);
 }
 
-/* Fill f is over: its waiters read their samples from the site's cache
- * (in_cache), else (the fill was cut or given up) from their nearest
- * holder that is up, or lose them. */
+/* Fill f is over: its waiters hold their samples (in_cache), or, the fill
+ * cut or given up, read them again from their nearest holder that is up
+ * (what their cache reads brought is wasted), or lose them. */
 static void release(prt *rt, dflow *f, int in_cache)
 {
     struct rt_data *x = rt->data;
@@ -248,13 +249,14 @@ static void release(prt *rt, dflow *f, int in_cache)
     for (; w && !rt->failed; w = w->next) {
         if (w->gen != x->gen[w->d])
             continue; /* that device went down: its distribution is void */
-        int s = dev_site(rt, w->d);
-        int h = in_cache ? world_store_node(rt->w, s, 1) : dpl_holder_for(x->pl, (size_t)w->pool, w->d, NULL);
-        if (h >= 0)
-            start(rt, w->d, h, w->pool, w->first, w->n, 0, w->resent, NULL);
-        else
-            lose(rt, w->d, w->n);
-        if (--x->dpend[w->d] == 0) /* the wait itself is over (a read from the cache counts itself) */
+        if (!in_cache) {
+            int h = dpl_holder_for(x->pl, (size_t)w->pool, w->d, NULL);
+            if (h >= 0)
+                start(rt, w->d, h, w->pool, w->first, w->n, 0, w->resent, NULL);
+            else
+                lose(rt, w->d, w->n);
+        }
+        if (--x->dpend[w->d] == 0) /* the wait is over (a read started here counts itself) */
             xfer_arrived(rt, w->d, x->kind[w->d]);
     }
 }
@@ -329,14 +331,16 @@ static int place_caches(prt *rt)
 }
 
 /* Device d's first `hit` ids of take t are in its site's cache: read
- * from the cache now when they have arrived, else once the read bringing
- * them in ends.  0 or DP_ENOMEM. */
+ * from the cache over its read link; when another device's read is still
+ * bringing them in, the cache streams them (d's read starts now) and d
+ * holds them no earlier than that read ends.  0 or DP_ENOMEM. */
 static int cache_hit(prt *rt, size_t d, int s, const dpl_take *t, int64_t hit, int resent)
 {
     struct rt_data *x = rt->data;
     dflow *f = filling(rt, s, t->first);
-    if (!f)
-        return start(rt, d, world_store_node(rt->w, s, 1), t->pool, t->first, hit, 0, resent, NULL);
+    int rc = start(rt, d, world_store_node(rt->w, s, 1), t->pool, t->first, hit, 0, resent, NULL);
+    if (rc || !f)
+        return rc;
     dwait *w = dp_calloc(1, sizeof *w);
     if (!w) {
         fail_oom(rt);
@@ -344,7 +348,7 @@ static int cache_hit(prt *rt, size_t d, int s, const dpl_take *t, int64_t hit, i
     }
     *w = (dwait){f->waiters, x->waits, d, t->pool, t->first, hit, x->gen[d], resent};
     f->waiters = x->waits = w;
-    x->dpend[d]++;
+    x->dpend[d]++; /* the fill's end */
     return 0;
 }
 
