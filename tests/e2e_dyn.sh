@@ -384,7 +384,7 @@ def load(d):
     key = lambda r: (r.get("point_json", ""), r.get("policy", ""), r.get("seed", ""))
     return sorted((key(r), {k: v for k, v in r.items() if k not in drop}) for r in rows)
 a, b = load(sys.argv[1]), load(sys.argv[2])
-assert len(a) == 144 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 12 policies (fedavg, locality)
+assert len(a) == 156 and a == b, (len(a), len(b))  # 3 x 2 x 2 seeds x 13 policies (fedavg, locality, regional)
 PY
 
 # --- the loader: FILE:LINE:COL for the new keys
