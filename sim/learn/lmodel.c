@@ -7,6 +7,13 @@
 #include <math.h>
 #include <string.h>
 
+/* The element-wise loops below (a gradient row, the transposed logits)
+ * vectorised as at -O3: each element's arithmetic is the same, so the bits
+ * are too (no reassociation, no fused multiply-add without -march). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 int lm_init(lmodel *m, lm_kind kind, size_t dim, size_t classes, size_t hidden, dp_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -94,17 +101,53 @@ static double softmax_rows(double *z, size_t n, size_t K, const int *y, size_t *
     return loss;
 }
 
+/* Softmax regression's logits z[i] = b + W x_i for the n rows X[idx[i]]
+ * (idx NULL: rows 0..n), summed in GSL's reference dgemm's order (each
+ * logit's dot product from 0.0 over the features in order, then added to
+ * the bias), so the bits are dgemm's.  Several classes at once: their sums
+ * are independent chains the processor overlaps, where dgemm waits on one
+ * addition after another; and no row is copied. */
+static void softmax_logits(const lmodel *m, const double *w, const double *X, const size_t *idx, size_t n,
+                           double *z)
+{
+    size_t d = m->dim, K = m->classes;
+    const double *W = w, *b = w + K * d;
+    for (size_t i = 0; i < n; i++) {
+        const double *x = X + (idx ? idx[i] : i) * d;
+        double *zi = z + i * K;
+        size_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            const double *w0 = W + k * d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;
+            double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                double xj = x[j];
+                t0 += xj * w0[j];
+                t1 += xj * w1[j];
+                t2 += xj * w2[j];
+                t3 += xj * w3[j];
+            }
+            zi[k] = b[k] + t0;
+            zi[k + 1] = b[k + 1] + t1;
+            zi[k + 2] = b[k + 2] + t2;
+            zi[k + 3] = b[k + 3] + t3;
+        }
+        for (; k < K; k++) {
+            const double *wk = W + k * d;
+            double t = 0.0;
+            for (size_t j = 0; j < d; j++)
+                t += x[j] * wk[j];
+            zi[k] = b[k] + t;
+        }
+    }
+}
+
 /* Forward pass over the n rows in m->xb; probabilities in m->z, hidden
  * activations (after ReLU) in m->h. */
 static void forward(lmodel *m, const double *w, size_t n)
 {
     size_t d = m->dim, K = m->classes, H = m->hidden;
     if (m->kind == LM_SOFTMAX) {
-        const double *W = w, *b = w + K * d;
-        for (size_t i = 0; i < n; i++)
-            memcpy(m->z + i * K, b, K * sizeof *b);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)d, 1.0, m->xb, (int)d, W, (int)d,
-                    1.0, m->z, (int)K);
+        softmax_logits(m, w, m->xb, NULL, n, m->z);
         return;
     }
     const double *W1 = w, *b1 = w + H * d, *W2 = b1 + H, *b2 = W2 + K * H;
@@ -121,6 +164,38 @@ static void forward(lmodel *m, const double *w, size_t n)
                 m->z, (int)K);
 }
 
+/* lm_grad_sum for softmax regression (g zeroed, scratch reserved): the
+ * rows read in place, and gW = sum over the rows in order of (p - onehot)
+ * x^T, each entry from 0.0 as GSL's dgemm sums it (its skipped zero
+ * factors add nothing: an entry that starts at +0 never becomes -0). */
+static double softmax_grad_sum(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx,
+                               size_t n, double *g)
+{
+    size_t d = m->dim, K = m->classes;
+    softmax_logits(m, w, X, idx, n, m->z);
+    double loss = 0;
+    double *gW = g, *gb = g + K * d;
+    for (size_t i = 0; i < n; i++) {
+        int yi = y[idx[i]];
+        double *r = m->z + i * K;
+        loss += softmax_rows(r, 1, K, &yi, NULL);
+        r[yi] -= 1.0; /* dL/dz = p - onehot */
+        const double *x = X + idx[i] * d;
+        for (size_t k = 0; k < K; k++) {
+            double rk = r[k];
+            if (rk == 0.0)
+                continue;
+            double *gk = gW + k * d;
+            for (size_t j = 0; j < d; j++)
+                gk[j] += rk * x[j];
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < K; k++)
+            gb[k] += m->z[i * K + k];
+    return loss;
+}
+
 double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
                    double *g)
 {
@@ -130,6 +205,8 @@ double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, co
         return 0;
     if (reserve(m, n))
         return NAN;
+    if (m->kind == LM_SOFTMAX)
+        return softmax_grad_sum(m, w, X, y, idx, n, g);
     for (size_t i = 0; i < n; i++)
         memcpy(m->xb + i * d, X + idx[i] * d, d * sizeof *X);
     forward(m, w, n);
@@ -167,6 +244,61 @@ double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, co
         for (size_t j = 0; j < H; j++)
             gb1[j] += dh[i * H + j];
     return loss;
+}
+
+int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n, double c,
+                double *acc, double *tmp)
+{
+    size_t d = m->dim, K = m->classes;
+    if (m->kind != LM_SOFTMAX) {
+        if (isnan(lm_grad_sum(m, w, X, y, idx, n, tmp)))
+            return DP_ENOMEM;
+        for (size_t j = 0; j < m->n_params; j++)
+            acc[j] += tmp[j] / c;
+        return 0;
+    }
+    /* Softmax regression: entry (k, j) of the gradient is, as GSL's dgemm
+     * sums it, 0.0 plus r_ik x_ij over the rows in order (the terms it
+     * skips, r_ik = 0, add a zero that changes nothing: the sum starts at
+     * +0 and never becomes -0), so it is summed here one class at a time
+     * in tmp and added to acc at once.  Dividing by a power of two is
+     * multiplying by its exact reciprocal. */
+    if (n == 0)
+        return 0;
+    if (reserve(m, n))
+        return DP_ENOMEM;
+    softmax_logits(m, w, X, idx, n, m->z);
+    for (size_t i = 0; i < n; i++) {
+        int yi = y[idx[i]];
+        softmax_rows(m->z + i * K, 1, K, &yi, NULL);
+        m->z[i * K + (size_t)yi] -= 1.0; /* dL/dz = p - onehot */
+    }
+    int e, pow2 = c > 0 && frexp(c, &e) == 0.5;
+    double inv = 1.0 / c;
+    for (size_t k = 0; k < K; k++) {
+        double *ak = acc + k * d;
+        memset(tmp, 0, d * sizeof *tmp);
+        for (size_t i = 0; i < n; i++) {
+            double rik = m->z[i * K + k];
+            const double *x = X + idx[i] * d;
+            for (size_t j = 0; j < d; j++)
+                tmp[j] += rik * x[j];
+        }
+        if (pow2)
+            for (size_t j = 0; j < d; j++)
+                ak[j] += tmp[j] * inv;
+        else
+            for (size_t j = 0; j < d; j++)
+                ak[j] += tmp[j] / c;
+    }
+    double *ab = acc + K * d;
+    for (size_t k = 0; k < K; k++) {
+        double t = 0.0;
+        for (size_t i = 0; i < n; i++)
+            t += m->z[i * K + k];
+        ab[k] += t / c;
+    }
+    return 0;
 }
 
 int lm_eval(lmodel *m, const double *w, const double *X, const int *y, size_t n, double *acc, double *loss)

@@ -37,6 +37,12 @@ void lm_init_weights(const lmodel *m, double *w, uint64_t seed);
  * memory.  Callers divide by n themselves (a mean gradient). */
 double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
                    double *g);
+/* acc[j] += g[j] / c for the g lm_grad_sum gives on the n rows: the same
+ * bits as calling it then adding (c = 1: the sum itself), without the
+ * gradient's own array for one row of softmax regression.  tmp: n_params
+ * of scratch.  0 or DP_ENOMEM. */
+int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n, double c,
+                double *acc, double *tmp);
 /* Accuracy and mean loss of weights w over rows [0, n) of X. */
 int lm_eval(lmodel *m, const double *w, const double *X, const int *y, size_t n, double *acc, double *loss);
 
