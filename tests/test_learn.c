@@ -386,6 +386,21 @@ Test(learn, softmax_kernels_are_dgemm_bits)
             cr_assert_eq(memcmp(acc, ref, sizeof ref), 0, "n %zu, c %g: added", n, cs[c]);
         }
     }
+    /* packed weights (lm_pack): the same gradients and evaluation */
+    for (size_t n = 1; n <= 5; n++) {
+        double g2[7 * 13 + 7];
+        lm_grad_sum(&m, w, X, y, idx, n, g);
+        cr_assert_eq(lm_pack(&m, w), 0);
+        lm_grad_sum(&m, w, X, y, idx, n, g2);
+        lm_unpack(&m);
+        cr_assert_eq(memcmp(g, g2, sizeof g2), 0, "n %zu: packed", n);
+    }
+    double a1, l1, a2, l2;
+    cr_assert_eq(lm_eval(&m, w, X, y, 20, &a1, &l1), 0);
+    cr_assert_eq(lm_pack(&m, w), 0);
+    cr_assert_eq(lm_eval(&m, w, X, y, 20, &a2, &l2), 0);
+    lm_unpack(&m);
+    cr_assert(a1 == a2 && l1 == l2, "packed evaluation");
     gsl_rng_free(r);
     lm_free(&m);
 }

@@ -202,8 +202,12 @@ static int eval_at(learner *L, double t, int epoch)
         e->test_loss = e[-1].test_loss;
         e->train_loss = e[-1].train_loss;
     } else {
-        if (lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
-            lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl))
+        int rc = lm_pack(&L->m, L->global);
+        rc = rc ? rc
+                : lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
+                      lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl);
+        lm_unpack(&L->m);
+        if (rc)
             return DP_ENOMEM;
         e->train_loss = tl;
     }
@@ -896,6 +900,8 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
     double *avg = L->scratch, tot = 0;
     size_t contributing = 0;
     memset(avg, 0, L->P * sizeof *avg);
+    if (L->pdev > 1 && (rc = lm_pack(&L->m, L->global))) /* every pending batch is at it */
+        return rc;
     for (size_t i = 0; i < m; i++) {
         size_t d = member(members, i);
         size_t pb = L->phead ? L->phead[d] : 0;
@@ -906,9 +912,9 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         if (pb && L->comp.method == LC_NONE && !L->pb[pb - 1].next) { /* one batch: added as it is taken */
             const ldata *D = L->D;
             const struct pbatch *p = &L->pb[pb - 1];
-            if (lm_grad_add(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k,
-                            wt == LRN_PER_RANK ? L->cnt[d] : 1, avg, L->gtmp))
-                return DP_ENOMEM;
+            if ((rc = lm_grad_add(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k,
+                                  wt == LRN_PER_RANK ? L->cnt[d] : 1, avg, L->gtmp)))
+                goto fail;
             taken(L, d);
             tot += L->cnt[d];
             L->cnt[d] = 0;
@@ -916,13 +922,13 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         }
         if (pb) {
             if ((rc = take(L, d, L->gbuf)))
-                return rc;
+                goto fail;
             g = L->gbuf;
         }
         if (L->comp.method != LC_NONE) { /* what arrives: the mean (per rank) or the sum, coded */
             const double *x = sent(L, d, g, wt == LRN_PER_RANK ? L->cnt[d] : 1, 0);
             if (!x)
-                return DP_ENOMEM;
+                goto fail;
             for (size_t j = 0; j < L->P; j++)
                 avg[j] += x[j];
         } else if (wt == LRN_PER_RANK) {
@@ -936,6 +942,7 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         tot += L->cnt[d];
         L->cnt[d] = 0;
     }
+    lm_unpack(&L->m);
     if (!contributing)
         return 0;
     /* PyTorch divides the summed per-rank means by the world size, ranks
@@ -945,6 +952,9 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         L->global[j] -= lr * (avg[j] / div);
     L->version++;
     return 0;
+fail:
+    lm_unpack(&L->m);
+    return rc ? rc : DP_ENOMEM;
 }
 
 /* lrn_average with each member's model coded with c (LC_NONE: exact);

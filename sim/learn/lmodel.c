@@ -32,7 +32,9 @@ void lm_free(lmodel *m)
     dp_free(m->xb);
     dp_free(m->z);
     dp_free(m->h);
-    m->xb = m->z = m->h = NULL;
+    dp_free(m->wt);
+    m->xb = m->z = m->h = m->wt = NULL;
+    m->packed = NULL;
     m->cap = 0;
 }
 
@@ -107,11 +109,93 @@ static double softmax_rows(double *z, size_t n, size_t K, const int *y, size_t *
  * the bias), so the bits are dgemm's.  Several classes at once: their sums
  * are independent chains the processor overlaps, where dgemm waits on one
  * addition after another; and no row is copied. */
+typedef double lm_v2 __attribute__((vector_size(16)));
+#define LM_VB 8 /* vectors (16 classes) summed at once */
+
+int lm_pack(lmodel *m, const double *w)
+{
+    size_t d = m->dim, K = m->classes, KV = (K + 1) / 2;
+    m->packed = NULL;
+    if (m->kind != LM_SOFTMAX)
+        return 0;
+    if (!m->wt && !(m->wt = dp_malloc(d * KV * sizeof(lm_v2))))
+        return DP_ENOMEM;
+    for (size_t j = 0; j < d; j++)
+        for (size_t k = 0; k < 2 * KV; k++)
+            m->wt[j * 2 * KV + k] = k < K ? w[k * d + j] : 0.0;
+    m->packed = w;
+    return 0;
+}
+
+void lm_unpack(lmodel *m)
+{
+    m->packed = NULL;
+}
+
+/* Sums t[v] (v < vb, a constant where inlined, so t stays in registers)
+ * of x times the vectors v0.. of every packed row, from 0.0, in order. */
+static inline __attribute__((always_inline)) void packed_dots(const double *x, const double *wt, size_t d, size_t KV,
+                                                              size_t v0, size_t vb, lm_v2 *out)
+{
+    lm_v2 t[LM_VB];
+#pragma GCC unroll 8
+    for (size_t v = 0; v < vb; v++)
+        t[v] = (lm_v2){0.0, 0.0};
+    for (size_t j = 0; j < d; j++) {
+        lm_v2 xj = {x[j], x[j]};
+        const double *r = wt + (j * KV + v0) * 2;
+#pragma GCC unroll 8
+        for (size_t v = 0; v < vb; v++) {
+            lm_v2 wv;
+            memcpy(&wv, r + 2 * v, sizeof wv);
+            t[v] += xj * wv;
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t v = 0; v < vb; v++)
+        out[v] = t[v];
+}
+
+/* softmax_logits on packed weights: classes two a vector, up to LM_VB
+ * vectors' sums at once, each from 0.0 over the features in order. */
+static void packed_logits(const lmodel *m, const double *b, const double *X, const size_t *idx, size_t n, double *z)
+{
+    size_t d = m->dim, K = m->classes, KV = (K + 1) / 2;
+    const double *wt = m->wt;
+    for (size_t i = 0; i < n; i++) {
+        const double *x = X + (idx ? idx[i] : i) * d;
+        double *zi = z + i * K;
+        for (size_t v0 = 0; v0 < KV; v0 += LM_VB) {
+            size_t vb = KV - v0 < LM_VB ? KV - v0 : LM_VB;
+            lm_v2 t[LM_VB];
+            switch (vb) {
+            case 1: packed_dots(x, wt, d, KV, v0, 1, t); break;
+            case 2: packed_dots(x, wt, d, KV, v0, 2, t); break;
+            case 3: packed_dots(x, wt, d, KV, v0, 3, t); break;
+            case 4: packed_dots(x, wt, d, KV, v0, 4, t); break;
+            case 5: packed_dots(x, wt, d, KV, v0, 5, t); break;
+            case 6: packed_dots(x, wt, d, KV, v0, 6, t); break;
+            case 7: packed_dots(x, wt, d, KV, v0, 7, t); break;
+            default: packed_dots(x, wt, d, KV, v0, 8, t); break;
+            }
+            for (size_t v = 0; v < vb; v++)
+                for (size_t l = 0; l < 2 && 2 * (v0 + v) + l < K; l++) {
+                    size_t k = 2 * (v0 + v) + l;
+                    zi[k] = b[k] + t[v][l];
+                }
+        }
+    }
+}
+
 static void softmax_logits(const lmodel *m, const double *w, const double *X, const size_t *idx, size_t n,
                            double *z)
 {
     size_t d = m->dim, K = m->classes;
     const double *W = w, *b = w + K * d;
+    if (m->packed == w) {
+        packed_logits(m, b, X, idx, n, z);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const double *x = X + (idx ? idx[i] : i) * d;
         double *zi = z + i * K;
@@ -277,6 +361,17 @@ int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const
     double inv = 1.0 / c;
     for (size_t k = 0; k < K; k++) {
         double *ak = acc + k * d;
+        if (n == 1) { /* 0.0 + r x is r x (but for a zero's sign, which acc's sums never show) */
+            double rk = m->z[k];
+            const double *x = X + idx[0] * d;
+            if (pow2)
+                for (size_t j = 0; j < d; j++)
+                    ak[j] += (rk * x[j]) * inv;
+            else
+                for (size_t j = 0; j < d; j++)
+                    ak[j] += (rk * x[j]) / c;
+            continue;
+        }
         memset(tmp, 0, d * sizeof *tmp);
         for (size_t i = 0; i < n; i++) {
             double rik = m->z[i * K + k];
@@ -310,8 +405,12 @@ int lm_eval(lmodel *m, const double *w, const double *X, const int *y, size_t n,
     double sum = 0;
     for (size_t i0 = 0; i0 < n; i0 += chunk) {
         size_t c = n - i0 < chunk ? n - i0 : chunk;
-        memcpy(m->xb, X + i0 * m->dim, c * m->dim * sizeof *X);
-        forward(m, w, c);
+        if (m->kind == LM_SOFTMAX) { /* the rows read in place */
+            softmax_logits(m, w, X + i0 * m->dim, NULL, c, m->z);
+        } else {
+            memcpy(m->xb, X + i0 * m->dim, c * m->dim * sizeof *X);
+            forward(m, w, c);
+        }
         sum += softmax_rows(m->z, c, m->classes, y + i0, &correct);
     }
     *acc = n ? (double)correct / (double)n : 0;
