@@ -59,6 +59,32 @@ if "$BIN" rerun 1 --db "$T/r.db" >"$T/rerun" 2>&1; then ok; else bad "rerun of a
     >"$T/noise.json" 2>"$T/err" || bad "run (noise): $(head -c 300 "$T/err")"
 if grep -q fast_forward "$T/noise.json"; then bad "a world with noise fast-forwarded"; else ok; fi
 
+# a link trace that ends and holds (issue 39): epochs simulated until it has
+# ended, then fast-forwarded; the same bytes as simulating every epoch.  A
+# looping one never ends: never.
+sed -e "s|link: { up: 20Mbps, down: 20Mbps, latency: 5ms }|link: { up: 20Mbps, latency: 5ms, down_trace: $SRC/traces/step-50-100Mbps.csv }|" \
+    "$SRC/scenarios/tiny.yaml" >"$T/held.yaml"
+grep -q down_trace "$T/held.yaml" || bad "tiny.yaml's cpu link line changed: fix this test's sed"
+for p in ddp deepspeed localsgd cadp; do
+    "$BIN" run "$T/held.yaml" --policy "$p" --no-db --json "${set_tiny[@]}" >"$T/held.$p.json" 2>"$T/err" ||
+        bad "run $p (held trace): $(head -c 300 "$T/err")"
+    DPSIM_NO_FAST_FORWARD=1 "$BIN" run "$T/held.yaml" --policy "$p" --no-db --json "${set_tiny[@]}" \
+        >"$T/heldfull.$p.json" 2>"$T/err" || bad "run $p (held trace, full): $(head -c 300 "$T/err")"
+    if cmp -s <(strip_ff "$T/held.$p.json") "$T/heldfull.$p.json"; then ok; else
+        bad "$p with a held trace: fast-forwarded and full runs differ"
+    fi
+done
+for p in ddp deepspeed; do
+    if grep -q '"name":"fast_forward","scope":"run","a":4,"b":12' "$T/held.$p.json"; then ok; else
+        bad "$p with a trace that ended at 10 s: no fast-forward of epochs 4-12"
+    fi
+done
+sed -e "s|link: { up: 20Mbps, down: 20Mbps, latency: 5ms }|link: { up: 20Mbps, latency: 5ms, down_trace: { file: $SRC/traces/step-50-100Mbps.csv, loop: true } }|" \
+    "$SRC/scenarios/tiny.yaml" >"$T/loop.yaml"
+"$BIN" run "$T/loop.yaml" --policy ddp --no-db --json "${set_tiny[@]}" >"$T/loop.json" 2>"$T/err" ||
+    bad "run (looping trace): $(head -c 300 "$T/err")"
+if grep -q fast_forward "$T/loop.json"; then bad "a world with a looping trace fast-forwarded"; else ok; fi
+
 # reproduce --set: the rings as flows
 flows=(--set policies.ddp.collective=flows --set policies.deepspeed.collective=flows)
 "$BIN" reproduce table3 --no-db --json "${flows[@]}" >"$T/f.json" 2>"$T/err" || bad "reproduce --set: $(head -c 300 "$T/err")"

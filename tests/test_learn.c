@@ -2,6 +2,7 @@
  * "Learning"): schedules that must equal plain serial SGD bit for bit, local
  * SGD with one step against DDP, determinism, partitions, bad input. */
 #include <criterion/criterion.h>
+#include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
@@ -12,8 +13,10 @@
 #include "sweep/sweep_impl.h"
 #include "test_common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One device (or `count`), the digits' 1,437 training rows per epoch. */
 static char *world(int count, int batch, const char *learning)
@@ -325,4 +328,79 @@ Test(learn, short_pass_order_is_gsl_shuffle)
         }
     cr_assert_gt(took, 60 * 300, "the short way took %d passes", took);
     gsl_rng_free(r);
+}
+
+/* The softmax kernels (lm_grad_sum, lm_grad_add, lm_eval) against GSL's
+ * reference dgemm, bit for bit: logits, gradient sums of 1 to 5 rows, the
+ * gradient added divided by counts that are and are not powers of two. */
+Test(learn, softmax_kernels_are_dgemm_bits)
+{
+    const size_t dim = 13, K = 7, P = K * dim + K;
+    lmodel m;
+    dp_err err = {0};
+    cr_assert_eq(lm_init(&m, LM_SOFTMAX, dim, K, 0, &err), 0);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    double X[20 * 13], w[7 * 13 + 7], g[7 * 13 + 7], acc[7 * 13 + 7], ref[7 * 13 + 7], tmp[7 * 13 + 7];
+    int y[20];
+    for (size_t i = 0; i < 20 * dim; i++)
+        X[i] = (i % 5 == 0) ? 0.0 : gsl_ran_gaussian(r, 1.0);
+    for (size_t i = 0; i < 20; i++)
+        y[i] = (int)(gsl_rng_uniform_int(r, K));
+    for (size_t j = 0; j < P; j++)
+        w[j] = gsl_ran_gaussian(r, 0.3);
+    const size_t idx[5] = {3, 17, 0, 9, 3};
+    for (size_t n = 1; n <= 5; n++) {
+        /* the reference: the rows copied, logits and gradient through dgemm */
+        double xb[5 * 13], z[5 * 7], gw[7 * 13], gb[7] = {0};
+        for (size_t i = 0; i < n; i++)
+            memcpy(xb + i * dim, X + idx[i] * dim, dim * sizeof *X);
+        for (size_t i = 0; i < n; i++)
+            memcpy(z + i * K, w + K * dim, K * sizeof *z);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)dim, 1.0, xb, (int)dim, w,
+                    (int)dim, 1.0, z, (int)K);
+        for (size_t i = 0; i < n; i++) {
+            double mx = z[i * K], s = 0;
+            for (size_t k = 1; k < K; k++)
+                mx = z[i * K + k] > mx ? z[i * K + k] : mx;
+            for (size_t k = 0; k < K; k++)
+                s += z[i * K + k] = exp(z[i * K + k] - mx);
+            for (size_t k = 0; k < K; k++)
+                z[i * K + k] /= s;
+            z[i * K + (size_t)y[idx[i]]] -= 1.0;
+        }
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)dim, (int)n, 1.0, z, (int)K, xb, (int)dim,
+                    0.0, gw, (int)dim);
+        for (size_t i = 0; i < n; i++)
+            for (size_t k = 0; k < K; k++)
+                gb[k] += z[i * K + k];
+        lm_grad_sum(&m, w, X, y, idx, n, g);
+        cr_assert_eq(memcmp(g, gw, sizeof gw), 0, "n %zu: weights' gradient", n);
+        cr_assert_eq(memcmp(g + K * dim, gb, sizeof gb), 0, "n %zu: biases' gradient", n);
+        const double cs[] = {1, 2, 3, 8, 1437};
+        for (size_t c = 0; c < 5; c++) {
+            for (size_t j = 0; j < P; j++)
+                acc[j] = ref[j] = 0.25 * (double)j - 3;
+            for (size_t j = 0; j < P; j++)
+                ref[j] += g[j] / cs[c];
+            cr_assert_eq(lm_grad_add(&m, w, X, y, idx, n, cs[c], acc, tmp), 0);
+            cr_assert_eq(memcmp(acc, ref, sizeof ref), 0, "n %zu, c %g: added", n, cs[c]);
+        }
+    }
+    /* packed weights (lm_pack): the same gradients and evaluation */
+    for (size_t n = 1; n <= 5; n++) {
+        double g2[7 * 13 + 7];
+        lm_grad_sum(&m, w, X, y, idx, n, g);
+        cr_assert_eq(lm_pack(&m, w), 0);
+        lm_grad_sum(&m, w, X, y, idx, n, g2);
+        lm_unpack(&m);
+        cr_assert_eq(memcmp(g, g2, sizeof g2), 0, "n %zu: packed", n);
+    }
+    double a1, l1, a2, l2;
+    cr_assert_eq(lm_eval(&m, w, X, y, 20, &a1, &l1), 0);
+    cr_assert_eq(lm_pack(&m, w), 0);
+    cr_assert_eq(lm_eval(&m, w, X, y, 20, &a2, &l2), 0);
+    lm_unpack(&m);
+    cr_assert(a1 == a2 && l1 == l2, "packed evaluation");
+    gsl_rng_free(r);
+    lm_free(&m);
 }

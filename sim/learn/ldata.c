@@ -2,6 +2,7 @@
 #include "ldata.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -407,16 +408,47 @@ static ldata *load_idx_dir(const char *dir, dp_err *err)
     return d;
 }
 
+static ldata *ldata_copy(const ldata *s, dp_err *err)
+{
+    ldata *d = ldata_alloc(s->n_train, s->n_test, s->dim, err);
+    if (!d)
+        return NULL;
+    memcpy(d->name, s->name, sizeof d->name);
+    d->classes = s->classes;
+    memcpy(d->x_train, s->x_train, s->n_train * s->dim * sizeof *d->x_train);
+    memcpy(d->y_train, s->y_train, s->n_train * sizeof *d->y_train);
+    memcpy(d->x_test, s->x_test, s->n_test * s->dim * sizeof *d->x_test);
+    memcpy(d->y_test, s->y_test, s->n_test * sizeof *d->y_test);
+    return d;
+}
+
+/* The built-in digits, inflated and parsed once a process (a run reads
+ * `learning:` when it checks the scenario and again for each policy it
+ * runs); callers get their own copy, which they standardise. */
+static pthread_mutex_t digits_lock = PTHREAD_MUTEX_INITIALIZER;
+static ldata *digits_parsed;
+
+static ldata *load_digits(dp_err *err)
+{
+    pthread_mutex_lock(&digits_lock);
+    if (!digits_parsed) {
+        size_t len;
+        char *text = inflate_mem(dpsim_data_digits, dpsim_data_digits_len, &len, err);
+        if (text)
+            digits_parsed = parse_csv("digits.csv.gz (built in)", text, len, 0.2, err);
+        dp_free(text);
+    }
+    ldata *d = digits_parsed ? ldata_copy(digits_parsed, err) : NULL;
+    pthread_mutex_unlock(&digits_lock);
+    return d;
+}
+
 ldata *ldata_load(const char *source, const char *base_dir, double test_fraction, dp_err *err)
 {
     ldata *d = NULL;
     if (strcmp(source, "digits") == 0) {
-        size_t len;
-        char *text = inflate_mem(dpsim_data_digits, dpsim_data_digits_len, &len, err);
-        if (!text)
+        if (!(d = load_digits(err)))
             return NULL;
-        d = parse_csv("digits.csv.gz (built in)", text, len, 0.2, err);
-        dp_free(text);
     } else if (strcmp(source, "fashion-mnist") == 0) {
         struct stat st;
         if (stat(LDATA_FASHION_DIR, &st) != 0) {

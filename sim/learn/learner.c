@@ -67,6 +67,20 @@ struct learner {
     size_t *cidx;    /* P: top-k's order */
 
     double *lr_scale; /* per device (lrn_set_lr_scale; NULL: all 1) */
+
+    /* SYNC: the batches read since the last sync whose gradients are not
+     * taken yet.  Every one is at the global model, which nothing changes
+     * before the sync (whatever would first calls settle), so lrn_sync
+     * takes them where it adds them up, in its order: no gradient array
+     * per device, the same bits.  Batch b (1-based) is pb[b - 1]. */
+    size_t *prow, n_prow, cap_prow;
+    struct pbatch {
+        size_t at, k, next; /* rows prow[at .. at + k); the device's next batch (0: none) */
+    } *pb;
+    size_t n_pb, cap_pb;
+    size_t *phead, *ptail; /* per device: first and last batch (0: none) */
+    size_t pdev;           /* devices with batches pending */
+    double *gbuf, *gtmp;   /* P each: a device's gradient, one batch's */
 };
 
 static uint64_t mix(uint64_t x)
@@ -188,8 +202,12 @@ static int eval_at(learner *L, double t, int epoch)
         e->test_loss = e[-1].test_loss;
         e->train_loss = e[-1].train_loss;
     } else {
-        if (lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
-            lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl))
+        int rc = lm_pack(&L->m, L->global);
+        rc = rc ? rc
+                : lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
+                      lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl);
+        lm_unpack(&L->m);
+        if (rc)
             return DP_ENOMEM;
         e->train_loss = tl;
     }
@@ -438,6 +456,12 @@ void lrn_free(learner *L)
     }
     dp_free(L->csnap);
     dp_free(L->lr_scale);
+    dp_free(L->prow);
+    dp_free(L->pb);
+    dp_free(L->phead);
+    dp_free(L->ptail);
+    dp_free(L->gbuf);
+    dp_free(L->gtmp);
     dp_free(L->cres);
     dp_free(L->cref);
     dp_free(L->cinit);
@@ -471,8 +495,13 @@ void lrn_free(learner *L)
     dp_free(L);
 }
 
+static int settle(learner *L);
+static void taken(learner *L, size_t d);
+
 int lrn_set_mode(learner *L, lrn_mode m)
 {
+    if (settle(L))
+        return DP_ENOMEM;
     L->mode = m;
     if (m == LRN_SYNC)
         return 0;
@@ -527,6 +556,84 @@ static int batch_room(learner *L, size_t k)
     return 0;
 }
 
+/* ---- SYNC's pending batches (the struct's comment) ---------------------- */
+
+/* Room for `need` elements of `size` bytes in *a (capacity *cap). */
+static int grow(void **a, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < need)
+        c *= 2;
+    void *p = dp_realloc(*a, c * size);
+    if (!p)
+        return DP_ENOMEM;
+    *a = p;
+    *cap = c;
+    return 0;
+}
+
+/* Keep device d's batch of k rows (L->bidx) for the sync. */
+static int defer(learner *L, size_t d, size_t k)
+{
+    if (!L->phead && (!(L->phead = dp_calloc(L->n, sizeof *L->phead)) ||
+                      !(L->ptail = dp_calloc(L->n, sizeof *L->ptail))))
+        return DP_ENOMEM;
+    if (grow((void **)&L->prow, &L->cap_prow, L->n_prow + k, sizeof *L->prow) ||
+        grow((void **)&L->pb, &L->cap_pb, L->n_pb + 1, sizeof *L->pb))
+        return DP_ENOMEM;
+    memcpy(L->prow + L->n_prow, L->bidx, k * sizeof *L->prow);
+    L->pb[L->n_pb] = (struct pbatch){L->n_prow, k, 0};
+    L->n_prow += k;
+    size_t b = ++L->n_pb;
+    if (L->ptail[d])
+        L->pb[L->ptail[d] - 1].next = b;
+    else
+        L->phead[d] = b, L->pdev++;
+    L->ptail[d] = b;
+    return 0;
+}
+
+/* Device d's list emptied (its batches taken). */
+static void taken(learner *L, size_t d)
+{
+    L->phead[d] = L->ptail[d] = 0;
+    if (--L->pdev == 0)
+        L->n_prow = L->n_pb = 0;
+}
+
+/* Device d's pending gradients, summed as lrn_step summed them (the first
+ * batch's, then each next one's added), into g. */
+static int take(learner *L, size_t d, double *g)
+{
+    const ldata *D = L->D;
+    for (size_t b = L->phead[d], first = 1; b; b = L->pb[b - 1].next, first = 0) {
+        const struct pbatch *p = &L->pb[b - 1];
+        if (isnan(lm_grad_sum(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k, first ? g : L->gtmp)))
+            return DP_ENOMEM;
+        if (!first)
+            for (size_t j = 0; j < L->P; j++)
+                g[j] += L->gtmp[j];
+    }
+    taken(L, d);
+    return 0;
+}
+
+/* Every pending gradient into its device's array, as before deferral:
+ * before anything but a whole sync changes the global model. */
+static int settle(learner *L)
+{
+    for (size_t d = 0; L->pdev && d < L->n; d++)
+        if (L->phead[d]) {
+            double *g = grad(L, d);
+            int rc = g ? take(L, d, g) : DP_ENOMEM;
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
 int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
 {
     int rc = flush(L, t, epoch, 0);
@@ -556,6 +663,13 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
             w[j] -= lr * (L->scratch[j] / nk);
         L->since[d] += nk;
         L->since_g[d] += nk;
+        return 0;
+    }
+    if (L->mode == LRN_SYNC && (L->cnt[d] == 0 || (L->phead && L->phead[d]))) {
+        if ((!L->gbuf && !(L->gbuf = dp_malloc(L->P * sizeof *L->gbuf))) ||
+            (!L->gtmp && !(L->gtmp = dp_malloc(L->P * sizeof *L->gtmp))) || defer(L, d, k))
+            return DP_ENOMEM;
+        L->cnt[d] += (double)k;
         return 0;
     }
     const double *at = L->mode == LRN_ASYNC ? own(L, d) : L->global;
@@ -651,7 +765,7 @@ int lrn_set_lr_scale(learner *L, size_t d, double f)
 int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     double tot = 0;
     for (size_t i = 0; i < m; i++)
@@ -776,19 +890,45 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         return rc;
     if (!members)
         m = L->n;
+    if (L->pdev) { /* a device outside the sync would see the model move under its batches */
+        size_t in = 0;
+        for (size_t i = 0; i < m; i++)
+            in += L->phead[member(members, i)] != 0;
+        if (in != L->pdev && (rc = settle(L)))
+            return rc;
+    }
     double *avg = L->scratch, tot = 0;
     size_t contributing = 0;
     memset(avg, 0, L->P * sizeof *avg);
+    if (L->pdev > 1 && (rc = lm_pack(&L->m, L->global))) /* every pending batch is at it */
+        return rc;
     for (size_t i = 0; i < m; i++) {
         size_t d = member(members, i);
-        if (L->cnt[d] == 0 || !L->g[d])
+        size_t pb = L->phead ? L->phead[d] : 0;
+        if (L->cnt[d] == 0 || (!L->g[d] && !pb))
             continue;
         contributing++;
         const double *g = L->g[d];
+        if (pb && L->comp.method == LC_NONE && !L->pb[pb - 1].next) { /* one batch: added as it is taken */
+            const ldata *D = L->D;
+            const struct pbatch *p = &L->pb[pb - 1];
+            if ((rc = lm_grad_add(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k,
+                                  wt == LRN_PER_RANK ? L->cnt[d] : 1, avg, L->gtmp)))
+                goto fail;
+            taken(L, d);
+            tot += L->cnt[d];
+            L->cnt[d] = 0;
+            continue;
+        }
+        if (pb) {
+            if ((rc = take(L, d, L->gbuf)))
+                goto fail;
+            g = L->gbuf;
+        }
         if (L->comp.method != LC_NONE) { /* what arrives: the mean (per rank) or the sum, coded */
             const double *x = sent(L, d, g, wt == LRN_PER_RANK ? L->cnt[d] : 1, 0);
             if (!x)
-                return DP_ENOMEM;
+                goto fail;
             for (size_t j = 0; j < L->P; j++)
                 avg[j] += x[j];
         } else if (wt == LRN_PER_RANK) {
@@ -802,6 +942,7 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         tot += L->cnt[d];
         L->cnt[d] = 0;
     }
+    lm_unpack(&L->m);
     if (!contributing)
         return 0;
     /* PyTorch divides the summed per-rank means by the world size, ranks
@@ -811,6 +952,9 @@ int lrn_sync(learner *L, double t, int epoch, const size_t *members, size_t m, l
         L->global[j] -= lr * (avg[j] / div);
     L->version++;
     return 0;
+fail:
+    lm_unpack(&L->m);
+    return rc ? rc : DP_ENOMEM;
 }
 
 /* lrn_average with each member's model coded with c (LC_NONE: exact);
@@ -821,7 +965,7 @@ static int average_coded(learner *L, double t, int epoch, const size_t *members,
                          int to_members, const lc_cfg *c, int group)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     if (!members)
         m = L->n;
@@ -891,7 +1035,7 @@ int lrn_group_average(learner *L, double t, int epoch, const size_t *members, si
 long lrn_merge(learner *L, double t, int epoch, size_t d, double alpha, const lc_cfg *c)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     if (!c)
         c = &L->comp;
@@ -929,7 +1073,7 @@ int lrn_mix_global(learner *L, double t, int epoch, const size_t *members, size_
 long lrn_push(learner *L, double t, int epoch, size_t d)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     long s = (long)(L->version - L->read_ver[d]);
     if (L->cnt[d] == 0 || !L->g[d]) {
@@ -960,7 +1104,7 @@ long lrn_push(learner *L, double t, int epoch, size_t d)
 int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, size_t m)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     for (size_t i = 0; i < m; i++) {
         size_t d = member(members, i);
@@ -987,7 +1131,7 @@ int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, si
 int lrn_average_end(learner *L, double t, int epoch, const size_t *members, size_t m)
 {
     int rc = flush(L, t, epoch, 0);
-    if (rc)
+    if (rc || (rc = settle(L)))
         return rc;
     double tot = 0;
     size_t with = 0, one = 0;
@@ -1043,6 +1187,8 @@ int lrn_pull(learner *L, double t, size_t d)
 int lrn_lose(learner *L, double t, size_t d)
 {
     (void)t;
+    if (L->phead && L->phead[d]) /* its batches are lost with it */
+        taken(L, d);
     L->cnt[d] = 0;
     L->since[d] = 0;
     L->since_g[d] = 0;
@@ -1066,6 +1212,11 @@ int lrn_restore(learner *L, double t, int epoch)
     int rc = flush(L, t, epoch, 0);
     if (rc)
         return rc;
+    if (L->pdev) { /* every batch since is lost */
+        memset(L->phead, 0, L->n * sizeof *L->phead);
+        memset(L->ptail, 0, L->n * sizeof *L->ptail);
+        L->pdev = L->n_prow = L->n_pb = 0;
+    }
     if (L->ckpt)
         memcpy(L->global, L->ckpt, L->P * sizeof(double));
     else

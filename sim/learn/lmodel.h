@@ -24,6 +24,8 @@ typedef struct lmodel {
     size_t dim, classes, hidden, n_params;
     size_t cap;        /* rows the scratch holds */
     double *xb, *z, *h; /* cap x dim, cap x classes, cap x hidden */
+    double *wt;         /* softmax: the packed weights (lm_pack), dim x classes rounded up to even */
+    const double *packed; /* the weights wt holds (NULL: none) */
 } lmodel;
 
 int lm_init(lmodel *m, lm_kind kind, size_t dim, size_t classes, size_t hidden, dp_err *err);
@@ -37,6 +39,19 @@ void lm_init_weights(const lmodel *m, double *w, uint64_t seed);
  * memory.  Callers divide by n themselves (a mean gradient). */
 double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
                    double *g);
+/* acc[j] += g[j] / c for the g lm_grad_sum gives on the n rows: the same
+ * bits as calling it then adding (c = 1: the sum itself), without the
+ * gradient's own array for one row of softmax regression.  tmp: n_params
+ * of scratch.  0 or DP_ENOMEM. */
+int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n, double c,
+                double *acc, double *tmp);
+/* Softmax regression: the logits on weights w that follow, until
+ * lm_unpack, read w transposed (two classes a vector), which the caller
+ * must not change meanwhile: many rows at one model (an evaluation, a sync
+ * of every device's batch).  The same bits.  0 or DP_ENOMEM (nothing
+ * packed: the plain path). */
+int lm_pack(lmodel *m, const double *w);
+void lm_unpack(lmodel *m);
 /* Accuracy and mean loss of weights w over rows [0, n) of X. */
 int lm_eval(lmodel *m, const double *w, const double *X, const int *y, size_t n, double *acc, double *loss);
 

@@ -72,20 +72,35 @@ typedef struct ffj {
     int dead; /* journal given up for the run (too large, out of memory) */
 } ffj;
 
-/* Every group's speed and link, every WAN link constant; no noise, no
- * failures, stragglers or outages: nothing in the world depends on the
- * absolute time or draws random numbers. */
+/* A link trace that ends and holds its last value (no loop): the link is
+ * constant once its last change has fired. */
+static int holds(const trace *tr)
+{
+    return !tr || !tr->loop;
+}
+
+/* Every group's speed constant, every link constant or traced without a
+ * loop; no noise, no failures, stragglers or outages: nothing in the world
+ * draws random numbers, and once the link traces have ended nothing
+ * depends on the absolute time.  Until then a boundary is not clean (the
+ * engine holds their next changes, and sim_rebase refuses), so epochs are
+ * simulated; from the first clean boundary after their ends the journal
+ * runs and an epoch that repeats is fast-forwarded.  A speed trace stays
+ * out: batch times are stretched over it at the engine's time, which a
+ * rebase restarts.  A looping trace never ends (a period that divides the
+ * epoch would need its phase in the compared state: not built). */
 static int world_periodic(const scn_scenario *s)
 {
     if (scn_is_dynamic(s))
         return 0;
     for (size_t i = 0; i < s->n_groups; i++) {
         const scn_group *g = &s->groups[i];
-        if (g->count > 0 && (g->noise_cv > 0 || g->speed_trace || g->link.up_trace || g->link.down_trace))
+        if (g->count > 0 &&
+            (g->noise_cv > 0 || g->speed_trace || !holds(g->link.up_trace) || !holds(g->link.down_trace)))
             return 0;
     }
     for (size_t i = 0; i < s->n_wan; i++)
-        if (s->wan[i].trace)
+        if (!holds(s->wan[i].trace))
             return 0;
     return 1;
 }
