@@ -24,7 +24,7 @@ static const char *sched_color(const char *name, size_t k)
     static const struct {
         const char *n, *c;
     } known[] = {{"static", "#000000"}, {"fifo", "#0072B2"}, {"srf", "#009E73"}, {"las", "#D55E00"},
-                 {"themis", "#CC79A7"}};
+                 {"themis", "#CC79A7"}, {"pollux", "#E69F00"}};
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (!strcmp(known[i].n, name))
             return known[i].c;

@@ -8,14 +8,14 @@
 # time is under LIMIT seconds (default 10: issue 31's target).
 #
 #   DPSIM_BIN=$PWD/build/dpsim DPSIM_SRC=$PWD bash tests/bench_jobs.sh
-#   REPS=3 SCHEDULERS="fifo srf las themis" LIMIT=10 ... (defaults)
+#   REPS=3 SCHEDULERS="fifo srf las themis pollux" LIMIT=10 ... (defaults)
 set -euo pipefail
 
 BIN=${DPSIM_BIN:?set DPSIM_BIN to the dpsim binary}
 SRC=${DPSIM_SRC:?set DPSIM_SRC to the source root}
 REPS=${REPS:-3}
 LIMIT=${LIMIT:-10}
-SCHEDULERS=${SCHEDULERS:-"fifo srf las themis"}
+SCHEDULERS=${SCHEDULERS:-"fifo srf las themis pollux"}
 TIME=${TIME_BIN:-/usr/bin/time}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench_jobs.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

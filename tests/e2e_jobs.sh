@@ -11,9 +11,10 @@ cp "$S" "$T/a.yaml"
 expect 0 "jobs, every scheduler" -- "$BIN" jobs "$S" -S all --db "$T/j.db" -q
 has "$T/out" "scheduler fifo: 3 jobs on 4 devices"
 has "$T/out" "scheduler themis: 3 jobs on 4 devices"
+has "$T/out" "scheduler pollux: 3 jobs on 4 devices"
 has "$T/out" "Jain's index"
-[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs_runs')" = 4 ] && ok "four jobs runs stored" || bad "jobs_runs rows"
-[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs')" = 12 ] && ok "a jobs row per job" || bad "jobs rows"
+[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs_runs')" = 5 ] && ok "five jobs runs stored" || bad "jobs_runs rows"
+[ "$(sqlite3 "$T/j.db" 'SELECT count(*) FROM jobs')" = 15 ] && ok "a jobs row per job" || bad "jobs rows"
 v=$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)/\1/p' "$SRC/sim/store/store.h")
 [ "$(sqlite3 "$T/j.db" 'PRAGMA user_version')" = "$v" ] && ok "schema version $v" || bad "schema version"
 expect 0 "json" -- "$BIN" jobs "$S" -S fifo,las --no-db --json
@@ -26,14 +27,14 @@ python3 -c "import json,sys; d=json.load(open('$T/j1.json')); r=d['runs']; asser
 # merging the same file again adds nothing
 expect 0 "runs before the merge" -- "$BIN" run "$SRC/scenarios/tiny.yaml" -q -p ddp --db "$T/m.db"
 expect 0 "merge jobs" -- "$BIN" merge "$T/m.db" "$T/j.db"
-has "$T/out" "4 jobs runs added, 0 already there"
+has "$T/out" "5 jobs runs added, 0 already there"
 q() { sqlite3 "$1" "SELECT count(*) FROM jobs_runs; SELECT count(*) FROM jobs; SELECT count(*) FROM job_allocs;
     SELECT group_concat(scheduler || ':' || makespan_s || ':' || n_jobs, ',') FROM (SELECT * FROM jobs_runs ORDER BY started_at, scheduler);
     SELECT count(*) FROM job_allocs a JOIN jobs_runs r ON r.id = a.jobs_run_id;
     SELECT group_concat(DISTINCT s.name) FROM jobs_runs r JOIN scenarios s ON s.id = r.scenario_id;" | tr '\n' ' '; }
 [ "$(q "$T/m.db")" = "$(q "$T/j.db")" ] && ok "merged jobs rows" || bad "merged jobs rows: $(q "$T/m.db") vs $(q "$T/j.db")"
 expect 0 "merge jobs again" -- "$BIN" merge "$T/m.db" "$T/j.db"
-has "$T/out" "0 jobs runs added, 4 already there"
+has "$T/out" "0 jobs runs added, 5 already there"
 [ "$(q "$T/m.db")" = "$(q "$T/j.db")" ] && ok "no duplicates" || bad "merged twice: $(q "$T/m.db")"
 expect 0 "export" -- "$BIN" export --csv --db "$T/j.db" --out "$T/csv/"
 [ -s "$T/csv/jobs.csv" ] && [ -s "$T/csv/jobs_runs.csv" ] && [ -s "$T/csv/job_allocs.csv" ] &&
@@ -94,6 +95,21 @@ printf 'name,arrival,application,epochs,devices,batch,policy\na,0s,ncf,1,2,64,lo
 expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
 python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==['localsgd','ddp']" &&
     ok "trace policy column" || bad "trace policies"
+
+# elastic jobs (pollux): a range and an efficiency; bad ranges refused
+sed 's/devices: 4, set/devices: 4, min_devices: 2, max_devices: 4, weight: 2, efficiency: { reference_batch: 64, noise_scale: [500, 2000] }, set/' "$T/a.yaml" >"$T/el.yaml"
+expect 0 "pollux, elastic" -- "$BIN" jobs "$T/el.yaml" --no-db -S pollux --json
+cp "$T/out" "$T/el1.json"
+expect 0 "pollux again" -- "$BIN" jobs "$T/el.yaml" --no-db -S pollux --json
+cmp -s "$T/out" "$T/el1.json" && ok "pollux deterministic" || bad "pollux: two runs differ"
+sed 's/devices: 4, set/devices: 4, min_devices: 5, set/' "$T/a.yaml" >"$T/r1.yaml"
+bad_input "min_devices above devices" "$T/r1.yaml" "r1.yaml:29:67: jobs[1].min_devices: 5 is above devices (4)"
+sed 's/devices: 4, set/devices: 4, max_devices: 9, set/' "$T/a.yaml" >"$T/r2.yaml"
+bad_input "max_devices beyond the world" "$T/r2.yaml" "r2.yaml:29:67: jobs[1].max_devices: 9, but the world has 4 devices"
+sed 's/devices: 4, set/devices: 4, efficiency: { noise_scale: 9 }, set/' "$T/a.yaml" >"$T/r3.yaml"
+bad_input "efficiency without M0" "$T/r3.yaml" "r3.yaml:29:66: jobs[1].efficiency: reference_batch is required"
+sed 's/devices: 4, set/devices: 4, weight: 0, set/' "$T/a.yaml" >"$T/r4.yaml"
+bad_input "weight 0" "$T/r4.yaml" "r4.yaml:29:62: jobs[1].weight: must be > 0"
 
 # the arrival rate scaled; sweeps refuse jobs (they run policies alone)
 expect 0 "arrival_scale" -- "$BIN" jobs "$S" --no-db --set scheduler.arrival_scale=4

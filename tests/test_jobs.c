@@ -6,7 +6,9 @@
  * each sends `bytes` to the server (none when 0); the epoch ends when every
  * device is through.  So a job alone lasts epochs x iterations x (c + m)
  * with m = bytes / (the server NIC's capacity), and every schedule below is
- * derived by hand. */
+ * derived by hand.  With `work`, the devices share work batches per epoch
+ * (work / n each): a job alone on k devices lasts epochs x work / k (the
+ * elastic jobs of pollux). */
 #include <criterion/criterion.h>
 #include <stddef.h>
 
@@ -17,6 +19,7 @@
 typedef struct pulse_opts {
     int iterations;
     double bytes;
+    int work; /* > 0: batches per epoch shared by the devices (work / n each), instead of iterations each */
 } pulse_opts;
 
 typedef struct pulse_dev {
@@ -75,7 +78,7 @@ static void pulse_iter(prt *rt, void *ctx)
 {
     pulse_state *st = prt_state(rt);
     pulse_dev *pd = ctx;
-    if (pd->it == st->o.iterations) {
+    if (pd->it == (st->o.work > 0 ? st->o.work / (int)prt_n(rt) : st->o.iterations)) {
         if (++st->done == prt_n(rt) && prt_end_epoch(rt) > 0)
             pulse_epoch(rt);
         return;
@@ -111,6 +114,8 @@ static const popt pulse_table[] = {
      "batches per device per epoch"},
     {"bytes", NULL, POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(pulse_opts, bytes), 0, -1, 1e15, NULL,
      "bytes each device sends to the server after each batch"},
+    {"work", NULL, POPT_INT, SCN_UNIT_NUMBER, offsetof(pulse_opts, work), 0, 0, 1e6, NULL,
+     "batches per epoch shared by the devices (0: iterations each)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -445,4 +450,174 @@ Test(jobs, jobs_on_the_same_devices_never_overlap)
     }
     jobs_free(js);
     scn_free(s);
+}
+
+/* ---- weights ---- */
+
+/* SRF orders by remaining / weight: the SRF schedule above with B's weight
+ * 0.25 (3 / 0.25 = 12 > 10): A keeps its devices, B waits for it and runs
+ * from 10 to 13. */
+Test(jobs, srf_divides_remaining_by_weight)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: srf, restart: 1s }\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, weight: 0.25, set: { policies.pulse.iterations: 3 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[0].end_s, 10);
+    cr_expect_eq(r->jobs[0].preemptions, 0);
+    expect_close(r->jobs[1].start_s, 10);
+    expect_close(r->jobs[1].end_s, 13);
+    never_overlap(r);
+    done(s, js, r);
+}
+
+/* FIFO breaks a tie of arrival on the higher weight: B (weight 2) goes
+ * before A although A is listed first. */
+Test(jobs, fifo_ties_go_to_the_higher_weight)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(world_text(DEV2, "scheduler: fifo\n"
+                                               "jobs:\n"
+                                               "  - { name: A, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 4 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, weight: 2, set: { policies.pulse.iterations: 3 } }\n"),
+                              NULL, &s, &js);
+    expect_close(r->jobs[1].start_s, 1);
+    expect_close(r->jobs[1].end_s, 4);
+    expect_close(r->jobs[0].start_s, 4);
+    expect_close(r->jobs[0].end_s, 8);
+    done(s, js, r);
+}
+
+/* ---- pollux ---- */
+
+/* The weighted power mean (p = -1) of the speedups of an allocation, as
+ * the test computes it (0 when a served job gets no device). */
+static double power_mean(const sched_job *v, size_t m, const int *k, const int *fair, double restart)
+{
+    double sw = 0, inv = 0;
+    for (size_t i = 0; i < m; i++) {
+        double sp = sched_pollux_speedup(&v[i], k[i], fair[i], restart);
+        if (!(sp > 0))
+            return 0;
+        sw += v[i].weight;
+        inv += v[i].weight / sp;
+    }
+    return sw / inv;
+}
+
+/* Three elastic jobs on 6 devices, one with a statistical efficiency: the
+ * allocation pollux returns is the best of all allocations by brute force,
+ * and the hand-derived one. */
+Test(jobs, pollux_allocation_is_the_best_power_mean)
+{
+    /* alone on k devices: A 12/k (perfect scaling), B 2 + 6/k (a part that
+     * does not shrink), C 12/k with B_noise 64, M0 32, batch 32 per device:
+     * efficiency(k) = (64 + 32) / (64 + 32 k) */
+    double aA[7], aB[7], aC[7], bk[7];
+    for (int k = 0; k <= 6; k++) {
+        aA[k] = k ? 12.0 / k : NAN;
+        aB[k] = k ? 2 + 6.0 / k : NAN;
+        aC[k] = k ? 12.0 / k : NAN;
+        bk[k] = 32.0 * k;
+    }
+    sched_job v[3] = {
+        {.id = 0, .arrival_s = 0, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aA, .batch_k = bk},
+        {.id = 1, .arrival_s = 1, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aB, .batch_k = bk},
+        {.id = 2, .arrival_s = 2, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aC, .batch_k = bk,
+         .ref_batch = 32, .noise_scale = 64},
+    };
+    sched_opts o = {.restart_s = 0};
+    sched_ctx c = {10, 6, &o};
+    const sched_def *px = sched_find("pollux");
+    cr_assert(px && px->allocate);
+    for (int weighted = 0; weighted < 2; weighted++) {
+        v[2].weight = weighted ? 4 : 1;
+        int count[3], fair[3], best[3] = {0, 0, 0};
+        px->allocate(&c, v, 3, count);
+        for (int i = 0; i < 3; i++) {
+            fair[i] = sched_pollux_fair(&v[i], 6, 3);
+            cr_expect_eq(fair[i], 2);
+        }
+        double bm = -1;
+        for (int a = 0; a <= 6; a++)
+            for (int b = 0; a + b <= 6; b++)
+                for (int q = 0; a + b + q <= 6; q++) {
+                    int k[3] = {a, b, q};
+                    double pm = power_mean(v, 3, k, fair, 0);
+                    if (pm > bm + 1e-12) {
+                        bm = pm;
+                        memcpy(best, k, sizeof best);
+                    }
+                }
+        cr_expect_eq(count[0], best[0], "weighted %d: A %d, brute force %d", weighted, count[0], best[0]);
+        cr_expect_eq(count[1], best[1], "weighted %d: B %d, brute force %d", weighted, count[1], best[1]);
+        cr_expect_eq(count[2], best[2], "weighted %d: C %d, brute force %d", weighted, count[2], best[2]);
+        expect_close(power_mean(v, 3, count, fair, 0), bm);
+        /* by hand: speedups over the fair share 2 are A k/2, B 5k / (2k + 6),
+         * C 2k / (2 + k), so w / s is A 2/k (2, 1, 2/3, 1/2 for k = 1..4), B
+         * 1.6, 1, 0.8, 0.7, C w (2 + k) / 2k (w x 1.5, 1, 5/6, 3/4).  Every
+         * device helps, so the counts sum to 6: unweighted (2, 2, 2) sums to 3
+         * (the next, (3, 2, 1), 3.1667): power mean 1.  With C's weight 4,
+         * (2, 1, 3) sums to 1 + 1.6 + 10/3 = 5.9333 (the next, (2, 2, 2), 6):
+         * power mean 6 / 5.9333. */
+        int want[2][3] = {{2, 2, 2}, {2, 1, 3}};
+        for (int i = 0; i < 3; i++)
+            cr_expect_eq(count[i], want[weighted][i]);
+        expect_close(power_mean(v, 3, count, fair, 0), weighted ? 6 / (1 + 1.6 + 10 / 3.0) : 1);
+    }
+}
+
+/* A hand-derived elastic schedule, 4 devices, restart 0.5 s.  A (2 epochs
+ * of 12 batches shared by its devices: 24 / k s alone on k) arrives at 0
+ * alone: its fair share is 4, the most it may take, and it takes 4 (epoch
+ * 1 ends at 3).  B (1 epoch of 12: 12 / k) arrives at 4; fair shares 2.
+ * Costs w / s: B 2 / k (not yet run: no charge); A, 1 s into epoch 2, k / 2
+ * scaled for k != 4 by R / (R + 0.5 + 1), R = 12 / k its epoch left alone:
+ * k = 1 2.25, 2 1.25, 3 0.9167, 4 0.5.  (1, 3) 2.9167, (2, 2) 2.25, (3, 1)
+ * 2.9167: A is re-allocated to 2 devices (its epoch 2 lost), loads until
+ * 4.5 and runs its 6 s: ends 10.5; B runs 4 to 10 on 2.  At 10 A (5.5 s
+ * into its epoch, R = 6 / k... on 4: 3 / (3 + 6) scaling, cost 3) keeps 2
+ * (cost 2).  With B's weight 4 (costs 8 / k): (1, 3) 4.9167 beats (2, 2)
+ * 5.25: B runs 4 to 8 on 3; at 8 A alone (on 1 since 4.5, 3.5 s into its
+ * epoch) moves to 4 (cost 1 x 7/3 = 2.33 against 4 on 1, 3.33 on 2, 2.67 on
+ * 3): loads until 8.5, ends 11.5. */
+Test(jobs, pollux_hand_schedule)
+{
+    for (int weighted = 0; weighted < 2; weighted++) {
+        char jobs[1024];
+        snprintf(jobs, sizeof jobs,
+                 "scheduler: { name: pollux, restart: 0.5s }\n"
+                 "jobs:\n"
+                 "  - { name: A, arrival: 0s, policy: pulse, devices: 4, min_devices: 1, max_devices: 4,\n"
+                 "      set: { policies.pulse.work: 12, training.epochs: 2 } }\n"
+                 "  - { name: B, arrival: 4s, policy: pulse, devices: 2, max_devices: 4, weight: %d,\n"
+                 "      set: { policies.pulse.work: 12 } }\n",
+                 weighted ? 4 : 1);
+        scn_scenario *s;
+        jobs_spec *js;
+        jobs_result *r = run_text(world_text(DEV4, jobs), NULL, &s, &js);
+        expect_close(r->jobs[0].alone_s, 6);
+        expect_close(r->jobs[1].alone_s, 6);
+        expect_close(r->jobs[0].start_s, 0);
+        expect_close(r->jobs[1].start_s, 4);
+        if (!weighted) {
+            expect_close(r->jobs[0].end_s, 10.5);
+            expect_close(r->jobs[1].end_s, 10);
+            cr_expect_eq(r->jobs[0].preemptions, 1);
+            expect_close(r->jobs[0].device_s, 4 * 4 + 2 * 6.5);
+            expect_close(r->jobs[1].device_s, 2 * 6);
+        } else {
+            expect_close(r->jobs[0].end_s, 11.5);
+            expect_close(r->jobs[1].end_s, 8);
+            cr_expect_eq(r->jobs[0].preemptions, 2);
+            expect_close(r->jobs[0].device_s, 4 * 4 + 1 * 4 + 4 * 3.5);
+            expect_close(r->jobs[1].device_s, 3 * 4);
+        }
+        never_overlap(r);
+        done(s, js, r);
+    }
 }

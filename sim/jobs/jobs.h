@@ -17,6 +17,7 @@
 #ifndef DP_JOBS_H
 #define DP_JOBS_H
 
+#include "learn/efficiency.h"
 #include "policy/policy.h"
 #include "jobs_results.h"
 #include "sched.h"
@@ -29,6 +30,8 @@ typedef struct job_spec {
     int want;           /* devices */
     size_t *pinned;     /* static: its devices (world indices, ascending), want of them; else NULL */
     double weight;      /* default 1 */
+    int min_dev, max_dev; /* `min_devices`, `max_devices` (0: not stated; jobs_range) */
+    eff_params *eff;    /* `efficiency` (NULL: none, statistical efficiency 1) */
     scn_scenario *scn;  /* its scenario over the whole world (shared between jobs of equal settings) */
     int line, column;   /* where it is written (messages) */
     int dline, dcol;    /* where its device count is written */
@@ -46,6 +49,11 @@ typedef struct jobs_spec {
     char **keys;         /* each one's settings, "KEY=VALUE\n"... */
     char *trace;         /* the job trace read (its path), NULL: jobs from the YAML list */
 } jobs_spec;
+
+/* The device counts job j may run on under scheduler sd: its
+ * min_devices..max_devices under an elastic scheduler (allocate), by
+ * default 1..the world's devices; want..want under the others. */
+void jobs_range(const jobs_spec *js, size_t j, const sched_def *sd, int *lo, int *hi);
 
 /* 1 when the scenario has `jobs:`. */
 int jobs_in(const scn_scenario *s);
@@ -76,6 +84,8 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
 /* The time of job j alone on devices[0..n) of the world (the estimate the
  * schedulers read): a single-job run of its policy.  NAN with err. */
 double jobs_alone_s(const jobs_spec *js, size_t j, uint64_t seed, dp_err *err);
+/* The same on the first n devices of the world (elastic schedulers). */
+double jobs_alone_k(const jobs_spec *js, size_t j, int n, uint64_t seed, dp_err *err);
 
 /* The job's scenario restricted to devices map[0..k) of the world (in
  * that order), for a run on them: a struct that borrows everything from

@@ -34,6 +34,12 @@ typedef struct jstate {
     double *snap;     /* link bytes of its devices when its run started */
     double alone_s;
     job_out out;
+    /* elastic schedulers (sched.h allocate): the counts it may run on, its
+     * time alone and global batch on each ([k], k <= hi), and when its
+     * current run's policy started */
+    int lo, hi;
+    double *alone_k, *batch_k;
+    double began;
 } jstate;
 
 enum { JS_PENDING = 0, JS_WAITING, JS_RUNNING, JS_DONE };
@@ -112,18 +118,18 @@ void jobs_sub_free(scn_scenario *sub)
 
 /* ---- the estimate alone ---- */
 
-static double alone_on(jrun *R, size_t i, dp_err *err)
+static double alone_on(jrun *R, size_t i, int n, dp_err *err)
 {
     const job_spec *j = &R->js->jobs[i];
     size_t first = j->pinned ? j->pinned[0] : 0;
     for (size_t k = 0; k < R->n_ac; k++)
-        if (R->ac[k].s == j->scn && R->ac[k].p == j->policy && R->ac[k].first == first && R->ac[k].n == j->want)
+        if (R->ac[k].s == j->scn && R->ac[k].p == j->policy && R->ac[k].first == first && R->ac[k].n == n)
             return R->ac[k].t;
-    double t = jobs_alone_s(R->js, i, R->seed, err);
+    double t = jobs_alone_k(R->js, i, n, R->seed, err);
     struct acache *na = dp_realloc(R->ac, (R->n_ac + 1) * sizeof *na);
     if (isfinite(t) && na) {
         R->ac = na;
-        R->ac[R->n_ac++] = (struct acache){j->scn, j->policy, first, j->want, t};
+        R->ac[R->n_ac++] = (struct acache){j->scn, j->policy, first, n, t};
     } else if (na) {
         R->ac = na;
     }
@@ -132,17 +138,22 @@ static double alone_on(jrun *R, size_t i, dp_err *err)
 
 double jobs_alone_s(const jobs_spec *js, size_t i, uint64_t seed, dp_err *err)
 {
+    return jobs_alone_k(js, i, js->jobs[i].want, seed, err);
+}
+
+double jobs_alone_k(const jobs_spec *js, size_t i, int n, uint64_t seed, dp_err *err)
+{
     const job_spec *j = &js->jobs[i];
     size_t *map = j->pinned;
     if (!map) {
-        if (!(map = dp_malloc((size_t)j->want * sizeof *map))) {
+        if (!(map = dp_malloc((size_t)n * sizeof *map))) {
             dp_err_set(err, DP_ENOMEM, "out of memory");
             return NAN;
         }
-        for (int d = 0; d < j->want; d++)
+        for (int d = 0; d < n; d++)
             map[d] = (size_t)d;
     }
-    scn_scenario *sub = jobs_sub_scenario(j->scn, map, (size_t)j->want, err);
+    scn_scenario *sub = jobs_sub_scenario(j->scn, map, (size_t)n, err);
     if (map != j->pinned)
         dp_free(map);
     if (!sub)
@@ -151,9 +162,54 @@ double jobs_alone_s(const jobs_spec *js, size_t i, uint64_t seed, dp_err *err)
     jobs_sub_free(sub);
     double t = r ? r->ttotal_s : NAN;
     if (!r)
-        dp_err_prefix(err, "job %s alone on %d devices", j->name, j->want);
+        dp_err_prefix(err, "job %s alone on %d devices", j->name, n);
     res_run_free(r);
     return t;
+}
+
+/* The counts an elastic job's time alone is simulated at: up to 4, the
+ * powers of 2, its `devices` and the ends of its range. */
+static int sampled(const jstate *j, int k, int want)
+{
+    return k <= 4 || (k & (k - 1)) == 0 || k == want || k == j->lo || k == j->hi;
+}
+
+/* An elastic job's time alone and global batch on each count it may run
+ * on.  The time is a single-job run at the sampled counts; between two of
+ * them, k1 < k < k2, it is linear in 1/k (exact for a + b / k: compute
+ * split over k devices, a part that does not shrink), so 64 counts cost
+ * about 9 runs.  A policy that refuses a count other than its `devices`
+ * only rules that count out (NAN), and the counts between it and the next
+ * sampled one. */
+static int elastic_estimates(jrun *R, jstate *j, dp_err *err)
+{
+    const job_spec *js = &R->js->jobs[j->i];
+    if (!(j->alone_k = dp_calloc((size_t)j->hi + 1, sizeof *j->alone_k)) ||
+        !(j->batch_k = dp_calloc((size_t)j->hi + 1, sizeof *j->batch_k)))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    for (int k = 0; k <= j->hi; k++) {
+        j->alone_k[k] = NAN;
+        if (k > 0)
+            j->batch_k[k] = j->batch_k[k - 1] + js->scn->groups[js->scn->devices[k - 1].group].batch;
+        if (k < j->lo || !sampled(j, k, js->want))
+            continue;
+        dp_err e = {0};
+        j->alone_k[k] = k == js->want ? j->alone_s : alone_on(R, j->i, k, &e);
+        if (e.code == DP_ENOMEM)
+            return dp_err_set(err, DP_ENOMEM, "%s", e.msg);
+    }
+    for (int k = j->lo, k1 = 0; k <= j->hi; k++) {
+        if (sampled(j, k, js->want)) {
+            k1 = k;
+            continue;
+        }
+        int k2 = k + 1;
+        while (!sampled(j, k2, js->want))
+            k2++;
+        double a1 = j->alone_k[k1], a2 = j->alone_k[k2], x = (1.0 / k - 1.0 / k2) / (1.0 / k1 - 1.0 / k2);
+        j->alone_k[k] = a2 + (a1 - a2) * x;
+    }
+    return 0;
 }
 
 /* ---- bookkeeping ---- */
@@ -268,6 +324,7 @@ static void start_run(jrun *R, jstate *j)
     j->sub->training.epochs = js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
+    j->began = sim_now(R->e);
     world *v = world_new_view(R->w, j->sub, j->dev, R->seed, &e);
     if (!v || !(j->job = pjob_start(js->policy, j->sub, R->seed, v, &e))) {
         char m[sizeof e.msg];
@@ -285,8 +342,9 @@ static void on_start(sim_engine *e, void *ctx, uint64_t id)
     start_run(j->R, j);
 }
 
-/* Give job j devices: its pinned ones, or the lowest free ones. */
-static void take(jrun *R, jstate *j)
+/* Give job j devices: its pinned ones, or the lowest free ones (count of
+ * them). */
+static void take(jrun *R, jstate *j, int count)
 {
     const job_spec *js = &R->js->jobs[j->i];
     j->n_dev = 0;
@@ -294,7 +352,7 @@ static void take(jrun *R, jstate *j)
         for (int k = 0; k < js->want; k++)
             j->dev[j->n_dev++] = js->pinned[k];
     } else {
-        for (size_t d = 0; d < R->js->world->n_devices && j->n_dev < js->want; d++)
+        for (size_t d = 0; d < R->js->world->n_devices && j->n_dev < count; d++)
             if (R->owner[d] < 0)
                 j->dev[j->n_dev++] = d;
     }
@@ -321,6 +379,44 @@ static int pinned_free(const job_spec *js, const char *taken)
     return 1;
 }
 
+/* An elastic scheduler's view of job j (sched.h): its range, estimates,
+ * efficiency now and the work a stop would lose. */
+static void elastic_view(jrun *R, jstate *j, sched_job *v, double now)
+{
+    const job_spec *js = &R->js->jobs[j->i];
+    v->min_dev = j->lo;
+    v->max_dev = j->hi;
+    v->held = j->state == JS_RUNNING ? j->n_dev : 0;
+    v->resumes = j->runs > 0 && R->js->opts.restart_s > 0;
+    v->alone_k = j->alone_k;
+    v->batch_k = j->batch_k;
+    if (js->eff) { /* progress as if at the reference batch: epochs done x samples / M0 */
+        v->ref_batch = eff_params_m0(js->eff);
+        v->noise_scale = eff_noise_at(js->eff, v->epochs_done * (double)js->scn->dataset.samples / v->ref_batch,
+                                      v->epochs_done + 1);
+    }
+    if (v->held && !j->job) { /* loading its checkpoint */
+        v->in_epoch_s = now - j->held_since;
+    } else if (v->held) {
+        double per = j->alone_k[j->n_dev] / v->epochs;
+        v->in_epoch_s = fmin(per, fmax(0, now - j->began - pjob_epochs_done(j->job) * per));
+    }
+}
+
+/* Check an elastic scheduler's counts (sched.h allocate). */
+static int counts_ok(jrun *R, const sched_job *v, size_t m, const int *count)
+{
+    size_t sum = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (count[k] && (count[k] < v[k].min_dev || count[k] > v[k].max_dev || !isfinite(v[k].alone_k[count[k]])))
+            return fail(R, DP_ERUN, "scheduler %s gave a job a device count outside its range%s", R->sd->name, "");
+        sum += (size_t)count[k];
+    }
+    if (sum > R->js->world->n_devices)
+        return fail(R, DP_ERUN, "scheduler %s gave out more devices than the world has%s", R->sd->name, "");
+    return 0;
+}
+
 static void decide(jrun *R)
 {
     const jobs_spec *S = R->js;
@@ -329,7 +425,8 @@ static void decide(jrun *R)
     sched_job *v = dp_calloc(n + 1, sizeof *v);
     size_t *order = dp_calloc(n + 1, sizeof *order), *who = dp_calloc(n + 1, sizeof *who);
     char *sel = dp_calloc(n + 1, 1), *taken = dp_calloc(N + 1, 1);
-    if (!v || !order || !who || !sel || !taken) {
+    int *count = dp_calloc(n + 1, sizeof *count);
+    if (!v || !order || !who || !sel || !taken || !count) {
         fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
         goto done;
     }
@@ -350,11 +447,30 @@ static void decide(jrun *R)
                            .remaining_s = j->alone_s * (double)(ep - done_ep) / ep,
                            .epochs = ep,
                            .epochs_done = done_ep};
+        if (R->sd->allocate)
+            elastic_view(R, j, &v[m], now);
         who[m++] = i;
     }
     sched_ctx c = {now, N, &S->opts};
     if (m)
         R->sd->order(&c, v, m, order);
+    for (size_t k = 0; k < m; k++)
+        count[k] = S->jobs[who[k]].want;
+    if (R->sd->allocate && m) { /* elastic: its counts; a running job whose count changes restarts */
+        R->sd->allocate(&c, v, m, count);
+        if (counts_ok(R, v, m, count))
+            goto done;
+        for (size_t k = 0; k < m; k++) {
+            sel[k] = count[k] > 0;
+            if (v[k].running && sel[k] && count[k] != R->st[who[k]].n_dev) {
+                jstate *j = &R->st[who[k]];
+                stop_run(R, j, 0);
+                j->state = JS_WAITING;
+                j->out.preemptions++;
+                v[k].running = 0;
+            }
+        }
+    }
     size_t free_n = N;
     if (!R->sd->preempt) /* running jobs keep their devices */
         for (size_t k = 0; k < m; k++)
@@ -364,7 +480,7 @@ static void decide(jrun *R)
                 for (int q = 0; q < R->st[who[k]].n_dev; q++)
                     taken[R->st[who[k]].dev[q]] = 1;
             }
-    for (size_t o = 0; o < m; o++) {
+    for (size_t o = 0; o < m && !R->sd->allocate; o++) {
         size_t k = order[o];
         if (sel[k])
             continue;
@@ -390,7 +506,7 @@ static void decide(jrun *R)
     for (size_t o = 0; o < m && !R->failed; o++) {
         size_t k = order[o];
         if (sel[k] && !v[k].running)
-            take(R, &R->st[who[k]]);
+            take(R, &R->st[who[k]], count[k]);
     }
 done:
     dp_free(v);
@@ -398,6 +514,7 @@ done:
     dp_free(who);
     dp_free(sel);
     dp_free(taken);
+    dp_free(count);
 }
 
 static void on_decide(sim_engine *e, void *ctx, uint64_t id)
@@ -512,6 +629,8 @@ static void run_free(jrun *R)
         jobs_sub_free(j->sub);
         dp_free(j->dev);
         dp_free(j->snap);
+        dp_free(j->alone_k);
+        dp_free(j->batch_k);
     }
     for (size_t k = 0; k < R->n_graves; k++) {
         pjob_free(R->graves[k].job);
@@ -556,14 +675,18 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         jstate *j = &R.st[i];
         j->R = &R;
         j->i = i;
-        j->dev = dp_calloc((size_t)js->jobs[i].want + 1, sizeof *j->dev);
-        j->snap = dp_calloc((size_t)js->jobs[i].want + 1, sizeof *j->snap);
+        jobs_range(js, i, R.sd, &j->lo, &j->hi);
+        int cap = j->hi > js->jobs[i].want ? j->hi : js->jobs[i].want;
+        j->dev = dp_calloc((size_t)cap + 1, sizeof *j->dev);
+        j->snap = dp_calloc((size_t)cap + 1, sizeof *j->snap);
         if (!j->dev || !j->snap) {
             dp_err_set(err, DP_ENOMEM, "out of memory");
             goto out;
         }
         /* every job's time alone: the schedulers' estimate and its rho */
-        if (!isfinite(j->alone_s = alone_on(&R, i, err)))
+        if (!isfinite(j->alone_s = alone_on(&R, i, js->jobs[i].want, err)))
+            goto out;
+        if (R.sd->allocate && elastic_estimates(&R, j, err))
             goto out;
         if (!sim_at(R.e, js->jobs[i].arrival_s, on_arrival, j)) {
             dp_err_set(err, DP_ENOMEM, "out of memory");

@@ -58,8 +58,10 @@ void jobs_free(jobs_spec *js)
 {
     if (!js)
         return;
-    for (size_t i = 0; i < js->n; i++)
+    for (size_t i = 0; i < js->n; i++) {
         dp_free(js->jobs[i].pinned);
+        eff_params_free(js->jobs[i].eff);
+    }
     dp_free(js->jobs);
     for (size_t i = 0; i < js->n_scn; i++) {
         scn_free(js->scns[i]);
@@ -135,6 +137,101 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
 
 /* ---- jobs from YAML ---- */
 
+/* min_devices <= devices <= max_devices <= the world's devices (each
+ * stated one; an unstated one is jobs_range's default). */
+static int read_range(const scn_scenario *s, const yt_node *m, const char *path, const job_spec *j, dp_err *err)
+{
+    const yt_node *lo = yt_get(m, "min_devices"), *hi = yt_get(m, "max_devices");
+    char lp[64], hp[64];
+    snprintf(lp, sizeof lp, "%s.min_devices", path);
+    snprintf(hp, sizeof hp, "%s.max_devices", path);
+    if (hi && (size_t)j->max_dev > s->n_devices)
+        return scn_read_fail(s, hi, hp, err, "%d, but the world has %zu devices", j->max_dev, s->n_devices);
+    if (lo && hi && j->min_dev > j->max_dev)
+        return scn_read_fail(s, lo, lp, err, "%d is above max_devices (%d)", j->min_dev, j->max_dev);
+    if (lo && j->want && j->min_dev > j->want)
+        return scn_read_fail(s, lo, lp, err, "%d is above devices (%d)", j->min_dev, j->want);
+    if (hi && j->want && j->max_dev < j->want)
+        return scn_read_fail(s, hi, hp, err, "%d is below devices (%d)", j->max_dev, j->want);
+    if ((lo || hi) && yt_get(m, "groups"))
+        return scn_read_fail(s, lo ? lo : hi, lo ? lp : hp, err,
+                             "a job pinned to groups (static) has a fixed count");
+    return 0;
+}
+
+/* `efficiency: { reference_batch: M0, noise_scale: B | [B per epoch] |
+ * noise_trace: FILE }`: what an elastic scheduler (pollux) reads of the
+ * job's statistical efficiency (sim/learn/efficiency.h). */
+static int read_efficiency(const scn_scenario *s, const yt_node *m, const char *job, job_spec *j, dp_err *err)
+{
+    static const char *const keys[] = {"reference_batch", "noise_scale", "noise_trace", NULL};
+    char path[80], g[80];
+    double M0;
+    if (!m)
+        return 0;
+    snprintf(path, sizeof path, "%s.efficiency", job);
+    if (m->kind != YT_MAP)
+        return scn_read_fail(s, m, path, err, "expected a mapping (reference_batch, noise_scale or noise_trace) (got %s)",
+                             scn_read_got(m, g, sizeof g));
+    if (scn_read_keys(s, m, path, keys, err) < 0)
+        return DP_EINPUT;
+    int r = scn_read_quantity(s, m, path, "reference_batch", SCN_UNIT_NUMBER, 0, 0, 1e12, &M0, err);
+    if (r < 0)
+        return DP_EINPUT;
+    if (r == 0)
+        return scn_read_fail(s, m, path, err, "reference_batch is required (M0, the batch the noise scale is measured at)");
+    const yt_node *ns = yt_get(m, "noise_scale"), *nt = yt_get(m, "noise_trace");
+    if (!ns == !nt)
+        return scn_read_fail(s, nt ? nt : m, path, err,
+                             "give exactly one of noise_scale (a number or one per epoch) and noise_trace (a Pollux CSV)");
+    if (!(j->eff = eff_params_new(M0, 0)))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    if (nt) {
+        char file[4096];
+        const char *slash = s->path ? strrchr(s->path, '/') : NULL;
+        dp_err e = {0};
+        if (nt->kind != YT_SCALAR)
+            return scn_read_fail(s, nt, path, err, "noise_trace: expected a file name (got %s)",
+                                 scn_read_got(nt, g, sizeof g));
+        if (nt->text[0] != '/' && slash && s->path[0] != '<')
+            snprintf(file, sizeof file, "%.*s/%s", (int)(slash - s->path), s->path, nt->text);
+        else
+            snprintf(file, sizeof file, "%s", nt->text);
+        if (eff_params_load_pollux(j->eff, file, 0, &e) < 0)
+            return scn_read_fail(s, nt, path, err, "noise_trace: %s", e.msg);
+        return 0;
+    }
+    size_t n = ns->kind == YT_SEQ ? ns->n : 1;
+    double B[256];
+    if (ns->kind == YT_MAP || n == 0 || n > 256)
+        return scn_read_fail(s, ns, path, err, "noise_scale: expected a number >= 0 or a list of 1 to 256 (got %s)",
+                             scn_read_got(ns, g, sizeof g));
+    for (size_t k = 0; k < n; k++) {
+        const yt_node *x = ns->kind == YT_SEQ ? ns->items[k] : ns;
+        char *end = NULL;
+        B[k] = x->kind == YT_SCALAR ? strtod(x->text, &end) : NAN;
+        if (!end || end == x->text || *end || !isfinite(B[k]) || B[k] < 0)
+            return scn_read_fail(s, x, path, err, "noise_scale: expected a number >= 0 (got %s)",
+                                 scn_read_got(x, g, sizeof g));
+    }
+    if (n == 1 && ns->kind != YT_SEQ)
+        eff_params_set_noise(j->eff, B[0]);
+    else if (eff_params_set_noise_epochs(j->eff, B, n))
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    return 0;
+}
+
+void jobs_range(const jobs_spec *js, size_t i, const sched_def *sd, int *lo, int *hi)
+{
+    const job_spec *j = &js->jobs[i];
+    if (!sd->allocate) {
+        *lo = *hi = j->want;
+        return;
+    }
+    *lo = j->min_dev ? j->min_dev : 1;
+    *hi = j->max_dev ? j->max_dev : (int)js->world->n_devices;
+}
+
 static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const char *prefix, const char *path,
                        dp_err *err)
 {
@@ -166,7 +263,8 @@ static int group_index(const scn_scenario *s, const char *name)
 static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_spec *j, draft *d,
                          const policy_def *def_policy, dp_err *err)
 {
-    static const char *const keys[] = {"name", "arrival", "policy", "devices", "groups", "weight", "set", NULL};
+    static const char *const keys[] = {"name",        "arrival",     "policy",     "devices", "groups", "weight",
+                                       "min_devices", "max_devices", "efficiency", "set",     NULL};
     char path[48], g[80];
     snprintf(path, sizeof path, "jobs[%zu]", i);
     if (m->kind != YT_MAP)
@@ -180,13 +278,19 @@ static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_
     snprintf(j->name, sizeof j->name, "%s", nm && nm->kind == YT_SCALAR ? nm->text : "");
     if (!j->name[0])
         snprintf(j->name, sizeof j->name, "job%zu", i);
-    int64_t want = 0;
+    int64_t want = 0, lo = 0, hi = 0;
     if (scn_read_quantity(s, m, path, "arrival", SCN_UNIT_TIME, 0, 1, INFINITY, &j->arrival_s, err) < 0 ||
         scn_read_int(s, m, path, "devices", 0, 1, 1e9, &want, err) < 0 ||
+        scn_read_int(s, m, path, "min_devices", 0, 1, 1e9, &lo, err) < 0 ||
+        scn_read_int(s, m, path, "max_devices", 0, 1, 1e9, &hi, err) < 0 ||
         scn_read_quantity(s, m, path, "weight", SCN_UNIT_NUMBER, 1, 0, INFINITY, &j->weight, err) < 0)
         return DP_EINPUT;
     j->want = (int)want;
+    j->min_dev = (int)lo;
+    j->max_dev = (int)hi;
     j->policy = def_policy;
+    if (read_range(s, m, path, j, err) || read_efficiency(s, yt_get(m, "efficiency"), path, j, err))
+        return DP_EINPUT;
     const yt_node *dn = yt_get(m, "devices");
     j->dline = dn ? dn->line : m->line;
     j->dcol = dn ? dn->column : m->column;

@@ -1,6 +1,7 @@
-/* sched_fifo.c: first in, first out.  Jobs start in arrival order; the
- * first that does not fit waits, and every job after it waits too (no
- * backfilling), so no job is ever overtaken; no pre-emption. */
+/* sched_fifo.c: first in, first out.  Jobs start in arrival order (jobs
+ * arriving at the same instant: the higher weight first); the first that
+ * does not fit waits, and every job after it waits too (no backfilling),
+ * so no job is ever overtaken; no pre-emption. */
 #include "sched.h"
 
 static int cmp(const sched_job *a, const sched_job *b, const sched_ctx *c)

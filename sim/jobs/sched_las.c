@@ -1,12 +1,13 @@
 /* sched_las.c: least attained service, after Tiresias (NSDI 2019) with two
- * queues: jobs that have held fewer than `scheduler.threshold`
- * device-seconds go before those past it; within a queue, arrival order.
- * Needs no estimate of a job's length; pre-emptive. */
+ * queues: jobs whose attained service (device-seconds held, divided by
+ * their weight) is below `scheduler.threshold` go before those past it;
+ * within a queue, arrival order (a tie: the higher weight).  Needs no
+ * estimate of a job's length; pre-emptive. */
 #include "sched.h"
 
 static int cmp(const sched_job *a, const sched_job *b, const sched_ctx *c)
 {
-    int qa = a->attained_s >= c->opts->threshold_s, qb = b->attained_s >= c->opts->threshold_s;
+    int qa = a->attained_s / a->weight >= c->opts->threshold_s, qb = b->attained_s / b->weight >= c->opts->threshold_s;
     if (qa != qb)
         return qa - qb;
     return sched_by_arrival(a, b);

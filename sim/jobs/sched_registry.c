@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const sched_def sched_static, sched_fifo, sched_srf, sched_las, sched_themis;
+extern const sched_def sched_static, sched_fifo, sched_srf, sched_las, sched_themis, sched_pollux;
 
-static const sched_def *const builtin[] = {&sched_static, &sched_fifo, &sched_srf, &sched_las, &sched_themis};
+static const sched_def *const builtin[] = {&sched_static, &sched_fifo, &sched_srf, &sched_las, &sched_themis, &sched_pollux};
 #define N_SCHED (sizeof builtin / sizeof builtin[0])
 
 size_t sched_count(void)
@@ -64,5 +64,7 @@ int sched_by_arrival(const sched_job *a, const sched_job *b)
 {
     if (a->arrival_s != b->arrival_s)
         return a->arrival_s < b->arrival_s ? -1 : 1;
+    if (a->weight != b->weight)
+        return a->weight > b->weight ? -1 : 1;
     return a->id < b->id ? -1 : a->id > b->id;
 }

@@ -1,14 +1,16 @@
 /* sched_srf.c: shortest remaining first.  The job with the least work left
  * by the simulator's own estimate (its time alone on the devices it asks
- * for, times the share of its epochs left) goes first; a shorter arrival
- * pre-empts a longer running job at the next decision. */
+ * for, times the share of its epochs left), divided by its weight, goes
+ * first (weight 2: as if half as long); a shorter arrival pre-empts a
+ * longer running job at the next decision. */
 #include "sched.h"
 
 static int cmp(const sched_job *a, const sched_job *b, const sched_ctx *c)
 {
     (void)c;
-    if (a->remaining_s != b->remaining_s)
-        return a->remaining_s < b->remaining_s ? -1 : 1;
+    double ra = a->remaining_s / a->weight, rb = b->remaining_s / b->weight;
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
     return sched_by_arrival(a, b);
 }
 

@@ -2,14 +2,15 @@
  * rho is its expected time to finish in the shared world over its time
  * alone: rho = (now - arrival + remaining) / alone, with the simulator's
  * estimates (alone: its time alone on the devices it asks for; remaining:
- * alone x epochs left / epochs).  The job with the highest rho (the one the
- * sharing has hurt most) goes first; pre-emptive at each decision, so
- * `scheduler.interval` is Themis' lease. */
+ * alone x epochs left / epochs).  The job with the highest rho times its
+ * weight (the one the sharing has hurt most; weight 2: as if hurt twice as
+ * much) goes first; pre-emptive at each decision, so `scheduler.interval`
+ * is Themis' lease. */
 #include "sched.h"
 
 static double rho(const sched_job *j, const sched_ctx *c)
 {
-    return (c->now_s - j->arrival_s + j->remaining_s) / j->alone_s;
+    return (c->now_s - j->arrival_s + j->remaining_s) / j->alone_s * j->weight;
 }
 
 static int cmp(const sched_job *a, const sched_job *b, const sched_ctx *c)
