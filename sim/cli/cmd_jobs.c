@@ -37,6 +37,11 @@ static void help(void)
            "Schedulers (scenario `scheduler: NAME` or a mapping with name, interval,\n"
            "restart, threshold, policy, arrival_scale; scenarios/README.md, \"Jobs\"):\n");
     sched_print_help(stdout);
+    printf("\nA job's `weight` scales what each scheduler compares (srf: remaining / weight,\n"
+           "las: attained / weight, themis: rho x weight, pollux: its power mean; ties of\n"
+           "arrival go to the higher weight).  Under pollux a job runs on min_devices..\n"
+           "max_devices (default 1..all), its goodput its estimated throughput times its\n"
+           "`efficiency` (reference_batch, noise_scale or noise_trace; default 1).\n");
 }
 
 typedef struct jobs_args {

@@ -166,7 +166,7 @@ const sched_def sched_pollux = {
     .name = "pollux",
     .label = "Pollux goodput",
     .color = "#E69F00",
-    .summary = "Pollux: elastic counts maximising the power mean (p = -1) of goodput speedups; pre-emptive",
+    .summary = "Pollux: elastic counts, best power mean of goodput speedups",
     .preempt = 1,
     .needs_alone = 1,
     .order = order,
