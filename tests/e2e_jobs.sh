@@ -23,6 +23,27 @@ expect 0 "json again" -- "$BIN" jobs "$S" -S fifo,las --no-db --json
 cmp -s "$T/out" "$T/j1.json" && ok "deterministic JSON" || bad "two runs differ"
 python3 -c "import json,sys; d=json.load(open('$T/j1.json')); r=d['runs']; assert [x['scheduler'] for x in r]==['fifo','las']; assert len(r[0]['jobs'])==3 and r[0]['allocations']" &&
     ok "JSON shape" || bad "JSON shape"
+# runs lists jobs runs (jN) after the runs; show jN prints one again
+expect 0 "runs lists jobs runs" -- "$BIN" runs --db "$T/j.db"
+has "$T/out" "runs of many jobs (dpsim jobs; dpsim show jN):"
+has "$T/out" "j5  "
+grep -q "jobs-fifo  pollux" "$T/out" && ok "runs names the scheduler" || bad "runs: no pollux row"
+expect 0 "runs --last 1" -- "$BIN" runs --db "$T/j.db" --last 1
+[ "$(grep -c '^ *j[0-9]' "$T/out")" = 1 ] && ok "--last chooses jobs runs too" || bad "runs --last 1: $(cat "$T/out")"
+expect 0 "runs --policy leaves jobs runs out" -- "$BIN" runs --db "$T/j.db" --policy ddp
+grep -q "runs of many jobs" "$T/out" && bad "runs --policy listed jobs runs" || ok "no jobs runs under --policy"
+expect 0 "show j1" -- "$BIN" show j1 --db "$T/j.db"
+has "$T/out" "jobs run j1: jobs-fifo"
+has "$T/out" "scheduler fifo: 3 jobs on 4 devices"
+expect 0 "jobs fifo json" -- "$BIN" jobs "$S" -S fifo --no-db --json
+cp "$T/out" "$T/fifo.json"
+expect 0 "show j1 --json" -- "$BIN" show j1 --db "$T/j.db" --json
+python3 -c "import json; a=json.load(open('$T/fifo.json')); b=json.load(open('$T/out')); assert a == b, (a, b)" &&
+    ok "show jN --json is the run's own JSON" || bad "show j1 --json differs from dpsim jobs --json"
+expect 2 "show a missing jobs run" -- "$BIN" show j99 --db "$T/j.db"
+has "$T/err" "no jobs run j99"
+expect 2 "show a bad jobs id" -- "$BIN" show jx --db "$T/j.db"
+has "$T/err" "a jobs run is jN"
 # merge carries jobs runs with their jobs and allocations, ids remapped;
 # merging the same file again adds nothing
 expect 0 "runs before the merge" -- "$BIN" run "$SRC/scenarios/tiny.yaml" -q -p ddp --db "$T/m.db"

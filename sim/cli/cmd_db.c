@@ -1,8 +1,11 @@
 /* cmd_db.c: dpsim runs | show | export: reading the results database. */
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "dpsim_config.h"
+#include "jobs/jobs_report.h"
 #include "policy/policy.h"
 #include "store/store.h"
+#include "store/store_jobs.h"
 #include "table.h"
 #include "yamltree.h"
 
@@ -44,7 +47,11 @@ static void runs_help(void)
            "(UTC), scenario, policy, seed, status, the sweep it belongs to, what it\n"
            "changed (its --set overrides, or a sweep run's point), Tsend, Ttraining,\n"
            "Ttotal (s) and TFLOPS, in the style of `dpsim run`'s table (2 and 4\n"
-           "decimals).  Columns are as wide as their content.\n\n"
+           "decimals).  Columns are as wide as their content.  Runs of many jobs (`dpsim\n"
+           "jobs`) follow in a table of their own, when there are any: id (jN, for `dpsim\n"
+           "show jN`), start time, scenario, scheduler, seed, jobs, devices, makespan,\n"
+           "mean and p95 JCT (s) and Jain's index; --scenario and --last choose them too,\n"
+           "--policy and --sweep leave them out.\n\n"
            "  -d, --db FILE        results database (default results.db)\n"
            "      --scenario NAME  only runs of this scenario\n"
            "  -p, --policy NAME    only runs of this policy\n"
@@ -59,6 +66,45 @@ static void add_seconds(dp_table *t, double v)
         dp_table_add(t, "-");
     else
         dp_table_addf(t, "%.2f", v);
+}
+
+/* 2024-01-02T03:04:05Z -> 2024-01-02 03:04:05 */
+static void when_text(char *when, size_t len, const char *iso)
+{
+    snprintf(when, len, "%s", iso);
+    if (strlen(when) == 20 && when[10] == 'T' && when[19] == 'Z')
+        when[10] = ' ', when[19] = '\0';
+}
+
+/* The jobs runs, after the runs: ids jN (`dpsim show jN`). */
+static int print_jobs_runs(const store_jobs_row *r, size_t n)
+{
+    static const dp_col cols[] = {
+        {"id", 'r', 4, 0},        {"started (UTC)", 'l', 0, 2}, {"scenario", 'l', 0, 2},
+        {"scheduler", 'l', 0, 2}, {"seed", 'r', 0, 2},          {"jobs", 'r', 0, 2},
+        {"devices", 'r', 0, 2},   {"makespan (s)", 'r', 0, 2},  {"JCT mean (s)", 'r', 0, 2},
+        {"JCT p95 (s)", 'r', 0, 2}, {"Jain", 'r', 0, 2},
+    };
+    dp_table *t = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
+    for (size_t k = 0; k < n; k++) {
+        char when[32];
+        dp_table_addf(t, "j%lld", (long long)r[k].id);
+        when_text(when, sizeof when, r[k].started_at);
+        dp_table_add(t, when);
+        dp_table_add(t, r[k].scenario);
+        dp_table_add(t, r[k].scheduler);
+        dp_table_addf(t, "%llu", (unsigned long long)r[k].seed);
+        dp_table_addf(t, "%lld", (long long)r[k].n_jobs);
+        dp_table_addf(t, "%lld", (long long)r[k].devices);
+        add_seconds(t, r[k].makespan_s);
+        add_seconds(t, r[k].jct_mean_s);
+        add_seconds(t, r[k].jct_p95_s);
+        dp_table_addf(t, "%.4f", r[k].jain);
+    }
+    printf("\nruns of many jobs (dpsim jobs; dpsim show jN):\n");
+    int rc = dp_table_print(t, stdout);
+    dp_table_free(t);
+    return rc;
 }
 
 int cmd_runs(int argc, char **argv)
@@ -81,7 +127,11 @@ int cmd_runs(int argc, char **argv)
         return cli_fail(&err);
     store_runs_filter f = {a.scen, a.pol, a.sweep, a.last};
     store_run_rows rows;
+    store_jobs_row *jrows = NULL;
+    size_t n_j = 0;
     int rc = store_runs_list(st, &f, &rows, &err);
+    if (!rc && !a.pol && !a.sweep && (rc = store_jobs_list(st, a.scen, a.last, 0, &jrows, &n_j, &err)))
+        store_run_rows_free(&rows);
     store_close(st);
     if (rc)
         return cli_fail(&err);
@@ -95,11 +145,8 @@ int cmd_runs(int argc, char **argv)
     for (size_t k = 0; k < rows.n; k++) {
         const store_run_row *r = &rows.row[k];
         dp_table_addf(t, "%lld", (long long)r->id);
-        /* 2024-01-02T03:04:05Z -> 2024-01-02 03:04:05 */
         char when[32];
-        snprintf(when, sizeof when, "%s", r->started_at);
-        if (strlen(when) == 20 && when[10] == 'T' && when[19] == 'Z')
-            when[10] = ' ', when[19] = '\0';
+        when_text(when, sizeof when, r->started_at);
         dp_table_add(t, when);
         dp_table_add(t, r->scenario);
         dp_table_add(t, r->policy);
@@ -121,6 +168,9 @@ int cmd_runs(int argc, char **argv)
     rc = dp_table_print(t, stdout);
     dp_table_free(t);
     store_run_rows_free(&rows);
+    if (!rc && n_j)
+        rc = print_jobs_runs(jrows, n_j);
+    dp_free(jrows);
     if (rc) {
         dp_err_set(&err, DP_ENOMEM, "out of memory printing the runs");
         return cli_fail(&err);
@@ -150,8 +200,10 @@ static int on_all(void *ctx, int key, const char *arg, const char *label)
 }
 
 /* all: NULL when the command has no --all (every device listed). */
+/* jobs: NULL when the command takes no jobs run (jN), else set to 1 for
+ * one. */
 static int run_args(int argc, char **argv, const char *cmd, const char *help, const char **db, int64_t *id,
-                    int *json, int *all)
+                    int *json, int *all, int *jobs)
 {
     static const struct option own_all[] = {{"all", no_argument, NULL, K_ALL}, {NULL, 0, NULL, 0}};
     cli_opts o = {0};
@@ -167,11 +219,56 @@ static int run_args(int argc, char **argv, const char *cmd, const char *help, co
     if (json)
         *json = o.json;
     uint64_t v;
-    if (!id_s || cli_parse_u64(id_s, &v) || v == 0 || v > INT64_MAX)
+    if (jobs && id_s && id_s[0] == 'j') {
+        *jobs = 1;
+        if (cli_parse_u64(id_s + 1, &v) || v == 0 || v > INT64_MAX)
+            return cli_usage_error(cmd, "RUN: a jobs run is jN as listed by 'dpsim runs' (got '%s')", id_s);
+    } else if (!id_s || cli_parse_u64(id_s, &v) || v == 0 || v > INT64_MAX)
         return cli_usage_error(cmd, "RUN must be a run id as listed by 'dpsim runs' (got '%s')",
                                id_s ? id_s : "");
     *id = (int64_t)v;
     return -1;
+}
+
+/* `dpsim show jN`: a stored run of many jobs, as `dpsim jobs` printed it. */
+static int show_jobs(const char *db, int64_t id, int json, int all)
+{
+    dp_err err = {0};
+    store *st = cli_open_read(db, &err);
+    if (!st)
+        return cli_fail(&err);
+    store_jobs_row *row = NULL;
+    size_t n = 0;
+    jobs_result *r = NULL;
+    int rc = store_jobs_list(st, NULL, 0, id, &row, &n, &err);
+    if (!rc && n == 0)
+        rc = dp_err_set(&err, DP_EINPUT, "%s: no jobs run j%lld (dpsim runs lists them)", db, (long long)id);
+    if (!rc)
+        rc = store_jobs_get(st, id, &r, &err);
+    store_close(st);
+    if (!rc && json) {
+        json_buf *j = json_new();
+        json_obj_begin(j);
+        json_key_str(j, "format", "dpsim-jobs");
+        json_key_int(j, "format_version", 1);
+        json_key_str(j, "dpsim_version", DPSIM_VERSION);
+        json_key_str(j, "scenario", row->scenario);
+        json_key(j, "runs");
+        json_arr_begin(j);
+        jobs_json(r, j);
+        json_arr_end(j);
+        json_obj_end(j);
+        printf("%s\n", json_text(j));
+        json_free(j);
+    } else if (!rc) {
+        char en[300], when[32];
+        when_text(when, sizeof when, row->started_at);
+        printf("jobs run j%lld: %s, started %s UTC\n", (long long)id, dp_esc(en, sizeof en, row->scenario), when);
+        jobs_print(r, all, stdout);
+    }
+    jobs_result_free(r);
+    dp_free(row);
+    return rc ? cli_fail(&err) : EXIT_OK;
 }
 
 int cmd_show(int argc, char **argv)
@@ -179,19 +276,24 @@ int cmd_show(int argc, char **argv)
     const char *db = NULL;
     int64_t rid = 0;
     int json = 0;
-    int all = 0;
+    int all = 0, jobs = 0;
     int ra = run_args(argc, argv, "show",
                       "usage: dpsim show RUN [--db FILE] [--json] [--all]\n\n"
                       "Print a stored run again: its overrides, options, the trace files kept\n"
                       "with it, its summary row and per-device breakdown\n"
-                      "(or, with --json, the same object `dpsim run --json` prints).\n\n"
+                      "(or, with --json, the same object `dpsim run --json` prints).  RUN jN\n"
+                      "(as `dpsim runs` lists runs of many jobs) prints that `dpsim jobs` run:\n"
+                      "its jobs table and figures, or with --json the document `dpsim jobs\n"
+                      "--json` prints, with this one run.\n\n"
                       "  -d, --db FILE   results database (default results.db)\n"
                       "      --json      JSON output\n"
                       "      --all       list every device (past 50 devices the breakdown shows the\n"
-                      "                  first 10 and each figure's min, median and max)\n",
-                      &db, &rid, &json, &all);
+                      "                  first 10 and each figure's min, median and max); every job\n",
+                      &db, &rid, &json, &all, &jobs);
     if (ra >= 0)
         return ra;
+    if (jobs)
+        return show_jobs(db, rid, json, all);
     uint64_t id = (uint64_t)rid;
     dp_err err = {0};
     store *st = cli_open_read(db, &err);
@@ -607,7 +709,7 @@ int cmd_rerun(int argc, char **argv)
                       "directory as the run saw it (when stored and still there), else the\n"
                       "current directory.\n\n"
                       "Exit 0 when identical, 1 when anything differs or the run fails.\n",
-                      &db, &rid, NULL, NULL);
+                      &db, &rid, NULL, NULL, NULL);
     if (ra >= 0)
         return ra;
     uint64_t id = (uint64_t)rid;

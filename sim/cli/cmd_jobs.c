@@ -161,7 +161,7 @@ int cmd_jobs(int argc, char **argv)
                 printf("\n");
             jobs_print(r, a.all, stdout);
             if (id)
-                printf("stored as run %lld\n", (long long)id);
+                printf("stored as jobs run j%lld (dpsim show j%lld)\n", (long long)id, (long long)id);
         }
         jobs_result_free(r);
     }

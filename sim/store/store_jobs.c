@@ -110,6 +110,15 @@ static int job_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, 
     o->jct_s = store_col_double(s, 6);
     o->alone_s = store_col_double(s, 7);
     o->rho = store_col_double(s, 8);
+    o->epochs = sqlite3_column_int(s, 9);
+    o->queue_s = store_col_double(s, 10);
+    o->wait_s = store_col_double(s, 11);
+    o->device_s = store_col_double(s, 12);
+    o->compute_s = store_col_double(s, 13);
+    o->bytes = store_col_double(s, 14);
+    o->tsend_s = store_col_double(s, 15);
+    o->tflops = store_col_double(s, 16);
+    o->preemptions = sqlite3_column_int(s, 17);
     return 0;
 }
 
@@ -134,7 +143,8 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
     *out = NULL;
     sqlite3_stmt *q;
     int row, e = store_sql_first(st, &q, &row, "reading a jobs run", err,
-                                 "SELECT scheduler, seed, devices, n_jobs, makespan_s, jct_mean_s, jct_p95_s, jain"
+                                 "SELECT scheduler, seed, devices, n_jobs, makespan_s, jct_mean_s, jct_p95_s, jain,"
+                                 " jct_p50_s, jct_p99_s, jct_max_s, util_held, util_compute, rho_mean, rho_max, events"
                                  " FROM jobs_runs WHERE id = ?1",
                                  "i", id);
     if (e)
@@ -152,6 +162,14 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
         r->mean_jct_s = store_col_double(q, 5);
         r->p95_jct_s = store_col_double(q, 6);
         r->jain = store_col_double(q, 7);
+        r->p50_jct_s = store_col_double(q, 8);
+        r->p99_jct_s = store_col_double(q, 9);
+        r->max_jct_s = store_col_double(q, 10);
+        r->util_alloc = store_col_double(q, 11);
+        r->util_busy = store_col_double(q, 12);
+        r->mean_rho = store_col_double(q, 13);
+        r->max_rho = store_col_double(q, 14);
+        r->events = (uint64_t)sqlite3_column_int64(q, 15);
         r->jobs = dp_calloc(r->n_jobs, sizeof *r->jobs);
     }
     sqlite3_finalize(q);
@@ -160,7 +178,8 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
         return dp_err_set(err, r ? DP_ERUN : DP_ENOMEM, "%s: jobs run %lld unreadable", st->path, (long long)id);
     }
     e = store_sql_rows(st,
-                       "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho FROM jobs"
+                       "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho, epochs,"
+                       " queue_s, wait_s, device_s, compute_s, bytes, tsend_s, tflops, preemptions FROM jobs"
                        " WHERE jobs_run_id = ?1 ORDER BY idx",
                        "jobs", id, NULL, r, job_row, NULL, err);
     if (!e)
@@ -171,5 +190,56 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
         return e;
     }
     *out = r;
+    return 0;
+}
+
+typedef struct list_ctx {
+    store_jobs_row *rows;
+} list_ctx;
+
+static int list_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    list_ctx *c = ctx;
+    store_jobs_row *n = dp_realloc(c->rows, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    c->rows = n;
+    store_jobs_row *r = &n[i];
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(s, 0);
+    snprintf(r->started_at, sizeof r->started_at, "%s", store_col_text(s, 1));
+    snprintf(r->scenario, sizeof r->scenario, "%s", store_col_text(s, 2));
+    snprintf(r->scheduler, sizeof r->scheduler, "%s", store_col_text(s, 3));
+    r->seed = (uint64_t)sqlite3_column_int64(s, 4);
+    r->n_jobs = sqlite3_column_int64(s, 5);
+    r->devices = sqlite3_column_int64(s, 6);
+    r->makespan_s = store_col_double(s, 7);
+    r->jct_mean_s = store_col_double(s, 8);
+    r->jct_p95_s = store_col_double(s, 9);
+    r->jain = store_col_double(s, 10);
+    return 0;
+}
+
+int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, store_jobs_row **rows, size_t *n,
+                    dp_err *err)
+{
+    list_ctx c = {NULL};
+    *rows = NULL;
+    *n = 0;
+    char sql[640];
+    snprintf(sql, sizeof sql,
+             "SELECT * FROM (SELECT r.id, r.started_at, s.name, r.scheduler, r.seed, r.n_jobs, r.devices,"
+             " r.makespan_s, r.jct_mean_s, r.jct_p95_s, r.jain FROM jobs_runs r JOIN scenarios s ON s.id ="
+             " r.scenario_id WHERE (?1 = 0 OR r.id = ?1) AND (?2 IS NULL OR s.name = ?2) ORDER BY r.id DESC"
+             " LIMIT %lld) ORDER BY id",
+             last > 0 ? (long long)last : -1LL);
+    int e = store_sql_rows(st, sql, "jobs runs", id, scenario, &c, list_row, n, err);
+    if (e) {
+        dp_free(c.rows);
+        *n = 0;
+        return e;
+    }
+    *rows = c.rows;
     return 0;
 }

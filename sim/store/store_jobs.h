@@ -16,4 +16,17 @@ int store_jobs_select(store *st, int64_t **ids, size_t *n, dp_err *err);
  * there is no such run.  Free with jobs_result_free. */
 int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err);
 
+/* The jobs runs stored, oldest first (`dpsim runs`, `dpsim show jN`):
+ * those of scenario `scenario` (NULL: any), the newest `last` (0: all),
+ * or the one of id `id` (0: any). */
+typedef struct store_jobs_row {
+    int64_t id;
+    char started_at[32], scenario[128], scheduler[32];
+    uint64_t seed;
+    int64_t n_jobs, devices;
+    double makespan_s, jct_mean_s, jct_p95_s, jain;
+} store_jobs_row;
+int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, store_jobs_row **rows, size_t *n,
+                    dp_err *err);
+
 #endif
