@@ -62,6 +62,11 @@ static const struct {
                      "the joules each run's devices drew, stacked by activity (compute,\n"
                      "transmit, receive, idle), with fedavg's completed rounds (scenario\n"
                      "power:; selection as compare)."},
+    [PLOT_JOBS_SWEEP] = {"jobs-sweep", plot_draw_jobs_sweep,
+                         "a `dpsim sweep` of a jobs scenario: mean (solid) and p95 (dashed)\n"
+                         "JCT against the arrival rate (1 / scheduler.arrival_scale; else\n"
+                         "--x KEY or the first other swept key), a line per scheduler\n"
+                         "(--sweep ID, default the latest)."},
 };
 
 int plot_kind_by_name(const char *name)

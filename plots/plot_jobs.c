@@ -146,3 +146,189 @@ done:
     dp_free(ids);
     return rc;
 }
+
+/* ---- jobs-sweep ---------------------------------------------------------- */
+
+/* The value of "key" in a point's {"KEY":"VALUE",...} (VALUE copied, its
+ * escapes kept as written); 0 when absent. */
+static int point_value(const char *json, const char *key, char *out, size_t cap)
+{
+    char pat[300];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(json, pat);
+    if (!p || !cap)
+        return 0;
+    p += strlen(pat);
+    size_t n = 0;
+    for (; *p && *p != '"' && n + 1 < cap; p++) {
+        if (*p == '\\' && p[1])
+            p++;
+        out[n++] = *p;
+    }
+    out[n] = '\0';
+    return 1;
+}
+
+/* The point without the x key: what makes a series (with the scheduler). */
+static void series_of(const store_jobs_point *r, const char *xkey, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", r->scheduler);
+    const char *p = r->point_json;
+    while ((p = strchr(p, '"'))) {
+        const char *k0 = p + 1, *k1 = strchr(k0, '"');
+        if (!k1 || k1[1] != ':' || k1[2] != '"')
+            break;
+        const char *v0 = k1 + 3, *v1 = v0;
+        while (*v1 && *v1 != '"')
+            v1 += *v1 == '\\' && v1[1] ? 2 : 1;
+        size_t kl = (size_t)(k1 - k0);
+        if (!(kl == strlen(xkey) && !strncmp(k0, xkey, kl)) && !(kl == 9 && !strncmp(k0, "scheduler", 9))) {
+            size_t o = strlen(out);
+            snprintf(out + o, cap - o, ", %.*s=%.*s", (int)kl, k0, (int)(v1 - v0), v0);
+        }
+        p = *v1 ? v1 + 1 : v1;
+    }
+}
+
+/* The swept key on x: --x KEY, else scheduler.arrival_scale when swept,
+ * else the first key that is not `scheduler`. */
+static int x_key_of(const store_jobs_point *r, size_t n, const plot_sel *sel, char *key, size_t cap)
+{
+    char v[128];
+    if (sel->x_key) {
+        snprintf(key, cap, "%s", sel->x_key);
+        return n && point_value(r[0].point_json, key, v, sizeof v);
+    }
+    snprintf(key, cap, "scheduler.arrival_scale");
+    if (n && point_value(r[0].point_json, key, v, sizeof v))
+        return 1;
+    const char *p = n ? r[0].point_json : "";
+    while ((p = strchr(p, '"'))) {
+        const char *k1 = strchr(p + 1, '"');
+        if (!k1)
+            break;
+        if (!((size_t)(k1 - p - 1) == 9 && !strncmp(p + 1, "scheduler", 9))) {
+            snprintf(key, cap, "%.*s", (int)(k1 - p - 1), p + 1);
+            return 1;
+        }
+        p = strchr(k1 + 3, '"'); /* past the value */
+        p = p ? p + 1 : k1 + 1;
+    }
+    return 0;
+}
+
+typedef struct sweep_pt {
+    char series[200];
+    double x, mean, p95;
+    int n;
+} sweep_pt;
+
+static int cmp_pt(const void *a, const void *b)
+{
+    const sweep_pt *x = a, *y = b;
+    int c = strcmp(x->series, y->series);
+    return c ? c : (x->x > y->x) - (x->x < y->x);
+}
+
+int plot_draw_jobs_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err *err)
+{
+    store_jobs_point *r = NULL;
+    size_t n = 0, m = 0;
+    int64_t sid = 0;
+    int rc = store_jobs_sweep_get(st, sel->sweep_id, &sid, &r, &n, err);
+    if (rc)
+        return rc;
+    char xkey[200];
+    if (n == 0 || !x_key_of(r, n, sel, xkey, sizeof xkey)) {
+        dp_free(r);
+        return dp_err_set(err, DP_EINPUT,
+                          n ? "jobs-sweep: the sweep varies no key to draw on x (or not --x's)"
+                            : "jobs-sweep: no sweep of jobs in the database (dpsim sweep SCENARIO-WITH-JOBS --vary "
+                              "scheduler=fifo,pollux --vary scheduler.arrival_scale=0.5,1,2)");
+    }
+    int rate = !strcmp(xkey, "scheduler.arrival_scale");
+    sweep_pt *pt = dp_calloc(n, sizeof *pt);
+    if (!pt) {
+        dp_free(r);
+        return dp_err_set(err, DP_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) { /* one point per series and x: the mean over seeds */
+        char v[128], s[200];
+        if (!point_value(r[i].point_json, xkey, v, sizeof v))
+            continue;
+        double x = strtod(v, NULL);
+        if (rate)
+            x = x > 0 ? 1 / x : NAN;
+        series_of(&r[i], xkey, s, sizeof s);
+        size_t k = 0;
+        while (k < m && !(pt[k].x == x && !strcmp(pt[k].series, s)))
+            k++;
+        if (k == m) {
+            snprintf(pt[m].series, sizeof pt[m].series, "%s", s);
+            pt[m++].x = x;
+        }
+        pt[k].mean += r[i].jct_mean_s;
+        pt[k].p95 += r[i].jct_p95_s;
+        pt[k].n++;
+    }
+    qsort(pt, m, sizeof *pt, cmp_pt);
+    double tmax = 0;
+    for (size_t k = 0; k < m; k++) {
+        pt[k].mean /= pt[k].n;
+        pt[k].p95 /= pt[k].n;
+        tmax = fmax(tmax, pt[k].p95);
+    }
+    if (sel->note)
+        fprintf(sel->note, "dpsim: plot jobs-sweep: sweep %lld, %zu jobs runs\n", (long long)sid, n);
+    double div;
+    const char *tu = plot_time_unit(tmax, &div);
+    plot_gp *gp = plot_open(sel, out_path, 1000, 600, err);
+    if (!gp) {
+        dp_free(pt);
+        dp_free(r);
+        return err ? err->code : DP_ERUN;
+    }
+    char t[300];
+    snprintf(t, sizeof t, "Job completion time, sweep #%lld", (long long)sid);
+    plot_title(gp, sel->title, t, NULL);
+    plot_caption(sel, "solid: mean JCT; dashed: 95th percentile; a colour per scheduler");
+    plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top\nset ylabel 'JCT (%s)'\nset xlabel ", tu);
+    if (rate)
+        plot_gp_str(gp, "arrival rate (x the scenario's: 1 / scheduler.arrival_scale)");
+    else
+        plot_gp_str(gp, xkey);
+    plot_gp_printf(gp, "\nset yrange [0:*]\n");
+    plot_user_labels(gp, sel);
+    size_t ns = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (k == 0 || strcmp(pt[k].series, pt[k - 1].series)) {
+            if (k)
+                plot_gp_printf(gp, "EOD\n");
+            plot_gp_printf(gp, "$s%zu << EOD\n", ns++);
+        }
+        plot_gp_printf(gp, "%.10g %.10g %.10g\n", pt[k].x, pt[k].mean / div, pt[k].p95 / div);
+    }
+    if (m)
+        plot_gp_printf(gp, "EOD\n");
+    plot_gp_printf(gp, "plot ");
+    for (size_t k = 0, s = 0; k < m; k++) {
+        if (k && !strcmp(pt[k].series, pt[k - 1].series))
+            continue;
+        char sched[64];
+        snprintf(sched, sizeof sched, "%s", pt[k].series);
+        char *comma = strchr(sched, ',');
+        if (comma)
+            *comma = '\0';
+        const char *col = sched_color(sched, s);
+        plot_gp_printf(gp, "%s$s%zu using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title ", s ? ", \\\n  " : "", s,
+                       col);
+        plot_gp_str(gp, pt[k].series);
+        plot_gp_printf(gp, ", $s%zu using 1:3 with linespoints lw 2 dt 2 pt 6 lc rgb '%s' notitle", s, col);
+        s++;
+    }
+    plot_gp_printf(gp, "\n");
+    rc = plot_gp_close(gp, err);
+    dp_free(pt);
+    dp_free(r);
+    return rc;
+}

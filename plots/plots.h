@@ -37,6 +37,7 @@ typedef enum {
     PLOT_ACCURACY,
     PLOT_JOBS,
     PLOT_ENERGY,
+    PLOT_JOBS_SWEEP,
     PLOT_KIND_COUNT
 } plot_kind;
 
@@ -237,6 +238,7 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
 int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_jobs.c: a many-jobs run's Gantt and the JCT CDF per scheduler (sel->run_ids: jobs_runs ids) */
 int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
+int plot_draw_jobs_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_links.c: one run's links by busy fraction and peak utilisation. */
 int plot_draw_links(store *st, const plot_sel *sel, const char *out_path, dp_err *err);
 /* plot_energy.c: the devices' energy per run, stacked by activity. */

@@ -132,11 +132,53 @@ bad_input "efficiency without M0" "$T/r3.yaml" "r3.yaml:29:66: jobs[1].efficienc
 sed 's/devices: 4, set/devices: 4, weight: 0, set/' "$T/a.yaml" >"$T/r4.yaml"
 bad_input "weight 0" "$T/r4.yaml" "r4.yaml:29:62: jobs[1].weight: must be > 0"
 
-# the arrival rate scaled; sweeps refuse jobs (they run policies alone)
+# the arrival rate scaled
 expect 0 "arrival_scale" -- "$BIN" jobs "$S" --no-db --set scheduler.arrival_scale=4
 has "$T/out" "b                ddp           4      4.000"
-expect 2 "sweep refuses jobs" -- "$BIN" sweep "$S" --vary training.epochs=1,2 --db "$T/sw.db"
-has "$T/err" "has jobs: sweeps do not run jobs yet"
-[ ! -e "$T/sw.db" ] && ok "sweep stored nothing" || bad "sweep wrote a database"
+
+# sweeps of jobs: scheduler x arrival rate, the same rows whatever --jobs,
+# resumable, drawn by plot jobs-sweep
+V="--vary scheduler=fifo,srf,pollux --vary scheduler.arrival_scale=0.5,1,2"
+expect 0 "sweep of jobs, --jobs 1" -- "$BIN" sweep "$S" $V --jobs 1 --db "$T/sw1.db"
+has "$T/out" "sweep #1: 9 jobs runs stored now, 0 before, 0 not stored"
+has "$T/out" '{"scheduler":"pollux","scheduler.arrival_scale":"2"} pollux'
+expect 0 "sweep of jobs, --jobs 3" -- "$BIN" sweep "$S" $V --jobs 3 --db "$T/sw3.db" -q
+rows() { sqlite3 "$1" "SELECT s.spec_json, r.point_json, r.scheduler, r.seed, r.makespan_s, r.jct_mean_s, r.jct_p95_s,
+    r.jain, r.events, (SELECT group_concat(j.end_s) FROM jobs j WHERE j.jobs_run_id = r.id)
+    FROM jobs_runs r JOIN sweeps s ON s.id = r.sweep_id ORDER BY r.point_json, r.scheduler"; }
+[ "$(rows "$T/sw1.db")" = "$(rows "$T/sw3.db")" ] && [ "$(rows "$T/sw1.db" | wc -l)" = 9 ] &&
+    ok "jobs sweep rows the same whatever --jobs" || bad "jobs sweep rows differ between --jobs 1 and 3"
+expect 0 "jobs sweep point = dpsim jobs" -- "$BIN" jobs "$S" -S srf --set scheduler.arrival_scale=2 --no-db --json
+cat >"$T/pt.py" <<'PY'
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))['runs'][0]
+c = sqlite3.connect(sys.argv[2])
+m, p = c.execute("SELECT jct_mean_s, jct_p95_s FROM jobs_runs WHERE point_json = ?",
+                 ('{"scheduler":"srf","scheduler.arrival_scale":"2"}',)).fetchone()
+assert (m, p) == (d['jct_mean_s'], d['jct_p95_s']), (m, p, d)
+PY
+python3 "$T/pt.py" "$T/out" "$T/sw1.db" && ok "a point is its dpsim jobs run" || bad "sweep point differs from dpsim jobs"
+expect 0 "jobs sweep resumes" -- "$BIN" sweep "$S" $V --jobs 2 --db "$T/sw1.db"
+has "$T/out" "sweep #1: 0 jobs runs stored now, 9 before, 0 not stored"
+[ "$(sqlite3 "$T/sw1.db" 'SELECT count(*) FROM jobs_runs')" = 9 ] && ok "nothing run twice" || bad "resume duplicated runs"
+expect 0 "merge a jobs sweep" -- "$BIN" merge "$T/swm.db" "$T/sw1.db"
+[ "$(rows "$T/swm.db")" = "$(rows "$T/sw1.db")" ] && ok "merge keeps the sweep and points" || bad "merged jobs sweep differs"
+if command -v gnuplot >/dev/null; then
+    expect 0 "plot jobs-sweep" -- "$BIN" plot jobs-sweep --db "$T/sw1.db" --out "$T/js.png"
+    [ -s "$T/js.png" ] && ok "jobs-sweep.png drawn" || bad "no jobs-sweep png"
+    expect 2 "plot jobs-sweep without a sweep" -- "$BIN" plot jobs-sweep --db "$T/j.db" --out "$T/js2.png"
+    has "$T/err" "no sweep of jobs in the database"
+fi
+bad_sweep() { # NAME WANT ARGS...
+    local name=$1 want=$2
+    shift 2
+    expect 2 "$name" -- "$BIN" sweep "$S" "$@" --db "$T/swbad.db"
+    has "$T/err" "$want"
+    [ ! -e "$T/swbad.db" ] && ok "$name: nothing stored" || { bad "$name: a database was written"; rm -f "$T/swbad.db"; }
+}
+bad_sweep "sweep: unknown scheduler" "--vary scheduler=fifo,lass: value 'lass': unknown scheduler" --vary scheduler=fifo,lass
+bad_sweep "sweep: static on counts" "value 'static': static needs every job's groups" --vary scheduler=static
+bad_sweep "sweep: bad arrival_scale" "value '0': override scheduler.arrival_scale=0" --vary scheduler.arrival_scale=0,1
+bad_sweep "sweep of jobs: --policy" "a sweep of jobs takes no --policy" --vary scheduler.arrival_scale=1 -p ddp
 
 e2e_done e2e_jobs

@@ -56,6 +56,11 @@ static void sweep_help(void)
            "                        (for 'dpsim plot timeline/flops --run ID'; slower)\n"
            "  -q, --quiet           no progress, no summary\n"
            "  -h, --help            this help\n\n"
+           "A scenario with jobs (dpsim jobs) sweeps many-jobs runs: an axis `scheduler`\n"
+           "(--vary scheduler=fifo,pollux) picks the cluster scheduler, the others\n"
+           "override the world (--vary scheduler.arrival_scale=0.5..2:lin:4); each point\n"
+           "is one jobs run, stored with its sweep and point (dpsim plot jobs-sweep); no\n"
+           "--policy, --mpi, --detail or --retry-failed; a failed point is not stored.\n"
            "A point where every device group has count 0 is skipped with a note; a\n"
            "point that cannot run is stored as failed with its error.  Ctrl-C (or\n"
            "SIGTERM) stops cleanly: runs in flight finish, a second one abandons them.\n"
@@ -73,8 +78,9 @@ static void merge_help(void)
            "by an ok one); another run when OUT has one with the same scenario, policy,\n"
            "seed, version, start time and overrides.  Runs of many jobs (dpsim jobs) come\n"
            "with their jobs and allocations, skipped when OUT has one with the same\n"
-           "scenario, scheduler, seed, version and start time.  So merging the shards of\n"
-           "a sweep gives the sweep, and merging twice changes nothing.\n\n"
+           "scenario, scheduler, seed, version, start time and sweep point.  So\n"
+           "merging the shards of a sweep gives the sweep, and merging twice changes\n"
+           "nothing.\n\n"
            "Exit codes: 0 ok, 1 database error (OUT unchanged), 2 bad usage.\n");
 }
 
@@ -289,15 +295,25 @@ int cmd_sweep(int argc, char **argv)
         cfg.src = (sweep_source){file, text, len, dir};
     }
 
-    { /* many jobs are `dpsim jobs`' (sim/jobs/): a sweep runs policies alone */
+    { /* many jobs (sim/jobs/): a grid of jobs runs (sweep/jobs.c) */
         scn_scenario *b = scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
         int jobs = b && scn_jobs(b);
         scn_free(b);
         err = (dp_err){0};
-        if (jobs) {
+        const char *no = plist ? "--policy (vary `scheduler` instead; each job names its policy)"
+                         : cfg.mpi ? "--mpi" : cfg.retry_failed ? "--retry-failed (failed points are not stored: "
+                                                                  "running again retries them)"
+                         : cfg.detail ? "--detail" : NULL;
+        if (jobs && no) {
             char ef[1024];
-            rc = cli_usage_error("sweep", "%s has jobs: sweeps do not run jobs yet; run it with `dpsim jobs`",
-                                 dp_esc(ef, sizeof ef, file));
+            rc = cli_usage_error("sweep", "%s has jobs: a sweep of jobs takes no %s", dp_esc(ef, sizeof ef, file), no);
+            dp_free(text);
+            goto out;
+        }
+        if (jobs) {
+            sweep_stats js;
+            int e = sweep_jobs_run(&cfg, &js, &err);
+            rc = e == DP_EINPUT ? cli_usage_error("sweep", "%s", err.msg) : e ? cli_fail(&err) : EXIT_OK;
             dp_free(text);
             goto out;
         }

@@ -441,7 +441,7 @@ static int same_file(const char *a, const char *b)
  * job_allocs rows), ids remapped.  A jobs run OUT holds already (same
  * scenario, scheduler, seed, version and start) is skipped, so merging a
  * file twice adds nothing.  Inputs from before the jobs tables have none. */
-static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
+static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge_stats *ms)
 {
     sqlite3_stmt *has = NULL, *find = NULL;
     int e = mprep(m, m->in, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs_runs'", &has);
@@ -452,8 +452,8 @@ static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
     static const char *const kids[] = {"jobs", "job_allocs"};
     copier runs, kid[2];
     memset(kid, 0, sizeof kid);
-    const char *const run_remap[] = {"scenario_id"}, *const kid_remap[] = {"jobs_run_id"};
-    e = copier_init(m, &runs, "jobs_runs", "SELECT * FROM jobs_runs ORDER BY id", run_remap, 1);
+    const char *const run_remap[] = {"scenario_id", "sweep_id"}, *const kid_remap[] = {"jobs_run_id"};
+    e = copier_init(m, &runs, "jobs_runs", "SELECT * FROM jobs_runs ORDER BY id", run_remap, 2);
     for (size_t k = 0; k < 2 && !e; k++) {
         char sql[128];
         snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE jobs_run_id = ?1 ORDER BY rowid", kids[k]);
@@ -462,10 +462,12 @@ static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
     if (!e)
         e = mprep(m, m->out,
                   "SELECT id FROM jobs_runs WHERE scenario_id = ?1 AND scheduler = ?2 AND seed = ?3"
-                  " AND version = ?4 AND started_at = ?5 LIMIT 1",
+                  " AND version = ?4 AND started_at = ?5 AND sweep_id IS ?6 AND point_json IS ?7 LIMIT 1",
                   &find);
-    int c_id = -1, c_scn = -1, c_sch = -1, c_seed = -1, c_ver = -1, c_start = -1;
+    int c_id = -1, c_scn = -1, c_sch = -1, c_seed = -1, c_ver = -1, c_start = -1, c_swp = -1, c_pt = -1;
     if (!e) {
+        c_swp = col_index(runs.sel, "sweep_id"); /* -1 in files before jobs sweeps */
+        c_pt = col_index(runs.sel, "point_json");
         c_id = col_index(runs.sel, "id"), c_scn = col_index(runs.sel, "scenario_id");
         c_sch = col_index(runs.sel, "scheduler"), c_seed = col_index(runs.sel, "seed");
         c_ver = col_index(runs.sel, "version"), c_start = col_index(runs.sel, "started_at");
@@ -474,18 +476,31 @@ static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
     }
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(runs.sel)) == SQLITE_ROW) {
-        int64_t old = sqlite3_column_int64(runs.sel, c_id), nscn = 0, nid = 0;
-        if (idmap_get(scn, sqlite3_column_int64(runs.sel, c_scn), &nscn)) {
+        int64_t old = sqlite3_column_int64(runs.sel, c_id), nid = 0, nv[2] = {0, 0};
+        int hv[2] = {1, c_swp >= 0 && sqlite3_column_type(runs.sel, c_swp) != SQLITE_NULL};
+        if (hv[1] && idmap_get(swp, sqlite3_column_int64(runs.sel, c_swp), &nv[1])) {
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing sweep", m->in_path, old);
+            break;
+        }
+        if (idmap_get(scn, sqlite3_column_int64(runs.sel, c_scn), &nv[0])) {
             e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing scenario", m->in_path,
                            old);
             break;
         }
         sqlite3_reset(find);
-        sqlite3_bind_int64(find, 1, nscn);
+        sqlite3_bind_int64(find, 1, nv[0]);
         sqlite3_bind_value(find, 2, sqlite3_column_value(runs.sel, c_sch));
         sqlite3_bind_value(find, 3, sqlite3_column_value(runs.sel, c_seed));
         sqlite3_bind_value(find, 4, sqlite3_column_value(runs.sel, c_ver));
         sqlite3_bind_value(find, 5, sqlite3_column_value(runs.sel, c_start));
+        if (hv[1]) /* a sweep's: its point too (runs of one sweep may start in the same second) */
+            sqlite3_bind_int64(find, 6, nv[1]);
+        else
+            sqlite3_bind_null(find, 6);
+        if (c_pt >= 0)
+            sqlite3_bind_value(find, 7, sqlite3_column_value(runs.sel, c_pt));
+        else
+            sqlite3_bind_null(find, 7);
         int f = sqlite3_step(find);
         if (f == SQLITE_ROW) {
             ms->jobs_runs_skipped++;
@@ -496,7 +511,7 @@ static int merge_jobs(merger *m, const idmap *scn, store_merge_stats *ms)
             break;
         }
         int one = 1;
-        e = copier_insert(m, &runs, &nscn, &one);
+        e = copier_insert(m, &runs, nv, hv);
         nid = sqlite3_last_insert_rowid(m->out);
         for (size_t k = 0; k < 2 && !e; k++) {
             sqlite3_reset(kid[k].sel);
@@ -564,7 +579,7 @@ int store_merge(const char *out_path, const char *const *in_paths, size_t n_in, 
         if (!e)
             e = merge_runs(&m, &scn, &swp, ms);
         if (!e)
-            e = merge_jobs(&m, &scn, ms);
+            e = merge_jobs(&m, &scn, &swp, ms);
         sqlite3_exec(m.in, "COMMIT", NULL, NULL, NULL);
         idmap_free(&scn);
         idmap_free(&swp);

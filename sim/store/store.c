@@ -327,6 +327,13 @@ static const migration migrations[] = {
      "CREATE TABLE job_allocs(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
      " job INTEGER NOT NULL, device INTEGER NOT NULL, t0_s REAL NOT NULL, t1_s REAL NOT NULL);"
      "CREATE INDEX job_allocs_run ON job_allocs(jobs_run_id);"},
+    /* ---- the jobs sweeps' step (issue 31a): renumber freely ---- */
+    {10, "adding jobs_runs.sweep_id and point_json (version 10)",
+     /* A jobs run of a sweep (`dpsim sweep` over a jobs scenario): its
+      * sweep and point, as runs.sweep_id and runs.point_json. */
+     "ALTER TABLE jobs_runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id);"
+     "ALTER TABLE jobs_runs ADD COLUMN point_json TEXT;"
+     "CREATE INDEX jobs_runs_sweep ON jobs_runs(sweep_id);"},
 };
 
 /* Rows a step computes in C after its SQL, in the same transaction (its

@@ -20,6 +20,12 @@ static void now_iso(char *buf, size_t len)
 
 int store_put_jobs(store *st, const scn_scenario *s, const jobs_result *r, int64_t *id, dp_err *err)
 {
+    return store_put_jobs_point(st, s, r, 0, NULL, id, err);
+}
+
+int store_put_jobs_point(store *st, const scn_scenario *s, const jobs_result *r, int64_t sweep_id,
+                         const char *point_json, int64_t *id, dp_err *err)
+{
     int64_t scn = 0;
     char at[32];
     now_iso(at, sizeof at);
@@ -36,6 +42,10 @@ int store_put_jobs(store *st, const scn_scenario *s, const jobs_result *r, int64
                             r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s,
                             r->util_alloc, r->util_busy, r->mean_rho, r->max_rho, r->jain, (int64_t)r->events);
     int64_t run = e ? 0 : sqlite3_last_insert_rowid(st->db);
+    if (!e && sweep_id)
+        e = store_sql_write(st, "storing the jobs run's sweep point", err,
+                            "UPDATE jobs_runs SET sweep_id = ?1, point_json = ?2 WHERE id = ?3", "iti", sweep_id,
+                            point_json, run);
     for (size_t i = 0; !e && i < r->n_jobs; i++) {
         const job_out *o = &r->jobs[i];
         e = store_sql_write(st, "storing a job", err,
@@ -235,6 +245,77 @@ int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, s
              " LIMIT %lld) ORDER BY id",
              last > 0 ? (long long)last : -1LL);
     int e = store_sql_rows(st, sql, "jobs runs", id, scenario, &c, list_row, n, err);
+    if (e) {
+        dp_free(c.rows);
+        *n = 0;
+        return e;
+    }
+    *rows = c.rows;
+    return 0;
+}
+
+int store_jobs_point_done(store *st, int64_t sweep_id, const char *point_json, const char *scheduler, uint64_t seed,
+                          const char *version, int *done, dp_err *err)
+{
+    sqlite3_stmt *q;
+    int row, e = store_sql_first(st, &q, &row, "looking up a jobs sweep point", err,
+                                 "SELECT 1 FROM jobs_runs WHERE sweep_id = ?1 AND point_json = ?2 AND scheduler = ?3"
+                                 " AND seed = ?4 AND version = ?5 LIMIT 1",
+                                 "ittit", sweep_id, point_json, scheduler, (int64_t)seed, version);
+    if (e)
+        return e;
+    *done = row;
+    sqlite3_finalize(q);
+    return 0;
+}
+
+typedef struct point_ctx {
+    store_jobs_point *rows;
+} point_ctx;
+
+static int point_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    point_ctx *c = ctx;
+    store_jobs_point *n = dp_realloc(c->rows, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    c->rows = n;
+    store_jobs_point *r = &n[i];
+    memset(r, 0, sizeof *r);
+    snprintf(r->point_json, sizeof r->point_json, "%s", store_col_text(s, 0));
+    snprintf(r->scheduler, sizeof r->scheduler, "%s", store_col_text(s, 1));
+    r->seed = (uint64_t)sqlite3_column_int64(s, 2);
+    r->makespan_s = store_col_double(s, 3);
+    r->jct_mean_s = store_col_double(s, 4);
+    r->jct_p95_s = store_col_double(s, 5);
+    r->jain = store_col_double(s, 6);
+    return 0;
+}
+
+int store_jobs_sweep_get(store *st, int64_t sweep_id, int64_t *sweep_id_out, store_jobs_point **rows, size_t *n,
+                         dp_err *err)
+{
+    point_ctx c = {NULL};
+    *rows = NULL;
+    *n = 0;
+    *sweep_id_out = 0;
+    if (!sweep_id) {
+        sqlite3_stmt *q;
+        int row, e = store_sql_first(st, &q, &row, "finding the latest jobs sweep", err,
+                                     "SELECT max(sweep_id) FROM jobs_runs", "");
+        if (e)
+            return e;
+        sweep_id = row ? sqlite3_column_int64(q, 0) : 0;
+        sqlite3_finalize(q);
+        if (!sweep_id)
+            return 0;
+    }
+    *sweep_id_out = sweep_id;
+    int e = store_sql_rows(st,
+                           "SELECT point_json, scheduler, seed, makespan_s, jct_mean_s, jct_p95_s, jain FROM jobs_runs"
+                           " WHERE sweep_id = ?1 ORDER BY point_json, scheduler, seed",
+                           "jobs sweep runs", sweep_id, NULL, &c, point_row, n, err);
     if (e) {
         dp_free(c.rows);
         *n = 0;

@@ -190,4 +190,13 @@ typedef struct sweep_stats {
  * (runs stored so far stay; running the same sweep again resumes). */
 int sweep_run(const sweep_cfg *cfg, sweep_stats *stats, dp_err *err);
 
+/* A sweep over a scenario with jobs (sim/jobs/, jobs.c): each point (and
+ * seed) one many-jobs run, stored with its sweep and point; an axis
+ * `scheduler` picks the scheduler, the others override the world.  The
+ * policies, mpi, detail and retry_failed of cfg are not used (the caller
+ * refuses them); a summary table of the stored runs to cfg->summary_out.
+ * DP_EINPUT for bad input (nothing run), DP_ERUN when interrupted or the
+ * database fails. */
+int sweep_jobs_run(const sweep_cfg *cfg, sweep_stats *stats, dp_err *err);
+
 #endif
