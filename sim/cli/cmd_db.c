@@ -1,7 +1,6 @@
 /* cmd_db.c: dpsim runs | show | export: reading the results database. */
 #include "cli/cli.h"
 #include "cli/report.h"
-#include "dpsim_config.h"
 #include "jobs/jobs_report.h"
 #include "policy/policy.h"
 #include "store/store.h"
@@ -248,13 +247,7 @@ static int show_jobs(const char *db, int64_t id, int json, int all)
     store_close(st);
     if (!rc && json) {
         json_buf *j = json_new();
-        json_obj_begin(j);
-        json_key_str(j, "format", "dpsim-jobs");
-        json_key_int(j, "format_version", 1);
-        json_key_str(j, "dpsim_version", DPSIM_VERSION);
-        json_key_str(j, "scenario", row->scenario);
-        json_key(j, "runs");
-        json_arr_begin(j);
+        jobs_json_doc_begin(j, row->scenario);
         jobs_json(r, j);
         json_arr_end(j);
         json_obj_end(j);

@@ -40,8 +40,8 @@ static void help(void)
     printf("\nA job's `weight` scales what each scheduler compares (srf: remaining / weight,\n"
            "las: attained / weight, themis: rho x weight, pollux: its power mean; ties of\n"
            "arrival go to the higher weight).  Under pollux a job runs on min_devices..\n"
-           "max_devices (default 1..all), its goodput its estimated throughput times its\n"
-           "`efficiency` (reference_batch, noise_scale or noise_trace; default 1).\n");
+           "max_devices (default 1..4 x devices), its goodput its estimated throughput x\n"
+           "its `efficiency` (reference_batch, noise_scale or noise_trace; default 1).\n");
 }
 
 typedef struct jobs_args {
@@ -135,13 +135,7 @@ int cmd_jobs(int argc, char **argv)
     store_set_invocation(st, cli_invocation_id());
     json_buf *j = o.json ? json_new() : NULL;
     if (j) {
-        json_obj_begin(j);
-        json_key_str(j, "format", "dpsim-jobs");
-        json_key_int(j, "format_version", 1);
-        json_key_str(j, "dpsim_version", DPSIM_VERSION);
-        json_key_str(j, "scenario", s->name);
-        json_key(j, "runs");
-        json_arr_begin(j);
+        jobs_json_doc_begin(j, s->name);
     }
     for (int k = 0; k < ns && rc == EXIT_OK; k++) {
         jobs_result *r = jobs_run(js, sk[k], seed, &err);

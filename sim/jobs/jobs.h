@@ -52,7 +52,8 @@ typedef struct jobs_spec {
 
 /* The device counts job j may run on under scheduler sd: its
  * min_devices..max_devices under an elastic scheduler (allocate), by
- * default 1..the world's devices; want..want under the others. */
+ * default 1..4 x want (at most the world's devices); want..want under the
+ * others. */
 void jobs_range(const jobs_spec *js, size_t j, const sched_def *sd, int *lo, int *hi);
 
 /* 1 when the scenario has `jobs:`. */

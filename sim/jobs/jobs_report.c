@@ -3,6 +3,8 @@
 #include "jobs.h"
 #include "jobs_report.h"
 
+#include "dpsim_config.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -26,6 +28,17 @@ void jobs_print(const jobs_result *r, int all, FILE *out)
             "utilisation: devices held %.1f%%, computing %.1f%%; rho mean %.3f, max %.3f; Jain's index %.4f\n",
             r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s, 100 * r->util_alloc,
             100 * r->util_busy, r->mean_rho, r->max_rho, r->jain);
+}
+
+void jobs_json_doc_begin(json_buf *j, const char *scenario)
+{
+    json_obj_begin(j);
+    json_key_str(j, "format", "dpsim-jobs");
+    json_key_int(j, "format_version", 1);
+    json_key_str(j, "dpsim_version", DPSIM_VERSION);
+    json_key_str(j, "scenario", scenario);
+    json_key(j, "runs");
+    json_arr_begin(j);
 }
 
 void jobs_json(const jobs_result *r, json_buf *j)

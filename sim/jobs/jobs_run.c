@@ -167,18 +167,18 @@ double jobs_alone_k(const jobs_spec *js, size_t i, int n, uint64_t seed, dp_err 
     return t;
 }
 
-/* The counts an elastic job's time alone is simulated at: up to 4, the
- * powers of 2, its `devices` and the ends of its range. */
+/* The counts an elastic job's time alone is simulated at: the powers of
+ * 2, its `devices` and the ends of its range. */
 static int sampled(const jstate *j, int k, int want)
 {
-    return k <= 4 || (k & (k - 1)) == 0 || k == want || k == j->lo || k == j->hi;
+    return (k & (k - 1)) == 0 || k == want || k == j->lo || k == j->hi;
 }
 
 /* An elastic job's time alone and global batch on each count it may run
  * on.  The time is a single-job run at the sampled counts; between two of
  * them, k1 < k < k2, it is linear in 1/k (exact for a + b / k: compute
- * split over k devices, a part that does not shrink), so 64 counts cost
- * about 9 runs.  A policy that refuses a count other than its `devices`
+ * split over k devices, a part that does not shrink, as a ring's
+ * 2 (k - 1) / k x model / bandwidth), so 64 counts cost about 8 runs.  A policy that refuses a count other than its `devices`
  * only rules that count out (NAN), and the counts between it and the next
  * sampled one. */
 static int elastic_estimates(jrun *R, jstate *j, dp_err *err)

@@ -228,8 +228,9 @@ void jobs_range(const jobs_spec *js, size_t i, const sched_def *sd, int *lo, int
         *lo = *hi = j->want;
         return;
     }
+    int world = (int)js->world->n_devices, four = j->want > world / 4 ? world : 4 * j->want;
     *lo = j->min_dev ? j->min_dev : 1;
-    *hi = j->max_dev ? j->max_dev : (int)js->world->n_devices;
+    *hi = j->max_dev ? j->max_dev : four < *lo ? *lo : four;
 }
 
 static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const char *prefix, const char *path,
