@@ -23,7 +23,7 @@
  * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
  * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion
  * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
- * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
+ * over every flow at every event, O(F).  Anything that breaks the structure (a flow on two
  * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
  * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
  *
@@ -615,12 +615,12 @@ void star_leave(net *n)
             star_fold_peak(n, f);
         f->sset = STAR_OFF;
         *SST(n, f) = 0;
-        f->finish_t = INFINITY;
+        f->tl = now;
+        f->finish_t = flow_finish(f, now); /* kept by a fill that gives it the same rate */
         star_disown(n, f);
     }
     star_reset(n);
     n->star = 0;
-    n->t_last = now;
     if (n->done_ev)
         sim_cancel(n->e, n->done_ev);
     n->done_ev = 0;
@@ -662,10 +662,11 @@ int star_try_enter(net *n)
         star_reset(n);
         return 0;
     }
-    advance(n);
+    double now = sim_now(n->e);
     n->star = 1;
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
+        flow_catch_up(f, now); /* star_reshare places it with its bytes as of now */
         star_own(n, f);
         f->sset = STAR_NEW;
         n->pend[n->n_pend++] = f->index;
@@ -931,7 +932,6 @@ void star_on_done(net *n)
         /* every flow is done: the next wave may share other links */
         star_reset(n);
         n->star = 0;
-        n->t_last = now;
     }
     net_reshare_now(n);
 }
