@@ -132,6 +132,11 @@ typedef struct star_hub {
      * entries that come in order (net_star.c, sh_push) */
     sh_run run[4][SH_RUNS];
     int top_run[4];          /* where sh_top found the top: a run, or -1 (the heap) */
+    /* sh_top's last answer per heap, kept until the heap or a flow in it
+     * changes (sh_stale): a recomputation asks every hub's heaps, and
+     * most of them (the other NIC direction) did not change */
+    struct flow *top_f[4];
+    int top_ok[4];
     size_t n_c, n_u;         /* flows in C and in U */
     struct star_epoch *lstk; /* levels since an epoch: L decreasing */
     size_t n_lstk, cap_lstk;

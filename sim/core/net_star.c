@@ -95,10 +95,17 @@ static inline int sh_alive(const net *n, const sh_ent *e)
     return n->fst[e->idx] == e->stamp;
 }
 
+/* Heap h of hub hb (or a flow in it) changed: sh_top looks again. */
+static inline void sh_stale(star_hub *hb, int h)
+{
+    hb->top_ok[h] = 0;
+}
+
 /* Keep the live entries only: the heap's rebuilt (Floyd, O(size)), the
  * runs kept in order. */
 static void sh_compact(const net *n, star_hub *hb, int h)
 {
+    sh_stale(hb, h);
     sh_ent *e = hb->sh[h];
     size_t m = 0;
     for (size_t i = 0; i < hb->sh_n[h]; i++)
@@ -166,6 +173,7 @@ static int sh_run_for(star_hub *hb, int h, const sh_ent *x, int bulk)
 static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
 {
     sh_ent x = {key, *SST(n, f), f->index};
+    sh_stale(hb, h);
     if (hb->sh_n[h] + sh_in_runs(hb, h) >= 2 * sh_live(hb, h) + 1024)
         sh_compact(n, hb, h);
     int j = sh_run_for(hb, h, &x, n->sh_bulk);
@@ -195,6 +203,8 @@ static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
  * says where it is). */
 static flow *sh_top(const net *n, star_hub *hb, int h)
 {
+    if (hb->top_ok[h])
+        return hb->top_f[h];
     sh_ent *e = hb->sh[h];
     while (hb->sh_n[h] && !sh_alive(n, &e[0]))
         if (--hb->sh_n[h])
@@ -211,12 +221,15 @@ static flow *sh_top(const net *n, star_hub *hb, int h)
         }
     }
     hb->top_run[h] = from;
-    return best ? F(n, best->idx) : NULL;
+    hb->top_f[h] = best ? F(n, best->idx) : NULL;
+    hb->top_ok[h] = 1;
+    return hb->top_f[h];
 }
 
 /* Empty heap h of hub hb and its runs. */
 static void sh_clear(star_hub *hb, int h)
 {
+    sh_stale(hb, h);
     hb->sh_n[h] = 0;
     for (int j = 0; j < SH_RUNS; j++) {
         hb->run[h][j].at = hb->run[h][j].n = 0;
@@ -362,6 +375,7 @@ static void sh_bulk_end(net *n)
         for (int h = 0; h < 4; h++)
             for (int j = 0; j < SH_RUNS; j++) {
                 sh_run *r = &hb->run[h][j];
+                sh_stale(hb, h);
                 if (!r->open)
                     continue;
                 r->open = 0;
@@ -533,6 +547,8 @@ static void star_detach(net *n, flow *f, double now)
 {
     star_hub *hb = hub_of(n, f);
     f->remaining = star_rem(n, f, now);
+    for (int h = 0; h < 4; h++) /* its entries die (the heaps of its set) */
+        sh_stale(hb, h);
     if (f->sset == STAR_C) {
         if (hb->link >= 0)
             sum_add(hb, -f->c);
@@ -596,6 +612,8 @@ static int hub_add(net *n, int li)
     star_hub *hb = &n->hubs[n->n_hubs];
     hb->link = li;
     hb->tV = sim_now(n->e);
+    for (int h = 0; h < 4; h++)
+        sh_stale(hb, h);
     if (li >= 0)
         n->links[li].hub = (uint32_t)n->n_hubs;
     n->n_hubs++;
