@@ -547,8 +547,13 @@ static void star_detach(net *n, flow *f, double now)
 {
     star_hub *hb = hub_of(n, f);
     f->remaining = star_rem(n, f, now);
-    for (int h = 0; h < 4; h++) /* its entries die (the heaps of its set) */
-        sh_stale(hb, h);
+    if (f->sset == STAR_C) { /* its entries die: its set's heaps */
+        sh_stale(hb, H_CFIN);
+        sh_stale(hb, H_CCAP);
+    } else if (f->sset == STAR_U) {
+        sh_stale(hb, H_UKEY);
+        sh_stale(hb, H_UCAP);
+    }
     if (f->sset == STAR_C) {
         if (hb->link >= 0)
             sum_add(hb, -f->c);
