@@ -232,42 +232,26 @@ Test(jobs, cassini_offset_by_m_takes_c_plus_m)
     done(s, js, r);
 }
 
-/* Jobs that share no link (server NIC unlimited, no WAN) on their own
- * devices give exactly their single-job results. */
-Test(jobs, sharing_nothing_gives_single_job_results)
+/* Run the world of jobs in `text` and each job alone on its devices: end
+ * time, bytes and slowdown agree to `rel` (0: bit for bit). */
+static void jobs_vs_alone(const char *text, double rel)
 {
     registered();
-    const char *text = "name: w\n"
-                       "model: { params: 2000000, flops_per_sample: 5e7 }\n"
-                       "dataset: { samples: 600, sample_bytes: 4KB }\n"
-                       "training: { epochs: 2 }\n"
-                       "devices:\n"
-                       "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
-                       "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
-                       "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
-                       "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
-                       "scheduler: static\n"
-                       "jobs:\n"
-                       "  - { name: a, arrival: 0s, policy: ddp, groups: [g] }\n"
-                       "  - { name: b, arrival: 0s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n";
     scn_scenario *s = load(text, NULL, 0);
     dp_err e = {0};
     jobs_spec *js = jobs_load(s, &e);
     cr_assert(js, "%s", e.msg);
     jobs_result *r = jobs_run(js, NULL, 1, &e);
     cr_assert(r, "%s", e.msg);
-    for (size_t j = 0; j < 2; j++) {
+    for (size_t j = 0; j < js->n; j++) {
         scn_scenario *sub = jobs_sub_scenario(js->jobs[j].scn, js->jobs[j].pinned, (size_t)js->jobs[j].want, &e);
         res_run *one = policy_run(js->jobs[j].policy, sub, 1, &e);
         cr_assert(one, "%s", e.msg);
-        /* Not bit for bit: the network brings every active flow's bytes
-         * left up to date at any flow's change (net.c, t_last), so the
-         * other job's events split a flow's arithmetic; 1e-12 apart. */
-        cr_expect(fabs(r->jobs[j].end_s - one->ttotal_s) <= 1e-12 * one->ttotal_s, "job %zu: %.17g alone %.17g", j,
+        cr_expect(fabs(r->jobs[j].end_s - one->ttotal_s) <= rel * one->ttotal_s, "job %zu: %.17g alone %.17g", j,
                   r->jobs[j].end_s, one->ttotal_s);
-        cr_expect(fabs(r->jobs[j].bytes - one->bytes_total) <= 1e-12 * one->bytes_total,
+        cr_expect(fabs(r->jobs[j].bytes - one->bytes_total) <= rel * one->bytes_total,
                   "job %zu bytes: %.17g alone %.17g", j, r->jobs[j].bytes, one->bytes_total);
-        cr_expect(fabs(r->jobs[j].rho - 1) <= 1e-12);
+        cr_expect(fabs(r->jobs[j].rho - 1) <= rel, "job %zu rho %.17g", j, r->jobs[j].rho);
         cr_expect_eq(r->jobs[j].alone_s, one->ttotal_s); /* the estimate is that run */
         res_run_free(one);
         jobs_sub_free(sub);
@@ -276,6 +260,57 @@ Test(jobs, sharing_nothing_gives_single_job_results)
     jobs_result_free(r);
     jobs_free(js);
     scn_free(s);
+}
+
+/* Jobs that share no link, their flows contending on their own links
+ * (DDP's ring as flows, C-ADP's data and model over the access links), give
+ * their single-job figures bit for bit: a flow's bytes left are brought up
+ * to date only when its own rate changes (sim/core/net_impl.h, lazy
+ * progress), so the other job's events never touch its arithmetic (with
+ * every flow brought up to date at any flow's event, job a ended at
+ * 9.0283333333333218 s here, alone at ...236).  One epoch, both from 0 (a
+ * later start shifts every instant's rounding): see the next test for
+ * several. */
+Test(jobs, sharing_nothing_is_bit_for_bit)
+{
+    jobs_vs_alone("name: w\n"
+                  "model: { params: 200000, flops_per_sample: 5e7 }\n"
+                  "dataset: { samples: 600, sample_bytes: 100KB }\n"
+                  "training: { epochs: 1 }\n"
+                  "devices:\n"
+                  "  - { name: g, count: 3, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+                  "      link: { up: 100Mbps, down: 70Mbps, latency: 1ms } }\n"
+                  "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
+                  "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
+                  "policies: { ddp: { collective: flows } }\n"
+                  "scheduler: static\n"
+                  "jobs:\n"
+                  "  - { name: a, arrival: 0s, policy: ddp, groups: [g] }\n"
+                  "  - { name: b, arrival: 0s, policy: cadp, groups: [c] }\n",
+                  0);
+}
+
+/* Jobs that share no link (server NIC unlimited, no WAN) on their own
+ * devices give their single-job results; not bit for bit past one epoch:
+ * a job of several epochs differs from its single run in the last bits
+ * even alone in the world of jobs (not the network: the test above);
+ * 1e-12 apart. */
+Test(jobs, sharing_nothing_gives_single_job_results)
+{
+    jobs_vs_alone("name: w\n"
+                  "model: { params: 2000000, flops_per_sample: 5e7 }\n"
+                  "dataset: { samples: 600, sample_bytes: 4KB }\n"
+                  "training: { epochs: 2 }\n"
+                  "devices:\n"
+                  "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+                  "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+                  "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
+                  "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
+                  "scheduler: static\n"
+                  "jobs:\n"
+                  "  - { name: a, arrival: 0s, policy: ddp, groups: [g] }\n"
+                  "  - { name: b, arrival: 0s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n",
+                  1e-12);
 }
 
 /* ---- hand-derived schedules (pure compute: a job alone lasts epochs x

@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "compute.h"
 #include "policy/runtime.h"
+#include "policy/runtime_perf.h"
 #include "world.h"
 #include "slv.h"
 
@@ -206,6 +207,94 @@ Test(rings, closed_form_foreign_flow_takes_the_round_back)
     cr_expect_gt(pf->ttotal_s, alone + 0.1, "%.17g vs %.17g alone", pf->ttotal_s, alone);
     res_run_free(pf);
     res_run_free(cf);
+    scn_free(s);
+}
+
+/* Link classes (collective.c): 100 identical devices in classes
+ * (runtime_sym.c), two all-reduces as flows in closed form on the ring
+ * held for good, accounting only the representatives' links; a foreign
+ * flow to a follower (device 80) 0.7 s into the first takes it back.  The
+ * run equals, bit for bit, the same policy without classes (whose closed
+ * form holds, releases and accounts every link), in every device's bytes
+ * and link times too; and the per-flow run to 1e-12. */
+static int lkp_sym; /* the policy asks for classes */
+static int lkp_colls;
+static void lkp_send(prt *rt, void *ctx)
+{
+    (void)ctx;
+    cr_assert(world_transfer(prt_world(rt), 0, 81, 3e6, foe_flow_done, NULL));
+}
+static void lkp_ring_done(prt *rt, void *ctx);
+static void lkp_ring(prt *rt)
+{
+    if (coll_start(rt, COLL_ALLREDUCE, 8e6, PRT_COLL_FLOWS, lkp_ring_done, NULL))
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+}
+static void lkp_ring_done(prt *rt, void *ctx)
+{
+    (void)ctx;
+    if (++lkp_colls < 3)
+        lkp_ring(rt); /* the second and third on the ring held again */
+    else
+        prt_end_epoch(rt);
+}
+static int lkp_start(prt *rt, const void *opts)
+{
+    (void)opts;
+    for (size_t d = 0; d < prt_n(rt); d++)
+        prt_share(rt)[d] = 16;
+    lkp_colls = 0;
+    if (lkp_sym)
+        cr_assert_eq(prt_sym_begin(rt), 1, "no classes");
+    if (prt_at(rt, 0.7, lkp_send, NULL))
+        return DP_ENOMEM;
+    lkp_ring(rt);
+    return 0;
+}
+static const policy_def policy_lkp = {
+    .name = "ringclasses",
+    .label = "ringclasses",
+    .color = "#000000",
+    .summary = "rings over classes of devices with a foreign flow (test)",
+    .start = lkp_start,
+    .free = early_free,
+};
+
+Test(rings, closed_form_link_classes_equal_every_link)
+{
+    dp_err err = {0};
+    cr_assert_eq(policy_register(&policy_lkp, &err), 0, "%s", err.msg);
+    const char *text = "name: many\n"
+                       "model: { name: m, params: 2000000, flops_per_sample: 1.0e6 }\n"
+                       "dataset: { name: d, samples: 1600, sample_bytes: 1000 }\n"
+                       "training: { epochs: 1 }\n"
+                       "devices:\n"
+                       "  - { name: g, count: 100, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
+                       "      link: { up: 80Mbps, down: 40Mbps, latency: 5ms } }\n";
+    scn_scenario *s = load(text, NULL, 0);
+    lkp_sym = 1;
+    res_run *a = run(&policy_lkp, s);
+    lkp_sym = 0;
+    res_run *b = run(&policy_lkp, s);
+    coll_set_per_flow(1);
+    res_run *pf = run(&policy_lkp, s);
+    coll_set_per_flow(0);
+    expect_same_run(a, b);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        const res_device *x = &a->devices[d], *y = &b->devices[d];
+        cr_expect(memcmp(&x->bytes_sent, &y->bytes_sent, sizeof(double)) == 0, "device %zu", d);
+        cr_expect(memcmp(&x->bytes_recv, &y->bytes_recv, sizeof(double)) == 0, "device %zu", d);
+        cr_expect(memcmp(&x->send_s, &y->send_s, sizeof(double)) == 0, "device %zu", d);
+        cr_expect(memcmp(&x->recv_s, &y->recv_s, sizeof(double)) == 0, "device %zu: %.17g vs %.17g", d, x->recv_s,
+                  y->recv_s);
+    }
+    expect_agree(a, pf, 0);
+    /* the foreign flow slowed the first collective: not the lone ring's time */
+    double round = 0.01 + 8e4 / 5e6;
+    cr_expect_gt(a->ttotal_s, 3 * 198 * round + 0.1, "%.17g", a->ttotal_s);
+    res_run_free(a);
+    res_run_free(b);
+    res_run_free(pf);
     scn_free(s);
 }
 

@@ -356,6 +356,48 @@ void net_link_release(net *n, int link_i)
         n->links[link_i].hold = NULL;
 }
 
+static int same_d(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+int net_link_same(const net *n, int a, int b)
+{
+    if (a < 0 || b < 0 || (size_t)a >= n->n_links || (size_t)b >= n->n_links)
+        return 0;
+    const link *x = &n->links[a], *y = &n->links[b];
+    int same = same_d(x->cap, y->cap) && same_d(x->nominal, y->nominal) && x->down == y->down && !x->n_active &&
+               !y->n_active && !x->tr && !y->tr && same_d(x->bytes, y->bytes) && same_d(x->busy_s, y->busy_s) &&
+               same_d(x->peak, y->peak) && same_d(x->bytes_tot, y->bytes_tot) && same_d(x->busy_tot, y->busy_tot) &&
+               same_d(x->abytes, y->abytes) && same_d(x->abusy, y->abusy) && same_d(x->abytes_tot, y->abytes_tot) &&
+               same_d(x->abusy_tot, y->abusy_tot);
+    if (same && n->adelta_ok)
+        same = same_d(n->adelta[2 * (size_t)a], n->adelta[2 * (size_t)b]) &&
+               same_d(n->adelta[2 * (size_t)a + 1], n->adelta[2 * (size_t)b + 1]);
+    return same;
+}
+
+void net_link_copy_stats(net *n, int from, int to)
+{
+    if (from < 0 || to < 0 || (size_t)from >= n->n_links || (size_t)to >= n->n_links || from == to)
+        return;
+    const link *x = &n->links[from];
+    link *y = &n->links[to];
+    y->bytes = x->bytes;
+    y->busy_s = x->busy_s;
+    y->peak = x->peak;
+    y->bytes_tot = x->bytes_tot;
+    y->busy_tot = x->busy_tot;
+    y->abytes = x->abytes;
+    y->abusy = x->abusy;
+    y->abytes_tot = x->abytes_tot;
+    y->abusy_tot = x->abusy_tot;
+    if (n->adelta_ok) {
+        n->adelta[2 * (size_t)to] = n->adelta[2 * (size_t)from];
+        n->adelta[2 * (size_t)to + 1] = n->adelta[2 * (size_t)from + 1];
+    }
+}
+
 void net_link_account(net *n, int link_i, double bytes, double busy_s, double rate)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links)

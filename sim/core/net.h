@@ -102,6 +102,14 @@ void net_link_release(net *n, int link);
 /* Add bytes, busy seconds and a flow's rate (for the peak utilisation) to
  * a link's statistics, as flows that crossed it alone would have. */
 void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
+/* Links that move alike (a class of identical devices whose collectives
+ * account only the representative's links, sim/policy/collective.c):
+ * net_link_same: 1 when a and b have the same capacity and state (idle,
+ * untraced, up) and bit-identical statistics; net_link_copy_stats gives
+ * `to` the statistics of `from` (bytes, busy time, peak, and the aside and
+ * folded ones), as if the same flows had crossed it. */
+int net_link_same(const net *n, int a, int b);
+void net_link_copy_stats(net *n, int from, int to);
 
 /* Add bytes, busy seconds and a share of its capacity in use (for the
  * peak utilisation, in [0, 1]) to a link's statistics aside from what its

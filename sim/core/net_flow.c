@@ -81,27 +81,16 @@ void active_remove(net *n, flow *f)
     F(n, last)->apos = k;
 }
 
-/* Bring every active flow's remaining bytes up to now. */
-void advance(net *n)
-{
-    double now = sim_now(n->e), dt = now - n->t_last;
-    if (dt > 0)
-        for (size_t k = 0; k < n->n_active; k++)
-            flow_advance(F(n, n->active[k]), dt);
-    n->t_last = now;
-}
-
 static int activate(net *n, flow *f)
 {
     for (int k = 0; k < f->np; k++) /* its links' holders take their flows back first */
         unhold(n, f->path[k]);
     if (grow((void **)&n->active, &n->cap_active, n->n_active + 1, sizeof(uint32_t)))
         return -1;
-    if (!n->star)
-        advance(n); /* t_last must not predate a flow that joins the set */
     f->state = FLOW_ACTIVE;
     f->rate = 0;
-    f->finish_t = INFINITY;
+    f->tl = sim_now(n->e); /* its bytes are as of now */
+    f->finish_t = flow_finish(f, f->tl); /* now if it has none, whatever the fill gives it */
     f->apos = (uint32_t)n->n_active;
     n->active[n->n_active++] = f->index;
     for (int k = 0; k < f->np; k++)
@@ -178,10 +167,9 @@ double net_flow_remaining(const net *n, uint64_t id)
         return 0;
     if (n->star && f->state == FLOW_ACTIVE)
         return star_rem(n, f, sim_now(n->e));
-    if (f->state != FLOW_ACTIVE || !(f->rate > 0))
+    if (f->state != FLOW_ACTIVE)
         return f->remaining;
-    double r = isinf(f->rate) ? 0 : f->remaining - f->rate * (sim_now(n->e) - n->t_last);
-    return r > 0 ? r : 0;
+    return flow_rem_at(f, sim_now(n->e));
 }
 
 int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
@@ -199,7 +187,7 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
         if (n->star) {
             rem = star_cancel(n, f);
         } else {
-            advance(n);
+            flow_catch_up(f, sim_now(n->e));
             rem = f->remaining;
         }
         double sent = f->bytes - rem;
@@ -307,7 +295,6 @@ void on_done(sim_engine *e, void *ctx, uint64_t id)
         star_on_done(n);
         return;
     }
-    advance(n);
     double now = sim_now(e);
     size_t nf = 0, kept = 0;
     /* room for every flow to end (kept between completions): a list that
@@ -324,7 +311,7 @@ void on_done(sim_engine *e, void *ctx, uint64_t id)
      * that follow stream through them instead of jumping at random). */
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (f->finish_t <= now || f->remaining <= 1e-9 * f->bytes) {
+        if (f->finish_t <= now || flow_rem_at(f, now) <= 1e-9 * f->bytes) {
             n->finished[nf++] = (fin_ent){f->seq, f};
             for (int j = 0; j < f->np; j++) {
                 link *l = &n->links[f->path[j]];

@@ -4,10 +4,13 @@
  * Everything else sees net.h.
  *
  * Invariants:
- *  - Every ACTIVE flow has a rate set by the last reshare and a predicted
- *    finish time; `t_last` is when all remaining byte counts were brought up
- *    to date.  Rates are constant between reshares, so advancing is exact
- *    up to rounding.
+ *  - Every ACTIVE flow has a rate set by the last reshare that changed it
+ *    and a predicted finish time; its `remaining` is as of its own `tl`,
+ *    brought up to date only when its own rate changes (flow_rate_to) or
+ *    it is cut, so another flow's events never touch its arithmetic: jobs
+ *    that share no link give their single-job figures bit for bit, and a
+ *    reshare updates only the flows whose share moved.  (On the star path
+ *    its sets' closed forms hold the flow instead: net_star.c.)
  *  - At most one completion event (the earliest finish) and at most one
  *    deferred reshare event are pending.
  */
@@ -79,6 +82,7 @@ typedef struct flow {
     int np;
     int path[NET_MAX_PATH];
     double bytes, remaining, rate, cap, finish_t;
+    double tl; /* when `remaining` was last brought up to date (general path) */
     double w; /* its weight under NET_SHARE_RTT: 1 / max(RTT, NET_RTT_MIN); 1 under max-min */
     net_done_fn done;
     void *ctx;
@@ -128,6 +132,11 @@ typedef struct star_hub {
      * entries that come in order (net_star.c, sh_push) */
     sh_run run[4][SH_RUNS];
     int top_run[4];          /* where sh_top found the top: a run, or -1 (the heap) */
+    /* sh_top's last answer per heap, kept until the heap or a flow in it
+     * changes (sh_stale): a recomputation asks every hub's heaps, and
+     * most of them (the other NIC direction) did not change */
+    struct flow *top_f[4];
+    int top_ok[4];
     size_t n_c, n_u;         /* flows in C and in U */
     struct star_epoch *lstk; /* levels since an epoch: L decreasing */
     size_t n_lstk, cap_lstk;
@@ -152,7 +161,6 @@ struct net {
     size_t n_active, cap_active;
     size_t n_pending;
     uint64_t seq;
-    double t_last;
     uint64_t reshare_ev, done_ev;
     int full; /* the pending reshare must recompute the shares */
     uint64_t reshares, fills;
@@ -267,14 +275,43 @@ static inline uint64_t *SST(const net *n, const flow *f)
 #define RADIX_BITS 11
 #define RADIX_MASK ((1u << RADIX_BITS) - 1)
 
-/* Bring a flow's remaining bytes dt seconds on at its rate. */
-static inline void flow_advance(flow *f, double dt)
+/* A flow's remaining bytes at `now` at its current rate (from its own tl). */
+static inline double flow_rem_at(const flow *f, double now)
 {
-    if (f->rate > 0) {
-        f->remaining = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
-        if (f->remaining < 0)
-            f->remaining = 0;
-    }
+    double dt = now - f->tl;
+    if (!(dt > 0) || !(f->rate > 0))
+        return f->remaining;
+    double r = isinf(f->rate) ? 0 : f->remaining - f->rate * dt;
+    return r > 0 ? r : 0;
+}
+
+/* Bring a flow's remaining bytes up to `now` at its current rate. */
+static inline void flow_catch_up(flow *f, double now)
+{
+    f->remaining = flow_rem_at(f, now);
+    f->tl = now;
+}
+
+/* Its predicted finish from its remaining bytes as of `now` (tl == now). */
+static inline double flow_finish(const flow *f, double now)
+{
+    if (f->remaining <= 0)
+        return now;
+    if (f->rate > 0)
+        return isinf(f->rate) ? now : now + f->remaining / f->rate;
+    return INFINITY; /* stalled on a zero-capacity link */
+}
+
+/* Give flow f `rate` from now.  An unchanged rate leaves its remaining
+ * bytes, tl and finish time as they are (lazy progress: net_impl.h's
+ * invariants); a new one first brings the bytes up to now at the old. */
+static inline void flow_rate_to(flow *f, double rate, double now)
+{
+    if (rate == f->rate)
+        return;
+    flow_catch_up(f, now);
+    f->rate = rate;
+    f->finish_t = flow_finish(f, now);
 }
 
 static inline flow *flow_of(const net *n, uint64_t id)
@@ -303,7 +340,6 @@ void unhold(net *n, int link_i);
 void flow_links_end(net *n, flow *f, double bytes);
 
 /* net_flow.c: flows and their ends */
-void advance(net *n);
 void active_remove(net *n, flow *f);
 void on_done(sim_engine *e, void *ctx, uint64_t id);
 void report_done(net *n, size_t nf);

@@ -187,7 +187,7 @@ static int freeze(net *n, flow *f, double rate, int defer)
 {
     int wt = n->sharing == NET_SHARE_RTT;
     f->frozen = 1;
-    f->rate = rate;
+    flow_rate_to(f, rate, sim_now(n->e));
     for (int k = 0; k < f->np; k++) {
         link *l = &n->links[f->path[k]];
         if (!isfinite(l->cap))
@@ -225,21 +225,12 @@ static int push_deferred(net *n)
     return rc;
 }
 
-/* Step 5 of a reshare: rates are set; predict finishes and schedule the
- * earliest. */
-static void schedule_finish(net *n)
+/* The completion event at the earliest predicted finish. */
+static void schedule_first(net *n)
 {
-    double now = sim_now(n->e), first = INFINITY;
+    double first = INFINITY;
     for (size_t k = 0; k < n->n_active; k++) {
-        flow *f = F(n, n->active[k]);
-        if (!f->frozen)
-            f->rate = INFINITY; /* crossing no finite link and without a cap: unconstrained */
-        if (f->remaining <= 0)
-            f->finish_t = now;
-        else if (f->rate > 0)
-            f->finish_t = isinf(f->rate) ? now : now + f->remaining / f->rate;
-        else
-            f->finish_t = INFINITY; /* stalled on a zero-capacity link */
+        const flow *f = F(n, n->active[k]);
         if (f->finish_t < first)
             first = f->finish_t;
     }
@@ -248,36 +239,29 @@ static void schedule_finish(net *n)
     n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
 }
 
-/* A reshare whose inputs are unchanged: progressive filling would give
- * every flow the rate it has, so only the rest is done, exactly as a full
- * reshare does it (advance, finish times, the completion event). */
-static void reshare_light(net *n)
+/* Step 5 of a reshare: rates are set (a flow whose rate moved has its
+ * finish predicted anew, flow_rate_to); schedule the earliest finish. */
+static void schedule_finish(net *n)
 {
-    /* advance() and schedule_finish() fused into one pass over the flows
-     * (the same operations in the same order per flow): with tens of
-     * thousands of flows this runs at every breakpoint of an idle link's
-     * trace, and one pass halves the memory traffic. */
-    double now = sim_now(n->e), dt = now - n->t_last, first = INFINITY;
+    double now = sim_now(n->e);
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (dt > 0)
-            flow_advance(f, dt);
-        if (!f->frozen)
-            f->rate = INFINITY;
-        if (f->remaining <= 0)
-            f->finish_t = now;
-        else if (f->rate > 0)
-            f->finish_t = isinf(f->rate) ? now : now + f->remaining / f->rate;
-        else
-            f->finish_t = INFINITY;
-        if (f->finish_t < first)
-            first = f->finish_t;
+        if (!f->frozen) /* crossing no finite link and without a cap: unconstrained */
+            flow_rate_to(f, INFINITY, now);
     }
-    n->t_last = now;
+    schedule_first(n);
+}
+
+/* A reshare whose inputs are unchanged: progressive filling would give
+ * every flow the rate it has, and with lazy progress (net_impl.h) an
+ * unchanged rate changes nothing of a flow, so only the completion event
+ * is set again, exactly as a full reshare does it.  (With tens of
+ * thousands of flows this runs at every breakpoint of an idle link's
+ * trace.) */
+static void reshare_light(net *n)
+{
     n->reshares++;
-    if (n->done_ev)
-        sim_cancel(n->e, n->done_ev);
-    n->done_ev = isfinite(first) ? sim_at(n->e, first, on_done, n) : 0;
+    schedule_first(n);
 }
 
 void net_reshare_now(net *n)
@@ -299,12 +283,11 @@ void net_reshare_now(net *n)
     unsigned stamp = ++n->stamp;
     size_t n_touched = 0, n_entries = 0, unfrozen = 0;
     int wt = n->sharing == NET_SHARE_RTT; /* weighted: levels per unit weight (link_level) */
-    double dt = sim_now(n->e) - n->t_last;
-    n->t_last = sim_now(n->e);
 
     /* 1. in one pass over the flows (a reshare is bound by memory traffic:
-     * F flows through one NIC): bring each up to now (as advance() does),
-     * count the flows on every finite link, note the flows to freeze (those
+     * F flows through one NIC): count the flows on every finite link (a
+     * flow's rate stays as it is until the fill gives it one: freeze and
+     * flow_rate_to compare), note the flows to freeze (those
      * crossing a finite link or with a cap of their own; the rest are
      * unconstrained, step 5) and put every cap among the candidates */
     if (grow((void **)&n->heap, &n->cap_heap, n->n_active + 1, sizeof(lvl)))
@@ -312,10 +295,7 @@ void net_reshare_now(net *n)
     n->n_heap = 0;
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (dt > 0)
-            flow_advance(f, dt);
         f->frozen = 0;
-        f->rate = 0;
         int bounded = isfinite(f->cap);
         for (int j = 0; j < f->np; j++) {
             link *l = &n->links[f->path[j]];
@@ -426,8 +406,9 @@ void stall_all(net *n)
     if (n->reshare_ev)
         sim_cancel(n->e, n->reshare_ev);
     n->reshare_ev = 0;
+    double now = sim_now(n->e);
     for (size_t k = 0; k < n->n_active; k++)
-        F(n, n->active[k])->rate = 0;
+        flow_rate_to(F(n, n->active[k]), 0, now);
     if (n->done_ev)
         sim_cancel(n->e, n->done_ev);
     n->done_ev = 0;

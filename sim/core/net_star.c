@@ -23,7 +23,7 @@
  * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
  * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion
  * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
- * and brings every flow up to date at every event, O(F).  Anything that breaks the structure (a flow on two
+ * over every flow at every event, O(F).  Anything that breaks the structure (a flow on two
  * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
  * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
  *
@@ -95,10 +95,17 @@ static inline int sh_alive(const net *n, const sh_ent *e)
     return n->fst[e->idx] == e->stamp;
 }
 
+/* Heap h of hub hb (or a flow in it) changed: sh_top looks again. */
+static inline void sh_stale(star_hub *hb, int h)
+{
+    hb->top_ok[h] = 0;
+}
+
 /* Keep the live entries only: the heap's rebuilt (Floyd, O(size)), the
  * runs kept in order. */
 static void sh_compact(const net *n, star_hub *hb, int h)
 {
+    sh_stale(hb, h);
     sh_ent *e = hb->sh[h];
     size_t m = 0;
     for (size_t i = 0; i < hb->sh_n[h]; i++)
@@ -166,6 +173,7 @@ static int sh_run_for(star_hub *hb, int h, const sh_ent *x, int bulk)
 static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
 {
     sh_ent x = {key, *SST(n, f), f->index};
+    sh_stale(hb, h);
     if (hb->sh_n[h] + sh_in_runs(hb, h) >= 2 * sh_live(hb, h) + 1024)
         sh_compact(n, hb, h);
     int j = sh_run_for(hb, h, &x, n->sh_bulk);
@@ -195,6 +203,8 @@ static void sh_push(net *n, star_hub *hb, int h, flow *f, double key)
  * says where it is). */
 static flow *sh_top(const net *n, star_hub *hb, int h)
 {
+    if (hb->top_ok[h])
+        return hb->top_f[h];
     sh_ent *e = hb->sh[h];
     while (hb->sh_n[h] && !sh_alive(n, &e[0]))
         if (--hb->sh_n[h])
@@ -211,12 +221,15 @@ static flow *sh_top(const net *n, star_hub *hb, int h)
         }
     }
     hb->top_run[h] = from;
-    return best ? F(n, best->idx) : NULL;
+    hb->top_f[h] = best ? F(n, best->idx) : NULL;
+    hb->top_ok[h] = 1;
+    return hb->top_f[h];
 }
 
 /* Empty heap h of hub hb and its runs. */
 static void sh_clear(star_hub *hb, int h)
 {
+    sh_stale(hb, h);
     hb->sh_n[h] = 0;
     for (int j = 0; j < SH_RUNS; j++) {
         hb->run[h][j].at = hb->run[h][j].n = 0;
@@ -362,6 +375,7 @@ static void sh_bulk_end(net *n)
         for (int h = 0; h < 4; h++)
             for (int j = 0; j < SH_RUNS; j++) {
                 sh_run *r = &hb->run[h][j];
+                sh_stale(hb, h);
                 if (!r->open)
                     continue;
                 r->open = 0;
@@ -533,6 +547,13 @@ static void star_detach(net *n, flow *f, double now)
 {
     star_hub *hb = hub_of(n, f);
     f->remaining = star_rem(n, f, now);
+    if (f->sset == STAR_C) { /* its entries die: its set's heaps */
+        sh_stale(hb, H_CFIN);
+        sh_stale(hb, H_CCAP);
+    } else if (f->sset == STAR_U) {
+        sh_stale(hb, H_UKEY);
+        sh_stale(hb, H_UCAP);
+    }
     if (f->sset == STAR_C) {
         if (hb->link >= 0)
             sum_add(hb, -f->c);
@@ -596,6 +617,8 @@ static int hub_add(net *n, int li)
     star_hub *hb = &n->hubs[n->n_hubs];
     hb->link = li;
     hb->tV = sim_now(n->e);
+    for (int h = 0; h < 4; h++)
+        sh_stale(hb, h);
     if (li >= 0)
         n->links[li].hub = (uint32_t)n->n_hubs;
     n->n_hubs++;
@@ -615,12 +638,12 @@ void star_leave(net *n)
             star_fold_peak(n, f);
         f->sset = STAR_OFF;
         *SST(n, f) = 0;
-        f->finish_t = INFINITY;
+        f->tl = now;
+        f->finish_t = flow_finish(f, now); /* kept by a fill that gives it the same rate */
         star_disown(n, f);
     }
     star_reset(n);
     n->star = 0;
-    n->t_last = now;
     if (n->done_ev)
         sim_cancel(n->e, n->done_ev);
     n->done_ev = 0;
@@ -662,10 +685,11 @@ int star_try_enter(net *n)
         star_reset(n);
         return 0;
     }
-    advance(n);
+    double now = sim_now(n->e);
     n->star = 1;
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
+        flow_catch_up(f, now); /* star_reshare places it with its bytes as of now */
         star_own(n, f);
         f->sset = STAR_NEW;
         n->pend[n->n_pend++] = f->index;
@@ -931,7 +955,6 @@ void star_on_done(net *n)
         /* every flow is done: the next wave may share other links */
         star_reset(n);
         n->star = 0;
-        n->t_last = now;
     }
     net_reshare_now(n);
 }

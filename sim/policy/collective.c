@@ -35,6 +35,12 @@
  * a per-link scratch of latencies (NAN between uses). */
 typedef struct coll_cache {
     size_t *ring_off; /* edge i's links: rt->ring_links[ring_off[i], ring_off[i + 1]) */
+    double *ring_plat; /* edge i's path latency (world_path's) */
+    int routes_ok;     /* ring_routes made them */
+    /* link classes (below): 0 not tried, 1 on (the full ring held for
+     * good), -1 off for the run; the collective in closed form on it */
+    int lk;
+    struct coll *lk_c;
     unsigned *ring_k;
     int ring_unequal;     /* -1: none; else a shared link whose edges' latencies differ */
     double *lk_lat;       /* per network link */
@@ -64,6 +70,8 @@ typedef struct coll {
     struct pipe *pp;          /* pipelined progress as flows (below) */
     int pipelined;            /* rt->coll_pipelined when it started */
 } coll;
+
+static void lk_off(prt *rt);
 
 /* ---- pipelined progress (collective_progress: pipelined) ---------------
  * Without the barrier, each rank goes on as MPI's ring all-reduce does
@@ -125,6 +133,7 @@ typedef struct closed {
     double cand_lat[CLOSED_CANDS], cand_x[CLOSED_CANDS];
     int n_cand;
     uint64_t ev; /* the engine event at the end of the last round */
+    int lk;      /* on the ring held for good: no per-edge arrays (link classes) */
 } closed;
 
 /* Off: every round as flows (tests compare both; DPSIM_COLL_PER_FLOW=1
@@ -247,8 +256,10 @@ void coll_free_all(prt *rt)
     while (rt->colls)
         coll_free(rt->colls);
     if (rt->cc) {
+        lk_off(rt);
         dp_free(rt->cc->ring_off);
         dp_free(rt->cc->ring_k);
+        dp_free(rt->cc->ring_plat);
         dp_free(rt->cc->lk_lat);
         dp_free(rt->cc);
         rt->cc = NULL;
@@ -311,10 +322,30 @@ static void on_flow(void *ctx, uint64_t id)
 
 /* ---- rounds in closed form (see the top of this part) ---- */
 
-/* Ring edge i's path. */
-static void edge_path(const coll *c, size_t i, int *links, size_t *nl, double *lat)
+static int ring_routes(const coll *c);
+
+/* The full ring (every device, in order), whose routes ring_routes keeps. */
+static int full_ring(const coll *c)
 {
-    world_path(c->rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, links, nl, lat);
+    return !c->members && c->m == c->rt->n;
+}
+
+/* Ring edge i's path (every link, finite or not) and its latency: from
+ * the full ring's route cache (ring_routes: routes never change), else
+ * world_path into buf.  A collective in closed form walks its edges three
+ * times (hold, release, account); world_path's route lookup at each was
+ * a third of DDP with flow collectives at 10^4 devices. */
+static const int *edge_links(const coll *c, size_t i, int *buf, size_t *nl, double *lat)
+{
+    prt *rt = c->rt;
+    if (full_ring(c) && !ring_routes(c)) {
+        const coll_cache *cc = rt->cc;
+        *nl = cc->ring_off[i + 1] - cc->ring_off[i];
+        *lat = cc->ring_plat[i];
+        return rt->ring_links + cc->ring_off[i];
+    }
+    world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1, buf, nl, lat);
+    return buf;
 }
 
 /* The TCP window cap world_transfer gives a flow of path latency lat. */
@@ -330,10 +361,10 @@ static void closed_release(coll *c, size_t upto, size_t links_upto)
 {
     net *n = world_net(c->rt->w);
     for (size_t i = 0; i <= upto && i < c->m; i++) {
-        int links[NET_MAX_PATH];
+        int buf[NET_MAX_PATH];
         size_t nl;
         double lat;
-        edge_path(c, i, links, &nl, &lat);
+        const int *links = edge_links(c, i, buf, &nl, &lat);
         if (i == upto)
             nl = links_upto < nl ? links_upto : nl;
         for (size_t j = 0; j < nl; j++)
@@ -360,7 +391,12 @@ static void closed_drop(coll *c)
     if (!c->cf)
         return;
     sim_cancel(c->rt->e, c->cf->ev);
-    closed_release(c, c->m, 0);
+    if (c->cf->lk) {
+        c->rt->cc->lk_c = NULL;
+        lk_off(c->rt);
+    } else {
+        closed_release(c, c->m, 0);
+    }
     closed_free(c);
 }
 
@@ -376,20 +412,44 @@ static double closed_step(const closed *k, double t)
     return end;
 }
 
-/* Add `rounds` whole rounds of every edge to its links' statistics. */
-static void closed_account(coll *c, double rounds)
+/* A lone flow's rate on ring edge `links` of latency lat: its window
+ * cap and its finite links' capacities, in path order. */
+static double edge_rate_now(const coll *c, const int *links, size_t nl, double lat)
 {
-    if (!(rounds > 0))
-        return;
     net *n = world_net(c->rt->w);
+    double rate = window_cap(c->rt, lat);
+    for (size_t j = 0; j < nl; j++) {
+        double cap = net_link_capacity(n, links[j]);
+        if (isfinite(cap))
+            rate = fmin(rate, cap);
+    }
+    return rate;
+}
+
+static void lk_settle(coll *c, double rounds);
+
+/* Let every held link go and add `rounds` whole rounds of every edge to
+ * its links' statistics, in one pass over the links (each link's own
+ * operations in the order of a release then an account: the same bits). */
+static void closed_settle(coll *c, double rounds)
+{
+    if (c->cf->lk) {
+        lk_settle(c, rounds);
+        return;
+    }
+    net *n = world_net(c->rt->w);
+    int acc = rounds > 0;
     for (size_t i = 0; i < c->m; i++) {
-        int links[NET_MAX_PATH];
+        int buf[NET_MAX_PATH];
         size_t nl;
         double lat;
-        edge_path(c, i, links, &nl, &lat);
+        const int *links = edge_links(c, i, buf, &nl, &lat);
         for (size_t j = 0; j < nl; j++)
-            if (isfinite(net_link_capacity(n, links[j])))
-                net_link_account(n, links[j], rounds * c->chunk, rounds * c->cf->x[i], c->cf->rate[i]);
+            if (isfinite(net_link_capacity(n, links[j]))) {
+                net_link_release(n, links[j]);
+                if (acc)
+                    net_link_account(n, links[j], rounds * c->chunk, rounds * c->cf->x[i], c->cf->rate[i]);
+            }
     }
 }
 
@@ -399,8 +459,7 @@ static void closed_end(sim_engine *e, void *ctx, uint64_t id)
     (void)id;
     coll *c = ctx;
     c->cf->ev = 0;
-    closed_release(c, c->m, 0);
-    closed_account(c, (double)(c->rounds - c->cf->round0));
+    closed_settle(c, (double)(c->rounds - c->cf->round0));
     closed_free(c);
     c->round = c->rounds;
     finish(c->rt, c);
@@ -415,27 +474,35 @@ static void round_done_ev(prt *rt, void *ctx)
 /* The net is about to change a held link's shares (now): account the
  * rounds done, start the current round's unfinished flows as real flows
  * with what they have left, and go on with flows. */
+static int lk_edges(coll *c);
+
 static void closed_takeback(void *ctx)
 {
     coll *c = ctx;
     prt *rt = c->rt;
     closed *k = c->cf;
     net *n = world_net(rt->w);
+    if (k->lk && lk_edges(c)) { /* per-edge figures for the flows below */
+        sim_cancel(rt->e, k->ev);
+        closed_free(c);
+        prt_fail(rt, DP_ENOMEM, "out of memory");
+        return;
+    }
     double now = sim_now(rt->e), t = k->t0;
     int r = k->round0;
     for (double next; r < c->rounds && (next = closed_step(k, t)) <= now; r++)
         t = next;
     sim_cancel(rt->e, k->ev);
-    closed_release(c, c->m, 0);
-    closed_account(c, (double)(r - k->round0));
+    closed_settle(c, (double)(r - k->round0));
     c->round = r;
     c->cf = NULL; /* the flows started below must not find it */
     c->pending = 0;
     for (size_t i = 0; r < c->rounds && i < c->m; i++) {
-        int links[NET_MAX_PATH];
+        int lbuf[NET_MAX_PATH], links[NET_MAX_PATH];
         size_t nl;
         double lat;
-        edge_path(c, i, links, &nl, &lat);
+        const int *el = edge_links(c, i, lbuf, &nl, &lat);
+        memcpy(links, el, nl * sizeof *links); /* world_flow_start may not keep a pointer into the cache */
         double a = t + k->lat[i], end = a + k->x[i], left = c->chunk, delay = 0;
         if (end <= now) {
             left = 0; /* done */
@@ -470,11 +537,16 @@ static void closed_takeback(void *ctx)
 
 /* Run the rounds from c->round on in closed form if the ring's links allow
  * it (above): 1 if so, 0 to run them as flows. */
+static int lk_start(coll *c);
+
 static int closed_start(coll *c)
 {
     prt *rt = c->rt;
     if (!closed_allowed() || rt->may_fail || rt->energy || c->broken || c->round >= c->rounds) /* energy: each flow's interval counts */
         return 0;
+    int lk = lk_start(c);
+    if (lk >= 0)
+        return lk;
     net *n = world_net(rt->w);
     closed *k = dp_calloc(1, sizeof *k);
     if (!k)
@@ -489,9 +561,9 @@ static int closed_start(coll *c)
     }
     double slowest = 0;
     for (size_t i = 0; i < c->m; i++) {
-        int links[NET_MAX_PATH];
+        int buf[NET_MAX_PATH];
         size_t nl;
-        edge_path(c, i, links, &nl, &k->lat[i]);
+        const int *links = edge_links(c, i, buf, &nl, &k->lat[i]);
         double rate = window_cap(rt, k->lat[i]);
         for (size_t j = 0; j < nl; j++) {
             double cap = net_link_capacity(n, links[j]);
@@ -603,6 +675,256 @@ static void pipe_start(coll *c)
             return;
         }
     }
+}
+
+/* ---- link classes: the full ring held for good ---------------------------
+ * With symmetry on (runtime_sym.c) the full ring's devices form classes:
+ * runs of identical consecutive devices whose edges (in and out) are alike.
+ * In closed form every round of every edge adds the same to each member's
+ * two ring links as to its representative's; walking every edge's links
+ * three times per collective (hold, release, account) was nearly all of
+ * DDP with flow collectives at 10^5 devices.  So, once the ring's links
+ * allow it, they stay held between collectives (the hook: ring_hook), a
+ * collective in closed form reads and accounts only the edges of the
+ * representatives and of devices alone (O(classes)), and a follower's ring
+ * links take its representative's statistics whenever the runtime copies
+ * its records (coll_sym_links: sym_flush before an epoch's fold or the
+ * results, sym_split).  Anything touching a held link (a flow, a capacity
+ * change, an outage) first brings every follower's links up to date,
+ * releases the ring and ends the mode for the run (lk_off); a collective in
+ * closed form then goes on as flows, as without the mode.  Exact: a
+ * follower's links would have received, from edges of the same latency
+ * and capacities, the same additions in the same order as its
+ * representative's (checked when the mode starts: equal statistics, equal
+ * edges, no route over a shared link). */
+
+/* Device d's ring links: the one it sends on (first of edge d) and the one
+ * it receives on (last of edge d - 1). */
+static void lk_dev_links(const prt *rt, size_t d, int *snd, int *rcv)
+{
+    const coll_cache *cc = rt->cc;
+    size_t p = d ? d - 1 : rt->n - 1;
+    *snd = rt->ring_links[cc->ring_off[d]];
+    *rcv = rt->ring_links[cc->ring_off[p + 1] - 1];
+}
+
+void coll_sym_links(prt *rt, size_t r, size_t d)
+{
+    if (!rt->cc || rt->cc->lk != 1)
+        return;
+    net *n = world_net(rt->w);
+    int sr, rr, sd, rd;
+    lk_dev_links(rt, r, &sr, &rr);
+    lk_dev_links(rt, d, &sd, &rd);
+    net_link_copy_stats(n, sr, sd);
+    net_link_copy_stats(n, rr, rd);
+}
+
+/* Leave the mode for the run: every follower's links up to date, the ring
+ * released. */
+static void lk_off(prt *rt)
+{
+    coll_cache *cc = rt->cc;
+    if (!cc || cc->lk != 1)
+        return;
+    for (size_t d = 0; rt->sym_rep && d < rt->n; d++)
+        if (rt->sym_rep[d] != d)
+            coll_sym_links(rt, rt->sym_rep[d], d);
+    cc->lk = -1;
+    net *n = world_net(rt->w);
+    for (size_t j = 0; j < rt->n_ring_links; j++)
+        if (isfinite(net_link_capacity(n, rt->ring_links[j])))
+            net_link_release(n, rt->ring_links[j]);
+}
+
+static void ring_hook(void *ctx)
+{
+    prt *rt = ctx;
+    coll *c = rt->cc->lk_c;
+    rt->cc->lk_c = NULL;
+    lk_off(rt);
+    if (c)
+        closed_takeback(c);
+}
+
+/* Edges i and j alike: the same latency and the same capacities on the
+ * same positions of their paths (their rates and chunk times follow). */
+static int lk_edges_alike(const prt *rt, size_t i, size_t j)
+{
+    const coll_cache *cc = rt->cc;
+    size_t ni = cc->ring_off[i + 1] - cc->ring_off[i], nj = cc->ring_off[j + 1] - cc->ring_off[j];
+    if (ni != nj || memcmp(&cc->ring_plat[i], &cc->ring_plat[j], sizeof(double)) != 0)
+        return 0;
+    net *n = world_net(rt->w);
+    for (size_t k = 0; k < ni; k++) {
+        double a = net_link_capacity(n, rt->ring_links[cc->ring_off[i] + k]),
+               b = net_link_capacity(n, rt->ring_links[cc->ring_off[j] + k]);
+        if (memcmp(&a, &b, sizeof a) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Start the mode if the ring allows it: 1 if on. */
+static int lk_try(coll *c)
+{
+    prt *rt = c->rt;
+    coll_cache *cc = rt->cc;
+    net *n = world_net(rt->w);
+    cc->lk = -1; /* tried once a run */
+    if (rt->ring_traced || world_has_outages(rt->w) || !rt->sym_rep)
+        return 0;
+    for (size_t d = 1; d < rt->n; d++) {
+        size_t r = rt->sym_rep[d];
+        if (r == d) { /* a representative's edge in, whose figures its receiving link gets, like its own out */
+            if (d + 1 < rt->n && rt->sym_rep[d + 1] == d && !lk_edges_alike(rt, d, d - 1))
+                return 0;
+            continue;
+        }
+        /* a follower: its edges out and in like its predecessor's, on
+         * private links only (two per edge: no WAN hop), its links' state
+         * and statistics its representative's */
+        int sr, rr, sd, rd;
+        lk_dev_links(rt, r, &sr, &rr);
+        lk_dev_links(rt, d, &sd, &rd);
+        if (cc->ring_off[d + 1] - cc->ring_off[d] != 2 || !lk_edges_alike(rt, d, d - 1) ||
+            !net_link_same(n, sr, sd) || !net_link_same(n, rr, rd))
+            return 0;
+    }
+    for (size_t j = 0; j < rt->n_ring_links; j++) {
+        int l = rt->ring_links[j];
+        if (isfinite(net_link_capacity(n, l)) && net_link_hold(n, l, ring_hook, rt)) {
+            for (size_t i = 0; i < j; i++)
+                if (isfinite(net_link_capacity(n, rt->ring_links[i])))
+                    net_link_release(n, rt->ring_links[i]);
+            return 0;
+        }
+    }
+    cc->lk = 1;
+    return 1;
+}
+
+/* Closed form on the held ring: 1 if started, 0 for flows, -1 when the
+ * mode does not apply (the caller's own closed form then). */
+static int lk_start(coll *c)
+{
+    prt *rt = c->rt;
+    coll_cache *cc = rt->cc;
+    size_t nr;
+    const size_t *reps = prt_sym_reps(rt, &nr);
+    if (!full_ring(c)) {
+        if (cc && cc->lk == 1 && cc->lk_c)
+            return 0; /* the ring's links are held by a collective: flows, as a failed hold gives */
+        if (cc)
+            lk_off(rt);
+        return -1;
+    }
+    if (ring_routes(c) || (cc = rt->cc)->lk < 0)
+        return -1;
+    if (!reps) {
+        lk_off(rt); /* symmetry ended (its flush brought every link up to date) */
+        return -1;
+    }
+    if (cc->lk_c)
+        return 0;
+    if (cc->lk == 0 && !lk_try(c))
+        return -1;
+    closed *k = dp_calloc(1, sizeof *k);
+    if (!k)
+        return 0;
+    k->lk = 1;
+    double slowest = 0;
+    for (size_t u = 0; u < nr; u++) { /* a follower's edge is its representative's */
+        size_t i = reps[u];
+        double lat = cc->ring_plat[i];
+        double rate = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
+        slowest = fmax(slowest, lat + (c->chunk > 0 ? c->chunk / rate : 0));
+    }
+    double t0 = sim_now(rt->e), horizon = t0 + (double)(c->rounds - c->round + 1) * slowest;
+    double eps = 8 * DBL_EPSILON * horizon;
+    for (size_t u = 0; u < nr; u++) { /* first appearances in edge order: a representative precedes its class */
+        size_t i = reps[u];
+        double lat = cc->ring_plat[i];
+        double rate = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
+        double x = c->chunk > 0 ? c->chunk / rate : 0;
+        if (lat + x < slowest - eps)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < k->n_cand && !seen; j++)
+            seen = k->cand_lat[j] == lat && k->cand_x[j] == x;
+        if (seen)
+            continue;
+        if (k->n_cand == CLOSED_CANDS) { /* too many near-ties: flows decide */
+            dp_free(k);
+            return 0;
+        }
+        k->cand_lat[k->n_cand] = lat;
+        k->cand_x[k->n_cand++] = x;
+    }
+    k->round0 = c->round;
+    k->t0 = t0;
+    double t = t0;
+    for (int r = c->round; r < c->rounds; r++)
+        t = closed_step(k, t);
+    c->cf = k;
+    if (!(k->ev = sim_at(rt->e, t, closed_end, c))) {
+        closed_free(c);
+        return 0;
+    }
+    cc->lk_c = c;
+    return 1;
+}
+
+/* `rounds` whole rounds of the held ring's edges on the links of the
+ * representatives and devices alone: each its sending link with its edge's
+ * figures, its receiving link with its predecessor's (and a lone device's
+ * WAN hops with its own edge's). */
+static void lk_settle(coll *c, double rounds)
+{
+    prt *rt = c->rt;
+    coll_cache *cc = rt->cc;
+    if (cc->lk_c == c)
+        cc->lk_c = NULL;
+    if (!(rounds > 0))
+        return;
+    net *n = world_net(rt->w);
+    size_t nr;
+    const size_t *reps = prt_sym_reps(rt, &nr);
+    if (!reps)
+        nr = rt->n; /* symmetry ended mid-collective (its flush took the followers' links): every device */
+    for (size_t u = 0; u < nr; u++) {
+        size_t i = reps ? reps[u] : u, p = i ? i - 1 : rt->n - 1;
+        const int *li = rt->ring_links + cc->ring_off[i], *lp = rt->ring_links + cc->ring_off[p];
+        size_t ni = cc->ring_off[i + 1] - cc->ring_off[i], np = cc->ring_off[p + 1] - cc->ring_off[p];
+        double ri = edge_rate_now(c, li, ni, cc->ring_plat[i]), xi = c->chunk > 0 ? c->chunk / ri : 0;
+        double rp = edge_rate_now(c, lp, np, cc->ring_plat[p]), xp = c->chunk > 0 ? c->chunk / rp : 0;
+        for (size_t j = 0; j + 1 < ni; j++)
+            if (isfinite(net_link_capacity(n, li[j])))
+                net_link_account(n, li[j], rounds * c->chunk, rounds * xi, ri);
+        if (isfinite(net_link_capacity(n, lp[np - 1])))
+            net_link_account(n, lp[np - 1], rounds * c->chunk, rounds * xp, rp);
+    }
+}
+
+/* Every edge's latency, chunk time and rate (a takeback from the held
+ * ring's closed form goes on with flows): 0, or DP_ENOMEM. */
+static int lk_edges(coll *c)
+{
+    prt *rt = c->rt;
+    closed *k = c->cf;
+    const coll_cache *cc = rt->cc;
+    k->lat = dp_malloc(c->m * sizeof *k->lat);
+    k->x = dp_malloc(c->m * sizeof *k->x);
+    k->rate = dp_malloc(c->m * sizeof *k->rate);
+    if (!k->lat || !k->x || !k->rate)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < c->m; i++) {
+        k->lat[i] = cc->ring_plat[i];
+        k->rate[i] = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], k->lat[i]);
+        k->x[i] = c->chunk > 0 ? c->chunk / k->rate[i] : 0;
+    }
+    k->lk = 0; /* from here, as without the mode */
+    return 0;
 }
 
 static void start_round(coll *c)
@@ -720,6 +1042,42 @@ static int lat_differs(double *lk, int link, unsigned k, double lat)
     return lk[link] != lat;
 }
 
+/* The full ring's routes (c: the full ring), made once: routes never
+ * change.  0, or DP_ENOMEM (then nothing is kept). */
+static int ring_routes(const coll *c)
+{
+    prt *rt = c->rt;
+    coll_cache *cc = cache(rt);
+    if (!cc)
+        return DP_ENOMEM;
+    if (cc->routes_ok)
+        return 0;
+    if (!cc->ring_off)
+        cc->ring_off = dp_malloc((rt->n + 1) * sizeof *cc->ring_off);
+    if (!cc->ring_plat)
+        cc->ring_plat = dp_malloc(rt->n * sizeof *cc->ring_plat);
+    if (!rt->ring_links)
+        rt->ring_links = dp_malloc(rt->n * NET_MAX_PATH * sizeof *rt->ring_links);
+    if (!cc->ring_off || !cc->ring_plat || !rt->ring_links)
+        return DP_ENOMEM;
+    /* every edge's links, in member order */
+    rt->n_ring_links = 0;
+    for (size_t i = 0; i < c->m; i++) {
+        size_t nl;
+        cc->ring_off[i] = rt->n_ring_links;
+        world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1,
+                   rt->ring_links + rt->n_ring_links, &nl, &cc->ring_plat[i]);
+        rt->n_ring_links += nl;
+    }
+    cc->ring_off[c->m] = rt->n_ring_links;
+    if (!(cc->ring_k = dp_malloc((rt->n_ring_links + 1) * sizeof *cc->ring_k)))
+        return DP_ENOMEM;
+    for (size_t j = 0; j < rt->n_ring_links; j++) /* traces are fixed when the world is built */
+        rt->ring_traced |= net_link_has_trace(world_net(rt->w), rt->ring_links[j]);
+    cc->routes_ok = 1;
+    return 0;
+}
+
 static int ring_fill(const coll *c)
 {
     prt *rt = c->rt;
@@ -729,31 +1087,12 @@ static int ring_fill(const coll *c)
     coll_cache *cc = cache(rt);
     if (!cc)
         return DP_ENOMEM;
-    if (!rt->ring_links) {
-        if (!rt->ring_lat)
-            rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
-        if (!rt->ring_rate)
-            rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
-        if (!cc->ring_off)
-            cc->ring_off = dp_malloc((rt->n + 1) * sizeof *cc->ring_off);
-        if (!rt->ring_lat || !rt->ring_rate || !cc->ring_off ||
-            !(rt->ring_links = dp_malloc(rt->n * NET_MAX_PATH * sizeof *rt->ring_links)))
-            return DP_ENOMEM;
-        /* routes never change: every edge's links, in member order */
-        for (size_t i = 0; i < c->m; i++) {
-            size_t nl;
-            double lat;
-            cc->ring_off[i] = rt->n_ring_links;
-            world_path(rt->w, (int)member(c, i) + 1, (int)member(c, (i + 1) % c->m) + 1,
-                       rt->ring_links + rt->n_ring_links, &nl, &lat);
-            rt->n_ring_links += nl;
-        }
-        cc->ring_off[c->m] = rt->n_ring_links;
-        if (!(cc->ring_k = dp_malloc((rt->n_ring_links + 1) * sizeof *cc->ring_k)))
-            return DP_ENOMEM;
-        for (size_t j = 0; j < rt->n_ring_links; j++) /* traces are fixed when the world is built */
-            rt->ring_traced |= net_link_has_trace(world_net(rt->w), rt->ring_links[j]);
-    }
+    if (!rt->ring_lat)
+        rt->ring_lat = dp_malloc(rt->n * sizeof *rt->ring_lat);
+    if (!rt->ring_rate)
+        rt->ring_rate = dp_malloc(rt->n * sizeof *rt->ring_rate);
+    if (!rt->ring_lat || !rt->ring_rate || ring_routes(c))
+        return DP_ENOMEM;
     double *lk = lk_scratch(rt);
     if (!lk || count_links(c, 1))
         return DP_ENOMEM;

@@ -157,6 +157,9 @@ void prt_free(prt *rt);
 int prt_run(prt *rt);
 /* Free the collectives still in flight (a run that stopped mid-collective). */
 void coll_free_all(prt *rt);
+/* Device d's ring links take r's statistics (collective.c's link classes;
+ * runtime_sym.c's copy_records). */
+void coll_sym_links(prt *rt, size_t r, size_t d);
 /* Fill the results (Tsend, Ttraining, ...).  Ownership of rt->r moves to
  * the caller. */
 res_run *prt_results(prt *rt);

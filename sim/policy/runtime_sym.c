@@ -77,6 +77,7 @@ static void copy_records(prt *rt, size_t r, size_t d)
     rt->part_done[d] = rt->part_done[r];
     rt->left[d] = rt->left[r];
     rt->coll_dev[d] = rt->coll_dev[r];
+    coll_sym_links(rt, r, d); /* its ring links, when collectives account the representative's only */
 }
 
 /* Device d's parameters allow it to follow its predecessor d - 1: the
