@@ -181,4 +181,41 @@ bad_sweep "sweep: static on counts" "value 'static': static needs every job's gr
 bad_sweep "sweep: bad arrival_scale" "value '0': override scheduler.arrival_scale=0" --vary scheduler.arrival_scale=0,1
 bad_sweep "sweep of jobs: --policy" "a sweep of jobs takes no --policy" --vary scheduler.arrival_scale=1 -p ddp
 
+# inside jobs (31b): a job with learning: gives its times to accuracy in the
+# table, the JSON and the database; a localsgd job its policy's statistics;
+# merge and export carry both
+sed '/^jobs:/,$d' "$T/a.yaml" >"$T/learn.yaml"
+cat >>"$T/learn.yaml" <<'YAML'
+jobs:
+  - { name: a, arrival: 0s, policy: ddp, devices: 2 }
+  - { name: l, arrival: 1s, policy: localsgd, devices: 2,
+      set: { dataset.samples: 1437, model.params: 650 },
+      learning: { data: digits, model: softmax, targets: [0.5, 0.8] } }
+YAML
+expect 0 "a job learns" -- "$BIN" jobs "$T/learn.yaml" --db "$T/l.db"
+has "$T/out" "learning (times to accuracy from each job's arrival):"
+has "$T/out" " 0.5: "
+expect 0 "a job learns, JSON" -- "$BIN" jobs "$T/learn.yaml" --no-db --json
+python3 -c "
+import json; j = json.load(open('$T/out'))['runs'][0]['jobs']
+assert 'learning' not in j[0] and 'stats' not in j[0]
+l = j[1]['learning']; t = [x['target'] for x in l['time_to_accuracy']]
+assert t == [0.5, 0.8] and 0 < l['time_to_accuracy'][0]['t_s'] <= l['time_to_accuracy'][1]['t_s'], l
+assert l['final_acc'] > 0.8 and any(s['name'] == 'rounds' and s['run'] == 0 for s in j[1]['stats'])" &&
+    ok "JSON learning and stats" || bad "JSON learning and stats"
+[ "$(sqlite3 "$T/l.db" 'SELECT count(*) FROM job_tta WHERE job = 1 AND tta_s > 0')" = 2 ] &&
+    [ "$(sqlite3 "$T/l.db" 'SELECT count(*) FROM jobs WHERE final_acc IS NOT NULL')" = 1 ] &&
+    [ "$(sqlite3 "$T/l.db" "SELECT count(*) FROM job_stats WHERE job = 1 AND name = 'rounds'")" = 1 ] &&
+    ok "job_tta, job_stats, final_acc stored" || bad "learning or statistics rows"
+lq() { sqlite3 "$1" "CREATE TEMP VIEW r AS SELECT id FROM jobs_runs WHERE n_jobs = 2;
+    SELECT group_concat(job || ':' || seq || ':' || target || ':' || tta_s) FROM job_tta WHERE jobs_run_id IN r;
+    SELECT count(*), sum(value) FROM job_stats WHERE jobs_run_id IN r;
+    SELECT group_concat(final_acc) FROM jobs WHERE jobs_run_id IN r;" | tr '\n' ' '; }
+expect 0 "merge learning jobs" -- "$BIN" merge "$T/m.db" "$T/l.db"
+[ "$(lq "$T/m.db")" = "$(lq "$T/l.db")" ] && ok "merge carries job_tta and job_stats" ||
+    bad "merged: $(lq "$T/m.db") vs $(lq "$T/l.db")"
+expect 0 "export learning jobs" -- "$BIN" export --csv --db "$T/l.db" --out "$T/lcsv/"
+[ -s "$T/lcsv/job_tta.csv" ] && [ -s "$T/lcsv/job_stats.csv" ] && ok "job_tta, job_stats exported" ||
+    bad "job_tta or job_stats CSV missing"
+
 e2e_done e2e_jobs

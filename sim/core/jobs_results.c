@@ -8,5 +8,7 @@ void jobs_result_free(jobs_result *r)
         return;
     dp_free(r->jobs);
     dp_free(r->allocs);
+    dp_free(r->tta);
+    dp_free(r->stats);
     dp_free(r);
 }

@@ -4,6 +4,8 @@
 #ifndef DP_JOBS_RESULTS_H
 #define DP_JOBS_RESULTS_H
 
+#include "results.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +26,25 @@ typedef struct job_out {
     double tsend_s;   /* its first run's Tsend, from its start */
     double tflops;    /* its last run's TFLOPS */
     int preemptions;
+    double final_acc; /* learning: the last evaluation's test accuracy (NAN without learning:) */
 } job_out;
+
+/* Job `job` (learning:) first reached test accuracy `target` tta_s after
+ * its arrival (NAN: never). */
+typedef struct job_tta {
+    size_t job;
+    double target, tta_s;
+} job_tta;
+
+/* A figure job `job`'s policy recorded in its run `run` (0: its first;
+ * one more after each pre-emption), as a single run's statistics
+ * (results.h res_stat); device indices (scopes device, device_epoch) are
+ * the world's. */
+typedef struct job_stat {
+    size_t job;
+    int run;
+    res_stat s;
+} job_stat;
 
 /* Job `job` held device `device` over [t0, t1) (t1 - t0 includes a restart's load time). */
 typedef struct job_alloc {
@@ -35,9 +55,11 @@ typedef struct job_alloc {
 typedef struct jobs_result {
     char scheduler[32];
     uint64_t seed;
-    size_t n_devices, n_jobs, n_allocs;
+    size_t n_devices, n_jobs, n_allocs, n_tta, n_stats;
     job_out *jobs;
     job_alloc *allocs;
+    job_tta *tta;     /* by job, then target */
+    job_stat *stats;  /* by job, run, then as recorded */
     double makespan_s;            /* last end (from t = 0) */
     double mean_jct_s, p50_jct_s, p95_jct_s, p99_jct_s, max_jct_s;
     double util_alloc;            /* device-seconds held / (devices x makespan) */

@@ -8,6 +8,36 @@
 #include <math.h>
 #include <stdio.h>
 
+/* Learning (jobs with `learning:`): each job's accuracy reached and its
+ * time to each target, from its arrival (r->tta is by job, then target). */
+static void print_learning(const jobs_result *r, size_t show, FILE *out)
+{
+    if (!r->n_tta && !r->n_jobs)
+        return;
+    int any = 0;
+    for (size_t i = 0; i < show; i++)
+        any |= !isnan(r->jobs[i].final_acc);
+    if (!any)
+        return;
+    fprintf(out, "learning (times to accuracy from each job's arrival):\n%-16s %9s  %s\n", "job", "final acc",
+            "target: t (s)");
+    for (size_t i = 0, k = 0; i < show; i++) {
+        const job_out *o = &r->jobs[i];
+        while (k < r->n_tta && r->tta[k].job < i)
+            k++;
+        if (isnan(o->final_acc))
+            continue;
+        fprintf(out, "%-16s %8.2f%% ", o->name, 100 * o->final_acc);
+        for (; k < r->n_tta && r->tta[k].job == i; k++) {
+            if (isnan(r->tta[k].tta_s))
+                fprintf(out, " %g: -", r->tta[k].target);
+            else
+                fprintf(out, " %g: %.3f", r->tta[k].target, r->tta[k].tta_s);
+        }
+        fputc('\n', out);
+    }
+}
+
 void jobs_print(const jobs_result *r, int all, FILE *out)
 {
     fprintf(out, "scheduler %s: %zu jobs on %zu devices, seed %llu\n", r->scheduler, r->n_jobs, r->n_devices,
@@ -23,6 +53,7 @@ void jobs_print(const jobs_result *r, int all, FILE *out)
     }
     if (show < r->n_jobs)
         fprintf(out, "... %zu more jobs (--all lists every one)\n", r->n_jobs - show);
+    print_learning(r, show, out);
     fprintf(out,
             "makespan %.3f s; JCT mean %.3f s, median %.3f s, p95 %.3f s, p99 %.3f s, max %.3f s\n"
             "utilisation: devices held %.1f%%, computing %.1f%%; rho mean %.3f, max %.3f; Jain's index %.4f\n",
@@ -39,6 +70,33 @@ void jobs_json_doc_begin(json_buf *j, const char *scenario)
     json_key_str(j, "scenario", scenario);
     json_key(j, "runs");
     json_arr_begin(j);
+}
+
+/* Job i's policy figures (its runs' res_stat; only policies that record
+ * some), as a single run's "stats" with the run they came from. */
+static void json_jobs_stats(const jobs_result *r, size_t i, json_buf *j)
+{
+    size_t k = 0;
+    while (k < r->n_stats && r->stats[k].job != i)
+        k++;
+    if (k == r->n_stats)
+        return;
+    json_key(j, "stats");
+    json_arr_begin(j);
+    for (; k < r->n_stats; k++) {
+        const job_stat *x = &r->stats[k];
+        if (x->job != i)
+            continue;
+        json_obj_begin(j);
+        json_key_int(j, "run", x->run);
+        json_key_str(j, "name", x->s.name);
+        json_key_str(j, "scope", res_scope_name(x->s.scope));
+        json_key_int(j, "a", x->s.a);
+        json_key_int(j, "b", x->s.b);
+        json_key_num(j, "value", x->s.value);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
 }
 
 void jobs_json(const jobs_result *r, json_buf *j)
@@ -82,6 +140,23 @@ void jobs_json(const jobs_result *r, json_buf *j)
         json_key_num(j, "tsend_s", o->tsend_s);
         json_key_num(j, "tflops", o->tflops);
         json_key_int(j, "preemptions", o->preemptions);
+        if (!isnan(o->final_acc)) { /* only jobs with learning: */
+            json_key(j, "learning");
+            json_obj_begin(j);
+            json_key_num(j, "final_acc", o->final_acc);
+            json_key(j, "time_to_accuracy");
+            json_arr_begin(j);
+            for (size_t k = 0; k < r->n_tta; k++)
+                if (r->tta[k].job == i) {
+                    json_obj_begin(j);
+                    json_key_num(j, "target", r->tta[k].target);
+                    json_key_num(j, "t_s", r->tta[k].tta_s); /* from its arrival; null: not reached */
+                    json_obj_end(j);
+                }
+            json_arr_end(j);
+            json_obj_end(j);
+        }
+        json_jobs_stats(r, i, j);
         json_obj_end(j);
     }
     json_arr_end(j);

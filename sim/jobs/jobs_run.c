@@ -33,6 +33,9 @@ typedef struct jstate {
     uint64_t start_ev;
     double *snap;     /* link bytes of its devices when its run started */
     double alone_s;
+    pjob_learn learn;   /* learning: its checkpoint across runs (jobrt.h) */
+    size_t n_tta;       /* learning: its targets, when each was first reached (absolute) */
+    double *tta_target, *tta_abs;
     job_out out;
     /* elastic schedulers (sched.h allocate): the counts it may run on, its
      * time alone and global batch on each ([k], k <= hi), and when its
@@ -59,6 +62,8 @@ struct jrun {
     dp_err *err;
     job_alloc *allocs;
     size_t n_allocs, cap_allocs;
+    job_stat *stats; /* every run's policy figures, as its runs end */
+    size_t n_stats, cap_stats;
     /* alone-time cache: (scenario, policy, first device, count) -> seconds */
     struct acache {
         const scn_scenario *s;
@@ -254,12 +259,56 @@ static double dev_link_bytes(jrun *R, size_t d)
     return b;
 }
 
+/* The run's own figures (res_stat), device indices made the world's. */
+static void keep_stats(jrun *R, jstate *j, const res_run *r)
+{
+    for (size_t k = 0; k < r->n_stats; k++) {
+        if (R->n_stats == R->cap_stats) {
+            size_t nc = R->cap_stats ? 2 * R->cap_stats : 64;
+            job_stat *ns = dp_realloc(R->stats, nc * sizeof *ns);
+            if (!ns) {
+                fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+                return;
+            }
+            R->stats = ns;
+            R->cap_stats = nc;
+        }
+        res_stat st = r->stats[k];
+        if ((st.scope == RES_SCOPE_DEVICE || st.scope == RES_SCOPE_DEVICE_EPOCH) && st.a >= 0 && st.a < j->n_dev)
+            st.a = (int64_t)j->dev[st.a];
+        R->stats[R->n_stats++] = (job_stat){j->i, j->runs - 1, st};
+    }
+}
+
+/* Learning: the targets as of this run (a later run carries the earlier
+ * ones: jobrt.h) and its last evaluation. */
+static void keep_learning(jrun *R, jstate *j, const res_run *r)
+{
+    if (r->n_evals)
+        j->out.final_acc = r->evals[r->n_evals - 1].test_acc;
+    if (!r->n_tta)
+        return;
+    if (!j->tta_target) {
+        j->tta_target = dp_malloc(r->n_tta * sizeof *j->tta_target);
+        j->tta_abs = dp_malloc(r->n_tta * sizeof *j->tta_abs);
+        if (!j->tta_target || !j->tta_abs) {
+            fail(R, DP_ENOMEM, "%s%s", "out of memory", "");
+            return;
+        }
+        j->n_tta = r->n_tta;
+    }
+    memcpy(j->tta_target, r->tta_target, j->n_tta * sizeof *j->tta_target);
+    memcpy(j->tta_abs, r->tta_s, j->n_tta * sizeof *j->tta_abs);
+}
+
 /* A run of job j ended (finished, or stopped by the scheduler): add its
  * figures.  Every device link's bytes count from the run's start. */
-static void account(jstate *j, res_run *r)
+static void account(jrun *R, jstate *j, res_run *r)
 {
     if (!r)
         return;
+    keep_stats(R, j, r);
+    keep_learning(R, j, r);
     double before = 0, compute = 0;
     for (int k = 0; k < j->n_dev; k++)
         before += j->snap[k];
@@ -278,7 +327,7 @@ static void stop_run(jrun *R, jstate *j, int finished)
         if (!finished)
             j->epochs_done += pjob_epochs_done(j->job);
         res_run *r = pjob_results(j->job);
-        account(j, r);
+        account(R, j, r);
         res_run_free(r);
         pjob_stop(j->job);
     }
@@ -326,7 +375,8 @@ static void start_run(jrun *R, jstate *j)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
     j->began = sim_now(R->e);
     world *v = world_new_view(R->w, j->sub, j->dev, R->seed, &e);
-    if (!v || !(j->job = pjob_start(js->policy, j->sub, R->seed, v, &e))) {
+    j->learn.epochs = j->epochs_done;
+    if (!v || !(j->job = pjob_start(js->policy, j->sub, R->seed, v, &j->learn, &e))) {
         char m[sizeof e.msg];
         memcpy(m, e.msg, sizeof m);
         R->failed = 1;
@@ -591,6 +641,8 @@ static void summarise(jrun *R, jobs_result *res)
         o->wait_s = o->jct_s - j->attained / js->want;
         o->alone_s = j->alone_s;
         o->rho = o->jct_s / j->alone_s;
+        for (size_t k = 0; k < j->n_tta && res->tta; k++)
+            res->tta[res->n_tta++] = (job_tta){i, j->tta_target[k], j->tta_abs[k] - o->arrival_s};
         if (jct)
             jct[i] = o->jct_s;
         sum += o->jct_s;
@@ -631,6 +683,9 @@ static void run_free(jrun *R)
         dp_free(j->snap);
         dp_free(j->alone_k);
         dp_free(j->batch_k);
+        dp_free(j->tta_target);
+        dp_free(j->tta_abs);
+        pjob_learn_free(&j->learn);
     }
     for (size_t k = 0; k < R->n_graves; k++) {
         pjob_free(R->graves[k].job);
@@ -640,6 +695,7 @@ static void run_free(jrun *R)
     dp_free(R->st);
     dp_free(R->owner);
     dp_free(R->allocs);
+    dp_free(R->stats);
     dp_free(R->ac);
     world_free(R->w);
 }
@@ -675,6 +731,8 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         jstate *j = &R.st[i];
         j->R = &R;
         j->i = i;
+        j->out.final_acc = NAN;
+        j->learn.next_t = NAN;
         jobs_range(js, i, R.sd, &j->lo, &j->hi);
         int cap = j->hi > js->jobs[i].want ? j->hi : js->jobs[i].want;
         j->dev = dp_calloc((size_t)cap + 1, sizeof *j->dev);
@@ -734,10 +792,22 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     res->n_devices = N;
     res->n_jobs = n;
     res->events = sim_events_run(R.e);
+    size_t n_tta = 0;
+    for (size_t i = 0; i < n; i++)
+        n_tta += R.st[i].n_tta;
+    if (n_tta && !(res->tta = dp_calloc(n_tta, sizeof *res->tta))) {
+        jobs_result_free(res);
+        res = NULL;
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
     summarise(&R, res);
     res->allocs = R.allocs;
     res->n_allocs = R.n_allocs;
     R.allocs = NULL;
+    res->stats = R.stats;
+    res->n_stats = R.n_stats;
+    R.stats = NULL;
 out:
     run_free(&R);
     return res;

@@ -34,6 +34,15 @@ static const char *not_for_jobs(const scn_scenario *s)
     return NULL;
 }
 
+/* learning.efficiency logs a run's updates for the statistical-efficiency
+ * model, whose figures a job's runs (resumed after pre-emptions) do not
+ * piece together yet. */
+static int learning_efficiency(const scn_scenario *s)
+{
+    const yt_node *l = scn_learning(s);
+    return l && yt_get(l, "efficiency") != NULL;
+}
+
 static int draft_add(draft *d, const char *key, const char *value)
 {
     char **ns = dp_realloc(d->set, (d->n_set + 1) * sizeof *ns);
@@ -233,6 +242,28 @@ void jobs_range(const jobs_spec *js, size_t i, const sched_def *sd, int *lo, int
     *hi = j->max_dev ? j->max_dev : four < *lo ? *lo : four;
 }
 
+/* A list of values (learning.targets: [0.9, 0.95]) as one override's
+ * flow text. */
+static int flat_list(const scn_scenario *s, draft *d, const yt_node *v, const char *key, const char *path,
+                     dp_err *err)
+{
+    char text[1024];
+    size_t o = 0;
+    text[o++] = '[';
+    for (size_t k = 0; k < v->n; k++) {
+        const yt_node *x = v->items[k];
+        if (x->kind != YT_SCALAR)
+            return scn_read_fail(s, x, path, err, "%s: expected a list of values", key);
+        int w = snprintf(text + o, sizeof text - o, "%s%s", k ? ", " : "", x->text);
+        if (w < 0 || (size_t)w >= sizeof text - o - 1)
+            return scn_read_fail(s, v, path, err, "%s: list too long for a job's setting", key);
+        o += (size_t)w;
+    }
+    text[o++] = ']';
+    text[o] = '\0';
+    return draft_add(d, key, text) ? dp_err_set(err, DP_ENOMEM, "out of memory") : 0;
+}
+
 static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const char *prefix, const char *path,
                        dp_err *err)
 {
@@ -246,7 +277,7 @@ static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const 
         else if (v->kind == YT_SCALAR)
             rc = draft_add(d, key, v->text) ? dp_err_set(err, DP_ENOMEM, "out of memory") : 0;
         else
-            rc = scn_read_fail(s, v, path, err, "%s: expected a value or a mapping, not a list", key);
+            rc = flat_list(s, d, v, key, path, err);
         if (rc)
             return rc;
     }
@@ -264,8 +295,8 @@ static int group_index(const scn_scenario *s, const char *name)
 static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_spec *j, draft *d,
                          const policy_def *def_policy, dp_err *err)
 {
-    static const char *const keys[] = {"name",        "arrival",     "policy",     "devices", "groups", "weight",
-                                       "min_devices", "max_devices", "efficiency", "set",     NULL};
+    static const char *const keys[] = {"name",        "arrival",     "policy",     "devices", "groups",   "weight",
+                                       "min_devices", "max_devices", "efficiency", "set",     "learning", NULL};
     char path[48], g[80];
     snprintf(path, sizeof path, "jobs[%zu]", i);
     if (m->kind != YT_MAP)
@@ -325,6 +356,16 @@ static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_
             return scn_read_fail(s, set, sp, err, "expected a mapping of scenario keys (got %s)",
                                  scn_read_got(set, g, sizeof g));
         if (flatten_set(s, d, set, "", sp, err))
+            return DP_EINPUT;
+    }
+    const yt_node *ln = yt_get(m, "learning"); /* the job's own learning: (the world's otherwise) */
+    if (ln) {
+        char sp[64];
+        snprintf(sp, sizeof sp, "%s.learning", path);
+        if (ln->kind != YT_MAP)
+            return scn_read_fail(s, ln, sp, err, "expected a mapping (data, model, targets, ...) (got %s)",
+                                 scn_read_got(ln, g, sizeof g));
+        if (flatten_set(s, d, ln, "learning", sp, err))
             return DP_EINPUT;
     }
     if (!gr && j->want == 0)
@@ -582,7 +623,7 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
     }
     const char *no = js_s->n_devices != s->n_devices ? "change the world's devices"
                      : scn_has_failures(js_s)          ? "have device failures (availability)"
-                     : scn_learning(js_s)              ? "learn (learning:) yet"
+                     : learning_efficiency(js_s)       ? "use learning.efficiency yet"
                                                        : not_for_jobs(js_s);
     if (no) {
         scn_free(js_s);

@@ -1230,6 +1230,39 @@ int lrn_restore(learner *L, double t, int epoch)
     return 0;
 }
 
+int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t, const double *tta)
+{
+    if (w) {
+        memcpy(L->global, w, L->P * sizeof *w);
+        L->version++; /* another model than the initial one's evaluation */
+    }
+    L->consumed = consumed;
+    L->next_t = isnan(next_t) ? (L->c->eval_every_s > 0 ? t + L->c->eval_every_s : INFINITY) : next_t;
+    L->n_ev = 0;
+    L->reached = 0;
+    for (size_t k = 0; k < L->c->n_targets; k++) {
+        L->tta[k] = tta ? tta[k] : NAN;
+        L->reached += !isnan(L->tta[k]);
+    }
+    int rc = flush(L, t, epoch, 0); /* the grid's instants while the job waited: its checkpoint's model */
+    return rc ? rc : eval_at(L, t, epoch);
+}
+
+int lrn_flush(learner *L, double t, int epoch)
+{
+    return flush(L, t, epoch, 1);
+}
+
+double lrn_consumed(const learner *L)
+{
+    return L->consumed;
+}
+
+double lrn_next_eval(const learner *L)
+{
+    return L->next_t;
+}
+
 int lrn_epoch_end(learner *L, double t, int epoch)
 {
     int rc = flush(L, t, epoch, 1);

@@ -132,6 +132,22 @@ int lrn_lose(learner *L, double t, size_t d);
  * every device (pending gradients dropped). */
 int lrn_checkpoint(learner *L);
 int lrn_restore(learner *L, double t, int epoch);
+/* A job's run in a world of many jobs (sim/jobs, docs/MODEL.md "Many jobs
+ * in one world") starts at t, not 0: its evaluations restart there (the
+ * one at 0 dropped, one at t), the time-based ones at next_t (NAN: t +
+ * learning.evaluate.every).  A resumed run (after a pre-emption) also
+ * loads w (its checkpoint: the global model at the job's last completed
+ * epoch; NULL keeps the initial model), counts `consumed` samples before
+ * it, and keeps the targets reached before (tta: n_targets absolute
+ * times, NAN not reached; NULL none).  Before the first update.  0 or a
+ * negative DP_E*. */
+int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t, const double *tta);
+/* The time-based evaluations due up to t, and no other (a job's run
+ * stopped by its scheduler: the model in flight is not its checkpoint). */
+int lrn_flush(learner *L, double t, int epoch);
+/* Training samples consumed so far; the next time-based evaluation. */
+double lrn_consumed(const learner *L);
+double lrn_next_eval(const learner *L);
 /* Evaluations due at an epoch's end (learning.evaluate.epochs). */
 int lrn_epoch_end(learner *L, double t, int epoch);
 /* The run ended at t: the evaluations due up to t, and a final one at t

@@ -1,7 +1,9 @@
 /* jobrt.c: a policy run as one job inside a shared world (jobrt.h). */
 #include "jobrt.h"
+#include "learner.h"
 #include "runtime_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 struct pjob {
@@ -10,9 +12,52 @@ struct pjob {
     unsigned char opts[POLICY_OPTS_MAX];
     int freed_policy; /* p->free ran */
     dp_err err;       /* the run's own (rt->err) */
+    pjob_learn *pl;   /* the job's learning across runs (borrowed), NULL without */
 };
 
-pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, world *view, dp_err *err)
+int pjob_learn_keep(pjob_learn *pl, const struct learner *L)
+{
+    size_t P = 0;
+    const double *w = lrn_weights(L, &P);
+    if (!pl->w && !(pl->w = dp_malloc((P + 1) * sizeof *pl->w)))
+        return DP_ENOMEM;
+    memcpy(pl->w, w, P * sizeof *w);
+    pl->n_params = P;
+    pl->consumed = lrn_consumed(L);
+    return 0;
+}
+
+void pjob_learn_free(pjob_learn *pl)
+{
+    if (!pl)
+        return;
+    dp_free(pl->w);
+    dp_free(pl->tta);
+    pl->w = pl->tta = NULL;
+}
+
+/* The run's learner starts where its job's left off (pjob_learn). */
+static int learn_resume(prt *rt, pjob_learn *pl)
+{
+    learner *L = rt->learn;
+    size_t nt = lrn_n_targets(L);
+    if (!pl->tta) {
+        if (!(pl->tta = dp_malloc((nt + 1) * sizeof *pl->tta)))
+            return DP_ENOMEM;
+        for (size_t k = 0; k < nt; k++)
+            pl->tta[k] = NAN;
+        pl->n_targets = nt;
+    }
+    rt->learn_epoch0 = pl->epochs;
+    rt->learn_ckpt = pl;
+    int rc = lrn_resume(L, sim_now(rt->e), pl->epochs + 1, pl->w, pl->consumed, pl->started ? pl->next_t : NAN,
+                        pl->tta);
+    pl->started++;
+    return rc < 0 ? -rc : rc;
+}
+
+pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, world *view, pjob_learn *pl,
+                 dp_err *err)
 {
     pjob *j = dp_calloc(1, sizeof *j);
     if (!j) {
@@ -33,6 +78,14 @@ pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, worl
         return NULL;
     }
     prt *rt = j->rt;
+    if (rt->learn && pl) {
+        j->pl = pl;
+        if (learn_resume(rt, pl)) {
+            dp_err_set(err, DP_ENOMEM, "out of memory for the job's learner");
+            pjob_free(j);
+            return NULL;
+        }
+    }
     if (p->perf && p->perf->plan_new && (rt->plan = p->perf->plan_new(s, j->opts)) &&
         p->perf->plan_run(rt->plan, err)) {
         pjob_free(j);
@@ -66,6 +119,11 @@ int pjob_epochs_done(const pjob *j)
 res_run *pjob_results(pjob *j)
 {
     res_run *r = prt_results(j->rt);
+    if (j->pl && j->rt->learn) { /* where the next run's evaluations go on, and the targets reached */
+        j->pl->next_t = lrn_next_eval(j->rt->learn);
+        for (size_t k = 0; k < j->pl->n_targets; k++)
+            j->pl->tta[k] = lrn_tta(j->rt->learn, k);
+    }
     prt_detach(j->rt);
     if (r)
         r->options_json = policy_options_json(j->p, j->rt->s);

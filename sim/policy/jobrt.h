@@ -18,11 +18,37 @@
 #include "world.h"
 
 typedef struct pjob pjob;
+struct learner;
+
+/* A job's learning across its runs (scenario `learning:`; docs/MODEL.md
+ * "Many jobs in one world"): the driver keeps one per job, every run of
+ * the job reads and writes it.  A run's learner starts at the run's start
+ * from the job's checkpoint (w: the global model as of the job's last
+ * completed epoch; NULL: the initial model) with its epochs counted on
+ * from `epochs`; every epoch's end writes the checkpoint; a run's end
+ * writes the next time-based evaluation and the targets reached. */
+typedef struct pjob_learn {
+    double *w;        /* n_params (NULL until an epoch ended) */
+    size_t n_params;
+    double consumed;  /* training samples consumed as of w */
+    double next_t;    /* the next time-based evaluation when the last run ended */
+    double *tta;      /* n_targets: when each target was first reached (absolute; NAN: not yet) */
+    size_t n_targets;
+    int epochs;       /* epochs completed before the run to start (the driver sets it) */
+    int started;      /* runs started */
+} pjob_learn;
+/* The learner's model and samples now into the checkpoint (an epoch's
+ * end, learn_stream.c).  0 or DP_ENOMEM. */
+int pjob_learn_keep(pjob_learn *pl, const struct learner *L);
+void pjob_learn_free(pjob_learn *pl);
 
 /* Options, check and plan of p on the job's scenario s (its devices only),
- * then a runtime on `view` and the policy's start at the engine's now.
- * NULL with err set (DP_EINPUT: the policy refuses the scenario). */
-pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, world *view, dp_err *err);
+ * then a runtime on `view` and the policy's start at the engine's now;
+ * with `learning:`, its learner resumes from pl (borrowed for the run's
+ * life; NULL: a fresh learner from t = 0).  NULL with err set (DP_EINPUT:
+ * the policy refuses the scenario). */
+pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, world *view, pjob_learn *pl,
+                 dp_err *err);
 /* 0 running, 1 ended (the policy finished its training), or the failure's
  * (negative) code, its message in pjob_error. */
 int pjob_status(const pjob *j);

@@ -4,6 +4,7 @@
  * the run) and by the policy (synchronous steps, averages, pushes,
  * pulls).  Without `learning:` rt->learn is NULL and all of it is a no-op. */
 #include "learn/efficiency_tap.h"
+#include "jobrt.h"
 #include "learner.h"
 #include "runtime_impl.h"
 #include "yamltree.h"
@@ -15,6 +16,14 @@
 static double now_abs(const prt *rt)
 {
     return rt->base + sim_now(rt->e);
+}
+
+/* The learner's epoch: a job's later run continues its job's count
+ * (learn_epoch0: epochs done before it; 0 in a single run), so its
+ * learning-rate schedule and its evaluations every k epochs go on. */
+static int lep(const prt *rt)
+{
+    return rt->epoch + rt->learn_epoch0;
 }
 
 static void free_eff_log(void *l)
@@ -91,7 +100,7 @@ void prt_learn_batch(prt *rt, size_t d, double t, double samples)
 {
     if (rt->learn) {
         lrn_set_shares(rt->learn, rt->share); /* the "policy" partition: sized by the first shares */
-        learn_oom(rt, lrn_step(rt->learn, t, rt->epoch, d, samples));
+        learn_oom(rt, lrn_step(rt->learn, t, lep(rt), d, samples));
     }
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_step(rt->eff_tap, d, samples));
@@ -109,15 +118,17 @@ int prt_learn_epoch(prt *rt, double t)
 {
     if (!rt->learn)
         return 0; /* the efficiency model alone: evaluated at the end */
-    int rc = lrn_epoch_end(rt->learn, t, rt->epoch);
+    int rc = lrn_epoch_end(rt->learn, t, lep(rt));
     learn_oom(rt, rc);
+    if (!rc && rt->learn_ckpt) /* a job's checkpoint: the model as of this epoch's end (jobrt.h) */
+        learn_oom(rt, pjob_learn_keep(rt->learn_ckpt, rt->learn));
     return !rc && lrn_done(rt->learn);
 }
 
 void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_sync(rt->learn, now_abs(rt), rt->epoch, members, m,
+        learn_oom(rt, lrn_sync(rt->learn, now_abs(rt), lep(rt), members, m,
                                by_samples ? LRN_BY_SAMPLES : LRN_PER_RANK));
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_sync(rt->eff_tap, now_abs(rt), rt->epoch, members, m));
@@ -126,7 +137,7 @@ void prt_learn_sync(prt *rt, const size_t *members, size_t m, int by_samples)
 void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global, int to_members)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_average(rt->learn, now_abs(rt), rt->epoch, members, m, into_global, to_members));
+        learn_oom(rt, lrn_average(rt->learn, now_abs(rt), lep(rt), members, m, into_global, to_members));
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, into_global));
 }
@@ -134,7 +145,7 @@ void prt_learn_average(prt *rt, const size_t *members, size_t m, int into_global
 void prt_learn_average_begin(prt *rt, const size_t *members, size_t m)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_average_begin(rt->learn, now_abs(rt), rt->epoch, members, m));
+        learn_oom(rt, lrn_average_begin(rt->learn, now_abs(rt), lep(rt), members, m));
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_average_begin(rt->eff_tap, members, m));
 }
@@ -142,7 +153,7 @@ void prt_learn_average_begin(prt *rt, const size_t *members, size_t m)
 void prt_learn_average_end(prt *rt, const size_t *members, size_t m)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_average_end(rt->learn, now_abs(rt), rt->epoch, members, m));
+        learn_oom(rt, lrn_average_end(rt->learn, now_abs(rt), lep(rt), members, m));
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_average_end(rt->eff_tap, now_abs(rt), rt->epoch, members, m));
 }
@@ -151,7 +162,7 @@ long prt_learn_push(prt *rt, size_t d)
 {
     long s = 0;
     if (rt->learn) {
-        s = lrn_push(rt->learn, now_abs(rt), rt->epoch, d);
+        s = lrn_push(rt->learn, now_abs(rt), lep(rt), d);
         learn_oom(rt, (int)(s < 0 ? s : 0));
     } else if (rt->eff_tap) {
         s = eff_tap_staleness(rt->eff_tap, d); /* the tap counts versions as the learner does */
@@ -181,7 +192,7 @@ const double *prt_learn_weights(const prt *rt, size_t d)
 
 double prt_learn_lr(const prt *rt)
 {
-    return rt->learn ? lrn_lr(rt->learn, rt->epoch) : 0;
+    return rt->learn ? lrn_lr(rt->learn, lep(rt)) : 0;
 }
 
 int prt_learn_probe(prt *rt, size_t d, int at_global, size_t k, double *g, double *loss)
@@ -202,7 +213,7 @@ void prt_learn_lr_scale(prt *rt, size_t d, double f)
 void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const double *weights)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_average_weighted(rt->learn, now_abs(rt), rt->epoch, members, m, weights));
+        learn_oom(rt, lrn_average_weighted(rt->learn, now_abs(rt), lep(rt), members, m, weights));
     if (rt->eff_tap) /* the statistical-efficiency model counts it as an average into the global model */
         learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
 }
@@ -210,7 +221,7 @@ void prt_learn_average_weighted(prt *rt, const size_t *members, size_t m, const 
 void prt_learn_group_average(prt *rt, const size_t *members, size_t m)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_group_average(rt->learn, now_abs(rt), rt->epoch, members, m));
+        learn_oom(rt, lrn_group_average(rt->learn, now_abs(rt), lep(rt), members, m));
     if (rt->eff_tap)
         learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 0));
 }
@@ -220,7 +231,7 @@ long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double 
     long s = 0;
     if (rt->learn) {
         lc_cfg c = prt_delta_coder(rt, delta_bits);
-        s = lrn_merge(rt->learn, now_abs(rt), rt->epoch, d, alpha, delta_bits > 0 ? &c : NULL);
+        s = lrn_merge(rt->learn, now_abs(rt), lep(rt), d, alpha, delta_bits > 0 ? &c : NULL);
         learn_oom(rt, (int)(s < 0 ? s : 0));
     }
     if (rt->eff_tap) /* the statistical-efficiency model counts it as the group's average into the global model */
@@ -243,7 +254,7 @@ void prt_learn_checkpoint(prt *rt)
 void prt_learn_restore(prt *rt)
 {
     if (rt->learn)
-        learn_oom(rt, lrn_restore(rt->learn, now_abs(rt), rt->epoch));
+        learn_oom(rt, lrn_restore(rt->learn, now_abs(rt), lep(rt)));
 }
 
 void prt_learn_up(prt *rt, size_t d, double t)
@@ -291,7 +302,10 @@ void prt_learn_results(prt *rt, res_run *r, double T)
         return;
     }
     learner *L = rt->learn;
-    if (lrn_finish(L, T, rt->epoch)) {
+    /* a job's run stopped by its scheduler ends with no evaluation of its
+     * own: its model in flight goes back to the job's checkpoint (jobrt.h) */
+    int stopped = rt->learn_ckpt && !rt->finished;
+    if (stopped ? lrn_flush(L, T, lep(rt)) : lrn_finish(L, T, lep(rt))) {
         learn_oom(rt, DP_ENOMEM);
         return;
     }

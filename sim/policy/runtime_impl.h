@@ -32,6 +32,11 @@ struct prt {
     struct eff_log *eff_log;
     struct eff_tap *eff_tap;
     struct eff_params *eff_params; /* without a learner: the model the results use */
+    /* a job's run (jobrt.c): its learner's epochs count on from
+     * learn_epoch0, and every epoch's end writes its checkpoint there
+     * (NULL, 0: a single run) */
+    int learn_epoch0;
+    struct pjob_learn *learn_ckpt;
     lc_cfg comp; /* scenario `compression:` (compress.c); LC_NONE: off */
     int failed;
     int shared; /* one job of many in a shared world (prt_new_on): no fast-forward, no hints */

@@ -37,6 +37,8 @@ static const struct {
     {"jobs_runs", "id"},             /* many jobs in one world (dpsim jobs) */
     {"jobs", "jobs_run_id, idx"},
     {"job_allocs", "jobs_run_id, rowid"},
+    {"job_tta", "jobs_run_id, job, seq"},
+    {"job_stats", "jobs_run_id, seq"},
 };
 
 /* mkdir -p: create dir and any missing parents. */

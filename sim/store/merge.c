@@ -437,8 +437,8 @@ static int same_file(const char *a, const char *b)
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* Runs of many jobs (`dpsim jobs`: jobs_runs with their jobs and
- * job_allocs rows), ids remapped.  A jobs run OUT holds already (same
+/* Runs of many jobs (`dpsim jobs`: jobs_runs with their jobs, job_allocs,
+ * job_tta and job_stats rows), ids remapped.  A jobs run OUT holds already (same
  * scenario, scheduler, seed, version and start) is skipped, so merging a
  * file twice adds nothing.  Inputs from before the jobs tables have none. */
 static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge_stats *ms)
@@ -449,12 +449,13 @@ static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge
     sqlite3_finalize(has);
     if (e || !present)
         return e;
-    static const char *const kids[] = {"jobs", "job_allocs"};
-    copier runs, kid[2];
+    static const char *const kids[] = {"jobs", "job_allocs", "job_tta", "job_stats"};
+    enum { NK = sizeof kids / sizeof *kids };
+    copier runs, kid[NK];
     memset(kid, 0, sizeof kid);
     const char *const run_remap[] = {"scenario_id", "sweep_id"}, *const kid_remap[] = {"jobs_run_id"};
     e = copier_init(m, &runs, "jobs_runs", "SELECT * FROM jobs_runs ORDER BY id", run_remap, 2);
-    for (size_t k = 0; k < 2 && !e; k++) {
+    for (size_t k = 0; k < NK && !e; k++) {
         char sql[128];
         snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE jobs_run_id = ?1 ORDER BY rowid", kids[k]);
         e = copier_init(m, &kid[k], kids[k], sql, kid_remap, 1);
@@ -513,7 +514,7 @@ static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge
         int one = 1;
         e = copier_insert(m, &runs, nv, hv);
         nid = sqlite3_last_insert_rowid(m->out);
-        for (size_t k = 0; k < 2 && !e; k++) {
+        for (size_t k = 0; k < NK && !e; k++) {
             sqlite3_reset(kid[k].sel);
             sqlite3_bind_int64(kid[k].sel, 1, old);
             int kr;
@@ -529,7 +530,7 @@ static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge
         e = mfail(m, m->in, "reading jobs runs");
     sqlite3_finalize(find);
     copier_free(&runs);
-    for (size_t k = 0; k < 2; k++)
+    for (size_t k = 0; k < NK; k++)
         copier_free(&kid[k]);
     return e;
 }

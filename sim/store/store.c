@@ -334,6 +334,18 @@ static const migration migrations[] = {
      "ALTER TABLE jobs_runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id);"
      "ALTER TABLE jobs_runs ADD COLUMN point_json TEXT;"
      "CREATE INDEX jobs_runs_sweep ON jobs_runs(sweep_id);"},
+    /* ---- the jobsin branch's step (issue 31b): renumber freely ---- */
+    {11, "adding job_tta, job_stats and jobs.final_acc (version 11)",
+     /* Inside jobs: learning (a job's final accuracy, its time to each
+      * target from its arrival) and the policy's own figures of each of a
+      * job's runs (as run_stats, with the run they came from). */
+     "ALTER TABLE jobs ADD COLUMN final_acc REAL;"
+     "CREATE TABLE job_tta(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
+     " job INTEGER NOT NULL, seq INTEGER NOT NULL, target REAL NOT NULL, tta_s REAL,"
+     " PRIMARY KEY(jobs_run_id, job, seq));"
+     "CREATE TABLE job_stats(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
+     " job INTEGER NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL,"
+     " a INTEGER, b INTEGER, value REAL, PRIMARY KEY(jobs_run_id, seq));"},
 };
 
 /* Rows a step computes in C after its SQL, in the same transaction (its

@@ -43,7 +43,7 @@
 #include <stdio.h>
 
 /* The schema version this binary writes (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 /* How long a writer waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 

@@ -51,12 +51,27 @@ int store_put_jobs_point(store *st, const scn_scenario *s, const jobs_result *r,
         e = store_sql_write(st, "storing a job", err,
                             "INSERT INTO jobs(jobs_run_id, idx, name, policy, devices, epochs, arrival_s, start_s,"
                             " end_s, jct_s, queue_s, wait_s, alone_s, rho, device_s, compute_s, bytes, tsend_s,"
-                            " tflops, preemptions) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-                            " ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                            "iittii" "ddddddddddddd" "i", run, (int64_t)i, o->name, o->policy, (int64_t)o->devices,
-                            (int64_t)o->epochs, o->arrival_s, o->start_s, o->end_s, o->jct_s, o->queue_s, o->wait_s,
-                            o->alone_s, o->rho, o->device_s, o->compute_s, o->bytes, o->tsend_s, o->tflops,
-                            (int64_t)o->preemptions);
+                            " tflops, preemptions, final_acc) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                            " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                            "iittii" "ddddddddddddd" "i" "d", run, (int64_t)i, o->name, o->policy,
+                            (int64_t)o->devices, (int64_t)o->epochs, o->arrival_s, o->start_s, o->end_s, o->jct_s,
+                            o->queue_s, o->wait_s, o->alone_s, o->rho, o->device_s, o->compute_s, o->bytes,
+                            o->tsend_s, o->tflops, (int64_t)o->preemptions, o->final_acc);
+    }
+    for (size_t k = 0, seq = 0; !e && k < r->n_tta; k++) { /* seq: the target's place in the job's list */
+        seq = k && r->tta[k - 1].job == r->tta[k].job ? seq + 1 : 0;
+        const job_tta *t = &r->tta[k];
+        e = store_sql_write(st, "storing a job's time to accuracy", err,
+                            "INSERT INTO job_tta(jobs_run_id, job, seq, target, tta_s) VALUES(?1, ?2, ?3, ?4, ?5)",
+                            "iii" "dd", run, (int64_t)t->job, (int64_t)seq, t->target, t->tta_s);
+    }
+    for (size_t k = 0; !e && k < r->n_stats; k++) {
+        const job_stat *x = &r->stats[k];
+        e = store_sql_write(st, "storing a job's statistics", err,
+                            "INSERT INTO job_stats(jobs_run_id, job, run, seq, name, scope, a, b, value)"
+                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            "iiiitt" "ii" "d", run, (int64_t)x->job, (int64_t)x->run, (int64_t)k, x->s.name,
+                            res_scope_name(x->s.scope), x->s.a, x->s.b, isfinite(x->s.value) ? x->s.value : NAN);
     }
     sqlite3_stmt *q = NULL;
     if (!e)
@@ -129,6 +144,45 @@ static int job_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, 
     o->tsend_s = store_col_double(s, 15);
     o->tflops = store_col_double(s, 16);
     o->preemptions = sqlite3_column_int(s, 17);
+    o->final_acc = store_col_double(s, 18);
+    return 0;
+}
+
+static int tta_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    jobs_result *r = ctx;
+    job_tta *n = dp_realloc(r->tta, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    r->tta = n;
+    int64_t job = sqlite3_column_int64(s, 0);
+    if (job < 0 || (size_t)job >= r->n_jobs)
+        return dp_err_set(err, DP_ERUN, "%s: job_tta row outside its run", st->path);
+    n[i] = (job_tta){(size_t)job, store_col_double(s, 1), store_col_double(s, 2)};
+    r->n_tta = i + 1;
+    return 0;
+}
+
+static int stat_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx, dp_err *err)
+{
+    (void)id;
+    jobs_result *r = ctx;
+    job_stat *n = dp_realloc(r->stats, (i + 1) * sizeof *n);
+    if (!n)
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory", st->path);
+    r->stats = n;
+    int64_t job = sqlite3_column_int64(s, 0);
+    int scope = res_scope_by_name(store_col_text(s, 3));
+    if (job < 0 || (size_t)job >= r->n_jobs || scope < 0)
+        return dp_err_set(err, DP_ERUN, "%s: job_stats row outside its run", st->path);
+    n[i] = (job_stat){.job = (size_t)job, .run = sqlite3_column_int(s, 1)};
+    snprintf(n[i].s.name, sizeof n[i].s.name, "%s", store_col_text(s, 2));
+    n[i].s.scope = (res_scope)scope;
+    n[i].s.a = sqlite3_column_int64(s, 4);
+    n[i].s.b = sqlite3_column_int64(s, 5);
+    n[i].s.value = store_col_double(s, 6);
+    r->n_stats = i + 1;
     return 0;
 }
 
@@ -189,9 +243,17 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
     }
     e = store_sql_rows(st,
                        "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho, epochs,"
-                       " queue_s, wait_s, device_s, compute_s, bytes, tsend_s, tflops, preemptions FROM jobs"
+                       " queue_s, wait_s, device_s, compute_s, bytes, tsend_s, tflops, preemptions, final_acc FROM jobs"
                        " WHERE jobs_run_id = ?1 ORDER BY idx",
                        "jobs", id, NULL, r, job_row, NULL, err);
+    if (!e)
+        e = store_sql_rows(st, "SELECT job, target, tta_s FROM job_tta WHERE jobs_run_id = ?1 ORDER BY job, seq",
+                           "jobs' times to accuracy", id, NULL, r, tta_row, NULL, err);
+    if (!e)
+        e = store_sql_rows(st,
+                           "SELECT job, run, name, scope, a, b, value FROM job_stats WHERE jobs_run_id = ?1"
+                           " ORDER BY seq",
+                           "jobs' statistics", id, NULL, r, stat_row, NULL, err);
     if (!e)
         e = store_sql_rows(st, "SELECT job, device, t0_s, t1_s FROM job_allocs WHERE jobs_run_id = ?1 ORDER BY rowid",
                            "job devices", id, NULL, r, alloc_row, NULL, err);

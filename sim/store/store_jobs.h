@@ -30,7 +30,8 @@ int store_jobs_sweep_get(store *st, int64_t sweep_id, int64_t *sweep_id_out, sto
 /* The jobs_runs ids a plot draws by default: the latest invocation's
  * (else every one), in id order.  Free *ids with dp_free. */
 int store_jobs_select(store *st, int64_t **ids, size_t *n, dp_err *err);
-/* A stored run back (scheduler, figures, jobs, allocations); DP_EINPUT when
+/* A stored run back (scheduler, figures, jobs, allocations, learning,
+ * statistics); DP_EINPUT when
  * there is no such run.  Free with jobs_result_free. */
 int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err);
 

@@ -1,0 +1,175 @@
+/* test_jobs_inside.c: what happens inside a job of a world of many jobs
+ * (sim/jobs/, docs/MODEL.md "Many jobs in one world"): its learning
+ * (`learning:`, time to accuracy, a pre-empted job resuming its learner
+ * from its checkpoint) and its policy's own statistics.
+ * tests/test_jobs.c has the schedulers' hand-derived schedules. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "jobs/jobs.h"
+#include "policy/policy.h"
+#include "test_common.h"
+
+TEST_SUITE_NO_LEAKS(jobs_inside);
+
+/* Eight devices learning the UCI digits (softmax, McMahan's shards) as
+ * scenarios/digits.yaml does, 6 epochs. */
+#define DIGITS                                                                                               \
+    "name: w\n"                                                                                              \
+    "model: { name: softmax-digits, params: 650, flops_per_sample: 1300 }\n"                                 \
+    "dataset: { name: uci-digits, samples: 1437, sample_bytes: 64B }\n"                                      \
+    "training: { epochs: 6, seed: 1 }\n"                                                                     \
+    "server: { nic: { up: 1Gbps, down: 1Gbps } }\n"                                                          \
+    "devices:\n"                                                                                             \
+    "  - { name: fast, count: 4, kind: gpu, memory: 1GiB, batch: 8, batch_time: 5ms,\n"                      \
+    "      link: { up: 100Mbps, down: 100Mbps, latency: 5ms } }\n"                                           \
+    "  - { name: slow, count: 4, kind: cpu, memory: 1GiB, batch: 8, batch_time: 20ms,\n"                     \
+    "      link: { up: 10Mbps, down: 10Mbps, latency: 40ms } }\n"
+#define LEARNING                                                                                             \
+    "learning: { data: digits, model: softmax, partition: labels, labels_per_device: 2,\n"                   \
+    "            lr: { initial: 0.5, every: 4, factor: 0.5 }, evaluate: { epochs: 1 },\n"                    \
+    "            targets: [0.85, 0.9, 0.999] }\n"
+
+static jobs_result *run_jobs(const char *text, jobs_spec **js_out, scn_scenario **s_out)
+{
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_assert(js, "%s", e.msg);
+    jobs_result *r = jobs_run(js, NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    *js_out = js;
+    *s_out = s;
+    return r;
+}
+
+/* A job alone in the world, arriving at 0 on every device, learns what the
+ * single run of the same scenario learns: the same times to accuracy and
+ * the same final accuracy, bit for bit (nothing else moves on the network,
+ * so its flows' arithmetic is the single run's). */
+Test(jobs_inside, a_job_alone_learns_as_the_single_run)
+{
+    scn_scenario *one = load(DIGITS LEARNING, NULL, 0);
+    dp_err e = {0};
+    res_run *r1 = policy_run(policy_find("ddp"), one, 1, &e);
+    cr_assert(r1, "%s", e.msg);
+    cr_assert_eq(r1->n_tta, 3);
+    cr_assert(!isnan(r1->tta_s[0]) && !isnan(r1->tta_s[1]) && isnan(r1->tta_s[2]), "targets as designed");
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_jobs(DIGITS LEARNING "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", &js, &s);
+    cr_assert_eq(r->n_tta, 3);
+    for (size_t k = 0; k < 3; k++) {
+        cr_expect_eq(r->tta[k].job, 0);
+        cr_expect_eq(r->tta[k].target, r1->tta_target[k]);
+        if (isnan(r1->tta_s[k]))
+            cr_expect(isnan(r->tta[k].tta_s), "target %zu: %.17g, alone never", k, r->tta[k].tta_s);
+        else
+            cr_expect_eq(r->tta[k].tta_s, r1->tta_s[k], "target %zu: %.17g, alone %.17g", k, r->tta[k].tta_s,
+                         r1->tta_s[k]);
+    }
+    cr_expect_eq(r->jobs[0].final_acc, r1->evals[r1->n_evals - 1].test_acc);
+    cr_expect_eq(r->jobs[0].end_s, r1->ttotal_s);
+    res_run_free(r1);
+    scn_free(one);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* Arriving later, its times count from its arrival: job b, alone on the
+ * world from 200 s (a is done by then), learns what a did from 0. */
+Test(jobs_inside, times_to_accuracy_count_from_the_arrival)
+{
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_jobs(DIGITS LEARNING "jobs:\n"
+                                              "  - { name: a, arrival: 0s, policy: ddp, devices: 8 }\n"
+                                              "  - { name: b, arrival: 200s, policy: ddp, devices: 8 }\n",
+                              &js, &s);
+    cr_assert(r->jobs[0].end_s < 200, "a ends at %g", r->jobs[0].end_s);
+    cr_assert_eq(r->n_tta, 6);
+    for (size_t k = 0; k < 3; k++) {
+        cr_expect_eq(r->tta[3 + k].job, 1);
+        if (isnan(r->tta[k].tta_s))
+            cr_expect(isnan(r->tta[3 + k].tta_s));
+        else /* the same schedule 200 s later: equal up to the clock's rounding */
+            cr_expect(fabs(r->tta[3 + k].tta_s - r->tta[k].tta_s) < 1e-9, "target %zu: %.17g vs %.17g", k,
+                      r->tta[3 + k].tta_s, r->tta[k].tta_s);
+    }
+    cr_expect_eq(r->jobs[1].final_acc, r->jobs[0].final_acc);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* A job's own `learning:` (the world has none): only it learns. */
+Test(jobs_inside, a_job_carries_its_own_learning)
+{
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_jobs(DIGITS "jobs:\n"
+                                     "  - { name: a, arrival: 0s, policy: ddp, devices: 4 }\n"
+                                     "  - { name: b, arrival: 0s, policy: ddp, devices: 4,\n"
+                                     "      learning: { data: digits, model: softmax, targets: [0.5, 0.8] } }\n",
+                              &js, &s);
+    cr_expect(isnan(r->jobs[0].final_acc));
+    cr_expect(r->jobs[1].final_acc > 0.8, "%g", r->jobs[1].final_acc);
+    cr_assert_eq(r->n_tta, 2);
+    cr_expect(r->tta[0].job == 1 && r->tta[0].target == 0.5 && r->tta[1].target == 0.8);
+    cr_expect(r->tta[0].tta_s > 0 && r->tta[0].tta_s <= r->tta[1].tta_s);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* Pre-empted (las: b, arriving at 10 s, goes ahead of a past its 50
+ * device-second threshold), job a resumes its learner from its checkpoint:
+ * its epochs go on (6 in all: its learning-rate schedule and evaluations
+ * count on), it reaches its targets, and the same seed gives the same bits. */
+Test(jobs_inside, a_preempted_job_resumes_its_learner)
+{
+    const char *text = DIGITS LEARNING "scheduler: { name: las, restart: 2s, threshold: 50s }\n"
+                                       "jobs:\n"
+                                       "  - { name: a, arrival: 0s, policy: ddp, devices: 8 }\n"
+                                       "  - { name: b, arrival: 10s, policy: ddp, devices: 8, set: { training.epochs: 1 } }\n";
+    jobs_spec *js, *js2;
+    scn_scenario *s, *s2;
+    jobs_result *r = run_jobs(text, &js, &s), *r2 = run_jobs(text, &js2, &s2);
+    cr_assert_eq(r->jobs[0].preemptions, 1, "a pre-empted once (got %d)", r->jobs[0].preemptions);
+    cr_expect(r->jobs[0].final_acc > 0.9, "%g", r->jobs[0].final_acc);
+    /* a was stopped at 10 s, before its first epoch's end: no checkpoint
+     * yet, so it starts again from the initial model once b is done and
+     * the restart's 2 s have passed; its first evaluation at or above 0.85
+     * is that epoch's end, an epoch (b's, alone: 0.85 at its first epoch's
+     * end too) later */
+    cr_assert_eq(r->n_tta, 6);
+    expect_close(r->tta[0].tta_s, r->jobs[1].end_s + 2 + r->tta[3].tta_s);
+    cr_expect(!isnan(r->tta[1].tta_s) && r->tta[1].tta_s >= r->tta[0].tta_s);
+    for (size_t k = 0; k < r->n_tta; k++)
+        cr_expect(memcmp(&r->tta[k], &r2->tta[k], sizeof r->tta[k]) == 0, "deterministic");
+    cr_expect_eq(r->jobs[0].final_acc, r2->jobs[0].final_acc);
+    jobs_result_free(r);
+    jobs_result_free(r2);
+    jobs_free(js);
+    jobs_free(js2);
+    scn_free(s);
+    scn_free(s2);
+}
+
+/* learning.efficiency inside a job is refused (its figures are not pieced
+ * together across a job's runs yet), naming the job. */
+Test(jobs_inside, learning_efficiency_is_refused)
+{
+    scn_scenario *s = load(DIGITS "jobs:\n"
+                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
+                                  "      learning: { efficiency: { model: pollux } } }\n",
+                           NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_expect_null(js);
+    cr_expect(strstr(e.msg, "test.yaml:") && strstr(e.msg, "jobs[0] (a)") && strstr(e.msg, "learning.efficiency"),
+              "%s", e.msg);
+    jobs_free(js);
+    scn_free(s);
+}
