@@ -218,4 +218,24 @@ expect 0 "export learning jobs" -- "$BIN" export --csv --db "$T/l.db" --out "$T/
 [ -s "$T/lcsv/job_tta.csv" ] && [ -s "$T/lcsv/job_stats.csv" ] && ok "job_tta, job_stats exported" ||
     bad "job_tta or job_stats CSV missing"
 
+# the world's --set reaches every job (a job's scenario is the world's text
+# loaded again, with the world's overrides before its own settings)
+expect 0 "--set reaches the jobs" -- "$BIN" jobs "$S" --no-db -s training.epochs=1
+has "$T/out" "a                ddp           2      0.000      0.000      3.713"
+# device failures inside jobs: the world's (seeded by world device), the same
+# bits twice; each job's failures and restarts among its statistics
+F=(--set 'devices.gpu.availability={mtbf: 20s, mttr: 3s}' --set policies.ddp.timeout=2s)
+expect 0 "failures inside jobs" -- "$BIN" jobs "$S" -S fifo,srf --no-db --json "${F[@]}"
+cp "$T/out" "$T/f1.json"
+expect 0 "failures inside jobs again" -- "$BIN" jobs "$S" -S fifo,srf --no-db --json "${F[@]}"
+cmp -s "$T/out" "$T/f1.json" && ok "failures inside jobs: deterministic" || bad "failures: two runs differ"
+python3 -c "
+import json; r = json.load(open('$T/f1.json'))['runs']
+f = [s['value'] for x in r for j in x['jobs'] for s in j.get('stats', []) if s['name'] == 'failures']
+assert sum(f) > 0, f" && ok "failures counted per job" || bad "no job saw a failure"
+sed 's/- { name: a, arrival: 0s, policy: ddp, devices: 2 }/- { name: a, arrival: 0s, policy: ddp, devices: 2, set: { devices.gpu.availability: { mtbf: 1h, mttr: 1min } } }/' \
+    "$T/learn.yaml" >"$T/avail.yaml"
+bad_input "a job may not change the failures" "$T/avail.yaml" \
+    "avail.yaml:28:5: jobs[0] (a): a job may not change the world's device failures (availability)"
+
 e2e_done e2e_jobs

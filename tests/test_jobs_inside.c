@@ -1,10 +1,12 @@
 /* test_jobs_inside.c: what happens inside a job of a world of many jobs
  * (sim/jobs/, docs/MODEL.md "Many jobs in one world"): its learning
  * (`learning:`, time to accuracy, a pre-empted job resuming its learner
- * from its checkpoint) and its policy's own statistics.
+ * from its checkpoint), the world's device failures hitting the job that
+ * holds the device, and its policy's own statistics.
  * tests/test_jobs.c has the schedulers' hand-derived schedules. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "jobs/jobs.h"
 #include "policy/policy.h"
@@ -170,6 +172,141 @@ Test(jobs_inside, learning_efficiency_is_refused)
     cr_expect_null(js);
     cr_expect(strstr(e.msg, "test.yaml:") && strstr(e.msg, "jobs[0] (a)") && strstr(e.msg, "learning.efficiency"),
               "%s", e.msg);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* ---- device failures (the world's availability) ----
+ * The world of tests/test_fail.c's crash timelines, four devices: 1 s
+ * batches of 1 sample, 8 samples, 2 epochs, near-instant links (1 Tbps, no
+ * latency: every transfer under 1e-10 s), DDP checkpointing after epoch 1
+ * (written by 4.5 s) and giving up on a blocked all-reduce after 2 s. */
+static const char *CRASH4 =
+    "name: crash-jobs\n"
+    "model: { name: m, params: 1, flops_per_sample: 1.0e6 }\n"
+    "dataset: { name: eight, samples: 8, sample_bytes: 1B }\n"
+    "training: { epochs: 2, seed: 1 }\n"
+    "devices:\n"
+    "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s } }\n"
+    "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s },\n"
+    "      availability: { trace: %s } }\n"
+    "  - { name: c, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s } }\n"
+    "  - { name: d, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s },\n"
+    "      availability: { trace: %s } }\n"
+    "policies:\n"
+    "  ddp: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
+    "scheduler: fifo\n"
+    "jobs:\n"
+    "  - { name: x, arrival: 0s, policy: ddp, devices: 2 }\n"
+    "  - { name: y, arrival: %s, policy: ddp, devices: 2 }\n";
+
+/* Run CRASH4 with b's and d's availability traces (text) and y's arrival. */
+static jobs_result *run_crash(const char *b_trace, const char *d_trace, const char *y_arrival, jobs_spec **js,
+                              scn_scenario **s)
+{
+    char dir[] = "/tmp/dpsim-jobsin-XXXXXX", p[3][64], text[4096];
+    cr_assert(mkdtemp(dir));
+    const char *name[3] = {"w.yaml", "b.csv", "d.csv"};
+    snprintf(text, sizeof text, CRASH4, "b.csv", "d.csv", y_arrival);
+    const char *body[3] = {text, b_trace, d_trace};
+    for (int k = 0; k < 3; k++) {
+        snprintf(p[k], sizeof p[k], "%s/%s", dir, name[k]);
+        FILE *f = fopen(p[k], "w");
+        cr_assert(f);
+        fputs(body[k], f);
+        fclose(f);
+    }
+    dp_err e = {0};
+    *s = scn_load_file(p[0], NULL, 0, &e);
+    for (int k = 0; k < 3; k++)
+        remove(p[k]);
+    rmdir(dir);
+    cr_assert(*s, "%s", e.msg);
+    *js = jobs_load(*s, &e);
+    cr_assert(*js, "%s", e.msg);
+    jobs_result *r = jobs_run(*js, NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    return r;
+}
+
+static const job_stat *job_stat_of(const jobs_result *r, size_t job, const char *name)
+{
+    for (size_t k = 0; k < r->n_stats; k++)
+        if (r->stats[k].job == job && strcmp(r->stats[k].s.name, name) == 0)
+            return &r->stats[k];
+    cr_assert_fail("job %zu: no statistic %s", job, name);
+    return NULL;
+}
+
+static const char *ALWAYS = "time_s,up\n0,1\n";
+
+/* Two jobs from 0: x on a, b; y on c, d.  b fails at 6.25 s and is back at
+ * 9.5 s.  x lives test_fail's crash timeline: epoch 1 ends at 4 s, the
+ * checkpoint is written by 4.5 s and epoch 2 runs from there; b's work
+ * since (1.75 s, its batch cut at 6.25 s) and a's (2 s, to 6.5 s) is
+ * lost (3.75 s), the all-reduce blocks, the timeout fires at 8.25 s, DDP waits for b (back at
+ * 9.5 s: blocked 3.25 s), sends the checkpoint (4 B) to both and runs
+ * epoch 2 again: 4 s, ends at 13.5 s.  y, whose devices never fail, ends
+ * at 8.5 s as it would alone, untouched.  The failure is x's alone. */
+Test(jobs_inside, a_failure_hits_the_job_holding_the_device)
+{
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_crash("time_s,up\n0,1\n6.25,0\n9.5,1\n", ALWAYS, "0s", &js, &s);
+    expect_close(r->jobs[0].end_s, 13.5);
+    expect_close(r->jobs[1].end_s, 8.5);
+    expect_close(job_stat_of(r, 0, "failures")->s.value, 1);
+    expect_close(job_stat_of(r, 0, "restarts")->s.value, 1);
+    expect_close(job_stat_of(r, 0, "compute_lost_s")->s.value, 3.75);
+    expect_close(job_stat_of(r, 0, "blocked_s")->s.value, 3.25);
+    expect_close(job_stat_of(r, 0, "bytes_resent")->s.value, 8);
+    expect_close(job_stat_of(r, 1, "failures")->s.value, 0);
+    expect_close(job_stat_of(r, 1, "compute_lost_s")->s.value, 0);
+    for (size_t k = 0; k < r->n_stats; k++) /* the world's links are no job's figures */
+        cr_expect(strncmp(r->stats[k].s.name, "link.", 5) != 0, "%s", r->stats[k].s.name);
+    /* its time alone is its work on devices that do not fail: 2 epochs of
+     * 4 s, no checkpoint (a world without failures writes none) */
+    expect_close(r->jobs[0].alone_s, 8);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* The scheduler counts only devices up: d is down over [1 s, 5 s).  x (2
+ * devices) takes a, b at 0 and ends at 8.5 s; y arrives at 2 s asking for
+ * 2 while only c is up and free, waits, and takes c, d when d is back at
+ * 5 s: queued 3 s, ends at 5 + 8.5 = 13.5 s. */
+Test(jobs_inside, the_scheduler_sees_fewer_devices_while_one_is_down)
+{
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_crash(ALWAYS, "time_s,up\n0,1\n1,0\n5,1\n", "2s", &js, &s);
+    expect_close(r->jobs[0].end_s, 8.5);
+    expect_close(r->jobs[1].start_s, 5);
+    expect_close(r->jobs[1].queue_s, 3);
+    expect_close(r->jobs[1].end_s, 13.5);
+    cr_assert_eq(r->n_allocs, 4);
+    for (size_t k = 0; k < r->n_allocs; k++)
+        if (r->allocs[k].job == 1)
+            cr_expect(r->allocs[k].device == 2 || r->allocs[k].device == 3, "y on c, d (got %zu)",
+                      r->allocs[k].device);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* A job may not change the world's failures: they are every job's. */
+Test(jobs_inside, a_job_may_not_change_the_failures)
+{
+    scn_scenario *s = load(DIGITS "jobs:\n"
+                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
+                                  "      set: { devices.fast.availability.mtbf: 1h, devices.fast.availability.mttr: 1min } }\n",
+                           NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_expect_null(js);
+    cr_expect(strstr(e.msg, "test.yaml:") && strstr(e.msg, "jobs[0] (a)") && strstr(e.msg, "availability"), "%s",
+              e.msg);
     jobs_free(js);
     scn_free(s);
 }

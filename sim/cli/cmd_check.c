@@ -68,7 +68,7 @@ int cmd_check(int argc, char **argv)
     cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
-    jobs_spec *js = jobs_in(s) ? jobs_load(s, &err) : NULL; /* `jobs:` checked too (sim/jobs/) */
+    jobs_spec *js = jobs_in(s) ? jobs_load_ov(s, o.ov, o.n_ov, &err) : NULL; /* `jobs:` checked too (sim/jobs/) */
     if (jobs_in(s) && !js) {
         scn_free(s);
         return cli_fail(&err);

@@ -119,7 +119,7 @@ int cmd_jobs(int argc, char **argv)
     }
     dp_err err = {0};
     scn_scenario *s = cli_load_scenario(o.pos[0], o.ov, o.n_ov, &err);
-    jobs_spec *js = s ? jobs_load(s, &err) : NULL;
+    jobs_spec *js = s ? jobs_load_ov(s, o.ov, o.n_ov, &err) : NULL; /* --set reaches every job */
     const sched_def *sk[16];
     int ns = js ? parse_scheds(a.slist, js, sk, 16) : 0;
     if (!js || ns < 0) {

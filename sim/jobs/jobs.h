@@ -2,7 +2,7 @@
  * jobs in one world", scenarios/README.md "Jobs").
  *
  * A scenario with `jobs:` describes one world (devices, links, sites,
- * server, outages) and a list of jobs (or a job trace file), each with its
+ * server, outages, device failures) and a list of jobs (or a job trace file), each with its
  * arrival, policy, device count (or, for the static partition, its device
  * groups) and its own settings as overrides of the scenario (model,
  * dataset, training, policy options).  One engine and one network run all
@@ -48,6 +48,8 @@ typedef struct jobs_spec {
     scn_scenario **scns; /* the distinct job scenarios (owned) */
     char **keys;         /* each one's settings, "KEY=VALUE\n"... */
     char *trace;         /* the job trace read (its path), NULL: jobs from the YAML list */
+    const scn_override *world_ov; /* jobs_load_ov's, during the load only */
+    size_t n_world_ov;
 } jobs_spec;
 
 /* The device counts job j may run on under scheduler sd: its
@@ -61,6 +63,11 @@ int jobs_in(const scn_scenario *s);
 /* Read and check `jobs:` and `scheduler:` (DP_EINPUT: FILE:LINE:COL:
  * key: what; a trace's cells by their line and column).  NULL with err. */
 jobs_spec *jobs_load(const scn_scenario *s, dp_err *err);
+/* The same for a world loaded with overrides ov[0..n_ov) (`--set`, a sweep
+ * point): every job's scenario gets them too, before its own settings (a
+ * job's scenario is the world's text loaded again).  ov is borrowed for
+ * the call only. */
+jobs_spec *jobs_load_ov(const scn_scenario *s, const scn_override *ov, size_t n_ov, dp_err *err);
 void jobs_free(jobs_spec *js);
 
 /* The Pollux workload applications (`name,time,application,num_replicas,

@@ -163,6 +163,11 @@ double jobs_alone_k(const jobs_spec *js, size_t i, int n, uint64_t seed, dp_err 
         dp_free(map);
     if (!sub)
         return NAN;
+    /* the estimate is the job's work: on devices that do not fail (a
+     * device gone for good would leave no estimate at all) */
+    sub->failures = 0;
+    for (size_t q = 0; q < sub->n_groups; q++)
+        sub->groups[q].avail = (scn_avail){.data_persists = sub->groups[q].avail.data_persists};
     res_run *r = policy_run(j->policy, sub, seed, err);
     jobs_sub_free(sub);
     double t = r ? r->ttotal_s : NAN;
@@ -259,10 +264,13 @@ static double dev_link_bytes(jrun *R, size_t d)
     return b;
 }
 
-/* The run's own figures (res_stat), device indices made the world's. */
+/* The run's own figures (res_stat: its policy's and its failures'),
+ * device indices made the world's. */
 static void keep_stats(jrun *R, jstate *j, const res_run *r)
 {
     for (size_t k = 0; k < r->n_stats; k++) {
+        if (strncmp(r->stats[k].name, "link.", 5) == 0)
+            continue; /* the world's links, shared by every job: not the job's figures */
         if (R->n_stats == R->cap_stats) {
             size_t nc = R->cap_stats ? 2 * R->cap_stats : 64;
             job_stat *ns = dp_realloc(R->stats, nc * sizeof *ns);
@@ -381,7 +389,40 @@ static void start_run(jrun *R, jstate *j)
         memcpy(m, e.msg, sizeof m);
         R->failed = 1;
         dp_err_set(R->err, e.code ? e.code : DP_ERUN, "job %s: %s", js->name, m);
+        return;
     }
+    /* a device down as it starts (a static job's, or one that failed
+     * during the restart's load): the job's view down too, once its
+     * policy listens, as a single run's device down from t = 0 */
+    for (int k = 0; k < j->n_dev; k++)
+        if (!world_dev_is_up(R->w, j->dev[k]))
+            pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, j->dev[k]));
+}
+
+/* A device of the shared world failed or came back (world_on_device): the
+ * job holding it, if running, sees it as a single run would; a device
+ * back and free may let a waiting job start. */
+static void on_device(void *ctx, size_t d, int up)
+{
+    jrun *R = ctx;
+    int o = R->owner[d];
+    if (o >= 0 && R->st[o].job) {
+        jstate *j = &R->st[o];
+        for (int k = 0; k < j->n_dev; k++)
+            if (j->dev[k] == d)
+                pjob_device(j->job, (size_t)k, up, world_dev_next_change(R->w, d));
+    }
+    if (up && o < 0)
+        request_decide(R);
+}
+
+/* Devices of job i that are down (the scheduler counts only devices up). */
+static int held_down(const jrun *R, size_t i)
+{
+    int n = 0;
+    for (int k = 0; k < R->st[i].n_dev; k++)
+        n += !world_dev_is_up(R->w, R->st[i].dev[k]);
+    return n;
 }
 
 static void on_start(sim_engine *e, void *ctx, uint64_t id)
@@ -403,7 +444,7 @@ static void take(jrun *R, jstate *j, int count)
             j->dev[j->n_dev++] = js->pinned[k];
     } else {
         for (size_t d = 0; d < R->js->world->n_devices && j->n_dev < count; d++)
-            if (R->owner[d] < 0)
+            if (R->owner[d] < 0 && world_dev_is_up(R->w, d))
                 j->dev[j->n_dev++] = d;
     }
     for (int k = 0; k < j->n_dev; k++)
@@ -521,12 +562,16 @@ static void decide(jrun *R)
             }
         }
     }
+    /* devices up and not kept by a running job; a running job kept needs
+     * only its devices up from the count (its down ones are its own) */
     size_t free_n = N;
+    for (size_t d = 0; d < N; d++)
+        free_n -= !world_dev_is_up(R->w, d);
     if (!R->sd->preempt) /* running jobs keep their devices */
         for (size_t k = 0; k < m; k++)
             if (v[k].running) {
                 sel[k] = 1;
-                free_n -= (size_t)v[k].want;
+                free_n -= (size_t)(v[k].want - held_down(R, who[k]));
                 for (int q = 0; q < R->st[who[k]].n_dev; q++)
                     taken[R->st[who[k]].dev[q]] = 1;
             }
@@ -535,10 +580,11 @@ static void decide(jrun *R)
         if (sel[k])
             continue;
         const job_spec *js = &S->jobs[who[k]];
-        int fits = js->pinned ? pinned_free(js, taken) : (size_t)js->want <= free_n;
+        int need = js->want - (v[k].running ? held_down(R, who[k]) : 0);
+        int fits = js->pinned ? pinned_free(js, taken) : (size_t)need <= free_n;
         if (fits) {
             sel[k] = 1;
-            free_n -= (size_t)js->want;
+            free_n -= (size_t)need;
             for (int q = 0; js->pinned && q < js->want; q++)
                 taken[js->pinned[q]] = 1;
         } else if (R->sd->strict) {
@@ -710,6 +756,12 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
                    js->world->path);
         return NULL;
     }
+    if (R.sd->allocate && scn_has_failures(js->world)) {
+        dp_err_set(err, DP_EINPUT,
+                   "%s: scheduler %s re-sizes jobs; with device failures (availability) that is not modelled yet",
+                   js->world->path, R.sd->name);
+        return NULL;
+    }
     if (!R.sd->pinned && js->jobs[0].pinned) {
         dp_err_set(err, DP_EINPUT, "%s: scheduler %s gives devices by count; these jobs name groups (static)",
                    js->world->path, R.sd->name);
@@ -719,6 +771,8 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         return NULL;
     R.e = world_engine(R.w);
     R.n = world_net(R.w);
+    if (scn_has_failures(js->world))
+        world_on_device(R.w, on_device, &R);
     R.st = dp_calloc(n + 1, sizeof *R.st);
     R.owner = dp_malloc((N + 1) * sizeof *R.owner);
     if (!R.st || !R.owner) {

@@ -43,6 +43,19 @@ static int learning_efficiency(const scn_scenario *s)
     return l && yt_get(l, "efficiency") != NULL;
 }
 
+/* Device failures are the world's (every job sees the same devices fail):
+ * a job's settings may not change them. */
+static int sets_availability(const draft *d)
+{
+    for (size_t k = 0; k < d->n_set; k++) { /* "KEY=VALUE": the key's parts */
+        const char *key = d->set[k], *eq = strchr(key, '=');
+        for (const char *p = key; p && p < eq; p = strchr(p, '.'), p = p ? p + 1 : NULL)
+            if (strncmp(p, "availability", 12) == 0 && (p[12] == '.' || p + 12 == eq))
+                return 1;
+    }
+    return 0;
+}
+
 static int draft_add(draft *d, const char *key, const char *value)
 {
     char **ns = dp_realloc(d->set, (d->n_set + 1) * sizeof *ns);
@@ -595,21 +608,25 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
             dp_free(key);
             return 0;
         }
-    scn_override *ov = dp_calloc(d->n_set + 1, sizeof *ov);
+    /* the world's overrides (--set) first, then the job's own */
+    size_t nw = js->n_world_ov;
+    scn_override *ov = dp_calloc(nw + d->n_set + 1, sizeof *ov);
     if (!ov) {
         dp_free(key);
         return dp_err_set(err, DP_ENOMEM, "out of memory");
     }
+    for (size_t k = 0; k < nw; k++)
+        ov[k] = js->world_ov[k];
     for (size_t k = 0; k < d->n_set; k++) {
         char *eq = strchr(d->set[k], '=');
         *eq = '\0';
-        ov[k] = (scn_override){d->set[k], eq + 1};
+        ov[nw + k] = (scn_override){d->set[k], eq + 1};
     }
     char dir[4096];
     const char *slash = s->path ? strrchr(s->path, '/') : NULL;
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - s->path) : 1, slash ? s->path : ".");
     scn_scenario *js_s = scn_load_string_files(s->path, s->text, strlen(s->text), s->path[0] == '<' ? NULL : dir,
-                                               s->files, s->n_files, ov, d->n_set, err);
+                                               s->files, s->n_files, ov, nw + d->n_set, err);
     for (size_t k = 0; k < d->n_set; k++)
         d->set[k][strlen(d->set[k])] = '='; /* restore */
     dp_free(ov);
@@ -622,7 +639,7 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
         return dp_err_prefix(err, "%s:%d:%d: jobs[%zu] (%s)", s->path, j->line, j->column, i, j->name);
     }
     const char *no = js_s->n_devices != s->n_devices ? "change the world's devices"
-                     : scn_has_failures(js_s)          ? "have device failures (availability)"
+                     : sets_availability(d)            ? "change the world's device failures (availability)"
                      : learning_efficiency(js_s)       ? "use learning.efficiency yet"
                                                        : not_for_jobs(js_s);
     if (no) {
@@ -683,12 +700,19 @@ static int pin(jobs_spec *js, size_t i, const draft *d, int *owner, dp_err *err)
 
 jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
 {
+    return jobs_load_ov(s, NULL, 0, err);
+}
+
+jobs_spec *jobs_load_ov(const scn_scenario *s, const scn_override *ov, size_t n_ov, dp_err *err)
+{
     jobs_spec *js = dp_calloc(1, sizeof *js);
     if (!js) {
         dp_err_set(err, DP_ENOMEM, "out of memory");
         return NULL;
     }
     js->world = s;
+    js->world_ov = ov;
+    js->n_world_ov = n_ov;
     draft *drafts = NULL;
     int *owner = NULL;
     const policy_def *def_policy = NULL;
@@ -699,11 +723,6 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
         rc = dp_err_set(err, DP_EINPUT, "%s: no `jobs:`", s->path);
     if (!rc && !def_policy)
         rc = dp_err_set(err, DP_EINPUT, "%s: scheduler.policy: no policy ddp registered", s->path);
-    if (!rc && scn_has_failures(s))
-        rc = dp_err_set(err, DP_EINPUT,
-                        "%s: jobs: a world with `availability` (device failures) cannot hold many jobs yet; "
-                        "link outages and traces can",
-                        s->path);
     const char *unmodelled = rc ? NULL : not_for_jobs(s);
     if (unmodelled)
         rc = dp_err_set(err, DP_EINPUT, "%s: jobs: a world of many jobs cannot %s yet", s->path, unmodelled);
@@ -753,6 +772,8 @@ jobs_spec *jobs_load(const scn_scenario *s, dp_err *err)
         draft_free(&drafts[i]);
     dp_free(drafts);
     dp_free(owner);
+    js->world_ov = NULL; /* borrowed for the load only */
+    js->n_world_ov = 0;
     if (rc) {
         jobs_free(js);
         return NULL;

@@ -111,6 +111,11 @@ const dp_err *pjob_error(const pjob *j)
     return &j->err;
 }
 
+void pjob_device(pjob *j, size_t k, int up, double next_s)
+{
+    world_dev_set(j->rt->w, k, up, next_s);
+}
+
 int pjob_epochs_done(const pjob *j)
 {
     return j->rt->finished ? j->rt->s->training.epochs : j->rt->epoch - 1;

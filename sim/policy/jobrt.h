@@ -53,6 +53,12 @@ pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, worl
  * (negative) code, its message in pjob_error. */
 int pjob_status(const pjob *j);
 const dp_err *pjob_error(const pjob *j);
+/* The shared world's device k of the job (its k-th) went down (up = 0)
+ * or came back, next_s its next change (INFINITY: none): the job's view
+ * changes with it (world_dev_set: its transfers there cut) and its
+ * runtime reacts as a single run's does to a failure (its policy's
+ * recovery).  Only in worlds with failures. */
+void pjob_device(pjob *j, size_t k, int up, double next_s);
 /* Epochs the job completed so far. */
 int pjob_epochs_done(const pjob *j);
 /* An ended job's results (caller frees); the job is detached. */
