@@ -82,8 +82,14 @@ bad_input "unknown scheduler" "$T/sch.yaml" "sch.yaml:26:20: scheduler.name: unk
 expect 2 "unknown --scheduler" -- "$BIN" jobs "$S" --no-db -S fifo,lass
 has "$T/err" "unknown scheduler 'lass'"
 # what many jobs do not model yet is refused, not ignored
-expect 2 "energy in jobs" -- "$BIN" jobs "$S" --no-db --set 'devices.gpu.power={compute: 5W, transmit: 1W, receive: 1W, idle: 0.1W}'
-has "$T/err" "cannot count energy"
+expect 0 "power in jobs" -- "$BIN" jobs "$S" --no-db --json --set 'devices.gpu.power={compute: 5W, transmit: 1W, receive: 1W, idle: 0.1W}'
+python3 -c "
+import json; j = json.load(open('$T/out'))['runs'][0]['jobs']
+assert all(any(s['name'] == 'energy.total_j' and s['value'] > 0 for s in x['stats']) for x in j)" &&
+    ok "each job's energy among its statistics" || bad "jobs' energy"
+expect 2 "batteries in jobs" -- "$BIN" jobs "$S" --no-db --set 'devices.gpu.power={compute: 5W}' \
+    --set 'devices.gpu.battery={capacity: 10Wh}'
+has "$T/err" "cannot run batteries"
 expect 2 "data parts in jobs" -- "$BIN" jobs "$S" --no-db --set 'dataset.parts=[{at: gpu, samples: 100%}]'
 has "$T/err" "cannot place the data"
 sed 's/policy: cadp/policy: cdap/' "$T/a.yaml" >"$T/pol.yaml"

@@ -310,3 +310,49 @@ Test(jobs_inside, a_job_may_not_change_the_failures)
     jobs_free(js);
     scn_free(s);
 }
+
+/* ---- energy (power: alone; batteries are refused) ----
+ * A job's devices draw power while it holds them, from its start: job b,
+ * alone on the world from 500 s (a is done by then), draws what a drew
+ * from 0, and what the single run draws (no idle time before its start). */
+Test(jobs_inside, a_job_draws_power_from_its_start)
+{
+    scn_override ov[] = {{"devices.fast.power", "{compute: 30W, transmit: 2W, receive: 2W, idle: 5W}"},
+                         {"devices.slow.power", "{compute: 10W, transmit: 1W, receive: 1W, idle: 2W}"}};
+    scn_scenario *one = load(DIGITS, ov, 2);
+    dp_err e = {0};
+    res_run *r1 = policy_run(policy_find("ddp"), one, 1, &e);
+    cr_assert(r1, "%s", e.msg);
+    const res_stat *t1 = res_find_stat(r1, "energy.total_j", RES_SCOPE_RUN, 0, 0);
+    cr_assert(t1 && t1->value > 0);
+    scn_scenario *s = load(DIGITS "jobs:\n"
+                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 8 }\n"
+                                  "  - { name: b, arrival: 500s, policy: ddp, devices: 8 }\n",
+                           ov, 2);
+    jobs_spec *js = jobs_load_ov(s, ov, 2, &e);
+    cr_assert(js, "%s", e.msg);
+    jobs_result *r = jobs_run(js, NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    cr_assert(r->jobs[0].end_s < 500);
+    cr_expect_eq(job_stat_of(r, 0, "energy.total_j")->s.value, t1->value);
+    expect_close(job_stat_of(r, 1, "energy.total_j")->s.value, t1->value);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+    res_run_free(r1);
+    scn_free(one);
+}
+
+/* A battery's charge is its device's across jobs: refused, naming it. */
+Test(jobs_inside, batteries_are_refused)
+{
+    scn_override ov[] = {{"devices.fast.power", "{compute: 30W}"},
+                         {"devices.fast.battery", "{capacity: 10Wh}"}};
+    scn_scenario *s = load(DIGITS "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", ov, 2);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load_ov(s, ov, 2, &e);
+    cr_expect_null(js);
+    cr_expect(strstr(e.msg, "test.yaml") && strstr(e.msg, "batteries"), "%s", e.msg);
+    jobs_free(js);
+    scn_free(s);
+}

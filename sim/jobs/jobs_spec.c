@@ -22,15 +22,18 @@ typedef struct draft {
 } draft;
 
 /* What a world of many jobs does not model yet (each job's runtime would
- * ignore it without a word): data placed at sites (`dataset.parts`) and
- * devices' energy (`power:`), so such a scenario is refused. */
+ * get it wrong without a word): data placed at sites (`dataset.parts`: the
+ * holders and caches would be each job's own), and batteries (a battery's
+ * charge is the device's across jobs, a job's runtime would start it
+ * full), so such a scenario is refused.  Power alone (`power:`) is
+ * counted: each job's devices' energy while it holds them. */
 static const char *not_for_jobs(const scn_scenario *s)
 {
     if (s->data)
         return "place the data (dataset.parts, .storage, .caches)";
     for (size_t g = 0; g < s->n_groups; g++)
-        if (s->groups[g].energy.on)
-            return "count energy (a device group's power:)";
+        if (s->groups[g].energy.on && s->groups[g].energy.battery)
+            return "run batteries (a device group's battery:; power: alone is counted)";
     return NULL;
 }
 

@@ -282,7 +282,8 @@ int energy_open(prt *rt, uint64_t seed, dp_err *err)
     for (size_t d = 0; d < rt->n; d++) {
         en_dev *v = &en->dev[d];
         const scn_energy *c = &s->groups[s->devices[d].group].energy;
-        *v = (en_dev){.rt = rt, .d = d, .up = 1, .first_drop_s = -1};
+        /* from the run's start (0 but for a job of many: sim/jobs) */
+        *v = (en_dev){.rt = rt, .d = d, .up = 1, .first_drop_s = -1, .t = rt->base + sim_now(rt->e)};
         if (!c->on)
             continue;
         v->cfg = c;
