@@ -159,21 +159,27 @@ Test(jobs_inside, a_preempted_job_resumes_its_learner)
     scn_free(s2);
 }
 
+/* jobs_load_ov refuses the scenario with a message naming the file, the
+ * job and `what`. */
+static void refused(const char *text, const scn_override *ov, size_t n, const char *what)
+{
+    scn_scenario *s = load(text, ov, n);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load_ov(s, ov, n, &e);
+    cr_expect_null(js);
+    cr_expect(strstr(e.msg, "test.yaml") && strstr(e.msg, what), "%s", e.msg);
+    jobs_free(js);
+    scn_free(s);
+}
+
 /* learning.efficiency inside a job is refused (its figures are not pieced
  * together across a job's runs yet), naming the job. */
 Test(jobs_inside, learning_efficiency_is_refused)
 {
-    scn_scenario *s = load(DIGITS "jobs:\n"
-                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
-                                  "      learning: { efficiency: { model: pollux } } }\n",
-                           NULL, 0);
-    dp_err e = {0};
-    jobs_spec *js = jobs_load(s, &e);
-    cr_expect_null(js);
-    cr_expect(strstr(e.msg, "test.yaml:") && strstr(e.msg, "jobs[0] (a)") && strstr(e.msg, "learning.efficiency"),
-              "%s", e.msg);
-    jobs_free(js);
-    scn_free(s);
+    refused(DIGITS "learning: { data: digits, model: softmax,\n"
+                   "            efficiency: { reference_batch: 8, noise_scale: 100, curve: [[0, 0.1], [100, 0.9]] } }\n"
+                   "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 4 } ]\n",
+            NULL, 0, "jobs[0] (a): a job may not use learning.efficiency");
 }
 
 /* ---- device failures (the world's availability) ----
@@ -298,17 +304,10 @@ Test(jobs_inside, the_scheduler_sees_fewer_devices_while_one_is_down)
 /* A job may not change the world's failures: they are every job's. */
 Test(jobs_inside, a_job_may_not_change_the_failures)
 {
-    scn_scenario *s = load(DIGITS "jobs:\n"
-                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
-                                  "      set: { devices.fast.availability.mtbf: 1h, devices.fast.availability.mttr: 1min } }\n",
-                           NULL, 0);
-    dp_err e = {0};
-    jobs_spec *js = jobs_load(s, &e);
-    cr_expect_null(js);
-    cr_expect(strstr(e.msg, "test.yaml:") && strstr(e.msg, "jobs[0] (a)") && strstr(e.msg, "availability"), "%s",
-              e.msg);
-    jobs_free(js);
-    scn_free(s);
+    refused(DIGITS "jobs:\n"
+                   "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
+                   "      set: { devices.fast.availability.mtbf: 1h, devices.fast.availability.mttr: 1min } }\n",
+            NULL, 0, "jobs[0] (a): a job may not change the world's device failures");
 }
 
 /* ---- energy (power: alone; batteries are refused) ----
@@ -348,11 +347,6 @@ Test(jobs_inside, batteries_are_refused)
 {
     scn_override ov[] = {{"devices.fast.power", "{compute: 30W}"},
                          {"devices.fast.battery", "{capacity: 10Wh}"}};
-    scn_scenario *s = load(DIGITS "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", ov, 2);
-    dp_err e = {0};
-    jobs_spec *js = jobs_load_ov(s, ov, 2, &e);
-    cr_expect_null(js);
-    cr_expect(strstr(e.msg, "test.yaml") && strstr(e.msg, "batteries"), "%s", e.msg);
-    jobs_free(js);
-    scn_free(s);
+    refused(DIGITS "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", ov, 2,
+            "a world of many jobs cannot run batteries");
 }

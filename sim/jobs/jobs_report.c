@@ -12,8 +12,6 @@
  * time to each target, from its arrival (r->tta is by job, then target). */
 static void print_learning(const jobs_result *r, size_t show, FILE *out)
 {
-    if (!r->n_tta && !r->n_jobs)
-        return;
     int any = 0;
     for (size_t i = 0; i < show; i++)
         any |= !isnan(r->jobs[i].final_acc);

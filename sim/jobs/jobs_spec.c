@@ -308,6 +308,20 @@ static int group_index(const scn_scenario *s, const char *name)
     return -1;
 }
 
+/* The job's mapping `key` (if given) as overrides under prefix. */
+static int read_settings(const scn_scenario *s, const yt_node *m, const char *path, const char *key,
+                         const char *prefix, const char *expected, draft *d, dp_err *err)
+{
+    const yt_node *v = yt_get(m, key);
+    if (!v)
+        return 0;
+    char sp[64], g[80];
+    snprintf(sp, sizeof sp, "%s.%s", path, key);
+    if (v->kind != YT_MAP)
+        return scn_read_fail(s, v, sp, err, "expected %s (got %s)", expected, scn_read_got(v, g, sizeof g));
+    return flatten_set(s, d, v, prefix, sp, err) ? DP_EINPUT : 0;
+}
+
 static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_spec *j, draft *d,
                          const policy_def *def_policy, dp_err *err)
 {
@@ -364,26 +378,11 @@ static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_
             d->gcol[d->n_groups++] = x->column;
         }
     }
-    const yt_node *set = yt_get(m, "set");
-    if (set) {
-        char sp[64];
-        snprintf(sp, sizeof sp, "%s.set", path);
-        if (set->kind != YT_MAP)
-            return scn_read_fail(s, set, sp, err, "expected a mapping of scenario keys (got %s)",
-                                 scn_read_got(set, g, sizeof g));
-        if (flatten_set(s, d, set, "", sp, err))
-            return DP_EINPUT;
-    }
-    const yt_node *ln = yt_get(m, "learning"); /* the job's own learning: (the world's otherwise) */
-    if (ln) {
-        char sp[64];
-        snprintf(sp, sizeof sp, "%s.learning", path);
-        if (ln->kind != YT_MAP)
-            return scn_read_fail(s, ln, sp, err, "expected a mapping (data, model, targets, ...) (got %s)",
-                                 scn_read_got(ln, g, sizeof g));
-        if (flatten_set(s, d, ln, "learning", sp, err))
-            return DP_EINPUT;
-    }
+    /* its settings: `set:` (scenario keys), its own `learning:` (the
+     * world's otherwise) */
+    if (read_settings(s, m, path, "set", "", "a mapping of scenario keys", d, err) ||
+        read_settings(s, m, path, "learning", "learning", "a mapping (data, model, targets, ...)", d, err))
+        return DP_EINPUT;
     if (!gr && j->want == 0)
         return scn_read_fail(s, m, path, err, "devices: required (how many devices the job asks for)");
     return 0;
