@@ -10,6 +10,7 @@
 
 #include "jobs/jobs.h"
 #include "policy/policy.h"
+#include "world.h"
 #include "test_common.h"
 
 TEST_SUITE_NO_LEAKS(jobs_inside);
@@ -340,6 +341,76 @@ Test(jobs_inside, a_job_draws_power_from_its_start)
     scn_free(s);
     res_run_free(r1);
     scn_free(one);
+}
+
+/* Side by side: b holds the world's devices 4..7 (the slow ones) while a
+ * holds 0..3; nothing they share is a bottleneck (the server's 1 Gbps
+ * carries at most 440 Mbps), so b draws what it draws alone on those
+ * devices, its radio's power included (its collectives' flows are charged
+ * to its own devices, by its own indices), per device under the world's
+ * index. */
+Test(jobs_inside, side_by_side_a_job_draws_its_own_devices_power)
+{
+    scn_override ov[] = {{"devices.fast.power", "{compute: 30W, transmit: 2W, receive: 2W, idle: 5W}"},
+                         {"devices.slow.power", "{compute: 10W, transmit: 1W, receive: 1W, idle: 2W}"},
+                         {"policies.ddp.bucket", "256B"}}; /* all-reduces during the backward pass */
+    scn_scenario *s = load(DIGITS "jobs:\n"
+                                  "  - { name: a, arrival: 0s, policy: ddp, devices: 4 }\n"
+                                  "  - { name: b, arrival: 0s, policy: ddp, devices: 4 }\n",
+                           ov, 3);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load_ov(s, ov, 3, &e);
+    cr_assert(js, "%s", e.msg);
+    jobs_result *r = jobs_run(js, NULL, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    size_t map[4] = {4, 5, 6, 7};
+    scn_scenario *sub = jobs_sub_scenario(js->jobs[1].scn, map, 4, &e);
+    res_run *one = policy_run(js->jobs[1].policy, sub, 1, &e);
+    cr_assert(one, "%s", e.msg);
+    expect_close(job_stat_of(r, 1, "energy.total_j")->s.value,
+                 res_find_stat(one, "energy.total_j", RES_SCOPE_RUN, 0, 0)->value);
+    expect_close(job_stat_of(r, 1, "energy.transmit_j")->s.value,
+                 res_find_stat(one, "energy.transmit_j", RES_SCOPE_RUN, 0, 0)->value);
+    for (size_t k = 0; k < r->n_stats; k++) {
+        const job_stat *x = &r->stats[k];
+        if (x->job == 1 && strcmp(x->s.name, "energy_j") == 0) {
+            cr_assert(x->s.a >= 4 && x->s.a <= 7, "b's device %lld", (long long)x->s.a);
+            expect_close(x->s.value, res_find_stat(one, "energy_j", RES_SCOPE_DEVICE, x->s.a - 4, 0)->value);
+        }
+    }
+    res_run_free(one);
+    jobs_sub_free(sub);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* A job's view names its devices' links by its own indices (the energy
+ * records charge a flow's radio power to the devices at its ends, found
+ * from its first and last links: world_on_flow), not the world's. */
+Test(jobs_inside, a_view_names_its_links_by_its_own_devices)
+{
+    scn_scenario *s = load(DIGITS, NULL, 0);
+    dp_err e = {0};
+    world *w = world_new(s, 1, &e);
+    cr_assert(w, "%s", e.msg);
+    size_t map[2] = {6, 3};
+    scn_scenario *sub = jobs_sub_scenario(s, map, 2, &e);
+    world *v = world_new_view(w, sub, map, 1, &e);
+    cr_assert(v, "%s", e.msg);
+    for (size_t d = 0; d < 2; d++) {
+        int dev, dir;
+        world_link_owner(v, world_dev_up(v, d), &dev, &dir);
+        cr_expect(dev == (int)d && dir == 0, "view device %zu up: %d, %d", d, dev, dir);
+        world_link_owner(v, world_dev_down(v, d), &dev, &dir);
+        cr_expect(dev == (int)d && dir == 1, "view device %zu down: %d, %d", d, dev, dir);
+        world_link_owner(w, world_dev_up(v, d), &dev, &dir); /* the world: its own index */
+        cr_expect(dev == (int)map[d] && dir == 0, "world device %zu up: %d, %d", map[d], dev, dir);
+    }
+    world_free(v);
+    jobs_sub_free(sub);
+    world_free(w);
+    scn_free(s);
 }
 
 /* A battery's charge is its device's across jobs: refused, naming it. */

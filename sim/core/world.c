@@ -883,7 +883,17 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
             *dir = link == w->rs_down[k];
             return;
         }
-    if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
+    if (w->view) { /* a job's view: its devices' links by its own indices (no other device's is on its paths) */
+        for (size_t d = 0; d < w->nd; d++) {
+            const int l[4] = {w->r[d].up, w->r[d].down, w->r[d].pup, w->r[d].pdown};
+            for (int k = 0; k < 4; k++)
+                if (l[k] == link) {
+                    *dev = (int)d;
+                    *dir = k;
+                    return;
+                }
+        }
+    } else if (link >= w->dev_link0 && (size_t)(link - w->dev_link0) < (size_t)w->per_dev * w->nd) {
         *dev = (link - w->dev_link0) / w->per_dev; /* added in this order (world_new) */
         *dir = (link - w->dev_link0) % w->per_dev;
         return;
