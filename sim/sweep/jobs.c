@@ -52,10 +52,12 @@ static int sched_axis(const sweep_grid *g)
 
 /* The point's scenario (its overrides: every axis but `scheduler`) and
  * scheduler.  NULL with err. */
-static scn_scenario *point_load(const jplan *P, size_t p, const sched_def **sd, dp_err *err)
+/* Point p's world (ov[0..*n_ov): its overrides, which every job's
+ * scenario gets too: jobs_load_ov) and scheduler. */
+static scn_scenario *point_load(const jplan *P, size_t p, const sched_def **sd, scn_override *ov, size_t *n_ov,
+                                dp_err *err)
 {
     const sweep_grid *g = P->c->grid;
-    scn_override ov[SWEEP_MAX_AXES];
     size_t n = 0;
     *sd = P->def;
     for (size_t a = 0; a < sweep_grid_n_axes(g); a++) {
@@ -65,6 +67,7 @@ static scn_scenario *point_load(const jplan *P, size_t p, const sched_def **sd, 
         else
             ov[n++] = (scn_override){sweep_grid_key(g, a), v};
     }
+    *n_ov = n;
     return sweep_load_src(&P->c->src, ov, n, err);
 }
 
@@ -92,7 +95,7 @@ static int check_axes(jplan *P, const scn_scenario *base, const jobs_spec *bj, d
             scn_override ov = {k, v};
             dp_err e = {0};
             scn_scenario *s = sweep_load_src(&P->c->src, &ov, 1, &e);
-            jobs_spec *js = s ? jobs_load(s, &e) : NULL;
+            jobs_spec *js = s ? jobs_load_ov(s, &ov, 1, &e) : NULL;
             jobs_free(js);
             scn_free(s);
             if (!js)
@@ -108,8 +111,10 @@ static int run_task(const jplan *P, store *st, const jtask *t, dp_err *err)
 {
     const sched_def *sd;
     dp_err e = {0};
-    scn_scenario *s = point_load(P, t->point, &sd, &e);
-    jobs_spec *js = s ? jobs_load(s, &e) : NULL;
+    scn_override ov[SWEEP_MAX_AXES];
+    size_t n_ov = 0;
+    scn_scenario *s = point_load(P, t->point, &sd, ov, &n_ov, &e);
+    jobs_spec *js = s ? jobs_load_ov(s, ov, n_ov, &e) : NULL;
     jobs_result *r = js ? jobs_run(js, sd, t->seed, &e) : NULL;
     char *json = sweep_point_json(P->c->grid, t->point);
     int rc = 0;
