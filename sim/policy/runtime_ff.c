@@ -51,15 +51,18 @@ void policy_set_fast_forward(int on)
 typedef struct ffj {
     jent *v; /* this epoch's entries; v[n, n_prev) still the previous epoch's */
     size_t n, n_prev, cap;
-    int32_t *dv; /* J_ACT's devices, likewise: dv[nd, nd_prev) the previous epoch's */
+    int32_t *dv; /* J_ACT's devices as tokens (jrec_act), likewise: dv[nd, nd_prev) the previous epoch's */
     size_t nd, nd_prev, dcap;
-    jent open_prev; /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
-    int open;       /* v[n - 1] is a J_ACT still growing, compared when closed */
-    int last_kind;  /* of the last entry journaled */
-    int n_ends;     /* J_EPOCH entries in this epoch's journal */
-    int on;         /* journaling this epoch: it began at a rebase, nothing unjournaled since */
-    int match;      /* every entry so far equals the previous epoch's */
-    int prev_ok;    /* v[0, n_prev) was a whole epoch */
+    jent open_prev;   /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
+    int open;         /* v[n - 1] is a J_ACT still growing, compared when closed */
+    int32_t last_d;   /* the open J_ACT's last device */
+    int32_t tok_prev; /* the previous epoch's token at dv[nd - 1] while that token may still grow */
+    int tok_open;     /* dv[nd - 1] is the open J_ACT's last token, compared when final */
+    int last_kind;    /* of the last entry journaled */
+    int n_ends;       /* J_EPOCH entries in this epoch's journal */
+    int on;           /* journaling this epoch: it began at a rebase, nothing unjournaled since */
+    int match;        /* every entry so far equals the previous epoch's */
+    int prev_ok;      /* v[0, n_prev) was a whole epoch */
     double span_prev;
     uint64_t ev0, ev_prev;   /* events at this epoch's start; events of the previous epoch */
     unsigned char *st, *tmp; /* state at this epoch's start (st_n bytes, 0: unknown); scratch */
@@ -168,6 +171,7 @@ static void jdrop(ffj *f)
     f->n = f->n_prev = f->cap = 0;
     f->nd = f->nd_prev = f->dcap = 0;
     f->open = 0;
+    f->tok_open = 0;
 }
 
 /* Room for one more item of `size` bytes in *buf (cap items); 0 when the
@@ -188,10 +192,20 @@ static int jroom(ffj *f, void **buf, size_t *cap, size_t used, size_t size)
     return 1;
 }
 
-/* The open J_ACT at v[n - 1] is complete: compare it with the previous
- * epoch's entry it overwrote. */
+/* The token at dv[nd - 1] is final: compare it with the previous
+ * epoch's token it overwrote. */
+static void jtok_close(ffj *f)
+{
+    if (f->tok_open && (f->nd > f->nd_prev || f->dv[f->nd - 1] != f->tok_prev))
+        f->match = 0;
+    f->tok_open = 0;
+}
+
+/* The open J_ACT at v[n - 1] is complete: compare it (and its last token)
+ * with the previous epoch's entry it overwrote. */
 static void jclose(ffj *f)
 {
+    jtok_close(f);
     if (f->open && (f->n > f->n_prev || memcmp(&f->v[f->n - 1], &f->open_prev, sizeof(jent)) != 0))
         f->match = 0;
     f->open = 0;
@@ -220,7 +234,12 @@ void jrec(prt *rt, jent e)
 }
 
 /* Device d changes to activity a now: appended to the open J_ACT when it
- * is for the same activity at the same time, else a new J_ACT. */
+ * is for the same activity at the same time, else a new J_ACT.  A J_ACT's
+ * devices are tokens from dv[d]: a device id (>= 0), then, when the ones
+ * after it in the entry are the next ids, -k for the k of them (a
+ * collective's members change in device order: 10^7 ids an epoch at 10^3
+ * devices without symmetry are 10^4 tokens).  A token that may still grow
+ * is compared when final (jtok_close). */
 void jrec_act(prt *rt, size_t d, res_activity a)
 {
     ffj *f = rt->ff;
@@ -234,12 +253,39 @@ void jrec_act(prt *rt, size_t d, res_activity a)
             return;
         last = &f->v[f->n - 1];
     }
-    if (!jroom(f, (void **)&f->dv, &f->dcap, f->nd, sizeof *f->dv))
-        return;
-    if (f->nd >= f->nd_prev || f->dv[f->nd] != (int32_t)d)
-        f->match = 0;
-    f->dv[f->nd++] = (int32_t)d;
+    int32_t id = (int32_t)d;
+    if (last->n > 0 && id == f->last_d + 1 && f->dv[f->nd - 1] > 1 - INT32_MAX) {
+        if (f->dv[f->nd - 1] < 0) {
+            f->dv[f->nd - 1]--; /* the run grows */
+        } else {
+            if (!jroom(f, (void **)&f->dv, &f->dcap, f->nd, sizeof *f->dv))
+                return;
+            jtok_close(f);
+            f->tok_prev = f->nd < f->nd_prev ? f->dv[f->nd] : 0;
+            f->tok_open = 1;
+            f->dv[f->nd++] = -1;
+        }
+    } else {
+        if (!jroom(f, (void **)&f->dv, &f->dcap, f->nd, sizeof *f->dv))
+            return;
+        jtok_close(f);
+        if (f->nd >= f->nd_prev || f->dv[f->nd] != id)
+            f->match = 0;
+        f->dv[f->nd++] = id; /* final: the next id of a run goes into a token after it */
+    }
+    f->last_d = id;
     last->n++;
+}
+
+/* The run of consecutive device ids at token *p of a J_ACT with `left`
+ * devices still to read: its first id into *first, its length returned;
+ * *p moves past it. */
+static int32_t jrun(const int32_t *dv, size_t *p, int32_t *first, int32_t left)
+{
+    *first = dv[(*p)++];
+    if (left > 1 && dv[*p] < 0)
+        return 1 - dv[(*p)++];
+    return 1;
 }
 
 void jbreak(prt *rt)
@@ -327,17 +373,23 @@ static void epoch_close(prt *rt, double span, prt_sums *ep)
 }
 
 /* One journaled epoch's activity intervals per timeline device, for the
- * bin edges inside a replayed epoch: device d's intervals are k in
- * [off[d], off[d + 1]) in time order, the last ending at the epoch's end;
- * interval k ran activity a[k] from the previous one's end (0 for the
- * first) to t[k].  The device's running times at the start of its
- * intervals 0, DC_EVERY, 2 DC_EVERY, ... are kept (chk, from chk_off[d]);
+ * bin edges inside a replayed epoch.  A device whose intervals are its
+ * predecessor's (the same activity at the epoch's start, then the same
+ * changes at the same times: the timeline's identical devices, 64 copies
+ * of 10^4 intervals at 10^3 devices) shares its slot, slot[d]: slot s's
+ * intervals are k in [off[s], off[s + 1]) in time order, the last ending
+ * at the epoch's end; interval k ran activity a[k] from the previous one's
+ * end (0 for the first) to t[k].  The running times at the start of
+ * intervals 0, DC_EVERY, 2 DC_EVERY, ... are kept (chk, from chk_off[s]);
  * at any other interval they are added up from the one before it, with the
  * simulation's additions in its order (dc_running). */
 #define DC_EVERY 64
 
 typedef struct dev_changes {
-    size_t *off, *chk_off;
+    size_t *slot, *off, *chk_off;
+    uint64_t *h; /* while built: per device, a hash of its changes */
+    size_t *pos; /* while built: per device, its changes counted or filled */
+    int differ;  /* while built: a device's changes are not its slot's */
     double *t, *chk;
     uint8_t *a;
     double *done; /* per J_CDONE of the journal: start, end (engine times), FLOP, devices */
@@ -346,6 +398,9 @@ typedef struct dev_changes {
 
 static void dev_changes_free(dev_changes *c)
 {
+    dp_free(c->slot);
+    dp_free(c->h);
+    dp_free(c->pos);
     dp_free(c->off);
     dp_free(c->chk_off);
     dp_free(c->t);
@@ -354,18 +409,96 @@ static void dev_changes_free(dev_changes *c)
     dp_free(c->done);
 }
 
-static inline double dc_since(const dev_changes *c, size_t d, size_t k)
+static inline double dc_since(const dev_changes *c, size_t s, size_t k)
 {
-    return k == c->off[d] ? 0 : c->t[k - 1];
+    return k == c->off[s] ? 0 : c->t[k - 1];
 }
 
-/* Device d's running times at the start of its interval k into S. */
-static void dc_running(const dev_changes *c, size_t d, size_t k, double *S)
+/* Slot s's running times at the start of its interval k into S. */
+static void dc_running(const dev_changes *c, size_t s, size_t k, double *S)
 {
-    size_t i = k - c->off[d], j = c->off[d] + i / DC_EVERY * DC_EVERY;
-    memcpy(S, c->chk + (c->chk_off[d] + i / DC_EVERY) * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *S);
+    size_t i = k - c->off[s], j = c->off[s] + i / DC_EVERY * DC_EVERY;
+    memcpy(S, c->chk + (c->chk_off[s] + i / DC_EVERY) * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *S);
     for (; j < k; j++)
-        S[c->a[j]] += c->t[j] - dc_since(c, d, j);
+        S[c->a[j]] += c->t[j] - dc_since(c, s, j);
+}
+
+/* The batches' FLOPS from the journal's J_CDONE entries, in journal order;
+ * one that repeats the one before it (the same times and FLOP: devices of
+ * one group ending together, without symmetry) adds its devices to it,
+ * which prt_add_flops_k adds the same way.  0 or DP_ENOMEM. */
+static int done_build(prt *rt, dev_changes *c)
+{
+    ffj *f = rt->ff;
+    size_t nd = 0;
+    for (size_t i = 0; i < f->n; i++)
+        nd += f->v[i].kind == J_CDONE;
+    if (!(c->done = dp_calloc(4 * nd + 1, sizeof *c->done)))
+        return DP_ENOMEM;
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_CDONE)
+            continue;
+        double x[4] = {e->r0, e->r, batch_flops(rt, e->n, e->v1),
+                       (double)sym_mult(rt, (size_t)e->d)}; /* the devices it stands for */
+        double *last = c->n_done ? c->done + 4 * (c->n_done - 1) : NULL;
+        if (last && memcmp(last, x, 3 * sizeof *x) == 0 && last[3] + x[3] <= 0x1p52)
+            last[3] += x[3];
+        else
+            memcpy(c->done + 4 * c->n_done++, x, sizeof x);
+    }
+    if (c->n_done < nd) { /* give back what the merges saved */
+        double *nb = dp_realloc(c->done, (4 * c->n_done + 1) * sizeof *c->done);
+        if (nb)
+            c->done = nb;
+    }
+    return 0;
+}
+
+/* Calls fn(c, d0, d1, e) for each run [d0, d1) of timeline devices of each
+ * J_ACT entry e, in journal order. */
+static void act_runs(const ffj *f, size_t nt, dev_changes *c,
+                     void (*fn)(dev_changes *, size_t, size_t, const jent *))
+{
+    for (size_t i = 0; i < f->n; i++) {
+        const jent *e = &f->v[i];
+        if (e->kind != J_ACT)
+            continue;
+        size_t p = (size_t)e->d;
+        for (int32_t left = e->n, d0; left > 0;) {
+            int32_t k = jrun(f->dv, &p, &d0, left);
+            left -= k;
+            if ((size_t)d0 < nt)
+                fn(c, (size_t)d0, (size_t)d0 + (size_t)k < nt ? (size_t)d0 + (size_t)k : nt, e);
+        }
+    }
+}
+
+/* act_runs' callbacks: each device's changes counted and hashed (pos, h);
+ * then filled (t, a) by the first device of each slot and checked by the
+ * others (exact: a hash that matched by chance only costs the fast path,
+ * differ). */
+static void run_hash(dev_changes *c, size_t d0, size_t d1, const jent *e)
+{
+    uint64_t r;
+    memcpy(&r, &e->r, sizeof r);
+    for (size_t d = d0; d < d1; d++) {
+        c->pos[d]++;
+        c->h[d] = (c->h[d] ^ r ^ ((uint64_t)e->a << 60)) * 0x100000001b3u + (c->h[d] >> 29);
+    }
+}
+
+static void run_fill(dev_changes *c, size_t d0, size_t d1, const jent *e)
+{
+    for (size_t d = d0; d < d1; d++) {
+        size_t s = c->slot[d], at = c->off[s] + c->pos[d]++;
+        if (d == 0 || c->slot[d - 1] != s) {
+            c->t[at] = e->r;
+            c->a[at] = e->a;
+        } else if (!same_bits(c->t[at], e->r) || c->a[at] != e->a) {
+            c->differ = 1;
+        }
+    }
 }
 
 /* From the journal (the epoch just closed, of span engine seconds; each
@@ -376,71 +509,64 @@ static int dev_changes_build(prt *rt, dev_changes *c, double span)
 {
     ffj *f = rt->ff;
     size_t nt = TL(rt)->ndev;
-    *c = (dev_changes){
-        dp_calloc(nt + 1, sizeof *c->off), dp_calloc(nt + 1, sizeof *c->chk_off), NULL, NULL, NULL, NULL, 0};
-    if (!c->off || !c->chk_off)
+    *c = (dev_changes){0};
+    c->slot = dp_calloc(nt + 1, sizeof *c->slot);
+    c->h = dp_calloc(nt + 1, sizeof *c->h);
+    c->pos = dp_calloc(nt + 1, sizeof *c->pos);
+    c->off = dp_calloc(nt + 1, sizeof *c->off);
+    c->chk_off = dp_calloc(nt + 1, sizeof *c->chk_off);
+    if (!c->slot || !c->h || !c->pos || !c->off || !c->chk_off || done_build(rt, c))
         return DP_ENOMEM;
-    size_t nd = 0;
-    for (size_t i = 0; i < f->n; i++)
-        nd += f->v[i].kind == J_CDONE;
-    if (!(c->done = dp_calloc(4 * nd + 1, sizeof *c->done)))
-        return DP_ENOMEM;
-    for (size_t i = 0; i < f->n; i++) {
-        const jent *e = &f->v[i];
-        if (e->kind != J_CDONE)
-            continue;
-        double *x = c->done + 4 * c->n_done++;
-        x[0] = e->r0;
-        x[1] = e->r;
-        x[2] = batch_flops(rt, e->n, e->v1);
-        x[3] = (double)sym_mult(rt, (size_t)e->d); /* the devices it stands for */
-    }
-    for (size_t k = 0; k < f->nd; k++)
-        if ((size_t)f->dv[k] < nt)
-            c->off[f->dv[k] + 1]++;
+    /* the slots: device d shares d - 1's when its changes look the same */
+    act_runs(f, nt, c, run_hash);
+    size_t ns = 0, n_prev = 0;
     for (size_t d = 0; d < nt; d++) {
-        size_t m = c->off[d + 1] + 1; /* the epoch's end */
-        c->chk_off[d + 1] = c->chk_off[d] + (m + DC_EVERY - 1) / DC_EVERY;
-        c->off[d + 1] = c->off[d] + m;
+        size_t n = c->pos[d];
+        if (d == 0 || rt->act[d] != rt->act[d - 1] || c->h[d] != c->h[d - 1] || n != n_prev) {
+            size_t m = n + 1; /* the epoch's end */
+            c->chk_off[ns + 1] = c->chk_off[ns] + (m + DC_EVERY - 1) / DC_EVERY;
+            c->off[ns + 1] = c->off[ns] + m;
+            ns++;
+        }
+        c->slot[d] = ns - 1;
+        c->pos[d] = 0;
+        n_prev = n;
     }
-    size_t m = c->off[nt];
+    size_t m = c->off[ns], n_chk = c->chk_off[ns];
     c->t = dp_calloc(m + 1, sizeof *c->t);
     c->a = dp_calloc(m + 1, sizeof *c->a);
-    c->chk = dp_calloc((c->chk_off[nt] + 1) * RES_ACT_COUNT, sizeof *c->chk);
-    size_t *fill = dp_calloc(nt + 1, sizeof *fill);
-    if (!c->t || !c->a || !c->chk || !fill) {
-        dp_free(fill);
+    c->chk = dp_calloc((n_chk + 1) * RES_ACT_COUNT, sizeof *c->chk);
+    if (!c->t || !c->a || !c->chk)
         return DP_ENOMEM;
-    }
     /* first each interval's end and the activity after it */
-    for (size_t i = 0; i < f->n; i++) {
-        const jent *e = &f->v[i];
-        if (e->kind != J_ACT)
-            continue;
-        for (int32_t k = 0; k < e->n; k++) {
-            size_t d = (size_t)f->dv[e->d + k];
-            if (d >= nt)
-                continue;
-            size_t at = c->off[d] + fill[d]++;
-            c->t[at] = e->r;
-            c->a[at] = e->a;
-        }
-    }
-    dp_free(fill);
-    /* then, device by device, the activity during each interval and the
-     * running times as the simulation added them */
+    act_runs(f, nt, c, run_fill);
+    dp_free(c->h);
+    dp_free(c->pos);
+    c->h = NULL;
+    c->pos = NULL;
+    if (c->differ)
+        return 1;
+    /* then, slot by slot, the activity during each interval and the
+     * running times as the simulation added them, which must be each of
+     * its devices' */
     double S[RES_ACT_COUNT];
     for (size_t d = 0; d < nt; d++) {
-        size_t end = c->off[d + 1] - 1;
+        size_t s = c->slot[d];
+        if (d > 0 && c->slot[d - 1] == s) {
+            if (memcmp(S, f->ep->act_time + d * RES_ACT_COUNT, sizeof S) != 0)
+                return 1;
+            continue;
+        }
+        size_t end = c->off[s + 1] - 1;
         c->t[end] = span;
         memset(S, 0, sizeof S);
         res_activity cur = rt->act[d];
-        for (size_t k = c->off[d]; k <= end; k++) {
+        for (size_t k = c->off[s]; k <= end; k++) {
             res_activity next = k < end ? (res_activity)c->a[k] : cur;
-            if ((k - c->off[d]) % DC_EVERY == 0)
-                memcpy(c->chk + (c->chk_off[d] + (k - c->off[d]) / DC_EVERY) * RES_ACT_COUNT, S, sizeof S);
+            if ((k - c->off[s]) % DC_EVERY == 0)
+                memcpy(c->chk + (c->chk_off[s] + (k - c->off[s]) / DC_EVERY) * RES_ACT_COUNT, S, sizeof S);
             c->a[k] = (uint8_t)cur;
-            S[cur] += c->t[k] - dc_since(c, d, k);
+            S[cur] += c->t[k] - dc_since(c, s, k);
             cur = next;
         }
         if (cur != rt->act[d] || memcmp(S, f->ep->act_time + d * RES_ACT_COUNT, sizeof S) != 0)
@@ -456,7 +582,7 @@ static int dev_changes_build(prt *rt, dev_changes *c, double span)
 static void replay_edges(prt *rt, const dev_changes *c, size_t d, double span)
 {
     timeline *tl = TL(rt);
-    size_t lo = c->off[d], hi = c->off[d + 1];
+    size_t s = c->slot[d], lo = c->off[s], hi = c->off[s + 1];
     double S[RES_ACT_COUNT];
     for (;;) {
         if (tl->next_edge[d] > TL_BINS)
@@ -472,8 +598,8 @@ static void replay_edges(prt *rt, const dev_changes *c, size_t d, double span)
             else
                 l = mid + 1;
         }
-        dc_running(c, d, l, S);
-        tl_edges(rt, d, (res_activity)c->a[l], dc_since(c, d, l), c->t[l], S);
+        dc_running(c, s, l, S);
+        tl_edges(rt, d, (res_activity)c->a[l], dc_since(c, s, l), c->t[l], S);
         lo = l + 1 < hi ? l + 1 : hi - 1;
     }
 }
@@ -517,10 +643,16 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
         for (size_t i = 0; i < f->n && !by_sums && !rt->failed; i++) {
             const jent *e = &f->v[i];
             switch (e->kind) {
-            case J_ACT:
-                for (int32_t k = 0; k < e->n; k++)
-                    set_act_at(rt, (size_t)dv[e->d + k], (res_activity)e->a, e->r);
+            case J_ACT: {
+                size_t p = (size_t)e->d;
+                for (int32_t left = e->n, d0; left > 0;) {
+                    int32_t k = jrun(dv, &p, &d0, left);
+                    for (int32_t j = 0; j < k; j++)
+                        set_act_at(rt, (size_t)(d0 + j), (res_activity)e->a, e->r);
+                    left -= k;
+                }
                 break;
+            }
             case J_CSTART:
                 busy_advance_to(rt, e->r);
                 tl->computing += (size_t)e->n; /* the devices it stands for */
@@ -641,6 +773,7 @@ static int ff_boundary(prt *rt)
     f->n = 0;
     f->nd = 0;
     f->open = 0;
+    f->tok_open = 0;
     f->n_ends = 0;
     f->match = 1;
     f->on = !f->dead && journal_read(rt->epoch, rt->s->training.epochs);

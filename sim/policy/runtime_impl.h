@@ -188,7 +188,8 @@ void prt_warm(prt *rt);
 /* What the runtime records, with engine (relative) times: replaying the
  * entries with another base repeats the records of an epoch exactly.
  * Fixed-size entries (no implicit padding, so they compare with memcmp):
- *   J_ACT    a = activity, r = time; devices f->dv[d, d + n), in call order
+ *   J_ACT    a = activity, r = time; n devices, in call order, as tokens
+ *            from f->dv[d] (runtime_ff.c's jrec_act: runs of consecutive ids)
  *            (consecutive changes to the same activity at the same time,
  *            e.g. every member of a collective starting or ending, share
  *            one entry)
