@@ -36,17 +36,51 @@ static void print_learning(const jobs_result *r, size_t show, FILE *out)
     }
 }
 
+/* The fewest and most devices job i held at once while it held any (from
+ * its allocations: the count at each allocation's start; an elastic
+ * scheduler may give a job other than it asked for).  0, 0 if it never ran. */
+static void held_range(const jobs_result *r, size_t i, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = 0;
+    for (size_t a = 0; a < r->n_allocs; a++) {
+        const job_alloc *x = &r->allocs[a];
+        if (x->job != i)
+            continue;
+        int n = 0;
+        for (size_t b = 0; b < r->n_allocs; b++) {
+            const job_alloc *y = &r->allocs[b];
+            n += y->job == i && y->t0 <= x->t0 && x->t0 < y->t1;
+        }
+        if (n == 0)
+            continue;
+        if (*hi == 0 || n < *lo)
+            *lo = n;
+        if (n > *hi)
+            *hi = n;
+    }
+}
+
 void jobs_print(const jobs_result *r, int all, FILE *out)
 {
     fprintf(out, "scheduler %s: %zu jobs on %zu devices, seed %llu\n", r->scheduler, r->n_jobs, r->n_devices,
             (unsigned long long)r->seed);
-    fprintf(out, "%-16s %-10s %4s %10s %10s %10s %10s %10s %10s %7s %4s %12s\n", "job", "policy", "dev", "arrival_s",
-            "start_s", "end_s", "jct_s", "queue_s", "alone_s", "rho", "pre", "bytes");
+    /* dev: devices asked for; held: how many it held at once (a range when
+     * an elastic scheduler, pollux, changed its count) */
+    fprintf(out, "%-16s %-10s %4s %7s %10s %10s %10s %10s %10s %10s %7s %4s %12s\n", "job", "policy", "dev", "held",
+            "arrival_s", "start_s", "end_s", "jct_s", "queue_s", "alone_s", "rho", "pre", "bytes");
     size_t show = all || r->n_jobs <= 50 ? r->n_jobs : 20;
     for (size_t i = 0; i < show; i++) {
         const job_out *o = &r->jobs[i];
-        fprintf(out, "%-16s %-10s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %7.3f %4d %12.4g\n", o->name,
-                o->policy, o->devices, o->arrival_s, o->start_s, o->end_s, o->jct_s, o->queue_s, o->alone_s, o->rho,
+        int lo, hi;
+        held_range(r, i, &lo, &hi);
+        char held[24];
+        if (lo == hi)
+            snprintf(held, sizeof held, "%d", hi);
+        else
+            snprintf(held, sizeof held, "%d-%d", lo, hi);
+        fprintf(out, "%-16s %-10s %4d %7s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %7.3f %4d %12.4g\n", o->name,
+                o->policy, o->devices, held, o->arrival_s, o->start_s, o->end_s, o->jct_s, o->queue_s, o->alone_s, o->rho,
                 o->preemptions, o->bytes);
     }
     if (show < r->n_jobs)
