@@ -126,6 +126,20 @@ printf 'name,arrival,application,epochs,devices,batch,policy\na,0s,ncf,1,2,64,lo
 expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
 python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==['localsgd','ddp']" &&
     ok "trace policy column" || bad "trace policies"
+# a trace job trains to its application's progress (traces/pollux/): cifar10
+# at batch 512 (M0 128, B = 72.5 over its first 391 steps of progress) makes
+# 0.343 of an epoch's progress an epoch, so its 1 epoch takes 3; at 128, 1
+printf 'name,arrival,application,epochs,devices,batch\na,0s,cifar10,1,1,512\nb,0s,cifar10,1,1,128\n' >"$T/t.csv"
+expect 0 "trace efficiency" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
+python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['epochs'] for x in j]==[3, 1], j" &&
+    ok "trace jobs train to their application's progress" || bad "trace job epochs"
+# Pollux's own first workload (traces/jobs/pollux-workload-1.csv) on the
+# 64-GPU world: all 160 jobs run
+cp "$SRC/traces/jobs/pollux-workload-1.csv" "$T/w1.csv"
+sed 's#jobs: ../traces/jobs/pollux-shape-160.csv#jobs: w1.csv#' "$SRC/scenarios/jobs-pollux.yaml" >"$T/w1.yaml"
+expect 0 "pollux workload 1" -- "$BIN" jobs "$T/w1.yaml" -S fifo --no-db --json
+python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert len(j)==160 and j[0]['name']=='cifar10-0', len(j)" &&
+    ok "Pollux's workload 1: 160 jobs" || bad "Pollux's workload 1"
 
 # elastic jobs (pollux): a range and an efficiency; bad ranges refused
 sed 's/devices: 4, set/devices: 4, min_devices: 2, max_devices: 4, weight: 2, efficiency: { reference_batch: 64, noise_scale: [500, 2000] }, set/' "$T/a.yaml" >"$T/el.yaml"

@@ -347,6 +347,39 @@ Test(jobs, fifo_blocks_behind_the_head)
     done(s, js, r);
 }
 
+/* With `efficiency` a job's epochs count at its reference batch M0: it
+ * trains until its progress reaches epochs x samples / M0, an epoch at
+ * global batch M adding samples / M0 x (B + M0) / (B + M).  FIFO, 4
+ * devices of batch 10, epochs of 5 s: A (2 devices, M = 20; M0 10, B 10:
+ * 2/3 of an epoch's progress each) needs 3 epochs for its 2: 15 s.  B (2
+ * devices; B 10 in its first epoch, 0 after: 2/3, then 1/2 each) needs 4
+ * (2/3 + 1/2 + 1/2 = 5/3 < 2): 20 s.  C (M = 10 = M0) runs its 2.  Each
+ * one's time alone is for the epochs it takes, and the table shows them. */
+Test(jobs, efficiency_counts_epochs_at_the_reference_batch)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r = run_text(
+        world_text(DEV4, "scheduler: fifo\n"
+                         "jobs:\n"
+                         "  - { name: A, arrival: 0s, policy: pulse, devices: 2, efficiency: { reference_batch: 10, noise_scale: 10 },\n"
+                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
+                         "  - { name: B, arrival: 0s, policy: pulse, devices: 2, efficiency: { reference_batch: 10, noise_scale: [10, 0] },\n"
+                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
+                         "  - { name: C, arrival: 1s, policy: pulse, devices: 1, efficiency: { reference_batch: 10, noise_scale: 10 },\n"
+                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"),
+        NULL, &s, &js);
+    double end[] = {15, 20, 25}, epochs[] = {3, 4, 2};
+    for (int j = 0; j < 3; j++) {
+        expect_close(r->jobs[j].end_s, end[j]);
+        cr_expect_eq(r->jobs[j].epochs, epochs[j], "job %d: %d epochs", j, r->jobs[j].epochs);
+        expect_close(r->jobs[j].alone_s, 5 * epochs[j]);
+    }
+    expect_close(r->jobs[2].start_s, 15); /* C waits for A's devices */
+    never_overlap(r);
+    done(s, js, r);
+}
+
 /* The same jobs under LAS (no job reaches the threshold): the queue is in
  * arrival order but C goes ahead of B, which does not fit. */
 Test(jobs, las_lets_a_job_that_fits_go_ahead)
@@ -488,6 +521,29 @@ Test(jobs, jobs_on_the_same_devices_never_overlap)
     }
     jobs_free(js);
     scn_free(s);
+}
+
+/* Every application of the Pollux workloads carries Pollux's measured
+ * gradient statistics at its initial batch (traces/pollux/, built in): a
+ * trace job's efficiency is its application's.  cifar10's first row
+ * (grad_sqr 8.947307535897329, grad_var 5.066593295150894 at batch 128)
+ * gives B = 128 x var / sqr at progress 0. */
+Test(jobs, trace_jobs_carry_their_applications_efficiency)
+{
+    registered();
+    const int init[] = {128, 200, 256, 20, 8, 12};
+    cr_assert_eq(jobs_app_count(), 6);
+    for (size_t a = 0; a < jobs_app_count(); a++) {
+        size_t len = 0;
+        const char *t = jobs_app_trace(a, &len);
+        cr_assert(t && len > 0);
+        cr_expect_eq(jobs_app_at(a)->init_batch, init[a], "%s", jobs_app_at(a)->app);
+        eff_params *p = eff_params_new(jobs_app_at(a)->init_batch, 0);
+        dp_err e = {0};
+        cr_expect_eq(eff_params_parse_pollux(p, jobs_app_at(a)->app, t, len, 0, &e), 0, "%s", e.msg);
+        cr_expect(eff_noise_at(p, 0, 1) > 0, "%s", jobs_app_at(a)->app);
+        eff_params_free(p);
+    }
 }
 
 /* ---- weights ---- */

@@ -77,11 +77,16 @@ typedef struct jobs_app {
     const char *model;  /* `model.preset` of presets.yaml */
     int epochs;         /* training.epochs given to it */
     const char *note;
+    int init_batch;     /* Pollux's initial batch: the reference batch M0 of its trace */
 } jobs_app;
 size_t jobs_app_count(void);
 const jobs_app *jobs_app_at(size_t i);
 /* The overrides application i sets (NULL-terminated "KEY=VALUE"). */
 const char *const *jobs_app_overrides(size_t i);
+/* Application i's measured gradient statistics at its initial batch
+ * (traces/pollux/APP.csv, built into the binary: a Pollux CSV,
+ * eff_params_parse_pollux); *len its bytes. */
+const char *jobs_app_trace(size_t i, size_t *len);
 
 /* Run every job of js under scheduler sd (NULL: the spec's) with seed.
  * NULL with err (DP_ERUN: a job failed or the world stalled, DP_EINPUT: a

@@ -27,6 +27,8 @@ typedef struct jstate {
     double held_since;
     double attained;  /* device-seconds held before held_since */
     int epochs_done;  /* completed and kept (its checkpoint) */
+    double progress;  /* with `efficiency`: steps of M0 those epochs made (epoch_progress) */
+    double run_batch; /* the global batch of its current run */
     int runs;         /* times started */
     pjob *job;        /* NULL while not running (or during a restart's load) */
     scn_scenario *sub;
@@ -123,6 +125,47 @@ void jobs_sub_free(scn_scenario *sub)
 
 /* ---- the estimate alone ---- */
 
+/* With `efficiency`, a job's epochs count at its reference batch M0 (as
+ * Pollux's jobs train to a target, not for a number of epochs): it trains
+ * until its progress, in steps of M0 samples (docs/MODEL.md, statistical
+ * efficiency), reaches epochs x samples / M0.  An epoch at global batch M
+ * from progress p adds samples / M0 x (B + M0) / (B + M), B the noise scale
+ * at p: at M = M0 one epoch's worth, at a larger batch less, so the job
+ * needs more epochs there. */
+static double epoch_progress(const job_spec *js, double p, int epoch, double M)
+{
+    double M0 = eff_params_m0(js->eff);
+    return (double)js->scn->dataset.samples / M0 * eff_efficiency(eff_noise_at(js->eff, p, epoch), M0, M);
+}
+
+static double goal_progress(const job_spec *js)
+{
+    return js->scn->training.epochs * (double)js->scn->dataset.samples / eff_params_m0(js->eff);
+}
+
+/* Progress after n more epochs at batch M from (p, epochs done). */
+static double progress_after(const job_spec *js, double p, int done, int n, double M)
+{
+    for (int q = 0; q < n; q++)
+        p += epoch_progress(js, p, done + q + 1, M);
+    return p;
+}
+
+/* Epochs at batch M that take progress p to the goal (at least 1; at most
+ * EPOCHS_MAX, a bound against a batch so large it learns almost nothing). */
+#define EPOCHS_MAX 1000000
+static int epochs_to_goal(const job_spec *js, double p, int done, double M)
+{
+    double goal = goal_progress(js) * (1 - 1e-12); /* the sum's rounding must not add an epoch */
+    int n = 0;
+    while ((p < goal || n == 0) && n < EPOCHS_MAX) {
+        p += epoch_progress(js, p, done + n + 1, M);
+        n++;
+    }
+    return n;
+}
+
+
 static double alone_on(jrun *R, size_t i, int n, dp_err *err)
 {
     const job_spec *j = &R->js->jobs[i];
@@ -141,12 +184,23 @@ static double alone_on(jrun *R, size_t i, int n, dp_err *err)
     return t;
 }
 
+static double alone_run(const jobs_spec *js, size_t i, int n, int to_goal, uint64_t seed, dp_err *err);
+
+/* Its time alone on its `devices`: with `efficiency`, for the epochs its
+ * goal takes at its batch there (rho's denominator). */
 double jobs_alone_s(const jobs_spec *js, size_t i, uint64_t seed, dp_err *err)
 {
-    return jobs_alone_k(js, i, js->jobs[i].want, seed, err);
+    return alone_run(js, i, js->jobs[i].want, 1, seed, err);
 }
 
+/* Its time alone on n devices for its `epochs` (an elastic scheduler's
+ * throughput estimate: pollux weighs efficiency itself). */
 double jobs_alone_k(const jobs_spec *js, size_t i, int n, uint64_t seed, dp_err *err)
+{
+    return alone_run(js, i, n, 0, seed, err);
+}
+
+static double alone_run(const jobs_spec *js, size_t i, int n, int to_goal, uint64_t seed, dp_err *err)
 {
     const job_spec *j = &js->jobs[i];
     size_t *map = j->pinned;
@@ -168,6 +222,12 @@ double jobs_alone_k(const jobs_spec *js, size_t i, int n, uint64_t seed, dp_err 
     sub->failures = 0;
     for (size_t q = 0; q < sub->n_groups; q++)
         sub->groups[q].avail = (scn_avail){.data_persists = sub->groups[q].avail.data_persists};
+    if (to_goal && j->eff) {
+        double M = 0;
+        for (size_t d = 0; d < sub->n_devices; d++)
+            M += sub->groups[sub->devices[d].group].batch;
+        sub->training.epochs = epochs_to_goal(j, 0, 0, M);
+    }
     res_run *r = policy_run(j->policy, sub, seed, err);
     jobs_sub_free(sub);
     double t = r ? r->ttotal_s : NAN;
@@ -204,7 +264,7 @@ static int elastic_estimates(jrun *R, jstate *j, dp_err *err)
         if (k < j->lo || !sampled(j, k, js->want))
             continue;
         dp_err e = {0};
-        j->alone_k[k] = k == js->want ? j->alone_s : alone_on(R, j->i, k, &e);
+        j->alone_k[k] = k == js->want && !js->eff ? j->alone_s : alone_on(R, j->i, k, &e);
         if (e.code == DP_ENOMEM)
             return dp_err_set(err, DP_ENOMEM, "%s", e.msg);
     }
@@ -332,8 +392,11 @@ static void account(jrun *R, jstate *j, res_run *r)
 static void stop_run(jrun *R, jstate *j, int finished)
 {
     if (j->job) {
-        if (!finished)
-            j->epochs_done += pjob_epochs_done(j->job);
+        int k = finished ? j->sub->training.epochs : pjob_epochs_done(j->job);
+        if (R->js->jobs[j->i].eff)
+            j->progress = progress_after(&R->js->jobs[j->i], j->progress, j->epochs_done, k, j->run_batch);
+        if (!finished || R->js->jobs[j->i].eff)
+            j->epochs_done += k;
         res_run *r = pjob_results(j->job);
         account(R, j, r);
         res_run_free(r);
@@ -378,7 +441,11 @@ static void start_run(jrun *R, jstate *j)
         fail(R, e.code, "%s%s", e.msg, "");
         return;
     }
-    j->sub->training.epochs = js->scn->training.epochs - j->epochs_done;
+    j->run_batch = 0;
+    for (size_t d = 0; d < j->sub->n_devices; d++)
+        j->run_batch += j->sub->groups[j->sub->devices[d].group].batch;
+    j->sub->training.epochs = js->eff ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
+                                      : js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
     j->began = sim_now(R->e);
@@ -481,9 +548,10 @@ static void elastic_view(jrun *R, jstate *j, sched_job *v, double now)
     v->resumes = j->runs > 0 && R->js->opts.restart_s > 0;
     v->alone_k = j->alone_k;
     v->batch_k = j->batch_k;
-    if (js->eff) { /* progress as if at the reference batch: epochs done x samples / M0 */
+    if (js->eff) { /* the noise scale at its progress now (epoch_progress) */
+        int k = j->job ? pjob_epochs_done(j->job) : 0;
         v->ref_batch = eff_params_m0(js->eff);
-        v->noise_scale = eff_noise_at(js->eff, v->epochs_done * (double)js->scn->dataset.samples / v->ref_batch,
+        v->noise_scale = eff_noise_at(js->eff, progress_after(js, j->progress, j->epochs_done, k, j->run_batch),
                                       v->epochs_done + 1);
     }
     if (v->held && !j->job) { /* loading its checkpoint */
@@ -535,7 +603,11 @@ static void decide(jrun *R)
                            .weight = js->weight,
                            .attained_s = j->attained + (j->state == JS_RUNNING ? j->n_dev * (now - j->held_since) : 0),
                            .alone_s = j->alone_s,
-                           .remaining_s = j->alone_s * (double)(ep - done_ep) / ep,
+                           .remaining_s = js->eff ? j->alone_s * fmax(0, 1 - progress_after(js, j->progress, j->epochs_done,
+                                                                                          done_ep - j->epochs_done,
+                                                                                          j->run_batch) /
+                                                                                goal_progress(js))
+                                                  : j->alone_s * (double)(ep - done_ep) / ep,
                            .epochs = ep,
                            .epochs_done = done_ep};
         if (R->sd->allocate)
@@ -645,7 +717,8 @@ static void on_arrival(sim_engine *e, void *ctx, uint64_t id)
 static void finish(jrun *R, jstate *j)
 {
     stop_run(R, j, 1);
-    j->epochs_done = R->js->jobs[j->i].scn->training.epochs;
+    if (!R->js->jobs[j->i].eff)
+        j->epochs_done = R->js->jobs[j->i].scn->training.epochs;
     j->state = JS_DONE;
     j->out.end_s = sim_now(R->e);
     R->done++;
@@ -679,7 +752,7 @@ static void summarise(jrun *R, jobs_result *res)
         snprintf(o->name, sizeof o->name, "%s", js->name);
         snprintf(o->policy, sizeof o->policy, "%s", policy_name(js->policy));
         o->devices = js->want;
-        o->epochs = js->scn->training.epochs;
+        o->epochs = js->eff ? j->epochs_done : js->scn->training.epochs; /* with efficiency: those it took */
         o->arrival_s = js->arrival_s;
         o->jct_s = o->end_s - o->arrival_s;
         o->queue_s = o->start_s - o->arrival_s;
@@ -795,8 +868,16 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
             dp_err_set(err, DP_ENOMEM, "out of memory");
             goto out;
         }
-        /* every job's time alone: the schedulers' estimate and its rho */
-        if (!isfinite(j->alone_s = alone_on(&R, i, js->jobs[i].want, err)))
+        /* every job's time alone: the schedulers' estimate and its rho
+         * (with efficiency, for the epochs its goal takes on its devices:
+         * a run of its own only when they are not its epochs) */
+        const job_spec *jp = &js->jobs[i];
+        double M = 0;
+        for (int d = 0; d < jp->want; d++)
+            M += jp->scn->groups[jp->scn->devices[jp->pinned ? jp->pinned[d] : (size_t)d].group].batch;
+        if (!isfinite(j->alone_s = jp->eff && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
+                                       ? jobs_alone_s(js, i, R.seed, err)
+                                       : alone_on(&R, i, jp->want, err)))
             goto out;
         if (R.sd->allocate && elastic_estimates(&R, j, err))
             goto out;

@@ -561,6 +561,15 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
             }
         }
         j->want = (int)reps;
+        /* the application's measured statistical efficiency (jobs_apps.c) */
+        size_t tl = 0;
+        const char *tt = jobs_app_trace((size_t)a, &tl);
+        if (!(j->eff = eff_params_new(jobs_app_at((size_t)a)->init_batch, 0))) {
+            rc = dp_err_set(err, DP_ENOMEM, "out of memory");
+            break;
+        }
+        if ((rc = eff_params_parse_pollux(j->eff, jobs_app_at((size_t)a)->app, tt, tl, 0, err)))
+            break;
         j->dline = t.line;
         j->dcol = col[pollux ? 3 : 4];
         char num[32];

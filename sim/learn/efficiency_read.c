@@ -15,7 +15,8 @@
  * AdaptDL's simulator traces (petuum/adaptdl, branch osdi21-artifact,
  * simulator/traces/APP/validation-BATCH.csv): one row per epoch,
  * `progress,iteration,metric,grad_sqr,grad_var`, progress in steps of the
- * application's initial batch (128 for cifar10), the gradient statistics
+ * application's initial batch (128 for cifar10; traces/pollux/ ships one per
+ * application), the gradient statistics
  * normalised to that batch, so B_noise = M0 var / sqr. */
 
 #define EFF_TRACE_MAX_ROWS  1000000
@@ -45,12 +46,31 @@ static int parse_row(char *s, double v[5])
     return 0;
 }
 
+static int parse_pollux(eff_params *p, const char *path, char *text, int curve, dp_err *err);
+
 int eff_params_load_pollux(eff_params *p, const char *path, int curve, dp_err *err)
 {
     size_t len = 0;
     char *text = dp_read_file(path, "Pollux trace", EFF_TRACE_MAX_BYTES, &len, err);
     if (!text)
         return err->code;
+    return parse_pollux(p, path, text, curve, err);
+}
+
+int eff_params_parse_pollux(eff_params *p, const char *name, const char *text, size_t len, int curve,
+                            dp_err *err)
+{
+    char *copy = dp_malloc(len + 1);
+    if (!copy)
+        return dp_err_set(err, DP_ENOMEM, "out of memory reading %s", name);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    return parse_pollux(p, name, copy, curve, err);
+}
+
+/* Parse a Pollux trace's text (taken: freed here) into p. */
+static int parse_pollux(eff_params *p, const char *path, char *text, int curve, dp_err *err)
+{
     double *tp = NULL, *tb = NULL, *tm = NULL;
     size_t n = 0, cap = 0, line = 0;
     int rc = 0;
