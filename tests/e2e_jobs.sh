@@ -126,13 +126,17 @@ printf 'name,arrival,application,epochs,devices,batch,policy\na,0s,ncf,1,2,64,lo
 expect 0 "dpsim trace shape" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
 python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['policy'] for x in j]==['localsgd','ddp']" &&
     ok "trace policy column" || bad "trace policies"
-# a trace job trains to its application's progress (traces/pollux/): cifar10
-# at batch 512 (M0 128, B = 72.5 over its first 391 steps of progress) makes
-# 0.343 of an epoch's progress an epoch, so its 1 epoch takes 3; at 128, 1
+# with train_to: progress a trace job trains to its application's progress
+# (traces/pollux/): cifar10 at batch 512 (M0 128, B = 72.5 over its first
+# 391 steps of progress) makes 0.343 of an epoch's progress an epoch, so its
+# 1 epoch takes 3; at 128, 1.  By default, 1 each.
 printf 'name,arrival,application,epochs,devices,batch\na,0s,cifar10,1,1,512\nb,0s,cifar10,1,1,128\n' >"$T/t.csv"
-expect 0 "trace efficiency" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
+expect 0 "trace efficiency" -- "$BIN" jobs "$T/tr.yaml" --no-db --json --set scheduler.train_to=progress
 python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['epochs'] for x in j]==[3, 1], j" &&
     ok "trace jobs train to their application's progress" || bad "trace job epochs"
+expect 0 "trace, epochs" -- "$BIN" jobs "$T/tr.yaml" --no-db --json
+python3 -c "import json; d=json.load(open('$T/out')); j=d['runs'][0]['jobs']; assert [x['epochs'] for x in j]==[1, 1], j" &&
+    ok "train_to: epochs by default" || bad "trace job epochs by default"
 # Pollux's own first workload (traces/jobs/pollux-workload-1.csv) on the
 # 64-GPU world: all 160 jobs run
 cp "$SRC/traces/jobs/pollux-workload-1.csv" "$T/w1.csv"
@@ -153,6 +157,8 @@ sed 's/devices: 4, set/devices: 4, max_devices: 9, set/' "$T/a.yaml" >"$T/r2.yam
 bad_input "max_devices beyond the world" "$T/r2.yaml" "r2.yaml:29:67: jobs[1].max_devices: 9, but the world has 4 devices"
 sed 's/devices: 4, set/devices: 4, efficiency: { noise_scale: 9 }, set/' "$T/a.yaml" >"$T/r3.yaml"
 bad_input "efficiency without M0" "$T/r3.yaml" "r3.yaml:29:66: jobs[1].efficiency: reference_batch is required"
+sed 's/^scheduler: .*$/scheduler: { name: fifo, train_to: accuracy }/' "$T/a.yaml" >"$T/r5.yaml"
+bad_input "train_to" "$T/r5.yaml" "r5.yaml:26:36: scheduler.train_to: expected epochs or progress (got accuracy)"
 sed 's/devices: 4, set/devices: 4, weight: 0, set/' "$T/a.yaml" >"$T/r4.yaml"
 bad_input "weight 0" "$T/r4.yaml" "r4.yaml:29:62: jobs[1].weight: must be > 0"
 

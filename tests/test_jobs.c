@@ -347,37 +347,47 @@ Test(jobs, fifo_blocks_behind_the_head)
     done(s, js, r);
 }
 
-/* With `efficiency` a job's epochs count at its reference batch M0: it
- * trains until its progress reaches epochs x samples / M0, an epoch at
- * global batch M adding samples / M0 x (B + M0) / (B + M).  FIFO, 4
- * devices of batch 10, epochs of 5 s: A (2 devices, M = 20; M0 10, B 10:
- * 2/3 of an epoch's progress each) needs 3 epochs for its 2: 15 s.  B (2
- * devices; B 10 in its first epoch, 0 after: 2/3, then 1/2 each) needs 4
- * (2/3 + 1/2 + 1/2 = 5/3 < 2): 20 s.  C (M = 10 = M0) runs its 2.  Each
- * one's time alone is for the epochs it takes, and the table shows them. */
+/* With `train_to: progress`, a job with an `efficiency` counts its epochs
+ * at its reference batch M0: it trains until its progress reaches
+ * epochs x samples / M0, an epoch at global batch M adding
+ * samples / M0 x (B + M0) / (B + M).  FIFO, 4 devices of batch 10, epochs
+ * of 5 s: A (2 devices, M = 20; M0 10, B 10: 2/3 of an epoch's progress
+ * each) needs 3 epochs for its 2: 15 s.  B (2 devices; B 10 in its first
+ * epoch, 0 after: 2/3, then 1/2 each) needs 4 (2/3 + 1/2 + 1/2 = 5/3 < 2):
+ * 20 s.  C (M = 10 = M0) runs its 2 after A.  Each one's time alone is for
+ * the epochs it takes, and the table shows them.  By default (`train_to:
+ * epochs`) each runs its 2 epochs: A and B end at 10, C at 20. */
 Test(jobs, efficiency_counts_epochs_at_the_reference_batch)
 {
-    scn_scenario *s;
-    jobs_spec *js;
-    jobs_result *r = run_text(
-        world_text(DEV4, "scheduler: fifo\n"
-                         "jobs:\n"
-                         "  - { name: A, arrival: 0s, policy: pulse, devices: 2, efficiency: { reference_batch: 10, noise_scale: 10 },\n"
-                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
-                         "  - { name: B, arrival: 0s, policy: pulse, devices: 2, efficiency: { reference_batch: 10, noise_scale: [10, 0] },\n"
-                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
-                         "  - { name: C, arrival: 1s, policy: pulse, devices: 1, efficiency: { reference_batch: 10, noise_scale: 10 },\n"
-                         "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"),
-        NULL, &s, &js);
-    double end[] = {15, 20, 25}, epochs[] = {3, 4, 2};
-    for (int j = 0; j < 3; j++) {
-        expect_close(r->jobs[j].end_s, end[j]);
-        cr_expect_eq(r->jobs[j].epochs, epochs[j], "job %d: %d epochs", j, r->jobs[j].epochs);
-        expect_close(r->jobs[j].alone_s, 5 * epochs[j]);
+    static const char *jobs = "jobs:\n"
+                              "  - { name: A, arrival: 0s, policy: pulse, devices: 2,\n"
+                              "      efficiency: { reference_batch: 10, noise_scale: 10 },\n"
+                              "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
+                              "  - { name: B, arrival: 0s, policy: pulse, devices: 2,\n"
+                              "      efficiency: { reference_batch: 10, noise_scale: [10, 0] },\n"
+                              "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n"
+                              "  - { name: C, arrival: 1s, policy: pulse, devices: 1,\n"
+                              "      efficiency: { reference_batch: 10, noise_scale: 10 },\n"
+                              "      set: { policies.pulse.iterations: 5, training.epochs: 2 } }\n";
+    static const double end[2][3] = {{10, 10, 20}, {15, 20, 25}};
+    static const int epochs[2][3] = {{2, 2, 2}, {3, 4, 2}};
+    for (int progress = 0; progress < 2; progress++) {
+        char text[2048];
+        snprintf(text, sizeof text, "scheduler: { name: fifo, train_to: %s }\n%s", progress ? "progress" : "epochs",
+                 jobs);
+        scn_scenario *s;
+        jobs_spec *js;
+        jobs_result *r = run_text(world_text(DEV4, text), NULL, &s, &js);
+        for (int j = 0; j < 3; j++) {
+            expect_close(r->jobs[j].end_s, end[progress][j]);
+            cr_expect_eq(r->jobs[j].epochs, epochs[progress][j], "%d: job %d: %d epochs", progress, j,
+                         r->jobs[j].epochs);
+            expect_close(r->jobs[j].alone_s, 5 * epochs[progress][j]);
+        }
+        expect_close(r->jobs[2].start_s, 10 + 5 * progress); /* C waits for A's devices */
+        never_overlap(r);
+        done(s, js, r);
     }
-    expect_close(r->jobs[2].start_s, 15); /* C waits for A's devices */
-    never_overlap(r);
-    done(s, js, r);
 }
 
 /* The same jobs under LAS (no job reaches the threshold): the queue is in

@@ -138,6 +138,13 @@ static double epoch_progress(const job_spec *js, double p, int epoch, double M)
     return (double)js->scn->dataset.samples / M0 * eff_efficiency(eff_noise_at(js->eff, p, epoch), M0, M);
 }
 
+/* Does job js train to a progress (`scheduler.train_to: progress` and an
+ * efficiency)? */
+static int to_progress(const jobs_spec *S, const job_spec *js)
+{
+    return S->opts.to_progress && js->eff;
+}
+
 static double goal_progress(const job_spec *js)
 {
     return js->scn->training.epochs * (double)js->scn->dataset.samples / eff_params_m0(js->eff);
@@ -222,7 +229,7 @@ static double alone_run(const jobs_spec *js, size_t i, int n, int to_goal, uint6
     sub->failures = 0;
     for (size_t q = 0; q < sub->n_groups; q++)
         sub->groups[q].avail = (scn_avail){.data_persists = sub->groups[q].avail.data_persists};
-    if (to_goal && j->eff) {
+    if (to_goal && to_progress(js, j)) {
         double M = 0;
         for (size_t d = 0; d < sub->n_devices; d++)
             M += sub->groups[sub->devices[d].group].batch;
@@ -264,7 +271,7 @@ static int elastic_estimates(jrun *R, jstate *j, dp_err *err)
         if (k < j->lo || !sampled(j, k, js->want))
             continue;
         dp_err e = {0};
-        j->alone_k[k] = k == js->want && !js->eff ? j->alone_s : alone_on(R, j->i, k, &e);
+        j->alone_k[k] = k == js->want && !to_progress(R->js, js) ? j->alone_s : alone_on(R, j->i, k, &e);
         if (e.code == DP_ENOMEM)
             return dp_err_set(err, DP_ENOMEM, "%s", e.msg);
     }
@@ -393,9 +400,9 @@ static void stop_run(jrun *R, jstate *j, int finished)
 {
     if (j->job) {
         int k = finished ? j->sub->training.epochs : pjob_epochs_done(j->job);
-        if (R->js->jobs[j->i].eff)
+        if (to_progress(R->js, &R->js->jobs[j->i]))
             j->progress = progress_after(&R->js->jobs[j->i], j->progress, j->epochs_done, k, j->run_batch);
-        if (!finished || R->js->jobs[j->i].eff)
+        if (!finished || to_progress(R->js, &R->js->jobs[j->i]))
             j->epochs_done += k;
         res_run *r = pjob_results(j->job);
         account(R, j, r);
@@ -444,7 +451,7 @@ static void start_run(jrun *R, jstate *j)
     j->run_batch = 0;
     for (size_t d = 0; d < j->sub->n_devices; d++)
         j->run_batch += j->sub->groups[j->sub->devices[d].group].batch;
-    j->sub->training.epochs = js->eff ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
+    j->sub->training.epochs = to_progress(R->js, js) ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
                                       : js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
@@ -548,11 +555,12 @@ static void elastic_view(jrun *R, jstate *j, sched_job *v, double now)
     v->resumes = j->runs > 0 && R->js->opts.restart_s > 0;
     v->alone_k = j->alone_k;
     v->batch_k = j->batch_k;
-    if (js->eff) { /* the noise scale at its progress now (epoch_progress) */
+    if (js->eff) { /* the noise scale at its progress now (epoch_progress; epochs done x samples / M0 when it trains for epochs) */
         int k = j->job ? pjob_epochs_done(j->job) : 0;
         v->ref_batch = eff_params_m0(js->eff);
-        v->noise_scale = eff_noise_at(js->eff, progress_after(js, j->progress, j->epochs_done, k, j->run_batch),
-                                      v->epochs_done + 1);
+        double p = to_progress(R->js, js) ? progress_after(js, j->progress, j->epochs_done, k, j->run_batch)
+                                          : v->epochs_done * (double)js->scn->dataset.samples / v->ref_batch;
+        v->noise_scale = eff_noise_at(js->eff, p, v->epochs_done + 1);
     }
     if (v->held && !j->job) { /* loading its checkpoint */
         v->in_epoch_s = now - j->held_since;
@@ -603,7 +611,7 @@ static void decide(jrun *R)
                            .weight = js->weight,
                            .attained_s = j->attained + (j->state == JS_RUNNING ? j->n_dev * (now - j->held_since) : 0),
                            .alone_s = j->alone_s,
-                           .remaining_s = js->eff ? j->alone_s * fmax(0, 1 - progress_after(js, j->progress, j->epochs_done,
+                           .remaining_s = to_progress(S, js) ? j->alone_s * fmax(0, 1 - progress_after(js, j->progress, j->epochs_done,
                                                                                           done_ep - j->epochs_done,
                                                                                           j->run_batch) /
                                                                                 goal_progress(js))
@@ -717,7 +725,7 @@ static void on_arrival(sim_engine *e, void *ctx, uint64_t id)
 static void finish(jrun *R, jstate *j)
 {
     stop_run(R, j, 1);
-    if (!R->js->jobs[j->i].eff)
+    if (!to_progress(R->js, &R->js->jobs[j->i]))
         j->epochs_done = R->js->jobs[j->i].scn->training.epochs;
     j->state = JS_DONE;
     j->out.end_s = sim_now(R->e);
@@ -752,7 +760,7 @@ static void summarise(jrun *R, jobs_result *res)
         snprintf(o->name, sizeof o->name, "%s", js->name);
         snprintf(o->policy, sizeof o->policy, "%s", policy_name(js->policy));
         o->devices = js->want;
-        o->epochs = js->eff ? j->epochs_done : js->scn->training.epochs; /* with efficiency: those it took */
+        o->epochs = to_progress(R->js, js) ? j->epochs_done : js->scn->training.epochs; /* to a progress: those it took */
         o->arrival_s = js->arrival_s;
         o->jct_s = o->end_s - o->arrival_s;
         o->queue_s = o->start_s - o->arrival_s;
@@ -875,7 +883,7 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         double M = 0;
         for (int d = 0; d < jp->want; d++)
             M += jp->scn->groups[jp->scn->devices[jp->pinned ? jp->pinned[d] : (size_t)d].group].batch;
-        if (!isfinite(j->alone_s = jp->eff && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
+        if (!isfinite(j->alone_s = to_progress(js, jp) && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
                                        ? jobs_alone_s(js, i, R.seed, err)
                                        : alone_on(&R, i, jp->want, err)))
             goto out;

@@ -131,8 +131,8 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
     if (!n)
         return 0;
     if (n->kind == YT_MAP) {
-        static const char *const keys[] = {"name",   "interval", "restart", "threshold",
-                                           "policy", "arrival_scale", NULL};
+        static const char *const keys[] = {"name",   "interval",      "restart",  "threshold",
+                                           "policy", "arrival_scale", "train_to", NULL};
         int64_t dummy;
         (void)dummy;
         if (scn_read_keys(s, n, "scheduler", keys, err) < 0 ||
@@ -145,6 +145,13 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
             scn_read_quantity(s, n, "scheduler", "arrival_scale", SCN_UNIT_NUMBER, 1, 0, 1e9, &js->arrival_scale,
                               err) < 0)
             return DP_EINPUT;
+        const yt_node *tt = yt_get(n, "train_to");
+        if (tt && (tt->kind != YT_SCALAR || (strcmp(tt->text, "epochs") && strcmp(tt->text, "progress")))) {
+            char g[80];
+            return scn_read_fail(s, tt, "scheduler.train_to", err, "expected epochs or progress (got %s)",
+                                 scn_read_got(tt, g, sizeof g));
+        }
+        js->opts.to_progress = tt && !strcmp(tt->text, "progress");
         const yt_node *p = yt_get(n, "policy");
         if (p && (p->kind != YT_SCALAR || policy_lookup(p->text, "", def_policy, err)))
             return p->kind != YT_SCALAR ? scn_read_fail(s, p, "scheduler.policy", err, "expected a policy name")

@@ -58,6 +58,7 @@ typedef struct sched_opts {
     double interval_s;  /* decisions every interval (0: at arrivals and ends only) */
     double restart_s;   /* a pre-empted (or re-allocated) job's restart cost */
     double threshold_s; /* las: device-seconds that move a job to the low-priority queue */
+    int to_progress;    /* `train_to: progress`: a job with an efficiency trains to a progress (jobs_run.c) */
 } sched_opts;
 
 typedef struct sched_ctx {
