@@ -118,6 +118,8 @@ printf 'name,time,application,num_replicas,batch_size\na,10,cifar10,1,128\nb,5,n
 sed '/^jobs:/,$d' "$T/a.yaml" >"$T/tr.yaml"
 echo "jobs: t.csv" >>"$T/tr.yaml"
 bad_input "trace out of order" "$T/tr.yaml" "t.csv:3:3: jobs trace: arrival before the previous job's"
+printf 'name,time,application,num_replicas,batch_size\n' >"$T/t.csv"
+bad_input "a trace with no jobs" "$T/tr.yaml" "t.csv:1:1: jobs trace: no jobs after the header"
 printf 'name,time,application,num_replicas,batch_size\na,10,cifar11,1,128\n' >"$T/t.csv"
 bad_input "unknown application" "$T/tr.yaml" "t.csv:2:6: jobs trace: unknown application"
 printf 'name,arrival,application,epochs,devices,batch\na,0s,cifar10,1,9,32\n' >"$T/t.csv"

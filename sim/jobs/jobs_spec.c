@@ -601,6 +601,8 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
     fclose(f);
     if (!rc && pollux < 0)
         rc = tfail(&t, 1, "empty trace", "nothing");
+    else if (!rc && js->n == 0) /* a header and no row: nothing to run */
+        rc = tfail(&t, 1, "no jobs after the header", "nothing");
     return rc;
 }
 
