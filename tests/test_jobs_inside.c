@@ -208,8 +208,18 @@ static const char *CRASH4 =
     "  - { name: y, arrival: %s, policy: ddp, devices: 2 }\n";
 
 /* Run CRASH4 with b's and d's availability traces (text) and y's arrival. */
+static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace, const char *y_arrival,
+                                    jobs_spec **js, scn_scenario **s);
+
 static jobs_result *run_crash(const char *b_trace, const char *d_trace, const char *y_arrival, jobs_spec **js,
                               scn_scenario **s)
+{
+    return run_crash_under(NULL, b_trace, d_trace, y_arrival, js, s);
+}
+
+/* The same under scheduler sched (NULL: the scenario's, fifo). */
+static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace, const char *y_arrival,
+                                    jobs_spec **js, scn_scenario **s)
 {
     char dir[] = "/tmp/dpsim-jobsin-XXXXXX", p[3][64], text[4096];
     cr_assert(mkdtemp(dir));
@@ -231,7 +241,7 @@ static jobs_result *run_crash(const char *b_trace, const char *d_trace, const ch
     cr_assert(*s, "%s", e.msg);
     *js = jobs_load(*s, &e);
     cr_assert(*js, "%s", e.msg);
-    jobs_result *r = jobs_run(*js, NULL, 1, &e);
+    jobs_result *r = jobs_run(*js, sched ? sched_find(sched) : NULL, 1, &e);
     cr_assert(r, "%s", e.msg);
     return r;
 }
@@ -297,6 +307,34 @@ Test(jobs_inside, the_scheduler_sees_fewer_devices_while_one_is_down)
         if (r->allocs[k].job == 1)
             cr_expect(r->allocs[k].device == 2 || r->allocs[k].device == 3, "y on c, d (got %zu)",
                       r->allocs[k].device);
+    jobs_result_free(r);
+    jobs_free(js);
+    scn_free(s);
+}
+
+/* Under pollux a job that loses a device is re-sized onto devices up.  x
+ * (2 epochs of 8 samples, 1 s a batch of 1: 16 / k s alone on k, on its
+ * own) takes all four devices at 0; b fails at 1.25 s (back at 9.5 s),
+ * in x's first epoch (it would end at 2 s): x's run sees the failure, is
+ * stopped (its epoch lost) and pollux gives it the three devices up (a, c,
+ * d; restart 0).  On three, an epoch is 3 batches (3, 3, 2 samples), and
+ * DDP in a failing world writes a checkpoint after epoch 1 (0.5 s): epoch
+ * 1 1.25-4.25, the checkpoint to 4.75, epoch 2 to 7.75 s.  y arrives
+ * after. */
+Test(jobs_inside, pollux_resizes_a_job_that_loses_a_device)
+{
+    jobs_spec *js;
+    scn_scenario *s;
+    jobs_result *r = run_crash_under("pollux", "time_s,up\n0,1\n1.25,0\n9.5,1\n", ALWAYS, "50s", &js, &s);
+    expect_close(r->jobs[0].start_s, 0);
+    expect_close(r->jobs[0].end_s, 7.75);
+    cr_expect_eq(r->jobs[0].preemptions, 1);
+    expect_close(job_stat_of(r, 0, "failures")->s.value, 1);
+    /* held: a, b, c, d over [0, 1.25), then a, c, d to the end */
+    expect_close(r->jobs[0].device_s, 4 * 1.25 + 3 * 6.5);
+    for (size_t k = 0; k < r->n_allocs; k++)
+        if (r->allocs[k].job == 0 && r->allocs[k].device == 1)
+            expect_close(r->allocs[k].t1, 1.25);
     jobs_result_free(r);
     jobs_free(js);
     scn_free(s);

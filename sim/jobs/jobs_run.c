@@ -480,6 +480,22 @@ static void on_device(void *ctx, size_t d, int up)
 {
     jrun *R = ctx;
     int o = R->owner[d];
+    if (!up && o >= 0 && R->sd->allocate) {
+        /* an elastic scheduler re-sizes the job onto devices up (as
+         * Pollux restarts a job from its checkpoint when it loses a
+         * node): its run sees the failure (its statistics count it), is
+         * stopped like a pre-emption (its epoch in progress lost) and
+         * waits for the decision now */
+        jstate *j = &R->st[o];
+        for (int k = 0; j->job && k < j->n_dev; k++)
+            if (j->dev[k] == d)
+                pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, d));
+        stop_run(R, j, 0);
+        j->state = JS_WAITING;
+        j->out.preemptions++;
+        request_decide(R);
+        return;
+    }
     if (o >= 0 && R->st[o].job) {
         jstate *j = &R->st[o];
         for (int k = 0; k < j->n_dev; k++)
@@ -579,8 +595,11 @@ static int counts_ok(jrun *R, const sched_job *v, size_t m, const int *count)
             return fail(R, DP_ERUN, "scheduler %s gave a job a device count outside its range%s", R->sd->name, "");
         sum += (size_t)count[k];
     }
-    if (sum > R->js->world->n_devices)
-        return fail(R, DP_ERUN, "scheduler %s gave out more devices than the world has%s", R->sd->name, "");
+    size_t up = 0;
+    for (size_t d = 0; d < R->js->world->n_devices; d++)
+        up += world_dev_is_up(R->w, d);
+    if (sum > up)
+        return fail(R, DP_ERUN, "scheduler %s gave out more devices than are up%s", R->sd->name, "");
     return 0;
 }
 
@@ -622,7 +641,10 @@ static void decide(jrun *R)
             elastic_view(R, j, &v[m], now);
         who[m++] = i;
     }
-    sched_ctx c = {now, N, &S->opts};
+    size_t n_up = 0; /* an elastic scheduler shares the devices up */
+    for (size_t d = 0; d < N; d++)
+        n_up += world_dev_is_up(R->w, d);
+    sched_ctx c = {now, R->sd->allocate ? n_up : N, &S->opts};
     if (m)
         R->sd->order(&c, v, m, order);
     for (size_t k = 0; k < m; k++)
@@ -835,12 +857,6 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     if (R.sd->pinned && !js->jobs[0].pinned) {
         dp_err_set(err, DP_EINPUT, "%s: scheduler static needs every job's groups: (its partition)",
                    js->world->path);
-        return NULL;
-    }
-    if (R.sd->allocate && scn_has_failures(js->world)) {
-        dp_err_set(err, DP_EINPUT,
-                   "%s: scheduler %s re-sizes jobs; with device failures (availability) that is not modelled yet",
-                   js->world->path, R.sd->name);
         return NULL;
     }
     if (!R.sd->pinned && js->jobs[0].pinned) {
