@@ -287,6 +287,12 @@ import json; r = json.load(open('$T/pf1.json'))['runs'][0]
 f = [s['value'] for j in r['jobs'] for s in j.get('stats', []) if s['name'] == 'failures']
 assert sum(f) > 0 and sum(j['preemptions'] for j in r['jobs']) > 0, (f, [j['preemptions'] for j in r['jobs']])" &&
     ok "pollux re-sizes a job that loses a device" || bad "pollux with failures: no failure or re-size"
+# a world failing faster than a job gets through an epoch: pollux would
+# re-size it for ever; after 100 re-sizes from one epoch the run fails (exit
+# 1), as a single run does after max_restarts
+expect 1 "pollux, no progress" -- "$BIN" jobs "$S" -S pollux --no-db -q \
+    --set 'devices.gpu.availability={mtbf: 0.5s, mttr: 0.1s}' --set policies.ddp.timeout=2s
+has "$T/err" "no progress: 100 re-sizes after failures since epoch 0"
 bad_input "a job may not change the failures" "$T/avail.yaml" \
     "avail.yaml:28:5: jobs[0] (a): a job may not change the world's device failures (availability)"
 

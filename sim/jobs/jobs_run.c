@@ -30,6 +30,8 @@ typedef struct jstate {
     double progress;  /* with `efficiency`: steps of M0 those epochs made (epoch_progress) */
     double run_batch; /* the global batch of its current run */
     int runs;         /* times started */
+    int resizes;      /* re-sized after failures since its last completed epoch (on_device) */
+    int resize_epochs; /* its epochs done at the last such re-size */
     pjob *job;        /* NULL while not running (or during a restart's load) */
     scn_scenario *sub;
     uint64_t start_ev;
@@ -476,6 +478,8 @@ static void start_run(jrun *R, jstate *j)
 /* A device of the shared world failed or came back (world_on_device): the
  * job holding it, if running, sees it as a single run would; a device
  * back and free may let a waiting job start. */
+#define RESIZES_MAX 100
+
 static void on_device(void *ctx, size_t d, int up)
 {
     jrun *R = ctx;
@@ -493,6 +497,22 @@ static void on_device(void *ctx, size_t d, int up)
         stop_run(R, j, 0);
         j->state = JS_WAITING;
         j->out.preemptions++;
+        /* a world that fails faster than the job gets through an epoch
+         * would re-size it for ever: stop, as a single run does after
+         * max_restarts restarts from one checkpoint (sync.c) */
+        if (j->epochs_done > j->resize_epochs)
+            j->resizes = 0;
+        j->resize_epochs = j->epochs_done;
+        if (++j->resizes > RESIZES_MAX) {
+            char what[160];
+            snprintf(what, sizeof what, "%d re-sizes after failures since epoch %d by t = %.6g s", RESIZES_MAX,
+                     j->epochs_done, sim_now(R->e));
+            fail(R, DP_ERUN,
+                 "job %s: no progress: %s; devices fail faster than the job gets through an epoch",
+                 R->js->jobs[j->i].name, what);
+            sim_stop(R->e);
+            return;
+        }
         request_decide(R);
         return;
     }
