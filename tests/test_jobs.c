@@ -233,7 +233,8 @@ Test(jobs, cassini_offset_by_m_takes_c_plus_m)
 }
 
 /* Run the world of jobs in `text` and each job alone on its devices: end
- * time, bytes and slowdown agree to `rel` (0: bit for bit). */
+ * time (arrival + its time alone: each job starts at its arrival), bytes
+ * and slowdown agree to `rel` (0: bit for bit). */
 static void jobs_vs_alone(const char *text, double rel)
 {
     registered();
@@ -247,11 +248,12 @@ static void jobs_vs_alone(const char *text, double rel)
         scn_scenario *sub = jobs_sub_scenario(js->jobs[j].scn, js->jobs[j].pinned, (size_t)js->jobs[j].want, &e);
         res_run *one = policy_run(js->jobs[j].policy, sub, 1, &e);
         cr_assert(one, "%s", e.msg);
-        cr_expect(fabs(r->jobs[j].end_s - one->ttotal_s) <= rel * one->ttotal_s, "job %zu: %.17g alone %.17g", j,
-                  r->jobs[j].end_s, one->ttotal_s);
+        double arr = js->jobs[j].arrival_s, end = arr + one->ttotal_s;
+        cr_expect(fabs(r->jobs[j].end_s - end) <= rel * end, "job %zu: %.17g alone %.17g", j, r->jobs[j].end_s, end);
         cr_expect(fabs(r->jobs[j].bytes - one->bytes_total) <= rel * one->bytes_total,
                   "job %zu bytes: %.17g alone %.17g", j, r->jobs[j].bytes, one->bytes_total);
-        cr_expect(fabs(r->jobs[j].rho - 1) <= rel, "job %zu rho %.17g", j, r->jobs[j].rho);
+        double rho = (end - arr) / one->ttotal_s; /* 1 but for the rounding of arr + T - arr */
+        cr_expect(fabs(r->jobs[j].rho - rho) <= rel, "job %zu rho %.17g, want %.17g", j, r->jobs[j].rho, rho);
         cr_expect_eq(r->jobs[j].alone_s, one->ttotal_s); /* the estimate is that run */
         res_run_free(one);
         jobs_sub_free(sub);
@@ -268,9 +270,8 @@ static void jobs_vs_alone(const char *text, double rel)
  * to date only when its own rate changes (sim/core/net_impl.h, lazy
  * progress), so the other job's events never touch its arithmetic (with
  * every flow brought up to date at any flow's event, job a ended at
- * 9.0283333333333218 s here, alone at ...236).  One epoch, both from 0 (a
- * later start shifts every instant's rounding): see the next test for
- * several. */
+ * 9.0283333333333218 s here, alone at ...236).  One epoch, both from 0;
+ * the next tests: several epochs, later arrivals. */
 Test(jobs, sharing_nothing_is_bit_for_bit)
 {
     jobs_vs_alone("name: w\n"
@@ -291,16 +292,15 @@ Test(jobs, sharing_nothing_is_bit_for_bit)
 }
 
 /* Jobs that share no link (server NIC unlimited, no WAN) on their own
- * devices give their single-job results; not bit for bit past one epoch,
- * 1e-12 apart (fast-forward off, the same): a single run restarts its
- * engine's clock at 0 at each clean epoch boundary (sim_rebase,
- * runtime_ff.c), so its later epochs add small engine times to a base;
- * the jobs share one engine, whose clock cannot restart while another job
- * has events pending, so their epochs add to the absolute time and round
- * differently (job a here: 26.445000000000004 s, alone ...018). */
-Test(jobs, sharing_nothing_gives_single_job_results)
-{
-    jobs_vs_alone("name: w\n"
+ * devices give their single-job results bit for bit over several epochs,
+ * fast-forward on or off: each run of a job has its own clock domain
+ * (sim/core/engine_group.h), which restarts at 0 at each clean epoch
+ * boundary exactly as a single run's engine does (sim_rebase,
+ * runtime_ff.c); with one engine shared by the jobs it could not (another
+ * job always had events pending), so their later epochs added to the
+ * absolute time and rounded differently (job a here was 26.445000000000004
+ * s, alone ...018). */
+static const char *SHARE_NOTHING = "name: w\n"
                   "model: { params: 2000000, flops_per_sample: 5e7 }\n"
                   "dataset: { samples: 600, sample_bytes: 4KB }\n"
                   "training: { epochs: 2 }\n"
@@ -311,9 +311,30 @@ Test(jobs, sharing_nothing_gives_single_job_results)
                   "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
                   "scheduler: static\n"
                   "jobs:\n"
-                  "  - { name: a, arrival: 0s, policy: ddp, groups: [g] }\n"
-                  "  - { name: b, arrival: 0s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n",
-                  1e-12);
+                  "  - { name: a, arrival: %s, policy: ddp, groups: [g] }\n"
+                  "  - { name: b, arrival: %s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n";
+
+Test(jobs, sharing_nothing_gives_single_job_results)
+{
+    char text[2048];
+    snprintf(text, sizeof text, SHARE_NOTHING, "0s", "0s");
+    jobs_vs_alone(text, 0);
+    policy_set_fast_forward(0);
+    jobs_vs_alone(text, 0);
+    policy_set_fast_forward(1);
+}
+
+/* The same jobs arriving at different times (a job arriving at 7.3 s
+ * computes from its own 0, as alone: only its origin is 7.3 s). */
+Test(jobs, sharing_nothing_from_different_arrivals)
+{
+    char text[2048];
+    snprintf(text, sizeof text, SHARE_NOTHING, "0s", "7.3s");
+    jobs_vs_alone(text, 0);
+    snprintf(text, sizeof text, SHARE_NOTHING, "5s", "0.1s");
+    policy_set_fast_forward(0);
+    jobs_vs_alone(text, 0);
+    policy_set_fast_forward(1);
 }
 
 /* ---- hand-derived schedules (pure compute: a job alone lasts epochs x

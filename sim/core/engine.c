@@ -153,6 +153,11 @@ struct sim_engine {
     int top_spent;   /* heap[0] has fired; the next sim_at replaces it */
     size_t spill_at; /* see spill() */
     int starved;     /* the last refill ran out of memory: the queue looked empty but is not */
+    /* clock domains (engine_group.h): global time of local 0, and who to
+     * tell when the earliest time may change */
+    double origin;
+    sim_touch_fn touch;
+    void *touch_ctx;
 };
 
 #define NO_SLOT (MAX_SLOTS + 1)
@@ -394,6 +399,8 @@ static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx);
 
 uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
+    if (e->touch)
+        e->touch(e->touch_ctx, e);
     uint64_t id = at(e, t_s, h, ctx);
     if (!id && !e->err)
         e->err = (!h || isnan(t_s)) ? DP_EINPUT : DP_ENOMEM;
@@ -565,6 +572,8 @@ int sim_cancel(sim_engine *e, uint64_t id)
     slot *sl = &e->slots[s];
     if (sl->gen != gen || !sl->h)
         return 0;
+    if (e->touch)
+        e->touch(e->touch_ctx, e);
     sl->h = 0; /* the entry is reclaimed when it surfaces or by compact() */
     e->live--;
     e->dead++;
@@ -847,6 +856,40 @@ int sim_rebase(sim_engine *e)
     e->spill_at = 2 * e->n > SPILL_MIN ? 2 * e->n : SPILL_MIN;
     for (size_t i = 0; i < e->n; i++)
         e->heap[i].t = 0; /* all equal: the heap order (by key) still holds */
+    e->origin += e->now;
     e->now = 0;
     return 0;
+}
+
+/* ---- clock domains ---- */
+
+void sim_set_touch(sim_engine *e, sim_touch_fn fn, void *ctx)
+{
+    e->touch = fn;
+    e->touch_ctx = ctx;
+}
+
+double sim_origin(const sim_engine *e)
+{
+    return e->origin;
+}
+
+void sim_set_origin(sim_engine *e, double origin)
+{
+    e->origin = origin;
+}
+
+void sim_set_now(sim_engine *e, double t)
+{
+    if (!(t > e->now))
+        return;
+    double next = sim_next_time(e);
+    e->now = t < next ? t : next;
+}
+
+int sim_take_stop(sim_engine *e)
+{
+    int s = e->stop;
+    e->stop = 0;
+    return s;
 }

@@ -71,4 +71,20 @@ double sim_next_time(sim_engine *e);
  * Call it between events or from a handler. */
 int sim_rebase(sim_engine *e);
 
+/* ---- clock domains (engine_group.h) ----
+ * An engine in a group is one clock domain: its local time 0 is the global
+ * time `origin` (0 for a lone engine).  sim_rebase adds the local time it
+ * drops to the origin, so origin + local time goes on.  The group is told
+ * (touch) when a sim_at or sim_cancel may change the engine's earliest
+ * time, and reads (and clears) a stop asked with sim_stop.  sim_set_now
+ * moves the clock forward to t (the group's global now, in this frame)
+ * when no pending event is earlier; later times than the next event are
+ * clamped to it, earlier ones change nothing. */
+typedef void (*sim_touch_fn)(void *ctx, sim_engine *e);
+void sim_set_touch(sim_engine *e, sim_touch_fn fn, void *ctx);
+double sim_origin(const sim_engine *e);
+void sim_set_origin(sim_engine *e, double origin);
+void sim_set_now(sim_engine *e, double t);
+int sim_take_stop(sim_engine *e);
+
 #endif

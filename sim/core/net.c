@@ -43,6 +43,7 @@ void net_free(net *n)
     dp_free(n->fin_tmp);
     dp_free(n->adelta);
     dp_free(n->fst);
+    dp_free(n->doms);
     star_free(n);
     dp_free(n);
 }
@@ -55,8 +56,87 @@ void unhold(net *n, int link_i)
     if (l->hold) {
         net_hold_fn fn = l->hold;
         l->hold = NULL;
+        /* the holder acts in its own domain (the one that held the link) */
+        size_t prev = n->g ? eg_enter(n->g, l->dom) : 0;
         fn(l->hold_ctx);
+        if (n->g)
+            eg_leave(n->g, prev);
     }
+}
+
+/* ---- clock domains ---------------------------------------------------------- */
+
+void net_set_group(net *n, eg_group *g)
+{
+    n->g = g;
+    n->star_off = 1; /* its sets keep one clock: progressive filling only */
+}
+
+net_dom *dom_of(net *n, size_t d)
+{
+    if (d >= n->cap_doms) {
+        size_t old = n->cap_doms;
+        if (grow((void **)&n->doms, &n->cap_doms, d + 1, sizeof *n->doms))
+            return NULL;
+        memset(n->doms + old, 0, (n->cap_doms - old) * sizeof *n->doms);
+        for (size_t k = old; k < n->cap_doms; k++)
+            n->doms[k].done_t = n->doms[k].first = INFINITY;
+    }
+    return &n->doms[d];
+}
+
+double link_now(net *n, link *l)
+{
+    size_t c = eg_current(n->g);
+    if (l->dom != c) {
+        if (l->n_active) /* busy since a time in the other domain's frame */
+            l->busy_since =
+                (sim_origin(eg_engine(n->g, l->dom)) + l->busy_since) - sim_origin(eg_engine(n->g, c));
+        l->dom = (uint32_t)c;
+    }
+    return eg_now_in(n->g, c);
+}
+
+/* A link's statistics are touched by the current domain (no busy time is
+ * open: nothing to convert, the domain just owns the link's figures). */
+static void link_touch(net *n, link *l)
+{
+    if (n->g && !l->n_active)
+        l->dom = (uint32_t)eg_current(n->g);
+}
+
+size_t net_dom_flows(const net *n)
+{
+    if (!n->g)
+        return n->n_active + n->n_pending;
+    size_t c = eg_current(n->g);
+    return c < n->cap_doms ? n->doms[c].n_flows : 0;
+}
+
+void net_dom_retired(net *n, size_t d)
+{
+    if (!n->g || d >= n->cap_doms)
+        return;
+    net_dom *x = &n->doms[d];
+    int pending = x->reshare_ev != 0;
+    x->reshare_ev = x->done_ev = 0; /* its engine runs nothing more */
+    x->done_t = INFINITY;
+    if (pending)
+        mark_dirty(n);
+}
+
+void net_dom_rebased(net *n, double span)
+{
+    if (!n->g)
+        return;
+    size_t c = eg_current(n->g);
+    for (size_t i = 0; i < n->n_links; i++) {
+        link *l = &n->links[i];
+        if (l->dom == c && l->n_active)
+            l->busy_since -= span;
+    }
+    if (c < n->cap_doms)
+        n->doms[c].done_t = INFINITY;
 }
 
 /* ---- links ---------------------------------------------------------------- */
@@ -225,7 +305,7 @@ static int dead_for_good(const net *n, int l)
 {
     const link *k = &n->links[l];
     return k->cap == 0 && !k->down && !k->hold &&
-           (k->tr ? trace_max_after(k->tr, sim_now(n->e)) <= 0 : k->nominal == 0);
+           (k->tr ? trace_max_after(k->tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : k->nominal == 0);
 }
 
 int net_stuck_for_good(const net *n, char *buf, size_t cap)
@@ -266,13 +346,32 @@ double net_link_bytes(const net *n, int l)
 double net_link_busy_s(const net *n, int l)
 {
     const link *k = &n->links[l];
-    double run = k->busy_s + (k->n_active ? sim_now(n->e) - k->busy_since : 0);
+    double open = 0;
+    if (k->n_active && !n->g) {
+        open = sim_now(n->e) - k->busy_since;
+    } else if (k->n_active) { /* in the current domain's frame */
+        size_t c = eg_current(n->g);
+        double since = k->dom == c ? k->busy_since
+                                   : (sim_origin(eg_engine(n->g, k->dom)) + k->busy_since) -
+                                         sim_origin(eg_engine(n->g, c));
+        open = eg_now_in(n->g, c) - since;
+    }
+    double run = k->busy_s + open;
     return n->folded ? k->busy_tot + run : run;
+}
+
+/* With clock domains, only the links whose figures the current domain
+ * owns (it touched them last) and that carry nothing are folded: the
+ * links of a job that shares nothing fold exactly as in its single run,
+ * whatever the other jobs do; delta is 0 for the others. */
+static int fold_skips(const net *n, const link *l)
+{
+    return n->g && (l->dom != eg_current(n->g) || l->n_active);
 }
 
 int net_fold(net *n, double *delta)
 {
-    for (size_t i = 0; i < n->n_links; i++)
+    for (size_t i = 0; i < n->n_links && !n->g; i++)
         if (n->links[i].n_active)
             return DP_EINPUT;
     /* out of memory: the aside part is folded but not repeated (statistics only) */
@@ -280,6 +379,11 @@ int net_fold(net *n, double *delta)
     n->folded = 1;
     for (size_t i = 0; n->aside && i < n->n_links; i++) {
         link *l = &n->links[i];
+        if (fold_skips(n, l)) {
+            if (n->adelta_ok)
+                n->adelta[2 * i] = n->adelta[2 * i + 1] = 0;
+            continue;
+        }
         if (n->adelta_ok) {
             n->adelta[2 * i] = l->abytes;
             n->adelta[2 * i + 1] = l->abusy;
@@ -290,6 +394,11 @@ int net_fold(net *n, double *delta)
     }
     for (size_t i = 0; i < n->n_links; i++) {
         link *l = &n->links[i];
+        if (fold_skips(n, l)) {
+            if (delta)
+                delta[2 * i] = delta[2 * i + 1] = 0;
+            continue;
+        }
         if (delta) {
             delta[2 * i] = l->bytes;
             delta[2 * i + 1] = l->busy_s;
@@ -319,6 +428,7 @@ void net_link_account_aside(net *n, int link_i, double bytes, double busy_s, dou
     if (link_i < 0 || (size_t)link_i >= n->n_links)
         return;
     link *l = &n->links[link_i];
+    link_touch(n, l);
     n->aside = 1;
     l->abytes += bytes;
     l->abusy += busy_s;
@@ -345,6 +455,7 @@ int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
     link *l = &n->links[link_i];
     if (l->hold || l->n_active || l->tr || !(l->cap > 0) || !isfinite(l->cap))
         return DP_EINPUT;
+    link_touch(n, l); /* its hook runs in this domain (unhold) */
     l->hold = hook;
     l->hold_ctx = ctx;
     return 0;
@@ -383,6 +494,7 @@ void net_link_copy_stats(net *n, int from, int to)
         return;
     const link *x = &n->links[from];
     link *y = &n->links[to];
+    link_touch(n, y);
     y->bytes = x->bytes;
     y->busy_s = x->busy_s;
     y->peak = x->peak;
@@ -403,6 +515,7 @@ void net_link_account(net *n, int link_i, double bytes, double busy_s, double ra
     if (link_i < 0 || (size_t)link_i >= n->n_links)
         return;
     link *l = &n->links[link_i];
+    link_touch(n, l);
     l->bytes += bytes;
     l->busy_s += busy_s;
     /* as a reshare computes it for a lone flow of this rate */

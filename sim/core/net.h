@@ -204,6 +204,33 @@ int net_out_of_memory(const net *n);
  * active flow crosses changes no share and skips it). */
 uint64_t net_fills(const net *n);
 
+/* ---- clock domains (engine_group.h; docs/MODEL.md "Many jobs in one
+ * world") ----
+ * With a group, each flow belongs to the domain current when it starts
+ * (eg_current: the engine whose event runs, or the one entered), its
+ * latency phase and completion are events on that engine, and its bytes
+ * and finish are computed in that engine's frame: exactly its clock when
+ * the domain itself acts, the global now converted when another does (a
+ * flow sharing a link with another domain's).  Each domain has its own
+ * completion and deferred-reshare events, so flows of domains that share
+ * no link compute exactly as they would alone; a reshare that finds
+ * another domain with a reshare pending at that instant leaves that
+ * domain's flows to it.  The star fast path stays off.  Set before any
+ * flow starts (the root engine is the net's own).  net_dom_flows: flows
+ * of the current domain, active or in their latency phase.
+ * net_dom_rebased: the current domain's clock restarted (sim_rebase) after
+ * `span` local seconds; links it last touched that are still busy (with
+ * another domain's flows) move their busy start into the new frame.
+ * net_dom_retired: below. */
+struct eg_group;
+void net_set_group(net *n, struct eg_group *g);
+size_t net_dom_flows(const net *n);
+void net_dom_rebased(net *n, double span);
+/* Domain d's engine is retired (eg_retire: a job's run stopped, its flows
+ * cut): a reshare it had pending (the cut changed other flows' shares)
+ * runs in the current domain instead. */
+void net_dom_retired(net *n, size_t d);
+
 /* Recompute shares now if anything changed (normally done by an engine
  * event at the current instant; exposed for benchmarks and tests). */
 void net_reshare_now(net *n);

@@ -65,6 +65,8 @@ int net_reserve(net *n, size_t flows)
 
 static void flow_release(net *n, flow *f)
 {
+    if (n->g)
+        n->doms[f->dom].n_flows--;
     f->state = FLOW_FREE;
     if (++f->gen == 0)
         f->gen = 1;
@@ -89,7 +91,7 @@ static int activate(net *n, flow *f)
         return -1;
     f->state = FLOW_ACTIVE;
     f->rate = 0;
-    f->tl = sim_now(n->e); /* its bytes are as of now */
+    f->tl = flow_now(n, f); /* its bytes are as of now */
     f->finish_t = flow_finish(f, f->tl); /* now if it has none, whatever the fill gives it */
     f->apos = (uint32_t)n->n_active;
     n->active[n->n_active++] = f->index;
@@ -123,6 +125,8 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     for (size_t k = 0; k < n_links; k++)
         if (links[k] < 0 || (size_t)links[k] >= n->n_links)
             return 0;
+    if (n->g && !dom_of(n, cur_dom(n)))
+        return 0;
     flow *f = flow_alloc(n);
     if (!f)
         return 0;
@@ -145,10 +149,13 @@ uint64_t net_flow_start(net *n, const int *links, size_t n_links, double bytes, 
     f->frozen = 0;
     f->sset = STAR_OFF;
     *SST(n, f) = 0;
+    f->dom = (uint32_t)cur_dom(n);
+    if (n->g)
+        n->doms[f->dom].n_flows++; /* dom_of made it above */
     uint64_t id = flow_id(f);
     if (latency_s > 0) {
         f->state = FLOW_PENDING;
-        if (!(f->act_ev = sim_at(n->e, sim_now(n->e) + latency_s, on_activate, f))) {
+        if (!(f->act_ev = sim_at(dom_engine(n, f->dom), flow_now(n, f) + latency_s, on_activate, f))) {
             flow_release(n, f);
             return 0;
         }
@@ -169,7 +176,7 @@ double net_flow_remaining(const net *n, uint64_t id)
         return star_rem(n, f, sim_now(n->e));
     if (f->state != FLOW_ACTIVE)
         return f->remaining;
-    return flow_rem_at(f, sim_now(n->e));
+    return flow_rem_at(f, flow_now(n, f));
 }
 
 int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
@@ -180,14 +187,14 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
     if (!f)
         return DP_EINPUT;
     if (f->state == FLOW_PENDING) {
-        sim_cancel(n->e, f->act_ev);
+        sim_cancel(dom_engine(n, f->dom), f->act_ev);
         n->n_pending--;
     } else {
         double rem;
         if (n->star) {
             rem = star_cancel(n, f);
         } else {
-            flow_catch_up(f, sim_now(n->e));
+            flow_catch_up(f, flow_now(n, f));
             rem = f->remaining;
         }
         double sent = f->bytes - rem;
@@ -202,6 +209,14 @@ int net_flow_cancel(net *n, uint64_t id, double *sent_bytes)
         mark_dirty(n);
     }
     flow_release(n, f);
+    if (n->g) { /* its domain's last flow gone: no completion of it is due */
+        net_dom *d = &n->doms[f->dom];
+        if (!d->n_flows && d->done_ev) {
+            sim_cancel(dom_engine(n, f->dom), d->done_ev);
+            d->done_ev = 0;
+            d->done_t = INFINITY;
+        }
+    }
     return 0;
 }
 
@@ -290,6 +305,12 @@ void on_done(sim_engine *e, void *ctx, uint64_t id)
 {
     (void)id;
     net *n = ctx;
+    size_t dom = 0;
+    if (n->g) { /* this domain's completion: its flows only */
+        dom = eg_current(n->g);
+        n->doms[dom].done_ev = 0;
+        n->doms[dom].done_t = INFINITY;
+    }
     n->done_ev = 0;
     if (n->star) {
         star_on_done(n);
@@ -311,7 +332,7 @@ void on_done(sim_engine *e, void *ctx, uint64_t id)
      * that follow stream through them instead of jumping at random). */
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (f->finish_t <= now || flow_rem_at(f, now) <= 1e-9 * f->bytes) {
+        if (f->dom == dom && (f->finish_t <= now || flow_rem_at(f, now) <= 1e-9 * f->bytes)) {
             n->finished[nf++] = (fin_ent){f->seq, f};
             for (int j = 0; j < f->np; j++) {
                 link *l = &n->links[f->path[j]];

@@ -18,6 +18,7 @@
 #define DP_NET_IMPL_H
 
 #include "dp_heap.h"
+#include "engine_group.h"
 #include "log.h"
 #include "net.h"
 
@@ -57,6 +58,7 @@ typedef struct link {
     struct trace_ctx *tctx;
     /* reshare scratch */
     unsigned stamp;
+    uint32_t dom; /* clock domains (net_set_group): the frame busy_since is in */
     double R;
     double W; /* weighted sharing: the unfrozen flows' weights (nu counts them) */
     int nu, off, cnt;
@@ -94,6 +96,7 @@ typedef struct flow {
     /* star fast path (net_star.c) */
     int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
     uint32_t hub;     /* its hub (0: it crosses none) */
+    uint32_t dom;     /* its clock domain (net_set_group; 0 without): tl, finish_t are in its frame */
     double c;         /* private cap */
     double key, t0;   /* C: remaining `key` at t0; U: the virtual time it ends at */
     double fin;       /* C: finish time */
@@ -147,6 +150,17 @@ typedef struct lvl {
     double level;
     int32_t who; /* >= 0: link index; < 0: -(active position) - 1 (a rate cap) */
 } lvl;
+
+/* A clock domain's own network events (net_set_group): its completion
+ * event (at done_t, its frame) and its deferred reshare; its flows (active
+ * or pending); full: its reshare must run progressive filling. */
+typedef struct net_dom {
+    uint64_t done_ev, reshare_ev;
+    double done_t, first;
+    size_t n_flows;
+    uint64_t stamp;
+    int full;
+} net_dom;
 
 struct net {
     sim_engine *e;
@@ -220,9 +234,16 @@ struct net {
     double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
     size_t cap_adelta;
     int adelta_ok;       /* adelta holds the last fold's */
+    /* clock domains (net_set_group): NULL, or the group whose engines the
+     * flows' events go to; doms[d] per engine index (root: 0) */
+    eg_group *g;
+    net_dom *doms;
+    size_t cap_doms;
+    uint64_t dstamp;
 };
 
 #define NO_FLOW UINT32_MAX
+
 
 /* A finished flow and its seq, kept beside it so that sorting 10^6 flows
  * ending at one instant does not chase 10^6 pointers per comparison. */
@@ -323,16 +344,44 @@ static inline flow *flow_of(const net *n, uint64_t id)
     return (f->gen == (uint32_t)(id >> 32) && f->state != FLOW_FREE) ? f : NULL;
 }
 
+/* ---- clock domains (net_set_group; net.c) ----
+ * Without a group every time is the engine's.  With one, each flow's
+ * times are in its domain's frame (the engine its owner schedules on), and
+ * a link's busy_since in the frame of the domain that last touched it: a
+ * flow of the current domain computes with exactly that engine's now,
+ * another's with the global now converted (eg_now_in), so flows of
+ * domains that share nothing compute exactly as they would alone. */
+static inline size_t cur_dom(const net *n)
+{
+    return n->g ? eg_current(n->g) : 0;
+}
+static inline sim_engine *dom_engine(const net *n, size_t d)
+{
+    return n->g ? eg_engine(n->g, d) : n->e;
+}
+static inline double dom_now(const net *n, size_t d)
+{
+    return n->g ? eg_now_in(n->g, d) : sim_now(n->e);
+}
+static inline double flow_now(const net *n, const flow *f)
+{
+    return n->g ? eg_now_in(n->g, f->dom) : sim_now(n->e);
+}
+/* Domain d's record (grown as engines are added); NULL out of memory. */
+net_dom *dom_of(net *n, size_t d);
+/* The current domain's now, link l's busy_since brought into its frame. */
+double link_now(net *n, link *l);
+
 static inline void link_busy_inc(net *n, link *l)
 {
     if (l->n_active++ == 0)
-        l->busy_since = sim_now(n->e);
+        l->busy_since = n->g ? link_now(n, l) : sim_now(n->e);
 }
 
 static inline void link_busy_dec(net *n, link *l)
 {
     if (--l->n_active == 0)
-        l->busy_s += sim_now(n->e) - l->busy_since;
+        l->busy_s += (n->g ? link_now(n, l) : sim_now(n->e)) - l->busy_since;
 }
 
 /* net.c: links */

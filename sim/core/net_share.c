@@ -26,6 +26,15 @@ static void on_reshare(sim_engine *e, void *ctx, uint64_t id)
     (void)e;
     (void)id;
     net *n = ctx;
+    if (n->g) { /* the current domain's deferred reshare */
+        net_dom *d = &n->doms[eg_current(n->g)];
+        d->reshare_ev = 0;
+        if (n->full || d->full)
+            net_reshare_now(n);
+        else
+            reshare_light(n);
+        return;
+    }
     n->reshare_ev = 0;
     if (n->full || n->star)
         net_reshare_now(n);
@@ -35,10 +44,26 @@ static void on_reshare(sim_engine *e, void *ctx, uint64_t id)
 
 /* Batch every change at this instant into one reshare, run as an event at
  * the current time. */
+/* With clock domains: the current domain's reshare, at its now. */
+static void dom_mark(net *n, int full)
+{
+    size_t c = eg_current(n->g);
+    net_dom *d = dom_of(n, c);
+    if (!d) {
+        stall_all(n);
+        return;
+    }
+    d->full |= full;
+    if (!d->reshare_ev)
+        d->reshare_ev = sim_at(eg_engine(n->g, c), eg_now_in(n->g, c), on_reshare, n);
+}
+
 void mark_dirty(net *n)
 {
     n->full = 1;
-    if (!n->reshare_ev)
+    if (n->g)
+        dom_mark(n, 1);
+    else if (!n->reshare_ev)
         n->reshare_ev = sim_at(n->e, sim_now(n->e), on_reshare, n);
 }
 
@@ -51,7 +76,9 @@ void mark_dirty(net *n)
  * stay bit for bit those of a full reshare. */
 void mark_touched(net *n)
 {
-    if (!n->reshare_ev)
+    if (n->g)
+        dom_mark(n, 0);
+    else if (!n->reshare_ev)
         n->reshare_ev = sim_at(n->e, sim_now(n->e), on_reshare, n);
 }
 
@@ -183,11 +210,28 @@ static inline double link_level(const link *l, int wt)
  * of a reshare's heap work (stale entries; F flows through one NIC pushed
  * the NIC F times).  The fill is unchanged: an entry is used only when its
  * level is the link's current one, and entries order by (level, link). */
+/* With clock domains, flow f's new rate from now in its frame; a flow of
+ * another domain whose own reshare is pending at this instant gets it
+ * there, in its own frame (net.h: so domains that share nothing never
+ * convert). */
+static void dom_rate(net *n, flow *f, double rate)
+{
+    net_dom *d = &n->doms[f->dom];
+    if (f->dom != eg_current(n->g) && d->reshare_ev) {
+        d->full = 1;
+        return;
+    }
+    flow_rate_to(f, rate, eg_now_in(n->g, f->dom));
+}
+
 static int freeze(net *n, flow *f, double rate, int defer)
 {
     int wt = n->sharing == NET_SHARE_RTT;
     f->frozen = 1;
-    flow_rate_to(f, rate, sim_now(n->e));
+    if (n->g)
+        dom_rate(n, f, rate);
+    else
+        flow_rate_to(f, rate, sim_now(n->e));
     for (int k = 0; k < f->np; k++) {
         link *l = &n->links[f->path[k]];
         if (!isfinite(l->cap))
@@ -225,9 +269,63 @@ static int push_deferred(net *n)
     return rc;
 }
 
+/* Domain d's completion event at its first finish: always for the
+ * current domain (as a lone run sets it again at every reshare), for
+ * another only when its first finish moved. */
+static void dom_arm(net *n, size_t d, size_t c)
+{
+    net_dom *x = &n->doms[d];
+    if (d != c && x->first == x->done_t)
+        return;
+    sim_engine *e = eg_engine(n->g, d);
+    if (x->done_ev)
+        sim_cancel(e, x->done_ev);
+    x->done_ev = isfinite(x->first) ? sim_at(e, x->first, on_done, n) : 0;
+    x->done_t = x->done_ev ? x->first : INFINITY;
+}
+
+/* With clock domains: each domain's completion at its flows' earliest
+ * finish (in its frame).  Two passes over the flows, each domain handled
+ * once (stamps), the current one whether it has flows or not. */
+static void dom_schedule_first(net *n)
+{
+    size_t c = eg_current(n->g);
+    if (!dom_of(n, c)) {
+        stall_all(n);
+        return;
+    }
+    uint64_t st = ++n->dstamp;
+    n->doms[c].stamp = st;
+    n->doms[c].first = INFINITY;
+    for (size_t k = 0; k < n->n_active; k++) {
+        const flow *f = F(n, n->active[k]);
+        net_dom *d = &n->doms[f->dom];
+        if (d->stamp != st) {
+            d->stamp = st;
+            d->first = INFINITY;
+        }
+        if (f->finish_t < d->first)
+            d->first = f->finish_t;
+    }
+    uint64_t done = ++n->dstamp;
+    dom_arm(n, c, c);
+    n->doms[c].stamp = done;
+    for (size_t k = 0; k < n->n_active; k++) {
+        const flow *f = F(n, n->active[k]);
+        if (n->doms[f->dom].stamp == st) {
+            dom_arm(n, f->dom, c);
+            n->doms[f->dom].stamp = done;
+        }
+    }
+}
+
 /* The completion event at the earliest predicted finish. */
 static void schedule_first(net *n)
 {
+    if (n->g) {
+        dom_schedule_first(n);
+        return;
+    }
     double first = INFINITY;
     for (size_t k = 0; k < n->n_active; k++) {
         const flow *f = F(n, n->active[k]);
@@ -246,7 +344,11 @@ static void schedule_finish(net *n)
     double now = sim_now(n->e);
     for (size_t k = 0; k < n->n_active; k++) {
         flow *f = F(n, n->active[k]);
-        if (!f->frozen) /* crossing no finite link and without a cap: unconstrained */
+        if (f->frozen) /* else crossing no finite link and without a cap: unconstrained */
+            continue;
+        if (n->g)
+            dom_rate(n, f, INFINITY);
+        else
             flow_rate_to(f, INFINITY, now);
     }
     schedule_first(n);
@@ -276,6 +378,15 @@ void net_reshare_now(net *n)
     if (n->reshare_ev) {
         sim_cancel(n->e, n->reshare_ev);
         n->reshare_ev = 0;
+    }
+    if (n->g) { /* the current domain's pending reshare is this one */
+        net_dom *d = dom_of(n, eg_current(n->g));
+        if (!d)
+            goto oom;
+        if (d->reshare_ev)
+            sim_cancel(eg_engine(n->g, eg_current(n->g)), d->reshare_ev);
+        d->reshare_ev = 0;
+        d->full = 0;
     }
     n->full = 0;
     n->reshares++;
@@ -407,8 +518,19 @@ void stall_all(net *n)
         sim_cancel(n->e, n->reshare_ev);
     n->reshare_ev = 0;
     double now = sim_now(n->e);
-    for (size_t k = 0; k < n->n_active; k++)
-        flow_rate_to(F(n, n->active[k]), 0, now);
+    for (size_t k = 0; k < n->n_active; k++) {
+        flow *f = F(n, n->active[k]);
+        flow_rate_to(f, 0, n->g ? flow_now(n, f) : now);
+    }
+    for (size_t d = 0; n->g && d < n->cap_doms && d < eg_count(n->g); d++) {
+        net_dom *x = &n->doms[d];
+        if (x->reshare_ev)
+            sim_cancel(eg_engine(n->g, d), x->reshare_ev);
+        if (x->done_ev)
+            sim_cancel(eg_engine(n->g, d), x->done_ev);
+        x->reshare_ev = x->done_ev = 0;
+        x->done_t = INFINITY;
+    }
     if (n->done_ev)
         sim_cancel(n->e, n->done_ev);
     n->done_ev = 0;

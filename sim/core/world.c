@@ -478,6 +478,12 @@ void world_free(world *w)
     dp_free(w);
 }
 
+void world_view_set_engine(world *view, sim_engine *e)
+{
+    if (view->view)
+        view->e = e;
+}
+
 sim_engine *world_engine(world *w)
 {
     return w->e;

@@ -59,6 +59,10 @@ void world_free(world *w);
  * cuts its own flows only; its devices never fail (jobs refuse
  * `availability`).  Free it before the parent. */
 world *world_new_view(world *parent, const scn_scenario *sub, const size_t *map, uint64_t seed, dp_err *err);
+/* A view's events go to e instead of the parent's engine: the job's own
+ * clock domain (engine_group.h; the network is told by net_set_group).
+ * Before anything is scheduled on the view. */
+void world_view_set_engine(world *view, sim_engine *e);
 
 sim_engine *world_engine(world *w);
 net *world_net(world *w);

@@ -1,15 +1,22 @@
-/* jobs_run.c: many jobs in one world (jobs.h): one engine, one network,
- * each job's policy on the devices its scheduler gives it.
+/* jobs_run.c: many jobs in one world (jobs.h): one network, each job's
+ * policy on the devices its scheduler gives it, in its own clock domain.
  *
- * The driver owns the shared world (world_new over the whole scenario) and
- * its engine.  It steps the engine itself; after each event it asks every
- * running job whether it ended (a job ends inside one of its own events,
- * and the next event may be another job's, so asking after each one keeps
- * a finished job from seeing any event past its end, as a single run
- * stops there).  Decisions (sched.h) run as engine events at the instant
- * that asks for them: after the events already queued for that instant
- * (the arrivals of one instant make one decision). */
+ * The driver owns the shared world (world_new over the whole scenario):
+ * its engine is the root of an engine group (engine_group.h), holding
+ * arrivals, decisions and the world's dynamics (traces, failures); each
+ * run of a job gets a child engine whose local 0 is the global time it
+ * starts (after its restart's load), so a job that shares nothing
+ * computes exactly as its single run, clock restarts at epoch boundaries
+ * included (pjob_boundary).  The driver steps the group itself; when an
+ * event asked to stop (a job ends inside one of its own events) or the
+ * root acted, it asks every running job whether it ended, so a finished
+ * job sees no event past its end, as a single run stops there.  Decisions
+ * (sched.h) run as root events at the instant that asks for them: after
+ * the events already queued for that instant (the arrivals of one instant
+ * make one decision).  Job-level times are global: a run's local time
+ * plus its origin. */
 #include "jobs.h"
+#include "engine_group.h"
 #include "policy/jobrt.h"
 
 #include <math.h>
@@ -47,6 +54,8 @@ typedef struct jstate {
     int lo, hi;
     double *alone_k, *batch_k;
     double began;
+    size_t dom;    /* its current run's engine in the group (0: none yet) */
+    double origin; /* global time of that run's local 0 */
 } jstate;
 
 enum { JS_PENDING = 0, JS_WAITING, JS_RUNNING, JS_DONE };
@@ -55,7 +64,8 @@ struct jrun {
     const jobs_spec *js;
     const sched_def *sd;
     world *w;
-    sim_engine *e;
+    sim_engine *e; /* the root engine */
+    eg_group *g;
     net *n;
     uint64_t seed;
     jstate *st;
@@ -375,7 +385,8 @@ static void keep_learning(jrun *R, jstate *j, const res_run *r)
         j->n_tta = r->n_tta;
     }
     memcpy(j->tta_target, r->tta_target, j->n_tta * sizeof *j->tta_target);
-    memcpy(j->tta_abs, r->tta_s, j->n_tta * sizeof *j->tta_abs);
+    for (size_t k = 0; k < j->n_tta; k++) /* the run's times are local */
+        j->tta_abs[k] = j->origin + r->tta_s[k];
 }
 
 /* A run of job j ended (finished, or stopped by the scheduler): add its
@@ -393,14 +404,16 @@ static void account(jrun *R, jstate *j, res_run *r)
         compute += r->devices[d].compute_s;
     j->out.bytes += r->bytes_total - before / 2;
     j->out.compute_s += compute;
-    if (j->runs == 1)
-        j->out.tsend_s = r->tsend_s - j->out.start_s;
+    if (j->runs == 1) /* (origin - start) + local: exact when the run began at its start */
+        j->out.tsend_s = r->tsend_s + (j->origin - j->out.start_s);
     j->out.tflops = r->tflops;
+    j->out.end_s = j->origin + r->ttotal_s; /* global; a finished run's end */
 }
 
 static void stop_run(jrun *R, jstate *j, int finished)
 {
-    if (j->job) {
+    if (j->job) { /* in its domain, its clock at the global now */
+        size_t prev = eg_enter(R->g, j->dom);
         int k = finished ? j->sub->training.epochs : pjob_epochs_done(j->job);
         if (to_progress(R->js, &R->js->jobs[j->i]))
             j->progress = progress_after(&R->js->jobs[j->i], j->progress, j->epochs_done, k, j->run_batch);
@@ -410,6 +423,9 @@ static void stop_run(jrun *R, jstate *j, int finished)
         account(R, j, r);
         res_run_free(r);
         pjob_stop(j->job);
+        eg_leave(R->g, prev);
+        eg_retire(R->g, j->dom); /* its stale events never run */
+        net_dom_retired(R->n, j->dom); /* but the shares its cut flows changed are recomputed */
     }
     if (j->start_ev)
         sim_cancel(R->e, j->start_ev);
@@ -457,10 +473,21 @@ static void start_run(jrun *R, jstate *j)
                                       : js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
-    j->began = sim_now(R->e);
-    world *v = world_new_view(R->w, j->sub, j->dev, R->seed, &e);
+    j->began = j->origin = sim_now(R->e);
+    /* its own clock domain: local 0 is now */
+    sim_engine *child = eg_add(R->g, j->origin, j, &e);
+    world *v = child ? world_new_view(R->w, j->sub, j->dev, R->seed, &e) : NULL;
     j->learn.epochs = j->epochs_done;
-    if (!v || !(j->job = pjob_start(js->policy, j->sub, R->seed, v, &j->learn, &e))) {
+    if (!v) {
+        R->failed = 1;
+        dp_err_set(R->err, e.code ? e.code : DP_ENOMEM, "job %s: %s", js->name, e.msg);
+        return;
+    }
+    j->dom = eg_count(R->g) - 1;
+    world_view_set_engine(v, child);
+    size_t prev = eg_enter(R->g, j->dom);
+    if (!(j->job = pjob_start(js->policy, j->sub, R->seed, v, &j->learn, &e))) {
+        eg_leave(R->g, prev);
         char m[sizeof e.msg];
         memcpy(m, e.msg, sizeof m);
         R->failed = 1;
@@ -472,7 +499,8 @@ static void start_run(jrun *R, jstate *j)
      * policy listens, as a single run's device down from t = 0 */
     for (int k = 0; k < j->n_dev; k++)
         if (!world_dev_is_up(R->w, j->dev[k]))
-            pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, j->dev[k]));
+            pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, j->dev[k]) - j->origin);
+    eg_leave(R->g, prev);
 }
 
 /* A device of the shared world failed or came back (world_on_device): the
@@ -491,9 +519,12 @@ static void on_device(void *ctx, size_t d, int up)
          * stopped like a pre-emption (its epoch in progress lost) and
          * waits for the decision now */
         jstate *j = &R->st[o];
+        size_t prev = j->job ? eg_enter(R->g, j->dom) : 0;
         for (int k = 0; j->job && k < j->n_dev; k++)
             if (j->dev[k] == d)
-                pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, d));
+                pjob_device(j->job, (size_t)k, 0, world_dev_next_change(R->w, d) - j->origin);
+        if (j->job)
+            eg_leave(R->g, prev);
         stop_run(R, j, 0);
         j->state = JS_WAITING;
         j->out.preemptions++;
@@ -516,11 +547,13 @@ static void on_device(void *ctx, size_t d, int up)
         request_decide(R);
         return;
     }
-    if (o >= 0 && R->st[o].job) {
+    if (o >= 0 && R->st[o].job) { /* in its domain; its next change in its frame */
         jstate *j = &R->st[o];
+        size_t prev = eg_enter(R->g, j->dom);
         for (int k = 0; k < j->n_dev; k++)
             if (j->dev[k] == d)
-                pjob_device(j->job, (size_t)k, up, world_dev_next_change(R->w, d));
+                pjob_device(j->job, (size_t)k, up, world_dev_next_change(R->w, d) - j->origin);
+        eg_leave(R->g, prev);
     }
     if (up && o < 0)
         request_decide(R);
@@ -766,11 +799,10 @@ static void on_arrival(sim_engine *e, void *ctx, uint64_t id)
 
 static void finish(jrun *R, jstate *j)
 {
-    stop_run(R, j, 1);
+    stop_run(R, j, 1); /* its end: account() */
     if (!to_progress(R->js, &R->js->jobs[j->i]))
         j->epochs_done = R->js->jobs[j->i].scn->training.epochs;
     j->state = JS_DONE;
-    j->out.end_s = sim_now(R->e);
     R->done++;
     request_decide(R);
 }
@@ -866,6 +898,7 @@ static void run_free(jrun *R)
     dp_free(R->allocs);
     dp_free(R->stats);
     dp_free(R->ac);
+    eg_free(R->g); /* the runs' engines, after the runs that reference them */
     world_free(R->w);
 }
 
@@ -888,6 +921,9 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         return NULL;
     R.e = world_engine(R.w);
     R.n = world_net(R.w);
+    if (!(R.g = eg_new(R.e, err)))
+        goto out;
+    net_set_group(R.n, R.g);
     if (scn_has_failures(js->world))
         world_on_device(R.w, on_device, &R);
     R.st = dp_calloc(n + 1, sizeof *R.st);
@@ -934,10 +970,22 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         dp_err_set(err, DP_ENOMEM, "out of memory");
         goto out;
     }
-    /* The engine runs until a job ends (the runtime stops it then, and on
-     * a failure: jobrt.h), then every running job is asked. */
+    /* The engines run until one asks to stop (a job ended or failed:
+     * jobrt.h) or the root acted; then every running job is asked. */
     while (!R.failed && R.done < n) {
-        sim_run(R.e, INFINITY);
+        size_t who = 0;
+        int stopped = 0, ran = eg_step(R.g, &who, &stopped);
+        if (ran && who > 0) { /* a job's event: its epoch boundary, in its domain */
+            jstate *j = eg_ctx(R.g, who);
+            if (j->job && j->dom == who && pjob_boundary_due(j->job)) {
+                size_t prev = eg_enter(R.g, who);
+                pjob_boundary(j->job); /* out of memory: the run failed, its status says so */
+                eg_leave(R.g, prev);
+                stopped |= pjob_status(j->job) != 0;
+            }
+            if (!stopped)
+                continue;
+        }
         for (size_t i = 0; i < n && !R.failed; i++) {
             jstate *j = &R.st[i];
             int st = j->job ? pjob_status(j->job) : 0;
@@ -948,9 +996,9 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
                 finish(&R, j);
             }
         }
-        if (!R.failed && sim_error(R.e))
+        if (!R.failed && eg_error(R.g))
             fail(&R, DP_ERUN, "%s%s", "an event could not be scheduled", "");
-        if (!R.failed && R.done < n && sim_pending(R.e) == 0)
+        if (!R.failed && R.done < n && !ran && eg_pending(R.g) == 0)
             for (size_t i = 0; i < n; i++)
                 if (R.st[i].state != JS_DONE) {
                     fail(&R, DP_ERUN, "job %s stalled: %s", js->jobs[i].name,
@@ -970,7 +1018,7 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     res->seed = seed;
     res->n_devices = N;
     res->n_jobs = n;
-    res->events = sim_events_run(R.e);
+    res->events = eg_events(R.g);
     size_t n_tta = 0;
     for (size_t i = 0; i < n; i++)
         n_tta += R.st[i].n_tta;

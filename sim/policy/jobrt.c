@@ -13,6 +13,7 @@ struct pjob {
     int freed_policy; /* p->free ran */
     dp_err err;       /* the run's own (rt->err) */
     pjob_learn *pl;   /* the job's learning across runs (borrowed), NULL without */
+    double origin;    /* global time of the run's local 0 (its engine's origin at its start) */
 };
 
 int pjob_learn_keep(pjob_learn *pl, const struct learner *L)
@@ -50,8 +51,15 @@ static int learn_resume(prt *rt, pjob_learn *pl)
     }
     rt->learn_epoch0 = pl->epochs;
     rt->learn_ckpt = pl;
-    int rc = lrn_resume(L, sim_now(rt->e), pl->epochs + 1, pl->w, pl->consumed, pl->started ? pl->next_t : NAN,
-                        pl->tta);
+    /* pl keeps global times; the run computes in its own frame (origin) */
+    double o = sim_origin(rt->e), *tta = dp_malloc((nt + 1) * sizeof *tta);
+    if (!tta)
+        return DP_ENOMEM;
+    for (size_t k = 0; k < nt; k++)
+        tta[k] = pl->tta[k] - o;
+    int rc = lrn_resume(L, sim_now(rt->e), pl->epochs + 1, pl->w, pl->consumed,
+                        pl->started ? pl->next_t - o : NAN, tta);
+    dp_free(tta);
     pl->started++;
     return rc < 0 ? -rc : rc;
 }
@@ -78,6 +86,7 @@ pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, worl
         return NULL;
     }
     prt *rt = j->rt;
+    j->origin = sim_origin(rt->e);
     if (rt->learn && pl) {
         j->pl = pl;
         if (learn_resume(rt, pl)) {
@@ -96,6 +105,7 @@ pjob *pjob_start(const policy_def *p, const scn_scenario *s, uint64_t seed, worl
     j->freed_policy = 0;
     if (p->start(rt, j->opts) && !rt->failed)
         prt_fail(rt, DP_ERUN, "policy %s did not start", p->name);
+    ff_init(rt); /* as prt_run after the start: clean epoch boundaries restart the run's clock */
     return j;
 }
 
@@ -111,6 +121,21 @@ const dp_err *pjob_error(const pjob *j)
     return &j->err;
 }
 
+int pjob_boundary_due(const pjob *j)
+{
+    return j->rt->boundary;
+}
+
+int pjob_boundary(pjob *j)
+{
+    return prt_boundary(j->rt);
+}
+
+double pjob_origin(const pjob *j)
+{
+    return j->origin;
+}
+
 void pjob_device(pjob *j, size_t k, int up, double next_s)
 {
     world_dev_set(j->rt->w, k, up, next_s);
@@ -124,10 +149,10 @@ int pjob_epochs_done(const pjob *j)
 res_run *pjob_results(pjob *j)
 {
     res_run *r = prt_results(j->rt);
-    if (j->pl && j->rt->learn) { /* where the next run's evaluations go on, and the targets reached */
-        j->pl->next_t = lrn_next_eval(j->rt->learn);
+    if (j->pl && j->rt->learn) { /* where the next run's evaluations go on, and the targets reached (global) */
+        j->pl->next_t = j->origin + lrn_next_eval(j->rt->learn);
         for (size_t k = 0; k < j->pl->n_targets; k++)
-            j->pl->tta[k] = lrn_tta(j->rt->learn, k);
+            j->pl->tta[k] = j->origin + lrn_tta(j->rt->learn, k);
     }
     prt_detach(j->rt);
     if (r)

@@ -1,12 +1,13 @@
 /* jobrt.h: one policy run as a job inside a shared world (sim/jobs/).
  *
  * A job is a runtime (prt) over a view of the shared world (world.h,
- * world_new_view): its devices are some of the world's, its engine and
- * network are the world's, so its flows share links with every other
- * job's by the network's one sharing model.  The driver (sim/jobs/) steps
- * the shared engine itself and asks each job after every event whether it
- * ended; a job stopped by the scheduler is detached (nothing of it calls
- * back any more) and freed.
+ * world_new_view): its devices are some of the world's, its network is the
+ * world's, so its flows share links with every other job's by the
+ * network's one sharing model; its engine is its own clock domain
+ * (engine_group.h).  The driver (sim/jobs/) steps the engines itself and
+ * asks a job whether it ended when its engine asked to stop; a job stopped
+ * by the scheduler is detached (nothing of it calls back any more) and
+ * freed.
  *
  * Ownership: pjob_start takes the view (freed with the job, also on
  * failure); pjob_results hands over the job's results.
@@ -59,6 +60,16 @@ const dp_err *pjob_error(const pjob *j);
  * runtime reacts as a single run's does to a failure (its policy's
  * recovery).  Only in worlds with failures. */
 void pjob_device(pjob *j, size_t k, int up, double next_s);
+/* Clock domains (engine_group.h): the run's view has its own engine (the
+ * driver's world_view_set_engine), whose local 0 is the global time
+ * pjob_origin; every time of the run (its results, its learner) is local,
+ * a pjob_learn's are global.  After each event of its engine the driver
+ * calls pjob_boundary when pjob_boundary_due (an epoch boundary where a
+ * single run's clock would restart: so does the run's), with the run's
+ * domain current.  0 or DP_ENOMEM (the run failed). */
+double pjob_origin(const pjob *j);
+int pjob_boundary_due(const pjob *j);
+int pjob_boundary(pjob *j);
 /* Epochs the job completed so far. */
 int pjob_epochs_done(const pjob *j);
 /* An ended job's results (caller frees); the job is detached. */

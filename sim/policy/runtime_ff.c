@@ -114,7 +114,6 @@ void ff_init(prt *rt)
      * the run): nothing to keep, 144 MB at 10^6 devices */
     if (rt->ff || !rt->pdef || !rt->pdef->steady_state || rt->s->training.epochs < 2 ||
         !world_periodic(rt->s) || learn_on(rt) || /* the learner needs every update: no replay */
-        rt->shared ||                             /* other jobs share the world: not periodic */
         rt->energy)                               /* energy: every interval is integrated as it happens */
         return;
     ffj *f = dp_calloc(1, sizeof *f);
@@ -729,8 +728,12 @@ static int ff_boundary(prt *rt)
     int whole = f->on && f->n > 0 && f->last_kind == J_EPOCH && f->n_ends == 1;
     net *nt = world_net(rt->w);
     size_t sn = 0;
-    int clean = TL(rt)->computing == 0 && rt->coll_active == 0 && net_flows_active(nt) == 0 &&
-                net_flows_pending(nt) == 0;
+    /* one job of many (its own clock domain, engine_group.h): its own
+     * flows only, and no world trace pending (a single run's engine would
+     * hold its next change and refuse the rebase) */
+    int clean = TL(rt)->computing == 0 && rt->coll_active == 0 &&
+                (rt->shared ? net_dom_flows(nt) == 0 && net_trace_events(nt) == 0
+                            : net_flows_active(nt) == 0 && net_flows_pending(nt) == 0);
     if (clean && (sn = state_now(rt)) == (size_t)-1) {
         fail_oom(rt);
         return DP_ENOMEM;
@@ -742,6 +745,8 @@ static int ff_boundary(prt *rt)
         f->st_n = 0;
         return 0;
     }
+    if (rt->shared)
+        net_dom_rebased(nt, span);
     epoch_close(rt, span, f->ep);
     double *np = f->net_prev;
     f->net_prev = f->net_ep;
@@ -753,7 +758,9 @@ static int ff_boundary(prt *rt)
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
                   memcmp(f->tmp, f->st, sn) == 0 &&
                   memcmp(f->net_ep, f->net_prev, 2 * f->n_links * sizeof *f->net_ep) == 0;
-    if (repeats && ff_enabled) {
+    /* not for one job of many: other jobs on shared links could change
+     * what an epoch does; its clock restarts, it is simulated */
+    if (repeats && ff_enabled && !rt->shared) {
         /* v holds the epoch just ended; base is already the next one's origin */
         ff_replay(rt, span, ev - f->ev0);
         return rt->failed ? DP_ENOMEM : 0;
@@ -776,7 +783,7 @@ static int ff_boundary(prt *rt)
     f->tok_open = 0;
     f->n_ends = 0;
     f->match = 1;
-    f->on = !f->dead && journal_read(rt->epoch, rt->s->training.epochs);
+    f->on = !f->dead && !rt->shared && journal_read(rt->epoch, rt->s->training.epochs); /* shared: no replay */
     f->ev0 = ev;
     return 0;
 }
@@ -834,6 +841,13 @@ static double progress_of(const prt *rt)
     double lo = (double)(rt->epoch - 1) / epochs, hi = (double)rt->epoch / epochs;
     double f = rt->samples_done / work;
     return f < lo ? lo : f > hi ? (hi > 1 ? 1 : hi) : f;
+}
+
+int prt_boundary(prt *rt)
+{
+    if (!rt->boundary || rt->finished || rt->failed)
+        return 0;
+    return ff_boundary(rt);
 }
 
 int prt_run(prt *rt)

@@ -148,10 +148,15 @@ void coll_abort_all(prt *rt);
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err);
 /* prt_new on a given world, which the runtime then owns; w != NULL: one
- * job's view of a shared world (world_new_view, sim/jobs/): the engine's
- * clock is the world's, so every time recorded is absolute, and no epoch
- * is fast-forwarded (other jobs make the world aperiodic). */
+ * job's view of a shared world (world_new_view, sim/jobs/) on its own
+ * engine (its clock domain, engine_group.h): every time recorded is the
+ * run's own, from 0 at its start, its clock restarts at clean epoch
+ * boundaries as a single run's does (prt_boundary), and no epoch is
+ * fast-forwarded (other jobs on shared links could change an epoch). */
 prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world *w, dp_err *err);
+/* A job's driver steps its engine (jobrt.h): after each of its events,
+ * the epoch boundary prt_run would handle (a rebase).  0 or DP_ENOMEM. */
+int prt_boundary(prt *rt);
 /* Make a job inert (its results taken, or stopped by its scheduler): no
  * event, transfer or collective of it calls back any more; nothing is
  * recorded. */
