@@ -337,6 +337,128 @@ Test(jobs, sharing_nothing_from_different_arrivals)
     policy_set_fast_forward(1);
 }
 
+/* Job `which` of `text` alone on devices 0..n-1 (jobs given by count
+ * take the lowest free devices), with `epochs` epochs. */
+static res_run *alone_run(const char *text, size_t which, int epochs, scn_scenario **s_out, jobs_spec **js_out)
+{
+    registered();
+    scn_scenario *s = load(text, NULL, 0);
+    dp_err e = {0};
+    jobs_spec *js = jobs_load(s, &e);
+    cr_assert(js, "%s", e.msg);
+    size_t map[64];
+    int want = js->jobs[which].want;
+    for (int d = 0; d < want; d++)
+        map[d] = (size_t)d;
+    scn_scenario *sub = jobs_sub_scenario(js->jobs[which].scn, map, (size_t)want, &e);
+    cr_assert(sub, "%s", e.msg);
+    sub->training.epochs = epochs;
+    res_run *r = policy_run(js->jobs[which].policy, sub, 1, &e);
+    cr_assert(r, "%s", e.msg);
+    jobs_sub_free(sub);
+    *s_out = s;
+    *js_out = js;
+    return r;
+}
+
+/* A job pre-empted and restarted: its later run computes in a fresh clock
+ * domain whose origin is its restart (after the load), so it is its
+ * single run of the epochs left, shifted: SRF, 2 devices, restart 0.5 s;
+ * A (DDP, 3 epochs, ring as flows) from 0; B (1 short epoch) arrives in
+ * A's second epoch and pre-empts it (A keeps its first epoch), ends after
+ * its time alone; A reloads for 0.5 s and runs its 2 epochs left.  Not
+ * bit for bit (B's end and A's origin add absolute times), to 1e-9. */
+static const char *PREEMPT = "name: w\n"
+                             "model: { params: 2000000, flops_per_sample: 5e7 }\n"
+                             "dataset: { samples: 600, sample_bytes: 4KB }\n"
+                             "training: { epochs: 3 }\n"
+                             "devices:\n"
+                             "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+                             "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+                             "policies: { ddp: { collective: flows } }\n"
+                             "scheduler: { name: srf, restart: 0.5s }\n"
+                             "jobs:\n"
+                             "  - { name: A, arrival: 0s, policy: ddp, devices: 2 }\n"
+                             "  - { name: B, arrival: %.9fs, policy: ddp, devices: 2,\n"
+                             "      set: { training.epochs: 1, dataset.samples: 96 } }\n";
+
+Test(jobs, preempted_job_restarts_in_a_fresh_domain)
+{
+    char text[2048];
+    snprintf(text, sizeof text, PREEMPT, 1.0);
+    scn_scenario *s;
+    jobs_spec *js;
+    res_run *a3 = alone_run(text, 0, 3, &s, &js);
+    cr_assert(a3->n_epochs == 3);
+    double arr = (a3->epochs[0].end_s + a3->epochs[1].end_s) / 2; /* inside A's second epoch */
+    res_run_free(a3);
+    jobs_free(js);
+    scn_free(s);
+    snprintf(text, sizeof text, PREEMPT, arr);
+    res_run *a2 = alone_run(text, 0, 2, &s, &js);
+    jobs_free(js);
+    scn_free(s);
+    res_run *b = alone_run(text, 1, 1, &s, &js);
+    jobs_free(js);
+    scn_free(s);
+    jobs_result *r = run_text(text, NULL, &s, &js);
+    arr = js->jobs[1].arrival_s;
+    cr_expect_eq(r->jobs[0].preemptions, 1);
+    cr_expect_eq(r->jobs[1].start_s, arr);
+    double b_end = arr + b->ttotal_s, a_end = b_end + 0.5 + a2->ttotal_s;
+    cr_expect(fabs(r->jobs[1].end_s - b_end) <= 1e-9 * b_end, "B ends %.17g, want %.17g", r->jobs[1].end_s, b_end);
+    cr_expect(fabs(r->jobs[0].end_s - a_end) <= 1e-9 * a_end, "A ends %.17g, want %.17g", r->jobs[0].end_s, a_end);
+    never_overlap(r);
+    res_run_free(a2);
+    res_run_free(b);
+    done(s, js, r);
+}
+
+/* Jobs that share links (the eu-us WAN, whose capacity follows a looping
+ * trace, and the server's NIC) convert between clock domains where their
+ * flows meet: their figures are those of the one shared engine before
+ * clock domains (these numbers) to 1e-9 (2e-16 apart when measured). */
+Test(jobs, shared_links_with_a_trace_keep_their_figures)
+{
+    scn_scenario *s;
+    jobs_spec *js;
+    jobs_result *r =
+        run_text("name: geo\n"
+                 "model: { name: resnet18, params: 11689512, flops_per_sample: 1.8e9 }\n"
+                 "dataset: { samples: 640, sample_bytes: 110KB }\n"
+                 "training: { epochs: 2, seed: 1 }\n"
+                 "policies: { ddp: { collective: flows } }\n"
+                 "server: { site: eu, nic: { up: 10Gbps, down: 10Gbps } }\n"
+                 "sites: [ { name: eu }, { name: us } ]\n"
+                 "wan:\n"
+                 "  - { between: [eu, us], latency: 40ms, trace: { file: ../traces/step-50-100Mbps.csv, loop: true } }\n"
+                 "devices:\n"
+                 "  - { name: eu-a100, count: 2, kind: gpu, site: eu, memory: 40GiB, batch: 64, batch_time: 60ms,\n"
+                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+                 "  - { name: us-v100, count: 2, kind: gpu, site: us, memory: 32GiB, batch: 64, batch_time: 90ms,\n"
+                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+                 "  - { name: us-t4, count: 2, kind: gpu, site: us, memory: 16GiB, batch: 32, batch_time: 110ms,\n"
+                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+                 "scheduler: static\n"
+                 "jobs:\n"
+                 "  - { name: eu-ddp, arrival: 0s, policy: ddp, groups: [eu-a100] }\n"
+                 "  - { name: us-asyncps, arrival: 0s, policy: asyncps, groups: [us-v100] }\n"
+                 "  - { name: us-localsgd, arrival: 5s, policy: localsgd, groups: [us-t4] }\n",
+                 NULL, &s, &js);
+    double end[] = {1.0432582300301516, 227.27208255999986, 38.52988823679999};
+    double bytes[] = {1169477056, 1940721920, 350948288};
+    double tsend[] = {0.18919384603015077, 30.0485, 28.798499999999997};
+    for (int j = 0; j < 3; j++) {
+        cr_expect(fabs(r->jobs[j].end_s - end[j]) <= 1e-9 * end[j], "job %d ends %.17g, was %.17g", j,
+                  r->jobs[j].end_s, end[j]);
+        cr_expect(fabs(r->jobs[j].bytes - bytes[j]) <= 1e-9 * bytes[j], "job %d bytes %.17g, was %.17g", j,
+                  r->jobs[j].bytes, bytes[j]);
+        cr_expect(fabs(r->jobs[j].tsend_s - tsend[j]) <= 1e-9 * tsend[j], "job %d Tsend %.17g, was %.17g", j,
+                  r->jobs[j].tsend_s, tsend[j]);
+    }
+    done(s, js, r);
+}
+
 /* ---- hand-derived schedules (pure compute: a job alone lasts epochs x
  * iterations seconds) ---- */
 
