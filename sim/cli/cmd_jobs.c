@@ -14,8 +14,9 @@ static void help(void)
 {
     printf("usage: dpsim jobs SCENARIO [options]\n\n"
            "Run the scenario's jobs (its `jobs:` list or job trace) in one shared world:\n"
-           "one engine and one network, each job's policy on the devices its cluster\n"
-           "scheduler gives it, every job's flows sharing links by max-min fairness.\n"
+           "one network, each job's policy on the devices its cluster scheduler gives\n"
+           "it in a clock of its own (a job that shares nothing gives its single-job\n"
+           "results), every job's flows sharing links by max-min fairness.\n"
            "Prints per job its arrival, start, end, JCT, queueing delay, its time alone\n"
            "(the simulator's estimate), rho = JCT / alone, pre-emptions and bytes (with\n"
            "`learning:` its final accuracy and time to each target from its arrival), and\n"

@@ -14,6 +14,7 @@ typedef struct eg_node {
     sim_engine *e;
     void *ctx;
     size_t idx;
+    size_t rank; /* ties: idx for a child, after every child for the root */
     size_t pos;  /* in the heap, or NO_POS */
     double key;  /* origin + next local time (INFINITY: nothing pending) */
     int dirty;   /* on g->dirty */
@@ -38,11 +39,9 @@ struct eg_group {
 /* Ties: the children in index order, then the root: what the jobs did at
  * an instant (a job's last batch ending at t) is done before the root
  * acts on it (a decision at t sees that job finished). */
-static int less(const eg_node *a, const eg_node *b)
+static inline int less(const eg_node *a, const eg_node *b)
 {
-    if (a->key != b->key)
-        return a->key < b->key;
-    return (a->idx == 0) != (b->idx == 0) ? b->idx == 0 : a->idx < b->idx;
+    return a->key < b->key || (a->key == b->key && a->rank < b->rank);
 }
 
 static void hswap(eg_group *g, size_t i, size_t j)
@@ -139,7 +138,8 @@ static eg_node *add(eg_group *g, sim_engine *e, double origin, void *ctx, dp_err
         dp_err_set(err, DP_ENOMEM, "engine group: out of memory");
         return NULL;
     }
-    *x = (eg_node){.g = g, .e = e, .ctx = ctx, .idx = g->n, .pos = g->hn, .key = INFINITY};
+    *x = (eg_node){.g = g, .e = e, .ctx = ctx, .idx = g->n, .rank = g->n ? g->n : SIZE_MAX, .pos = g->hn,
+                   .key = INFINITY};
     g->nodes[g->n++] = x;
     g->heap[g->hn++] = x;
     sim_set_origin(e, origin);
@@ -253,16 +253,15 @@ int eg_step(eg_group *g, size_t *who, int *stopped)
     eg_node *x = g->heap[0];
     g->now = x->key;
     g->cur = x->idx;
+    x->dirty = 1; /* its own sim_at while it runs: rekeyed once, below */
     int ran = sim_step(x->e); /* 0: its error is sticky (eg_error) */
     *who = x->idx;
     *stopped = sim_take_stop(x->e) | g->stop;
     g->stop = 0;
     g->cur = 0;
-    sim_set_now(g->nodes[0]->e, g->now); /* the root's frame is global: the runner acts at now */
-    if (!x->dirty) {
-        x->dirty = 1;
-        g->dirty[g->n_dirty++] = x->idx;
-    }
+    if (*stopped) /* the runner acts at now (the root's frame is global) */
+        sim_set_now(g->nodes[0]->e, g->now);
+    rekey(g, x);
     return ran;
 }
 

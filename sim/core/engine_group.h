@@ -54,8 +54,10 @@ double eg_now_in(const eg_group *g, size_t d);
 size_t eg_enter(eg_group *g, size_t d);
 void eg_leave(eg_group *g, size_t prev);
 /* Run the earliest event of all the engines.  1 if one ran (*who: its
- * engine; *stopped: its handler asked sim_stop), 0 if none is left.
- * Afterwards the root is current and its clock is at the global now. */
+ * engine; *stopped: its handler, or one of an engine entered, asked
+ * sim_stop), 0 if none is left.  Afterwards the root is current; its
+ * clock is at the global now after a root event or a stop (else behind:
+ * eg_enter(g, 0) syncs it). */
 int eg_step(eg_group *g, size_t *who, int *stopped);
 /* The first engine error (sim_error) of any engine not retired, or 0. */
 int eg_error(const eg_group *g);

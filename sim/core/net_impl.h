@@ -12,7 +12,8 @@
  *    reshare updates only the flows whose share moved.  (On the star path
  *    its sets' closed forms hold the flow instead: net_star.c.)
  *  - At most one completion event (the earliest finish) and at most one
- *    deferred reshare event are pending.
+ *    deferred reshare event are pending (with clock domains, net_set_group:
+ *    per domain, on its engine, its flows' earliest finish in its frame).
  */
 #ifndef DP_NET_IMPL_H
 #define DP_NET_IMPL_H

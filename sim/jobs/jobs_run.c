@@ -975,16 +975,15 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     while (!R.failed && R.done < n) {
         size_t who = 0;
         int stopped = 0, ran = eg_step(R.g, &who, &stopped);
-        if (ran && who > 0) { /* a job's event: its epoch boundary, in its domain */
+        if (ran && who > 0 && !stopped)
+            continue; /* a job's event that asked nothing */
+        if (ran && who > 0) { /* it ended, failed or reached an epoch boundary: that in its domain */
             jstate *j = eg_ctx(R.g, who);
             if (j->job && j->dom == who && pjob_boundary_due(j->job)) {
                 size_t prev = eg_enter(R.g, who);
                 pjob_boundary(j->job); /* out of memory: the run failed, its status says so */
                 eg_leave(R.g, prev);
-                stopped |= pjob_status(j->job) != 0;
             }
-            if (!stopped)
-                continue;
         }
         for (size_t i = 0; i < n && !R.failed; i++) {
             jstate *j = &R.st[i];

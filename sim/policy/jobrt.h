@@ -63,8 +63,8 @@ void pjob_device(pjob *j, size_t k, int up, double next_s);
 /* Clock domains (engine_group.h): the run's view has its own engine (the
  * driver's world_view_set_engine), whose local 0 is the global time
  * pjob_origin; every time of the run (its results, its learner) is local,
- * a pjob_learn's are global.  After each event of its engine the driver
- * calls pjob_boundary when pjob_boundary_due (an epoch boundary where a
+ * a pjob_learn's are global.  When its engine asked to stop, the driver
+ * calls pjob_boundary if pjob_boundary_due (an epoch boundary where a
  * single run's clock would restart: so does the run's), with the run's
  * domain current.  0 or DP_ENOMEM (the run failed). */
 double pjob_origin(const pjob *j);
@@ -75,9 +75,9 @@ int pjob_epochs_done(const pjob *j);
 /* An ended job's results (caller frees); the job is detached. */
 res_run *pjob_results(pjob *j);
 /* Detach (nothing of it runs any more) and free its policy's state.  Its
- * runtime stays: events of it may still be queued in the shared engine
- * (dropped when they come up, as after a restart), so free it only when
- * the engine is done. */
+ * runtime stays: events of it may still be queued in its engine (the
+ * driver retires that engine: they never run), so free it only with the
+ * engines. */
 void pjob_stop(pjob *j);
 /* Stop (if still running) and free. */
 void pjob_free(pjob *j);

@@ -433,8 +433,11 @@ int prt_end_epoch(prt *rt)
     DP_LOG(LOG_POLICY, LOG_INFO, abs_now(rt), "%s: epoch %d of %d ends", rt->r->policy, rt->epoch,
            rt->s->training.epochs);
     int rc = end_epoch_at(rt, abs_now(rt));
-    if (rc > 0 && rt->periodic)
+    if (rc > 0 && rt->periodic) {
         rt->boundary = 1; /* prt_run tries a rebase once this handler returns */
+        if (rt->shared)   /* the jobs driver does (prt_boundary): hand back to it */
+            sim_stop(rt->e);
+    }
     return rc;
 }
 
