@@ -1,9 +1,10 @@
 /* bench_engine: the engine's hold model (schedule + pop) with P pending
- * events, P = 10^3 and 10^6.  Each step pops the earliest event, whose
+ * events, P = 10^3, 10^4 and 10^6.  Each step pops the earliest event, whose
  * handler schedules one more at now + an exponential increment (mean 1), so
  * the queue stays at P; the RNG (xorshift + log) runs in the loop.  Prints the median events/s
  * (processor time) of 5 repetitions and the peak resident memory.  Targets (issue 16): twice ns-3's
- * best scheduler at both sizes (tests/bench/side_by_side.sh), < 50 MB at 10^6.
+ * best scheduler at both sizes (tests/bench/side_by_side.sh), < 50 MB at 10^6; (issue 39) twice
+ * ns-3's PriorityQueue scheduler alone (no events, no dispatch) at 10^3 and 10^6.
  * `bench_engine PENDING STEPS [REPS]` runs one size alone, so the peak RSS is that size's. */
 #include <math.h>
 #include <stdint.h>
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 {
     if (argc == 1) {
         hold_model(1000, STEPS, REPS);
+        hold_model(10000, STEPS, REPS);
         hold_model(1000000, STEPS, REPS);
         return 0;
     }
@@ -95,7 +97,7 @@ int main(int argc, char **argv)
     if ((argc != 3 && argc != 4) || !arg(argv[1], 1, 16000000, &P) || !arg(argv[2], 1, 1ull << 40, &steps) ||
         (argc == 4 && !arg(argv[3], 1, MAX_REPS, &reps))) {
         fprintf(stderr,
-                "usage: bench_engine [PENDING STEPS [REPS]]   (REPS <= %d; no arguments: 10^3 and 10^6, "
+                "usage: bench_engine [PENDING STEPS [REPS]]   (REPS <= %d; no arguments: 10^3, 10^4 and 10^6, "
                 "%d steps, %d repetitions)\n",
                 MAX_REPS, STEPS, REPS);
         return 2;

@@ -583,3 +583,214 @@ Test(engine, prefetch_hint_sees_the_next_event_and_changes_nothing)
         sim_engine_free(e);
     }
 }
+
+/* The bottom of the queue is a sorted run (a bucket counting-sorted when it
+ * becomes current) beside a heap (events that land before the next bucket,
+ * and buckets the run cannot take).  The hold model at several sizes, with
+ * ties, cancellations and events for now: every event fires once, in
+ * (time, scheduling) order. */
+#define HOLD_N 40000
+typedef struct hold_ev {
+    double t;
+    uint64_t order, id;
+    int cancelled, fired;
+} hold_ev;
+static hold_ev hold_ev_[HOLD_N];
+static size_t hold_n, hold_fired;
+static uint64_t hold_x, hold_order, hold_last_order;
+static double hold_last_t;
+static int hold_bad;
+
+static uint64_t hold_rand(void)
+{
+    hold_x ^= hold_x << 13;
+    hold_x ^= hold_x >> 7;
+    hold_x ^= hold_x << 17;
+    return hold_x;
+}
+
+static void hold_sched(sim_engine *e, double t);
+static void hold_fire(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    hold_ev *v = ctx;
+    double t = sim_now(e);
+    if (v->fired || v->cancelled || t != v->t || t < hold_last_t ||
+        (t == hold_last_t && v->order < hold_last_order))
+        hold_bad++;
+    v->fired = 1;
+    hold_fired++;
+    hold_last_t = t;
+    hold_last_order = v->order;
+    uint64_t k = hold_rand();
+    if (k % 16 == 0) /* one for now */
+        hold_sched(e, t);
+    else if (k % 16 == 1) /* one on a coarse grid (ties) */
+        hold_sched(e, ceil(t) + (double)(k >> 40 & 7));
+    else /* the hold model's increment, mean 1 */
+        hold_sched(e, t - log((double)((k >> 11) + 1) * 0x1.0p-53));
+    if (k % 16 == 2 && hold_n > 1) { /* cancel one pending at random */
+        hold_ev *w = &hold_ev_[(k >> 20) % hold_n];
+        if (!w->fired && !w->cancelled && sim_cancel(e, w->id))
+            w->cancelled = 1;
+    }
+}
+
+static void hold_sched(sim_engine *e, double t)
+{
+    if (hold_n == HOLD_N)
+        return;
+    hold_ev *v = &hold_ev_[hold_n++];
+    *v = (hold_ev){.t = t, .order = hold_order++};
+    v->id = sim_at(e, t, hold_fire, v);
+    cr_assert(v->id != 0);
+}
+
+Test(engine, sorted_run_and_heap_keep_order_in_the_hold_model)
+{
+    size_t sizes[] = {10, 70, 1000, 5000, 20000};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        sim_engine *e = sim_engine_new(NULL);
+        hold_n = hold_fired = 0;
+        hold_x = 0x9e3779b97f4a7c15ull + s;
+        hold_order = 0;
+        hold_last_t = -1;
+        hold_bad = 0;
+        for (size_t i = 0; i < sizes[s]; i++)
+            hold_sched(e, (double)(hold_rand() % 1000) * 1e-3 * (double)sizes[s]);
+        sim_run(e, INFINITY);
+        size_t want = 0;
+        for (size_t i = 0; i < hold_n; i++) {
+            want += !hold_ev_[i].cancelled;
+            cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "size %zu, event %zu", sizes[s], i);
+        }
+        cr_expect_eq(hold_bad, 0, "size %zu: %d events out of order", sizes[s], hold_bad);
+        cr_expect_eq(hold_fired, want);
+        cr_expect_eq(hold_n, HOLD_N);
+        cr_expect_eq(sim_pending(e), 0);
+        sim_engine_free(e);
+    }
+}
+
+/* A bucket whose entries crowd into a few fine bins with their keys out of
+ * order (a spilled heap goes back to top in heap order) is abandoned by the
+ * run's insertion sort and heapified instead: the order must not change. */
+static void crowd_out(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)ctx;
+    (void)id;
+    for (size_t i = 0; i < 36000; i++) /* 360 times, 100 events each, in scrambled order */
+        hold_sched(e, 1.0 + (double)((i * 7919) % 360));
+}
+
+Test(engine, crowded_buckets_out_of_key_order_keep_order)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    hold_n = hold_fired = 0;
+    hold_x = 0x2545f4914f6cdd1dull;
+    hold_order = 0;
+    hold_last_t = -1;
+    hold_bad = 0;
+    cr_assert(sim_at(e, 0, crowd_out, NULL) != 0);
+    sim_run(e, INFINITY);
+    cr_expect_eq(hold_bad, 0, "%d events out of order", hold_bad);
+    for (size_t i = 0; i < hold_n; i++)
+        cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "event %zu", i);
+    cr_expect_eq(sim_pending(e), 0);
+    sim_engine_free(e);
+}
+
+/* A heap fed directly past its spill limit while the run still holds
+ * entries: both go back to top (with no bucket left, every new event goes
+ * to top, so nothing may stay in the bottom that a new event could
+ * precede). */
+static void spill_out(sim_engine *e, void *ctx, uint64_t id)
+{
+    hold_fire(e, ctx, id);
+    for (size_t i = 0; i < 36000; i++) /* before the run's next entries */
+        hold_sched(e, 1.0 + (double)((i * 7919) % 36000) * 1e-5);
+}
+
+Test(engine, spill_with_a_run_keeps_order)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    hold_n = hold_fired = 0;
+    hold_x = 0x2545f4914f6cdd1dull;
+    hold_order = 0;
+    hold_last_t = -1;
+    hold_bad = 0;
+    for (int i = 0; i < 66; i++) { /* one rebuild into one bucket (no other left), sorted into the run */
+        hold_ev *v = &hold_ev_[hold_n++];
+        *v = (hold_ev){.t = 1.0 + i, .order = hold_order++};
+        v->id = sim_at(e, v->t, i == 0 ? spill_out : hold_fire, v);
+        cr_assert(v->id != 0);
+    }
+    sim_run(e, INFINITY);
+    cr_expect_eq(hold_bad, 0, "%d events out of order", hold_bad);
+    for (size_t i = 0; i < hold_n; i++)
+        cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "event %zu", i);
+    cr_expect_eq(sim_pending(e), 0);
+    sim_engine_free(e);
+}
+
+/* sim_rebase while the sorted run holds the remaining events (all at now):
+ * they keep their order at time 0, ahead of anything scheduled after. */
+Test(engine, rebase_with_a_run)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    static logger lg;
+    static tagged t[300];
+    static uint64_t ids[300];
+    lg = (logger){.n = 0};
+    for (int i = 0; i < 300; i++) { /* tags 0-4 at time 1, the rest later */
+        t[i] = (tagged){&lg, i};
+        ids[i] = sim_at(e, i < 5 ? 1.0 : 1.0 + i, rec, &t[i]);
+        cr_assert(ids[i] != 0);
+    }
+    cr_assert_eq(sim_step(e), 1); /* tag 0, from the run */
+    cr_expect_eq(sim_now(e), 1.0);
+    cr_expect_eq(sim_rebase(e), DP_EINPUT, "later events pending: no rebase");
+    for (int i = 5; i < 300; i++)
+        cr_assert_eq(sim_cancel(e, ids[i]), 1);
+    cr_assert_eq(sim_rebase(e), 0);
+    cr_expect_eq(sim_now(e), 0.0);
+    cr_expect_eq(sim_next_time(e), 0.0);
+    static tagged late = {&lg, 99};
+    late.lg = &lg;
+    cr_assert(sim_at(e, 0, rec, &late) != 0);
+    cr_expect_eq(sim_run(e, INFINITY), 5);
+    int want[] = {0, 1, 2, 3, 4, 99};
+    cr_assert_eq(lg.n, 6);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(lg.log[i], want[i], "position %d: %d", i, lg.log[i]);
+    sim_engine_free(e);
+}
+
+/* Infinite times fire after every finite one, in scheduling order among
+ * themselves, also when everything queued is infinite (a rebuild of
+ * infinite times) and a finite event comes after. */
+Test(engine, infinite_times_fire_last_in_order)
+{
+    sim_engine *e = sim_engine_new(NULL);
+    static logger lg;
+    static tagged t[LOGN];
+    lg = (logger){.n = 0};
+    for (int i = 0; i < 40; i++) {
+        t[i] = (tagged){&lg, i};
+        cr_assert(sim_at(e, INFINITY, rec, &t[i]) != 0);
+    }
+    cr_expect_eq(sim_next_time(e), INFINITY); /* the queue has been refilled from infinite times */
+    for (int i = 40; i < 50; i++) {
+        t[i] = (tagged){&lg, i};
+        cr_assert(sim_at(e, i % 2 ? INFINITY : 100.0 - i, rec, &t[i]) != 0);
+    }
+    cr_expect_eq(sim_run(e, INFINITY), 50);
+    int k = 0;
+    for (int i = 48; i >= 40; i -= 2) /* the finite ones, 52 to 60 */
+        cr_expect_eq(lg.log[k++], i, "position %d", k);
+    for (int i = 0; i < 40; i++)
+        cr_expect_eq(lg.log[k++], i, "position %d", k);
+    for (int i = 41; i < 50; i += 2)
+        cr_expect_eq(lg.log[k++], i, "position %d", k);
+    sim_engine_free(e);
+}

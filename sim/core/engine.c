@@ -1,26 +1,35 @@
-/* engine.c: the event queue: a small 4-ary heap fed by time buckets.
+/* engine.c: the event queue: a sorted run and a small heap, fed by time
+ * buckets.
  *
  * Entries are 16 bytes, (time, key) with key = seq << SLOT_BITS | slot; seq
  * increases with every schedule, so (time, key) order is total and
  * deterministic (same time: scheduling order).
  *
  * Layout, after the ladder queue (Tang, Goh, Thng 2005), with one rung:
- *  - heap: the nearest events, a 4-ary min-heap small enough to stay in
- *    cache (16-byte entries: a node's four children share a cache line);
+ *  - the bottom, the nearest events: the run, the current bucket sorted
+ *    (an array read front to back), beside a 4-ary min-heap for events
+ *    scheduled into the current bucket's span after it was sorted, and for
+ *    buckets the run cannot take; the next event is the earlier of the
+ *    run's front and the heap's root;
  *  - buckets [cur, K): unsorted lists, bucket i holding the events with
- *    floor((t - start) / width) == i;
+ *    floor((t - start) * inv_width) == i (bucket_pos);
  *  - top: an unsorted list of everything later than the buckets.
- * An event goes to the heap if its bucket index is below cur, to its bucket
- * if below K, else to top: the index is monotone in t, so every heap event
- * precedes every bucket event, which precedes every top event.  When the
- * heap empties, bucket cur is heapified into it (cur++); when the buckets
- * are used up, a rebuild takes the earliest ~1/4 of top (a quantile of a
- * fixed sample) into K new buckets and leaves the rest.  Inserting into top
- * is an append and rebuilds stream through memory, so with 10^6 pending
- * events most operations touch cached memory, where a plain heap pays ~10
- * cache misses per pop (tests/bench_engine.c measures both sizes).  Equal
- * times all land in one bucket and, at worst, the structure degrades to the
- * heap alone: never wrong, only slower.
+ * An event goes to the bottom (the heap) if its bucket index is below cur,
+ * to its bucket if below K, else to top: the index is monotone in t, so
+ * every bottom event precedes every bucket event, which precedes every top
+ * event.  When the bottom empties, bucket cur becomes the run, by a
+ * counting sort on fine bins of its span and an insertion sort within them
+ * (O(1) an entry, few unpredictable branches, where a heap pays a sift of
+ * mispredicted compares per pop: at 10^3 pending that sift was over half
+ * of an event's cost), or the heap when it is large, of infinite width or
+ * crowded into few bins (run_take).  When the buckets are used up, a
+ * rebuild takes the earliest part of top (up to a quantile of a fixed
+ * sample; window_q) into K new buckets and leaves the rest.  Inserting into
+ * a bucket or top is an append and rebuilds stream through memory, so with
+ * 10^6 pending events most operations touch cached memory, where a plain
+ * heap pays ~10 cache misses per pop (tests/bench_engine.c measures 10^3,
+ * 10^4 and 10^6).  Equal times all land in one bucket and, at worst, the
+ * structure degrades to the heap alone: never wrong, only slower.
  *
  * Memory (issue 16: 10^6 pending events in under 50 MB).  The buckets and
  * top are lists of 512-byte chunks (31 entries) drawn from one free list,
@@ -29,11 +38,14 @@
  * copy, and a list wastes at most one partly filled chunk.  A slot is 16
  * bytes: ctx, the generation and a 32-bit index into the engine's table of
  * distinct handlers (a program has a few dozen handler functions, not one
- * per event).  About 33 bytes per pending event in all.
+ * per event).  About 33 bytes per pending event in all, plus the run's
+ * fixed 28 KB (RUN_MAX entries and the counting sort's arrays).
  *
- * A fired event is not popped at once: if its handler schedules an event
- * for the heap (the usual case: the next batch, the next round), that event
- * replaces the root with one sift down instead of a pop plus a push.
+ * A fired event from the heap is not popped at once: if its handler
+ * schedules an event for the heap (the usual case when the heap holds
+ * everything: the next batch, the next round), that event replaces the
+ * root with one sift down instead of a pop plus a push.  An event from the
+ * run is taken at once (the run's front moves on).
  *
  * Slots: each entry names a slot holding the handler, ctx and generation.
  * Ids are (generation << 32 | slot): a slot is reused after its event fires
@@ -125,9 +137,12 @@ struct sim_engine {
     void *block; /* allocation holding the heap, aligned */
     hent *heap;  /* heap[1..4] start a cache line */
     size_t n, cap;
+    hent *run;          /* the current bucket, sorted: run[r_pos, r_n) pending */
+    uint32_t *run_cnt;  /* the counting sort's counts (RUN_BINS x RUN_MAX), then each entry's bin (RUN_MAX) */
+    size_t r_pos, r_n;
     list *bk; /* buckets [0, nbk); in use: [cur, K) */
     size_t nbk, K, cur;
-    double start, width; /* bucket i: floor((t - start) / width) == i */
+    double start, inv_width; /* bucket i: floor((t - start) * inv_width) == i (bucket_pos) */
     list top;
     chunk *free_chunks;
     size_t n_free_chunks;
@@ -163,10 +178,38 @@ struct sim_engine {
 #define NO_SLOT (MAX_SLOTS + 1)
 /* Below this many events in top a rebuild takes them all into the heap:
  * small heaps stay in cache and beat the buckets (tests/bench_engine.c). */
-#define LADDER_MIN 8192
+#ifndef LADDER_MIN
+#define LADDER_MIN 64
+#endif
 /* A heap fed directly (no buckets left) past this size goes back to top;
  * see spill(). */
-#define SPILL_MIN (4 * LADDER_MIN)
+#define SPILL_MIN 32768
+/* A bucket of at most this many entries becomes the sorted run (counting
+ * sort); a larger one, or one of infinite width, becomes the heap. */
+#define RUN_MAX 1024
+/* Fine bins per entry of the run's counting sort: two, so that few bins
+ * hold two entries and the insertion sort after it seldom moves one. */
+#ifndef RUN_BINS
+#define RUN_BINS 2
+#endif
+/* Up to this many slots (16 bytes each) stay in cache: no prefetching. */
+#define SLOTS_CACHED 16384
+/* A rebuild of top's n events takes those up to the window_q(n)/64
+ * quantile of its sample into buckets of about bucket_n(n) events each
+ * (tests/bench_engine.c chose them).  A small queue (up to LADDER_SMALL
+ * events, in cache) takes nearly everything, so few events are read by
+ * several rebuilds, in small buckets, so few new events land before the
+ * next bucket (they go to the heap); a large one takes half, in larger
+ * buckets: fewer lists to append to, so fewer cache misses. */
+#define LADDER_SMALL 65536
+static inline size_t window_q(size_t n)
+{
+    return n <= LADDER_SMALL ? 60 : 32;
+}
+static inline size_t bucket_n(size_t n)
+{
+    return n <= LADDER_SMALL ? 64 : 256;
+}
 
 static inline int before(const hent *a, const hent *b)
 {
@@ -191,6 +234,8 @@ void sim_engine_free(sim_engine *e)
     if (!e)
         return;
     dp_free(e->block);
+    dp_free(e->run);
+    dp_free(e->run_cnt);
     dp_free(e->bk);
     while (e->blocks) {
         chunk_block *b = e->blocks;
@@ -284,10 +329,8 @@ static int htab_grow(sim_engine *e)
 
 /* The index of h in the handler table, adding it if new; 0 when memory ran
  * out. */
-static uint32_t handler_index(sim_engine *e, sim_handler h)
+static uint32_t handler_index_slow(sim_engine *e, sim_handler h)
 {
-    if (h == e->h_last)
-        return e->h_last_i;
     if (2 * ((size_t)e->n_hs + 1) > e->htab_cap && htab_grow(e))
         return 0;
     size_t mask = e->htab_cap - 1, i = handler_hash(h, mask);
@@ -308,6 +351,11 @@ found:
     e->h_last = h;
     e->h_last_i = e->htab[i];
     return e->h_last_i;
+}
+
+static inline uint32_t handler_index(sim_engine *e, sim_handler h)
+{
+    return h == e->h_last ? e->h_last_i : handler_index_slow(e, h);
 }
 
 /* ---- the heap ---- */
@@ -380,13 +428,25 @@ static inline void pop_top(sim_engine *e)
         hq_down(e->heap, e->n, 0, last);
 }
 
-/* Where an entry of time t belongs: -1 heap, K top, else its bucket. */
+/* The bucket coordinate of time t: bucket i holds [i, i + 1).  Monotone in
+ * t (a product rounds monotonically), so buckets never disagree with the
+ * (time, key) order.  NaN only where infinities meet (an infinite time, or
+ * a rebuild of infinite times, or inv_width 0: one bucket of infinite
+ * width); every user takes NaN as the earliest place, so an infinite time
+ * still fires after every finite one and in key order among its equals. */
+static inline double bucket_pos(const sim_engine *e, double t)
+{
+    return (t - e->start) * e->inv_width;
+}
+
+/* Where an entry of time t belongs: -1 the bottom (run or heap), K top,
+ * else its bucket. */
 static inline long place(const sim_engine *e, double t)
 {
     if (e->K == 0)
         return 0; /* no buckets yet: top (K == 0) */
-    double q = (t - e->start) / e->width;
-    if (q < (double)e->cur)
+    double q = bucket_pos(e, t);
+    if (!(q >= (double)e->cur))
         return -1;
     if (q < (double)e->K)
         return (long)q;
@@ -427,12 +487,17 @@ int sim_error(const sim_engine *e)
  * -1: no memory for the chunks (nothing changed, the heap just stays). */
 static int spill(sim_engine *e)
 {
-    if (chunk_reserve(e, e->n / CHUNK_N + 2))
+    if (chunk_reserve(e, (e->n + e->r_n - e->r_pos) / CHUNK_N + 2))
         return -1;
     if (e->top_spent) {
         e->top_spent = 0;
         pop_top(e);
     }
+    /* the run too: with K == 0 every new event goes to top, so nothing may
+     * stay in the bottom that a new event could precede */
+    for (size_t i = e->r_pos; i < e->r_n; i++)
+        (void)list_append(e, &e->top, e->run[i]); /* cannot fail: reserved */
+    e->r_pos = e->r_n = 0;
     for (size_t i = 0; i < e->n; i++)
         (void)list_append(e, &e->top, e->heap[i]); /* cannot fail: reserved */
     e->n = 0;
@@ -441,12 +506,15 @@ static int spill(sim_engine *e)
     return 0;
 }
 
-static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
+static inline uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
-    if (!h || isnan(t_s) || e->seq >= MAX_SEQ)
-        return 0;
-    if (t_s < e->now)
+    if (!(t_s >= e->now)) { /* earlier: clamped; NaN: refused */
+        if (isnan(t_s))
+            return 0;
         t_s = e->now;
+    }
+    if (!h || e->seq >= MAX_SEQ)
+        return 0;
     uint32_t hi = handler_index(e, h);
     if (!hi)
         return 0;
@@ -558,6 +626,7 @@ static void compact(sim_engine *e)
     e->n = 0;
     for (size_t i = 0; i < n; i++)
         hq_up(e->heap, e->n++, e->heap[i]);
+    e->r_n = e->r_pos + sweep(e, e->run + e->r_pos, e->r_n - e->r_pos); /* keeps the order */
     for (size_t b = e->cur; b < e->K; b++)
         list_sweep(e, &e->bk[b]);
     list_sweep(e, &e->top);
@@ -599,10 +668,37 @@ void sim_stop(sim_engine *e)
     e->stop = 1;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The k-th smallest of a[0, n) (k < n), by quickselect; reorders a.
+ * Deterministic (middle pivot), and no NaN reaches it. */
+static double kth_smallest(double *a, size_t n, size_t k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double p = a[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < p)
+                i++;
+            while (a[j] > p)
+                j--;
+            if (i <= j) {
+                double t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return a[k];
 }
 
 /* Take the earliest part of top into fresh buckets.  The window ends at
@@ -630,17 +726,15 @@ static int rebuild(sim_engine *e)
         }
     }
     double end = INFINITY;
-    if (stride) {
-        qsort(smp, (size_t)ns, sizeof *smp, cmp_double);
-        end = smp[16];
-    }
-    size_t K = n / 128 + 1;
+    if (stride)
+        end = kth_smallest(smp, (size_t)ns, (size_t)ns * window_q(n) / 64);
+    size_t K = n * window_q(n) / 64 / bucket_n(n) + 1;
     if (K > 65536)
         K = 65536;
-    double width = (end - lo) / (double)K;
-    if (!(width > 0) || !isfinite(width)) { /* all equal, or take everything: one bucket */
+    double inv = (double)K / (end - lo);
+    if (!(inv > 0) || !isfinite(inv)) { /* all equal, or take everything: one bucket of infinite width */
         K = 1;
-        width = INFINITY;
+        inv = 0;
     }
     if (K > e->nbk) {
         list *nb = dp_realloc(e->bk, K * sizeof *nb);
@@ -653,7 +747,7 @@ static int rebuild(sim_engine *e)
     if (chunk_reserve(e, K + 2))
         return -1;
     e->start = lo;
-    e->width = width;
+    e->inv_width = inv;
     e->K = K;
     e->cur = 0;
     list old = e->top;
@@ -662,9 +756,10 @@ static int rebuild(sim_engine *e)
         chunk_prefetch(c->next);
         for (uint32_t i = 0, cn = chunk_fill(&old, c); i < cn; i++) {
             hent x = c->v[i];
-            double q = width == INFINITY ? 0 : (x.t - lo) / width;
+            double q = bucket_pos(e, x.t);
+            list *l = !(q >= 0) ? &e->bk[0] : q < (double)K ? &e->bk[(size_t)q] : &e->top; /* NaN: the earliest, as place() */
             /* cannot fail: the reserve covers every partly filled chunk */
-            (void)list_append(e, q < (double)K ? &e->bk[(size_t)q] : &e->top, x);
+            (void)list_append(e, l, x);
         }
         chunk *nx = c->next;
         chunk_put(e, c);
@@ -673,13 +768,110 @@ static int rebuild(sim_engine *e)
     return 0;
 }
 
-/* Make the heap non-empty if anything is pending: heapify the next bucket,
- * rebuilding from top when the buckets are used up.  0 when empty. */
-static int refill(sim_engine *e)
+/* The fine bin in [0, m) of time t: t * a - b, clamped (only a hint for
+ * the insertion sort, so its rounding does not matter). */
+static inline uint32_t fine_bin(double t, double a, double b, uint32_t m)
 {
-    while (e->n == 0) {
+    double f = t * a - b;
+    if (!(f >= 0))
+        return 0;
+    return f < (double)m ? (uint32_t)f : m - 1;
+}
+
+/* Sort bucket b (coordinate c: its entries' bucket_pos in [c, c + 1), up
+ * to rounding) into the run: a counting sort on m fine bins of the same
+ * coordinate, then an insertion sort for the order within a bin (about one
+ * entry each, so a few moves).  Bins and the sort are branch-light where a
+ * heap of m entries costs a sift with unpredictable branches per pop.  -1
+ * (nothing changed) when the run's arrays cannot be had, or when the
+ * bucket's entries crowd into a few bins (equal or near-equal times, keys in
+ * any order): the insertion sort is abandoned past 8 moves an entry and the
+ * caller heapifies the bucket instead, so a bucket costs O(m log m) at
+ * worst, never O(m^2). */
+static int run_take(sim_engine *e, const list *b, size_t c)
+{
+    size_t m = b->n;
+    if (!e->run) {
+        e->run = dp_malloc(RUN_MAX * sizeof *e->run);
+        e->run_cnt = dp_malloc((RUN_BINS + 1) * RUN_MAX * sizeof *e->run_cnt);
+        if (!e->run || !e->run_cnt) {
+            dp_free(e->run);
+            dp_free(e->run_cnt);
+            e->run = NULL;
+            e->run_cnt = NULL;
+            return -1;
+        }
+    }
+    /* bucket c spans [c, c + 1) of bucket_pos, mb bins across it */
+    uint32_t *cnt = e->run_cnt, *bin = cnt + RUN_BINS * RUN_MAX, mb = (uint32_t)(RUN_BINS * m);
+    double a = e->inv_width * (double)mb, off = (e->start * e->inv_width + (double)c) * (double)mb;
+    memset(cnt, 0, mb * sizeof *cnt);
+    size_t j = 0;
+    for (const chunk *k = b->head; k; k = k->next) {
+        chunk_prefetch(k->next);
+        for (uint32_t i = 0, kn = chunk_fill(b, k); i < kn; i++, j++)
+            cnt[bin[j] = fine_bin(k->v[i].t, a, off, mb)]++;
+    }
+    for (uint32_t f = 0, sum = 0; f < mb; f++) { /* cnt[f]: where bin f starts */
+        uint32_t n_f = cnt[f];
+        cnt[f] = sum;
+        sum += n_f;
+    }
+    hent *r = e->run;
+    j = 0;
+    for (const chunk *k = b->head; k; k = k->next)
+        for (uint32_t i = 0, kn = chunk_fill(b, k); i < kn; i++, j++)
+            r[cnt[bin[j]]++] = k->v[i];
+    size_t moves = 0, budget = 8 * m;
+    for (size_t i = 1; i < m; i++) {
+        hent x = r[i];
+        size_t p = i;
+        while (p > 0 && before(&x, &r[p - 1])) {
+            r[p] = r[p - 1];
+            p--;
+        }
+        r[p] = x;
+        moves += i - p;
+        if (moves > budget)
+            return -1; /* r holds a permutation of b's entries; b is unchanged */
+    }
+    if (e->n_slots > SLOTS_CACHED) /* read when they fire: fetch them now */
+        for (size_t i = 0; i < m; i++)
+            __builtin_prefetch(&e->slots[slot_of(&r[i])]);
+    e->r_pos = 0;
+    e->r_n = m;
+    return 0;
+}
+
+static void list_free_chunks(sim_engine *e, list *l)
+{
+    for (chunk *c = l->head; c;) {
+        chunk *nx = c->next;
+        chunk_put(e, c);
+        c = nx;
+    }
+    *l = (list){NULL, NULL, 0, 0};
+}
+
+/* Make the bottom (the run or the heap) non-empty if anything is pending:
+ * sort the next bucket into the run (or heapify it, when large or of
+ * infinite width), rebuilding from top when the buckets are used up.  0
+ * when empty. */
+static int refill_slow(sim_engine *e)
+{
+    while (e->n == 0 && e->r_pos == e->r_n) {
         if (e->cur < e->K) {
             list *b = &e->bk[e->cur];
+            if (b->n == 0) {
+                e->cur++;
+                continue;
+            }
+            if (b->n <= RUN_MAX && e->inv_width > 0 && !run_take(e, b, e->cur)) {
+                e->cur++;
+                list_free_chunks(e, b);
+                e->spill_at = SPILL_MIN;
+                continue;
+            }
             while (e->cap < b->n)
                 if (heap_grow(e)) {
                     e->starved = 1; /* report empty rather than lose order, and say why (sim_error) */
@@ -715,17 +907,41 @@ static int refill(sim_engine *e)
     return 1;
 }
 
-/* Drop the spent root and cancelled entries from the top so heap[0] (if
- * any) is live and unfired. */
-static void drop_cancelled(sim_engine *e)
+static inline int refill(sim_engine *e)
+{
+    return e->n || e->r_pos < e->r_n || refill_slow(e);
+}
+
+/* The earliest entry of the bottom (the run's next or the heap's root),
+ * NULL when both are empty. */
+static inline const hent *bottom_min(const sim_engine *e)
+{
+    const hent *r = e->r_pos < e->r_n ? &e->run[e->r_pos] : NULL;
+    if (e->n && (!r || before(&e->heap[0], r)))
+        return &e->heap[0];
+    return r;
+}
+
+/* Drop the spent root and cancelled entries from the front of the bottom,
+ * refilling it as needed: the earliest live, unfired entry, or NULL when
+ * nothing is pending. */
+static inline const hent *drop_cancelled(sim_engine *e)
 {
     if (e->top_spent) {
         e->top_spent = 0;
         pop_top(e);
     }
-    while (refill(e) && !e->slots[slot_of(&e->heap[0])].h) {
-        uint32_t s = slot_of(&e->heap[0]);
-        pop_top(e);
+    for (;;) {
+        const hent *x = refill(e) ? bottom_min(e) : NULL;
+        if (!x)
+            return NULL;
+        uint32_t s = slot_of(x);
+        if (e->slots[s].h)
+            return x;
+        if (x == e->heap)
+            pop_top(e);
+        else
+            e->r_pos++;
         slot_put(e, s);
         e->dead--;
     }
@@ -733,8 +949,8 @@ static void drop_cancelled(sim_engine *e)
 
 double sim_next_time(sim_engine *e)
 {
-    drop_cancelled(e);
-    return e->n ? e->heap[0].t : INFINITY;
+    const hent *x = drop_cancelled(e);
+    return x ? x->t : INFINITY;
 }
 
 int sim_set_prefetch(sim_engine *e, sim_handler h, sim_prefetch_fn fn, void *pctx)
@@ -763,29 +979,45 @@ int sim_set_prefetch(sim_engine *e, sim_handler h, sim_prefetch_fn fn, void *pct
     return 0;
 }
 
+/* Run the prefetch hint of the event after the one about to run (the
+ * heap's root is spent when top_spent is set, else the run's entry was
+ * taken): the earlier of the run's next entry and the heap's root, or its
+ * best child when the root is spent. */
+static void prefetch_next(const sim_engine *e)
+{
+    const hent *b = NULL;
+    size_t k0 = e->top_spent ? 1 : 0, k1 = e->top_spent ? 4 : 0;
+    for (size_t k = k0; k < e->n && k <= k1; k++)
+        if (!b || before(&e->heap[k], b))
+            b = &e->heap[k];
+    if (e->r_pos < e->r_n && (!b || before(&e->run[e->r_pos], b)))
+        b = &e->run[e->r_pos];
+    if (!b)
+        return;
+    const slot *ns = &e->slots[slot_of(b)];
+    if (ns->h < e->cap_pf && e->pf[ns->h])
+        e->pf[ns->h](e->pf_ctx[ns->h], ns->u.ctx);
+}
+
 int sim_step(sim_engine *e)
 {
     if (e->err)
         return 0;
-    drop_cancelled(e);
-    if (!e->n)
+    const hent *x = drop_cancelled(e);
+    if (!x)
         return 0;
-    hent top = e->heap[0];
-    e->top_spent = 1; /* popped lazily: see sim_at */
+    hent top = *x;
+    if (x == e->heap)
+        e->top_spent = 1; /* popped lazily: see sim_at */
+    else
+        e->r_pos++;
     uint32_t s = slot_of(&top);
     slot *sl = &e->slots[s];
     sim_handler h = e->hs[sl->h];
     void *ctx = sl->u.ctx;
     uint64_t id = ((uint64_t)sl->gen << 32) | s;
-    if (e->pf && e->n > 1) { /* the next event's data, while this one runs */
-        const hent *b = &e->heap[1];
-        for (size_t k = 2; k < e->n && k <= 4; k++)
-            if (before(&e->heap[k], b))
-                b = &e->heap[k];
-        const slot *ns = &e->slots[slot_of(b)];
-        if (ns->h < e->cap_pf && e->pf[ns->h])
-            e->pf[ns->h](e->pf_ctx[ns->h], ns->u.ctx);
-    }
+    if (e->pf)
+        prefetch_next(e);
     slot_put(e, s); /* before the call: the handler may schedule */
     e->live--;
     e->now = top.t;
@@ -840,6 +1072,9 @@ int sim_rebase(sim_engine *e)
     for (size_t i = 0; i < e->n; i++)
         if (e->heap[i].t != e->now)
             return DP_EINPUT;
+    for (size_t i = e->r_pos; i < e->r_n; i++)
+        if (e->run[i].t != e->now)
+            return DP_EINPUT;
     for (size_t b = e->cur; b < e->K; b++)
         if (!list_all_at(&e->bk[b], e->now))
             return DP_EINPUT;
@@ -856,6 +1091,8 @@ int sim_rebase(sim_engine *e)
     e->spill_at = 2 * e->n > SPILL_MIN ? 2 * e->n : SPILL_MIN;
     for (size_t i = 0; i < e->n; i++)
         e->heap[i].t = 0; /* all equal: the heap order (by key) still holds */
+    for (size_t i = e->r_pos; i < e->r_n; i++)
+        e->run[i].t = 0; /* the run stays sorted (by key) and ahead of everything later */
     e->origin += e->now;
     e->now = 0;
     return 0;

@@ -2,7 +2,7 @@
 # side_by_side.sh: dpsim beside its peers, in one go (issue 16).
 #
 #   queue: the hold model (tests/bench_engine.c) against ns-3's schedulers
-#          (ns3_queue.cc) at 10^3 and 10^6 pending events, the RNG in the
+#          (ns3_queue.cc) at 10^3, 10^4 and 10^6 pending events (QUEUE_SIZES), the RNG in the
 #          loop; ns-3 with its own RNG and with bench_engine's xorshift, and
 #          its PriorityQueue scheduler bare (keys in and out, no simulator).
 #   flows: F flows through one NIC run to completion (dpsim_flows.c, the
@@ -26,7 +26,8 @@
 # (LV08 adds TCP correction factors, so it does not).
 #
 # Usage: side_by_side.sh [queue] [flows] [rtt]  (default: all three)
-# Environment: RUNS (queue, default 5), FLOW_RUNS (default 3), STEPS
+# Environment: RUNS (queue, default 5), QUEUE_SIZES (pending events, default
+# "1000 10000 1000000"), FLOW_RUNS (default 3), STEPS
 # (queue steps, default 2000000), F (flows, default 10000), F_WAN (flows of
 # the two-link world, default 2000), PEER_TIMEOUT
 # (seconds one ns-3 run may take, default 120: past it that scheduler is
@@ -38,6 +39,7 @@
 set -euo pipefail
 
 RUNS=${RUNS:-5}
+QUEUE_SIZES=${QUEUE_SIZES:-1000 10000 1000000}
 FLOW_RUNS=${FLOW_RUNS:-3}
 STEPS=${STEPS:-2000000}
 F=${F:-10000}
@@ -56,6 +58,12 @@ for p in "${parts[@]}"; do
 done
 RTT_N=${RTT_N:-16}
 RTT_SEEDS=${RTT_SEEDS:-20}
+for P in $QUEUE_SIZES; do
+    if ! [[ $P =~ ^[1-9][0-9]*$ ]]; then
+        echo "side_by_side.sh: QUEUE_SIZES must be positive integers (got '$QUEUE_SIZES')" >&2
+        exit 2
+    fi
+done
 for v in RUNS FLOW_RUNS STEPS F F_WAN PEER_TIMEOUT RTT_N RTT_SEEDS; do
     if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
         echo "side_by_side.sh: $v must be a positive integer (got '${!v}')" >&2
@@ -79,19 +87,19 @@ field() {
 # ns-3's schedulers worth running at P pending: List inserts in O(P), so at
 # 10^6 its initial fill alone would take hours; it runs at 10^3 only.
 scheds() {
-    if [ "$1" -le 10000 ]; then echo PriorityQueue Map Heap Calendar List; else echo PriorityQueue Map Heap Calendar; fi
+    if [ "$1" -le 1000 ]; then echo PriorityQueue Map Heap Calendar List; else echo PriorityQueue Map Heap Calendar; fi
 }
 
 queue() {
     echo "== event queue: hold model, exponential increments (mean 1 s) drawn in the loop; $STEPS timed events"
-    echo "   (ns-3's List: at most 100000, and not at 10^6: O(pending) per insert); $RUNS runs in turn;"
+    echo "   (ns-3's List: at most 100000, and only at 10^3: O(pending) per insert); $RUNS runs in turn;"
     echo "   median M events/s of processor time"
     local have_ns3=1
     if [ -z "${NS3_QUEUE:-}" ]; then
         have_ns3=0
         echo "   ns-3 not built (apt-get install libns3-dev g++, then meson setup --reconfigure): dpsim alone"
     fi
-    for P in 1000 1000000; do
+    for P in $QUEUE_SIZES; do
         for ((r = 0; r < RUNS; r++)); do
             out=$("$DPSIM_BENCH_ENGINE" "$P" "$STEPS" 1)
             field "median" "$out" >>"$tmp/q.$P.dpsim"
