@@ -195,20 +195,23 @@ struct sim_engine {
 /* Up to this many slots (16 bytes each) stay in cache: no prefetching. */
 #define SLOTS_CACHED 16384
 /* A rebuild of top's n events takes those up to the window_q(n)/64
- * quantile of its sample into buckets of about bucket_n(n) events each
- * (tests/bench_engine.c chose them).  A small queue (up to LADDER_SMALL
- * events, in cache) takes nearly everything, so few events are read by
- * several rebuilds, in small buckets, so few new events land before the
- * next bucket (they go to the heap); a large one takes half, in larger
- * buckets: fewer lists to append to, so fewer cache misses. */
+ * quantile of its sample (at most 63: the sample's largest) into buckets
+ * of about bucket_n(n) events each; tests/bench_engine.c (timed, and its
+ * instructions and mispredicted branches counted by cachegrind) chose them.
+ * A small queue (up to LADDER_SMALL events, in cache) takes nearly all of
+ * top but its two largest samples (so one far-future event does not
+ * stretch the buckets), so few events are read by more than one rebuild,
+ * in small buckets, so few new events land in the current bucket's span
+ * (they go to the heap).  A large one takes half, in larger buckets: fewer
+ * lists to append to, so fewer cache misses. */
 #define LADDER_SMALL 65536
 static inline size_t window_q(size_t n)
 {
-    return n <= LADDER_SMALL ? 60 : 32;
+    return n <= LADDER_SMALL ? 62 : 32;
 }
 static inline size_t bucket_n(size_t n)
 {
-    return n <= LADDER_SMALL ? 64 : 256;
+    return n <= LADDER_SMALL ? 16 : 256;
 }
 
 static inline int before(const hent *a, const hent *b)
@@ -383,13 +386,8 @@ DP_HEAP_DEFINE(hq, hent, before)
 
 /* ---- slots ---- */
 
-static uint32_t slot_get(sim_engine *e)
+static uint32_t slot_new(sim_engine *e)
 {
-    if (e->free_head != NO_SLOT) {
-        uint32_t s = e->free_head;
-        e->free_head = e->slots[s].u.next_free;
-        return s;
-    }
     if (e->n_slots == e->cap_slots) {
         size_t nc = e->cap_slots ? e->cap_slots * 2 : 256;
         if (nc > MAX_SLOTS)
@@ -404,6 +402,15 @@ static uint32_t slot_get(sim_engine *e)
     }
     e->slots[e->n_slots].gen = 1;
     return (uint32_t)e->n_slots++;
+}
+
+static inline uint32_t slot_get(sim_engine *e)
+{
+    if (e->free_head == NO_SLOT)
+        return slot_new(e);
+    uint32_t s = e->free_head;
+    e->free_head = e->slots[s].u.next_free;
+    return s;
 }
 
 static inline void slot_put(sim_engine *e, uint32_t s)
@@ -455,9 +462,10 @@ static inline long place(const sim_engine *e, double t)
 
 /* ---- scheduling ---- */
 
-static uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx);
+static inline uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx);
 
-uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
+/* sim_at's body, inlined into sim_after too (the common call). */
+static inline uint64_t schedule(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
     if (e->touch)
         e->touch(e->touch_ctx, e);
@@ -465,6 +473,11 @@ uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
     if (!id && !e->err)
         e->err = (!h || isnan(t_s)) ? DP_EINPUT : DP_ENOMEM;
     return id;
+}
+
+uint64_t sim_at(sim_engine *e, double t_s, sim_handler h, void *ctx)
+{
+    return schedule(e, t_s, h, ctx);
 }
 
 int sim_error(const sim_engine *e)
@@ -552,7 +565,7 @@ static inline uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 
 uint64_t sim_after(sim_engine *e, double delay_s, sim_handler h, void *ctx)
 {
-    return sim_at(e, e->now + (delay_s > 0 ? delay_s : 0), h, ctx);
+    return schedule(e, e->now + (delay_s > 0 ? delay_s : 0), h, ctx);
 }
 
 /* Drop the cancelled entries of the heap array, freeing their slots. */
@@ -857,7 +870,7 @@ static void list_free_chunks(sim_engine *e, list *l)
  * sort the next bucket into the run (or heapify it, when large or of
  * infinite width), rebuilding from top when the buckets are used up.  0
  * when empty. */
-static int refill_slow(sim_engine *e)
+static __attribute__((noinline)) int refill_slow(sim_engine *e)
 {
     while (e->n == 0 && e->r_pos == e->r_n) {
         if (e->cur < e->K) {
@@ -925,7 +938,7 @@ static inline const hent *bottom_min(const sim_engine *e)
 /* Drop the spent root and cancelled entries from the front of the bottom,
  * refilling it as needed: the earliest live, unfired entry, or NULL when
  * nothing is pending. */
-static inline const hent *drop_cancelled(sim_engine *e)
+static inline __attribute__((always_inline)) const hent *drop_cancelled(sim_engine *e)
 {
     if (e->top_spent) {
         e->top_spent = 0;
