@@ -600,6 +600,7 @@ static size_t hold_n, hold_fired;
 static uint64_t hold_x, hold_order, hold_last_order;
 static double hold_last_t;
 static int hold_bad;
+static int hold_quiet; /* hold_fire only checks, schedules nothing */
 
 static uint64_t hold_rand(void)
 {
@@ -622,6 +623,8 @@ static void hold_fire(sim_engine *e, void *ctx, uint64_t id)
     hold_fired++;
     hold_last_t = t;
     hold_last_order = v->order;
+    if (hold_quiet)
+        return;
     uint64_t k = hold_rand();
     if (k % 16 == 0) /* one for now */
         hold_sched(e, t);
@@ -646,16 +649,31 @@ static void hold_sched(sim_engine *e, double t)
     cr_assert(v->id != 0);
 }
 
+static void hold_reset(uint64_t seed)
+{
+    hold_n = hold_fired = 0;
+    hold_x = seed;
+    hold_order = 0;
+    hold_last_t = -1;
+    hold_bad = 0;
+    hold_quiet = 0;
+}
+
+/* After a run: every event not cancelled fired once, in order. */
+static void hold_check(sim_engine *e, const char *what, int k)
+{
+    cr_expect_eq(hold_bad, 0, "%s %d: %d events out of order", what, k, hold_bad);
+    for (size_t i = 0; i < hold_n; i++)
+        cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "%s %d: event %zu", what, k, i);
+    cr_expect_eq(sim_pending(e), 0);
+}
+
 Test(engine, sorted_run_and_heap_keep_order_in_the_hold_model)
 {
     size_t sizes[] = {10, 70, 1000, 5000, 20000};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         sim_engine *e = sim_engine_new(NULL);
-        hold_n = hold_fired = 0;
-        hold_x = 0x9e3779b97f4a7c15ull + s;
-        hold_order = 0;
-        hold_last_t = -1;
-        hold_bad = 0;
+        hold_reset(0x9e3779b97f4a7c15ull + s);
         for (size_t i = 0; i < sizes[s]; i++)
             hold_sched(e, (double)(hold_rand() % 1000) * 1e-3 * (double)sizes[s]);
         sim_run(e, INFINITY);
@@ -686,51 +704,44 @@ static void crowd_out(sim_engine *e, void *ctx, uint64_t id)
 Test(engine, crowded_buckets_out_of_key_order_keep_order)
 {
     sim_engine *e = sim_engine_new(NULL);
-    hold_n = hold_fired = 0;
-    hold_x = 0x2545f4914f6cdd1dull;
-    hold_order = 0;
-    hold_last_t = -1;
-    hold_bad = 0;
+    hold_reset(0x2545f4914f6cdd1dull);
     cr_assert(sim_at(e, 0, crowd_out, NULL) != 0);
     sim_run(e, INFINITY);
-    cr_expect_eq(hold_bad, 0, "%d events out of order", hold_bad);
-    for (size_t i = 0; i < hold_n; i++)
-        cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "event %zu", i);
-    cr_expect_eq(sim_pending(e), 0);
+    hold_check(e, "crowded", 0);
     sim_engine_free(e);
 }
 
 /* A heap fed directly past its spill limit while the run still holds
  * entries: both go back to top (with no bucket left, every new event goes
  * to top, so nothing may stay in the bottom that a new event could
- * precede). */
+ * precede).  66 events at 1, 2, ..., 66 make one rebuild into a few
+ * buckets; one of them, in turn each of several along the window, then
+ * schedules a burst for now (into the heap): from the last bucket (t = 56
+ * with the rebuild's present sizes), the burst spills with the run's
+ * rest. */
 static void spill_out(sim_engine *e, void *ctx, uint64_t id)
 {
     hold_fire(e, ctx, id);
-    for (size_t i = 0; i < 36000; i++) /* before the run's next entries */
-        hold_sched(e, 1.0 + (double)((i * 7919) % 36000) * 1e-5);
+    for (size_t i = 0; i < 36000; i++)
+        hold_sched(e, sim_now(e));
 }
 
 Test(engine, spill_with_a_run_keeps_order)
 {
-    sim_engine *e = sim_engine_new(NULL);
-    hold_n = hold_fired = 0;
-    hold_x = 0x2545f4914f6cdd1dull;
-    hold_order = 0;
-    hold_last_t = -1;
-    hold_bad = 0;
-    for (int i = 0; i < 66; i++) { /* one rebuild into one bucket (no other left), sorted into the run */
-        hold_ev *v = &hold_ev_[hold_n++];
-        *v = (hold_ev){.t = 1.0 + i, .order = hold_order++};
-        v->id = sim_at(e, v->t, i == 0 ? spill_out : hold_fire, v);
-        cr_assert(v->id != 0);
+    for (int trigger = 5; trigger < 66; trigger += 10) {
+        sim_engine *e = sim_engine_new(NULL);
+        hold_reset(0x2545f4914f6cdd1dull);
+        hold_quiet = 1; /* the buckets stay as built */
+        for (int i = 0; i < 66; i++) {
+            hold_ev *v = &hold_ev_[hold_n++];
+            *v = (hold_ev){.t = 1.0 + i, .order = hold_order++};
+            v->id = sim_at(e, v->t, i == trigger ? spill_out : hold_fire, v);
+            cr_assert(v->id != 0);
+        }
+        sim_run(e, INFINITY);
+        hold_check(e, "trigger", trigger);
+        sim_engine_free(e);
     }
-    sim_run(e, INFINITY);
-    cr_expect_eq(hold_bad, 0, "%d events out of order", hold_bad);
-    for (size_t i = 0; i < hold_n; i++)
-        cr_expect_eq(hold_ev_[i].fired, !hold_ev_[i].cancelled, "event %zu", i);
-    cr_expect_eq(sim_pending(e), 0);
-    sim_engine_free(e);
 }
 
 /* sim_rebase while the sorted run holds the remaining events (all at now):
@@ -793,4 +804,35 @@ Test(engine, infinite_times_fire_last_in_order)
     for (int i = 41; i < 50; i += 2)
         cr_expect_eq(lg.log[k++], i, "position %d", k);
     sim_engine_free(e);
+}
+
+/* One allocation failing anywhere in a run (the bucket table, the chunks,
+ * the run's arrays, the heap): either the queue takes another way (the run's
+ * arrays missing: the bucket goes to the heap) or the step reports no event
+ * and DP_ENOMEM until memory is back; no event is lost or reordered. */
+Test(engine, one_failed_allocation_loses_nothing)
+{
+    for (long k = 1; k <= 8; k++) {
+        sim_engine *e = sim_engine_new(NULL);
+        static cmp_ev ev[2000];
+        cmp_last = -1;
+        cmp_bad = 0;
+        for (int i = 0; i < 2000; i++) {
+            ev[i] = (cmp_ev){0, 0};
+            cr_assert(sim_at(e, (double)((i * 7919) % 2000), cmp_fire, &ev[i]) != 0);
+        }
+        dp_alloc_fail_once(k);
+        uint64_t ran = sim_run(e, INFINITY);
+        dp_alloc_fail_after(0);
+        if (ran < 2000)
+            cr_expect_eq(sim_error(e), DP_ENOMEM, "k %ld: stopped after %llu events without saying why", k,
+                         (unsigned long long)ran);
+        ran += sim_run(e, INFINITY);
+        cr_expect_eq(ran, 2000, "k %ld", k);
+        cr_expect_eq(sim_error(e), 0, "k %ld", k);
+        cr_expect_eq(cmp_bad, 0, "k %ld", k);
+        for (int i = 0; i < 2000; i++)
+            cr_expect_eq(ev[i].fired, 1, "k %ld: event %d", k, i);
+        sim_engine_free(e);
+    }
 }
