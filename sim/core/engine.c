@@ -176,11 +176,10 @@ struct sim_engine {
 };
 
 #define NO_SLOT (MAX_SLOTS + 1)
-/* Below this many events in top a rebuild takes them all into the heap:
- * small heaps stay in cache and beat the buckets (tests/bench_engine.c). */
-#ifndef LADDER_MIN
+/* Up to this many events in top a rebuild takes them all into the heap
+ * (one bucket of infinite width): a heap this small is cheap, and the
+ * rebuild's sample of 64 would be all of top. */
 #define LADDER_MIN 64
-#endif
 /* A heap fed directly (no buckets left) past this size goes back to top;
  * see spill(). */
 #define SPILL_MIN 32768
