@@ -518,7 +518,7 @@ static int spill(sim_engine *e)
     return 0;
 }
 
-static inline uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
+static inline __attribute__((always_inline)) uint64_t at(sim_engine *e, double t_s, sim_handler h, void *ctx)
 {
     if (!(t_s >= e->now)) { /* earlier: clamped; NaN: refused */
         if (isnan(t_s))
