@@ -18,7 +18,8 @@ typedef struct eg_node {
     size_t pos;  /* in the heap, or NO_POS */
     double key;  /* origin + next local time (INFINITY: nothing pending) */
     int dirty;   /* on g->dirty */
-    int retired;
+    int retired; /* e freed, origin kept */
+    double origin;
 } eg_node;
 
 #define NO_POS ((size_t)-1)
@@ -167,7 +168,8 @@ void eg_free(eg_group *g)
     if (!g)
         return;
     for (size_t i = 0; i < g->n; i++) {
-        sim_set_touch(g->nodes[i]->e, NULL, NULL);
+        if (g->nodes[i]->e)
+            sim_set_touch(g->nodes[i]->e, NULL, NULL);
         if (i > 0)
             sim_engine_free(g->nodes[i]->e);
         dp_free(g->nodes[i]);
@@ -198,6 +200,15 @@ void eg_retire(eg_group *g, size_t d)
     x->retired = 1;
     g->retired_events += sim_events_run(x->e);
     hremove(g, x);
+    x->origin = sim_origin(x->e);
+    sim_engine_free(x->e); /* a run stopped early holds a queue's memory: 10^2-10^3 runs in a trace */
+    x->e = NULL;
+}
+
+double eg_origin(const eg_group *g, size_t d)
+{
+    const eg_node *x = g->nodes[d];
+    return x->retired ? x->origin : sim_origin(x->e);
 }
 
 size_t eg_count(const eg_group *g)
@@ -225,7 +236,7 @@ double eg_now_in(const eg_group *g, size_t d)
 {
     if (d == g->cur)
         return sim_now(g->nodes[d]->e);
-    return g->now - sim_origin(g->nodes[d]->e);
+    return g->now - eg_origin(g, d);
 }
 
 size_t eg_enter(eg_group *g, size_t d)

@@ -20,9 +20,9 @@
  * root.  Entering syncs the engine's clock to the global now in its
  * frame, so what it schedules is not in the past.
  *
- * Ownership: the root is borrowed; children are the group's (freed by
- * eg_free, retired ones too: their queued events never run, but their
- * handlers' contexts may still be referenced by them).
+ * Ownership: the root is borrowed; children are the group's: freed when
+ * retired (their queued events never run; whoever kept the engine must
+ * not use it again) or by eg_free.
  */
 #ifndef DP_ENGINE_GROUP_H
 #define DP_ENGINE_GROUP_H
@@ -37,8 +37,12 @@ void eg_free(eg_group *g);
  * caller's (eg_ctx).  Its index is eg_count() - 1 before the call.  NULL
  * with err set when out of memory. */
 sim_engine *eg_add(eg_group *g, double origin, void *ctx, dp_err *err);
-/* Never run engine d's events again (a job's run stopped). */
+/* Never run engine d's events again (a job's run stopped): the engine is
+ * freed (eg_engine gives NULL), its origin kept (eg_origin). */
 void eg_retire(eg_group *g, size_t d);
+/* The global time of domain d's local 0 (its engine's origin; a retired
+ * one's as it was). */
+double eg_origin(const eg_group *g, size_t d);
 size_t eg_count(const eg_group *g);
 sim_engine *eg_engine(const eg_group *g, size_t d);
 void *eg_ctx(const eg_group *g, size_t d);

@@ -91,7 +91,7 @@ double link_now(net *n, link *l)
     if (l->dom != c) {
         if (l->n_active) /* busy since a time in the other domain's frame */
             l->busy_since =
-                (sim_origin(eg_engine(n->g, l->dom)) + l->busy_since) - sim_origin(eg_engine(n->g, c));
+                (eg_origin(n->g, l->dom) + l->busy_since) - eg_origin(n->g, c);
         l->dom = (uint32_t)c;
     }
     return eg_now_in(n->g, c);
@@ -352,8 +352,8 @@ double net_link_busy_s(const net *n, int l)
     } else if (k->n_active) { /* in the current domain's frame */
         size_t c = eg_current(n->g);
         double since = k->dom == c ? k->busy_since
-                                   : (sim_origin(eg_engine(n->g, k->dom)) + k->busy_since) -
-                                         sim_origin(eg_engine(n->g, c));
+                                   : (eg_origin(n->g, k->dom) + k->busy_since) -
+                                         eg_origin(n->g, c);
         open = eg_now_in(n->g, c) - since;
     }
     double run = k->busy_s + open;
