@@ -36,7 +36,7 @@ for b in $BOUNDS; do
     cpu=() wall=() rss=()
     for _ in $(seq 1 "$REPS"); do
         "$TIME" -f '%U %S %e %M' -o "$TMP/t" "$BIN" run "$SRC/scenarios/paper-testbed.yaml" --policy asyncps \
-            "${SET[@]}" --set policies.asyncps.max_staleness="$b" --no-db --json >"$TMP/out.json"
+            "${SET[@]}" --set policies.asyncps.max_staleness="$b" --no-db -q --json >"$TMP/out.json"
         read -r u s e m <"$TMP/t"
         cpu+=("$(echo "$u + $s" | bc)") wall+=("$e") rss+=("$m")
     done
