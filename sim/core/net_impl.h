@@ -144,6 +144,10 @@ typedef struct star_hub {
     size_t n_c, n_u;         /* flows in C and in U */
     struct star_epoch *lstk; /* levels since an epoch: L decreasing */
     size_t n_lstk, cap_lstk;
+    size_t lcur; /* where star_level_since found its last answer (a hint) */
+    /* the run and position star_fetch_ahead last fetched from, per heap */
+    int ahead_run[4];
+    size_t ahead_at[4];
     uint64_t epoch;
 } star_hub;
 

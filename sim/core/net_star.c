@@ -226,6 +226,22 @@ static flow *sh_top(const net *n, star_hub *hb, int h)
     return hb->top_f[h];
 }
 
+/* The smallest key left in heap h and its runs, dead entries included
+ * (+inf when there is none): no live entry's key is below it.  hub_fill
+ * asks it first, so a level far from every cap (10^5 flows through one
+ * NIC) never checks which entries are alive: each check reads a stamp of
+ * a flow that ended long ago or ends much later, a cache miss each. */
+static double sh_min_key(const star_hub *hb, int h)
+{
+    double k = hb->sh_n[h] ? hb->sh[h][0].key : INFINITY;
+    for (int j = 0; j < SH_RUNS; j++) {
+        const sh_run *r = &hb->run[h][j];
+        if (r->at < r->n && r->e[r->at].key < k)
+            k = r->e[r->at].key;
+    }
+    return k;
+}
+
 /* Empty heap h of hub hb and its runs. */
 static void sh_clear(star_hub *hb, int h)
 {
@@ -487,24 +503,48 @@ static void link_peak_see(link *l, double used)
     }
 }
 
-/* The highest level of hub hb since epoch ep (0 when none was in effect). */
-static double star_level_since(const star_hub *hb, uint64_t ep)
+/* The highest level of hub hb since epoch ep (0 when none was in effect):
+ * the first entry of the stack at or after ep.  Searched from *cur (the
+ * last answer; NULL: none) by doubling steps, then halving: flows leave U
+ * mostly in the order they joined (one size through one NIC: first in,
+ * first out), so the answer is near the last one, and a stack of
+ * thousands of levels costs a few reads, not a binary search's misses. */
+static double star_level_since(const star_hub *hb, uint64_t ep, size_t *cur)
 {
-    size_t lo = 0, hi = hb->n_lstk;
+    const struct star_epoch *s = hb->lstk;
+    size_t n = hb->n_lstk, c = cur && *cur < n ? *cur : n, lo, hi, step = 1;
+    if (c < n && s[c].ep < ep) { /* after c: every entry before lo is earlier than ep */
+        lo = c + 1;
+        while (lo + step <= n && s[lo + step - 1].ep < ep) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n;
+    } else { /* at or before c: the answer is at most hi */
+        hi = c;
+        while (hi >= step && s[hi - step].ep >= ep) {
+            hi -= step;
+            step *= 2;
+        }
+        lo = hi >= step ? hi - step + 1 : 0;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (hb->lstk[mid].ep < ep)
+        if (s[mid].ep < ep)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < hb->n_lstk ? hb->lstk[lo].level : 0;
+    if (cur)
+        *cur = lo;
+    return lo < n ? s[lo].level : 0;
 }
 
 /* A flow leaves U: its private links saw the highest L of its stay. */
 static void star_fold_peak(net *n, flow *f)
 {
-    double L = star_level_since(hub_of(n, f), f->u_epoch);
+    star_hub *hb = hub_of(n, f);
+    double L = star_level_since(hb, f->u_epoch, &hb->lcur);
     if (L > 0)
         for (int k = 0; k < f->np; k++)
             if (!n->links[f->path[k]].hub)
@@ -764,6 +804,48 @@ static double u_fin(const star_hub *hb, const flow *f)
     return left <= 0 ? hb->tV : hb->L > 0 ? hb->tV + left / hb->L : INFINITY;
 }
 
+/* Flows ending one at a time off a sorted run (10^5 uploads through one
+ * NIC, each the oldest of its hub): the ones AHEAD_REC completions ahead
+ * get their records and stamps fetched, and once a record is in (an event
+ * later), the flow AHEAD_LINK ahead its links and what its callback
+ * touches.  Each is a cache miss otherwise: flows end in the order they
+ * started, long ago.  A hint only: nothing is read but records that
+ * stay allocated (flows live in fixed chunks), and a callback's hint only
+ * for a flow still alive. */
+#define AHEAD_REC  4
+#define AHEAD_LINK 1
+
+static void star_fetch_ahead(const net *n, star_hub *hb, int h)
+{
+    if (hb->top_run[h] < 0)
+        return;
+    const sh_run *run = &hb->run[h][hb->top_run[h]];
+    size_t at = run->at;
+    if (hb->ahead_run[h] == hb->top_run[h] && hb->ahead_at[h] == at)
+        return; /* fetched at the last recomputation: the same flows */
+    hb->ahead_run[h] = hb->top_run[h];
+    hb->ahead_at[h] = at;
+    if (at + AHEAD_REC < run->n) {
+        uint32_t i = run->e[at + AHEAD_REC].idx;
+        const char *f = (const char *)F(n, i);
+        __builtin_prefetch(f);
+        __builtin_prefetch(f + 64);
+        __builtin_prefetch(f + 128);
+        __builtin_prefetch(&n->fst[i]);
+    }
+    if (at + AHEAD_LINK < run->n) {
+        const sh_ent *e = &run->e[at + AHEAD_LINK];
+        const flow *g = F(n, e->idx);
+        for (int k = 0; k < g->np; k++) {
+            const char *l = (const char *)&n->links[g->path[k]];
+            __builtin_prefetch(l);
+            __builtin_prefetch(l + 63);
+        }
+        if (n->n_dpf && sh_alive(n, e))
+            dpf_hint(n, g);
+    }
+}
+
 static void star_schedule(net *n, double now)
 {
     double first = INFINITY;
@@ -780,6 +862,8 @@ static void star_schedule(net *n, double now)
             first = u_fin(hb, f);
             next = f;
         }
+        star_fetch_ahead(n, hb, H_CFIN);
+        star_fetch_ahead(n, hb, H_UKEY);
     }
     if (first < now)
         first = now;
@@ -803,14 +887,17 @@ static void star_schedule(net *n, double now)
 static void hub_fill(net *n, star_hub *hb, double now)
 {
     double L = star_level(n, hb);
-    for (flow *f; (f = sh_top(n, hb, H_CCAP)) && L < INFINITY && f->c >= L; L = star_level(n, hb)) {
-        star_detach(n, f, now);
-        star_to_u(n, f, f->remaining);
-    }
-    for (flow *f; (f = sh_top(n, hb, H_UCAP)) && (f->c < L || L == INFINITY); L = star_level(n, hb)) {
-        star_detach(n, f, now);
-        star_to_c(n, f, now, f->remaining);
-    }
+    /* (H_CCAP's keys are -c, H_UCAP's c: sh_min_key bounds every live c) */
+    if (L < INFINITY && -sh_min_key(hb, H_CCAP) >= L)
+        for (flow *f; (f = sh_top(n, hb, H_CCAP)) && L < INFINITY && f->c >= L; L = star_level(n, hb)) {
+            star_detach(n, f, now);
+            star_to_u(n, f, f->remaining);
+        }
+    if (L == INFINITY || sh_min_key(hb, H_UCAP) < L)
+        for (flow *f; (f = sh_top(n, hb, H_UCAP)) && (f->c < L || L == INFINITY); L = star_level(n, hb)) {
+            star_detach(n, f, now);
+            star_to_c(n, f, now, f->remaining);
+        }
     hb->L = hb->n_u ? L : 0;
     if (hb->link >= 0)
         link_peak_see(&n->links[hb->link], hb->sum_c + hb->sum_c_err + (double)hb->n_u * hb->L);
@@ -982,7 +1069,7 @@ double star_peak_util(const net *n, int li)
     if (n->star && l->owner && !l->hub) {
         const flow *f = F(n, l->owner - 1);
         if (f->sset == STAR_U && l->cap > 0 && isfinite(l->cap)) {
-            double L = star_level_since(hub_of(n, f), f->u_epoch);
+            double L = star_level_since(hub_of(n, f), f->u_epoch, NULL);
             double u = (L < l->cap ? L : l->cap) / l->cap;
             if (u > p)
                 p = u;

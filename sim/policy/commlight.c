@@ -30,9 +30,7 @@ size_t cl_bin(int64_t v, int64_t *edge)
         *edge = v;
         return (size_t)v;
     }
-    int k = 63;
-    while (!(v >> k))
-        k--;
+    int k = 63 - __builtin_clzll((unsigned long long)v); /* the highest bit set: v >= 64 */
     *edge = (int64_t)1 << k;
     return (size_t)(64 + (k - 6)); /* k >= 6 here: bins 64..121 */
 }
