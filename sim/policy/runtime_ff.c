@@ -72,7 +72,8 @@ typedef struct ffj {
      * and of the one before it */
     double *net_ep, *net_prev;
     size_t n_links;
-    int dead; /* journal given up for the run (too large, out of memory) */
+    int dead;   /* journal given up for the run (too large, out of memory) */
+    int replay; /* an epoch may be replayed in this run (ff_can_replay) */
 } ffj;
 
 /* A link trace that ends and holds its last value (no loop): the link is
@@ -108,6 +109,17 @@ static int world_periodic(const scn_scenario *s)
     return 1;
 }
 
+/* Can a run of E epochs replay one?  An epoch replays at the boundary
+ * after epoch j when epochs j - 1 and j were journaled and j < E; epoch 1
+ * never is (journal_read), so from E = 4 on (epochs 2 and 3 compared,
+ * epoch 4 replayed).  Below that a boundary only folds the running records
+ * (the same arithmetic): the epoch's subtotals, the links' and the state's
+ * snapshots are not kept (16 MB of C-ADP's 2 epochs at 10^5 devices). */
+static int ff_can_replay(int E)
+{
+    return E >= 4;
+}
+
 void ff_init(prt *rt)
 {
     /* one epoch has no boundary to fold at or replay from (its end ends
@@ -117,13 +129,15 @@ void ff_init(prt *rt)
         rt->energy)                               /* energy: every interval is integrated as it happens */
         return;
     ffj *f = dp_calloc(1, sizeof *f);
-    prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);
-    if (f) {
+    int replay = ff_can_replay(rt->s->training.epochs);
+    prt_sums *tot = sums_new(rt->n), *ep = replay ? sums_new(rt->n) : NULL;
+    if (f && replay) {
+        f->replay = 1;
         f->n_links = net_link_count(world_net(rt->w));
         f->net_ep = dp_calloc(2 * f->n_links + 1, sizeof *f->net_ep);
         f->net_prev = dp_calloc(2 * f->n_links + 1, sizeof *f->net_prev);
     }
-    if (!f || !f->net_ep || !f->net_prev || !tot || !ep) { /* not periodic then: simulated as before */
+    if (!f || !tot || (replay && (!f->net_ep || !f->net_prev || !ep))) { /* not periodic then: simulated as before */
         if (f) {
             dp_free(f->net_ep);
             dp_free(f->net_prev);
@@ -313,14 +327,15 @@ static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, s
 /* The state that decides the run's future at a boundary, into f->tmp:
  * the runtime's (per device: share, left, activity, collectives, part of a
  * batch, transfers pending; what is in flight; pending events) then the
- * policy's.  Its size, 0 when the policy cannot tell, (size_t)-1 when out
- * of memory. */
+ * policy's; the policy's alone when no epoch can replay (nothing compares
+ * it).  Its size, 0 when the policy cannot tell, (size_t)-1 when out of
+ * memory. */
 static size_t state_now(prt *rt)
 {
     ffj *f = rt->ff;
     size_t off = 0, n = rt->n, pend = sim_pending(rt->e);
     int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
-    if (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
+    if (f->replay && (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
@@ -328,11 +343,11 @@ static size_t state_now(prt *rt)
         put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
         put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
         put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
-        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen))
+        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen)))
         return (size_t)-1;
     for (;;) {
         size_t room = f->tmp_cap - off;
-        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp + off, room);
+        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp ? f->tmp + off : NULL, room);
         if (k == 0)
             return 0;
         if (k <= room)
@@ -754,7 +769,7 @@ static int ff_boundary(prt *rt)
     net_fold(nt, f->net_ep); /* no flow is active: a clean boundary */
     rt->base += span;
     TL(rt)->gen++; /* edges' engine times move with the base */
-    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
+    int repeats = f->replay && whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
                   memcmp(f->tmp, f->st, sn) == 0 &&
                   memcmp(f->net_ep, f->net_prev, 2 * f->n_links * sizeof *f->net_ep) == 0;
