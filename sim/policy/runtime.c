@@ -175,15 +175,6 @@ void prt_warm(prt *rt)
     (void)net_reserve(world_net(rt->w), n);
 }
 
-/* snprintf(dst, cap, "%s", src) without the format machinery: three per
- * device were a tenth of setting up a run of 10^6 devices. */
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
 {
     return prt_new_on(s, policy, seed, NULL, err);
@@ -258,10 +249,10 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
         rt->act[d] = RES_ACT_WAIT;
         const scn_device *dv = &s->devices[d];
         const scn_group *g = &s->groups[dv->group];
-        res_device *rd = &rt->r->devices[d];
-        copy_str(rd->name, sizeof rd->name, dv->name);
-        copy_str(rd->group, sizeof rd->group, g->name);
-        copy_str(rd->kind, sizeof rd->kind, g->kind == SCN_GPU ? "gpu" : "cpu");
+        if (res_device_names(rt->r, d, dv->name, g->name, g->kind == SCN_GPU ? "gpu" : "cpu")) {
+            dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
+            goto fail;
+        }
     }
     return rt;
 fail:
