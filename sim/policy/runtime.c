@@ -293,7 +293,8 @@ void prt_free(prt *rt)
     dp_free(rt->ring_rate);
     dp_free(rt->ring_links);
     dp_free(rt->ring_xfer);
-    dp_free(tl->cum);
+    for (size_t p = 0; p < tl->n_rows; p++)
+        dp_free(tl->row[p]);
     dp_free(tl->seg_t0);
     sums_free(rt->tot);
     dp_free(tl->cslots);

@@ -255,10 +255,15 @@ typedef struct timeline {
     int coarse;
     double res_s; /* bin width when coarse */
     size_t ndev;
-    /* coarse: cum[(d * (TL_BINS + 1) + k) * RES_ACT_COUNT + a] is device
-     * d's time in activity a up to the bin edge k * res_s, for edges
-     * 1 <= k < next_edge[d] (edge 0 is 0 everywhere) */
-    double *cum;
+    /* coarse: row[row_of[d]][k * RES_ACT_COUNT + a] is device d's time in
+     * activity a up to the bin edge k * res_s, for edges 1 <= k <
+     * next_edge[d] (edge 0 is 0 everywhere).  Devices whose edges are the
+     * same bits share a row (runtime_records.c, tl_put): row p holds
+     * row_fill[p] edges, the first writer of an edge sets it, and a device
+     * that computes another value for it leaves with a copy. */
+    double *row[TL_DEVICES];
+    size_t row_fill[TL_DEVICES], n_rows;
+    uint8_t row_of[TL_DEVICES];
     size_t next_edge[TL_DEVICES];
     /* the engine time of device d's next edge, as tl_edges computes it,
      * while edge_gen[d] == gen (gen changes with the width and the base) */

@@ -151,17 +151,55 @@ void prt_add_flops_k(prt *rt, double t0, double t1, double flops, size_t k)
 
 /* Every device's histogram edges at twice the bin width: edge j of the
  * new width is edge 2j of the old (k * res_s is exact in both), so nothing
- * is computed and no histogram depends on when this happens. */
+ * is computed and no histogram depends on when this happens.  A shared
+ * row's sharers keep sharing: each holds the edges 2j < its next_edge,
+ * now j < (next_edge + 1) / 2. */
 void tl_widen(timeline *tl)
 {
-    for (size_t d = 0; d < tl->ndev; d++) {
-        double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
-        for (size_t j = 1; j <= TL_BINS / 2; j++)
+    for (size_t p = 0; p < tl->n_rows; p++) {
+        double *c = tl->row[p];
+        for (size_t j = 1; 2 * j < tl->row_fill[p]; j++)
             memcpy(c + j * RES_ACT_COUNT, c + 2 * j * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *c);
-        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
+        tl->row_fill[p] = (tl->row_fill[p] + 1) / 2;
     }
+    for (size_t d = 0; d < tl->ndev; d++)
+        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
     tl->res_s *= 2;
     tl->gen++;
+}
+
+#define TL_ROW_BYTES ((TL_BINS + 1) * RES_ACT_COUNT * sizeof(double))
+
+/* Device d's edge k (its next) is v: written into its row if first there,
+ * else compared with what a device sharing the row wrote, and on a
+ * difference d leaves with a copy of the edges before k (at most one row
+ * per device: the last writer of a row never leaves it).  At 10^3
+ * devices in lockstep the 64 timeline devices' 5 MB of edges are one
+ * row.  0 or DP_ENOMEM. */
+static int tl_put(timeline *tl, size_t d, size_t k, const double *v)
+{
+    size_t p = tl->row_of[d];
+    if (k < tl->row_fill[p]) {
+        if (memcmp(tl->row[p] + k * RES_ACT_COUNT, v, RES_ACT_COUNT * sizeof *v) == 0)
+            return 0;
+        double *c = dp_malloc(TL_ROW_BYTES);
+        if (!c)
+            return DP_ENOMEM;
+        memcpy(c, tl->row[p], k * RES_ACT_COUNT * sizeof *c);
+        p = tl->n_rows++;
+        tl->row[p] = c;
+        tl->row_fill[p] = k;
+        tl->row_of[d] = (uint8_t)p;
+    }
+    memcpy(tl->row[p] + k * RES_ACT_COUNT, v, RES_ACT_COUNT * sizeof *v);
+    tl->row_fill[p] = k + 1;
+    return 0;
+}
+
+/* Device d's edges (a row, perhaps shared), from edge 0. */
+static const double *tl_row(const timeline *tl, size_t d)
+{
+    return tl->row[tl->row_of[d]];
 }
 
 /* Device d (a timeline device, histograms on) ran activity cur from engine
@@ -185,48 +223,59 @@ void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, con
             tl->edge_gen[d] = tl->gen;
             return;
         }
-        double *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+        double c[RES_ACT_COUNT];
         for (int a = 0; a < RES_ACT_COUNT; a++)
             c[a] = T ? T[a] + S[a] : S[a];
         c[cur] += xr - since;
+        if (tl_put(tl, d, k, c)) {
+            fail_oom(rt);
+            return;
+        }
         tl->next_edge[d] = k + 1;
     }
 }
 
 /* Switch from exact segments to histograms at absolute time now: the edges
- * the segments so far cover, from the segments. */
+ * the segments so far cover, from the segments, device by device (each
+ * from its own segments in time order, as tl_put wants its edges), so
+ * that devices with the same edges share a row from the start. */
 static int go_coarse(prt *rt, double now)
 {
     timeline *tl = TL(rt);
-    double *run = dp_calloc(tl->ndev * RES_ACT_COUNT, sizeof *run);
-    tl->cum = dp_calloc(tl->ndev * (TL_BINS + 1) * RES_ACT_COUNT, sizeof *tl->cum);
-    if (!run || !tl->cum) {
-        dp_free(run);
+    if (!(tl->row[0] = dp_malloc(TL_ROW_BYTES)))
         return DP_ENOMEM;
-    }
+    memset(tl->row[0], 0, RES_ACT_COUNT * sizeof(double)); /* edge 0 */
+    tl->n_rows = 1;
+    tl->row_fill[0] = 1;
     tl->coarse = 1;
     tl->res_s = 1e-3;
     while (now >= tl->res_s * TL_BINS)
         tl->res_s *= 2;
-    for (size_t d = 0; d < tl->ndev; d++)
+    for (size_t d = 0; d < tl->ndev; d++) {
         tl->next_edge[d] = 1;
+        tl->row_of[d] = 0;
+    }
     tl->gen++;
     /* a device's segments are in time order and end before now, so below
      * the last edge */
-    for (size_t i = 0; i < rt->r->n_segments; i++) {
-        const res_segment *sg = &rt->r->segments[i];
-        size_t d = (size_t)sg->device;
-        double *cd = run + d * RES_ACT_COUNT;
-        for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
-            double x = (double)k * tl->res_s, *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
-            memcpy(c, cd, RES_ACT_COUNT * sizeof *c);
-            if (x > sg->t0_s)
-                c[sg->act] += x - sg->t0_s;
-            tl->next_edge[d] = k + 1;
+    for (size_t d = 0; d < tl->ndev; d++) {
+        double cd[RES_ACT_COUNT] = {0};
+        for (size_t i = 0; i < rt->r->n_segments; i++) {
+            const res_segment *sg = &rt->r->segments[i];
+            if ((size_t)sg->device != d)
+                continue;
+            for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
+                double x = (double)k * tl->res_s, c[RES_ACT_COUNT];
+                memcpy(c, cd, sizeof c);
+                if (x > sg->t0_s)
+                    c[sg->act] += x - sg->t0_s;
+                if (tl_put(tl, d, k, c))
+                    return DP_ENOMEM;
+                tl->next_edge[d] = k + 1;
+            }
+            cd[sg->act] += sg->t1_s - sg->t0_s;
         }
-        cd[sg->act] += sg->t1_s - sg->t0_s;
     }
-    dp_free(run);
     rt->r->n_segments = 0;
     return 0;
 }
@@ -272,7 +321,7 @@ void timeline_finish(prt *rt, double T)
         return;
     rt->r->timeline_res_s = tl->res_s;
     for (size_t d = 0; d < tl->ndev; d++) {
-        const double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        const double *c = tl_row(tl, d);
         const double *end = rt->act_time + d * RES_ACT_COUNT; /* the edge at T */
         size_t ne = tl->next_edge[d];
         for (size_t k = 0; k < ne; k++) {
