@@ -197,11 +197,14 @@ void prt_warm(prt *rt);
  *            from f->dv[d] (runtime_ff.c's jrec_act: runs of consecutive ids)
  *            (consecutive changes to the same activity at the same time,
  *            e.g. every member of a collective starting or ending, share
- *            one entry)
+ *            one entry); k = the devices J_CSTARTs at r among them stood
+ *            for (folded in: replayed after the entry's changes)
  *   J_CSTART r = time, n = devices it stands for (runtime_sym.c)
  *   J_CDONE  d, n = samples, a = step (| J_FOLDED: a batch of a run in one
  *            event, not its last, after which the device computes on),
- *            r = end, r0 = start, v1 = part
+ *            r = end, r0 = start, v1 = part; k = further devices d + 1 ..
+ *            d + k that ended the same batch (folded in, with the J_ACT
+ *            after it growing meanwhile: runtime_ff.c's jrec)
  *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
  *   J_RING   n = rounds, v1 = chunk
  *   J_SRV    d, v1 = bytes exchanged with the server (prt_add_server_bytes)
@@ -212,7 +215,7 @@ typedef struct jent {
     uint8_t kind, a;
     uint16_t pad0;
     int32_t d, n;
-    uint32_t pad1;
+    uint32_t k;
     double r, r0, v1;
 } jent;
 
