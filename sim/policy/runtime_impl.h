@@ -229,12 +229,12 @@ typedef struct prt_ev {
     struct prt_ev *next;
 } prt_ev;
 
-typedef struct compute_slot {
+typedef struct compute_slot { /* one per device: 88 bytes, the two ints together */
     prt *rt;
     size_t d;
     int n;
-    double part;
     int step; /* prt_compute_step: one whole step, whatever part says */
+    double part;
     double t0;
     prt_fn fn;
     void *ctx;
