@@ -114,9 +114,10 @@ static inline res_run *make_run(uint64_t seed, size_t n_seg)
     r->wall_s = 0.125;
     for (size_t i = 0; i < r->n_devices; i++) {
         res_device *d = &r->devices[i];
-        snprintf(d->name, sizeof d->name, "rtx3090[%zu] \"x\",y", i);
-        snprintf(d->group, sizeof d->group, "g\xc3\xa9%zu", i);
-        snprintf(d->kind, sizeof d->kind, "%s", i ? "cpu" : "gpu");
+        char name[RES_NAME_MAX + 1], group[RES_GROUP_MAX + 1];
+        snprintf(name, sizeof name, "rtx3090[%zu] \"x\",y", i);
+        snprintf(group, sizeof group, "g\xc3\xa9%zu", i);
+        cr_assert_eq(res_device_names(r, i, name, group, i ? "cpu" : "gpu"), 0);
         d->samples = (int64_t)1 << (40 + i);
         d->batches = -(int64_t)i; /* not meaningful, but must round-trip */
         d->compute_s = nextafter(1.0, 2.0) + (double)i;

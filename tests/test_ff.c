@@ -416,6 +416,26 @@ Test(ff, fewest_epochs)
     cr_expect_eq(compare("tiny.yaml", "ddp", ov, 2), 0);
 }
 
+/* Without symmetry, devices of a group start and end each batch together,
+ * one after the other: their batch starts ride on their change to
+ * computing and their ends share one entry (runtime_ff.c, jfold), and a
+ * replayed epoch, entry by entry (an exact timeline) or from the epoch's
+ * sums (histograms, with 64 timeline devices alike), gives the simulated
+ * bits. */
+Test(ff, journal_folds_devices_in_lockstep)
+{
+    setenv("DPSIM_NO_SYMMETRY", "1", 1); /* read once per process: this test's */
+    scn_override ov[] = {{"training.epochs", "6"},        {"dataset.samples", "9600"},
+                         {"devices.rtx3090.count", "48"}, {"devices.cpu4.count", "24"},
+                         {"devices.cpu16.count", "12"},   {"devices.cpu8.count", "12"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "ddp", ov, 6), 4);
+    cr_expect_eq(compare("paper-testbed.yaml", "cadp", ov, 6), 4);
+    scn_override big[] = {{"training.epochs", "5"},        {"dataset.samples", "200000"},
+                          {"devices.rtx3090.count", "100"}, {"devices.cpu4.count", "50"},
+                          {"devices.cpu16.count", "25"},    {"devices.cpu8.count", "25"}};
+    cr_expect_eq(compare("paper-testbed.yaml", "ddp", big, 6), 4);
+}
+
 /* A long run: the timeline turns coarse (past 20,000 segments) and the
  * FLOPS bins double during the replayed epochs; still the same bits. */
 Test(ff, long_run_coarse_timeline_and_bins)

@@ -105,12 +105,9 @@ static res_run *hand_run(const char *policy, size_t n_dev, const char *const *na
     r->bytes_total = 1e6;
     r->events = 10;
     for (size_t d = 0; d < n_dev; d++) {
-        if (names)
-            snprintf(r->devices[d].name, sizeof r->devices[d].name, "%s", names[d]);
-        else
-            snprintf(r->devices[d].name, sizeof r->devices[d].name, "dev[%zu]", d);
-        snprintf(r->devices[d].group, sizeof r->devices[d].group, "g");
-        snprintf(r->devices[d].kind, sizeof r->devices[d].kind, "gpu");
+        char name[RES_NAME_MAX + 1];
+        snprintf(name, sizeof name, "dev[%zu]", d);
+        cr_assert_eq(res_device_names(r, d, names ? names[d] : name, "g", "gpu"), 0);
         double t = 0, step = r->ttotal_s / (double)segs;
         for (size_t k = 0; k < segs; k++, t += step)
             cr_assert_eq(res_add_segment(r, (int)d, (res_activity)((k + d) % RES_ACT_COUNT), t, t + step), 0);

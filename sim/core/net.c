@@ -25,10 +25,12 @@ void net_free(net *n)
     if (!n)
         return;
     for (size_t i = 0; i < n->owning; i++) { /* a device's access links own nothing */
-        dp_free(n->links[i].name);
-        trace_free(n->links[i].tr);
-        dp_free(n->links[i].tctx);
+        dp_free(n->own[i].name);
+        trace_free(n->own[i].tr);
+        dp_free(n->own[i].tctx);
     }
+    dp_free(n->own);
+    dp_free(n->aside_st);
     for (size_t c = 0; c < n->n_chunks; c++)
         dp_free(n->chunks[c]);
     dp_free(n->chunks);
@@ -141,6 +143,32 @@ void net_dom_rebased(net *n, double span)
 
 /* ---- links ---------------------------------------------------------------- */
 
+static const trace *link_trace(const net *n, int l)
+{
+    return (size_t)l < n->owning ? n->own[l].tr : NULL;
+}
+
+/* Link l's aside sums (zeros before net_link_account_aside's first call). */
+static const link_aside *link_aside_of(const net *n, int l)
+{
+    static const link_aside none;
+    return (size_t)l < n->n_aside ? &n->aside_st[l] : &none;
+}
+
+/* n->aside_st covers every link (zeroed where new): from
+ * net_link_account_aside's first call on, net_link_add keeps it so
+ * (n_aside is 0 or n_links).  0 or DP_ENOMEM. */
+static int aside_room(net *n)
+{
+    if (n->n_aside == n->n_links)
+        return 0;
+    if (grow((void **)&n->aside_st, &n->cap_aside, n->n_links, sizeof *n->aside_st))
+        return DP_ENOMEM;
+    memset(n->aside_st + n->n_aside, 0, (n->n_links - n->n_aside) * sizeof *n->aside_st);
+    n->n_aside = n->n_links;
+    return 0;
+}
+
 /* A flow leaves its links, having delivered `bytes` (the star path's end of
  * a flow; the general path does the same inline). */
 void flow_links_end(net *n, flow *f, double bytes)
@@ -161,7 +189,8 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
     unhold(n, tc->link);
     link *l = &n->links[tc->link];
     double t = sim_now(e), v;
-    l->nominal = trace_value_at(l->tr, t);
+    const trace *tr = n->own[tc->link].tr;
+    l->nominal = trace_value_at(tr, t);
     star_cap_change(n, tc->link, l->down ? 0 : l->nominal);
     l->cap = l->down ? 0 : l->nominal;
     n->cap_changes++;
@@ -169,7 +198,7 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
         mark_dirty(n);
     else
         mark_touched(n);
-    double next = trace_next_change(l->tr, t, &v);
+    double next = trace_next_change(tr, t, &v);
     /* A failed sim_at is recorded by the engine (sim_error), which ends
      * the run: the link must not silently keep this capacity forever. */
     if (isfinite(next) && sim_at(e, next, on_trace_change, tc))
@@ -187,22 +216,29 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
     l->cap = l->nominal = cap_Bps;
     n->cap_changes++;
     int idx = (int)n->n_links++;
-    if (name || tr)
-        n->owning = n->n_links;
-    if (name && !(l->name = dp_strdup(name)))
+    if (n->n_aside && aside_room(n))
+        return DP_ENOMEM;
+    if (!name && !tr)
+        return idx;
+    if (grow((void **)&n->own, &n->cap_own, n->n_links, sizeof *n->own))
+        return DP_ENOMEM;
+    memset(n->own + n->owning, 0, (n->n_links - n->owning) * sizeof *n->own);
+    n->owning = n->n_links;
+    link_own *o = &n->own[idx];
+    if (name && !(o->name = dp_strdup(name)))
         return DP_ENOMEM;
     if (tr) {
-        l->tr = trace_copy(tr);
-        l->tctx = dp_malloc(sizeof *l->tctx);
-        if (!l->tr || !l->tctx)
+        o->tr = trace_copy(tr);
+        o->tctx = dp_malloc(sizeof *o->tctx);
+        if (!o->tr || !o->tctx)
             return DP_ENOMEM;
-        l->tctx->n = n;
-        l->tctx->link = idx;
+        o->tctx->n = n;
+        o->tctx->link = idx;
         double t = sim_now(n->e), v;
-        l->cap = l->nominal = trace_value_at(l->tr, t);
-        double next = trace_next_change(l->tr, t, &v);
+        l->cap = l->nominal = trace_value_at(o->tr, t);
+        double next = trace_next_change(o->tr, t, &v);
         if (isfinite(next)) {
-            if (!sim_at(n->e, next, on_trace_change, l->tctx))
+            if (!sim_at(n->e, next, on_trace_change, o->tctx))
                 return DP_ENOMEM;
             n->trace_events++;
         }
@@ -252,8 +288,8 @@ double net_link_capacity(const net *n, int l)
 const char *net_link_name(const net *n, int l)
 {
     static _Thread_local char buf[256];
-    if (n->links[l].name)
-        return n->links[l].name;
+    if ((size_t)l < n->owning && n->own[l].name)
+        return n->own[l].name;
     return n->namer ? n->namer(n->namer_ctx, l, buf, sizeof buf) : "link";
 }
 
@@ -304,8 +340,9 @@ size_t net_trace_events(const net *n)
 static int dead_for_good(const net *n, int l)
 {
     const link *k = &n->links[l];
+    const trace *tr = link_trace(n, l);
     return k->cap == 0 && !k->down && !k->hold &&
-           (k->tr ? trace_max_after(k->tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : k->nominal == 0);
+           (tr ? trace_max_after(tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : k->nominal == 0);
 }
 
 int net_stuck_for_good(const net *n, char *buf, size_t cap)
@@ -331,7 +368,7 @@ int net_stuck_for_good(const net *n, char *buf, size_t cap)
 
 int net_link_has_trace(const net *n, int l)
 {
-    return n->links[l].tr != NULL;
+    return link_trace(n, l) != NULL;
 }
 int net_link_active(const net *n, int l)
 {
@@ -384,13 +421,14 @@ int net_fold(net *n, double *delta)
                 n->adelta[2 * i] = n->adelta[2 * i + 1] = 0;
             continue;
         }
+        link_aside *a = &n->aside_st[i];
         if (n->adelta_ok) {
-            n->adelta[2 * i] = l->abytes;
-            n->adelta[2 * i + 1] = l->abusy;
+            n->adelta[2 * i] = a->bytes;
+            n->adelta[2 * i + 1] = a->busy;
         }
-        l->abytes_tot += l->abytes;
-        l->abusy_tot += l->abusy;
-        l->abytes = l->abusy = 0;
+        a->bytes_tot += a->bytes;
+        a->busy_tot += a->busy;
+        a->bytes = a->busy = 0;
     }
     for (size_t i = 0; i < n->n_links; i++) {
         link *l = &n->links[i];
@@ -418,34 +456,38 @@ void net_fold_add(net *n, const double *delta)
         n->links[i].busy_tot += delta[2 * i + 1];
     }
     for (size_t i = 0; n->adelta_ok && i < n->n_links; i++) {
-        n->links[i].abytes_tot += n->adelta[2 * i];
-        n->links[i].abusy_tot += n->adelta[2 * i + 1];
+        n->aside_st[i].bytes_tot += n->adelta[2 * i];
+        n->aside_st[i].busy_tot += n->adelta[2 * i + 1];
     }
 }
 
-void net_link_account_aside(net *n, int link_i, double bytes, double busy_s, double util)
+int net_link_account_aside(net *n, int link_i, double bytes, double busy_s, double util)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links)
-        return;
+        return 0;
+    if (aside_room(n))
+        return DP_ENOMEM;
     link *l = &n->links[link_i];
     link_touch(n, l);
+    link_aside *a = &n->aside_st[link_i];
     n->aside = 1;
-    l->abytes += bytes;
-    l->abusy += busy_s;
+    a->bytes += bytes;
+    a->busy += busy_s;
     if (util > l->peak)
         l->peak = util > 1 ? 1 : util;
+    return 0;
 }
 
 double net_link_stat_bytes(const net *n, int l)
 {
-    const link *k = &n->links[l];
-    return net_link_bytes(n, l) + (n->aside ? k->abytes_tot + k->abytes : 0);
+    const link_aside *a = link_aside_of(n, l);
+    return net_link_bytes(n, l) + (n->aside ? a->bytes_tot + a->bytes : 0);
 }
 
 double net_link_stat_busy_s(const net *n, int l)
 {
-    const link *k = &n->links[l];
-    return net_link_busy_s(n, l) + (n->aside ? k->abusy_tot + k->abusy : 0);
+    const link_aside *a = link_aside_of(n, l);
+    return net_link_busy_s(n, l) + (n->aside ? a->busy_tot + a->busy : 0);
 }
 
 int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
@@ -453,7 +495,7 @@ int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
     if (link_i < 0 || (size_t)link_i >= n->n_links || !hook)
         return DP_EINPUT;
     link *l = &n->links[link_i];
-    if (l->hold || l->n_active || l->tr || !(l->cap > 0) || !isfinite(l->cap))
+    if (l->hold || l->n_active || link_trace(n, link_i) || !(l->cap > 0) || !isfinite(l->cap))
         return DP_EINPUT;
     link_touch(n, l); /* its hook runs in this domain (unhold) */
     l->hold = hook;
@@ -477,11 +519,12 @@ int net_link_same(const net *n, int a, int b)
     if (a < 0 || b < 0 || (size_t)a >= n->n_links || (size_t)b >= n->n_links)
         return 0;
     const link *x = &n->links[a], *y = &n->links[b];
+    const link_aside *xa = link_aside_of(n, a), *ya = link_aside_of(n, b);
     int same = same_d(x->cap, y->cap) && same_d(x->nominal, y->nominal) && x->down == y->down && !x->n_active &&
-               !y->n_active && !x->tr && !y->tr && same_d(x->bytes, y->bytes) && same_d(x->busy_s, y->busy_s) &&
-               same_d(x->peak, y->peak) && same_d(x->bytes_tot, y->bytes_tot) && same_d(x->busy_tot, y->busy_tot) &&
-               same_d(x->abytes, y->abytes) && same_d(x->abusy, y->abusy) && same_d(x->abytes_tot, y->abytes_tot) &&
-               same_d(x->abusy_tot, y->abusy_tot);
+               !y->n_active && !link_trace(n, a) && !link_trace(n, b) && same_d(x->bytes, y->bytes) &&
+               same_d(x->busy_s, y->busy_s) && same_d(x->peak, y->peak) && same_d(x->bytes_tot, y->bytes_tot) &&
+               same_d(x->busy_tot, y->busy_tot) && same_d(xa->bytes, ya->bytes) && same_d(xa->busy, ya->busy) &&
+               same_d(xa->bytes_tot, ya->bytes_tot) && same_d(xa->busy_tot, ya->busy_tot);
     if (same && n->adelta_ok)
         same = same_d(n->adelta[2 * (size_t)a], n->adelta[2 * (size_t)b]) &&
                same_d(n->adelta[2 * (size_t)a + 1], n->adelta[2 * (size_t)b + 1]);
@@ -500,10 +543,8 @@ void net_link_copy_stats(net *n, int from, int to)
     y->peak = x->peak;
     y->bytes_tot = x->bytes_tot;
     y->busy_tot = x->busy_tot;
-    y->abytes = x->abytes;
-    y->abusy = x->abusy;
-    y->abytes_tot = x->abytes_tot;
-    y->abusy_tot = x->abusy_tot;
+    if (n->n_aside) /* every link's, then */
+        n->aside_st[to] = n->aside_st[from];
     if (n->adelta_ok) {
         n->adelta[2 * (size_t)to] = n->adelta[2 * (size_t)from];
         n->adelta[2 * (size_t)to + 1] = n->adelta[2 * (size_t)from + 1];

@@ -118,8 +118,9 @@ void net_link_copy_stats(net *n, int from, int to);
  * net_link_busy_s leave them out; net_link_stat_bytes and
  * net_link_stat_busy_s (the link statistics) add them.  Folded with the
  * rest (net_fold): net_fold_add adds the aside part of the last epoch
- * folded again, the epoch a run repeats. */
-void net_link_account_aside(net *n, int link, double bytes, double busy_s, double util);
+ * folded again, the epoch a run repeats.  0 (also for no such link) or
+ * DP_ENOMEM (nothing added). */
+int net_link_account_aside(net *n, int link, double bytes, double busy_s, double util);
 double net_link_stat_bytes(const net *n, int link);
 double net_link_stat_busy_s(const net *n, int link);
 

@@ -37,9 +37,9 @@ typedef struct link {
      * devices' links). */
     double cap; /* in effect: 0 while down */
     int n_active;
-    int down;      /* an outage: carries nothing whatever its nominal capacity */
-    double bytes;  /* delivered by finished flows, since the last net_fold */
-    double busy_s; /* closed busy intervals, likewise */
+    unsigned stamp; /* reshare scratch (net_share.c) */
+    double bytes;   /* delivered by finished flows, since the last net_fold */
+    double busy_s;  /* closed busy intervals, likewise */
     double busy_since;
     /* held by a closed-form schedule (net_link_hold): hold(hold_ctx) runs
      * before anything changes its shares */
@@ -48,23 +48,37 @@ typedef struct link {
     uint32_t owner; /* 1 + the flow it is private to, or 0 */
     uint32_t hub;   /* the hub it is, or 0 */
     double peak;    /* highest share of its capacity in use after a reshare */
-    /* the rest */
+    /* the rest: 136 bytes in all, two per device at 10^5-10^6 devices (what
+     * few links have is beside them: n->own, n->aside_st) */
     void *hold_ctx;
     double nominal;             /* from the trace or net_link_set_capacity */
     double bytes_tot, busy_tot; /* folded by net_fold */
-    /* net_link_account_aside: since the last fold, and folded */
-    double abytes, abusy, abytes_tot, abusy_tot;
-    char *name;
-    trace *tr;
-    struct trace_ctx *tctx;
     /* reshare scratch */
-    unsigned stamp;
-    uint32_t dom; /* clock domains (net_set_group): the frame busy_since is in */
     double R;
     double W; /* weighted sharing: the unfrozen flows' weights (nu counts them) */
     int nu, off, cnt;
-    int deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
+    uint32_t dom;           /* clock domains (net_set_group): the frame busy_since is in */
+    unsigned char down;     /* an outage: carries nothing whatever its nominal capacity */
+    unsigned char deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
 } link;
+
+_Static_assert(sizeof(link) <= 136, "a link record: two per device");
+
+/* What only some links have, kept beside the links so that the two access
+ * links of each of 10^5-10^6 devices do not carry them (net.c):
+ * a name or a trace (links [0, n->owning) may have one; the devices'
+ * links are named by n->namer), ... */
+typedef struct link_own {
+    char *name;
+    trace *tr;
+    struct trace_ctx *tctx;
+} link_own;
+
+/* ... and net_link_account_aside's sums (every link once it was called):
+ * since the last fold, and folded. */
+typedef struct link_aside {
+    double bytes, busy, bytes_tot, busy_tot;
+} link_aside;
 
 typedef struct trace_ctx {
     net *n;
@@ -171,7 +185,9 @@ struct net {
     sim_engine *e;
     link *links;
     size_t n_links, cap_links;
-    size_t owning; /* links from 0 that may own a name or trace: net_free walks only these */
+    size_t owning; /* links from 0 that may own a name or trace: n->own[0, owning) */
+    link_own *own;
+    size_t cap_own;
     flow **chunks;
     size_t n_chunks, cap_chunks;
     uint32_t n_flows; /* slots ever used */
@@ -236,6 +252,8 @@ struct net {
     int oom; /* memory ran out computing shares or ends: every flow stalled for good */
     net_sharing sharing; /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
     int aside;           /* net_link_account_aside was called */
+    link_aside *aside_st; /* per link [0, n_aside), from its first call */
+    size_t n_aside, cap_aside;
     double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
     size_t cap_adelta;
     int adelta_ok;       /* adelta holds the last fold's */

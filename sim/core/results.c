@@ -46,8 +46,94 @@ res_run *res_run_new(size_t n_devices, dp_err *err)
             return NULL;
         }
     }
+    for (size_t d = 0; d < n_devices; d++)
+        r->devices[d].name = r->devices[d].group = r->devices[d].kind = "";
     r->n_devices = n_devices;
     return r;
+}
+
+/* The devices' strings: packed one after another in blocks that never
+ * move (a record points into them), freed with the run. */
+#define STR_BLOCK ((size_t)64 << 10)
+
+struct res_strings {
+    char **blocks;
+    size_t n_blocks, cap_blocks;
+    char *at; /* free space in the last block */
+    size_t left;
+};
+
+static void strings_free(struct res_strings *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_blocks; i++)
+        dp_free(p->blocks[i]);
+    dp_free(p->blocks);
+    dp_free(p);
+}
+
+/* A copy of s cut to max bytes, in the run's strings; NULL when out of
+ * memory. */
+static const char *string_copy(res_run *r, const char *s, size_t max)
+{
+    size_t n = s ? strnlen(s, max) : 0;
+    if (n == 0)
+        return "";
+    struct res_strings *p = r->strings;
+    if (!p && !(p = r->strings = dp_calloc(1, sizeof *p)))
+        return NULL;
+    if (p->left < n + 1) {
+        if (p->n_blocks == p->cap_blocks) {
+            size_t nc = p->cap_blocks ? 2 * p->cap_blocks : 16;
+            char **nb = dp_realloc(p->blocks, nc * sizeof *nb);
+            if (!nb)
+                return NULL;
+            p->blocks = nb;
+            p->cap_blocks = nc;
+        }
+        char *b = dp_malloc(STR_BLOCK);
+        if (!b)
+            return NULL;
+        p->blocks[p->n_blocks++] = b;
+        p->at = b;
+        p->left = STR_BLOCK; /* > RES_NAME_MAX + 1: any string fits */
+    }
+    char *c = p->at;
+    memcpy(c, s, n);
+    c[n] = '\0';
+    p->at += n + 1;
+    p->left -= n + 1;
+    return c;
+}
+
+/* s cut to max bytes equals t (t no longer than max). */
+static int same_cut(const char *s, const char *t, size_t max)
+{
+    size_t n = s ? strnlen(s, max) : 0;
+    return strlen(t) == n && memcmp(s, t, n) == 0;
+}
+
+int res_device_names(res_run *r, size_t d, const char *name, const char *group, const char *kind)
+{
+    static const char *const kinds[] = {"gpu", "cpu"};
+    res_device *v = &r->devices[d];
+    const char *g = d > 0 && same_cut(group, r->devices[d - 1].group, RES_GROUP_MAX)
+                        ? r->devices[d - 1].group
+                        : string_copy(r, group, RES_GROUP_MAX);
+    const char *k = NULL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !k; i++)
+        if (same_cut(kind, kinds[i], RES_KIND_MAX))
+            k = kinds[i];
+    if (!k)
+        k = string_copy(r, kind, RES_KIND_MAX);
+    const char *nm = string_copy(r, name, RES_NAME_MAX);
+    if (!g || !k || !nm)
+        return DP_ENOMEM;
+    v->name = nm;
+    v->group = g;
+    v->kind = k;
+    return 0;
 }
 
 void res_run_free(res_run *r)
@@ -65,6 +151,7 @@ void res_run_free(res_run *r)
     dp_free(r->flops_bins);
     dp_free(r->segments);
     dp_free(r->stats);
+    strings_free(r->strings);
     dp_free(r);
 }
 

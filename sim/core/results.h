@@ -26,10 +26,19 @@ typedef enum {
 
 const char *res_activity_name(res_activity a); /* "recv_data", ... */
 
+/* The longest name, group and kind a device record keeps (bytes, without
+ * the terminating 0): longer ones are cut. */
+#define RES_NAME_MAX  95
+#define RES_GROUP_MAX 63
+#define RES_KIND_MAX  7
+
 typedef struct res_device {
-    char name[96];
-    char group[64];
-    char kind[8];     /* "gpu" / "cpu" */
+    /* strings owned by the run (res_device_names; "" until then): a name
+     * each, the group shared by its consecutive devices, so a record of
+     * 10^5-10^6 devices is 96 bytes and its name, not 240 */
+    const char *name;
+    const char *group;
+    const char *kind; /* "gpu" / "cpu" */
     int64_t samples;  /* samples it trains on per epoch */
     int64_t batches;  /* batches it computed over the whole run */
     double compute_s; /* busy computing */
@@ -142,10 +151,16 @@ typedef struct res_run {
     /* Further statistics, in the order added (see res_stat). */
     size_t n_stats, cap_stats;
     res_stat *stats;
+
+    struct res_strings *strings; /* the devices' names, groups and kinds (results.c) */
 } res_run;
 
 res_run *res_run_new(size_t n_devices, dp_err *err);
 void res_run_free(res_run *r);
+/* Set device d's name, group and kind (copied, each cut to its
+ * RES_*_MAX); a group equal to device d - 1's shares its copy.  0 or
+ * DP_ENOMEM (the record unchanged). */
+int res_device_names(res_run *r, size_t d, const char *name, const char *group, const char *kind);
 /* Append a timeline segment, merging with the device's previous one when
  * contiguous and of the same activity.  0 or DP_ENOMEM. */
 int res_add_segment(res_run *r, int device, res_activity act, double t0_s, double t1_s);

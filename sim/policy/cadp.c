@@ -40,22 +40,24 @@
 #include <stdio.h>
 #include <string.h>
 
+/* 64 bytes (flags as bytes, the 8-byte fields first): one per device,
+ * 10^5-10^6 of them. */
 typedef struct cadp_dev {
     prt *rt;
     size_t d;
-    int batch; /* its group's batch (kept here: the device records are large and far apart) */
-    int part;  /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
-    /* failures only */
-    int active;    /* a participant of this epoch, not lost */
-    int uploaded;  /* its upload of this epoch arrived */
-    int uploading; /* its upload is in flight */
-    int busy;      /* computing a batch of inflight samples */
-    int inflight;
+    int64_t own; /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
+    /* failures only (to part) */
     int64_t incoming; /* extra samples whose data is on its way */
-    int pend;         /* transfers to arrive before it starts the epoch */
-    int has_data;     /* holds its planned data */
     double c0;        /* its compute seconds at the start of the epoch */
-    int64_t own;      /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
+    int inflight;
+    int pend; /* transfers to arrive before it starts the epoch */
+    int batch; /* its group's batch (kept here: the device records are large and far apart) */
+    unsigned char active;    /* a participant of this epoch, not lost */
+    unsigned char uploaded;  /* its upload of this epoch arrived */
+    unsigned char uploading; /* its upload is in flight */
+    unsigned char busy;      /* computing a batch of inflight samples */
+    unsigned char has_data;  /* holds its planned data */
+    unsigned char part; /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
 } cadp_dev;
 
 typedef struct cadp_state {

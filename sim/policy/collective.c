@@ -1121,14 +1121,14 @@ static int ring_fill(const coll *c)
  * time and k times its rate as the share in use (the k flows run side by
  * side at equal shares when their latencies are equal, which is when the
  * analytic time is exact). */
-static void edge_aside(const coll *c, int link, unsigned k, double rate, double xfer)
+static int edge_aside(const coll *c, int link, unsigned k, double rate, double xfer)
 {
     net *n = world_net(c->rt->w);
     double cap = net_link_capacity(n, link);
     if (!isfinite(cap) || !(cap > 0))
-        return;
+        return 0;
     k = k ? k : 1;
-    net_link_account_aside(n, link, c->chunk * c->rounds, c->rounds * xfer / k, k * rate / cap);
+    return net_link_account_aside(n, link, c->chunk * c->rounds, c->rounds * xfer / k, k * rate / cap);
 }
 
 /* Duration of the collective (rounds x the slowest edge, pipelined or
@@ -1189,7 +1189,8 @@ static int analytic_record(const coll *c)
         for (size_t i = 0; links_too && i < c->m; i++) {
             double xfer = c->chunk > 0 ? c->chunk / rt->ring_rate[i] : 0;
             for (size_t j = cc->ring_off[i]; j < cc->ring_off[i + 1]; j++)
-                edge_aside(c, rt->ring_links[j], cc->ring_k[j], rt->ring_rate[i], xfer);
+                if (edge_aside(c, rt->ring_links[j], cc->ring_k[j], rt->ring_rate[i], xfer))
+                    return DP_ENOMEM;
         }
         return 0;
     }
@@ -1208,7 +1209,10 @@ static int analytic_record(const coll *c)
             continue;
         world_path(rt->w, (int)d + 1, (int)next + 1, links, &nl, &lat);
         for (size_t j = 0; j < nl; j++)
-            edge_aside(c, links[j], rt->coll_link_n[links[j]], rate, xfer);
+            if (edge_aside(c, links[j], rt->coll_link_n[links[j]], rate, xfer)) {
+                count_links(c, -1);
+                return DP_ENOMEM;
+            }
     }
     count_links(c, -1);
     return 0;

@@ -55,6 +55,9 @@ typedef struct ffj {
     size_t nd, nd_prev, dcap;
     jent open_prev;   /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
     int open;         /* v[n - 1] is a J_ACT still growing, compared when closed */
+    int cd_open;      /* v[cd_at] is a J_CDONE still growing (its k), compared when closed */
+    size_t cd_at;
+    jent cd_prev; /* the previous epoch's entry at v[cd_at] while open */
     int32_t last_d;   /* the open J_ACT's last device */
     int32_t tok_prev; /* the previous epoch's token at dv[nd - 1] while that token may still grow */
     int tok_open;     /* dv[nd - 1] is the open J_ACT's last token, compared when final */
@@ -72,7 +75,8 @@ typedef struct ffj {
      * and of the one before it */
     double *net_ep, *net_prev;
     size_t n_links;
-    int dead; /* journal given up for the run (too large, out of memory) */
+    int dead;   /* journal given up for the run (too large, out of memory) */
+    int replay; /* an epoch may be replayed in this run (ff_can_replay) */
 } ffj;
 
 /* A link trace that ends and holds its last value (no loop): the link is
@@ -108,6 +112,17 @@ static int world_periodic(const scn_scenario *s)
     return 1;
 }
 
+/* Can a run of E epochs replay one?  An epoch replays at the boundary
+ * after epoch j when epochs j - 1 and j were journaled and j < E; epoch 1
+ * never is (journal_read), so from E = 4 on (epochs 2 and 3 compared,
+ * epoch 4 replayed).  Below that a boundary only folds the running records
+ * (the same arithmetic): the epoch's subtotals, the links' and the state's
+ * snapshots are not kept (16 MB of C-ADP's 2 epochs at 10^5 devices). */
+static int ff_can_replay(int E)
+{
+    return E >= 4;
+}
+
 void ff_init(prt *rt)
 {
     /* one epoch has no boundary to fold at or replay from (its end ends
@@ -117,13 +132,15 @@ void ff_init(prt *rt)
         rt->energy)                               /* energy: every interval is integrated as it happens */
         return;
     ffj *f = dp_calloc(1, sizeof *f);
-    prt_sums *tot = sums_new(rt->n), *ep = sums_new(rt->n);
-    if (f) {
+    int replay = ff_can_replay(rt->s->training.epochs);
+    prt_sums *tot = sums_new(rt->n), *ep = replay ? sums_new(rt->n) : NULL;
+    if (f && replay) {
+        f->replay = 1;
         f->n_links = net_link_count(world_net(rt->w));
         f->net_ep = dp_calloc(2 * f->n_links + 1, sizeof *f->net_ep);
         f->net_prev = dp_calloc(2 * f->n_links + 1, sizeof *f->net_prev);
     }
-    if (!f || !f->net_ep || !f->net_prev || !tot || !ep) { /* not periodic then: simulated as before */
+    if (!f || !tot || (replay && (!f->net_ep || !f->net_prev || !ep))) { /* not periodic then: simulated as before */
         if (f) {
             dp_free(f->net_ep);
             dp_free(f->net_prev);
@@ -170,6 +187,7 @@ static void jdrop(ffj *f)
     f->n = f->n_prev = f->cap = 0;
     f->nd = f->nd_prev = f->dcap = 0;
     f->open = 0;
+    f->cd_open = 0;
     f->tok_open = 0;
 }
 
@@ -210,20 +228,69 @@ static void jclose(ffj *f)
     f->open = 0;
 }
 
+/* The open J_CDONE at v[cd_at] is complete: compare it with the previous
+ * epoch's entry it overwrote. */
+static void jcd_close(ffj *f)
+{
+    if (f->cd_open && (f->cd_at >= f->n_prev || memcmp(&f->v[f->cd_at], &f->cd_prev, sizeof(jent)) != 0))
+        f->match = 0;
+    f->cd_open = 0;
+}
+
+/* Fold e into the journal's last entries instead of appending it, when
+ * replaying it there is the same arithmetic (runtime_impl.h's jent):
+ *  - a J_CSTART at the time of the open J_ACT of COMPUTE (a device set to
+ *    compute, then its batch started): the J_ACT's k counts it.  Its
+ *    replay, busy_advance_to(r) and computing += n, reads and writes
+ *    neither a device's records nor the activities, and a second
+ *    busy_advance_to(r) adds computing * 0;
+ *  - a J_CDONE of device d + k + 1 after the open J_CDONE of devices
+ *    d .. d + k with the same batch (n, step, start, end, part), with at
+ *    most the open J_ACT between (devices of a group ending together and
+ *    going to wait): its k grows.  compute_done_at touches device d's
+ *    compute records and the shared sums (the same values added in the
+ *    same order), never the activities the J_ACT replays.
+ * Without symmetry the journal of DDP at 10^3 devices was 547,000
+ * entries (21 MB) an epoch, two per device and batch.  1 if folded. */
+static int jfold(ffj *f, const jent *e)
+{
+    jent *last = f->n ? &f->v[f->n - 1] : NULL;
+    if (e->kind == J_CSTART && f->open && last->a == RES_ACT_COMPUTE && same_bits(last->r, e->r) &&
+        last->k <= UINT32_MAX - (uint32_t)e->n) {
+        last->k += (uint32_t)e->n;
+        return 1;
+    }
+    if (e->kind != J_CDONE || !f->cd_open || !(f->cd_at + 1 == f->n || (f->cd_at + 2 == f->n && f->open)))
+        return 0;
+    jent *c = &f->v[f->cd_at];
+    if (c->a != e->a || c->n != e->n || !same_bits(c->r, e->r) || !same_bits(c->r0, e->r0) ||
+        !same_bits(c->v1, e->v1) || c->k >= INT32_MAX - 1 || (int64_t)c->d + c->k + 1 != e->d)
+        return 0;
+    c->k++;
+    return 1;
+}
+
 /* Append e (compared with the previous epoch's entry it overwrites, bit
- * for bit, now or when closed for an open J_ACT). */
+ * for bit, now or when closed for an open J_ACT or J_CDONE), or fold it
+ * into the last entries (jfold). */
 void jrec(prt *rt, jent e)
 {
     ffj *f = rt->ff;
-    if (!f || !f->on)
+    if (!f || !f->on || jfold(f, &e))
         return;
     jclose(f);
+    if (f->cd_open && !(e.kind == J_ACT && f->cd_at + 1 == f->n)) /* a J_ACT right after it may grow with it */
+        jcd_close(f);
     if (!jroom(f, (void **)&f->v, &f->cap, f->n, sizeof *f->v))
         return;
     jent *slot = &f->v[f->n];
     if (e.kind == J_ACT) {
         f->open = 1;
         f->open_prev = f->n < f->n_prev ? *slot : (jent){0};
+    } else if (e.kind == J_CDONE) {
+        f->cd_open = 1;
+        f->cd_at = f->n;
+        f->cd_prev = f->n < f->n_prev ? *slot : (jent){0};
     } else if (f->n >= f->n_prev || memcmp(slot, &e, sizeof e) != 0)
         f->match = 0;
     *slot = e;
@@ -313,14 +380,15 @@ static int put(unsigned char **buf, size_t *cap, size_t *off, const void *src, s
 /* The state that decides the run's future at a boundary, into f->tmp:
  * the runtime's (per device: share, left, activity, collectives, part of a
  * batch, transfers pending; what is in flight; pending events) then the
- * policy's.  Its size, 0 when the policy cannot tell, (size_t)-1 when out
- * of memory. */
+ * policy's; the policy's alone when no epoch can replay (nothing compares
+ * it).  Its size, 0 when the policy cannot tell, (size_t)-1 when out of
+ * memory. */
 static size_t state_now(prt *rt)
 {
     ffj *f = rt->ff;
     size_t off = 0, n = rt->n, pend = sim_pending(rt->e);
     int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
-    if (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
+    if (f->replay && (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
         put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
@@ -328,11 +396,11 @@ static size_t state_now(prt *rt)
         put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
         put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
         put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
-        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen))
+        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen)))
         return (size_t)-1;
     for (;;) {
         size_t room = f->tmp_cap - off;
-        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp + off, room);
+        size_t k = rt->pdef->steady_state(rt, rt->popts, f->tmp ? f->tmp + off : NULL, room);
         if (k == 0)
             return 0;
         if (k <= room)
@@ -438,8 +506,9 @@ static int done_build(prt *rt, dev_changes *c)
         const jent *e = &f->v[i];
         if (e->kind != J_CDONE)
             continue;
-        double x[4] = {e->r0, e->r, batch_flops(rt, e->n, e->v1),
-                       (double)sym_mult(rt, (size_t)e->d)}; /* the devices it stands for */
+        double x[4] = {e->r0, e->r, batch_flops(rt, e->n, e->v1), 0};
+        for (uint32_t j = 0; j <= e->k; j++)
+            x[3] += (double)sym_mult(rt, (size_t)e->d + j); /* the devices it stands for */
         double *last = c->n_done ? c->done + 4 * (c->n_done - 1) : NULL;
         if (last && memcmp(last, x, 3 * sizeof *x) == 0 && last[3] + x[3] <= 0x1p52)
             last[3] += x[3];
@@ -650,6 +719,10 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                         set_act_at(rt, (size_t)(d0 + j), (res_activity)e->a, e->r);
                     left -= k;
                 }
+                if (e->k) { /* its J_CSTARTs (jfold) */
+                    busy_advance_to(rt, e->r);
+                    tl->computing += e->k;
+                }
                 break;
             }
             case J_CSTART:
@@ -657,7 +730,8 @@ static void ff_replay(prt *rt, double span, uint64_t ev)
                 tl->computing += (size_t)e->n; /* the devices it stands for */
                 break;
             case J_CDONE:
-                compute_done_at(rt, (size_t)e->d, e->r0, e->r, e->n, e->v1, e->a, base);
+                for (uint32_t j = 0; j <= e->k; j++)
+                    compute_done_at(rt, (size_t)e->d + j, e->r0, e->r, e->n, e->v1, e->a, base);
                 break;
             case J_RING:
                 coll_ring_account(rt, e->v1, e->n);
@@ -754,7 +828,7 @@ static int ff_boundary(prt *rt)
     net_fold(nt, f->net_ep); /* no flow is active: a clean boundary */
     rt->base += span;
     TL(rt)->gen++; /* edges' engine times move with the base */
-    int repeats = whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
+    int repeats = f->replay && whole && f->prev_ok && f->match && f->n == f->n_prev && f->nd == f->nd_prev &&
                   same_bits(span, f->span_prev) && ev - f->ev0 == f->ev_prev && sn == f->st_n &&
                   memcmp(f->tmp, f->st, sn) == 0 &&
                   memcmp(f->net_ep, f->net_prev, 2 * f->n_links * sizeof *f->net_ep) == 0;
@@ -780,6 +854,7 @@ static int ff_boundary(prt *rt)
     f->n = 0;
     f->nd = 0;
     f->open = 0;
+    f->cd_open = 0;
     f->tok_open = 0;
     f->n_ends = 0;
     f->match = 1;

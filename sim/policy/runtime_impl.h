@@ -197,11 +197,14 @@ void prt_warm(prt *rt);
  *            from f->dv[d] (runtime_ff.c's jrec_act: runs of consecutive ids)
  *            (consecutive changes to the same activity at the same time,
  *            e.g. every member of a collective starting or ending, share
- *            one entry)
+ *            one entry); k = the devices J_CSTARTs at r among them stood
+ *            for (folded in: replayed after the entry's changes)
  *   J_CSTART r = time, n = devices it stands for (runtime_sym.c)
  *   J_CDONE  d, n = samples, a = step (| J_FOLDED: a batch of a run in one
  *            event, not its last, after which the device computes on),
- *            r = end, r0 = start, v1 = part
+ *            r = end, r0 = start, v1 = part; k = further devices d + 1 ..
+ *            d + k that ended the same batch (folded in, with the J_ACT
+ *            after it growing meanwhile: runtime_ff.c's jrec)
  *   J_COLL   d, n = next member, v1 = bytes, r0 = busy seconds
  *   J_RING   n = rounds, v1 = chunk
  *   J_SRV    d, v1 = bytes exchanged with the server (prt_add_server_bytes)
@@ -212,7 +215,7 @@ typedef struct jent {
     uint8_t kind, a;
     uint16_t pad0;
     int32_t d, n;
-    uint32_t pad1;
+    uint32_t k;
     double r, r0, v1;
 } jent;
 
@@ -226,12 +229,12 @@ typedef struct prt_ev {
     struct prt_ev *next;
 } prt_ev;
 
-typedef struct compute_slot {
+typedef struct compute_slot { /* one per device: 88 bytes, the two ints together */
     prt *rt;
     size_t d;
     int n;
-    double part;
     int step; /* prt_compute_step: one whole step, whatever part says */
+    double part;
     double t0;
     prt_fn fn;
     void *ctx;
@@ -255,10 +258,15 @@ typedef struct timeline {
     int coarse;
     double res_s; /* bin width when coarse */
     size_t ndev;
-    /* coarse: cum[(d * (TL_BINS + 1) + k) * RES_ACT_COUNT + a] is device
-     * d's time in activity a up to the bin edge k * res_s, for edges
-     * 1 <= k < next_edge[d] (edge 0 is 0 everywhere) */
-    double *cum;
+    /* coarse: row[row_of[d]][k * RES_ACT_COUNT + a] is device d's time in
+     * activity a up to the bin edge k * res_s, for edges 1 <= k <
+     * next_edge[d] (edge 0 is 0 everywhere).  Devices whose edges are the
+     * same bits share a row (runtime_records.c, tl_put): row p holds
+     * row_fill[p] edges, the first writer of an edge sets it, and a device
+     * that computes another value for it leaves with a copy. */
+    double *row[TL_DEVICES];
+    size_t row_fill[TL_DEVICES], n_rows;
+    uint8_t row_of[TL_DEVICES];
     size_t next_edge[TL_DEVICES];
     /* the engine time of device d's next edge, as tl_edges computes it,
      * while edge_gen[d] == gen (gen changes with the width and the base) */

@@ -57,20 +57,73 @@ prt_sums running(prt *rt)
                       rt->server_bytes, rt->batches,      rt->samples_done, TL(rt)->busy_int};
 }
 
+/* Records are added and cleared a page at a time, leaving alone a page
+ * whose result would be the bits it holds: a record nothing wrote (the
+ * collectives' sums under C-ADP, the devices a plan leaves out) then never
+ * becomes resident (C-ADP at 10^5 devices: ~6 MB of zeros).  A page of
+ * 512 records; all +0.0 bits is what calloc and memset give. */
+#define REC_PAGE 512
+
+static int all_zero(const void *p, size_t n) /* n <= REC_PAGE 8-byte records */
+{
+    static const uint64_t zeros[REC_PAGE];
+    return memcmp(p, zeros, 8 * n) == 0;
+}
+
+/* Some record is -0.0 (to + +0.0 would turn it into +0.0). */
+static int any_minus_zero(const double *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == 0 && signbit(p[i]))
+            return 1;
+    return 0;
+}
+
+/* to[i] += x[i] (to[i] = x[i] when copy) for i < n, page by page: a page
+ * where x is all +0.0 and to would keep its bits is not written. */
+static void add_recs(double *to, const double *x, size_t n, int copy)
+{
+    for (size_t i0 = 0; i0 < n; i0 += REC_PAGE) {
+        size_t m = n - i0 < REC_PAGE ? n - i0 : REC_PAGE;
+        if (all_zero(x + i0, m) && (copy ? all_zero(to + i0, m) : !any_minus_zero(to + i0, m)))
+            continue;
+        for (size_t i = i0; i < i0 + m; i++)
+            to[i] = copy ? x[i] : to[i] + x[i];
+    }
+}
+
+static void add_counts(int64_t *to, const int64_t *x, size_t n, int copy)
+{
+    for (size_t i0 = 0; i0 < n; i0 += REC_PAGE) {
+        size_t m = n - i0 < REC_PAGE ? n - i0 : REC_PAGE;
+        if (all_zero(x + i0, m) && (!copy || all_zero(to + i0, m)))
+            continue;
+        for (size_t i = i0; i < i0 + m; i++)
+            to[i] = copy ? x[i] : to[i] + x[i];
+    }
+}
+
+/* p[0, n) = +0.0 (n 8-byte records), writing only pages that are not. */
+static void zero_recs(void *p, size_t n)
+{
+    char *c = p;
+    for (size_t i0 = 0; i0 < n; i0 += REC_PAGE) {
+        size_t m = n - i0 < REC_PAGE ? n - i0 : REC_PAGE;
+        if (!all_zero(c + 8 * i0, m))
+            memset(c + 8 * i0, 0, 8 * m);
+    }
+}
+
 /* to += x, record by record; to = x instead when `copy`. */
 void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
 {
-    size_t na = n * RES_ACT_COUNT;
-    for (size_t i = 0; i < na; i++)
-        to->act_time[i] = copy ? x->act_time[i] : to->act_time[i] + x->act_time[i];
-    for (size_t i = 0; i < n; i++) {
-        to->busy_compute[i] = copy ? x->busy_compute[i] : to->busy_compute[i] + x->busy_compute[i];
-        to->coll_bytes[i] = copy ? x->coll_bytes[i] : to->coll_bytes[i] + x->coll_bytes[i];
-        to->coll_busy_s[i] = copy ? x->coll_busy_s[i] : to->coll_busy_s[i] + x->coll_busy_s[i];
-        to->coll_recv_s[i] = copy ? x->coll_recv_s[i] : to->coll_recv_s[i] + x->coll_recv_s[i];
-        to->server_bytes[i] = copy ? x->server_bytes[i] : to->server_bytes[i] + x->server_bytes[i];
-        to->batches[i] = copy ? x->batches[i] : to->batches[i] + x->batches[i];
-    }
+    add_recs(to->act_time, x->act_time, n * RES_ACT_COUNT, copy);
+    add_recs(to->busy_compute, x->busy_compute, n, copy);
+    add_recs(to->coll_bytes, x->coll_bytes, n, copy);
+    add_recs(to->coll_busy_s, x->coll_busy_s, n, copy);
+    add_recs(to->coll_recv_s, x->coll_recv_s, n, copy);
+    add_recs(to->server_bytes, x->server_bytes, n, copy);
+    add_counts(to->batches, x->batches, n, copy);
     to->samples_done = copy ? x->samples_done : to->samples_done + x->samples_done;
     to->busy_int = copy ? x->busy_int : to->busy_int + x->busy_int;
 }
@@ -78,13 +131,13 @@ void sums_add(prt_sums *to, const prt_sums *x, size_t n, int copy)
 void running_zero(prt *rt)
 {
     size_t n = rt->n;
-    memset(rt->act_time, 0, n * RES_ACT_COUNT * sizeof *rt->act_time);
-    memset(rt->busy_compute, 0, n * sizeof *rt->busy_compute);
-    memset(rt->coll_bytes, 0, n * sizeof *rt->coll_bytes);
-    memset(rt->coll_busy_s, 0, n * sizeof *rt->coll_busy_s);
-    memset(rt->coll_recv_s, 0, n * sizeof *rt->coll_recv_s);
-    memset(rt->server_bytes, 0, n * sizeof *rt->server_bytes);
-    memset(rt->batches, 0, n * sizeof *rt->batches);
+    zero_recs(rt->act_time, n * RES_ACT_COUNT);
+    zero_recs(rt->busy_compute, n);
+    zero_recs(rt->coll_bytes, n);
+    zero_recs(rt->coll_busy_s, n);
+    zero_recs(rt->coll_recv_s, n);
+    zero_recs(rt->server_bytes, n);
+    zero_recs(rt->batches, n);
     rt->samples_done = 0;
     TL(rt)->busy_int = 0;
 }
@@ -151,17 +204,55 @@ void prt_add_flops_k(prt *rt, double t0, double t1, double flops, size_t k)
 
 /* Every device's histogram edges at twice the bin width: edge j of the
  * new width is edge 2j of the old (k * res_s is exact in both), so nothing
- * is computed and no histogram depends on when this happens. */
+ * is computed and no histogram depends on when this happens.  A shared
+ * row's sharers keep sharing: each holds the edges 2j < its next_edge,
+ * now j < (next_edge + 1) / 2. */
 void tl_widen(timeline *tl)
 {
-    for (size_t d = 0; d < tl->ndev; d++) {
-        double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
-        for (size_t j = 1; j <= TL_BINS / 2; j++)
+    for (size_t p = 0; p < tl->n_rows; p++) {
+        double *c = tl->row[p];
+        for (size_t j = 1; 2 * j < tl->row_fill[p]; j++)
             memcpy(c + j * RES_ACT_COUNT, c + 2 * j * RES_ACT_COUNT, RES_ACT_COUNT * sizeof *c);
-        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
+        tl->row_fill[p] = (tl->row_fill[p] + 1) / 2;
     }
+    for (size_t d = 0; d < tl->ndev; d++)
+        tl->next_edge[d] = (tl->next_edge[d] + 1) / 2;
     tl->res_s *= 2;
     tl->gen++;
+}
+
+#define TL_ROW_BYTES ((TL_BINS + 1) * RES_ACT_COUNT * sizeof(double))
+
+/* Device d's edge k (its next) is v: written into its row if first there,
+ * else compared with what a device sharing the row wrote, and on a
+ * difference d leaves with a copy of the edges before k (at most one row
+ * per device: the last writer of a row never leaves it).  At 10^3
+ * devices in lockstep the 64 timeline devices' 5 MB of edges are one
+ * row.  0 or DP_ENOMEM. */
+static int tl_put(timeline *tl, size_t d, size_t k, const double *v)
+{
+    size_t p = tl->row_of[d];
+    if (k < tl->row_fill[p]) {
+        if (memcmp(tl->row[p] + k * RES_ACT_COUNT, v, RES_ACT_COUNT * sizeof *v) == 0)
+            return 0;
+        double *c = dp_malloc(TL_ROW_BYTES);
+        if (!c)
+            return DP_ENOMEM;
+        memcpy(c, tl->row[p], k * RES_ACT_COUNT * sizeof *c);
+        p = tl->n_rows++;
+        tl->row[p] = c;
+        tl->row_fill[p] = k;
+        tl->row_of[d] = (uint8_t)p;
+    }
+    memcpy(tl->row[p] + k * RES_ACT_COUNT, v, RES_ACT_COUNT * sizeof *v);
+    tl->row_fill[p] = k + 1;
+    return 0;
+}
+
+/* Device d's edges (a row, perhaps shared), from edge 0. */
+static const double *tl_row(const timeline *tl, size_t d)
+{
+    return tl->row[tl->row_of[d]];
 }
 
 /* Device d (a timeline device, histograms on) ran activity cur from engine
@@ -185,48 +276,59 @@ void tl_edges(prt *rt, size_t d, res_activity cur, double since, double now, con
             tl->edge_gen[d] = tl->gen;
             return;
         }
-        double *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
+        double c[RES_ACT_COUNT];
         for (int a = 0; a < RES_ACT_COUNT; a++)
             c[a] = T ? T[a] + S[a] : S[a];
         c[cur] += xr - since;
+        if (tl_put(tl, d, k, c)) {
+            fail_oom(rt);
+            return;
+        }
         tl->next_edge[d] = k + 1;
     }
 }
 
 /* Switch from exact segments to histograms at absolute time now: the edges
- * the segments so far cover, from the segments. */
+ * the segments so far cover, from the segments, device by device (each
+ * from its own segments in time order, as tl_put wants its edges), so
+ * that devices with the same edges share a row from the start. */
 static int go_coarse(prt *rt, double now)
 {
     timeline *tl = TL(rt);
-    double *run = dp_calloc(tl->ndev * RES_ACT_COUNT, sizeof *run);
-    tl->cum = dp_calloc(tl->ndev * (TL_BINS + 1) * RES_ACT_COUNT, sizeof *tl->cum);
-    if (!run || !tl->cum) {
-        dp_free(run);
+    if (!(tl->row[0] = dp_malloc(TL_ROW_BYTES)))
         return DP_ENOMEM;
-    }
+    memset(tl->row[0], 0, RES_ACT_COUNT * sizeof(double)); /* edge 0 */
+    tl->n_rows = 1;
+    tl->row_fill[0] = 1;
     tl->coarse = 1;
     tl->res_s = 1e-3;
     while (now >= tl->res_s * TL_BINS)
         tl->res_s *= 2;
-    for (size_t d = 0; d < tl->ndev; d++)
+    for (size_t d = 0; d < tl->ndev; d++) {
         tl->next_edge[d] = 1;
+        tl->row_of[d] = 0;
+    }
     tl->gen++;
     /* a device's segments are in time order and end before now, so below
      * the last edge */
-    for (size_t i = 0; i < rt->r->n_segments; i++) {
-        const res_segment *sg = &rt->r->segments[i];
-        size_t d = (size_t)sg->device;
-        double *cd = run + d * RES_ACT_COUNT;
-        for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
-            double x = (double)k * tl->res_s, *c = tl->cum + (d * (TL_BINS + 1) + k) * RES_ACT_COUNT;
-            memcpy(c, cd, RES_ACT_COUNT * sizeof *c);
-            if (x > sg->t0_s)
-                c[sg->act] += x - sg->t0_s;
-            tl->next_edge[d] = k + 1;
+    for (size_t d = 0; d < tl->ndev; d++) {
+        double cd[RES_ACT_COUNT] = {0};
+        for (size_t i = 0; i < rt->r->n_segments; i++) {
+            const res_segment *sg = &rt->r->segments[i];
+            if ((size_t)sg->device != d)
+                continue;
+            for (size_t k = tl->next_edge[d]; k <= TL_BINS && (double)k * tl->res_s <= sg->t1_s; k++) {
+                double x = (double)k * tl->res_s, c[RES_ACT_COUNT];
+                memcpy(c, cd, sizeof c);
+                if (x > sg->t0_s)
+                    c[sg->act] += x - sg->t0_s;
+                if (tl_put(tl, d, k, c))
+                    return DP_ENOMEM;
+                tl->next_edge[d] = k + 1;
+            }
+            cd[sg->act] += sg->t1_s - sg->t0_s;
         }
-        cd[sg->act] += sg->t1_s - sg->t0_s;
     }
-    dp_free(run);
     rt->r->n_segments = 0;
     return 0;
 }
@@ -272,7 +374,7 @@ void timeline_finish(prt *rt, double T)
         return;
     rt->r->timeline_res_s = tl->res_s;
     for (size_t d = 0; d < tl->ndev; d++) {
-        const double *c = tl->cum + d * (TL_BINS + 1) * RES_ACT_COUNT;
+        const double *c = tl_row(tl, d);
         const double *end = rt->act_time + d * RES_ACT_COUNT; /* the edge at T */
         size_t ne = tl->next_edge[d];
         for (size_t k = 0; k < ne; k++) {

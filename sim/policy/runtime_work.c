@@ -172,7 +172,7 @@ int prt_compute(prt *rt, size_t d, int n, double part, prt_fn fn, void *ctx, dou
                         rt->s->devices[d].name);
     if (too_fine(rt, d, now, dt))
         return DP_ERUN;
-    *c = (compute_slot){rt, d, n, part, 0, sim_now(rt->e), fn, ctx, 0, 0, 0, 0};
+    *c = (compute_slot){.rt = rt, .d = d, .n = n, .part = part, .t0 = sim_now(rt->e), .fn = fn, .ctx = ctx};
     if (dt_out)
         *dt_out = dt;
     prt_set_act(rt, d, RES_ACT_COMPUTE);
@@ -273,7 +273,16 @@ int prt_compute_left(prt *rt, size_t d, int bs, prt_fn fn, void *ctx)
     int last = (int)(left % bs);
     double w_full = cmp_batch_s(cm, d, bs, now, 1.0),
            w_last = last ? cmp_batch_s(cm, d, last, now, 1.0) : w_full;
-    *c = (compute_slot){rt, d, bs, 1.0, 0, now, fn, ctx, 0, left, w_full, w_last};
+    *c = (compute_slot){.rt = rt,
+                        .d = d,
+                        .n = bs,
+                        .part = 1.0,
+                        .t0 = now,
+                        .fn = fn,
+                        .ctx = ctx,
+                        .fold = left,
+                        .w_full = w_full,
+                        .w_last = w_last};
     double t = now;
     for (int64_t j = 0, nb = (left + bs - 1) / bs; j < nb; j++)
         t += fold_n(c, j) == bs ? w_full : w_last;

@@ -130,9 +130,8 @@ static int device_row(store *st, sqlite3_stmt *s, int64_t run_id, size_t i, void
     if (i >= r->n_devices || sqlite3_column_int64(s, 0) != (int64_t)i)
         return corrupt(st, run_id, "device", err);
     res_device *d = &r->devices[i];
-    snprintf(d->name, sizeof d->name, "%s", store_col_text(s, 1));
-    snprintf(d->group, sizeof d->group, "%s", store_col_text(s, 2));
-    snprintf(d->kind, sizeof d->kind, "%s", store_col_text(s, 3));
+    if (res_device_names(r, i, store_col_text(s, 1), store_col_text(s, 2), store_col_text(s, 3)))
+        return dp_err_set(err, DP_ENOMEM, "%s: out of memory reading run %lld", st->path, (long long)run_id);
     d->samples = sqlite3_column_int64(s, 4);
     d->batches = sqlite3_column_int64(s, 5);
     d->compute_s = store_col_double(s, 6);

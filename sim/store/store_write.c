@@ -259,12 +259,12 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
         const res_device *d = &r->devices[i];
         sqlite3_bind_int64(dev, 1, run_id);
         sqlite3_bind_int64(dev, 2, (int64_t)i);
-        /* Fixed arrays: bound by length so a missing terminator cannot overrun.
+        /* Bound by length (the records' strings are cut to these).
          * SQLITE_STATIC: r outlives the statement's step (no copy of three
          * strings per row: 10^6 rows). */
-        sqlite3_bind_text(dev, 3, d->name, (int)strnlen(d->name, sizeof d->name), SQLITE_STATIC);
-        sqlite3_bind_text(dev, 4, d->group, (int)strnlen(d->group, sizeof d->group), SQLITE_STATIC);
-        sqlite3_bind_text(dev, 5, d->kind, (int)strnlen(d->kind, sizeof d->kind), SQLITE_STATIC);
+        sqlite3_bind_text(dev, 3, d->name, (int)strnlen(d->name, RES_NAME_MAX), SQLITE_STATIC);
+        sqlite3_bind_text(dev, 4, d->group, (int)strnlen(d->group, RES_GROUP_MAX), SQLITE_STATIC);
+        sqlite3_bind_text(dev, 5, d->kind, (int)strnlen(d->kind, RES_KIND_MAX), SQLITE_STATIC);
         sqlite3_bind_int64(dev, 6, d->samples);
         sqlite3_bind_int64(dev, 7, d->batches);
         sqlite3_bind_double(dev, 8, d->compute_s);

@@ -171,9 +171,9 @@ int sweep_wire_pack_run(const res_run *r, uint8_t **out, size_t *len, dp_err *er
     put_u64(&w, r->n_devices);
     for (size_t i = 0; i < r->n_devices; i++) {
         const res_device *d = &r->devices[i];
-        put_str(&w, d->name, sizeof d->name);
-        put_str(&w, d->group, sizeof d->group);
-        put_str(&w, d->kind, sizeof d->kind);
+        put_str(&w, d->name, RES_NAME_MAX);
+        put_str(&w, d->group, RES_GROUP_MAX);
+        put_str(&w, d->kind, RES_KIND_MAX);
         put_i64(&w, d->samples);
         put_i64(&w, d->batches);
         put_f64(&w, d->compute_s);
@@ -279,9 +279,12 @@ int sweep_wire_unpack_run(const uint8_t *buf, size_t len, res_run **out, dp_err 
         r->wall_s = wall;
         for (size_t i = 0; i < nd && !b->bad; i++) {
             res_device *d = &r->devices[i];
-            get_fixed(b, d->name, sizeof d->name);
-            get_fixed(b, d->group, sizeof d->group);
-            get_fixed(b, d->kind, sizeof d->kind);
+            char name[RES_NAME_MAX + 1], group[RES_GROUP_MAX + 1], kind[RES_KIND_MAX + 1];
+            get_fixed(b, name, sizeof name);
+            get_fixed(b, group, sizeof group);
+            get_fixed(b, kind, sizeof kind);
+            if (!b->bad && res_device_names(r, i, name, group, kind))
+                oom = 1, b->bad = 1;
             d->samples = get_i64(b);
             d->batches = get_i64(b);
             d->compute_s = get_f64(b);
