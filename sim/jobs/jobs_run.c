@@ -162,6 +162,16 @@ static double goal_progress(const job_spec *js)
     return js->scn->training.epochs * (double)js->scn->dataset.samples / eff_params_m0(js->eff);
 }
 
+/* The global batch of devices map[0..n) of s (map NULL: its first n):
+ * their per-device batches summed. */
+static double global_batch(const scn_scenario *s, const size_t *map, size_t n)
+{
+    double M = 0;
+    for (size_t d = 0; d < n; d++)
+        M += s->groups[s->devices[map ? map[d] : d].group].batch;
+    return M;
+}
+
 /* Progress after n more epochs at batch M from (p, epochs done). */
 static double progress_after(const job_spec *js, double p, int done, int n, double M)
 {
@@ -241,12 +251,8 @@ static double alone_run(const jobs_spec *js, size_t i, int n, int to_goal, uint6
     sub->failures = 0;
     for (size_t q = 0; q < sub->n_groups; q++)
         sub->groups[q].avail = (scn_avail){.data_persists = sub->groups[q].avail.data_persists};
-    if (to_goal && to_progress(js, j)) {
-        double M = 0;
-        for (size_t d = 0; d < sub->n_devices; d++)
-            M += sub->groups[sub->devices[d].group].batch;
-        sub->training.epochs = epochs_to_goal(j, 0, 0, M);
-    }
+    if (to_goal && to_progress(js, j))
+        sub->training.epochs = epochs_to_goal(j, 0, 0, global_batch(sub, NULL, sub->n_devices));
     res_run *r = policy_run(j->policy, sub, seed, err);
     jobs_sub_free(sub);
     double t = r ? r->ttotal_s : NAN;
@@ -466,9 +472,7 @@ static void start_run(jrun *R, jstate *j)
         fail(R, e.code, "%s%s", e.msg, "");
         return;
     }
-    j->run_batch = 0;
-    for (size_t d = 0; d < j->sub->n_devices; d++)
-        j->run_batch += j->sub->groups[j->sub->devices[d].group].batch;
+    j->run_batch = global_batch(j->sub, NULL, j->sub->n_devices);
     j->sub->training.epochs = to_progress(R->js, js) ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
                                       : js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
@@ -952,9 +956,7 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
          * (with efficiency, for the epochs its goal takes on its devices:
          * a run of its own only when they are not its epochs) */
         const job_spec *jp = &js->jobs[i];
-        double M = 0;
-        for (int d = 0; d < jp->want; d++)
-            M += jp->scn->groups[jp->scn->devices[jp->pinned ? jp->pinned[d] : (size_t)d].group].batch;
+        double M = global_batch(jp->scn, jp->pinned, (size_t)jp->want);
         if (!isfinite(j->alone_s = to_progress(js, jp) && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
                                        ? jobs_alone_s(js, i, R.seed, err)
                                        : alone_on(&R, i, jp->want, err)))
