@@ -12,6 +12,8 @@
  * issue makes about them and exits 1 if one fails.  Last, the learner's
  * cost: the same DDP run with and without `learning:` (host seconds).
  */
+#include "learn/ldata.h"
+#include "learn/lmodel.h"
 #include "policy/policy.h"
 #include "policy/runtime.h"
 #include "scenario.h"
@@ -79,6 +81,60 @@ static double epochs_to(const char *policy, int devices, const char *partition, 
     res_run_free(r);
     scn_free(s);
     return e;
+}
+
+/* The arithmetic any learner must do on DDP's schedule at `devices`
+ * devices of one batch an epoch (the 10^3-device case: 1-2 rows each):
+ * every epoch, each device's gradient at the global model added into the
+ * average, one SGD step, and the evaluation the learner makes at each
+ * epoch end (test split and training loss).  No simulation, no bookkeeping:
+ * the floor the learner's cost is measured against. */
+static double sgd_floor(int devices, int epochs)
+{
+    dp_err err = {0};
+    ldata *D = ldata_load("digits", NULL, 0.2, &err);
+    lmodel m;
+    if (!D || lm_init(&m, LM_SOFTMAX, D->dim, D->classes, 0, &err)) {
+        fprintf(stderr, "bench_learn: floor: %s\n", err.msg);
+        exit(2);
+    }
+    ldata_standardize(D);
+    size_t P = m.n_params, n = D->n_train;
+    double *w = calloc(P, sizeof *w), *avg = malloc(P * sizeof *avg), *tmp = malloc(P * sizeof *tmp);
+    size_t *idx = malloc(n * sizeof *idx);
+    if (!w || !avg || !tmp || !idx)
+        exit(2);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    double t0 = now_s(), acc, loss, sink = 0;
+    for (int e = 0; e < epochs; e++) {
+        memset(avg, 0, P * sizeof *avg);
+        if (lm_pack(&m, w))
+            exit(2);
+        for (int d = 0; d < devices; d++) { /* device d's rows: a contiguous share */
+            size_t a = n * (size_t)d / (size_t)devices, b = n * (size_t)(d + 1) / (size_t)devices;
+            if (b > a && lm_grad_add(&m, w, D->x_train, D->y_train, idx + a, b - a, (double)(b - a), avg, tmp))
+                exit(2);
+        }
+        lm_unpack(&m);
+        for (size_t j = 0; j < P; j++)
+            w[j] -= 0.5 * avg[j] / devices;
+        if (lm_pack(&m, w) || lm_eval(&m, w, D->x_test, D->y_test, D->n_test, &acc, &loss) ||
+            lm_eval(&m, w, D->x_train, D->y_train, n, &acc, &loss))
+            exit(2);
+        lm_unpack(&m);
+        sink += acc;
+    }
+    double t = now_s() - t0;
+    if (!(sink >= 0)) /* keeps the loop's results alive */
+        printf("?");
+    free(w);
+    free(avg);
+    free(tmp);
+    free(idx);
+    lm_free(&m);
+    ldata_free(D);
+    return t;
 }
 
 static int cmp(const void *a, const void *b)
@@ -165,8 +221,16 @@ int main(void)
     }
     qsort(w_on, 5, sizeof *w_on, cmp);
     qsort(w_off, 5, sizeof *w_off, cmp);
+    double w_floor[5];
+    for (int k = 0; k < 5; k++)
+        w_floor[k] = sgd_floor(1000, EPOCHS);
+    qsort(w_floor, 5, sizeof *w_floor, cmp);
     printf("cost: DDP, 10^3 devices, digits, %d epochs: %.3f s with the learner, %.3f s without (medians of 5):\n"
-           "%.1fx (issue 39 asks at most 1.2x)\n",
-           EPOCHS, w_on[2], w_off[2], w_on[2] / w_off[2]);
+           "%.1fx (issue 39 asks at most 1.2x, which the arithmetic alone rules out: the bare SGD below takes\n"
+           "%.3f s, %.0fx the run without the learner)\n",
+           EPOCHS, w_on[2], w_off[2], w_on[2] / w_off[2], w_floor[2], w_floor[2] / w_off[2]);
+    printf("floor: the same gradients, steps and evaluations with no simulation around them: %.3f s; the run with\n"
+           "the learner is %.2fx (that floor + the run without it): what the learner adds beyond its arithmetic\n",
+           w_floor[2], w_on[2] / (w_floor[2] + w_off[2]));
     return bad;
 }
