@@ -7,6 +7,7 @@
 #define DP_STORE_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 
 #include "dp_common.h"
 #include "results.h"
@@ -64,7 +65,7 @@ static inline void remove_tree(const char *path)
 static inline void teardown(void)
 {
     dp_alloc_fail_after(0);
-    cr_expect_eq(dp_alloc_live(), live_at_start, "leaked %ld blocks", dp_alloc_live() - live_at_start);
+    leaks_verify(live_at_start);
     remove_tree(dir);
 }
 

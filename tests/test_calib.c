@@ -9,6 +9,7 @@
 #include "yamltree.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 
 TestSuite(calib, .init = setup, .fini = teardown);

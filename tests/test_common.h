@@ -16,6 +16,7 @@
 
 #include "dp_common.h"
 #include "scenario.h"
+#include "leaks.h"
 
 #ifndef REL
 #define REL 1e-9
@@ -34,7 +35,7 @@ static inline void leak_mark(void)
 }
 static inline void leak_check(void)
 {
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 #define TEST_SUITE_NO_LEAKS(name) TestSuite(name, .init = leak_mark, .fini = leak_check)
 

@@ -11,6 +11,7 @@
 #include "yamltree.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 
 TestSuite(efficiency, .init = setup, .fini = teardown);

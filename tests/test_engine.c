@@ -1,6 +1,7 @@
 /* Engine: (time, seq) ordering, cancellation from inside handlers, stale
  * ids, determinism, and no leaks. */
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -35,7 +36,7 @@ static void setup(void)
 }
 static void teardown(void)
 {
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 
 TestSuite(engine, .init = setup, .fini = teardown);

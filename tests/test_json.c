@@ -1,6 +1,7 @@
 /* test_json.c: the streaming JSON writer (sim/base/json.h): separators, string
  * escaping, exact doubles, misuse and out-of-memory latching. */
 #include <criterion/criterion.h>
+#include "leaks.h"
 
 #include "dp_common.h"
 #include "json.h"
@@ -19,7 +20,7 @@ static void setup(void)
 static void teardown(void)
 {
     dp_alloc_fail_after(0);
-    cr_expect_eq(dp_alloc_live(), live_at_start, "leaked %ld blocks", dp_alloc_live() - live_at_start);
+    leaks_verify(live_at_start);
 }
 TestSuite(json, .init = setup, .fini = teardown);
 

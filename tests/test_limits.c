@@ -10,6 +10,7 @@
 #include "yamltree.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static void setup(void)
 }
 static void teardown(void)
 {
-    cr_assert_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 TestSuite(limits, .init = setup, .fini = teardown, .timeout = 60);
 

@@ -10,6 +10,7 @@
  * A live-allocation count is checked after every test (Criterion under
  * ASan does not fail a test on a leak). */
 #include <criterion/criterion.h>
+#include "leaks.h"
 
 #include "dp_common.h"
 #include "plots.h"
@@ -65,7 +66,7 @@ static void teardown(void)
     store_close(st);
     st = NULL;
     remove_tree(dir);
-    cr_expect_eq(dp_alloc_live(), live_at_start, "leaked %ld blocks", dp_alloc_live() - live_at_start);
+    leaks_verify(live_at_start);
 }
 
 TestSuite(plot, .init = setup, .fini = teardown);

@@ -10,6 +10,7 @@
 #include "scenario.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static void setup(void)
 static void teardown(void)
 {
     dp_alloc_fail_after(0);
-    cr_assert_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);

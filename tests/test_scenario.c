@@ -7,6 +7,7 @@
 #include "scenario.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static void setup(void)
 static void teardown(void)
 {
     dp_alloc_fail_after(0);
-    cr_assert_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 TestSuite(scenario, .init = setup, .fini = teardown);
 

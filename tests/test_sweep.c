@@ -9,6 +9,7 @@
 #include "sweep/sweep.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void teardown(void)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     cr_assert(system(cmd) == 0);
-    cr_expect_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 
 TestSuite(sweep, .init = setup, .fini = teardown);

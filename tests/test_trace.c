@@ -4,6 +4,7 @@
 #include "trace.h"
 
 #include <criterion/criterion.h>
+#include "leaks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ static void setup(void)
 }
 static void teardown(void)
 {
-    cr_assert_eq(dp_alloc_live(), live0, "leaked %ld blocks", dp_alloc_live() - live0);
+    leaks_verify(live0);
 }
 TestSuite(trace, .init = setup, .fini = teardown);
 

@@ -443,6 +443,14 @@ static ldata *load_digits(dp_err *err)
     return d;
 }
 
+void ldata_cache_free(void)
+{
+    pthread_mutex_lock(&digits_lock);
+    ldata_free(digits_parsed);
+    digits_parsed = NULL;
+    pthread_mutex_unlock(&digits_lock);
+}
+
 ldata *ldata_load(const char *source, const char *base_dir, double test_fraction, dp_err *err)
 {
     ldata *d = NULL;

@@ -43,6 +43,10 @@ typedef struct ldata {
  * DP_ENOMEM). */
 ldata *ldata_load(const char *source, const char *base_dir, double test_fraction, dp_err *err);
 void ldata_free(ldata *d);
+/* The built-in digits are inflated and parsed once a process and kept for
+ * later loads; this releases that copy (tests that count live blocks call
+ * it first; the next load parses again). */
+void ldata_cache_free(void);
 /* Standardise every feature to mean 0 and standard deviation 1 over the
  * training split (the same shift and scale applied to the test split; a
  * constant feature becomes 0). */
