@@ -417,7 +417,7 @@ def keep(i, what, d, pol, detail, note):
     with open(os.path.join(dst, "NOTE"), "wb") as f:
         f.write(("case %d (FUZZ_SEED=%d): %s\ndpsim run case.yaml -p %s --no-db -q --json\n" %
                  (i, SEED, note, pol)).encode() + detail)
-    return (what + "s" if what == "crash" else "timeouts", 0.0)
+    return ("crashes" if what == "crash" else "timeouts", 0.0)
 
 
 def main():
