@@ -47,6 +47,7 @@ typedef struct aps_dev {
     int n;          /* samples of the batch in flight */
     int active;     /* still has work this epoch (or a push not applied) */
     size_t next;    /* SSP wait list link (index + 1, 0 = none) */
+    size_t bucket;  /* SSP: its clock's bucket (index + 1, 0 = none) */
     /* worlds with failures */
     int phase;    /* aps_phase */
     double c0;    /* its compute seconds when it started its pull */
@@ -59,11 +60,22 @@ typedef struct aps_state {
     size_t n;
     cl_ps ps;       /* the server: its queue of arrived pushes and its version */
     size_t working; /* devices active this epoch */
-    /* SSP: active devices per clock value, the minimum clock, and per clock
-     * a FIFO of devices waiting for the minimum to rise */
-    int64_t *at_clock;
-    size_t *w_head, *w_tail;
-    int64_t n_clocks, min_clock, released; /* wait lists up to `released` were drained */
+    /* SSP: the active devices' clocks as buckets (clock, devices) in a list
+     * sorted by clock, so the minimum is the head; a pool of n + 1 (every
+     * device in its own bucket, plus the one a step takes before it frees
+     * its old one).  Memory is O(devices) whatever the steps per epoch or
+     * the bound: an array indexed by clock cost 24 bytes x steps, which a
+     * data set of 10^9 one-sample batches made 64 GB.
+     * The devices waiting for the minimum to rise form one FIFO: a device
+     * waits at clock c only when c - min_clock > s, and its previous clock
+     * c - 1 was at most min_clock + s when it went, so every waiter has
+     * clock min_clock + s + 1, and all go together once the minimum rises. */
+    struct aps_bucket {
+        int64_t clock;
+        size_t count, prev, next; /* indices + 1, 0 = none */
+    } *bk;
+    size_t bk_head, bk_free, w_head, w_tail;
+    int64_t n_clocks, min_clock; /* n_clocks: the minimum when nobody is counted */
     cl_stats cs;
     /* worlds with failures (scenarios/README.md) */
     int fail_on;
@@ -150,34 +162,85 @@ static int may_go(const aps_state *st, const aps_dev *v)
 
 static void wait_push(aps_state *st, aps_dev *v)
 {
-    int64_t c = v->clock;
     v->phase = AP_WAIT;
     v->next = 0;
-    if (st->w_tail[c])
-        st->dev[st->w_tail[c] - 1].next = v->d + 1;
+    if (st->w_tail)
+        st->dev[st->w_tail - 1].next = v->d + 1;
     else
-        st->w_head[c] = v->d + 1;
-    st->w_tail[c] = v->d + 1;
+        st->w_head = v->d + 1;
+    st->w_tail = v->d + 1;
 }
 
-/* The minimum clock may have risen: release the devices now allowed. */
+/* A free bucket for `clock`, linked after `after` (0: at the head). */
+static size_t bucket_new(aps_state *st, size_t after, int64_t clock)
+{
+    size_t b = st->bk_free;
+    struct aps_bucket *k = &st->bk[b - 1];
+    st->bk_free = k->next;
+    size_t nx = after ? st->bk[after - 1].next : st->bk_head;
+    *k = (struct aps_bucket){clock, 0, after, nx};
+    if (nx)
+        st->bk[nx - 1].prev = b;
+    if (after)
+        st->bk[after - 1].next = b;
+    else
+        st->bk_head = b;
+    return b;
+}
+
+/* Device v leaves its clock's bucket (it is done, down or moves on). */
+static void clock_leave(aps_state *st, aps_dev *v)
+{
+    size_t b = v->bucket;
+    struct aps_bucket *k = &st->bk[b - 1];
+    v->bucket = 0;
+    if (--k->count > 0)
+        return;
+    if (k->prev)
+        st->bk[k->prev - 1].next = k->next;
+    else
+        st->bk_head = k->next;
+    if (k->next)
+        st->bk[k->next - 1].prev = k->prev;
+    k->next = st->bk_free;
+    st->bk_free = b;
+}
+
+/* Device v starts the epoch at clock 0 (the list is empty or starts at 0). */
+static void clock_join(aps_state *st, aps_dev *v)
+{
+    size_t b = st->bk_head && st->bk[st->bk_head - 1].clock == 0 ? st->bk_head : bucket_new(st, 0, 0);
+    st->bk[b - 1].count++;
+    v->bucket = b;
+}
+
+/* Device v's push was applied and it goes on: its new clock's bucket
+ * follows its own (the list is sorted, so clock + 1 is next or absent). */
+static void clock_step(aps_state *st, aps_dev *v)
+{
+    size_t b = v->bucket, nx = st->bk[b - 1].next;
+    int64_t c = st->bk[b - 1].clock + 1;
+    if (!nx || st->bk[nx - 1].clock != c)
+        nx = bucket_new(st, b, c);
+    st->bk[nx - 1].count++;
+    clock_leave(st, v);
+    v->bucket = nx;
+}
+
+/* The minimum clock may have risen: release the devices now allowed (the
+ * head's clock is the minimum: clocks only rise and leave). */
 static void release(prt *rt, aps_state *st)
 {
-    while (st->min_clock < st->n_clocks && st->at_clock[st->min_clock] == 0)
-        st->min_clock++;
-    int64_t upto = st->min_clock + st->s;
-    if (upto >= st->n_clocks)
-        upto = st->n_clocks - 1;
-    for (; st->released <= upto; st->released++) {
-        int64_t c = st->released;
-        size_t k = st->w_head[c];
-        st->w_head[c] = st->w_tail[c] = 0;
-        while (k) {
-            aps_dev *v = &st->dev[k - 1];
-            k = v->next;
-            if (v->active) /* else it went down while waiting */
-                pull(rt, v);
-        }
+    st->min_clock = st->bk_head ? st->bk[st->bk_head - 1].clock : st->n_clocks;
+    if (!st->w_head || st->dev[st->w_head - 1].clock > st->min_clock + st->s)
+        return;
+    size_t k = st->w_head;
+    st->w_head = st->w_tail = 0; /* a pull below may start a new list */
+    while (k) {
+        aps_dev *v = &st->dev[k - 1];
+        k = v->next;
+        if (v->active) /* else it went down while waiting */
+            pull(rt, v);
     }
 }
 
@@ -217,14 +280,17 @@ static void applied(prt *rt, void *ctx)
     aps_state *st = prt_state(rt);
     aps_dev *v = &st->dev[cl_ps_pop(&st->ps)];
     cl_ps_apply(rt, &st->ps, &st->cs, v->d, v->n, v->pulled);
-    if (st->s >= 0)
-        st->at_clock[v->clock]--;
+    int up = prt_device_up(rt, v->d), goes_on = up && prt_left(rt)[v->d] > 0;
+    if (st->s >= 0) {
+        if (goes_on)
+            clock_step(st, v);
+        else
+            clock_leave(st, v);
+    }
     v->clock++;
-    if (!prt_device_up(rt, v->d)) { /* its push counted; it went down since */
+    if (!up) { /* its push counted; it went down since */
         drop_out(rt, st, v);
-    } else if (prt_left(rt)[v->d] > 0) {
-        if (st->s >= 0)
-            st->at_clock[v->clock]++;
+    } else if (goes_on) {
         if (may_go(st, v))
             pull(rt, v);
         else
@@ -244,15 +310,16 @@ static void reset_clocks(aps_state *st)
 {
     st->working = 0;
     st->min_clock = 0;
-    st->released = 0;
-    for (int64_t c = 0; st->s >= 0 && c < st->n_clocks; c++) {
-        st->at_clock[c] = 0;
-        st->w_head[c] = st->w_tail[c] = 0; /* a device down may be left in one */
-    }
+    st->w_head = st->w_tail = 0; /* a device down may be left in it */
+    st->bk_head = 0;
+    st->bk_free = st->bk ? 1 : 0;
+    for (size_t b = 0; st->bk && b <= st->n; b++)
+        st->bk[b].next = b < st->n ? b + 2 : 0;
     for (size_t d = 0; d < st->n; d++) {
         aps_dev *v = &st->dev[d];
         v->clock = 0;
         v->active = 0;
+        v->bucket = 0;
     }
 }
 
@@ -325,7 +392,7 @@ static void epoch_start(prt *rt, aps_state *st)
             st->dev[d].active = 1;
             st->working++;
             if (st->s >= 0)
-                st->at_clock[0]++;
+                clock_join(st, &st->dev[d]);
         }
     if (st->fail_on && resend_lost_data(rt, st))
         return;
@@ -361,7 +428,7 @@ static void aps_on_device(prt *rt, const void *opts, size_t d, int up)
         prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
     }
     if (st->s >= 0)
-        st->at_clock[v->clock]--;
+        clock_leave(st, v);
     drop_out(rt, st, v);
     if (st->s >= 0)
         release(rt, st);
@@ -399,21 +466,19 @@ static int aps_start(prt *rt, const void *opts)
     }
     if (st->s >= 0) {
         st->n_clocks = most + 2;
-        st->at_clock = dp_calloc((size_t)st->n_clocks, sizeof *st->at_clock);
-        st->w_head = dp_calloc((size_t)st->n_clocks, sizeof *st->w_head);
-        st->w_tail = dp_calloc((size_t)st->n_clocks, sizeof *st->w_tail);
-        if (!st->at_clock || !st->w_head || !st->w_tail)
+        st->bk = dp_calloc(n + 1, sizeof *st->bk);
+        if (!st->bk)
             return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory");
     }
     for (size_t d = 0; d < n; d++)
-        st->dev[d] = (aps_dev){rt, d, 0, 0, 0, 0, 0, AP_PULL, 0, 0};
+        st->dev[d] = (aps_dev){.rt = rt, .d = d, .phase = AP_PULL};
     reset_clocks(st);
     for (size_t d = 0; d < n; d++)
         if (prt_share(rt)[d] > 0) {
             st->dev[d].active = 1;
             st->working++;
             if (st->s >= 0)
-                st->at_clock[0]++;
+                clock_join(st, &st->dev[d]);
         }
     return cl_distribute(rt, 0, st->dev, sizeof *st->dev, st->parts, &st->n_parts, on_ready);
 }
@@ -425,9 +490,7 @@ static void aps_free(prt *rt, const void *opts)
     if (st) {
         dp_free(st->dev);
         dp_free(st->parts);
-        dp_free(st->at_clock);
-        dp_free(st->w_head);
-        dp_free(st->w_tail);
+        dp_free(st->bk);
         cl_stats_free(&st->cs);
         cl_ps_free(&st->ps);
     }
