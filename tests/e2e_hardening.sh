@@ -174,20 +174,26 @@ done
 # AddressSanitizer); under a 2 GB address-space limit (not under ASan,
 # whose shadow memory needs far more) the run starts, shows progress and
 # stops on SIGINT.  The signal goes once a progress line is out, so the
-# run is past its start.
+# run is past its start (read through a pipe: no polling, no sleep).
+mkfifo "$T/ssp.fifo"
 (
     ldd "$BIN" 2>/dev/null | grep -q libasan || ulimit -v 2000000
     exec env DPSIM_PROGRESS_EVERY=0 "$BIN" run "$TINY" --policy asyncps --no-db \
         --set dataset.samples=3000000000 --set dataset.sample_bytes=1B --set devices.cpu.batch=1 \
-        --set policies.asyncps.max_staleness=1 >"$T/ssp.out" 2>"$T/ssp.err"
+        --set policies.asyncps.max_staleness=1 >"$T/ssp.out" 2>"$T/ssp.fifo"
 ) &
 pid=$!
-for _ in $(seq 600); do # the first progress line (at most 60 s)
-    grep -q "events/s" "$T/ssp.err" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
+exec 4<"$T/ssp.fifo"
+while IFS= read -r line <&4; do # until the first progress line (or the end)
+    printf '%s\n' "$line" >>"$T/ssp.err"
+    case $line in *events/s*)
+        kill -INT "$pid" 2>/dev/null || true
+        break
+        ;;
+    esac
 done
-kill -INT "$pid" 2>/dev/null || true
+cat <&4 >>"$T/ssp.err"
+exec 4<&-
 rc=0
 wait "$pid" || rc=$?
 same "$rc" 1 "exit code of the SSP run on 10^9 batches after SIGINT"
