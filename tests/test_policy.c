@@ -424,6 +424,54 @@ Test(policy, permanent_outage_is_a_run_error)
     rmdir(dir);
 }
 
+/* The same dead download beside another device's idle upload whose trace
+ * loops: each of its changes queues a re-share at its instant
+ * (reshare_light), so the stall check, every 4096 events, always met one
+ * pending and the run went on to the event limit (2e9 events, many
+ * minutes; found by fuzz_scenarios).  It stalls as above.  Whether a check
+ * lands after a change or after its re-share depends on the events before:
+ * with the download dying at 0.3 s every check did. */
+Test(policy, dead_download_beside_an_idle_looping_upload_stalls)
+{
+    static const char *DEAD = "name: dead\n"
+                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
+                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
+                              "training: { epochs: 1 }\n"
+                              "devices:\n"
+                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                              "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n"
+                              "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+                              "      link: { down: 8Mbps, latency: 1ms, up_trace: { file: tick.csv, loop: true } } }\n";
+    char dir[] = "/tmp/dpsim-test-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char csv[256], tick[256], yaml[256];
+    snprintf(csv, sizeof csv, "%s/dead.csv", dir);
+    snprintf(tick, sizeof tick, "%s/tick.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
+    FILE *f = fopen(csv, "w");
+    fputs("time_s,bandwidth_bps\n0,1000\n0.3,0\n", f);
+    fclose(f);
+    f = fopen(tick, "w");
+    fputs("time_s,bandwidth_bps\n0,1000000\n0.01,2000000\n0.02,1000000\n", f);
+    fclose(f);
+    f = fopen(yaml, "w");
+    fputs(DEAD, f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_ERUN);
+    cr_expect(strstr(err.msg, "stalled") && strstr(err.msg, "a.down"), "%s", err.msg);
+    res_run_free(r);
+    scn_free(s);
+    remove(csv);
+    remove(tick);
+    remove(yaml);
+    rmdir(dir);
+}
+
 /* DDP whose ring meets a link that died after the data arrived: the run
  * stalls mid-collective, and the collective's state is freed with the run
  * (it leaked 48 bytes; the suite's teardown counts live blocks). */

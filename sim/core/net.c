@@ -335,6 +335,11 @@ size_t net_trace_events(const net *n)
     return n->trace_events;
 }
 
+int net_reshare_pending(const net *n)
+{
+    return !n->g && n->reshare_ev != 0;
+}
+
 /* Link l carries nothing now and never will, as far as the net knows (an
  * outage's end or a capacity set from outside are the caller's events). */
 static int dead_for_good(const net *n, int l)

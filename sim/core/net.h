@@ -183,6 +183,10 @@ size_t net_flows_pending(const net *n); /* still in their latency phase */
 /* Trace changes scheduled on the engine: when they are all it holds, only
  * capacities can change from here on. */
 size_t net_trace_events(const net *n);
+/* 1 while a single run's re-share is queued at the current instant (a
+ * trace change on a link no flow crosses still queues one: reshare_light);
+ * 0 otherwise, and always in a shared world (its domains queue theirs). */
+int net_reshare_pending(const net *n);
 /* 1 if every flow is past its latency phase and crosses a link whose
  * capacity is 0 and never rises again (no trace, or a trace that stays at
  * 0): nothing but a caller's action can move them.  Names one such link in

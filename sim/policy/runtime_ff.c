@@ -887,13 +887,18 @@ void policy_set_progress(policy_progress_fn fn, void *ctx)
  * changing.  When the engine holds nothing but trace changes, no device
  * computes and every flow crosses such a dead link, nothing can ever move
  * again: the run ends with the stall message instead of running to the
- * event limit.  Checked with the progress line, every 4096 events. */
+ * event limit.  Checked with the progress line, every 4096 events.  A
+ * change on an idle link queues a re-share at its instant (net_share.c,
+ * reshare_light), so half the checks of a world whose only live trace is
+ * such a link's see one: it counts with the trace changes (missing it,
+ * a dead download beside an idle looping upload ran to the limit). */
 static int stalled_for_good(prt *rt)
 {
     net *n = world_net(rt->w);
     char dead[256];
     if (rt->finished || rt->failed || TL(rt)->computing > 0 || net_trace_events(n) == 0 ||
-        sim_pending(rt->e) != net_trace_events(n) || !net_stuck_for_good(n, dead, sizeof dead))
+        sim_pending(rt->e) != net_trace_events(n) + (size_t)net_reshare_pending(n) ||
+        !net_stuck_for_good(n, dead, sizeof dead))
         return 0;
     prt_fail(rt, DP_ERUN,
              "simulation stalled at t = %.6g s with %zu transfer(s) unfinished: zero capacity with no "
