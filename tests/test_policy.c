@@ -44,7 +44,6 @@ static const char *TWO = "name: two\n"
 
 TEST_SUITE_NO_LEAKS(policy);
 
-
 static void expect_epochs(const res_run *r, const double *ends, size_t n)
 {
     cr_assert_eq(r->n_epochs, n);
@@ -311,7 +310,6 @@ Test(policy, cadp_excluded_device_moves_nothing)
     scn_free(s);
 }
 
-
 /* Same scenario, same seed: identical numbers, bit for bit, with noise. */
 Test(policy, deterministic_with_noise)
 {
@@ -381,47 +379,84 @@ Test(policy, analytic_equals_flows_without_sharing)
     expect_close(t[1][1], t[0][1]);
 }
 
+/* Scenario text `yaml` loaded from a fresh directory `dir` (a
+ * "/tmp/dpsim-test-XXXXXX" buffer) beside its trace files, given as
+ * name/contents pairs ended by NULL; stall_world_drop removes them. */
+static scn_scenario *stall_world(char *dir, const char *yaml, const char *const *files)
+{
+    cr_assert(mkdtemp(dir));
+    char path[256];
+    for (size_t i = 0; files[i]; i += 2) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(files[i + 1], f);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/world.yaml", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(yaml, f);
+    fclose(f);
+    dp_err err = {0};
+    scn_scenario *s = scn_load_file(path, NULL, 0, &err);
+    cr_assert(s, "%s", err.msg);
+    return s;
+}
+
+static void stall_world_drop(const char *dir, scn_scenario *s, const char *const *files)
+{
+    char path[256];
+    scn_free(s);
+    for (size_t i = 0; files[i]; i += 2) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/world.yaml", dir);
+    remove(path);
+    rmdir(dir);
+}
+
+/* `policy` on s fails with the stall message naming `link`, and frees
+ * everything it held. */
+static void expect_stalls_on(const char *policy, const scn_scenario *s, const char *link)
+{
+    long live = dp_alloc_live();
+    dp_err err = {0};
+    res_run *r = policy_run(policy_find(policy), s, 1, &err);
+    cr_expect_null(r);
+    cr_expect_eq(err.code, DP_ERUN);
+    cr_expect(strstr(err.msg, "stalled") && strstr(err.msg, link), "%s", err.msg);
+    res_run_free(r);
+    cr_expect_eq(dp_alloc_live(), live, "leaked %ld blocks", dp_alloc_live() - live);
+}
+
+/* The stall worlds' model, data and first device, a (its link follows). */
+#define STALL_HEAD                                                                                           \
+    "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"                                            \
+    "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"                                                 \
+    "training: { epochs: 1 }\n"                                                                              \
+    "devices:\n"                                                                                             \
+    "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+
 /* A link dead forever stalls the run: an error, not a hang or a crash. */
 Test(policy, permanent_outage_is_a_run_error)
 {
-    static const char *DEAD = "name: dead\n"
-                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
-                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
-                              "training: { epochs: 1 }\n"
-                              "devices:\n"
-                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n";
+    static const char *DEAD =
+        "name: dead\n" STALL_HEAD "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n";
+    static const char *const files[] = {"dead.csv", "time_s,bandwidth_bps\n0,1000\n0.5,0\n", NULL};
     char dir[] = "/tmp/dpsim-test-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char csv[256], yaml[256];
-    snprintf(csv, sizeof csv, "%s/dead.csv", dir);
-    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
-    FILE *f = fopen(csv, "w");
-    fputs("time_s,bandwidth_bps\n0,1000\n0.5,0\n", f);
-    fclose(f);
-    f = fopen(yaml, "w");
-    fputs(DEAD, f);
-    fclose(f);
-    dp_err err = {0};
-    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
-    cr_assert(s, "%s", err.msg);
+    scn_scenario *s = stall_world(dir, DEAD, files);
     /* the link's long-run capacity is 0: C-ADP's planner refuses it */
+    dp_err err = {0};
     res_run *r = policy_run(policy_find("cadp"), s, 1, &err);
     cr_expect_null(r);
     cr_expect_eq(err.code, DP_EINPUT);
     cr_expect(strstr(err.msg, "device a: its link to the server has zero mean bandwidth"), "%s", err.msg);
     res_run_free(r);
     /* a policy that does not plan meets the outage in the run */
-    err = (dp_err){0};
-    r = policy_run(policy_find("ddp"), s, 1, &err);
-    cr_expect_null(r);
-    cr_expect_eq(err.code, DP_ERUN);
-    cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
-    res_run_free(r);
-    scn_free(s);
-    remove(csv);
-    remove(yaml);
-    rmdir(dir);
+    expect_stalls_on("ddp", s, "a.down");
+    stall_world_drop(dir, s, files);
 }
 
 /* The same dead download beside another device's idle upload whose trace
@@ -433,43 +468,17 @@ Test(policy, permanent_outage_is_a_run_error)
  * with the download dying at 0.3 s every check did. */
 Test(policy, dead_download_beside_an_idle_looping_upload_stalls)
 {
-    static const char *DEAD = "name: dead\n"
-                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
-                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
-                              "training: { epochs: 1 }\n"
-                              "devices:\n"
-                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n"
-                              "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { down: 8Mbps, latency: 1ms, up_trace: { file: tick.csv, loop: true } } }\n";
+    static const char *DEAD =
+        "name: dead\n" STALL_HEAD "      link: { up: 8Mbps, latency: 1ms, down_trace: dead.csv } }\n"
+        "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+        "      link: { down: 8Mbps, latency: 1ms, up_trace: { file: tick.csv, loop: true } } }\n";
+    static const char *const files[] = {"dead.csv", "time_s,bandwidth_bps\n0,1000\n0.3,0\n", "tick.csv",
+                                        "time_s,bandwidth_bps\n0,1000000\n0.01,2000000\n0.02,1000000\n",
+                                        NULL};
     char dir[] = "/tmp/dpsim-test-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char csv[256], tick[256], yaml[256];
-    snprintf(csv, sizeof csv, "%s/dead.csv", dir);
-    snprintf(tick, sizeof tick, "%s/tick.csv", dir);
-    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
-    FILE *f = fopen(csv, "w");
-    fputs("time_s,bandwidth_bps\n0,1000\n0.3,0\n", f);
-    fclose(f);
-    f = fopen(tick, "w");
-    fputs("time_s,bandwidth_bps\n0,1000000\n0.01,2000000\n0.02,1000000\n", f);
-    fclose(f);
-    f = fopen(yaml, "w");
-    fputs(DEAD, f);
-    fclose(f);
-    dp_err err = {0};
-    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
-    cr_assert(s, "%s", err.msg);
-    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
-    cr_expect_null(r);
-    cr_expect_eq(err.code, DP_ERUN);
-    cr_expect(strstr(err.msg, "stalled") && strstr(err.msg, "a.down"), "%s", err.msg);
-    res_run_free(r);
-    scn_free(s);
-    remove(csv);
-    remove(tick);
-    remove(yaml);
-    rmdir(dir);
+    scn_scenario *s = stall_world(dir, DEAD, files);
+    expect_stalls_on("ddp", s, "a.down");
+    stall_world_drop(dir, s, files);
 }
 
 /* DDP whose ring meets a link that died after the data arrived: the run
@@ -477,40 +486,15 @@ Test(policy, dead_download_beside_an_idle_looping_upload_stalls)
  * (it leaked 48 bytes; the suite's teardown counts live blocks). */
 Test(policy, ddp_stalled_in_a_collective_frees_it)
 {
-    static const char *DEAD = "name: dead-ring\n"
-                              "model: { name: m, params: 1000, flops_per_sample: 1.0e6 }\n"
-                              "dataset: { name: d, samples: 10, sample_bytes: 100 }\n"
-                              "training: { epochs: 1 }\n"
-                              "devices:\n"
-                              "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { down: 8Mbps, latency: 1ms, up_trace: dying.csv } }\n"
-                              "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                              "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n";
+    static const char *DEAD =
+        "name: dead-ring\n" STALL_HEAD "      link: { down: 8Mbps, latency: 1ms, up_trace: dying.csv } }\n"
+        "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+        "      link: { up: 8Mbps, down: 8Mbps, latency: 1ms } }\n";
+    static const char *const files[] = {"dying.csv", "time_s,bandwidth_bps\n0,8000000\n0.5,0\n", NULL};
     char dir[] = "/tmp/dpsim-test-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char csv[256], yaml[256];
-    long live = dp_alloc_live();
-    snprintf(csv, sizeof csv, "%s/dying.csv", dir);
-    snprintf(yaml, sizeof yaml, "%s/dead.yaml", dir);
-    FILE *f = fopen(csv, "w");
-    fputs("time_s,bandwidth_bps\n0,8000000\n0.5,0\n", f);
-    fclose(f);
-    f = fopen(yaml, "w");
-    fputs(DEAD, f);
-    fclose(f);
-    dp_err err = {0};
-    scn_scenario *s = scn_load_file(yaml, NULL, 0, &err);
-    cr_assert(s, "%s", err.msg);
-    res_run *r = policy_run(policy_find("ddp"), s, 1, &err);
-    cr_expect_null(r);
-    cr_expect_eq(err.code, DP_ERUN);
-    cr_expect(strstr(err.msg, "stalled"), "%s", err.msg);
-    res_run_free(r);
-    scn_free(s);
-    cr_expect_eq(dp_alloc_live(), live, "leaked %ld blocks", dp_alloc_live() - live);
-    remove(csv);
-    remove(yaml);
-    rmdir(dir);
+    scn_scenario *s = stall_world(dir, DEAD, files);
+    expect_stalls_on("ddp", s, "a.up");
+    stall_world_drop(dir, s, files);
 }
 
 /* Large scenarios are solved per device group (cadp_solve): the same
@@ -809,7 +793,6 @@ Test(policy, utilisation_counts_the_training_window)
 }
 
 /* ---- analytic collectives see the ring's own link sharing --------------- */
-
 
 Test(policy, analytic_ring_sees_shared_wan)
 {
