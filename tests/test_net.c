@@ -472,6 +472,144 @@ Test(net, held_link_calls_its_holder_first)
     fx_free(&fx);
 }
 
+/* ---- a held link's trace: suspended while held, resumed on release ------
+ * Capacity (B/s) 1e6 from 0, 2e6 from 1 s, 4e6 from 2 s, 1e6 from 3 s
+ * on: held from 0.5 s to 2.5 s, no change fires (the trace
+ * schedules nothing), the capacity stays the one at the hold, and
+ * net_link_trace still says when the next change is due (1 s); on release
+ * the capacity is the trace's at 2.5 s and the next change is at 3 s, as
+ * if nothing had stopped it: a flow started after the release ends at the
+ * same time, to the bit, as on a link never held. */
+static const char held_csv[] = "0,8000000\n1,16000000\n2,32000000\n3,8000000\n";
+
+static trace *held_trace(void)
+{
+    trace_opts o = {TRACE_FMT_CSV, 0, 0, 0, 1};
+    dp_err err = {0};
+    trace *tr = trace_read_buffer("held.csv", held_csv, sizeof held_csv - 1, &o, &err);
+    cr_assert_not_null(tr, "%s", err.msg);
+    return tr;
+}
+
+static int held_id;
+static fixture *held_fx;
+static void held_hold(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)ctx;
+    (void)id;
+    cr_assert_eq(net_link_hold(held_fx->n, held_id, hold_hook, NULL), 0);
+}
+static void held_release(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)ctx;
+    (void)id;
+    net_link_release(held_fx->n, held_id);
+}
+static void held_start(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)e;
+    (void)ctx;
+    (void)id;
+    cr_assert(net_flow_start(held_fx->n, &held_id, 1, 4e6, 0.25, INFINITY, on_done, &held_fx->tags[0]));
+}
+
+Test(net, held_trace_suspends_and_resumes_on_schedule)
+{
+    trace *tr = held_trace();
+    double end[2];
+    for (int hold = 0; hold < 2; hold++) {
+        fixture fx;
+        fx_init(&fx);
+        held_fx = &fx;
+        held_id = net_link_add(fx.n, 0, tr, "wan");
+        cr_assert_eq(held_id, 0);
+        cr_expect_eq(net_trace_events(fx.n), 1);
+        if (hold) {
+            cr_assert(sim_at(fx.e, 0.5, held_hold, NULL));
+            cr_assert(sim_at(fx.e, 2.5, held_release, NULL));
+        }
+        cr_assert(sim_at(fx.e, 2.5, held_start, NULL)); /* after the release: scheduled later */
+        sim_run(fx.e, 0.75);
+        double next;
+        cr_expect_not_null(net_link_trace(fx.n, held_id, &next)); /* the net's copy */
+        cr_expect_eq(next, 1.0, "next change due at %.17g", next);
+        cr_expect_eq(net_trace_events(fx.n), hold ? 0u : 1u, "suspended: nothing scheduled");
+        sim_run(fx.e, 2.25);
+        /* held: the capacity of the hold; else the trace's */
+        cr_expect_eq(net_link_capacity(fx.n, held_id), hold ? 1e6 : 4e6);
+        net_link_trace(fx.n, held_id, &next);
+        cr_expect_eq(next, hold ? 1.0 : 3.0, "next change %.17g", next);
+        sim_run(fx.e, 2.6);
+        cr_expect_eq(net_link_capacity(fx.n, held_id), 4e6);
+        net_link_trace(fx.n, held_id, &next);
+        cr_expect_eq(next, 3.0, "resumed: next change %.17g", next);
+        cr_expect_eq(net_trace_events(fx.n), 1);
+        sim_run(fx.e, 9);
+        cr_assert_eq(fx.lg.n, 1);
+        end[hold] = fx.lg.t[0];
+        /* 0.25 s at 4e6 from 2.75 s, then 3e6 B at 1e6 from 3 s */
+        expect_close(end[hold], 6.0);
+        fx_free(&fx);
+    }
+    cr_expect(memcmp(&end[0], &end[1], sizeof end[0]) == 0, "held %.17g, never held %.17g", end[1], end[0]);
+    trace_free(tr);
+}
+
+/* A flow becoming active on a held traced link: its trace resumes (the
+ * changes due by then applied) before the holder's hook runs, so the
+ * holder's flows see the capacity of now.  The trace then goes on firing;
+ * a release after the hook changes nothing. */
+static double hook_saw_cap;
+static void trace_hold_hook(void *ctx)
+{
+    fixture *fx = ctx;
+    holds_called++;
+    hook_saw_cap = net_link_capacity(fx->n, 0);
+}
+
+Test(net, held_trace_resumes_before_the_holder_hears)
+{
+    trace *tr = held_trace();
+    fixture fx;
+    fx_init(&fx);
+    int l = net_link_add(fx.n, 0, tr, "wan");
+    cr_assert_eq(net_link_hold(fx.n, l, trace_hold_hook, &fx), 0);
+    cr_expect_eq(net_trace_events(fx.n), 0);
+    holds_called = 0;
+    cr_assert(net_flow_start(fx.n, &l, 1, 8e5, 1.5, INFINITY, on_done, &fx.tags[0])); /* active at 1.5 s */
+    sim_run(fx.e, INFINITY);
+    cr_expect_eq(holds_called, 1);
+    cr_expect_eq(hook_saw_cap, 2e6, "the capacity from 1 s: %.17g", hook_saw_cap);
+    cr_assert_eq(fx.lg.n, 1);
+    expect_close(fx.lg.t[0], 1.9); /* 8e5 B at 2e6 B/s from 1.5 s */
+    cr_expect_eq(net_link_capacity(fx.n, l), 1e6); /* every change fired: the one at 3 s last */
+    net_link_release(fx.n, l); /* not held: nothing */
+    cr_expect_eq(net_trace_events(fx.n), 0);
+    fx_free(&fx);
+    trace_free(tr);
+}
+
+/* net_link_account_util: bytes, busy time and a share of the capacity in
+ * use, whatever the capacity now (a traced link's changed since). */
+Test(net, account_util_adds_a_held_periods_statistics)
+{
+    fixture fx;
+    fx_init(&fx);
+    int a = net_link_add(fx.n, 1e6, NULL, "a");
+    net_link_account_util(fx.n, a, 3e6, 3.5, 0.25);
+    expect_close(net_link_bytes(fx.n, a), 3e6);
+    expect_close(net_link_busy_s(fx.n, a), 3.5);
+    expect_close(net_link_peak_util(fx.n, a), 0.25);
+    net_link_account_util(fx.n, a, 1e6, 1, 0.125); /* lower: the peak stays */
+    expect_close(net_link_peak_util(fx.n, a), 0.25);
+    net_link_account_util(fx.n, a, 0, 0, 3); /* at most 1 */
+    expect_close(net_link_peak_util(fx.n, a), 1.0);
+    expect_close(net_link_bytes(fx.n, a), 4e6);
+    fx_free(&fx);
+}
+
 /* net_link_account adds what a lone flow would have: bytes, busy time, and
  * its share of the capacity to the peak. */
 Test(net, account_adds_a_lone_flows_statistics)

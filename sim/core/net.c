@@ -58,6 +58,7 @@ void unhold(net *n, int link_i)
     if (l->hold) {
         net_hold_fn fn = l->hold;
         l->hold = NULL;
+        trace_resume(n, link_i); /* its trace's changes due meanwhile, before the holder's flows */
         /* the holder acts in its own domain (the one that held the link) */
         size_t prev = n->g ? eg_enter(n->g, l->dom) : 0;
         fn(l->hold_ctx);
@@ -180,29 +181,88 @@ void flow_links_end(net *n, flow *f, double bytes)
     }
 }
 
-static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
+static void on_trace_change(sim_engine *e, void *ctx, uint64_t id);
+
+/* Link li's capacity now follows its trace's value v (a change, or those
+ * due while its trace was suspended). */
+static void trace_set_cap(net *n, int li, double v)
 {
-    (void)id;
-    trace_ctx *tc = ctx;
-    net *n = tc->n;
-    n->trace_events--;
-    unhold(n, tc->link);
-    link *l = &n->links[tc->link];
-    double t = sim_now(e), v;
-    const trace *tr = n->own[tc->link].tr;
-    l->nominal = trace_value_at(tr, t);
-    star_cap_change(n, tc->link, l->down ? 0 : l->nominal);
+    link *l = &n->links[li];
+    l->nominal = v;
+    star_cap_change(n, li, l->down ? 0 : l->nominal);
     l->cap = l->down ? 0 : l->nominal;
     n->cap_changes++;
     if (l->n_active > 0)
         mark_dirty(n);
     else
         mark_touched(n);
-    double next = trace_next_change(tr, t, &v);
-    /* A failed sim_at is recorded by the engine (sim_error), which ends
-     * the run: the link must not silently keep this capacity forever. */
-    if (isfinite(next) && sim_at(e, next, on_trace_change, tc))
-        n->trace_events++;
+}
+
+/* tc's next change at `next` (INFINITY: none).  A failed sim_at is
+ * recorded by the engine (sim_error), which ends the run: the link must
+ * not silently keep this capacity forever.  0, or DP_ENOMEM. */
+static int trace_schedule(net *n, trace_ctx *tc, double next)
+{
+    tc->ev = 0;
+    tc->next_t = next;
+    if (!isfinite(next))
+        return 0;
+    if (!(tc->ev = sim_at(n->e, next, on_trace_change, tc)))
+        return DP_ENOMEM;
+    n->trace_events++;
+    return 0;
+}
+
+static void on_trace_change(sim_engine *e, void *ctx, uint64_t id)
+{
+    (void)id;
+    trace_ctx *tc = ctx;
+    net *n = tc->n;
+    n->trace_events--;
+    tc->ev = 0;
+    unhold(n, tc->link);
+    double t = sim_now(e), v;
+    const trace *tr = n->own[tc->link].tr;
+    trace_set_cap(n, tc->link, trace_value_at(tr, t));
+    trace_schedule(n, tc, trace_next_change(tr, t, &v));
+}
+
+static trace_ctx *trace_ctx_of(const net *n, int li)
+{
+    return li >= 0 && (size_t)li < n->owning ? n->own[li].tctx : NULL;
+}
+
+/* A held link's trace stops firing: its pending change is cancelled, its
+ * time kept (the holder integrates the schedule itself, net_link_trace). */
+void trace_suspend(net *n, int li)
+{
+    trace_ctx *tc = trace_ctx_of(n, li);
+    if (!tc || tc->suspended)
+        return;
+    if (tc->ev && sim_cancel(n->e, tc->ev))
+        n->trace_events--;
+    tc->ev = 0;
+    tc->suspended = 1;
+}
+
+/* ... and goes on where its schedule is now: the changes due by now, the
+ * same chain of times on_trace_change would have walked, set the
+ * capacity the last of them gives, and the next is scheduled. */
+void trace_resume(net *n, int li)
+{
+    trace_ctx *tc = trace_ctx_of(n, li);
+    if (!tc || !tc->suspended)
+        return;
+    tc->suspended = 0;
+    const trace *tr = n->own[li].tr;
+    double now = sim_now(n->e), t = tc->next_t, last = NAN, v;
+    while (t <= now) {
+        last = t;
+        t = trace_next_change(tr, t, &v);
+    }
+    if (!isnan(last))
+        trace_set_cap(n, li, trace_value_at(tr, last));
+    trace_schedule(n, tc, t);
 }
 
 int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
@@ -229,19 +289,15 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
         return DP_ENOMEM;
     if (tr) {
         o->tr = trace_copy(tr);
-        o->tctx = dp_malloc(sizeof *o->tctx);
+        o->tctx = dp_calloc(1, sizeof *o->tctx);
         if (!o->tr || !o->tctx)
             return DP_ENOMEM;
         o->tctx->n = n;
         o->tctx->link = idx;
         double t = sim_now(n->e), v;
         l->cap = l->nominal = trace_value_at(o->tr, t);
-        double next = trace_next_change(o->tr, t, &v);
-        if (isfinite(next)) {
-            if (!sim_at(n->e, next, on_trace_change, o->tctx))
-                return DP_ENOMEM;
-            n->trace_events++;
-        }
+        if (trace_schedule(n, o->tctx, trace_next_change(o->tr, t, &v)))
+            return DP_ENOMEM;
     }
     return idx;
 }
@@ -500,18 +556,30 @@ int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
     if (link_i < 0 || (size_t)link_i >= n->n_links || !hook)
         return DP_EINPUT;
     link *l = &n->links[link_i];
-    if (l->hold || l->n_active || link_trace(n, link_i) || !(l->cap > 0) || !isfinite(l->cap))
+    /* a trace is suspended while held: in one engine's time only */
+    if (l->hold || l->n_active || (n->g && link_trace(n, link_i)) || !(l->cap > 0) || !isfinite(l->cap))
         return DP_EINPUT;
     link_touch(n, l); /* its hook runs in this domain (unhold) */
     l->hold = hook;
     l->hold_ctx = ctx;
+    trace_suspend(n, link_i);
     return 0;
 }
 
 void net_link_release(net *n, int link_i)
 {
-    if (link_i >= 0 && (size_t)link_i < n->n_links)
+    if (link_i >= 0 && (size_t)link_i < n->n_links && n->links[link_i].hold) {
         n->links[link_i].hold = NULL;
+        trace_resume(n, link_i);
+    }
+}
+
+const trace *net_link_trace(const net *n, int link_i, double *next_change)
+{
+    const trace *tr = link_i >= 0 && (size_t)link_i < n->n_links ? link_trace(n, link_i) : NULL;
+    if (next_change)
+        *next_change = tr ? n->own[link_i].tctx->next_t : INFINITY;
+    return tr;
 }
 
 static int same_d(double a, double b)
@@ -554,6 +622,18 @@ void net_link_copy_stats(net *n, int from, int to)
         n->adelta[2 * (size_t)to] = n->adelta[2 * (size_t)from];
         n->adelta[2 * (size_t)to + 1] = n->adelta[2 * (size_t)from + 1];
     }
+}
+
+void net_link_account_util(net *n, int link_i, double bytes, double busy_s, double util)
+{
+    if (link_i < 0 || (size_t)link_i >= n->n_links)
+        return;
+    link *l = &n->links[link_i];
+    link_touch(n, l);
+    l->bytes += bytes;
+    l->busy_s += busy_s;
+    if (util > l->peak)
+        l->peak = util > 1 ? 1 : util;
 }
 
 void net_link_account(net *n, int link_i, double bytes, double busy_s, double rate)

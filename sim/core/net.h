@@ -94,14 +94,32 @@ double net_link_busy_s(const net *n, int link);
  * already released; it must start, as real flows, what its schedule still
  * had to send (and release its other links), so the results are those of
  * flows from the start (docs/MODEL.md section 2).
+ * A held link that follows a trace has its trace suspended: its changes
+ * fire no event while it is held (net_link_capacity keeps the value of
+ * the last change before the hold) and the holder reads the schedule
+ * with net_link_trace; when the link is released (net_link_release, or
+ * before hook runs) the changes due meanwhile are applied (the capacity
+ * is the trace's at its last change by now) and the next is scheduled,
+ * at the same times as if it had never stopped.
  * net_link_hold: 0, or DP_EINPUT when the link is held, carries an active
- * flow, follows a trace, has zero or infinite capacity. */
+ * flow, has zero or infinite capacity, or follows a trace under clock
+ * domains (net_set_group). */
 typedef void (*net_hold_fn)(void *ctx);
 int net_link_hold(net *n, int link, net_hold_fn hook, void *ctx);
 void net_link_release(net *n, int link);
+/* The link's trace (NULL: none) and, in *next_change (may be NULL), when
+ * its next change is due (INFINITY: none): the time of its pending event,
+ * or while held (suspended) the time that event would have had.  Its
+ * value from a change at t on is trace_value_at(tr, t), and the change
+ * after is trace_next_change(tr, t, ...), as the net computes them. */
+const trace *net_link_trace(const net *n, int link, double *next_change);
 /* Add bytes, busy seconds and a flow's rate (for the peak utilisation) to
  * a link's statistics, as flows that crossed it alone would have. */
 void net_link_account(net *n, int link, double bytes, double busy_s, double rate);
+/* The same with the share of its capacity in use (for the peak, in
+ * [0, 1]) given instead of a rate: a traced link held while its capacity
+ * changed, whose holder took the highest share over the hold. */
+void net_link_account_util(net *n, int link, double bytes, double busy_s, double util);
 /* Links that move alike (a class of identical devices whose collectives
  * account only the representative's links, sim/policy/collective.c):
  * net_link_same: 1 when a and b have the same capacity and state (idle,

@@ -80,9 +80,16 @@ typedef struct link_aside {
     double bytes, busy, bytes_tot, busy_tot;
 } link_aside;
 
+/* A traced link's schedule (net.c): its pending change event `ev` at
+ * next_t (0 / INFINITY: none).  Suspended while a closed-form schedule
+ * holds the link (net_link_hold): no event, next_t kept; trace_resume
+ * applies what came due meanwhile and schedules the rest. */
 typedef struct trace_ctx {
     net *n;
     int link;
+    int suspended;
+    uint64_t ev;
+    double next_t;
 } trace_ctx;
 
 /* Flows live in fixed chunks so a flow's address is stable: the engine
@@ -409,6 +416,8 @@ static inline void link_busy_dec(net *n, link *l)
 
 /* net.c: links */
 void unhold(net *n, int link_i);
+void trace_suspend(net *n, int link_i);
+void trace_resume(net *n, int link_i);
 void flow_links_end(net *n, flow *f, double bytes);
 
 /* net_flow.c: flows and their ends */

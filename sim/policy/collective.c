@@ -103,10 +103,11 @@ typedef struct pipe {
 
 /* ---- rounds in closed form ---------------------------------------------
  * When every finite link on the ring's paths is crossed by one ring edge
- * only, carries no other flow, follows no trace and devices cannot fail,
- * each flow runs alone at its bottleneck rate (the minimum capacity on its
- * path, and its TCP window cap) from the end of its latency until its last
- * byte: flow i of a round starting at t ends at (t + lat_i) + bytes/rate_i,
+ * only, carries no other flow and devices cannot fail, each flow runs
+ * alone at its bottleneck rate (the minimum capacity on its path, and its
+ * TCP window cap; piecewise constant over a traced link, below) from the
+ * end of its latency until its last byte: flow i of a round starting at t
+ * ends at (t + lat_i) + bytes/rate_i,
  * the round ends at the latest of these, and nothing else can happen on
  * those links.  The collective then holds the links (net_link_hold) and
  * runs its remaining rounds as one event at the end of the last, adding
@@ -118,8 +119,43 @@ typedef struct pipe {
  * simulation's up to rounding (docs/MODEL.md section 2: each flow's rate
  * is the same; only the order of floating-point operations differs, and
  * the per-flow net ends a flow whose remaining bytes fall below 1e-9 of its
- * size at the next event, which this does not). */
+ * size at the next event, which this does not).
+ *
+ * A link that follows a trace can be held too: the net suspends its trace
+ * while held (net_link_hold) and the closed form reads the schedule
+ * itself (net_link_trace).  An edge crossing such a link (a traced edge)
+ * has a piecewise-constant rate: its flow of each round is run as the net
+ * runs a lone flow, change by change of its traced links' capacities
+ * (cte_run: the same times, values and arithmetic, so the same bits), and
+ * a round ends at the latest of the untraced candidates' ends and the
+ * traced edges' ends.  Its links get the bytes, the busy time (each
+ * round's end minus activation) and the highest share of their capacity
+ * in use (net_link_account_util).  On release the net applies the changes
+ * due meanwhile, so what comes after sees the capacity it would have. */
 #define CLOSED_CANDS 8
+/* A traced edge's flow crossing more changes than this in one round: the
+ * rounds go to flows (a trace of very fine steps). */
+#define CTE_MAX_CHANGES 100000
+
+/* A held traced link's schedule as at the hold, and a cursor on it. */
+typedef struct ctlink {
+    const trace *tr;
+    double cap0, next0; /* its capacity at the hold, when its next change was due */
+    double ct, cv, cn;  /* cursor: the last change read (-INFINITY: none), its value, the next */
+} ctlink;
+
+/* A traced edge: its finite links in path order (capacity if untraced,
+ * else its ctlink), and what settling accumulates over rounds. */
+typedef struct ctedge {
+    size_t i;
+    int nl;
+    int link[NET_MAX_PATH];
+    int tl[NET_MAX_PATH]; /* index into closed.tl, or -1 */
+    double cap[NET_MAX_PATH];
+    double lat, wcap;     /* path latency, TCP window cap */
+    double busy;          /* accumulated: seconds its flows were active */
+    double util[NET_MAX_PATH]; /* accumulated: the highest rate / capacity per link */
+} ctedge;
 
 typedef struct closed {
     int round0;   /* the first round run in closed form */
@@ -134,6 +170,12 @@ typedef struct closed {
     int n_cand;
     uint64_t ev; /* the engine event at the end of the last round */
     int lk;      /* on the ring held for good: no per-edge arrays (link classes) */
+    /* traced edges (above); te_of per edge: its index in te, or -1 */
+    ctlink *tl;
+    size_t n_tl, cap_tl;
+    ctedge *te;
+    size_t n_te, cap_te;
+    int *te_of;
 } closed;
 
 /* Off: every round as flows (tests compare both; DPSIM_COLL_PER_FLOW=1
@@ -380,6 +422,9 @@ static void closed_free(coll *c)
     dp_free(c->cf->lat);
     dp_free(c->cf->x);
     dp_free(c->cf->rate);
+    dp_free(c->cf->tl);
+    dp_free(c->cf->te);
+    dp_free(c->cf->te_of);
     dp_free(c->cf);
     c->cf = NULL;
 }
@@ -400,12 +445,104 @@ static void closed_drop(coll *c)
     closed_free(c);
 }
 
-/* Where a round starting at t ends. */
-static double closed_step(const closed *k, double t)
+/* Traced link L's capacity at t (the changes at or before t applied, as
+ * on_trace_change and trace_resume compute them). */
+static double ctl_cap(ctlink *L, double t)
+{
+    if (t < L->ct) {
+        L->ct = -INFINITY;
+        L->cv = L->cap0;
+        L->cn = L->next0;
+    }
+    double v;
+    while (L->cn <= t) {
+        L->ct = L->cn;
+        L->cv = trace_value_at(L->tr, L->ct);
+        L->cn = trace_next_change(L->tr, L->ct, &v);
+    }
+    return L->cv;
+}
+
+/* Traced edge E's lone-flow rate at t, as progressive filling gives it
+ * (its window cap and its finite links' capacities); util (may be NULL)
+ * takes rate / capacity per link where higher. */
+static double cte_rate(closed *k, const ctedge *E, double t, double *util)
+{
+    double rate = E->wcap, cap[NET_MAX_PATH];
+    for (int j = 0; j < E->nl; j++) {
+        cap[j] = E->tl[j] >= 0 ? ctl_cap(&k->tl[E->tl[j]], t) : E->cap[j];
+        rate = fmin(rate, cap[j]);
+    }
+    for (int j = 0; util && j < E->nl; j++)
+        if (cap[j] > 0 && rate / cap[j] > util[j])
+            util[j] = rate / cap[j];
+    return rate;
+}
+
+/* The first change of E's traced links after t (cte_rate(t) first). */
+static double cte_next(closed *k, const ctedge *E)
+{
+    double next = INFINITY;
+    for (int j = 0; j < E->nl; j++)
+        if (E->tl[j] >= 0)
+            next = fmin(next, k->tl[E->tl[j]].cn);
+    return next;
+}
+
+/* E's flow of `chunk` bytes activated at a, run as the net runs a lone
+ * flow (net_impl.h: flow_rem_at, flow_finish, flow_rate_to): its end
+ * (INFINITY: never, or past CTE_MAX_CHANGES).  With stop < its end, *left
+ * gets its remaining bytes at stop.  util (may be NULL): as cte_rate, at
+ * activation and at each change while it runs. */
+static double cte_run(closed *k, const ctedge *E, double chunk, double a, double stop, double *left,
+                      double *util)
+{
+    double r = cte_rate(k, E, a, util), rem = chunk, tl = a;
+    double fin = rem <= 0 ? a : r > 0 ? (isinf(r) ? a : a + rem / r) : INFINITY;
+    for (int n = 0;; n++) {
+        double tc = cte_next(k, E);
+        if (!(tc < fin) || tc > stop)
+            break;
+        if (n == CTE_MAX_CHANGES)
+            return INFINITY;
+        double r2 = cte_rate(k, E, tc, util);
+        if (r2 == r)
+            continue; /* lazy progress: an unchanged rate changes nothing */
+        double dt = tc - tl;
+        if (dt > 0 && r > 0) {
+            rem = isinf(r) ? 0 : rem - r * dt;
+            rem = rem > 0 ? rem : 0;
+        }
+        tl = tc;
+        r = r2;
+        fin = rem <= 0 ? tc : r > 0 ? (isinf(r) ? tc : tc + rem / r) : INFINITY;
+    }
+    if (left && stop < fin) {
+        double dt = stop - tl, x = rem;
+        if (dt > 0 && r > 0) {
+            x = isinf(r) ? 0 : rem - r * dt;
+            x = x > 0 ? x : 0;
+        }
+        *left = x;
+    }
+    return fin;
+}
+
+/* Where a round of c starting at t ends; with acc, each traced edge's
+ * busy time and peak shares over it are added to its record. */
+static double closed_step(const coll *c, closed *k, double t, int acc)
 {
     double end = -INFINITY;
     for (int j = 0; j < k->n_cand; j++) {
         double e = (t + k->cand_lat[j]) + k->cand_x[j];
+        if (e > end)
+            end = e;
+    }
+    for (size_t u = 0; u < k->n_te; u++) {
+        ctedge *E = &k->te[u];
+        double a = t + E->lat, e = cte_run(k, E, c->chunk, a, INFINITY, NULL, acc ? E->util : NULL);
+        if (acc)
+            E->busy += e - a;
         if (e > end)
             end = e;
     }
@@ -438,17 +575,31 @@ static void closed_settle(coll *c, double rounds)
         return;
     }
     net *n = world_net(c->rt->w);
+    closed *k = c->cf;
     int acc = rounds > 0;
+    if (acc && k->n_te) { /* the traced edges round by round, from the first */
+        for (size_t u = 0; u < k->n_te; u++) {
+            k->te[u].busy = 0;
+            memset(k->te[u].util, 0, sizeof k->te[u].util);
+        }
+        double t = k->t0;
+        for (int r = 0; r < (int)rounds; r++)
+            t = closed_step(c, k, t, 1);
+    }
     for (size_t i = 0; i < c->m; i++) {
         int buf[NET_MAX_PATH];
         size_t nl;
         double lat;
         const int *links = edge_links(c, i, buf, &nl, &lat);
-        for (size_t j = 0; j < nl; j++)
+        const ctedge *E = k->te_of && k->te_of[i] >= 0 ? &k->te[k->te_of[i]] : NULL;
+        for (size_t j = 0, f = 0; j < nl; j++)
             if (isfinite(net_link_capacity(n, links[j]))) {
                 net_link_release(n, links[j]);
-                if (acc)
-                    net_link_account(n, links[j], rounds * c->chunk, rounds * c->cf->x[i], c->cf->rate[i]);
+                if (acc && E)
+                    net_link_account_util(n, links[j], rounds * c->chunk, E->busy, E->util[f]);
+                else if (acc)
+                    net_link_account(n, links[j], rounds * c->chunk, rounds * k->x[i], k->rate[i]);
+                f++;
             }
     }
 }
@@ -476,6 +627,33 @@ static void round_done_ev(prt *rt, void *ctx)
  * with what they have left, and go on with flows. */
 static int lk_edges(coll *c);
 
+/* Traced edge E's flow of the round started at t, at a takeback now: its
+ * links get what it carried by now; what it has left starts as a flow
+ * (*pending counts it).  0, or DP_ENOMEM (the run failed). */
+static int closed_takeback_traced(coll *c, closed *k, ctedge *E, double t, double now, const int *links, size_t nl,
+                                  int *pending)
+{
+    prt *rt = c->rt;
+    net *n = world_net(rt->w);
+    double util[NET_MAX_PATH] = {0}, a = t + E->lat, left = c->chunk, delay = 0;
+    double end = a <= now ? cte_run(k, E, c->chunk, a, now, &left, util) : INFINITY;
+    double sent = end <= now ? c->chunk : a <= now ? c->chunk - left : 0;
+    if (a <= now)
+        for (size_t j = 0, f = 0; j < nl; j++)
+            if (isfinite(net_link_capacity(n, links[j])))
+                net_link_account_util(n, links[j], sent, fmin(end, now) - a, util[f++]);
+    if (end <= now)
+        return 0;
+    if (a > now)
+        delay = a - now;
+    uint64_t id = world_flow_start(rt->w, links, nl, left, delay, E->wcap, on_flow, c);
+    if (!id)
+        return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
+    net_flow_set_rtt(n, id, 2 * E->lat);
+    (*pending)++;
+    return 0;
+}
+
 static void closed_takeback(void *ctx)
 {
     coll *c = ctx;
@@ -490,7 +668,7 @@ static void closed_takeback(void *ctx)
     }
     double now = sim_now(rt->e), t = k->t0;
     int r = k->round0;
-    for (double next; r < c->rounds && (next = closed_step(k, t)) <= now; r++)
+    for (double next; r < c->rounds && (next = closed_step(c, k, t, 0)) <= now; r++)
         t = next;
     sim_cancel(rt->e, k->ev);
     closed_settle(c, (double)(r - k->round0));
@@ -503,6 +681,12 @@ static void closed_takeback(void *ctx)
         double lat;
         const int *el = edge_links(c, i, lbuf, &nl, &lat);
         memcpy(links, el, nl * sizeof *links); /* world_flow_start may not keep a pointer into the cache */
+        ctedge *E = k->te_of && k->te_of[i] >= 0 ? &k->te[k->te_of[i]] : NULL;
+        if (E) {
+            if (closed_takeback_traced(c, k, E, t, now, links, nl, &c->pending))
+                break;
+            continue;
+        }
         double a = t + k->lat[i], end = a + k->x[i], left = c->chunk, delay = 0;
         if (end <= now) {
             left = 0; /* done */
@@ -539,6 +723,54 @@ static void closed_takeback(void *ctx)
  * it (above): 1 if so, 0 to run them as flows. */
 static int lk_start(coll *c);
 
+/* Room for need elements at *p: 0, or -1 out of memory. */
+static int cgrow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? 2 * *cap : 4;
+    nc = nc < need ? need : nc;
+    void *np = dp_realloc(*p, nc * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+/* Edge i's finite links, held by the caller, as a traced edge: their
+ * capacities, and the traced ones' schedules as at the hold.  0, or -1
+ * out of memory. */
+static int cte_add(coll *c, closed *k, size_t i, const int *links, size_t nl, double lat)
+{
+    net *n = world_net(c->rt->w);
+    if (cgrow((void **)&k->te, &k->cap_te, k->n_te + 1, sizeof *k->te))
+        return -1;
+    ctedge *E = &k->te[k->n_te];
+    memset(E, 0, sizeof *E);
+    E->i = i;
+    E->lat = lat;
+    E->wcap = window_cap(c->rt, lat);
+    for (size_t j = 0; j < nl; j++) {
+        double cap = net_link_capacity(n, links[j]), next;
+        if (!isfinite(cap))
+            continue;
+        const trace *tr = net_link_trace(n, links[j], &next);
+        E->link[E->nl] = links[j];
+        E->cap[E->nl] = cap;
+        E->tl[E->nl] = -1;
+        if (tr) {
+            if (cgrow((void **)&k->tl, &k->cap_tl, k->n_tl + 1, sizeof *k->tl))
+                return -1;
+            k->tl[k->n_tl] = (ctlink){tr, cap, next, -INFINITY, cap, next};
+            E->tl[E->nl] = (int)k->n_tl++;
+        }
+        E->nl++;
+    }
+    k->te_of[i] = (int)k->n_te++;
+    return 0;
+}
+
 static int closed_start(coll *c)
 {
     prt *rt = c->rt;
@@ -555,7 +787,8 @@ static int closed_start(coll *c)
     k->lat = dp_malloc(c->m * sizeof *k->lat);
     k->x = dp_malloc(c->m * sizeof *k->x);
     k->rate = dp_malloc(c->m * sizeof *k->rate);
-    if (!k->lat || !k->x || !k->rate) {
+    k->te_of = dp_malloc(c->m * sizeof *k->te_of);
+    if (!k->lat || !k->x || !k->rate || !k->te_of) {
         closed_free(c);
         return 0;
     }
@@ -565,27 +798,36 @@ static int closed_start(coll *c)
         size_t nl;
         const int *links = edge_links(c, i, buf, &nl, &k->lat[i]);
         double rate = window_cap(rt, k->lat[i]);
+        int traced = 0;
+        k->te_of[i] = -1;
         for (size_t j = 0; j < nl; j++) {
             double cap = net_link_capacity(n, links[j]);
             if (!isfinite(cap))
                 continue;
-            if (net_link_hold(n, links[j], closed_takeback, c)) { /* shared, busy, traced or stalled */
+            if (net_link_hold(n, links[j], closed_takeback, c)) { /* shared, busy or stalled */
                 closed_release(c, i, j);
                 closed_free(c);
                 return 0;
             }
+            traced |= net_link_trace(n, links[j], NULL) != NULL;
             rate = fmin(rate, cap);
         }
-        k->rate[i] = rate;
-        k->x[i] = c->chunk > 0 ? c->chunk / rate : 0;
-        slowest = fmax(slowest, k->lat[i] + k->x[i]);
+        if (traced && cte_add(c, k, i, links, nl, k->lat[i])) {
+            closed_release(c, c->m, 0);
+            closed_free(c);
+            return 0;
+        }
+        k->rate[i] = traced ? NAN : rate;
+        k->x[i] = traced ? NAN : c->chunk > 0 ? c->chunk / rate : 0;
+        if (!traced)
+            slowest = fmax(slowest, k->lat[i] + k->x[i]);
     }
-    /* the edges that can end a round: within rounding of the slowest over
-     * the whole schedule (8 ulps of its last end) */
+    /* the untraced edges that can end a round: within rounding of the
+     * slowest over the whole schedule (8 ulps of its last end) */
     double t0 = sim_now(rt->e), horizon = t0 + (double)(c->rounds - c->round + 1) * slowest;
     double eps = 8 * DBL_EPSILON * horizon;
     for (size_t i = 0; i < c->m; i++) {
-        if (k->lat[i] + k->x[i] < slowest - eps)
+        if (k->te_of[i] >= 0 || k->lat[i] + k->x[i] < slowest - eps)
             continue;
         int seen = 0;
         for (int j = 0; j < k->n_cand && !seen; j++)
@@ -603,9 +845,9 @@ static int closed_start(coll *c)
     k->round0 = c->round;
     k->t0 = t0;
     double t = t0;
-    for (int r = c->round; r < c->rounds; r++)
-        t = closed_step(k, t);
-    if (!(k->ev = sim_at(rt->e, t, closed_end, c))) {
+    for (int r = c->round; r < c->rounds && isfinite(t); r++)
+        t = closed_step(c, k, t, 0);
+    if (!isfinite(t) || !(k->ev = sim_at(rt->e, t, closed_end, c))) { /* a traced edge that never ends: flows */
         closed_release(c, c->m, 0);
         closed_free(c);
         return 0;
@@ -865,7 +1107,7 @@ static int lk_start(coll *c)
     k->t0 = t0;
     double t = t0;
     for (int r = c->round; r < c->rounds; r++)
-        t = closed_step(k, t);
+        t = closed_step(c, k, t, 0);
     c->cf = k;
     if (!(k->ev = sim_at(rt->e, t, closed_end, c))) {
         closed_free(c);
