@@ -426,6 +426,8 @@ static void stop_run(jrun *R, jstate *j, int finished)
         if (!finished || to_progress(R->js, &R->js->jobs[j->i]))
             j->epochs_done += k;
         res_run *r = pjob_results(j->job);
+        if (!r) /* out of memory for the run's records */
+            fail(R, DP_ENOMEM, "job %s: out of memory for its results%s", R->js->jobs[j->i].name, "");
         account(R, j, r);
         res_run_free(r);
         pjob_stop(j->job);

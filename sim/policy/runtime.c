@@ -202,7 +202,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     if (!(rt->w = w ? w : world_new(s, seed, err)))
         goto fail;
     rt->e = world_engine(rt->w);
-    if (!(rt->r = res_run_new(n, err)))
+    if (!(rt->r = res_run_new_deferred(n, err))) /* its device records at the end (prt_results) */
         goto fail;
     snprintf(rt->r->policy, sizeof rt->r->policy, "%s", policy);
     rt->r->seed = seed;
@@ -210,6 +210,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     rt->left = dp_calloc(n, sizeof *rt->left);
     rt->epoch = 1;
     rt->ready_s = dp_calloc(n, sizeof *rt->ready_s);
+    rt->data_ready_s = dp_calloc(n, sizeof *rt->data_ready_s);
     rt->pending = dp_calloc(n, sizeof *rt->pending);
     rt->act = dp_calloc(n, sizeof *rt->act);
     rt->act_since = dp_calloc(n, sizeof *rt->act_since);
@@ -228,7 +229,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     tl->seg_t0 = dp_calloc(n, sizeof *tl->seg_t0);
-    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
+    if (!rt->share || !rt->left || !rt->ready_s || !rt->data_ready_s || !rt->pending || !rt->act || !rt->act_since ||
         !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
         !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
         !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
@@ -248,15 +249,8 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     ff_init(rt);
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
-    for (size_t d = 0; d < n; d++) {
+    for (size_t d = 0; d < n; d++)
         rt->act[d] = RES_ACT_WAIT;
-        const scn_device *dv = &s->devices[d];
-        const scn_group *g = &s->groups[dv->group];
-        if (res_device_names(rt->r, d, dv->name, g->name, g->kind == SCN_GPU ? "gpu" : "cpu")) {
-            dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
-            goto fail;
-        }
-    }
     return rt;
 fail:
     prt_free(rt);
@@ -278,6 +272,7 @@ void prt_free(prt *rt)
     dp_free(rt->share);
     dp_free(rt->left);
     dp_free(rt->ready_s);
+    dp_free(rt->data_ready_s);
     dp_free(rt->pending);
     dp_free(rt->act);
     dp_free(rt->act_since);
@@ -482,10 +477,25 @@ res_run *prt_results(prt *rt)
     dyn_stats(rt, T);
     if (energy_results(rt, r))
         fail_oom(rt);
+    /* the device records, made now rather than held through the run (the
+     * folded sums above are freed first) */
+    if (res_run_devices(r)) {
+        dp_err_set(rt->err, DP_ENOMEM, "out of memory for the results of %zu devices", rt->n);
+        return NULL;
+    }
+    for (size_t d = 0; d < rt->n; d++) {
+        const scn_device *dv = &rt->s->devices[d];
+        const scn_group *g = &rt->s->groups[dv->group];
+        if (res_device_names(r, d, dv->name, g->name, g->kind == SCN_GPU ? "gpu" : "cpu")) {
+            dp_err_set(rt->err, DP_ENOMEM, "out of memory for the results of %zu devices", rt->n);
+            return NULL;
+        }
+    }
     double busy = 0;
     net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {
         res_device *rd = &r->devices[d];
+        rd->data_ready_s = rt->data_ready_s[d];
         rd->samples = rt->share[d];
         rd->batches = rt->batches[d];
         rd->compute_s = rt->busy_compute[d];

@@ -22,6 +22,7 @@ struct prt {
     int64_t *left;   /* samples left in the current epoch, per device */
     int epoch;       /* current epoch, 1-based */
     double *ready_s; /* when data and model had arrived */
+    double *data_ready_s; /* when it held its full data share (the results' device records, made at the end) */
     int *pending;    /* outstanding initial transfers per device */
     double tsend_s;  /* when the last device held its data */
     int finished;    /* the policy declared the end */
