@@ -102,8 +102,16 @@ typedef struct flow {
     net *n;
     uint32_t index;
     uint32_t gen;
-    int state;
-    int np;
+    /* small enums and flags as bytes (192 bytes in all, one per flow:
+     * 10^5-10^6 of them) */
+    uint8_t state;  /* FLOW_FREE, FLOW_PENDING, FLOW_ACTIVE */
+    uint8_t np;     /* links on its path, at most NET_MAX_PATH */
+    uint8_t frozen;
+    uint8_t sset;   /* star fast path (net_star.c): STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    union {
+        uint32_t next_free; /* the free list's next, while free */
+        uint32_t apos;      /* position in n->active, while active */
+    };
     int path[NET_MAX_PATH];
     double bytes, remaining, rate, cap, finish_t;
     double tl; /* when `remaining` was last brought up to date (general path) */
@@ -112,11 +120,7 @@ typedef struct flow {
     void *ctx;
     uint64_t seq;
     uint64_t act_ev; /* the end of its latency phase, while pending */
-    uint32_t next_free;
-    int frozen;
-    uint32_t apos; /* position in n->active while active */
     /* star fast path (net_star.c) */
-    int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
     uint32_t hub;     /* its hub (0: it crosses none) */
     uint32_t dom;     /* its clock domain (net_set_group; 0 without): tl, finish_t are in its frame */
     double c;         /* private cap */
@@ -124,6 +128,9 @@ typedef struct flow {
     double fin;       /* C: finish time */
     uint64_t u_epoch; /* U: the first level epoch it ran at */
 } flow;
+
+_Static_assert(sizeof(flow) <= 192, "a flow record: one per flow, 10^5-10^6 of them");
+_Static_assert(NET_MAX_PATH <= UINT8_MAX, "a flow's np is a byte");
 
 typedef struct sh_ent {
     double key;
