@@ -153,29 +153,20 @@ static void touch(void *p, size_t bytes)
 
 void prt_warm(prt *rt)
 {
+    /* Only the records every device writes whatever the plan: its share,
+     * and its activity (every open interval is closed at the end).  Not
+     * those only a participant writes (its samples left, readiness,
+     * pending transfers, busy time, batches, server bytes, handlers,
+     * compute slot and transfer contexts), nor room for a flow per device
+     * (net_reserve, which also clears the net's whole per-flow lists):
+     * C-ADP, the policy that plans on a second thread, leaves devices out
+     * (half of them at 10^5 devices on the paper testbed), and what a
+     * participant writes faults in when it first does (issue 39: 13 MiB
+     * of C-ADP's peak at 10^5 devices). */
     size_t n = rt->n;
-    timeline *tl = TL(rt);
     touch(rt->share, n * sizeof *rt->share);
-    touch(rt->left, n * sizeof *rt->left);
-    touch(rt->ready_s, n * sizeof *rt->ready_s);
-    touch(rt->pending, n * sizeof *rt->pending);
     touch(rt->act_since, n * sizeof *rt->act_since);
     touch(rt->act_time, n * RES_ACT_COUNT * sizeof *rt->act_time);
-    touch(rt->busy_compute, n * sizeof *rt->busy_compute);
-    touch(rt->batches, n * sizeof *rt->batches);
-    touch(rt->server_bytes, n * sizeof *rt->server_bytes);
-    /* not the compute slots and transfer contexts (136 bytes a device):
-     * those of a device left out of the plan (half of C-ADP's at 10^5
-     * devices on the paper testbed) are never written, and those of the
-     * others fault in when the device first computes or receives (issue
-     * 39: 6.5 MiB of C-ADP's peak at 10^5 devices) */
-    touch(tl->dev_fn, n * sizeof *tl->dev_fn);
-    touch(tl->dev_ctx, n * sizeof *tl->dev_ctx);
-    /* a hint (a run short of memory fails where it did): one flow per
-     * device; its model's flow beside its data, where every device takes
-     * part, faults its chunks in as it starts (2n here was 21 MB more with
-     * 10^5 devices, half of them left out of the plan) */
-    (void)net_reserve(world_net(rt->w), n);
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
