@@ -929,7 +929,10 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     R.n = world_net(R.w);
     if (!(R.g = eg_new(R.e, err)))
         goto out;
-    net_set_group(R.n, R.g);
+    if (net_set_group(R.n, R.g)) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
     if (scn_has_failures(js->world))
         world_on_device(R.w, on_device, &R);
     R.st = dp_calloc(n + 1, sizeof *R.st);
