@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "engine_group.h"
 #include "net.h"
 
 #include "test_common.h"
@@ -608,6 +609,99 @@ Test(net, account_util_adds_a_held_periods_statistics)
     expect_close(net_link_peak_util(fx.n, a), 1.0);
     expect_close(net_link_bytes(fx.n, a), 4e6);
     fx_free(&fx);
+}
+
+/* A link's nominal capacity, outage flag and hold context sit beside the
+ * hot link records (n->cold, issue 39): after thousands more links made
+ * both arrays grow (and move), an outage's end restores the nominal
+ * capacity set before it, a capacity set during the outage is the one
+ * restored, and each holder hears with its own context. */
+static void *hold_seen[4];
+static int hold_seen_n;
+static void hold_ctx_hook(void *ctx)
+{
+    if (hold_seen_n < 4)
+        hold_seen[hold_seen_n] = ctx;
+    hold_seen_n++;
+}
+
+Test(net, nominal_and_hold_context_beside_the_links_after_growth)
+{
+    fixture fx;
+    fx_init(&fx);
+    int ctx[3];
+    int a = net_link_add(fx.n, 1e6, NULL, "a"), b = net_link_add(fx.n, 2e6, NULL, NULL);
+    int c = net_link_add(fx.n, 3e6, NULL, NULL);
+    cr_assert_eq(net_link_hold(fx.n, a, hold_ctx_hook, &ctx[0]), 0);
+    cr_assert_eq(net_link_hold(fx.n, c, hold_ctx_hook, &ctx[2]), 0);
+    cr_assert_eq(net_link_set_down(fx.n, b, 1), 0);
+    cr_expect_eq(net_link_capacity(fx.n, b), 0);
+    int last = -1;
+    for (int i = 0; i < 5000; i++)
+        last = net_link_add(fx.n, 1e3 + i, NULL, NULL);
+    cr_assert_eq(last, 5002);
+    hold_seen_n = 0;
+    cr_assert_eq(net_link_set_capacity(fx.n, c, 4e6), 0); /* c's holder first, with c's context */
+    cr_assert_eq(hold_seen_n, 1);
+    cr_expect_eq(hold_seen[0], &ctx[2]);
+    cr_expect_eq(net_link_capacity(fx.n, c), 4e6);
+    cr_assert_eq(net_link_set_down(fx.n, a, 1), 0); /* a's holder, with a's */
+    cr_assert_eq(hold_seen_n, 2);
+    cr_expect_eq(hold_seen[1], &ctx[0]);
+    cr_expect_eq(net_link_capacity(fx.n, a), 0);
+    cr_assert_eq(net_link_set_down(fx.n, a, 0), 0);
+    cr_expect_eq(net_link_capacity(fx.n, a), 1e6, "a's nominal capacity back after its outage");
+    cr_assert_eq(net_link_set_down(fx.n, b, 0), 0);
+    cr_expect_eq(net_link_capacity(fx.n, b), 2e6, "b's nominal capacity, set before the links grew");
+    cr_assert_eq(net_link_set_down(fx.n, b, 1), 0);
+    cr_assert_eq(net_link_set_capacity(fx.n, b, 5e6), 0); /* while down: its nominal only */
+    cr_expect_eq(net_link_capacity(fx.n, b), 0);
+    cr_assert_eq(net_link_set_down(fx.n, b, 0), 0);
+    cr_expect_eq(net_link_capacity(fx.n, b), 5e6);
+    cr_expect_eq(net_link_capacity(fx.n, last), 1e3 + 4999);
+    cr_assert_eq(net_link_hold(fx.n, last, hold_ctx_hook, &ctx[1]), 0); /* a link added after the growth */
+    cr_assert_eq(net_link_set_down(fx.n, last, 1), 0);
+    cr_assert_eq(hold_seen_n, 3);
+    cr_expect_eq(hold_seen[2], &ctx[1]);
+    cr_assert_eq(net_link_set_down(fx.n, last, 0), 0);
+    cr_expect_eq(net_link_capacity(fx.n, last), 1e3 + 4999);
+    int twin = net_link_add(fx.n, 1e3, NULL, NULL); /* link 3's capacity */
+    cr_assert_eq(net_link_set_down(fx.n, 3, 1), 0);
+    cr_assert_eq(net_link_set_down(fx.n, 4, 1), 0);
+    cr_assert_eq(net_link_set_down(fx.n, twin, 1), 0);
+    cr_expect(!net_link_same(fx.n, 3, 4), "both down, their nominal capacities differ");
+    cr_expect(net_link_same(fx.n, 3, twin), "both down, the same nominal capacity");
+    cr_assert_eq(net_link_set_down(fx.n, twin, 0), 0);
+    cr_expect(!net_link_same(fx.n, 3, twin), "one down, one up");
+    fx_free(&fx);
+}
+
+/* Each link's clock domain is kept only with clock domains: net_set_group
+ * makes room for it and can fail (the net unchanged, no group), and links
+ * added later get theirs; a flow then runs as before. */
+Test(net, set_group_keeps_link_domains_and_may_fail)
+{
+    fixture fx;
+    fx_init(&fx);
+    int a = net_link_add(fx.n, 1e6, NULL, "a");
+    eg_group *g = eg_new(fx.e, NULL);
+    cr_assert_not_null(g);
+    dp_alloc_fail_after(1);
+    int rc = net_set_group(fx.n, g);
+    dp_alloc_fail_after(0);
+    cr_expect_eq(rc, DP_ENOMEM);
+    cr_assert_eq(net_set_group(fx.n, g), 0);
+    int b = net_link_add(fx.n, 2e6, NULL, NULL);
+    for (int i = 0; i < 100; i++)
+        cr_assert_geq(net_link_add(fx.n, 1e3, NULL, NULL), 0);
+    int path[2] = {a, b};
+    cr_assert(net_flow_start(fx.n, path, 2, 1e6, 0, INFINITY, on_done, &fx.tags[0]));
+    sim_run(fx.e, INFINITY);
+    expect_close(fx.lg.t[0], 1.0);
+    expect_close(net_link_busy_s(fx.n, b), 1.0);
+    net_free(fx.n);
+    eg_free(g); /* before the root engine it touches */
+    sim_engine_free(fx.e);
 }
 
 /* net_link_account adds what a lone flow would have: bytes, busy time, and

@@ -1127,3 +1127,43 @@ Test(policy, replay_honours_the_interrupt)
     res_run_free(r);
     scn_free(s);
 }
+
+/* A run's device records made at its end (res_run_new_deferred, then
+ * res_run_devices; issue 39): none held meanwhile, though the run counts
+ * its devices and takes their segments; then zeroed records named "". */
+Test(policy, results_device_records_deferred)
+{
+    dp_err e = {0};
+    res_run *r = res_run_new_deferred(3, &e);
+    cr_assert_not_null(r, "%s", e.msg);
+    cr_expect_eq(r->n_devices, 3);
+    cr_expect_null(r->devices);
+    cr_expect_eq(res_add_segment(r, 2, RES_ACT_COMPUTE, 0, 1), 0);
+    cr_expect_eq(res_add_segment(r, 3, RES_ACT_COMPUTE, 0, 1), DP_EINPUT);
+    cr_expect_eq(r->n_segments, 1);
+    cr_assert_eq(res_run_devices(r), 0);
+    cr_assert_not_null(r->devices);
+    for (size_t d = 0; d < 3; d++) {
+        cr_expect_str_eq(r->devices[d].name, "");
+        cr_expect_eq(r->devices[d].samples, 0);
+        cr_expect_eq(r->devices[d].data_ready_s, 0);
+    }
+    cr_expect_eq(res_device_names(r, 1, "gpu[1]", "gpu", "gpu"), 0);
+    cr_expect_str_eq(r->devices[1].name, "gpu[1]");
+    res_device *v = r->devices;
+    cr_expect_eq(res_run_devices(r), 0, "made once");
+    cr_expect_eq(r->devices, v);
+    dp_alloc_fail_after(1);
+    res_run *q = res_run_new_deferred(5, &e);
+    dp_alloc_fail_after(0);
+    cr_expect_null(q);
+    cr_expect_eq(e.code, DP_ENOMEM);
+    q = res_run_new_deferred(5, &e);
+    cr_assert_not_null(q);
+    dp_alloc_fail_after(1);
+    cr_expect_eq(res_run_devices(q), DP_ENOMEM);
+    dp_alloc_fail_after(0);
+    cr_expect_null(q->devices, "the run unchanged");
+    res_run_free(q);
+    res_run_free(r);
+}

@@ -956,3 +956,35 @@ Test(scenario, override_values_as_si_numbers)
     cr_expect_eq(scn_value_si(NULL, "k", "1e999", &v, &u), 0);
     scn_free(s);
 }
+
+/* The devices' names sit one after another in one block (s->dev_names),
+ * each its own length, not in a 96-byte buffer per device (issue 39:
+ * 10^5-10^6 devices); the longest group name (80 bytes) with its index
+ * still fits SCN_DEV_NAME_MAX. */
+Test(scenario, device_names_in_one_block)
+{
+    char longname[100];
+    memset(longname, 'g', 80);
+    longname[80] = 0;
+    char line[160];
+    snprintf(line, sizeof line, "  - name: %s\n    count: 12\n", longname);
+    const char *t = with("  - name: gpu\n    count: 2\n", line);
+    scn_scenario *s = load_ok(t, NULL, 0);
+    cr_assert_eq(s->n_devices, 13);
+    cr_assert_not_null(s->dev_names);
+    cr_assert_eq(s->devices[0].name, s->dev_names);
+    char want[SCN_DEV_NAME_MAX];
+    for (size_t k = 0; k < 12; k++) {
+        dp_indexed_name(want, sizeof want, longname, (long long)k);
+        cr_assert_str_eq(s->devices[k].name, want, "device %zu", k);
+        cr_assert_leq(strlen(s->devices[k].name), SCN_DEV_NAME_MAX - 1);
+        cr_assert_eq(s->devices[k + 1].name, s->devices[k].name + strlen(s->devices[k].name) + 1,
+                     "device %zu follows %zu in the block", k + 1, k);
+    }
+    cr_assert_eq(strlen(s->devices[10].name), 84); /* 80 + "[10]" */
+    cr_assert_str_eq(s->devices[10].name + 80, "[10]");
+    cr_assert_str_eq(s->devices[12].name, "cpu");
+    cr_assert_eq(s->devices[12].group, 1);
+    cr_assert_eq(s->devices[11].index, 11);
+    scn_free(s);
+}

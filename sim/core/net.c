@@ -35,6 +35,8 @@ void net_free(net *n)
         dp_free(n->chunks[c]);
     dp_free(n->chunks);
     dp_free(n->links);
+    dp_free(n->cold);
+    dp_free(n->ldom);
     dp_free(n->active);
     dp_free(n->touched);
     dp_free(n->csr);
@@ -60,8 +62,8 @@ void unhold(net *n, int link_i)
         l->hold = NULL;
         trace_resume(n, link_i); /* its trace's changes due meanwhile, before the holder's flows */
         /* the holder acts in its own domain (the one that held the link) */
-        size_t prev = n->g ? eg_enter(n->g, l->dom) : 0;
-        fn(l->hold_ctx);
+        size_t prev = n->g ? eg_enter(n->g, link_dom(n, (size_t)link_i)) : 0;
+        fn(n->cold[link_i].hold_ctx);
         if (n->g)
             eg_leave(n->g, prev);
     }
@@ -69,10 +71,17 @@ void unhold(net *n, int link_i)
 
 /* ---- clock domains ---------------------------------------------------------- */
 
-void net_set_group(net *n, eg_group *g)
+int net_set_group(net *n, eg_group *g)
 {
+    /* every link's domain from now on, 0 (the root) until another touches it */
+    if (g && !n->ldom && n->n_links) {
+        if (grow((void **)&n->ldom, &n->cap_ldom, n->n_links, sizeof *n->ldom))
+            return DP_ENOMEM;
+        memset(n->ldom, 0, n->n_links * sizeof *n->ldom);
+    }
     n->g = g;
     n->star_off = 1; /* its sets keep one clock: progressive filling only */
+    return 0;
 }
 
 net_dom *dom_of(net *n, size_t d)
@@ -90,12 +99,12 @@ net_dom *dom_of(net *n, size_t d)
 
 double link_now(net *n, link *l)
 {
-    size_t c = eg_current(n->g);
-    if (l->dom != c) {
+    size_t c = eg_current(n->g), i = (size_t)(l - n->links);
+    if (link_dom(n, i) != c) {
         if (l->n_active) /* busy since a time in the other domain's frame */
             l->busy_since =
-                (eg_origin(n->g, l->dom) + l->busy_since) - eg_origin(n->g, c);
-        l->dom = (uint32_t)c;
+                (eg_origin(n->g, link_dom(n, i)) + l->busy_since) - eg_origin(n->g, c);
+        n->ldom[i] = (uint32_t)c;
     }
     return eg_now_in(n->g, c);
 }
@@ -105,7 +114,7 @@ double link_now(net *n, link *l)
 static void link_touch(net *n, link *l)
 {
     if (n->g && !l->n_active)
-        l->dom = (uint32_t)eg_current(n->g);
+        n->ldom[l - n->links] = (uint32_t)eg_current(n->g);
 }
 
 size_t net_dom_flows(const net *n)
@@ -135,7 +144,7 @@ void net_dom_rebased(net *n, double span)
     size_t c = eg_current(n->g);
     for (size_t i = 0; i < n->n_links; i++) {
         link *l = &n->links[i];
-        if (l->dom == c && l->n_active)
+        if (link_dom(n, i) == c && l->n_active)
             l->busy_since -= span;
     }
     if (c < n->cap_doms)
@@ -159,6 +168,17 @@ static const link_aside *link_aside_of(const net *n, int l)
 /* n->aside_st covers every link (zeroed where new): from
  * net_link_account_aside's first call on, net_link_add keeps it so
  * (n_aside is 0 or n_links).  0 or DP_ENOMEM. */
+/* Room in n->cold (and with clock domains n->ldom) for the next link
+ * (n->links[n->n_links]): 0 or DP_ENOMEM. */
+static int cold_room(net *n)
+{
+    if (grow((void **)&n->cold, &n->cap_cold, n->n_links + 1, sizeof *n->cold))
+        return DP_ENOMEM;
+    if (n->g && grow((void **)&n->ldom, &n->cap_ldom, n->n_links + 1, sizeof *n->ldom))
+        return DP_ENOMEM;
+    return 0;
+}
+
 static int aside_room(net *n)
 {
     if (n->n_aside == n->n_links)
@@ -188,9 +208,9 @@ static void on_trace_change(sim_engine *e, void *ctx, uint64_t id);
 static void trace_set_cap(net *n, int li, double v)
 {
     link *l = &n->links[li];
-    l->nominal = v;
-    star_cap_change(n, li, l->down ? 0 : l->nominal);
-    l->cap = l->down ? 0 : l->nominal;
+    n->cold[li].nominal = v;
+    star_cap_change(n, li, link_down(n, (size_t)li) ? 0 : link_nominal(n, (size_t)li));
+    l->cap = link_down(n, (size_t)li) ? 0 : link_nominal(n, (size_t)li);
     n->cap_changes++;
     if (l->n_active > 0)
         mark_dirty(n);
@@ -269,11 +289,16 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
 {
     if (isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
-    if (n->n_links >= INT32_MAX || grow((void **)&n->links, &n->cap_links, n->n_links + 1, sizeof(link)))
+    if (n->n_links >= INT32_MAX || grow((void **)&n->links, &n->cap_links, n->n_links + 1, sizeof(link)) ||
+        cold_room(n))
         return DP_ENOMEM;
     link *l = &n->links[n->n_links];
+    link_cold *k = &n->cold[n->n_links];
     memset(l, 0, sizeof *l);
-    l->cap = l->nominal = cap_Bps;
+    memset(k, 0, sizeof *k);
+    if (n->g)
+        n->ldom[n->n_links] = 0;
+    l->cap = k->nominal = cap_Bps;
     n->cap_changes++;
     int idx = (int)n->n_links++;
     if (n->n_aside && aside_room(n))
@@ -295,7 +320,7 @@ int net_link_add(net *n, double cap_Bps, const trace *tr, const char *name)
         o->tctx->n = n;
         o->tctx->link = idx;
         double t = sim_now(n->e), v;
-        l->cap = l->nominal = trace_value_at(o->tr, t);
+        l->cap = n->cold[idx].nominal = trace_value_at(o->tr, t);
         if (trace_schedule(n, o->tctx, trace_next_change(o->tr, t, &v)))
             return DP_ENOMEM;
     }
@@ -307,9 +332,9 @@ int net_link_set_capacity(net *n, int link_i, double cap_Bps)
     if (link_i < 0 || (size_t)link_i >= n->n_links || isnan(cap_Bps) || cap_Bps < 0)
         return DP_EINPUT;
     unhold(n, link_i);
-    star_cap_change(n, link_i, n->links[link_i].down ? 0 : cap_Bps);
-    n->links[link_i].nominal = cap_Bps;
-    n->links[link_i].cap = n->links[link_i].down ? 0 : cap_Bps;
+    star_cap_change(n, link_i, link_down(n, (size_t)link_i) ? 0 : cap_Bps);
+    n->cold[link_i].nominal = cap_Bps;
+    n->links[link_i].cap = link_down(n, (size_t)link_i) ? 0 : cap_Bps;
     n->cap_changes++;
     if (n->links[link_i].n_active > 0)
         mark_dirty(n);
@@ -324,9 +349,9 @@ int net_link_set_down(net *n, int link_i, int down)
         return DP_EINPUT;
     unhold(n, link_i);
     link *l = &n->links[link_i];
-    star_cap_change(n, link_i, down ? 0 : l->nominal);
+    star_cap_change(n, link_i, down ? 0 : link_nominal(n, (size_t)link_i));
     l->down = down != 0;
-    l->cap = l->down ? 0 : l->nominal;
+    l->cap = link_down(n, (size_t)link_i) ? 0 : link_nominal(n, (size_t)link_i);
     n->cap_changes++;
     mark_dirty(n);
     return 0;
@@ -402,8 +427,8 @@ static int dead_for_good(const net *n, int l)
 {
     const link *k = &n->links[l];
     const trace *tr = link_trace(n, l);
-    return k->cap == 0 && !k->down && !k->hold &&
-           (tr ? trace_max_after(tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : k->nominal == 0);
+    return k->cap == 0 && !link_down(n, (size_t)l) && !k->hold &&
+           (tr ? trace_max_after(tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : link_nominal(n, (size_t)l) == 0);
 }
 
 int net_stuck_for_good(const net *n, char *buf, size_t cap)
@@ -449,9 +474,9 @@ double net_link_busy_s(const net *n, int l)
         open = sim_now(n->e) - k->busy_since;
     } else if (k->n_active) { /* in the current domain's frame */
         size_t c = eg_current(n->g);
-        double since = k->dom == c ? k->busy_since
-                                   : (eg_origin(n->g, k->dom) + k->busy_since) -
-                                         eg_origin(n->g, c);
+        size_t kd = link_dom(n, (size_t)l);
+        double since = kd == c ? k->busy_since
+                               : (eg_origin(n->g, kd) + k->busy_since) - eg_origin(n->g, c);
         open = eg_now_in(n->g, c) - since;
     }
     double run = k->busy_s + open;
@@ -464,7 +489,7 @@ double net_link_busy_s(const net *n, int l)
  * whatever the other jobs do; delta is 0 for the others. */
 static int fold_skips(const net *n, const link *l)
 {
-    return n->g && (l->dom != eg_current(n->g) || l->n_active);
+    return n->g && (link_dom(n, (size_t)(l - n->links)) != eg_current(n->g) || l->n_active);
 }
 
 int net_fold(net *n, double *delta)
@@ -561,7 +586,7 @@ int net_link_hold(net *n, int link_i, net_hold_fn hook, void *ctx)
         return DP_EINPUT;
     link_touch(n, l); /* its hook runs in this domain (unhold) */
     l->hold = hook;
-    l->hold_ctx = ctx;
+    n->cold[link_i].hold_ctx = ctx;
     trace_suspend(n, link_i);
     return 0;
 }
@@ -593,7 +618,8 @@ int net_link_same(const net *n, int a, int b)
         return 0;
     const link *x = &n->links[a], *y = &n->links[b];
     const link_aside *xa = link_aside_of(n, a), *ya = link_aside_of(n, b);
-    int same = same_d(x->cap, y->cap) && same_d(x->nominal, y->nominal) && x->down == y->down && !x->n_active &&
+    int same = same_d(x->cap, y->cap) && same_d(link_nominal(n, (size_t)a), link_nominal(n, (size_t)b)) &&
+               link_down(n, (size_t)a) == link_down(n, (size_t)b) && !x->n_active &&
                !y->n_active && !link_trace(n, a) && !link_trace(n, b) && same_d(x->bytes, y->bytes) &&
                same_d(x->busy_s, y->busy_s) && same_d(x->peak, y->peak) && same_d(x->bytes_tot, y->bytes_tot) &&
                same_d(x->busy_tot, y->busy_tot) && same_d(xa->bytes, ya->bytes) && same_d(xa->busy, ya->busy) &&

@@ -244,9 +244,10 @@ uint64_t net_fills(const net *n);
  * net_dom_rebased: the current domain's clock restarted (sim_rebase) after
  * `span` local seconds; links it last touched that are still busy (with
  * another domain's flows) move their busy start into the new frame.
- * net_dom_retired: below. */
+ * net_dom_retired: below.  net_set_group: 0, or DP_ENOMEM (each link's
+ * domain is kept from then on; the net unchanged). */
 struct eg_group;
-void net_set_group(net *n, struct eg_group *g);
+int net_set_group(net *n, struct eg_group *g);
 size_t net_dom_flows(const net *n);
 void net_dom_rebased(net *n, double span);
 /* Domain d's engine is retired (eg_retire: a job's run stopped, its flows

@@ -48,21 +48,31 @@ typedef struct link {
     uint32_t owner; /* 1 + the flow it is private to, or 0 */
     uint32_t hub;   /* the hub it is, or 0 */
     double peak;    /* highest share of its capacity in use after a reshare */
-    /* the rest: 136 bytes in all, two per device at 10^5-10^6 devices (what
-     * few links have is beside them: n->own, n->aside_st) */
-    void *hold_ctx;
-    double nominal;             /* from the trace or net_link_set_capacity */
+    /* the rest: 112 bytes in all, two per device at 10^5-10^6 devices (what
+     * few links have is beside them: n->own, n->aside_st; what is rarely
+     * read, n->cold) */
     double bytes_tot, busy_tot; /* folded by net_fold */
     /* reshare scratch */
     double R;
     double W; /* weighted sharing: the unfrozen flows' weights (nu counts them) */
     int nu, off, cnt;
-    uint32_t dom;           /* clock domains (net_set_group): the frame busy_since is in */
-    unsigned char down;     /* an outage: carries nothing whatever its nominal capacity */
     unsigned char deferred; /* on n->deferred: its new level is pushed once, after the bottleneck's freezes */
+    unsigned char down;     /* an outage: carries nothing whatever its nominal capacity (link_down; in
+                               what would be padding) */
 } link;
 
-_Static_assert(sizeof(link) <= 136, "a link record: two per device");
+_Static_assert(sizeof(link) <= 112, "a link record: two per device");
+
+/* What a link's flows never read as they start, end or share, kept out of
+ * the hot record: n->cold[i] beside n->links[i], grown with it by
+ * cold_room (read through link_nominal; the hold context by unhold).
+ * With clock domains (net_set_group) each link's domain, the frame its
+ * busy_since is in, is in n->ldom[i], likewise (link_dom); without, no
+ * array and every link is in domain 0. */
+typedef struct link_cold {
+    double nominal; /* from the trace or net_link_set_capacity */
+    void *hold_ctx; /* what hold (net_link_hold) is called with */
+} link_cold;
 
 /* What only some links have, kept beside the links so that the two access
  * links of each of 10^5-10^6 devices do not carry them (net.c):
@@ -102,8 +112,16 @@ typedef struct flow {
     net *n;
     uint32_t index;
     uint32_t gen;
-    int state;
-    int np;
+    /* small enums and flags as bytes (192 bytes in all, one per flow:
+     * 10^5-10^6 of them) */
+    uint8_t state;  /* FLOW_FREE, FLOW_PENDING, FLOW_ACTIVE */
+    uint8_t np;     /* links on its path, at most NET_MAX_PATH */
+    uint8_t frozen;
+    uint8_t sset;   /* star fast path (net_star.c): STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    union {
+        uint32_t next_free; /* the free list's next, while free */
+        uint32_t apos;      /* position in n->active, while active */
+    };
     int path[NET_MAX_PATH];
     double bytes, remaining, rate, cap, finish_t;
     double tl; /* when `remaining` was last brought up to date (general path) */
@@ -112,11 +130,7 @@ typedef struct flow {
     void *ctx;
     uint64_t seq;
     uint64_t act_ev; /* the end of its latency phase, while pending */
-    uint32_t next_free;
-    int frozen;
-    uint32_t apos; /* position in n->active while active */
     /* star fast path (net_star.c) */
-    int sset;         /* STAR_OFF, STAR_NEW, STAR_C, STAR_U */
     uint32_t hub;     /* its hub (0: it crosses none) */
     uint32_t dom;     /* its clock domain (net_set_group; 0 without): tl, finish_t are in its frame */
     double c;         /* private cap */
@@ -124,6 +138,9 @@ typedef struct flow {
     double fin;       /* C: finish time */
     uint64_t u_epoch; /* U: the first level epoch it ran at */
 } flow;
+
+_Static_assert(sizeof(flow) <= 192, "a flow record: one per flow, 10^5-10^6 of them");
+_Static_assert(NET_MAX_PATH <= UINT8_MAX, "a flow's np is a byte");
 
 typedef struct sh_ent {
     double key;
@@ -192,6 +209,10 @@ struct net {
     sim_engine *e;
     link *links;
     size_t n_links, cap_links;
+    link_cold *cold; /* per link: its rarely read fields (link_cold) */
+    size_t cap_cold;
+    uint32_t *ldom; /* per link, with clock domains only: its domain (link_dom) */
+    size_t cap_ldom;
     size_t owning; /* links from 0 that may own a name or trace: n->own[0, owning) */
     link_own *own;
     size_t cap_own;
@@ -308,6 +329,20 @@ static inline int grow(void **p, size_t *cap, size_t need, size_t elem)
     *p = np;
     *cap = nc;
     return 0;
+}
+
+/* Link i's rarely read fields (link_cold). */
+static inline double link_nominal(const net *n, size_t i)
+{
+    return n->cold[i].nominal;
+}
+static inline int link_down(const net *n, size_t i)
+{
+    return n->links[i].down;
+}
+static inline size_t link_dom(const net *n, size_t i)
+{
+    return n->ldom ? n->ldom[i] : 0;
 }
 
 static inline flow *F(const net *n, uint32_t i)

@@ -31,24 +31,38 @@ const char *res_activity_name(res_activity a)
     return activity_names[a];
 }
 
-res_run *res_run_new(size_t n_devices, dp_err *err)
+res_run *res_run_new_deferred(size_t n_devices, dp_err *err)
 {
     res_run *r = dp_calloc(1, sizeof *r);
     if (!r) {
         dp_err_set(err, DP_ENOMEM, "results: out of memory allocating a run");
         return NULL;
     }
-    if (n_devices > 0) {
-        r->devices = dp_calloc(n_devices, sizeof *r->devices);
-        if (!r->devices) {
-            dp_free(r);
-            dp_err_set(err, DP_ENOMEM, "results: out of memory allocating %zu devices", n_devices);
-            return NULL;
-        }
-    }
-    for (size_t d = 0; d < n_devices; d++)
-        r->devices[d].name = r->devices[d].group = r->devices[d].kind = "";
     r->n_devices = n_devices;
+    return r;
+}
+
+int res_run_devices(res_run *r)
+{
+    if (r->n_devices == 0 || r->devices)
+        return 0;
+    res_device *v = dp_calloc(r->n_devices, sizeof *v);
+    if (!v)
+        return DP_ENOMEM;
+    for (size_t d = 0; d < r->n_devices; d++)
+        v[d].name = v[d].group = v[d].kind = "";
+    r->devices = v;
+    return 0;
+}
+
+res_run *res_run_new(size_t n_devices, dp_err *err)
+{
+    res_run *r = res_run_new_deferred(n_devices, err);
+    if (r && res_run_devices(r)) {
+        dp_free(r);
+        dp_err_set(err, DP_ENOMEM, "results: out of memory allocating %zu devices", n_devices);
+        return NULL;
+    }
     return r;
 }
 

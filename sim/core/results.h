@@ -156,6 +156,14 @@ typedef struct res_run {
 } res_run;
 
 res_run *res_run_new(size_t n_devices, dp_err *err);
+/* A run of n_devices whose device records come later (res_run_devices):
+ * devices is NULL until then (segments may be added meanwhile), so a
+ * simulation of 10^5-10^6 devices does not hold 96 bytes a device from
+ * its start.  NULL (err set) when out of memory. */
+res_run *res_run_new_deferred(size_t n_devices, dp_err *err);
+/* Make the n_devices records of a run from res_run_new_deferred, zeroed,
+ * names "" (res_device_names).  0, or DP_ENOMEM (the run unchanged). */
+int res_run_devices(res_run *r);
 void res_run_free(res_run *r);
 /* Set device d's name, group and kind (copied, each cut to its
  * RES_*_MAX); a group equal to device d - 1's shares its copy.  0 or

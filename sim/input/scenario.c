@@ -285,6 +285,7 @@ void scn_free(scn_scenario *s)
     dp_free(s->groups);
     scni_free_pops(s);
     dp_free(s->devices);
+    dp_free(s->dev_names);
     yt_free(s->tree);
     for (size_t i = 0; i < s->n_files; i++) {
         dp_free(s->files[i].name);

@@ -158,8 +158,12 @@ typedef struct scn_population {
 typedef struct scn_device {
     int group;
     int index;
-    char name[96]; /* "rtx3090" when count == 1, else "rtx3090[2]" (0-based) */
+    /* "rtx3090" when count == 1, else "rtx3090[2]" (0-based), at most
+     * SCN_DEV_NAME_MAX - 1 bytes: in the scenario's one block of device
+     * names (dev_names), not a buffer per device (10^5-10^6 of them) */
+    const char *name;
 } scn_device;
+#define SCN_DEV_NAME_MAX 96
 
 typedef struct scn_wan {
     int site_a, site_b;   /* indices, a != b; the pair is unordered and unique */
@@ -308,6 +312,7 @@ typedef struct scn_scenario {
 
     size_t n_devices; /* sum of counts */
     scn_device *devices;
+    char *dev_names; /* the devices' names, one after another (scn_device.name) */
     /* scn_has_failures, worked out once by the loader (a scenario does not
      * change after loading; each policy asks, and 100,000 groups are a
      * pass through memory each time). */

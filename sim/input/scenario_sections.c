@@ -727,6 +727,20 @@ int scni_conv_group(cv *c, const yt_node *it, size_t item, size_t gi, int64_t *t
     return scni_check_memory(c, g, bn, path);
 }
 
+/* The length of member j's name in a group of `count` named with ln
+ * bytes: the name alone when count == 1, else "name[j]", both cut at
+ * SCN_DEV_NAME_MAX - 1 bytes (as dp_indexed_name cuts). */
+static size_t dev_name_len(size_t ln, int count, int j)
+{
+    if (count == 1)
+        return ln;
+    size_t digits = 1;
+    for (int v = j; v >= 10; v /= 10)
+        digits++;
+    size_t len = ln + digits + 2;
+    return len < SCN_DEV_NAME_MAX - 1 ? len : SCN_DEV_NAME_MAX - 1;
+}
+
 static int conv_devices(cv *c, const yt_node *root)
 {
     scn_scenario *s = c->s;
@@ -770,21 +784,32 @@ static int conv_devices(cv *c, const yt_node *root)
     if (total == 0)
         return scni_fail(c, l, "devices", "no devices: every group has count 0 (got %zu groups)",
                          s->n_groups);
-    if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)))
+    /* the names in one block, each its exact length (dev_name_len) */
+    size_t nb = 0;
+    for (size_t gi = 0; gi < s->n_groups; gi++) {
+        const scn_group *gr = &s->groups[gi];
+        size_t ln = strnlen(gr->name, SCN_DEV_NAME_MAX - 1);
+        for (int j = 0; j < gr->count; j++)
+            nb += dev_name_len(ln, gr->count, j) + 1;
+    }
+    if (!(s->devices = dp_calloc((size_t)total, sizeof *s->devices)) || !(s->dev_names = dp_malloc(nb)))
         return scni_oom(c);
     dp_prefault *pf = dp_prefault_start(s->devices, (size_t)total * sizeof *s->devices);
     size_t k = 0;
+    char *at = s->dev_names;
     for (size_t gi = 0; gi < s->n_groups; gi++) {
         const scn_group *gr = &s->groups[gi];
+        size_t ln = strnlen(gr->name, SCN_DEV_NAME_MAX - 1);
         for (int j = 0; j < gr->count; j++, k++) {
             s->devices[k].group = (int)gi;
             s->devices[k].index = j;
+            s->devices[k].name = at;
             if (gr->count == 1) { /* a copy, not snprintf: 100,000 groups */
-                size_t ln = strnlen(gr->name, sizeof s->devices[k].name - 1);
-                memcpy(s->devices[k].name, gr->name, ln);
-                s->devices[k].name[ln] = 0;
+                memcpy(at, gr->name, ln);
+                at[ln] = 0;
             } else
-                dp_indexed_name(s->devices[k].name, sizeof s->devices[k].name, gr->name, j);
+                dp_indexed_name(at, SCN_DEV_NAME_MAX, gr->name, j);
+            at += dev_name_len(ln, gr->count, j) + 1;
         }
     }
     dp_prefault_wait(pf);

@@ -426,6 +426,8 @@ static void stop_run(jrun *R, jstate *j, int finished)
         if (!finished || to_progress(R->js, &R->js->jobs[j->i]))
             j->epochs_done += k;
         res_run *r = pjob_results(j->job);
+        if (!r) /* out of memory for the run's records */
+            fail(R, DP_ENOMEM, "job %s: out of memory for its results%s", R->js->jobs[j->i].name, "");
         account(R, j, r);
         res_run_free(r);
         pjob_stop(j->job);
@@ -927,7 +929,10 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
     R.n = world_net(R.w);
     if (!(R.g = eg_new(R.e, err)))
         goto out;
-    net_set_group(R.n, R.g);
+    if (net_set_group(R.n, R.g)) {
+        dp_err_set(err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
     if (scn_has_failures(js->world))
         world_on_device(R.w, on_device, &R);
     R.st = dp_calloc(n + 1, sizeof *R.st);

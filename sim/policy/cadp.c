@@ -40,18 +40,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* 64 bytes (flags as bytes, the 8-byte fields first): one per device,
- * 10^5-10^6 of them. */
+/* 24 bytes: one per device, 10^5-10^6 of them (what only failures need is
+ * beside it, in cadp_state.fl, made only in worlds with failures). */
 typedef struct cadp_dev {
     prt *rt;
-    size_t d;
-    int64_t own; /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
-    /* failures only (to part) */
-    int64_t incoming; /* extra samples whose data is on its way */
-    double c0;        /* its compute seconds at the start of the epoch */
-    int inflight;
-    int pend; /* transfers to arrive before it starts the epoch */
-    int batch; /* its group's batch (kept here: the device records are large and far apart) */
+    uint32_t d;
+    int batch;               /* its group's batch (kept here: the device records are large and far apart) */
     unsigned char active;    /* a participant of this epoch, not lost */
     unsigned char uploaded;  /* its upload of this epoch arrived */
     unsigned char uploading; /* its upload is in flight */
@@ -60,8 +54,20 @@ typedef struct cadp_dev {
     unsigned char part; /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
 } cadp_dev;
 
+_Static_assert(sizeof(cadp_dev) <= 24, "a C-ADP device record: one per device");
+
+/* A device's failure state (worlds with failures only). */
+typedef struct cadp_fl {
+    int64_t own;      /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
+    int64_t incoming; /* extra samples whose data is on its way */
+    double c0;        /* its compute seconds at the start of the epoch */
+    int inflight;
+    int pend; /* transfers to arrive before it starts the epoch */
+} cadp_fl;
+
 typedef struct cadp_state {
     cadp_dev *dev;
+    cadp_fl *fl; /* per device, with failures only (fail_on) */
     size_t parts;    /* participants */
     size_t uploaded; /* uploads done this epoch */
     size_t downloaded;
@@ -82,6 +88,12 @@ typedef struct extra_rec {
     int64_t x;
     struct extra_rec *next;
 } extra_rec;
+
+/* cd's failure state (fail_on only). */
+static cadp_fl *FL(prt *rt, const cadp_dev *cd)
+{
+    return &((cadp_state *)prt_state(rt))->fl[cd->d];
+}
 
 static void local_batch(prt *rt, void *ctx);
 
@@ -172,7 +184,7 @@ static void on_upload(void *ctx, uint64_t id)
     prt_set_act(rt, cd->d, RES_ACT_WAIT);
     if (st->fail_on) {
         cd->uploading = 0;
-        if (prt_left(rt)[cd->d] > 0 || cd->incoming > 0) { /* work came while it uploaded */
+        if (prt_left(rt)[cd->d] > 0 || FL(rt, cd)->incoming > 0) { /* work came while it uploaded */
             local_batch(rt, cd);
             return;
         }
@@ -201,7 +213,7 @@ static void local_batch(prt *rt, void *ctx)
     cadp_dev *cd = ctx;
     if (prt_left(rt)[cd->d] <= 0) { /* local epoch done: upload the model */
         if (st_fail(rt)) {
-            if (cd->incoming > 0 || cd->uploading || cd->uploaded)
+            if (FL(rt, cd)->incoming > 0 || cd->uploading || cd->uploaded)
                 return; /* waits for its extra data, or has sent its model */
             cd->uploading = 1;
         }
@@ -219,7 +231,7 @@ static void local_batch(prt *rt, void *ctx)
     int n = prt_left(rt)[cd->d] < bs ? (int)prt_left(rt)[cd->d] : bs;
     prt_left(rt)[cd->d] -= n;
     cd->busy = 1;
-    cd->inflight = n;
+    FL(rt, cd)->inflight = n;
     prt_compute(rt, cd->d, n, 1.0, fl_batch_done, cd, NULL);
 }
 
@@ -235,7 +247,7 @@ static void fl_batch_done(prt *rt, void *ctx)
 {
     cadp_dev *cd = ctx;
     cd->busy = 0;
-    cd->inflight = 0;
+    FL(rt, cd)->inflight = 0;
     local_batch(rt, cd);
 }
 
@@ -249,7 +261,7 @@ static double batch_cost(prt *rt, size_t d)
 static double projected(prt *rt, const cadp_dev *cd)
 {
     int bs = cd->batch;
-    int64_t todo = prt_left(rt)[cd->d] + cd->incoming + cd->inflight;
+    int64_t todo = prt_left(rt)[cd->d] + FL(rt, cd)->incoming + FL(rt, cd)->inflight;
     return (double)((todo + bs - 1) / bs) * batch_cost(rt, cd->d);
 }
 
@@ -321,7 +333,7 @@ static int spread(prt *rt, int64_t u, const char *cand, const double *busy_s, in
 /* Send extra samples' data to device d; they join its work on arrival. */
 static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
 {
-    cd->incoming += x;
+    FL(rt, cd)->incoming += x;
     cadp_state *st = prt_state(rt);
     extra_rec *e = dp_malloc(sizeof *e);
     if (!e) {
@@ -334,7 +346,7 @@ static void send_extra(prt *rt, cadp_dev *cd, int64_t x)
     int64_t lost = prt_data_fetch(rt, cd->d, x, -1, 1, on_extra_data, e);
     if (lost > 0) { /* no holder left: those samples are not trained */
         e->x -= lost;
-        cd->incoming -= lost;
+        FL(rt, cd)->incoming -= lost;
     }
 }
 
@@ -346,13 +358,13 @@ static void on_extra_data(void *ctx, uint64_t id)
     cadp_dev *cd = e->cd;
     prt *rt = cd->rt;
     cadp_state *st = prt_state(rt);
-    cd->incoming -= x;
+    FL(rt, cd)->incoming -= x;
     prt_left(rt)[cd->d] += x;
     if (cd->uploaded) { /* its model changes again: it uploads again */
         cd->uploaded = 0;
         st->uploaded--;
     }
-    if (!cd->busy && !cd->uploading && cd->pend == 0)
+    if (!cd->busy && !cd->uploading && FL(rt, cd)->pend == 0)
         local_batch(rt, cd);
 }
 
@@ -398,7 +410,7 @@ static void fl_ready(void *ctx, uint64_t id)
     (void)id;
     cadp_dev *cd = ctx;
     prt *rt = cd->rt;
-    if (--cd->pend > 0)
+    if (--FL(rt, cd)->pend > 0)
         return;
     cd->has_data = 1;
     prt_set_act(rt, cd->d, RES_ACT_WAIT);
@@ -413,13 +425,13 @@ static void fl_join(prt *rt, cadp_dev *cd, int64_t samples, int need_model)
     double M = prt_scn(rt)->model.model_bytes;
     cd->active = 1;
     cd->uploaded = cd->uploading = 0;
-    cd->c0 = prt_compute_s(rt, cd->d);
+    FL(rt, cd)->c0 = prt_compute_s(rt, cd->d);
     st->parts++;
     prt_share(rt)[cd->d] = samples;
     prt_left(rt)[cd->d] = samples;
-    cd->pend = 1;
+    FL(rt, cd)->pend = 1;
     int lost_data = !cd->has_data && samples > 0;
-    cd->pend += lost_data;
+    FL(rt, cd)->pend += lost_data;
     if (need_model) {
         prt_set_act(rt, cd->d, RES_ACT_RECV_MODEL);
         prt_add_server_bytes(rt, cd->d, M);
@@ -456,7 +468,7 @@ static void fl_plan_epoch(prt *rt)
         if (st->alloc[d] == 0)
             continue;
         if (!prt_device_up(rt, d)) { /* its share goes to the others, but for its own samples */
-            u += st->alloc[d] - (st->dev[d].own < st->alloc[d] ? st->dev[d].own : st->alloc[d]);
+            u += st->alloc[d] - (st->fl[d].own < st->alloc[d] ? st->fl[d].own : st->alloc[d]);
             continue;
         }
         b.cand[d] = 1;
@@ -482,25 +494,29 @@ static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)
 {
     (void)opts;
     cadp_state *st = prt_state(rt);
+    if (!st || !st->fl) /* devices fail only in worlds with failures (fail_on) */
+        return;
     cadp_dev *cd = &st->dev[d];
     if (!up) {
         if (!prt_scn(rt)->groups[prt_scn(rt)->devices[d].group].avail.data_persists)
             cd->has_data = 0;
-        prt_data_lose(rt, cd->own); /* out of reach while it is down */
+        prt_data_lose(rt, FL(rt, cd)->own); /* out of reach while it is down */
         if (!cd->active)
             return;
         cd->active = 0;
         if (cd->uploaded)
             return; /* its model of this epoch arrived: nothing to redo */
-        int64_t u = prt_left(rt)[d] + cd->inflight + cd->incoming;
-        if (cd->own > 0) { /* its own samples are out of reach (trained first: those not yet trained) */
-            int64_t gone = cd->own - (prt_share(rt)[d] - u);
+        int64_t u = prt_left(rt)[d] + FL(rt, cd)->inflight + FL(rt, cd)->incoming;
+        if (FL(rt, cd)->own > 0) { /* its own samples are out of reach (trained first: those not yet trained) */
+            int64_t gone = FL(rt, cd)->own - (prt_share(rt)[d] - u);
             gone = gone < 0 ? 0 : gone > u ? u : gone;
             u -= gone;
         }
-        prt_add_lost_s(rt, prt_compute_s(rt, d) - cd->c0);
+        prt_add_lost_s(rt, prt_compute_s(rt, d) - FL(rt, cd)->c0);
         prt_left(rt)[d] = 0;
-        cd->incoming = cd->inflight = cd->busy = cd->uploading = cd->pend = 0;
+        cd->busy = cd->uploading = 0;
+        FL(rt, cd)->incoming = 0;
+        FL(rt, cd)->inflight = FL(rt, cd)->pend = 0;
         st->parts--;
         if (u > 0)
             reassign(rt, u);
@@ -525,7 +541,7 @@ static void on_ready(prt *rt, void *ctx)
     cadp_dev *cd = ctx;
     if (st_fail(rt)) {
         cd->has_data = 1;
-        cd->pend = 0;
+        FL(rt, cd)->pend = 0;
     }
     start_epoch_on(rt, ctx);
 }
@@ -658,7 +674,8 @@ static int cadp_start(prt *rt, const void *opts)
     /* a hint only: were its table full, the run would be the same */
     if (prt_hints(rt))
         (void)net_set_done_prefetch(world_net(prt_world(rt)), on_upload, upload_prefetch, rt);
-    if (st->fail_on && !(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc))) {
+    if (st->fail_on && (!(st->alloc = dp_calloc(prt_n(rt), sizeof *st->alloc)) ||
+                        !(st->fl = dp_calloc(prt_n(rt), sizeof *st->fl)))) {
         dp_free(alloc);
         dp_free(bytes);
         dp_free(skip);
@@ -669,11 +686,13 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0,
-                                .own = prt_data_local(rt, d)};
+        st->dev[d] = (cadp_dev){.rt = rt, .d = (uint32_t)d, .batch = s->groups[s->devices[d].group].batch,
+                                .part = alloc[d] > 0};
+        if (st->fail_on)
+            st->fl[d].own = prt_data_local(rt, d);
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
             st->dev[d].active = 1;
-            st->dev[d].pend = 1;
+            st->fl[d].pend = 1;
             prt_left(rt)[d] = alloc[d];
         }
         ctx[d] = &st->dev[d];
@@ -711,6 +730,7 @@ static void cadp_free(prt *rt, const void *opts)
     cadp_state *st = prt_state(rt);
     if (st) {
         dp_free(st->dev);
+        dp_free(st->fl);
         dp_free(st->alloc);
         while (st->extras) {
             extra_rec *e = st->extras;

@@ -567,8 +567,7 @@ res_run *policy_run(const policy_def *p, const scn_scenario *s, uint64_t seed, d
     if (rc == 0)
         rc = prt_run(rt);
     res_run *r = NULL;
-    if (rc == 0) {
-        r = prt_results(rt);
+    if (rc == 0 && (r = prt_results(rt))) { /* NULL: out of memory for its records (err set) */
         r->options_json = policy_options_json(p, s);
         policy_stamp(r);
     }

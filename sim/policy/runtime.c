@@ -153,26 +153,20 @@ static void touch(void *p, size_t bytes)
 
 void prt_warm(prt *rt)
 {
+    /* Only the records every device writes whatever the plan: its share,
+     * and its activity (every open interval is closed at the end).  Not
+     * those only a participant writes (its samples left, readiness,
+     * pending transfers, busy time, batches, server bytes, handlers,
+     * compute slot and transfer contexts), nor room for a flow per device
+     * (net_reserve, which also clears the net's whole per-flow lists):
+     * C-ADP, the policy that plans on a second thread, leaves devices out
+     * (half of them at 10^5 devices on the paper testbed), and what a
+     * participant writes faults in when it first does (issue 39: 13 MiB
+     * of C-ADP's peak at 10^5 devices). */
     size_t n = rt->n;
-    timeline *tl = TL(rt);
     touch(rt->share, n * sizeof *rt->share);
-    touch(rt->left, n * sizeof *rt->left);
-    touch(rt->ready_s, n * sizeof *rt->ready_s);
-    touch(rt->pending, n * sizeof *rt->pending);
     touch(rt->act_since, n * sizeof *rt->act_since);
     touch(rt->act_time, n * RES_ACT_COUNT * sizeof *rt->act_time);
-    touch(rt->busy_compute, n * sizeof *rt->busy_compute);
-    touch(rt->batches, n * sizeof *rt->batches);
-    touch(rt->server_bytes, n * sizeof *rt->server_bytes);
-    touch(tl->cslots, n * sizeof *tl->cslots);
-    touch(tl->xctx, 2 * n * sizeof *tl->xctx);
-    touch(tl->dev_fn, n * sizeof *tl->dev_fn);
-    touch(tl->dev_ctx, n * sizeof *tl->dev_ctx);
-    /* a hint (a run short of memory fails where it did): one flow per
-     * device; its model's flow beside its data, where every device takes
-     * part, faults its chunks in as it starts (2n here was 21 MB more with
-     * 10^5 devices, half of them left out of the plan) */
-    (void)net_reserve(world_net(rt->w), n);
 }
 
 prt *prt_new(const scn_scenario *s, const char *policy, uint64_t seed, dp_err *err)
@@ -199,7 +193,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     if (!(rt->w = w ? w : world_new(s, seed, err)))
         goto fail;
     rt->e = world_engine(rt->w);
-    if (!(rt->r = res_run_new(n, err)))
+    if (!(rt->r = res_run_new_deferred(n, err))) /* its device records at the end (prt_results) */
         goto fail;
     snprintf(rt->r->policy, sizeof rt->r->policy, "%s", policy);
     rt->r->seed = seed;
@@ -207,6 +201,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     rt->left = dp_calloc(n, sizeof *rt->left);
     rt->epoch = 1;
     rt->ready_s = dp_calloc(n, sizeof *rt->ready_s);
+    rt->data_ready_s = dp_calloc(n, sizeof *rt->data_ready_s);
     rt->pending = dp_calloc(n, sizeof *rt->pending);
     rt->act = dp_calloc(n, sizeof *rt->act);
     rt->act_since = dp_calloc(n, sizeof *rt->act_since);
@@ -225,7 +220,7 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     tl->seg_t0 = dp_calloc(n, sizeof *tl->seg_t0);
-    if (!rt->share || !rt->left || !rt->ready_s || !rt->pending || !rt->act || !rt->act_since ||
+    if (!rt->share || !rt->left || !rt->ready_s || !rt->data_ready_s || !rt->pending || !rt->act || !rt->act_since ||
         !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
         !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
         !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
@@ -245,15 +240,8 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     ff_init(rt);
     if (rt->may_fail)
         world_on_device(rt->w, on_world_device, rt);
-    for (size_t d = 0; d < n; d++) {
+    for (size_t d = 0; d < n; d++)
         rt->act[d] = RES_ACT_WAIT;
-        const scn_device *dv = &s->devices[d];
-        const scn_group *g = &s->groups[dv->group];
-        if (res_device_names(rt->r, d, dv->name, g->name, g->kind == SCN_GPU ? "gpu" : "cpu")) {
-            dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
-            goto fail;
-        }
-    }
     return rt;
 fail:
     prt_free(rt);
@@ -275,6 +263,7 @@ void prt_free(prt *rt)
     dp_free(rt->share);
     dp_free(rt->left);
     dp_free(rt->ready_s);
+    dp_free(rt->data_ready_s);
     dp_free(rt->pending);
     dp_free(rt->act);
     dp_free(rt->act_since);
@@ -479,10 +468,25 @@ res_run *prt_results(prt *rt)
     dyn_stats(rt, T);
     if (energy_results(rt, r))
         fail_oom(rt);
+    /* the device records, made now rather than held through the run (the
+     * folded sums above are freed first) */
+    if (res_run_devices(r)) {
+        dp_err_set(rt->err, DP_ENOMEM, "out of memory for the results of %zu devices", rt->n);
+        return NULL;
+    }
+    for (size_t d = 0; d < rt->n; d++) {
+        const scn_device *dv = &rt->s->devices[d];
+        const scn_group *g = &rt->s->groups[dv->group];
+        if (res_device_names(r, d, dv->name, g->name, g->kind == SCN_GPU ? "gpu" : "cpu")) {
+            dp_err_set(rt->err, DP_ENOMEM, "out of memory for the results of %zu devices", rt->n);
+            return NULL;
+        }
+    }
     double busy = 0;
     net *n = world_net(rt->w);
     for (size_t d = 0; d < rt->n; d++) {
         res_device *rd = &r->devices[d];
+        rd->data_ready_s = rt->data_ready_s[d];
         rd->samples = rt->share[d];
         rd->batches = rt->batches[d];
         rd->compute_s = rt->busy_compute[d];

@@ -22,6 +22,7 @@ struct prt {
     int64_t *left;   /* samples left in the current epoch, per device */
     int epoch;       /* current epoch, 1-based */
     double *ready_s; /* when data and model had arrived */
+    double *data_ready_s; /* when it held its full data share (the results' device records, made at the end) */
     int *pending;    /* outstanding initial transfers per device */
     double tsend_s;  /* when the last device held its data */
     int finished;    /* the policy declared the end */
@@ -170,14 +171,14 @@ void coll_free_all(prt *rt);
 /* Device d's ring links take r's statistics (collective.c's link classes;
  * runtime_sym.c's copy_records). */
 void coll_sym_links(prt *rt, size_t r, size_t d);
-/* Fill the results (Tsend, Ttraining, ...).  Ownership of rt->r moves to
- * the caller. */
+/* Fill the results (Tsend, Ttraining, ...), making the device records.
+ * Ownership of rt->r moves to the caller; NULL (rt's error set, rt->r
+ * kept for prt_free) when out of memory for the records. */
 res_run *prt_results(prt *rt);
 
-/* Touch the per-device records a run will write and make room for a
- * distribution's flows (data and model to every device), changing no
+/* Touch the per-device records every device of a run writes, changing no
  * value: policy.c calls it while a plan is being made on the other thread,
- * so the page faults of the first instant happen in that wait. */
+ * so those page faults happen in that wait. */
 void prt_warm(prt *rt);
 
 /* ---- the runtime's private records ------------------------------------ */

@@ -73,7 +73,7 @@ static void xfer_prefetch(void *pctx, void *ctx)
      * buffers while 10^6 ends are read in a row */
     __builtin_prefetch(&rt->pending[d]);
     __builtin_prefetch(&rt->ready_s[d]);
-    __builtin_prefetch(&rt->r->devices[d].data_ready_s);
+    __builtin_prefetch(&rt->data_ready_s[d]);
     __builtin_prefetch(&tl->dev_fn[d]);
     __builtin_prefetch(&tl->dev_ctx[d]);
     prt_prefetch_act(rt, d);
@@ -329,7 +329,7 @@ void xfer_arrived(prt *rt, size_t d, int is_data)
     double now = abs_now(rt);
     jbreak(rt); /* the data distribution is not journaled */
     if (is_data == 1) {
-        rt->r->devices[d].data_ready_s = now;
+        rt->data_ready_s[d] = now;
         if (now > rt->tsend_s) {
             rt->tsend_s = now;
             busy_advance(rt);
