@@ -83,6 +83,12 @@ for f in "$SRC"/scenarios/*.yaml; do
         continue
         ;;
     esac
+    # a scenario whose data set is an optional Debian package not installed
+    # here (paper-fashion: dataset-fashion-mnist) cannot run: said, not failed
+    if ! "$BIN" check "$f" >/dev/null 2>"$T/check.err" && grep -q "is not installed" "$T/check.err"; then
+        echo "e2e_symmetry: $sc skipped: $(head -c 200 "$T/check.err")" >&2
+        continue
+    fi
     args=$(scale_args "$f" 40)
     [ -n "$args" ] || { bad "$sc: no groups from a C-ADP run's devices"; continue; }
     # shellcheck disable=SC2086
