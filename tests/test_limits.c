@@ -276,3 +276,25 @@ Test(limits, long_list_grows_geometrically)
     yt_free(d);
     free(text);
 }
+
+/* dp_grow, the arrays' one growth rule: doubling from `first` to what is
+ * needed, and a size past SIZE_MAX refused with the array as it was. */
+Test(limits, dp_grow_doubles_and_refuses_overflow)
+{
+    double *a = NULL;
+    size_t cap = 0;
+    cr_assert_eq(dp_grow((void **)&a, &cap, 5, sizeof *a, 4), 0);
+    cr_expect_eq(cap, 8);
+    a[7] = 1.5;
+    cr_assert_eq(dp_grow((void **)&a, &cap, 8, sizeof *a, 4), 0); /* it holds 8: nothing moves */
+    cr_expect_eq(cap, 8);
+    cr_assert_eq(dp_grow((void **)&a, &cap, 100, sizeof *a, 4), 0);
+    cr_expect_eq(cap, 128);
+    cr_expect_eq(a[7], 1.5);
+    double *before = a;
+    cr_expect_eq(dp_grow((void **)&a, &cap, SIZE_MAX / 4, sizeof *a, 4), -1);
+    cr_expect_eq(dp_grow((void **)&a, &cap, SIZE_MAX, sizeof *a, 4), -1);
+    cr_expect(a == before && cap == 128);
+    cr_expect_eq(a[7], 1.5);
+    dp_free(a);
+}

@@ -63,6 +63,26 @@ void *dp_realloc(void *p, size_t n)
     return realloc(p, n ? n : 1);
 }
 
+int dp_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : (first ? first : 1);
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    if (elem && nc > SIZE_MAX / elem)
+        return -1;
+    void *np = dp_realloc(*p, nc * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
 void dp_free(void *p)
 {
     if (!p)

@@ -33,6 +33,10 @@ char *dp_read_file(const char *path, const char *what, long max_bytes, size_t *l
 void *dp_malloc(size_t n);
 void *dp_calloc(size_t count, size_t size); /* overflow-checked */
 void *dp_realloc(void *p, size_t n);
+/* Room for `need` elements of `elem` bytes in the array at *p (*cap of
+ * them allocated): the capacity doubles from `first` until it holds need.
+ * 0, or -1 when out of memory or the size overflows (the array as it was). */
+int dp_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 void dp_free(void *p);
 char *dp_strdup(const char *s);
 /* snprintf(dst, cap, "%s[%lld]", base, i), the same bytes (truncated to

@@ -650,26 +650,31 @@ void net_link_copy_stats(net *n, int from, int to)
     }
 }
 
-void net_link_account_util(net *n, int link_i, double bytes, double busy_s, double util)
+/* What a holder's flows carried on link_i (net_link_account*): its
+ * bytes and busy time; NULL for a link that does not exist. */
+static link *account_add(net *n, int link_i, double bytes, double busy_s)
 {
     if (link_i < 0 || (size_t)link_i >= n->n_links)
-        return;
+        return NULL;
     link *l = &n->links[link_i];
     link_touch(n, l);
     l->bytes += bytes;
     l->busy_s += busy_s;
-    if (util > l->peak)
+    return l;
+}
+
+void net_link_account_util(net *n, int link_i, double bytes, double busy_s, double util)
+{
+    link *l = account_add(n, link_i, bytes, busy_s);
+    if (l && util > l->peak)
         l->peak = util > 1 ? 1 : util;
 }
 
 void net_link_account(net *n, int link_i, double bytes, double busy_s, double rate)
 {
-    if (link_i < 0 || (size_t)link_i >= n->n_links)
+    link *l = account_add(n, link_i, bytes, busy_s);
+    if (!l)
         return;
-    link *l = &n->links[link_i];
-    link_touch(n, l);
-    l->bytes += bytes;
-    l->busy_s += busy_s;
     /* as a reshare computes it for a lone flow of this rate */
     double R = l->cap - rate;
     if (R < 0)

@@ -318,17 +318,7 @@ enum { STAR_OFF = 0, STAR_NEW, STAR_C, STAR_U };
 
 static inline int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    void *np = dp_realloc(*p, nc * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
+    return need <= *cap ? 0 : dp_grow(p, cap, need, elem, 16);
 }
 
 /* Link i's rarely read fields (link_cold). */

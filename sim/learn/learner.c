@@ -558,30 +558,14 @@ static int batch_room(learner *L, size_t k)
 
 /* ---- SYNC's pending batches (the struct's comment) ---------------------- */
 
-/* Room for `need` elements of `size` bytes in *a (capacity *cap). */
-static int grow(void **a, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    void *p = dp_realloc(*a, c * size);
-    if (!p)
-        return DP_ENOMEM;
-    *a = p;
-    *cap = c;
-    return 0;
-}
-
 /* Keep device d's batch of k rows (L->bidx) for the sync. */
 static int defer(learner *L, size_t d, size_t k)
 {
     if (!L->phead && (!(L->phead = dp_calloc(L->n, sizeof *L->phead)) ||
                       !(L->ptail = dp_calloc(L->n, sizeof *L->ptail))))
         return DP_ENOMEM;
-    if (grow((void **)&L->prow, &L->cap_prow, L->n_prow + k, sizeof *L->prow) ||
-        grow((void **)&L->pb, &L->cap_pb, L->n_pb + 1, sizeof *L->pb))
+    if (dp_grow((void **)&L->prow, &L->cap_prow, L->n_prow + k, sizeof *L->prow, 256) ||
+        dp_grow((void **)&L->pb, &L->cap_pb, L->n_pb + 1, sizeof *L->pb, 256))
         return DP_ENOMEM;
     memcpy(L->prow + L->n_prow, L->bidx, k * sizeof *L->prow);
     L->pb[L->n_pb] = (struct pbatch){L->n_prow, k, 0};

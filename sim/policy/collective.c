@@ -723,20 +723,6 @@ static void closed_takeback(void *ctx)
  * it (above): 1 if so, 0 to run them as flows. */
 static int lk_start(coll *c);
 
-/* Room for need elements at *p: 0, or -1 out of memory. */
-static int cgrow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? 2 * *cap : 4;
-    nc = nc < need ? need : nc;
-    void *np = dp_realloc(*p, nc * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
 
 /* Edge i's finite links, held by the caller, as a traced edge: their
  * capacities, and the traced ones' schedules as at the hold.  0, or -1
@@ -744,7 +730,7 @@ static int cgrow(void **p, size_t *cap, size_t need, size_t elem)
 static int cte_add(coll *c, closed *k, size_t i, const int *links, size_t nl, double lat)
 {
     net *n = world_net(c->rt->w);
-    if (cgrow((void **)&k->te, &k->cap_te, k->n_te + 1, sizeof *k->te))
+    if (dp_grow((void **)&k->te, &k->cap_te, k->n_te + 1, sizeof *k->te, 4))
         return -1;
     ctedge *E = &k->te[k->n_te];
     memset(E, 0, sizeof *E);
@@ -760,7 +746,7 @@ static int cte_add(coll *c, closed *k, size_t i, const int *links, size_t nl, do
         E->cap[E->nl] = cap;
         E->tl[E->nl] = -1;
         if (tr) {
-            if (cgrow((void **)&k->tl, &k->cap_tl, k->n_tl + 1, sizeof *k->tl))
+            if (dp_grow((void **)&k->tl, &k->cap_tl, k->n_tl + 1, sizeof *k->tl, 4))
                 return -1;
             k->tl[k->n_tl] = (ctlink){tr, cap, next, -INFINITY, cap, next};
             E->tl[E->nl] = (int)k->n_tl++;
