@@ -46,7 +46,8 @@ static const struct {
                       "one run of a load-balancing policy (equal_finish, dlb, lbbsp,\n"
                       "lbb): each device's batch per epoch (mean, bar from min to max)\n"
                       "and its time waiting at barriers."},
-    [PLOT_STALENESS] = {"staleness", plot_draw_staleness, "histogram of update staleness per run (asyncps, flsgd)."},
+    [PLOT_STALENESS] = {"staleness", plot_draw_staleness,
+                        "histogram of update staleness per run (asyncps, flsgd)."},
     [PLOT_LINKS] = {"links", plot_draw_links,
                     "one run's links: busy fraction (bars) and peak utilisation\n"
                     "(points), from the statistics of scenarios with stragglers,\n"
@@ -93,7 +94,10 @@ const char *plot_kind_list(char *buf, size_t cap)
     if (cap)
         buf[0] = '\0';
     for (int k = 0; k < PLOT_KIND_COUNT && o < cap; k++) {
-        int n = snprintf(buf + o, cap - o, "%s%s", k == 0 ? "" : k + 1 == PLOT_KIND_COUNT ? " or " : ", ",
+        int n = snprintf(buf + o, cap - o, "%s%s",
+                         k == 0                     ? ""
+                         : k + 1 == PLOT_KIND_COUNT ? " or "
+                                                    : ", ",
                          kinds[k].name);
         o += n > 0 ? (size_t)n : 0;
     }
@@ -117,7 +121,8 @@ int plots_draw(store *st, plot_kind k, const plot_sel *sel, const char *out_path
         return DP_EINPUT;
     if ((int)k < 0 || k >= PLOT_KIND_COUNT) {
         char list[160];
-        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (%s)", (int)k, plot_kind_list(list, sizeof list));
+        return dp_err_set(err, DP_EINPUT, "plot: unknown kind %d (%s)", (int)k,
+                          plot_kind_list(list, sizeof list));
     }
     /* labels and colours as the database's runs say (plot.c) */
     int rc = plot_styles_load(st, err);

@@ -73,7 +73,7 @@ const char *plot_metric_nearest(const char *name)
     const char *names[N_METRICS + 1];
     for (size_t k = 0; k < N_METRICS; k++)
         names[k] = metrics[k].name;
-    names[N_METRICS] = "final_acc"; /* tta@X takes a target: not guessed */
+    names[N_METRICS] = "final_acc";                 /* tta@X takes a target: not guessed */
     for (size_t k = 0; name && k <= N_METRICS; k++) /* ttotal -> ttotal_s */
         if (strncmp(names[k], name, strlen(name)) == 0 && strlen(name) >= 3)
             return names[k];
@@ -285,7 +285,7 @@ int plot_runs_select(store *st, const plot_sel *sel, int one, plot_run **runs, s
         else
             snprintf(r[k].label, sizeof r[k].label, "%.30s", plot_policy_label(r[k].policy));
     }
-    if (sel->note) { /* say what was drawn, so a surprising default is seen at once */
+    if (sel->note) {           /* say what was drawn, so a surprising default is seen at once */
         char el[200], es[300]; /* stored names, escaped: a database may come from anyone */
         fprintf(sel->note, "drawing run%s", m == 1 ? "" : "s");
         for (size_t k = 0; k < m; k++)

@@ -70,12 +70,14 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
                        "set yrange %s\nset ylabel 'test accuracy (%%)'\n",
                        !panel && logx ? "[*:*]" : "[0:100]");
         if (panel)
-            plot_gp_printf(gp, "set xlabel 'epochs (training samples consumed / training set)'\n"
-                               "set xrange [0:%.10g]\n",
+            plot_gp_printf(gp,
+                           "set xlabel 'epochs (training samples consumed / training set)'\n"
+                           "set xrange [0:%.10g]\n",
                            emax > 0 ? emax * 1.02 : 1);
         else if (logx)
-            plot_gp_printf(gp, "set xlabel 'simulated time (%s, log scale)'\nset logscale x\n"
-                               "set format x '%%g'\nset xrange [%.10g:%.10g]\n",
+            plot_gp_printf(gp,
+                           "set xlabel 'simulated time (%s, log scale)'\nset logscale x\n"
+                           "set format x '%%g'\nset xrange [%.10g:%.10g]\n",
                            unit, tmin / div / 1.2, tmax / div * 1.2);
         else
             plot_gp_printf(gp, "set xlabel 'simulated time (%s)'\nset xrange [0:%.10g]\n", unit,
@@ -84,8 +86,9 @@ int plot_draw_accuracy(store *st, const plot_sel *sel, const char *out_path, dp_
             plot_gp_printf(gp, "unset logscale x\nset format x '%%g'\n");
         plot_gp_printf(gp, "unset arrow\n");
         for (size_t k = 0; k < r0->n_tta; k++)
-            plot_gp_printf(gp, "set arrow from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb "
-                               "'#777777'\n",
+            plot_gp_printf(gp,
+                           "set arrow from graph 0, first %.10g to graph 1, first %.10g nohead dt 2 lc rgb "
+                           "'#777777'\n",
                            100 * r0->tta_target[k], 100 * r0->tta_target[k]);
         for (size_t q = 0; q < nk; q++) {
             const res_run *x = rr[keep[q]];

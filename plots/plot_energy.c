@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const parts[] = {"energy.compute_j", "energy.transmit_j", "energy.receive_j", "energy.idle_j"};
+static const char *const parts[] = {"energy.compute_j", "energy.transmit_j", "energy.receive_j",
+                                    "energy.idle_j"};
 static const char *const part_label[] = {"compute", "transmit", "receive", "idle"};
 static const char *const part_color[] = {"#d55e00", "#0072b2", "#56b4e9", "#bbbbbb"};
 #define N_PARTS 4
@@ -55,9 +56,10 @@ int plot_draw_energy(store *st, const plot_sel *sel, const char *out_path, dp_er
     if (rc)
         goto done;
     if (!nk) {
-        rc = dp_err_set(err, DP_EINPUT,
-                        "energy: none of the selected runs has energy statistics (give device groups `power:`, "
-                        "scenarios/README.md \"Energy\", or choose runs with --run)");
+        rc = dp_err_set(
+            err, DP_EINPUT,
+            "energy: none of the selected runs has energy statistics (give device groups `power:`, "
+            "scenarios/README.md \"Energy\", or choose runs with --run)");
         goto done;
     }
     int kj = top >= 1e4;

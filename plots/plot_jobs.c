@@ -23,8 +23,8 @@ static const char *sched_color(const char *name, size_t k)
 {
     static const struct {
         const char *n, *c;
-    } known[] = {{"static", "#000000"}, {"fifo", "#0072B2"}, {"srf", "#009E73"}, {"las", "#D55E00"},
-                 {"themis", "#CC79A7"}, {"pollux", "#E69F00"}};
+    } known[] = {{"static", "#000000"}, {"fifo", "#0072B2"},   {"srf", "#009E73"},
+                 {"las", "#D55E00"},    {"themis", "#CC79A7"}, {"pollux", "#E69F00"}};
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (!strcmp(known[i].n, name))
             return known[i].c;
@@ -48,7 +48,8 @@ int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err 
     }
     if (n == 0) {
         dp_free(ids);
-        return dp_err_set(err, DP_EINPUT, "jobs: no jobs run in the database (run `dpsim jobs SCENARIO` first)");
+        return dp_err_set(err, DP_EINPUT,
+                          "jobs: no jobs run in the database (run `dpsim jobs SCENARIO` first)");
     }
     jobs_result **r = dp_calloc(n, sizeof *r);
     if (!r) {
@@ -84,8 +85,9 @@ int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err 
     plot_title(gp, sel->title, t, NULL);
     plot_caption(sel, "above: which job held each device over time (first run drawn, first 64 devices); "
                       "below: the CDF of job completion times, a line per run");
-    plot_gp_printf(gp, "set multiplot layout 2,1\nset grid lc rgb '#d0d0d0'\nset style fill solid 0.85 border "
-                       "lc rgb '#ffffff'\n");
+    plot_gp_printf(gp,
+                   "set multiplot layout 2,1\nset grid lc rgb '#d0d0d0'\nset style fill solid 0.85 border "
+                   "lc rgb '#ffffff'\n");
     /* the Gantt: one box per allocation */
     plot_gp_printf(gp, "$g << EOD\n");
     static const char *const cyc[] = {"0x0072b2", "0xe69f00", "0x009e73", "0xcc79a7", "0x56b4e9",
@@ -124,10 +126,12 @@ int plot_draw_jobs(store *st, const plot_sel *sel, const char *out_path, dp_err 
         plot_gp_printf(gp, "EOD\n");
         dp_free(v);
     }
-    plot_gp_printf(gp, "set title 'Job completion time'\nset ylabel 'fraction of jobs'\n"
-                       "set xlabel 'JCT (%s)'\nset yrange [0:1.02]\nset ytics auto\nset autoscale x\nset xrange [0:*]\n"
-                       "set key right bottom box opaque\nplot ",
-                   tu);
+    plot_gp_printf(
+        gp,
+        "set title 'Job completion time'\nset ylabel 'fraction of jobs'\n"
+        "set xlabel 'JCT (%s)'\nset yrange [0:1.02]\nset ytics auto\nset autoscale x\nset xrange [0:*]\n"
+        "set key right bottom box opaque\nplot ",
+        tu);
     for (size_t k = 0; k < n; k++) {
         char lab[160];
         snprintf(lab, sizeof lab, "%s #%lld (mean %.4g %s)", r[k]->scheduler, (long long)ids[k],
@@ -241,10 +245,11 @@ int plot_draw_jobs_sweep(store *st, const plot_sel *sel, const char *out_path, d
     char xkey[200];
     if (n == 0 || !x_key_of(r, n, sel, xkey, sizeof xkey)) {
         dp_free(r);
-        return dp_err_set(err, DP_EINPUT,
-                          n ? "jobs-sweep: the sweep varies no key to draw on x (or not --x's)"
-                            : "jobs-sweep: no sweep of jobs in the database (dpsim sweep SCENARIO-WITH-JOBS --vary "
-                              "scheduler=fifo,pollux --vary scheduler.arrival_scale=0.5,1,2)");
+        return dp_err_set(
+            err, DP_EINPUT,
+            n ? "jobs-sweep: the sweep varies no key to draw on x (or not --x's)"
+              : "jobs-sweep: no sweep of jobs in the database (dpsim sweep SCENARIO-WITH-JOBS --vary "
+                "scheduler=fifo,pollux --vary scheduler.arrival_scale=0.5,1,2)");
     }
     int rate = !strcmp(xkey, "scheduler.arrival_scale");
     sweep_pt *pt = dp_calloc(n, sizeof *pt);
@@ -292,7 +297,8 @@ int plot_draw_jobs_sweep(store *st, const plot_sel *sel, const char *out_path, d
     snprintf(t, sizeof t, "Job completion time, sweep #%lld", (long long)sid);
     plot_title(gp, sel->title, t, NULL);
     plot_caption(sel, "solid: mean JCT; dashed: 95th percentile; a colour per scheduler");
-    plot_gp_printf(gp, "set grid lc rgb '#d0d0d0'\nset key outside right top\nset ylabel 'JCT (%s)'\nset xlabel ", tu);
+    plot_gp_printf(
+        gp, "set grid lc rgb '#d0d0d0'\nset key outside right top\nset ylabel 'JCT (%s)'\nset xlabel ", tu);
     if (rate)
         plot_gp_str(gp, "arrival rate (x the scenario's: 1 / scheduler.arrival_scale)");
     else
@@ -320,8 +326,8 @@ int plot_draw_jobs_sweep(store *st, const plot_sel *sel, const char *out_path, d
         if (comma)
             *comma = '\0';
         const char *col = sched_color(sched, s);
-        plot_gp_printf(gp, "%s$s%zu using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title ", s ? ", \\\n  " : "", s,
-                       col);
+        plot_gp_printf(gp, "%s$s%zu using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title ",
+                       s ? ", \\\n  " : "", s, col);
         plot_gp_str(gp, pt[k].series);
         plot_gp_printf(gp, ", $s%zu using 1:3 with linespoints lw 2 dt 2 pt 6 lc rgb '%s' notitle", s, col);
         s++;

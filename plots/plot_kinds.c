@@ -585,4 +585,3 @@ fail:
     plot_gp_abort(gp);
     return rc;
 }
-

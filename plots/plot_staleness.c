@@ -118,7 +118,8 @@ int plot_draw_staleness(store *st, const plot_sel *sel, const char *out_path, dp
             double lo = (double)hk->edge[i], hi = hk->bin[i] < 64 ? lo : (double)(2 * hk->edge[i] - 1);
             double a = logx ? log2(lo + 0.5) : lo - 0.5, b = logx ? log2(hi + 1.5) : hi + 0.5;
             double span = b - a, left = a + span * (1 - group) / 2 + span * w * (double)q;
-            double x0 = left + span * w * 0.05, x1 = left + span * w * 0.95, y = 100 * hk->count[i] / hk_total;
+            double x0 = left + span * w * 0.05, x1 = left + span * w * 0.95,
+                   y = 100 * hk->count[i] / hk_total;
             if (logx)
                 x0 = exp2(x0), x1 = exp2(x1);
             plot_gp_printf(gp, "%.10g %.10g %.10g %.10g %.10g %.10g\n", (x0 + x1) / 2, y, x0, x1, 0.0, y);

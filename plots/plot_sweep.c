@@ -562,7 +562,8 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
         /* the figure's title above the grid, a panel's value as its own
          * title, the legend once, in the right margin */
         plot_gp_printf(gp, "set key at screen %.4f, screen %.4f right top\n", 1 - 10 / W, 1 - 70 / H);
-        plot_gp_printf(gp, "set multiplot layout %zu,%zu margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title ",
+        plot_gp_printf(gp,
+                       "set multiplot layout %zu,%zu margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title ",
                        rows, cols, 80 / W, 1 - legend_px / W, 70 / H, 1 - 80 / H, 60 / W, 110 / H);
         plot_gp_str(gp, sel->title ? sel->title : t1);
         plot_gp_printf(gp, " font ',14'\n");
@@ -590,10 +591,11 @@ int plot_draw_sweep(store *st, const plot_sel *sel, const char *out_path, dp_err
                 same += !strcmp(gpol[h], gpol[g]);
             int pt, dt;
             policy_style_of(gpol[g], g, &pt, &dt);
-            plot_gp_printf(gp, "%s$g%zu_%zu using 1:2:3:4 with %s lw %s ps 1.2 pt %d dt %zu lc rgb '%s' title ",
+            plot_gp_printf(gp,
+                           "%s$g%zu_%zu using 1:2:3:4 with %s lw %s ps 1.2 pt %d dt %zu lc rgb '%s' title ",
                            g ? ", \\\n  " : "", f, g, max_n >= 2 ? "yerrorlines" : "linespoints",
-                           twin[g] >= 0 ? "1.2" : "2", same ? 1 + (pt + 2 * (int)same) % 14 : pt, 1 + same % 5,
-                           plot_policy_color(gpol[g], g));
+                           twin[g] >= 0 ? "1.2" : "2", same ? 1 + (pt + 2 * (int)same) % 14 : pt,
+                           1 + same % 5, plot_policy_color(gpol[g], g));
             if (twin[g] >= 0) {
                 char lab[1100];
                 snprintf(lab, sizeof lab, "%s (identical to %s)", gname[g], gname[twin[g]]);

@@ -153,11 +153,11 @@ void plot_title(plot_gp *gp, const char *user, const char *line1, const char *li
 typedef struct plot_run {
     int64_t id;
     char policy[32];
-    char label[200]; /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy,
-                        "C-ADP #12 (K=V)" when those differ in overrides */
+    char label[200];    /* legend text: "C-ADP", "C-ADP #12" when two selected runs share a policy,
+                           "C-ADP #12 (K=V)" when those differ in overrides */
     char scenario[128]; /* the scenario's name (user text: quote it) */
     double tsend_s, ttraining_s, ttotal_s, tflops, bin_s;
-    double tend_s; /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
+    double tend_s;       /* flops: the end of its last FLOPS bin (filled by plot_draw_flops) */
     char overrides[256]; /* its --set overrides, space-separated ("" = none; user text: quote it) */
 } plot_run;
 /* A rendering note (which scale, what a cell or a colour means) goes to

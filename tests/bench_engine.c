@@ -96,10 +96,11 @@ int main(int argc, char **argv)
     unsigned long long P, steps, reps = 1;
     if ((argc != 3 && argc != 4) || !arg(argv[1], 1, 16000000, &P) || !arg(argv[2], 1, 1ull << 40, &steps) ||
         (argc == 4 && !arg(argv[3], 1, MAX_REPS, &reps))) {
-        fprintf(stderr,
-                "usage: bench_engine [PENDING STEPS [REPS]]   (REPS <= %d; no arguments: 10^3, 10^4 and 10^6, "
-                "%d steps, %d repetitions)\n",
-                MAX_REPS, STEPS, REPS);
+        fprintf(
+            stderr,
+            "usage: bench_engine [PENDING STEPS [REPS]]   (REPS <= %d; no arguments: 10^3, 10^4 and 10^6, "
+            "%d steps, %d repetitions)\n",
+            MAX_REPS, STEPS, REPS);
         return 2;
     }
     hold_model((size_t)P, steps, (int)reps);

@@ -113,7 +113,8 @@ static double sgd_floor(int devices, int epochs)
             exit(2);
         for (int d = 0; d < devices; d++) { /* device d's rows: a contiguous share */
             size_t a = n * (size_t)d / (size_t)devices, b = n * (size_t)(d + 1) / (size_t)devices;
-            if (b > a && lm_grad_add(&m, w, D->x_train, D->y_train, idx + a, b - a, (double)(b - a), avg, tmp))
+            if (b > a &&
+                lm_grad_add(&m, w, D->x_train, D->y_train, idx + a, b - a, (double)(b - a), avg, tmp))
                 exit(2);
         }
         lm_unpack(&m);
@@ -189,7 +190,8 @@ int main(void)
     CLAIM(fabs(rows[1].med - rows[0].med) <= 2, "IID local SGD, H = 8, within 2 epochs of DDP");
     CLAIM(fabs(rows[2].med - rows[0].med) <= 2, "IID local SGD, H = 32, within 2 epochs of DDP");
     CLAIM(rows[4].med >= 2 * rows[3].med, "label-skewed local SGD, H = 32, needs at least 2x DDP's epochs");
-    CLAIM(rows[7].med >= 5 * rows[5].med, "async with staleness 64 needs at least 5x the epochs of staleness 0");
+    CLAIM(rows[7].med >= 5 * rows[5].med,
+          "async with staleness 64 needs at least 5x the epochs of staleness 0");
     printf("           (here %.1fx)\n", rows[7].med / rows[5].med);
     CLAIM(rows[6].med >= rows[5].med && rows[6].med <= rows[7].med, "staleness 16 lies in between");
     bad |= !(rows[5].med <= rows[6].med && rows[6].med <= rows[7].med); /* staleness never helps */
@@ -209,9 +211,10 @@ int main(void)
     }
     qsort(w_on, 5, sizeof *w_on, cmp);
     qsort(w_off, 5, sizeof *w_off, cmp);
-    printf("\ncost: DDP, 8 devices, digits, %d epochs: %.3f s with the learner, %.3f s without (medians of 5,\n"
-           "both simulating every epoch and batch): the learner adds %.2f ms per epoch\n",
-           EPOCHS, w_on[2], w_off[2], 1e3 * (w_on[2] - w_off[2]) / EPOCHS);
+    printf(
+        "\ncost: DDP, 8 devices, digits, %d epochs: %.3f s with the learner, %.3f s without (medians of 5,\n"
+        "both simulating every epoch and batch): the learner adds %.2f ms per epoch\n",
+        EPOCHS, w_on[2], w_off[2], 1e3 * (w_on[2] - w_off[2]) / EPOCHS);
     /* issue 39's target: at 10^3 devices (1-2 rows each), each run as a
      * user gets it (the run without the learner folds batches and
      * fast-forwards; the learner needs every update) */
@@ -225,12 +228,16 @@ int main(void)
     for (int k = 0; k < 5; k++)
         w_floor[k] = sgd_floor(1000, EPOCHS);
     qsort(w_floor, 5, sizeof *w_floor, cmp);
-    printf("cost: DDP, 10^3 devices, digits, %d epochs: %.3f s with the learner, %.3f s without (medians of 5):\n"
-           "%.1fx (issue 39 asks at most 1.2x, which the arithmetic alone rules out: the bare SGD below takes\n"
-           "%.3f s, %.0fx the run without the learner)\n",
-           EPOCHS, w_on[2], w_off[2], w_on[2] / w_off[2], w_floor[2], w_floor[2] / w_off[2]);
-    printf("floor: the same gradients, steps and evaluations with no simulation around them: %.3f s; the run with\n"
-           "the learner is %.2fx (that floor + the run without it): what the learner adds beyond its arithmetic\n",
+    printf(
+        "cost: DDP, 10^3 devices, digits, %d epochs: %.3f s with the learner, %.3f s without (medians of "
+        "5):\n"
+        "%.1fx (issue 39 asks at most 1.2x, which the arithmetic alone rules out: the bare SGD below takes\n"
+        "%.3f s, %.0fx the run without the learner)\n",
+        EPOCHS, w_on[2], w_off[2], w_on[2] / w_off[2], w_floor[2], w_floor[2] / w_off[2]);
+    printf("floor: the same gradients, steps and evaluations with no simulation around them: %.3f s; the run "
+           "with\n"
+           "the learner is %.2fx (that floor + the run without it): what the learner adds beyond its "
+           "arithmetic\n",
            w_floor[2], w_on[2] / (w_floor[2] + w_off[2]));
     return bad;
 }

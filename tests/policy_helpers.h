@@ -43,22 +43,23 @@ static inline void expect_same_run(const res_run *a, const res_run *b)
  * (shard, 1 sample of 1 B) and model 4e6 B from a server in eu: the us
  * devices' two model flows share the eu->us WAN: 0.011 + 2 x 4e6 / 1e6 =
  * 8.011 s; one batch of 1 s; 6 rounds. */
-static const char *const ALT = "name: alt\n"
-                         "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
-                         "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
-                         "training: { epochs: 1 }\n"
-                         "sites: [eu, us]\n"
-                         "server: { site: eu }\n"
-                         "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
-                         "devices:\n"
-                         "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                         "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                         "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                         "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
-                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
-                         "policies: { ddp: { data: shard, overlap: false } }\n";
+static const char *const ALT =
+    "name: alt\n"
+    "model: { name: m, params: 1000000, flops_per_sample: 1.0e6 }\n"
+    "dataset: { name: d, samples: 4, sample_bytes: 1 }\n"
+    "training: { epochs: 1 }\n"
+    "sites: [eu, us]\n"
+    "server: { site: eu }\n"
+    "wan: [{ between: [eu, us], bandwidth: 8Mbps, latency: 10ms }]\n"
+    "devices:\n"
+    "  - { name: a1, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+    "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+    "  - { name: b1, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+    "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+    "  - { name: a2, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+    "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+    "  - { name: b2, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s,\n"
+    "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms } }\n"
+    "policies: { ddp: { data: shard, overlap: false } }\n";
 
 #endif

@@ -43,11 +43,11 @@ Test(adacoopt, three_clients_by_hand)
                  .tau_prev = 1,
                  .speed = speed,
                  .round_time = 1};
-    static const double want[5] = {1.9012962962962963, 1.8315925925925924, 1.7954388888888884, 1.7983576851851848,
-                                   1.8470353564814808};
+    static const double want[5] = {1.9012962962962963, 1.8315925925925924, 1.7954388888888884,
+                                   1.7983576851851848, 1.8470353564814808};
     for (int t = 1; t <= 5; t++)
-        cr_expect(fabs(aco_gap(&in, t) - want[t - 1]) < 1e-9, "tau %d: gap %.17g, by hand %.17g", t, aco_gap(&in, t),
-                  want[t - 1]);
+        cr_expect(fabs(aco_gap(&in, t) - want[t - 1]) < 1e-9, "tau %d: gap %.17g, by hand %.17g", t,
+                  aco_gap(&in, t), want[t - 1]);
     int tau, s, b[3];
     aco_decide(&in, &tau, &s, b);
     cr_expect_eq(tau, 3);
@@ -100,13 +100,14 @@ Test(adacoopt, refuses_without_learning_and_bad_options)
 Test(adacoopt, learns_on_digits)
 {
     char buf[2048];
-    snprintf(buf, sizeof buf, "%slearning: {data: digits, partition: labels, labels_per_device: 3, lr: 0.5}\n",
-             WORLD);
+    snprintf(buf, sizeof buf,
+             "%slearning: {data: digits, partition: labels, labels_per_device: 3, lr: 0.5}\n", WORLD);
     scn_scenario *s = load(buf, NULL, 0);
     dp_err err = {0};
     res_run *r = policy_run(policy_find("adacoopt"), s, 5, &err);
     cr_assert(r, "%s", err.msg);
-    cr_expect(r->evals[r->n_evals - 1].test_acc > 0.85, "final accuracy %g", r->evals[r->n_evals - 1].test_acc);
+    cr_expect(r->evals[r->n_evals - 1].test_acc > 0.85, "final accuracy %g",
+              r->evals[r->n_evals - 1].test_acc);
     const res_stat *t = res_find_stat(r, "adacoopt.tau_mean", RES_SCOPE_RUN, 0, 0);
     cr_expect(t && t->value >= 1 && t->value <= 10, "tau mean %g", t ? t->value : -1);
     res_run_free(r);

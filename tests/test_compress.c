@@ -170,8 +170,8 @@ Test(compress, accuracy_cost_monotone_within_each_method)
         res_run_free(r);
         scn_free(s);
     }
-    cr_expect(fabs(loss[1] - loss[0]) < 0.01 * loss[0] && loss[1] < loss[2] && loss[2] < loss[3], "quantize: %g %g %g %g", loss[0],
-              loss[1], loss[2], loss[3]);
+    cr_expect(fabs(loss[1] - loss[0]) < 0.01 * loss[0] && loss[1] < loss[2] && loss[2] < loss[3],
+              "quantize: %g %g %g %g", loss[0], loss[1], loss[2], loss[3]);
     cr_expect(loss[0] < loss[4] && loss[4] < loss[5], "top-k: %g %g %g", loss[0], loss[4], loss[5]);
 }
 

@@ -142,17 +142,17 @@ Test(data, half_at_one_site_hand_count)
  * come from asia; without, they are lost and the device trains 500. */
 Test(data, failed_storage_replanned_or_lost)
 {
-    const char *one =
-        "name: f\n"
-        "model: { params: 1000, flops_per_sample: 1.0e6 }\n"
-        "dataset: { samples: 1000, sample_bytes: 1000B }\n"
-        "training: { epochs: 2 }\n"
-        "sites: [eu, us, asia]\n"
-        "server: { site: us }\n"
-        "wan: [ { between: [eu, us], bandwidth: 8Mbps }, { between: [asia, us], bandwidth: 8Mbps, latency: 50ms } ]\n"
-        "devices:\n"
-        "  - { name: u, kind: gpu, site: us, memory: 1GiB, batch: 10, batch_time: 10ms,\n"
-        "      link: { up: 1Gbps, down: 1Gbps } }\n";
+    const char *one = "name: f\n"
+                      "model: { params: 1000, flops_per_sample: 1.0e6 }\n"
+                      "dataset: { samples: 1000, sample_bytes: 1000B }\n"
+                      "training: { epochs: 2 }\n"
+                      "sites: [eu, us, asia]\n"
+                      "server: { site: us }\n"
+                      "wan: [ { between: [eu, us], bandwidth: 8Mbps }, { between: [asia, us], bandwidth: "
+                      "8Mbps, latency: 50ms } ]\n"
+                      "devices:\n"
+                      "  - { name: u, kind: gpu, site: us, memory: 1GiB, batch: 10, batch_time: 10ms,\n"
+                      "      link: { up: 1Gbps, down: 1Gbps } }\n";
     scn_override ov[] = {{"dataset.storage", "[{site: eu, fails_at: 0.5s}]"},
                          {"dataset.parts", "[{at: eu, samples: 100%, replicas: [asia]}]"}};
     scn_scenario *s = load(one, ov, 2);
@@ -325,15 +325,17 @@ Test(data, bad_input_file_line_col)
 {
     const char *head = "name: g\nmodel: { params: 1000, flops_per_sample: 1.0e6 }\n"
                        "dataset:\n  samples: 1000\n  sample_bytes: 1000B\n";
-    const char *tail = "training: { epochs: 1 }\nsites: [eu, us]\n"
-                       "devices:\n  - { name: e, kind: gpu, site: eu, memory: 1GiB, batch: 10, batch_time: 10ms,\n"
-                       "      link: { up: 1Gbps, down: 1Gbps } }\n";
+    const char *tail =
+        "training: { epochs: 1 }\nsites: [eu, us]\n"
+        "devices:\n  - { name: e, kind: gpu, site: eu, memory: 1GiB, batch: 10, batch_time: 10ms,\n"
+        "      link: { up: 1Gbps, down: 1Gbps } }\n";
     char buf[4096];
     /* parts not adding up to the dataset (line 6: `parts:`'s list) */
-    snprintf(buf, sizeof buf, "%s  parts:\n    - { at: eu, samples: 40%% }\n    - { at: us, samples: 500 }\n%s", head,
-             tail);
+    snprintf(buf, sizeof buf,
+             "%s  parts:\n    - { at: eu, samples: 40%% }\n    - { at: us, samples: 500 }\n%s", head, tail);
     refused(buf, NULL, 0,
-            "test.yaml:7:5: dataset.parts: the parts must add up to the dataset's 1000 samples (got 500 samples and "
+            "test.yaml:7:5: dataset.parts: the parts must add up to the dataset's 1000 samples (got 500 "
+            "samples and "
             "40%: 900 samples)");
     /* a cache at an unknown site */
     snprintf(buf, sizeof buf, "%s  caches: [{site: mars, capacity: 1GB}]\n%s", head, tail);
@@ -407,17 +409,17 @@ Test(data, cadp_locality_without_parts_changes_nothing)
  *    200 + 200, nothing moves and Tsend is 0, where without the option
  *    63 x 100 KB cross the slow GPU's up link (before the first iteration,
  *    or for dlb and lbbsp, which start equal, at the epoch boundary). */
-static const char *TWO =
-    "name: two\n"
-    "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
-    "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: fast, samples: 200}, {at: slow, samples: 200}] }\n"
-    "training: { epochs: 2 }\n"
-    "server: { nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
-    "devices:\n"
-    "  - { name: fast, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
-    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
-    "  - { name: slow, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
-    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
+static const char *TWO = "name: two\n"
+                         "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
+                         "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: fast, samples: 200}, {at: "
+                         "slow, samples: 200}] }\n"
+                         "training: { epochs: 2 }\n"
+                         "server: { nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
+                         "devices:\n"
+                         "  - { name: fast, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
+                         "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+                         "  - { name: slow, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
+                         "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
 
 Test(data, balancers_locality_pay_for_moved_bytes)
 {
@@ -428,7 +430,8 @@ Test(data, balancers_locality_pay_for_moved_bytes)
                 char key[64], lkey[64];
                 snprintf(key, sizeof key, "policies.%s.data", pol[k]);
                 snprintf(lkey, sizeof lkey, "policies.%s.locality", pol[k]);
-                scn_override ov[] = {{key, "shard"}, {lkey, loc ? "true" : "false"},
+                scn_override ov[] = {{key, "shard"},
+                                     {lkey, loc ? "true" : "false"},
                                      {"dataset.sample_bytes", dear ? "100KB" : "3KB"}};
                 scn_scenario *s = load(TWO, ov, 3);
                 res_run *r = run(s, pol[k]);
@@ -479,19 +482,18 @@ Test(data, balancers_locality_off_changes_nothing)
  * samples, not 263 (as when the growth came from the eu server). */
 Test(data, growing_shard_from_the_nearest_holder)
 {
-    const char *geo2 =
-        "name: two-sites\n"
-        "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
-        "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: us, samples: 100%}] }\n"
-        "training: { epochs: 2 }\n"
-        "sites: [eu, us]\n"
-        "server: { site: eu, nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
-        "wan: [ { between: [eu, us], bandwidth: 100Mbps, latency: 10ms } ]\n"
-        "devices:\n"
-        "  - { name: fast, site: us, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
-        "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
-        "  - { name: slow, site: eu, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
-        "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
+    const char *geo2 = "name: two-sites\n"
+                       "model: { params: 250000, flops_per_sample: 1.0e6 }\n"
+                       "dataset: { samples: 400, sample_bytes: 3KB, parts: [{at: us, samples: 100%}] }\n"
+                       "training: { epochs: 2 }\n"
+                       "sites: [eu, us]\n"
+                       "server: { site: eu, nic: { up: 1Gbps, down: 1Gbps }, aggregate_rate: 1GB/s }\n"
+                       "wan: [ { between: [eu, us], bandwidth: 100Mbps, latency: 10ms } ]\n"
+                       "devices:\n"
+                       "  - { name: fast, site: us, kind: gpu, memory: 1GiB, batch: 16, batch_time: 10ms,\n"
+                       "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+                       "  - { name: slow, site: eu, kind: gpu, memory: 1GiB, batch: 16, batch_time: 20ms,\n"
+                       "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n";
     scn_override ov = {"policies.dlb.data", "shard"};
     scn_scenario *s = load(geo2, &ov, 1);
     res_run *r = run(s, "dlb");
@@ -514,20 +516,23 @@ Test(data, growing_shard_from_the_nearest_holder)
  * and c at 4 s, epoch 2 re-plans over a and c the 10 samples a holder
  * that is up has: 5 each, the one more each reads from the nearest holder
  * (a at home, c over the WAN); Ttotal 9 s (up to the tiny transfers). */
-static const char *LOCF =
-    "name: locf\n"
-    "model: { params: 1, flops_per_sample: 1.0e6 }\n"
-    "dataset: { samples: 12, sample_bytes: 1000B,\n"
-    "           parts: [{at: a, samples: 2}, {at: b, samples: 2}, {at: c, samples: 2}, {at: eu, samples: 6}] }\n"
-    "training: { epochs: 2 }\n"
-    "sites: [eu, us]\n"
-    "server: { site: eu, nic: { up: 1Tbps, down: 1Tbps } }\n"
-    "wan: [ { between: [eu, us], bandwidth: 8Mbps } ]\n"
-    "devices:\n"
-    "  - { name: a, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps } }\n"
-    "  - { name: b, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps },\n"
-    "      availability: { trace: gone.csv } }\n"
-    "  - { name: c, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps } }\n";
+static const char *LOCF = "name: locf\n"
+                          "model: { params: 1, flops_per_sample: 1.0e6 }\n"
+                          "dataset: { samples: 12, sample_bytes: 1000B,\n"
+                          "           parts: [{at: a, samples: 2}, {at: b, samples: 2}, {at: c, samples: 2}, "
+                          "{at: eu, samples: 6}] }\n"
+                          "training: { epochs: 2 }\n"
+                          "sites: [eu, us]\n"
+                          "server: { site: eu, nic: { up: 1Tbps, down: 1Tbps } }\n"
+                          "wan: [ { between: [eu, us], bandwidth: 8Mbps } ]\n"
+                          "devices:\n"
+                          "  - { name: a, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: "
+                          "{ up: 1Tbps, down: 1Tbps } }\n"
+                          "  - { name: b, site: eu, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: "
+                          "{ up: 1Tbps, down: 1Tbps },\n"
+                          "      availability: { trace: gone.csv } }\n"
+                          "  - { name: c, site: us, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: "
+                          "{ up: 1Tbps, down: 1Tbps } }\n";
 
 static res_run *run_locf(const char *avail, const char *policy, const scn_override *ov, size_t n)
 {

@@ -577,15 +577,17 @@ static res_run *digits_run(const char *policy, const scn_override *ov, size_t n_
 Test(efficiency, fitted_on_two_learner_curves_it_predicts_a_third, .timeout = 120)
 {
     static const scn_override h8 = {"policies.localsgd.steps", "8"}, h32 = {"policies.localsgd.steps", "32"};
-    res_run *run[3] = {digits_run("ddp", NULL, 0), digits_run("localsgd", &h8, 1), digits_run("localsgd", &h32, 1)};
+    res_run *run[3] = {digits_run("ddp", NULL, 0), digits_run("localsgd", &h8, 1),
+                       digits_run("localsgd", &h32, 1)};
     static const char *const name[3] = {"ddp", "localsgd H=8", "localsgd H=32"};
     char path[700];
     snprintf(path, sizeof path, "%s/tests/data/learn-digits8.yaml", src);
     dp_err err = {0};
     scn_scenario *s = scn_load_file(path, NULL, 0, &err);
     eff_params *start = NULL;
-    cr_assert_eq(eff_params_read(s, yt_get(scn_learning(s), "efficiency"), "learning.efficiency", &start, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(
+        eff_params_read(s, yt_get(scn_learning(s), "efficiency"), "learning.efficiency", &start, &err), 0,
+        "%s", err.msg);
     scn_free(s);
     /* points: the learner's test accuracy at every epoch end of the first two */
     effit_point pts[64];
@@ -595,8 +597,8 @@ Test(efficiency, fitted_on_two_learner_curves_it_predicts_a_third, .timeout = 12
         for (size_t i = 0; i < run[k]->n_evals && np < 64; i++)
             if (run[k]->evals[i].epochs >= 1) {
                 snprintf(labels[np], sizeof labels[0], "%s@%d", name[k], run[k]->evals[i].epoch);
-                pts[np] = (effit_point){labels[np], run[k]->learn_log, 0, run[k]->evals[i].epoch,
-                                        run[k]->evals[i].test_acc, 1};
+                pts[np] = (effit_point){
+                    labels[np], run[k]->learn_log, 0, run[k]->evals[i].epoch, run[k]->evals[i].test_acc, 1};
                 np++;
             }
     effit_spec sp = {.start = start,
@@ -616,11 +618,13 @@ Test(efficiency, fitted_on_two_learner_curves_it_predicts_a_third, .timeout = 12
             sum += fabs(e);
             n++;
         }
-    printf("cross-check on digits: fitted on ddp and localsgd H=8 (%zu points; B %.4g, kappa %.4g, band +-%.2f "
-           "points), localsgd H=32 predicted over %d epochs: mean |error| %.2f points, worst %.2f (extrapolation "
-           "x%.3g in batch)\n",
-           np, eff_params_noise(r.fit), eff_params_kappa(r.fit), 100 * r.band, n, 100 * sum / n, 100 * worst,
-           effit_extrapolation(pts, np, run[2]->learn_log));
+    printf(
+        "cross-check on digits: fitted on ddp and localsgd H=8 (%zu points; B %.4g, kappa %.4g, band +-%.2f "
+        "points), localsgd H=32 predicted over %d epochs: mean |error| %.2f points, worst %.2f "
+        "(extrapolation "
+        "x%.3g in batch)\n",
+        np, eff_params_noise(r.fit), eff_params_kappa(r.fit), 100 * r.band, n, 100 * sum / n, 100 * worst,
+        effit_extrapolation(pts, np, run[2]->learn_log));
     cr_expect(n == 20 && isfinite(worst));
     effit_result_free(&r);
     eff_params_free(start);

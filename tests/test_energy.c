@@ -239,15 +239,16 @@ Test(energy, energy_aware_selection_outlasts_random)
  * average's upload (0.5 s, marked a send).  Computing and transmitting at
  * once, the powers add: E = 3 W x 1 + (3 + 2) W x 0.5 + 3 W x 0.5 + 2 W x
  * 0.5 = 8 J (7 J with the radio's share left out). */
-static const char *OVERLAP = "model: { params: 1000, flops_per_sample: 1e6 }\n"
-                             "dataset: { samples: 20, sample_bytes: 1B }\n"
-                             "training: { epochs: 1 }\n"
-                             "server: { nic: { up: 1Gbps, down: 1Gbps } }\n"
-                             "devices:\n"
-                             "  - { name: p, kind: cpu, memory: 4GB, batch: 10, batch_time: 1s,\n"
-                             "      link: { up: 64kbps, down: 1Gbps }, power: { compute: 3W, transmit: 2W } }\n"
-                             "policies:\n"
-                             "  flsgd: { steps: 1, sync: server }\n";
+static const char *OVERLAP =
+    "model: { params: 1000, flops_per_sample: 1e6 }\n"
+    "dataset: { samples: 20, sample_bytes: 1B }\n"
+    "training: { epochs: 1 }\n"
+    "server: { nic: { up: 1Gbps, down: 1Gbps } }\n"
+    "devices:\n"
+    "  - { name: p, kind: cpu, memory: 4GB, batch: 10, batch_time: 1s,\n"
+    "      link: { up: 64kbps, down: 1Gbps }, power: { compute: 3W, transmit: 2W } }\n"
+    "policies:\n"
+    "  flsgd: { steps: 1, sync: server }\n";
 
 Test(energy, compute_and_transmit_powers_add)
 {
@@ -271,7 +272,8 @@ Test(energy, overlap_drains_the_battery_at_the_sum)
     char *at = strstr(text, "transmit: 2W } }");
     cr_assert(at);
     snprintf(at, sizeof text - (size_t)(at - text),
-             "transmit: 2W },\n      battery: { capacity: 4.5J, charge: 100%%, cutoff: 0%%, charging: { rate: 100W } } }\n"
+             "transmit: 2W },\n      battery: { capacity: 4.5J, charge: 100%%, cutoff: 0%%, charging: { "
+             "rate: 100W } } }\n"
              "policies:\n  flsgd: { steps: 1, sync: server }\n");
     scn_scenario *s = load(text, NULL, 0);
     res_run *r = run("flsgd", s);
@@ -287,7 +289,8 @@ Test(energy, eafl_score_by_hand)
 {
     double util[3] = {eafl_oort_utility(100, 20, 10, 2), eafl_oort_utility(60, 8, 10, 2),
                       eafl_oort_utility(80, 10, 10, 2)};
-    cr_expect(fabs(util[0] - 25) <= 1e-12 && util[1] == 60 && util[2] == 80, "%g %g %g", util[0], util[1], util[2]);
+    cr_expect(fabs(util[0] - 25) <= 1e-12 && util[1] == 60 && util[2] == 80, "%g %g %g", util[0], util[1],
+              util[2]);
     cr_expect_eq(eafl_oort_utility(100, 20, 0, 2), 100, "no preferred round: no penalty");
     double soc[3] = {0.9, 0.3, 0.5}, score[3];
     eafl_scores(3, util, soc, 0.7, score);
@@ -324,7 +327,8 @@ Test(energy, eafl_selection_follows_the_weight)
         res_run *r = run("fedavg", s);
         for (int d = 0; d < 4; d++) {
             int chosen = (d < 2) == (i == 0);
-            cr_expect_eq(stat(r, "local_steps", RES_SCOPE_DEVICE, d), chosen ? 5 : 0, "w %s, device %d", w[i], d);
+            cr_expect_eq(stat(r, "local_steps", RES_SCOPE_DEVICE, d), chosen ? 5 : 0, "w %s, device %d", w[i],
+                         d);
         }
         res_run_free(r);
         scn_free(s);
@@ -362,13 +366,16 @@ Test(energy, bad_input_names_file_line_column)
                    "needs a voltage");
     expect_refused(HEAD "    power: { compute: 6 Watts }\n", "test.yaml:11:23", "unknown unit");
     expect_refused(HEAD "    power: { }\n", "test.yaml:11:12", "at least one of");
-    expect_refused(HEAD "    power: { compute: 6W }\n    battery: { capacity: 10Wh, charge: 3%, cutoff: 5% }\n",
+    expect_refused(HEAD
+                   "    power: { compute: 6W }\n    battery: { capacity: 10Wh, charge: 3%, cutoff: 5% }\n",
                    "test.yaml:12:40", "starts above its cutoff");
     expect_refused(HEAD "    power: { compute: 6W }\n    battery: { capacity: 10Wh, charge: 130% }\n",
                    "test.yaml:12:40", "at most 1");
     expect_refused(HEAD "    power: { compute: 6W }\n    availability: { mtbf: 1h, mttr: 1h }\n"
                         "    battery: { capacity: 10Wh }\n",
                    "test.yaml:12:5", "not both");
-    expect_refused(HEAD "    power: { compute: 6W }\n    battery: { capacity: 10Wh, charging: { rate: 5W, every: 1h } }\n",
-                   "test.yaml:12:42", "needs both every and probability");
+    expect_refused(
+        HEAD
+        "    power: { compute: 6W }\n    battery: { capacity: 10Wh, charging: { rate: 5W, every: 1h } }\n",
+        "test.yaml:12:42", "needs both every and probability");
 }

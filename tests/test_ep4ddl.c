@@ -72,7 +72,8 @@ Test(ep4ddl, flags_a_straggler_episode_within_its_window_and_not_otherwise)
             cr_expect(t >= 2 && t <= 2 + 8 * 0.055, "flagged at %g s", t);
             cr_expect_eq(stat(r, "ep4ddl.flags", 0), 1, "flagged once (and unflagged after the episode)");
             double it = stat(r, "ep4ddl.flagged_iters", 3);
-            cr_expect(it > 0 && it < 80, "%g iterations flagged", it); /* ~1 s of 2-sample iterations, then the window drains */
+            cr_expect(it > 0 && it < 80, "%g iterations flagged",
+                      it); /* ~1 s of 2-sample iterations, then the window drains */
             for (int d = 0; d < 3; d++)
                 cr_expect_eq(stat(r, "ep4ddl.first_flag_s", d), -1, "device %d flagged", d);
         }

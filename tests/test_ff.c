@@ -430,7 +430,7 @@ Test(ff, journal_folds_devices_in_lockstep)
                          {"devices.cpu16.count", "12"},   {"devices.cpu8.count", "12"}};
     cr_expect_eq(compare("paper-testbed.yaml", "ddp", ov, 6), 4);
     cr_expect_eq(compare("paper-testbed.yaml", "cadp", ov, 6), 4);
-    scn_override big[] = {{"training.epochs", "5"},        {"dataset.samples", "200000"},
+    scn_override big[] = {{"training.epochs", "5"},         {"dataset.samples", "200000"},
                           {"devices.rtx3090.count", "100"}, {"devices.cpu4.count", "50"},
                           {"devices.cpu16.count", "25"},    {"devices.cpu8.count", "25"}};
     cr_expect_eq(compare("paper-testbed.yaml", "ddp", big, 6), 4);

@@ -189,8 +189,9 @@ static void never_overlap(const jobs_result *r)
             const job_alloc *x = &r->allocs[a], *y = &r->allocs[b];
             if (x->device != y->device)
                 continue;
-            cr_expect(x->t1 <= y->t0 || y->t1 <= x->t0, "device %zu held by jobs %zu [%g, %g) and %zu [%g, %g)",
-                      x->device, x->job, x->t0, x->t1, y->job, y->t0, y->t1);
+            cr_expect(x->t1 <= y->t0 || y->t1 <= x->t0,
+                      "device %zu held by jobs %zu [%g, %g) and %zu [%g, %g)", x->device, x->job, x->t0,
+                      x->t1, y->job, y->t0, y->t1);
         }
 }
 
@@ -245,11 +246,13 @@ static void jobs_vs_alone(const char *text, double rel)
     jobs_result *r = jobs_run(js, NULL, 1, &e);
     cr_assert(r, "%s", e.msg);
     for (size_t j = 0; j < js->n; j++) {
-        scn_scenario *sub = jobs_sub_scenario(js->jobs[j].scn, js->jobs[j].pinned, (size_t)js->jobs[j].want, &e);
+        scn_scenario *sub =
+            jobs_sub_scenario(js->jobs[j].scn, js->jobs[j].pinned, (size_t)js->jobs[j].want, &e);
         res_run *one = policy_run(js->jobs[j].policy, sub, 1, &e);
         cr_assert(one, "%s", e.msg);
         double arr = js->jobs[j].arrival_s, end = arr + one->ttotal_s;
-        cr_expect(fabs(r->jobs[j].end_s - end) <= rel * end, "job %zu: %.17g alone %.17g", j, r->jobs[j].end_s, end);
+        cr_expect(fabs(r->jobs[j].end_s - end) <= rel * end, "job %zu: %.17g alone %.17g", j,
+                  r->jobs[j].end_s, end);
         cr_expect(fabs(r->jobs[j].bytes - one->bytes_total) <= rel * one->bytes_total,
                   "job %zu bytes: %.17g alone %.17g", j, r->jobs[j].bytes, one->bytes_total);
         double rho = (end - arr) / one->ttotal_s; /* 1 but for the rounding of arr + T - arr */
@@ -300,19 +303,20 @@ Test(jobs, sharing_nothing_is_bit_for_bit)
  * job always had events pending), so their later epochs added to the
  * absolute time and rounded differently (job a here was 26.445000000000004
  * s, alone ...018). */
-static const char *SHARE_NOTHING = "name: w\n"
-                  "model: { params: 2000000, flops_per_sample: 5e7 }\n"
-                  "dataset: { samples: 600, sample_bytes: 4KB }\n"
-                  "training: { epochs: 2 }\n"
-                  "devices:\n"
-                  "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
-                  "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
-                  "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
-                  "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
-                  "scheduler: static\n"
-                  "jobs:\n"
-                  "  - { name: a, arrival: %s, policy: ddp, groups: [g] }\n"
-                  "  - { name: b, arrival: %s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n";
+static const char *SHARE_NOTHING =
+    "name: w\n"
+    "model: { params: 2000000, flops_per_sample: 5e7 }\n"
+    "dataset: { samples: 600, sample_bytes: 4KB }\n"
+    "training: { epochs: 2 }\n"
+    "devices:\n"
+    "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+    "  - { name: c, count: 3, kind: cpu, memory: 1GiB, batch: 8, peak_flops: 20GFLOPS,\n"
+    "      efficiency: 0.5, link: { up: 20Mbps, down: 50Mbps, latency: 4ms } }\n"
+    "scheduler: static\n"
+    "jobs:\n"
+    "  - { name: a, arrival: %s, policy: ddp, groups: [g] }\n"
+    "  - { name: b, arrival: %s, policy: cadp, groups: [c], set: { training.epochs: 3 } }\n";
 
 Test(jobs, sharing_nothing_gives_single_job_results)
 {
@@ -339,7 +343,8 @@ Test(jobs, sharing_nothing_from_different_arrivals)
 
 /* Job `which` of `text` alone on devices 0..n-1 (jobs given by count
  * take the lowest free devices), with `epochs` epochs. */
-static res_run *alone_run(const char *text, size_t which, int epochs, scn_scenario **s_out, jobs_spec **js_out)
+static res_run *alone_run(const char *text, size_t which, int epochs, scn_scenario **s_out,
+                          jobs_spec **js_out)
 {
     registered();
     scn_scenario *s = load(text, NULL, 0);
@@ -368,19 +373,20 @@ static res_run *alone_run(const char *text, size_t which, int epochs, scn_scenar
  * A's second epoch and pre-empts it (A keeps its first epoch), ends after
  * its time alone; A reloads for 0.5 s and runs its 2 epochs left.  Not
  * bit for bit (B's end and A's origin add absolute times), to 1e-9. */
-static const char *PREEMPT = "name: w\n"
-                             "model: { params: 2000000, flops_per_sample: 5e7 }\n"
-                             "dataset: { samples: 600, sample_bytes: 4KB }\n"
-                             "training: { epochs: 3 }\n"
-                             "devices:\n"
-                             "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
-                             "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
-                             "policies: { ddp: { collective: flows } }\n"
-                             "scheduler: { name: srf, restart: 0.5s }\n"
-                             "jobs:\n"
-                             "  - { name: A, arrival: 0s, policy: ddp, devices: 2 }\n"
-                             "  - { name: B, arrival: %.9fs, policy: ddp, devices: 2,\n"
-                             "      set: { training.epochs: 1, dataset.samples: 96 } }\n";
+static const char *PREEMPT =
+    "name: w\n"
+    "model: { params: 2000000, flops_per_sample: 5e7 }\n"
+    "dataset: { samples: 600, sample_bytes: 4KB }\n"
+    "training: { epochs: 3 }\n"
+    "devices:\n"
+    "  - { name: g, count: 2, kind: gpu, memory: 1GiB, batch: 16, batch_time: 30ms,\n"
+    "      link: { up: 100Mbps, down: 100Mbps, latency: 1ms } }\n"
+    "policies: { ddp: { collective: flows } }\n"
+    "scheduler: { name: srf, restart: 0.5s }\n"
+    "jobs:\n"
+    "  - { name: A, arrival: 0s, policy: ddp, devices: 2 }\n"
+    "  - { name: B, arrival: %.9fs, policy: ddp, devices: 2,\n"
+    "      set: { training.epochs: 1, dataset.samples: 96 } }\n";
 
 Test(jobs, preempted_job_restarts_in_a_fresh_domain)
 {
@@ -406,8 +412,10 @@ Test(jobs, preempted_job_restarts_in_a_fresh_domain)
     cr_expect_eq(r->jobs[0].preemptions, 1);
     cr_expect_eq(r->jobs[1].start_s, arr);
     double b_end = arr + b->ttotal_s, a_end = b_end + 0.5 + a2->ttotal_s;
-    cr_expect(fabs(r->jobs[1].end_s - b_end) <= 1e-9 * b_end, "B ends %.17g, want %.17g", r->jobs[1].end_s, b_end);
-    cr_expect(fabs(r->jobs[0].end_s - a_end) <= 1e-9 * a_end, "A ends %.17g, want %.17g", r->jobs[0].end_s, a_end);
+    cr_expect(fabs(r->jobs[1].end_s - b_end) <= 1e-9 * b_end, "B ends %.17g, want %.17g", r->jobs[1].end_s,
+              b_end);
+    cr_expect(fabs(r->jobs[0].end_s - a_end) <= 1e-9 * a_end, "A ends %.17g, want %.17g", r->jobs[0].end_s,
+              a_end);
     never_overlap(r);
     res_run_free(a2);
     res_run_free(b);
@@ -422,29 +430,30 @@ Test(jobs, shared_links_with_a_trace_keep_their_figures)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r =
-        run_text("name: geo\n"
-                 "model: { name: resnet18, params: 11689512, flops_per_sample: 1.8e9 }\n"
-                 "dataset: { samples: 640, sample_bytes: 110KB }\n"
-                 "training: { epochs: 2, seed: 1 }\n"
-                 "policies: { ddp: { collective: flows } }\n"
-                 "server: { site: eu, nic: { up: 10Gbps, down: 10Gbps } }\n"
-                 "sites: [ { name: eu }, { name: us } ]\n"
-                 "wan:\n"
-                 "  - { between: [eu, us], latency: 40ms, trace: { file: ../traces/step-50-100Mbps.csv, loop: true } }\n"
-                 "devices:\n"
-                 "  - { name: eu-a100, count: 2, kind: gpu, site: eu, memory: 40GiB, batch: 64, batch_time: 60ms,\n"
-                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
-                 "  - { name: us-v100, count: 2, kind: gpu, site: us, memory: 32GiB, batch: 64, batch_time: 90ms,\n"
-                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
-                 "  - { name: us-t4, count: 2, kind: gpu, site: us, memory: 16GiB, batch: 32, batch_time: 110ms,\n"
-                 "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
-                 "scheduler: static\n"
-                 "jobs:\n"
-                 "  - { name: eu-ddp, arrival: 0s, policy: ddp, groups: [eu-a100] }\n"
-                 "  - { name: us-asyncps, arrival: 0s, policy: asyncps, groups: [us-v100] }\n"
-                 "  - { name: us-localsgd, arrival: 5s, policy: localsgd, groups: [us-t4] }\n",
-                 NULL, &s, &js);
+    jobs_result *r = run_text(
+        "name: geo\n"
+        "model: { name: resnet18, params: 11689512, flops_per_sample: 1.8e9 }\n"
+        "dataset: { samples: 640, sample_bytes: 110KB }\n"
+        "training: { epochs: 2, seed: 1 }\n"
+        "policies: { ddp: { collective: flows } }\n"
+        "server: { site: eu, nic: { up: 10Gbps, down: 10Gbps } }\n"
+        "sites: [ { name: eu }, { name: us } ]\n"
+        "wan:\n"
+        "  - { between: [eu, us], latency: 40ms, trace: { file: ../traces/step-50-100Mbps.csv, loop: true } "
+        "}\n"
+        "devices:\n"
+        "  - { name: eu-a100, count: 2, kind: gpu, site: eu, memory: 40GiB, batch: 64, batch_time: 60ms,\n"
+        "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+        "  - { name: us-v100, count: 2, kind: gpu, site: us, memory: 32GiB, batch: 64, batch_time: 90ms,\n"
+        "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+        "  - { name: us-t4, count: 2, kind: gpu, site: us, memory: 16GiB, batch: 32, batch_time: 110ms,\n"
+        "      link: { up: 10Gbps, down: 10Gbps, latency: 1ms } }\n"
+        "scheduler: static\n"
+        "jobs:\n"
+        "  - { name: eu-ddp, arrival: 0s, policy: ddp, groups: [eu-a100] }\n"
+        "  - { name: us-asyncps, arrival: 0s, policy: asyncps, groups: [us-v100] }\n"
+        "  - { name: us-localsgd, arrival: 5s, policy: localsgd, groups: [us-t4] }\n",
+        NULL, &s, &js);
     double end[] = {1.0432582300301516, 227.27208255999986, 38.52988823679999};
     double bytes[] = {1169477056, 1940721920, 350948288};
     double tsend[] = {0.18919384603015077, 30.0485, 28.798499999999997};
@@ -468,12 +477,17 @@ Test(jobs, fifo_blocks_behind_the_head)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text(DEV4, "scheduler: fifo\n"
-                                               "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
-                                               "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r = run_text(
+        world_text(
+            DEV4,
+            "scheduler: fifo\n"
+            "jobs:\n"
+            "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } "
+            "}\n"
+            "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
+            "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } "
+            "}\n"),
+        NULL, &s, &js);
     double start[] = {0, 10, 15}, end[] = {10, 15, 18};
     for (int j = 0; j < 3; j++) {
         expect_close(r->jobs[j].start_s, start[j]);
@@ -484,7 +498,8 @@ Test(jobs, fifo_blocks_behind_the_head)
     expect_close(r->mean_jct_s, (10 + 14 + 16) / 3.0);
     expect_close(r->util_alloc, (2 * 10 + 4 * 5 + 2 * 3) / (4 * 18.0));
     /* Jain's index of alone/jct: 1, 5/14, 3/16 */
-    double x[] = {1, 5 / 14.0, 3 / 16.0}, sx = x[0] + x[1] + x[2], sxx = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    double x[] = {1, 5 / 14.0, 3 / 16.0}, sx = x[0] + x[1] + x[2],
+           sxx = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
     expect_close(r->jain, sx * sx / (3 * sxx));
     never_overlap(r);
     done(s, js, r);
@@ -516,8 +531,8 @@ Test(jobs, efficiency_counts_epochs_at_the_reference_batch)
     static const int epochs[2][3] = {{2, 2, 2}, {3, 4, 2}};
     for (int progress = 0; progress < 2; progress++) {
         char text[2048];
-        snprintf(text, sizeof text, "scheduler: { name: fifo, train_to: %s }\n%s", progress ? "progress" : "epochs",
-                 jobs);
+        snprintf(text, sizeof text, "scheduler: { name: fifo, train_to: %s }\n%s",
+                 progress ? "progress" : "epochs", jobs);
         scn_scenario *s;
         jobs_spec *js;
         jobs_result *r = run_text(world_text(DEV4, text), NULL, &s, &js);
@@ -539,12 +554,17 @@ Test(jobs, las_lets_a_job_that_fits_go_ahead)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text(DEV4, "scheduler: las\n"
-                                               "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
-                                               "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r = run_text(
+        world_text(
+            DEV4,
+            "scheduler: las\n"
+            "jobs:\n"
+            "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } "
+            "}\n"
+            "  - { name: B, arrival: 1s, policy: pulse, devices: 4, set: { policies.pulse.iterations: 5 } }\n"
+            "  - { name: C, arrival: 2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } "
+            "}\n"),
+        NULL, &s, &js);
     double start[] = {0, 10, 2}, end[] = {10, 15, 5};
     for (int j = 0; j < 3; j++) {
         expect_close(r->jobs[j].start_s, start[j]);
@@ -563,11 +583,14 @@ Test(jobs, las_preempts_past_the_threshold)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: las, threshold: 4s, interval: 1s, restart: 0.5s }\n"
-                                               "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3, training.epochs: 2 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 2 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r =
+        run_text(world_text(DEV2, "scheduler: { name: las, threshold: 4s, interval: 1s, restart: 0.5s }\n"
+                                  "jobs:\n"
+                                  "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { "
+                                  "policies.pulse.iterations: 3, training.epochs: 2 } }\n"
+                                  "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: { "
+                                  "policies.pulse.iterations: 2 } }\n"),
+                 NULL, &s, &js);
     expect_close(r->jobs[0].start_s, 0);
     expect_close(r->jobs[0].end_s, 10.5);
     cr_expect_eq(r->jobs[0].preemptions, 1);
@@ -589,8 +612,10 @@ Test(jobs, srf_preempts_for_a_shorter_job)
     jobs_spec *js;
     jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: srf, restart: 1s }\n"
                                                "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 3 } }\n"),
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: "
+                                               "{ policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, set: "
+                                               "{ policies.pulse.iterations: 3 } }\n"),
                               NULL, &s, &js);
     expect_close(r->jobs[0].alone_s, 10);
     expect_close(r->jobs[1].alone_s, 3);
@@ -612,11 +637,14 @@ Test(jobs, themis_serves_the_highest_rho)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: themis, interval: 0.75s, restart: 0.25s }\n"
-                                               "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 1, training.epochs: 4 } }\n"
-                                               "  - { name: B, arrival: 1.2s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 1 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r =
+        run_text(world_text(DEV2, "scheduler: { name: themis, interval: 0.75s, restart: 0.25s }\n"
+                                  "jobs:\n"
+                                  "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { "
+                                  "policies.pulse.iterations: 1, training.epochs: 4 } }\n"
+                                  "  - { name: B, arrival: 1.2s, policy: pulse, devices: 2, set: { "
+                                  "policies.pulse.iterations: 1 } }\n"),
+                 NULL, &s, &js);
     expect_close(r->jobs[0].end_s, 5.75);
     cr_expect_eq(r->jobs[0].preemptions, 1);
     expect_close(r->jobs[1].start_s, 1.5);
@@ -633,15 +661,18 @@ Test(jobs, static_runs_each_job_on_its_part)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text("  - { name: g1, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
-                                         "      link: { up: 800Mbps, down: 800Mbps } }\n"
-                                         "  - { name: g2, count: 1, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
-                                         "      link: { up: 800Mbps, down: 800Mbps } }\n",
-                                         "scheduler: static\n"
-                                         "jobs:\n"
-                                         "  - { name: A, arrival: 0s, policy: pulse, groups: [g1], set: { policies.pulse.iterations: 3 } }\n"
-                                         "  - { name: B, arrival: 1s, policy: pulse, groups: [g2], set: { policies.pulse.iterations: 2 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r =
+        run_text(world_text("  - { name: g1, count: 2, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                            "      link: { up: 800Mbps, down: 800Mbps } }\n"
+                            "  - { name: g2, count: 1, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                            "      link: { up: 800Mbps, down: 800Mbps } }\n",
+                            "scheduler: static\n"
+                            "jobs:\n"
+                            "  - { name: A, arrival: 0s, policy: pulse, groups: [g1], set: { "
+                            "policies.pulse.iterations: 3 } }\n"
+                            "  - { name: B, arrival: 1s, policy: pulse, groups: [g2], set: { "
+                            "policies.pulse.iterations: 2 } }\n"),
+                 NULL, &s, &js);
     expect_close(r->jobs[0].end_s, 3);
     expect_close(r->jobs[1].start_s, 1);
     expect_close(r->jobs[1].end_s, 3);
@@ -710,8 +741,10 @@ Test(jobs, srf_divides_remaining_by_weight)
     jobs_spec *js;
     jobs_result *r = run_text(world_text(DEV2, "scheduler: { name: srf, restart: 1s }\n"
                                                "jobs:\n"
-                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 10 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, weight: 0.25, set: { policies.pulse.iterations: 3 } }\n"),
+                                               "  - { name: A, arrival: 0s, policy: pulse, devices: 2, set: "
+                                               "{ policies.pulse.iterations: 10 } }\n"
+                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, "
+                                               "weight: 0.25, set: { policies.pulse.iterations: 3 } }\n"),
                               NULL, &s, &js);
     expect_close(r->jobs[0].end_s, 10);
     cr_expect_eq(r->jobs[0].preemptions, 0);
@@ -727,11 +760,15 @@ Test(jobs, fifo_ties_go_to_the_higher_weight)
 {
     scn_scenario *s;
     jobs_spec *js;
-    jobs_result *r = run_text(world_text(DEV2, "scheduler: fifo\n"
-                                               "jobs:\n"
-                                               "  - { name: A, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 4 } }\n"
-                                               "  - { name: B, arrival: 1s, policy: pulse, devices: 2, weight: 2, set: { policies.pulse.iterations: 3 } }\n"),
-                              NULL, &s, &js);
+    jobs_result *r = run_text(
+        world_text(
+            DEV2,
+            "scheduler: fifo\n"
+            "jobs:\n"
+            "  - { name: A, arrival: 1s, policy: pulse, devices: 2, set: { policies.pulse.iterations: 4 } }\n"
+            "  - { name: B, arrival: 1s, policy: pulse, devices: 2, weight: 2, set: { "
+            "policies.pulse.iterations: 3 } }\n"),
+        NULL, &s, &js);
     expect_close(r->jobs[1].start_s, 1);
     expect_close(r->jobs[1].end_s, 4);
     expect_close(r->jobs[0].start_s, 4);
@@ -772,10 +809,35 @@ Test(jobs, pollux_allocation_is_the_best_power_mean)
         bk[k] = 32.0 * k;
     }
     sched_job v[3] = {
-        {.id = 0, .arrival_s = 0, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aA, .batch_k = bk},
-        {.id = 1, .arrival_s = 1, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aB, .batch_k = bk},
-        {.id = 2, .arrival_s = 2, .want = 2, .weight = 1, .epochs = 1, .min_dev = 1, .max_dev = 6, .alone_k = aC, .batch_k = bk,
-         .ref_batch = 32, .noise_scale = 64},
+        {.id = 0,
+         .arrival_s = 0,
+         .want = 2,
+         .weight = 1,
+         .epochs = 1,
+         .min_dev = 1,
+         .max_dev = 6,
+         .alone_k = aA,
+         .batch_k = bk},
+        {.id = 1,
+         .arrival_s = 1,
+         .want = 2,
+         .weight = 1,
+         .epochs = 1,
+         .min_dev = 1,
+         .max_dev = 6,
+         .alone_k = aB,
+         .batch_k = bk},
+        {.id = 2,
+         .arrival_s = 2,
+         .want = 2,
+         .weight = 1,
+         .epochs = 1,
+         .min_dev = 1,
+         .max_dev = 6,
+         .alone_k = aC,
+         .batch_k = bk,
+         .ref_batch = 32,
+         .noise_scale = 64},
     };
     sched_opts o = {.restart_s = 0};
     sched_ctx c = {10, 6, &o};

@@ -60,7 +60,8 @@ Test(jobs_inside, a_job_alone_learns_as_the_single_run)
     cr_assert(!isnan(r1->tta_s[0]) && !isnan(r1->tta_s[1]) && isnan(r1->tta_s[2]), "targets as designed");
     jobs_spec *js;
     scn_scenario *s;
-    jobs_result *r = run_jobs(DIGITS LEARNING "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", &js, &s);
+    jobs_result *r =
+        run_jobs(DIGITS LEARNING "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 8 } ]\n", &js, &s);
     cr_assert_eq(r->n_tta, 3);
     for (size_t k = 0; k < 3; k++) {
         cr_expect_eq(r->tta[k].job, 0);
@@ -111,11 +112,12 @@ Test(jobs_inside, a_job_carries_its_own_learning)
 {
     jobs_spec *js;
     scn_scenario *s;
-    jobs_result *r = run_jobs(DIGITS "jobs:\n"
-                                     "  - { name: a, arrival: 0s, policy: ddp, devices: 4 }\n"
-                                     "  - { name: b, arrival: 0s, policy: ddp, devices: 4,\n"
-                                     "      learning: { data: digits, model: softmax, targets: [0.5, 0.8] } }\n",
-                              &js, &s);
+    jobs_result *r =
+        run_jobs(DIGITS "jobs:\n"
+                        "  - { name: a, arrival: 0s, policy: ddp, devices: 4 }\n"
+                        "  - { name: b, arrival: 0s, policy: ddp, devices: 4,\n"
+                        "      learning: { data: digits, model: softmax, targets: [0.5, 0.8] } }\n",
+                 &js, &s);
     cr_expect(isnan(r->jobs[0].final_acc));
     cr_expect(r->jobs[1].final_acc > 0.8, "%g", r->jobs[1].final_acc);
     cr_assert_eq(r->n_tta, 2);
@@ -132,10 +134,11 @@ Test(jobs_inside, a_job_carries_its_own_learning)
  * count on), it reaches its targets, and the same seed gives the same bits. */
 Test(jobs_inside, a_preempted_job_resumes_its_learner)
 {
-    const char *text = DIGITS LEARNING "scheduler: { name: las, restart: 2s, threshold: 50s }\n"
-                                       "jobs:\n"
-                                       "  - { name: a, arrival: 0s, policy: ddp, devices: 8 }\n"
-                                       "  - { name: b, arrival: 10s, policy: ddp, devices: 8, set: { training.epochs: 1 } }\n";
+    const char *text = DIGITS LEARNING
+        "scheduler: { name: las, restart: 2s, threshold: 50s }\n"
+        "jobs:\n"
+        "  - { name: a, arrival: 0s, policy: ddp, devices: 8 }\n"
+        "  - { name: b, arrival: 10s, policy: ddp, devices: 8, set: { training.epochs: 1 } }\n";
     jobs_spec *js, *js2;
     scn_scenario *s, *s2;
     jobs_result *r = run_jobs(text, &js, &s), *r2 = run_jobs(text, &js2, &s2);
@@ -177,10 +180,12 @@ static void refused(const char *text, const scn_override *ov, size_t n, const ch
  * together across a job's runs yet), naming the job. */
 Test(jobs_inside, learning_efficiency_is_refused)
 {
-    refused(DIGITS "learning: { data: digits, model: softmax,\n"
-                   "            efficiency: { reference_batch: 8, noise_scale: 100, curve: [[0, 0.1], [100, 0.9]] } }\n"
-                   "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 4 } ]\n",
-            NULL, 0, "jobs[0] (a): a job may not use learning.efficiency");
+    refused(
+        DIGITS
+        "learning: { data: digits, model: softmax,\n"
+        "            efficiency: { reference_batch: 8, noise_scale: 100, curve: [[0, 0.1], [100, 0.9]] } }\n"
+        "jobs: [ { name: a, arrival: 0s, policy: ddp, devices: 4 } ]\n",
+        NULL, 0, "jobs[0] (a): a job may not use learning.efficiency");
 }
 
 /* ---- device failures (the world's availability) ----
@@ -194,11 +199,15 @@ static const char *CRASH4 =
     "dataset: { name: eight, samples: 8, sample_bytes: 1B }\n"
     "training: { epochs: 2, seed: 1 }\n"
     "devices:\n"
-    "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s } }\n"
-    "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s },\n"
+    "  - { name: a, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, "
+    "latency: 0s } }\n"
+    "  - { name: b, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, "
+    "latency: 0s },\n"
     "      availability: { trace: %s } }\n"
-    "  - { name: c, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s } }\n"
-    "  - { name: d, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, latency: 0s },\n"
+    "  - { name: c, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, "
+    "latency: 0s } }\n"
+    "  - { name: d, kind: gpu, memory: 1GiB, batch: 1, batch_time: 1s, link: { up: 1Tbps, down: 1Tbps, "
+    "latency: 0s },\n"
     "      availability: { trace: %s } }\n"
     "policies:\n"
     "  ddp: { overlap: false, collective: analytic, timeout: 2s, checkpoint_write: 0.5s }\n"
@@ -208,8 +217,8 @@ static const char *CRASH4 =
     "  - { name: y, arrival: %s, policy: ddp, devices: 2 }\n";
 
 /* Run CRASH4 with b's and d's availability traces (text) and y's arrival. */
-static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace, const char *y_arrival,
-                                    jobs_spec **js, scn_scenario **s);
+static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace,
+                                    const char *y_arrival, jobs_spec **js, scn_scenario **s);
 
 static jobs_result *run_crash(const char *b_trace, const char *d_trace, const char *y_arrival, jobs_spec **js,
                               scn_scenario **s)
@@ -218,8 +227,8 @@ static jobs_result *run_crash(const char *b_trace, const char *d_trace, const ch
 }
 
 /* The same under scheduler sched (NULL: the scenario's, fifo). */
-static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace, const char *y_arrival,
-                                    jobs_spec **js, scn_scenario **s)
+static jobs_result *run_crash_under(const char *sched, const char *b_trace, const char *d_trace,
+                                    const char *y_arrival, jobs_spec **js, scn_scenario **s)
 {
     char dir[] = "/tmp/dpsim-jobsin-XXXXXX", p[3][64], text[4096];
     cr_assert(mkdtemp(dir));
@@ -343,9 +352,10 @@ Test(jobs_inside, pollux_resizes_a_job_that_loses_a_device)
 /* A job may not change the world's failures: they are every job's. */
 Test(jobs_inside, a_job_may_not_change_the_failures)
 {
-    refused(DIGITS "jobs:\n"
-                   "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
-                   "      set: { devices.fast.availability.mtbf: 1h, devices.fast.availability.mttr: 1min } }\n",
+    refused(DIGITS
+            "jobs:\n"
+            "  - { name: a, arrival: 0s, policy: ddp, devices: 4,\n"
+            "      set: { devices.fast.availability.mtbf: 1h, devices.fast.availability.mttr: 1min } }\n",
             NULL, 0, "jobs[0] (a): a job may not change the world's device failures");
 }
 

@@ -76,7 +76,8 @@ static void expect_serial(const scn_scenario *s, const res_run *r, int b)
         lm_eval(m, w, D->x_test, D->y_test, D->n_test, &acc, &loss);
         cr_expect(loss == r->evals[e].test_loss, "epoch %d: serial loss %.17g, run %.17g", e, loss,
                   r->evals[e].test_loss);
-        cr_expect(acc == r->evals[e].test_acc, "epoch %d: accuracy %.17g vs %.17g", e, acc, r->evals[e].test_acc);
+        cr_expect(acc == r->evals[e].test_acc, "epoch %d: accuracy %.17g vs %.17g", e, acc,
+                  r->evals[e].test_acc);
     }
     free(w);
     free(g);
@@ -85,7 +86,8 @@ static void expect_serial(const scn_scenario *s, const res_run *r, int b)
     lrn_cfg_free(c);
 }
 
-static const char *SOFTMAX = "learning: {data: digits, model: softmax, lr: {initial: 0.5, every: 2, factor: 0.5}}\n";
+static const char *SOFTMAX =
+    "learning: {data: digits, model: softmax, lr: {initial: 0.5, every: 2, factor: 0.5}}\n";
 
 /* One device running `policy` with batch b: the plain serial SGD loop. */
 static void serial_case(const char *policy, int b, const char *learning)
@@ -368,8 +370,8 @@ Test(learn, softmax_kernels_are_dgemm_bits)
                 z[i * K + k] /= s;
             z[i * K + (size_t)y[idx[i]]] -= 1.0;
         }
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)dim, (int)n, 1.0, z, (int)K, xb, (int)dim,
-                    0.0, gw, (int)dim);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)dim, (int)n, 1.0, z, (int)K, xb,
+                    (int)dim, 0.0, gw, (int)dim);
         for (size_t i = 0; i < n; i++)
             for (size_t k = 0; k < K; k++)
                 gb[k] += z[i * K + k];

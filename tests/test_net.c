@@ -584,9 +584,9 @@ Test(net, held_trace_resumes_before_the_holder_hears)
     cr_expect_eq(holds_called, 1);
     cr_expect_eq(hook_saw_cap, 2e6, "the capacity from 1 s: %.17g", hook_saw_cap);
     cr_assert_eq(fx.lg.n, 1);
-    expect_close(fx.lg.t[0], 1.9); /* 8e5 B at 2e6 B/s from 1.5 s */
+    expect_close(fx.lg.t[0], 1.9);                 /* 8e5 B at 2e6 B/s from 1.5 s */
     cr_expect_eq(net_link_capacity(fx.n, l), 1e6); /* every change fired: the one at 3 s last */
-    net_link_release(fx.n, l); /* not held: nothing */
+    net_link_release(fx.n, l);                     /* not held: nothing */
     cr_expect_eq(net_trace_events(fx.n), 0);
     fx_free(&fx);
     trace_free(tr);

@@ -236,7 +236,8 @@ Test(plot, kind_names)
     cr_expect_null(plot_kind_name(-1));
     char list[200];
     cr_expect_str_eq(plot_kind_list(list, sizeof list),
-                     "compare, flops, timeline, sweep, mix, batches, staleness, links, accuracy, jobs, energy or jobs-sweep");
+                     "compare, flops, timeline, sweep, mix, batches, staleness, links, accuracy, jobs, "
+                     "energy or jobs-sweep");
 }
 
 Test(plot, quote_escapes_apostrophes_and_flattens_control_characters)

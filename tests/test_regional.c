@@ -119,14 +119,14 @@ static void expect_same(const res_run *a, const res_run *b)
     for (size_t k = 0; k < a->n_epochs; k++)
         cr_expect_eq(a->epochs[k].end_s, b->epochs[k].end_s);
     cr_assert_eq(a->n_devices, b->n_devices);
-    for (size_t d = 0; d < a->n_devices; d++)
-    {
+    for (size_t d = 0; d < a->n_devices; d++) {
         /* the names are each run's own strings (res_device_names): compared
          * as strings, every number as bits */
         const res_device *x = &a->devices[d], *y = &b->devices[d];
         cr_expect(!strcmp(x->name, y->name) && !strcmp(x->group, y->group) && !strcmp(x->kind, y->kind),
                   "device %zu's names differ", d);
-        cr_expect(!memcmp(&x->samples, &y->samples, sizeof *x - offsetof(res_device, samples)), "device %zu differs", d);
+        cr_expect(!memcmp(&x->samples, &y->samples, sizeof *x - offsetof(res_device, samples)),
+                  "device %zu differs", d);
     }
     cr_assert_eq(a->n_bins, b->n_bins);
     for (size_t k = 0; k < a->n_bins; k++)
@@ -138,21 +138,20 @@ static void expect_same(const res_run *a, const res_run *b)
  * the WAN: the run is localsgd's server rounds bit for bit. */
 Test(regional, one_group_is_todays_single_server)
 {
-    const char *one_site =
-        "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
-        "dataset: { name: d, samples: 100, sample_bytes: 10000 }\n"
-        "training: { epochs: 3 }\n"
-        "server: { aggregate_rate: 10MB/s, site: x }\n"
-        "sites: [ x ]\n"
-        "servers: [ { site: x, aggregate_rate: 10MB/s } ]\n"
-        "devices:\n"
-        "  - { name: a, count: 3, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
-        "      link: { up: 8Mbps, down: 16Mbps, latency: 10ms } }\n"
-        "  - { name: b, kind: cpu, memory: 1GiB, batch: 7, batch_time: 2.5s,\n"
-        "      link: { up: 4Mbps, down: 8Mbps, latency: 30ms } }\n"
-        "policies:\n"
-        "  regional: { steps: 3 }\n"
-        "  localsgd: { steps: 3, sync: server }\n";
+    const char *one_site = "model: { name: m, params: 250000, bytes_per_param: 4, flops_per_sample: 1.0e6 }\n"
+                           "dataset: { name: d, samples: 100, sample_bytes: 10000 }\n"
+                           "training: { epochs: 3 }\n"
+                           "server: { aggregate_rate: 10MB/s, site: x }\n"
+                           "sites: [ x ]\n"
+                           "servers: [ { site: x, aggregate_rate: 10MB/s } ]\n"
+                           "devices:\n"
+                           "  - { name: a, count: 3, kind: gpu, memory: 1GiB, batch: 10, batch_time: 1s,\n"
+                           "      link: { up: 8Mbps, down: 16Mbps, latency: 10ms } }\n"
+                           "  - { name: b, kind: cpu, memory: 1GiB, batch: 7, batch_time: 2.5s,\n"
+                           "      link: { up: 4Mbps, down: 8Mbps, latency: 30ms } }\n"
+                           "policies:\n"
+                           "  regional: { steps: 3 }\n"
+                           "  localsgd: { steps: 3, sync: server }\n";
     const char *texts[] = {NO_SERVERS, one_site};
     for (int i = 0; i < 2; i++) {
         scn_scenario *s = load(texts[i], NULL, 0);
@@ -183,7 +182,9 @@ Test(regional, async_does_not_wait)
  * into which the pushes are mixed, reach the update stream.  The run is
  * deterministic (the same evaluations bit for bit), reaches a time to
  * accuracy, and with one group it is localsgd's learning result. */
-#define LEARN "learning: { data: digits, model: softmax, lr: { initial: 0.5 }, evaluate: { every: 2s }, targets: [0.5] }\n"
+#define LEARN                                                                                                \
+    "learning: { data: digits, model: softmax, lr: { initial: 0.5 }, evaluate: { every: 2s }, targets: "     \
+    "[0.5] }\n"
 
 static void expect_same_learning(const res_run *a, const res_run *b)
 {

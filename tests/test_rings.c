@@ -287,8 +287,8 @@ Test(rings, closed_form_link_classes_equal_every_link)
         cr_expect(memcmp(&x->bytes_sent, &y->bytes_sent, sizeof(double)) == 0, "device %zu", d);
         cr_expect(memcmp(&x->bytes_recv, &y->bytes_recv, sizeof(double)) == 0, "device %zu", d);
         cr_expect(memcmp(&x->send_s, &y->send_s, sizeof(double)) == 0, "device %zu", d);
-        cr_expect(memcmp(&x->recv_s, &y->recv_s, sizeof(double)) == 0, "device %zu: %.17g vs %.17g", d, x->recv_s,
-                  y->recv_s);
+        cr_expect(memcmp(&x->recv_s, &y->recv_s, sizeof(double)) == 0, "device %zu: %.17g vs %.17g", d,
+                  x->recv_s, y->recv_s);
     }
     expect_agree(a, pf, 0);
     /* the foreign flow slowed the first collective: not the lone ring's time */
@@ -441,8 +441,8 @@ Test(rings, analytic_collective_fills_link_statistics)
             const res_stat *x = res_find_stat(an, names[k], RES_SCOPE_LINK, l, 0);
             const res_stat *y = res_find_stat(fl, names[k], RES_SCOPE_LINK, l, 0);
             cr_assert(x && y);
-            cr_expect(fabs(x->value - y->value) <= 1e-9 * fmax(1, fabs(y->value)), "%s[%lld]: %.17g, flows %.17g",
-                      names[k], (long long)l, x->value, y->value);
+            cr_expect(fabs(x->value - y->value) <= 1e-9 * fmax(1, fabs(y->value)),
+                      "%s[%lld]: %.17g, flows %.17g", names[k], (long long)l, x->value, y->value);
         }
         seen += b->value > 0;
     }
@@ -547,8 +547,8 @@ Test(rings, pipelined_ring_of_identical_flows_is_the_barrier)
     res_run *pip = ring_run(RING3, NULL, 0, PRT_COLL_FLOWS, 0.5, 0, 1);
     expect_agree(bar, pip, 0); /* the barrier's rounds in closed form, the pipelined as flows */
     res_run *pf = ring_run(RING3, NULL, 0, PRT_COLL_FLOWS, 0.5, 1, 0);
-    cr_expect(memcmp(&pip->ttotal_s, &pf->ttotal_s, sizeof(double)) == 0, "pipelined %.17g, barrier as flows %.17g", pip->ttotal_s,
-              pf->ttotal_s);
+    cr_expect(memcmp(&pip->ttotal_s, &pf->ttotal_s, sizeof(double)) == 0,
+              "pipelined %.17g, barrier as flows %.17g", pip->ttotal_s, pf->ttotal_s);
     res_run_free(pf);
     /* 4 rounds of 8e6 / 3 B at 5e6 B/s after 14 ms */
     expect_near(bar->ttotal_s, 0.5 + 4 * (0.014 + 8e6 / 3 / 5e6), "barrier");

@@ -40,15 +40,16 @@ static void early_free(prt *rt, const void *opts)
  * it (a's up link, 1e7 B/s, then b's down); b -> a runs at 1e7 B/s.  An
  * outage long after the run makes it a dynamic world, whose results carry
  * the links' statistics. */
-static const char *TWO = "name: two\n"
-                         "model: { name: m, params: 2000000, flops_per_sample: 1.0e6 }\n"
-                         "dataset: { name: d, samples: 64, sample_bytes: 1000 }\n"
-                         "training: { epochs: 1 }\n"
-                         "devices:\n"
-                         "  - { name: a, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
-                         "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms, outages: [[1000s, 1001s]] } }\n"
-                         "  - { name: b, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
-                         "      link: { up: 80Mbps, down_trace: %s/tests/data/trace-ring.csv, latency: 2ms } }\n";
+static const char *TWO =
+    "name: two\n"
+    "model: { name: m, params: 2000000, flops_per_sample: 1.0e6 }\n"
+    "dataset: { name: d, samples: 64, sample_bytes: 1000 }\n"
+    "training: { epochs: 1 }\n"
+    "devices:\n"
+    "  - { name: a, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
+    "      link: { up: 80Mbps, down: 80Mbps, latency: 1ms, outages: [[1000s, 1001s]] } }\n"
+    "  - { name: b, kind: gpu, memory: 1GiB, batch: 4, batch_time: 0.3s,\n"
+    "      link: { up: 80Mbps, down_trace: %s/tests/data/trace-ring.csv, latency: 2ms } }\n";
 
 static scn_scenario *load_two(void)
 {
@@ -284,7 +285,8 @@ Test(rings_traced, ddp_over_looping_traces_matches_flows)
              "      link: { up: 40Mbps, down: 100Mbps, latency: 17ms } }\n"
              "  - { name: c, kind: cpu, memory: 1GiB, batch: 4, batch_time: 0.9s,\n"
              "      link: { up: 25Mbps, latency: 5ms,\n"
-             "              down_trace: { file: %s/traces/verizon-lte-down-1s.csv, mean: 40Mbps, loop: true } } }\n"
+             "              down_trace: { file: %s/traces/verizon-lte-down-1s.csv, mean: 40Mbps, loop: true "
+             "} } }\n"
              "  - { name: e, kind: cpu, memory: 1GiB, batch: 4, batch_time: 0.4s,\n"
              "      link: { up_trace: { file: %s/traces/step-50-100Mbps.csv, loop: true }, down: 30Mbps,\n"
              "              latency: 40ms } }\n"

@@ -957,7 +957,8 @@ Test(store, older_runs_get_their_values_when_migrated)
     const char *v1 = V1_TABLES
         "INSERT INTO scenarios VALUES(1, 'old', '00000000000000aa', 'name: old', '2026-01-01T00:00:00Z');"
         "INSERT INTO runs(id, scenario_id, policy, options_json, overrides_json, seed, version, started_at,"
-        " wall_s) VALUES(1, 1, 'cadp', '{}', '[\"devices.a.link.up=2Gbps\",\"training.epochs=3\"]', 7, '0.0.9',"
+        " wall_s) VALUES(1, 1, 'cadp', '{}', '[\"devices.a.link.up=2Gbps\",\"training.epochs=3\"]', 7, "
+        "'0.0.9',"
         " '2026-01-01T00:00:00Z', 0.5);"
         "INSERT INTO runs(id, scenario_id, policy, options_json, overrides_json, seed, version, started_at,"
         " wall_s) VALUES(2, 1, 'ddp', '{}', 'not json', 7, '0.0.9', '2026-01-01T00:00:00Z', 0.5);"

@@ -527,17 +527,17 @@ Test(store, values_are_stored_as_numbers_beside_their_text)
     cr_assert_eq(store_sweep_get_or_create(st, &s, "{\"spec\":1}", &sw, &err), 0, "%s", err.msg);
     const char *pov[] = {"devices.cpu.link.down=1Gbps", "devices.gpu.count=2"};
     cr_assert_eq(store_put_failed(st, "tiny", SCN_TEXT, s.text_hash, pov, 2, "ddp", 1, "0.1.0", "t", sw,
-                                  "{\"devices.cpu.link.down\":\"1Gbps\",\"devices.gpu.count\":2}", "boom", &fid,
-                                  &err),
+                                  "{\"devices.cpu.link.down\":\"1Gbps\",\"devices.gpu.count\":2}", "boom",
+                                  &fid, &err),
                  0, "%s", err.msg);
     value_row(store_db(st), fid, 0, row, sizeof row);
     cr_expect_str_eq(row, "point|devices.cpu.link.down|1Gbps|125000000.0|B/s");
     value_row(store_db(st), fid, 1, row, sizeof row);
     cr_expect_str_eq(row, "point|devices.gpu.count|2|2.0|-");
-    cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM run_values WHERE run_id IN (SELECT id FROM runs"
-                                         " WHERE status = 'failed')"),
+    cr_expect_eq(query_int(store_db(st),
+                           "SELECT count(*) FROM run_values WHERE run_id IN (SELECT id FROM runs"
+                           " WHERE status = 'failed')"),
                  2);
     cr_expect_eq(query_int(store_db(st), "SELECT count(*) FROM runs WHERE policy_label IS NULL"), 1);
     close_checked(st);
 }
-

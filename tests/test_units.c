@@ -44,12 +44,13 @@ Test(units, bandwidth_is_bits_per_second_in_text_bytes_inside)
 Test(units, bit_rates_spelt_out_equal_the_bps_forms)
 {
     /* "10 Mbit/s" is how papers and the brief write it: the same bits as 10Mbps */
-    const char *pairs[][2] = {{"10 Mbit/s", "10Mbps"}, {"1Gbit/s", "1Gbps"}, {"64 kbit/s", "64kbps"},
+    const char *pairs[][2] = {{"10 Mbit/s", "10Mbps"}, {"1Gbit/s", "1Gbps"},   {"64 kbit/s", "64kbps"},
                               {"64Kbit/s", "64Kbps"},  {"800bit/s", "800bps"}, {"2Tbit/s", "2Tbps"}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        cr_assert_eq(parse_ok(pairs[i][0], SCN_UNIT_BANDWIDTH), parse_ok(pairs[i][1], SCN_UNIT_BANDWIDTH), "%s",
+        cr_assert_eq(parse_ok(pairs[i][0], SCN_UNIT_BANDWIDTH), parse_ok(pairs[i][1], SCN_UNIT_BANDWIDTH),
+                     "%s", pairs[i][0]);
+        cr_assert_eq(parse_ok(pairs[i][0], SCN_UNIT_RATE), parse_ok(pairs[i][1], SCN_UNIT_RATE), "%s",
                      pairs[i][0]);
-        cr_assert_eq(parse_ok(pairs[i][0], SCN_UNIT_RATE), parse_ok(pairs[i][1], SCN_UNIT_RATE), "%s", pairs[i][0]);
     }
     cr_assert_float_eq(parse_ok("10 Mbit/s", SCN_UNIT_BANDWIDTH), 1.25e6, 1e-9);
 }
@@ -169,7 +170,10 @@ Test(units, control_characters_are_escaped)
     cr_expect_str_eq(dp_esc(b, sizeof b, NULL), "");
     /* bytes that are not UTF-8 (a lone 8-bit CSI, a cut, overlong or
      * surrogate sequence) are escaped one by one; 4-byte UTF-8 passes */
-    cr_expect_str_eq(dp_esc(b, sizeof b, "a\x9b" "2J\xc3"), "a\\x9b2J\\xc3");
+    cr_expect_str_eq(dp_esc(b, sizeof b,
+                            "a\x9b"
+                            "2J\xc3"),
+                     "a\\x9b2J\\xc3");
     cr_expect_str_eq(dp_esc(b, sizeof b, "\xc0\xaf\xed\xa0\x80"), "\\xc0\\xaf\\xed\\xa0\\x80");
     cr_expect_str_eq(dp_esc(b, sizeof b, "\xf0\x9f\x98\x80!"), "\xf0\x9f\x98\x80!");
     /* cut before an escape that does not fit, never inside one */

@@ -25,46 +25,46 @@
 #include <stddef.h>
 
 #define DP_HEAP_DEFINE(name, T, before)                                                                      \
-    static inline void name##_up(T *h, size_t i, T x)                                                    \
-    {                                                                                                    \
-        while (i > 0) {                                                                                  \
-            size_t p = (i - 1) >> 2;                                                                     \
-            if (!before(&x, &h[p]))                                                                      \
-                break;                                                                                   \
-            h[i] = h[p];                                                                                 \
-            i = p;                                                                                       \
-        }                                                                                                \
-        h[i] = x;                                                                                        \
-    }                                                                                                    \
-    static inline void name##_down(T *h, size_t n, size_t i, T x)                                        \
-    {                                                                                                    \
-        for (;;) {                                                                                       \
-            size_t c = 4 * i + 1, b = c;                                                                 \
-            if (c + 3 < n) {                                                                             \
-                if (before(&h[c + 1], &h[b]))                                                            \
-                    b = c + 1;                                                                           \
-                if (before(&h[c + 2], &h[b]))                                                            \
-                    b = c + 2;                                                                           \
-                if (before(&h[c + 3], &h[b]))                                                            \
-                    b = c + 3;                                                                           \
-            } else {                                                                                     \
-                if (c >= n)                                                                              \
-                    break;                                                                               \
-                for (size_t k = c + 1; k < n; k++)                                                       \
-                    if (before(&h[k], &h[b]))                                                            \
-                        b = k;                                                                           \
-            }                                                                                            \
-            if (!before(&h[b], &x))                                                                      \
-                break;                                                                                   \
-            h[i] = h[b];                                                                                 \
-            i = b;                                                                                       \
-        }                                                                                                \
-        h[i] = x;                                                                                        \
-    }                                                                                                    \
-    static inline void name##_build(T *h, size_t n)                                                      \
-    {                                                                                                    \
-        for (size_t i = n > 1 ? (n - 2) / 4 + 1 : 0; i-- > 0;)                                           \
-            name##_down(h, n, i, h[i]);                                                                  \
+    static inline void name##_up(T *h, size_t i, T x)                                                        \
+    {                                                                                                        \
+        while (i > 0) {                                                                                      \
+            size_t p = (i - 1) >> 2;                                                                         \
+            if (!before(&x, &h[p]))                                                                          \
+                break;                                                                                       \
+            h[i] = h[p];                                                                                     \
+            i = p;                                                                                           \
+        }                                                                                                    \
+        h[i] = x;                                                                                            \
+    }                                                                                                        \
+    static inline void name##_down(T *h, size_t n, size_t i, T x)                                            \
+    {                                                                                                        \
+        for (;;) {                                                                                           \
+            size_t c = 4 * i + 1, b = c;                                                                     \
+            if (c + 3 < n) {                                                                                 \
+                if (before(&h[c + 1], &h[b]))                                                                \
+                    b = c + 1;                                                                               \
+                if (before(&h[c + 2], &h[b]))                                                                \
+                    b = c + 2;                                                                               \
+                if (before(&h[c + 3], &h[b]))                                                                \
+                    b = c + 3;                                                                               \
+            } else {                                                                                         \
+                if (c >= n)                                                                                  \
+                    break;                                                                                   \
+                for (size_t k = c + 1; k < n; k++)                                                           \
+                    if (before(&h[k], &h[b]))                                                                \
+                        b = k;                                                                               \
+            }                                                                                                \
+            if (!before(&h[b], &x))                                                                          \
+                break;                                                                                       \
+            h[i] = h[b];                                                                                     \
+            i = b;                                                                                           \
+        }                                                                                                    \
+        h[i] = x;                                                                                            \
+    }                                                                                                        \
+    static inline void name##_build(T *h, size_t n)                                                          \
+    {                                                                                                        \
+        for (size_t i = n > 1 ? (n - 2) / 4 + 1 : 0; i-- > 0;)                                               \
+            name##_down(h, n, i, h[i]);                                                                      \
     }
 
 #endif

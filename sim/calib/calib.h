@@ -20,8 +20,8 @@
  * would need a value outside the plausible range.
  *
  * Policies are reached only through runner_parse_policies / runner_run
- * (run/runner.h, below both the calibrator and the command line), so this module does not depend on how policies are
- * registered.
+ * (run/runner.h, below both the calibrator and the command line), so this module does not depend on how
+ * policies are registered.
  *
  * Evaluation shortcuts: `for` overrides (POLICY:KEY=VALUE) are applied only
  * while fitting and only to that policy's runs, e.g. training.epochs=1 for a

@@ -214,7 +214,8 @@ scn_scenario *cli_load_scenario(const char *arg, const scn_override *ov, size_t 
     /* the user's mistakes named before loading: an unknown built-in, a
      * file that is not there but has a near name */
     if (strncmp(arg, "builtin:", 8) == 0 && strcmp(arg, "builtin:paper-testbed") != 0) {
-        dp_err_set(err, DP_EINPUT, "%s: no such built-in scenario (the built-in one: builtin:paper-testbed)", arg);
+        dp_err_set(err, DP_EINPUT, "%s: no such built-in scenario (the built-in one: builtin:paper-testbed)",
+                   arg);
         return NULL;
     }
     char near[2048];

@@ -68,15 +68,16 @@ int cmd_check(int argc, char **argv)
     cli_opts_free(&o);
     if (!s)
         return cli_fail(&err);
-    jobs_spec *js = jobs_in(s) ? jobs_load_ov(s, o.ov, o.n_ov, &err) : NULL; /* `jobs:` checked too (sim/jobs/) */
+    jobs_spec *js =
+        jobs_in(s) ? jobs_load_ov(s, o.ov, o.n_ov, &err) : NULL; /* `jobs:` checked too (sim/jobs/) */
     if (jobs_in(s) && !js) {
         scn_free(s);
         return cli_fail(&err);
     }
     scn_print_summary(s, all, stdout);
     if (js)
-        printf("jobs\n  %zu jobs (%zu distinct settings), scheduler %s: run them with dpsim jobs\n", js->n, js->n_scn,
-               js->sched->name);
+        printf("jobs\n  %zu jobs (%zu distinct settings), scheduler %s: run them with dpsim jobs\n", js->n,
+               js->n_scn, js->sched->name);
     jobs_free(js);
     printf("policies\n");
     for (size_t k = 0; k < policy_count(); k++)

@@ -79,9 +79,9 @@ static void when_text(char *when, size_t len, const char *iso)
 static int print_jobs_runs(const store_jobs_row *r, size_t n)
 {
     static const dp_col cols[] = {
-        {"id", 'r', 4, 0},        {"started (UTC)", 'l', 0, 2}, {"scenario", 'l', 0, 2},
-        {"scheduler", 'l', 0, 2}, {"seed", 'r', 0, 2},          {"jobs", 'r', 0, 2},
-        {"devices", 'r', 0, 2},   {"makespan (s)", 'r', 0, 2},  {"JCT mean (s)", 'r', 0, 2},
+        {"id", 'r', 4, 0},          {"started (UTC)", 'l', 0, 2}, {"scenario", 'l', 0, 2},
+        {"scheduler", 'l', 0, 2},   {"seed", 'r', 0, 2},          {"jobs", 'r', 0, 2},
+        {"devices", 'r', 0, 2},     {"makespan (s)", 'r', 0, 2},  {"JCT mean (s)", 'r', 0, 2},
         {"JCT p95 (s)", 'r', 0, 2}, {"Jain", 'r', 0, 2},
     };
     dp_table *t = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
@@ -256,7 +256,8 @@ static int show_jobs(const char *db, int64_t id, int json, int all)
     } else if (!rc) {
         char en[300], when[32];
         when_text(when, sizeof when, row->started_at);
-        printf("jobs run j%lld: %s, started %s UTC\n", (long long)id, dp_esc(en, sizeof en, row->scenario), when);
+        printf("jobs run j%lld: %s, started %s UTC\n", (long long)id, dp_esc(en, sizeof en, row->scenario),
+               when);
         jobs_print(r, all, stdout);
     }
     jobs_result_free(r);
@@ -458,15 +459,16 @@ static int trace_devices(store *st, int64_t run, const char *spec, int full, uns
                 k++;
             if (k == n) {
                 const char *near = n <= 10000 ? yt_nearest(item, (const char *const *)dev.name, n) : NULL;
-                rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has no device '%s'%s%s%s", (long long)run,
-                                item, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+                rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has no device '%s'%s%s%s",
+                                (long long)run, item, near ? ", did you mean '" : "", near ? near : "",
+                                near ? "'?" : "");
                 break;
             }
             lo = hi = (uint64_t)dev.idx[k];
         }
         if (!rc && hi >= n)
-            rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has devices 0..%zu (got %llu)", (long long)run,
-                            n ? n - 1 : 0, (unsigned long long)hi);
+            rc = dp_err_set(err, DP_EINPUT, "--devices: run #%lld has devices 0..%zu (got %llu)",
+                            (long long)run, n ? n - 1 : 0, (unsigned long long)hi);
         else if (!rc && !full && hi >= STORED)
             rc = dp_err_set(err, DP_EINPUT,
                             "--devices: device %llu is past the stored timeline (the first %d devices); add "
@@ -527,12 +529,10 @@ static void export_help(void)
 
 int cmd_export(int argc, char **argv)
 {
-    static const struct option own[] = {{"out", required_argument, NULL, 'o'},
-                                        {"csv", no_argument, NULL, K_CSV},
-                                        {"trace", required_argument, NULL, K_TRACE},
-                                        {"full", no_argument, NULL, K_FULL},
-                                        {"devices", required_argument, NULL, K_DEVICES},
-                                        {NULL, 0, NULL, 0}};
+    static const struct option own[] = {
+        {"out", required_argument, NULL, 'o'},           {"csv", no_argument, NULL, K_CSV},
+        {"trace", required_argument, NULL, K_TRACE},     {"full", no_argument, NULL, K_FULL},
+        {"devices", required_argument, NULL, K_DEVICES}, {NULL, 0, NULL, 0}};
     export_args a = {0};
     cli_opts o = {0};
     int prc =

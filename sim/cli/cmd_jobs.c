@@ -109,8 +109,9 @@ int cmd_jobs(int argc, char **argv)
                                         {NULL, 0, NULL, 0}};
     jobs_args a = {0};
     cli_opts o = {0};
-    int rc = cli_parse(argc, argv, "jobs", CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_SET | CLI_O_LOG,
-                       own, "S:", on_opt, &a, help, &o);
+    int rc = cli_parse(argc, argv, "jobs",
+                       CLI_O_DB | CLI_O_NODB | CLI_O_JSON | CLI_O_QUIET | CLI_O_SET | CLI_O_LOG, own,
+                       "S:", on_opt, &a, help, &o);
     if (rc >= 0)
         goto out;
     rc = EXIT_OK;

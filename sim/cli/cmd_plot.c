@@ -162,7 +162,20 @@ static int exact_shares(store *st, plot_sel *sel, int64_t *id, double **share, d
     return 0;
 }
 
-enum { K_SWEEP = 0x2000, K_LOGY, K_LINY, K_LOGX, K_LINX, K_FROM, K_TO, K_XLABEL, K_YLABEL, K_SIZE, K_PANELS, K_EXACT };
+enum {
+    K_SWEEP = 0x2000,
+    K_LOGY,
+    K_LINY,
+    K_LOGX,
+    K_LINX,
+    K_FROM,
+    K_TO,
+    K_XLABEL,
+    K_YLABEL,
+    K_SIZE,
+    K_PANELS,
+    K_EXACT
+};
 
 static int on_opt(void *ctx, int key, const char *val, const char *a)
 {
@@ -261,28 +274,18 @@ static int on_opt(void *ctx, int key, const char *val, const char *a)
 
 int cmd_plot(int argc, char **argv)
 {
-    static const struct option own[] = {{"out", required_argument, NULL, 'o'},
-                                        {"run", required_argument, NULL, 'r'},
-                                        {"scenario", required_argument, NULL, 's'},
-                                        {"policy", required_argument, NULL, 'p'},
-                                        {"sweep", required_argument, NULL, K_SWEEP},
-                                        {"metric", required_argument, NULL, 'm'},
-                                        {"x", required_argument, NULL, 'x'},
-                                        {"y", required_argument, NULL, 'y'},
-                                        {"title", required_argument, NULL, 't'},
-                                        {"logy", no_argument, NULL, K_LOGY},
-                                        {"liny", no_argument, NULL, K_LINY},
-                                        {"linear", no_argument, NULL, K_LINY},
-                                        {"logx", no_argument, NULL, K_LOGX},
-                                        {"linx", no_argument, NULL, K_LINX},
-                                        {"xlabel", required_argument, NULL, K_XLABEL},
-                                        {"ylabel", required_argument, NULL, K_YLABEL},
-                                        {"size", required_argument, NULL, K_SIZE},
-                                        {"from", required_argument, NULL, K_FROM},
-                                        {"to", required_argument, NULL, K_TO},
-                                        {"panels", optional_argument, NULL, K_PANELS},
-                                        {"exact", no_argument, NULL, K_EXACT},
-                                        {NULL, 0, NULL, 0}};
+    static const struct option own[] = {
+        {"out", required_argument, NULL, 'o'},         {"run", required_argument, NULL, 'r'},
+        {"scenario", required_argument, NULL, 's'},    {"policy", required_argument, NULL, 'p'},
+        {"sweep", required_argument, NULL, K_SWEEP},   {"metric", required_argument, NULL, 'm'},
+        {"x", required_argument, NULL, 'x'},           {"y", required_argument, NULL, 'y'},
+        {"title", required_argument, NULL, 't'},       {"logy", no_argument, NULL, K_LOGY},
+        {"liny", no_argument, NULL, K_LINY},           {"linear", no_argument, NULL, K_LINY},
+        {"logx", no_argument, NULL, K_LOGX},           {"linx", no_argument, NULL, K_LINX},
+        {"xlabel", required_argument, NULL, K_XLABEL}, {"ylabel", required_argument, NULL, K_YLABEL},
+        {"size", required_argument, NULL, K_SIZE},     {"from", required_argument, NULL, K_FROM},
+        {"to", required_argument, NULL, K_TO},         {"panels", optional_argument, NULL, K_PANELS},
+        {"exact", no_argument, NULL, K_EXACT},         {NULL, 0, NULL, 0}};
     int64_t ids[MAX_RUNS];
     plot_args pa = {ids, {0}, 0};
     pa.sel.log_x = pa.sel.log_y = -1;
@@ -306,8 +309,8 @@ int cmd_plot(int argc, char **argv)
         for (int j = 0; j < PLOT_KIND_COUNT; j++)
             names[j] = plot_kind_name(j);
         const char *near = yt_nearest(kind_name, names, PLOT_KIND_COUNT);
-        return cli_usage_error("plot", "unknown KIND '%s'%s%s%s (%s)", kind_name, near ? ", did you mean '" : "",
-                               near ? near : "", near ? "'?" : "", kinds);
+        return cli_usage_error("plot", "unknown KIND '%s'%s%s%s (%s)", kind_name,
+                               near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "", kinds);
     }
     if (!out)
         return cli_usage_error("plot", "missing --out FILE (.png, .svg or .pdf)");

@@ -136,7 +136,8 @@ int cmd_run(int argc, char **argv)
     if (jobs_in(s)) { /* many jobs: their own command (sim/jobs/) */
         char ep[1024];
         scn_free(s);
-        rc = cli_usage_error("run", "%s has jobs: run it with `dpsim jobs %s`", dp_esc(ep, sizeof ep, file), file);
+        rc = cli_usage_error("run", "%s has jobs: run it with `dpsim jobs %s`", dp_esc(ep, sizeof ep, file),
+                             file);
         goto out;
     }
     if (!have_seed)

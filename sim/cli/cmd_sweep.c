@@ -231,10 +231,10 @@ int cmd_sweep(int argc, char **argv)
     if (!g)
         return cli_fail(&err);
     static const struct option own[] = {
-        {"vary", required_argument, NULL, 'V'},      {"policy", required_argument, NULL, 'p'},
-        {"seeds", required_argument, NULL, K_SEEDS}, {"jobs", required_argument, NULL, 'j'},
-        {"shard", required_argument, NULL, K_SHARD}, {"retry-failed", no_argument, NULL, K_RETRY},
-        {"detail", no_argument, NULL, K_DETAIL},     {"mpi", no_argument, NULL, K_MPI},
+        {"vary", required_argument, NULL, 'V'},        {"policy", required_argument, NULL, 'p'},
+        {"seeds", required_argument, NULL, K_SEEDS},   {"jobs", required_argument, NULL, 'j'},
+        {"shard", required_argument, NULL, K_SHARD},   {"retry-failed", no_argument, NULL, K_RETRY},
+        {"detail", no_argument, NULL, K_DETAIL},       {"mpi", no_argument, NULL, K_MPI},
         {"print-sbatch", no_argument, NULL, K_SBATCH}, {NULL, 0, NULL, 0}};
     sweep_args sa_ = {&cfg, g, NULL, NULL, &err, 0};
     cli_opts o = {0};
@@ -296,17 +296,21 @@ int cmd_sweep(int argc, char **argv)
     }
 
     { /* many jobs (sim/jobs/): a grid of jobs runs (sweep/jobs.c) */
-        scn_scenario *b = scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
+        scn_scenario *b =
+            scn_load_string(cfg.src.name, cfg.src.text, cfg.src.len, cfg.src.base_dir, NULL, 0, &err);
         int jobs = b && scn_jobs(b);
         scn_free(b);
         err = (dp_err){0};
-        const char *no = plist ? "--policy (vary `scheduler` instead; each job names its policy)"
-                         : cfg.mpi ? "--mpi" : cfg.retry_failed ? "--retry-failed (failed points are not stored: "
-                                                                  "running again retries them)"
-                         : cfg.detail ? "--detail" : NULL;
+        const char *no = plist              ? "--policy (vary `scheduler` instead; each job names its policy)"
+                         : cfg.mpi          ? "--mpi"
+                         : cfg.retry_failed ? "--retry-failed (failed points are not stored: "
+                                              "running again retries them)"
+                         : cfg.detail       ? "--detail"
+                                            : NULL;
         if (jobs && no) {
             char ef[1024];
-            rc = cli_usage_error("sweep", "%s has jobs: a sweep of jobs takes no %s", dp_esc(ef, sizeof ef, file), no);
+            rc = cli_usage_error("sweep", "%s has jobs: a sweep of jobs takes no %s",
+                                 dp_esc(ef, sizeof ef, file), no);
             dp_free(text);
             goto out;
         }
@@ -391,8 +395,7 @@ int cmd_merge(int argc, char **argv)
         printf("merged %zu database%s into %s: %zu runs added, %zu already there, %zu failed runs replaced; "
                "%zu scenarios and %zu sweeps added%s",
                n_in, n_in == 1 ? "" : "s", out, ms.runs_added, ms.runs_skipped, ms.runs_replaced,
-               ms.scenarios_added, ms.sweeps_added,
-               ms.jobs_runs_added || ms.jobs_runs_skipped ? "; " : "\n");
+               ms.scenarios_added, ms.sweeps_added, ms.jobs_runs_added || ms.jobs_runs_skipped ? "; " : "\n");
     if (!e && (ms.jobs_runs_added || ms.jobs_runs_skipped))
         printf("%zu jobs runs added, %zu already there\n", ms.jobs_runs_added, ms.jobs_runs_skipped);
 done:

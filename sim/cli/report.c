@@ -11,9 +11,9 @@ dp_table *report_table_new(void)
 {
     /* the minimum widths are the layout the table always had */
     static const dp_col cols[] = {
-        {"policy", 'l', 10, 0},   {"Tsend (s)", 'r', 12, 1}, {"Ttraining (s)", 'r', 14, 1},
-        {"Ttotal (s)", 'r', 12, 1}, {"TFLOPS", 'r', 9, 1},  {"util", 'r', 7, 1},
-        {"epochs", 'r', 8, 1},    {"events", 'r', 11, 1},   {"run", 'r', 7, 1},
+        {"policy", 'l', 10, 0},     {"Tsend (s)", 'r', 12, 1}, {"Ttraining (s)", 'r', 14, 1},
+        {"Ttotal (s)", 'r', 12, 1}, {"TFLOPS", 'r', 9, 1},     {"util", 'r', 7, 1},
+        {"epochs", 'r', 8, 1},      {"events", 'r', 11, 1},    {"run", 'r', 7, 1},
     };
     return dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
 }
@@ -86,10 +86,10 @@ void report_devices(FILE *out, const res_run *r, int all)
 {
     /* Names may come from a database written by anyone: the table escapes them. */
     static const dp_col cols[] = {
-        {"device", 'l', 16, 0},     {"kind", 'l', 4, 1},      {"samples", 'r', 9, 1},
-        {"batches", 'r', 9, 1},     {"compute (s)", 'r', 12, 1}, {"send (s)", 'r', 10, 1},
-        {"recv (s)", 'r', 10, 1},   {"wait (s)", 'r', 10, 1}, {"sent (MB)", 'r', 11, 1},
-        {"recv (MB)", 'r', 11, 1},  {"ready (s)", 'r', 10, 1},
+        {"device", 'l', 16, 0},    {"kind", 'l', 4, 1},         {"samples", 'r', 9, 1},
+        {"batches", 'r', 9, 1},    {"compute (s)", 'r', 12, 1}, {"send (s)", 'r', 10, 1},
+        {"recv (s)", 'r', 10, 1},  {"wait (s)", 'r', 10, 1},    {"sent (MB)", 'r', 11, 1},
+        {"recv (MB)", 'r', 11, 1}, {"ready (s)", 'r', 10, 1},
     };
     char pol[64];
     size_t n = r->n_devices, shown = all || n <= REPORT_LIST_MAX ? n : REPORT_HEAD;

@@ -169,7 +169,8 @@ static int64_t overlap(const runs *l, int64_t a, int64_t b)
 {
     int64_t h = 0;
     for (size_t i = 0; i < l->n; i++) {
-        int64_t lo = l->r[i].a > a ? l->r[i].a : a, hi = l->r[i].a + l->r[i].n < b ? l->r[i].a + l->r[i].n : b;
+        int64_t lo = l->r[i].a > a ? l->r[i].a : a,
+                hi = l->r[i].a + l->r[i].n < b ? l->r[i].a + l->r[i].n : b;
         if (hi > lo)
             h += hi - lo;
     }
@@ -292,5 +293,6 @@ int64_t dcache_access(dcache *c, int64_t first, int64_t n)
 {
     if (!c || !c->cap || n <= 0)
         return 0;
-    return c->policy == SCN_CACHE_PLANNED ? access_planned(c, first, first + n) : access_lru(c, first, first + n);
+    return c->policy == SCN_CACHE_PLANNED ? access_planned(c, first, first + n)
+                                          : access_lru(c, first, first + n);
 }

@@ -134,8 +134,10 @@ dplace *dpl_new(const scn_scenario *s, dp_err *err)
         nh += m * (1 + x->n_replicas);
     }
     if ((double)np * (double)p->nd > 2e8) {
-        dp_err_set(err, DP_EINPUT, "dataset.parts: %zu pools of data over %zu devices are past the planner's size "
-                   "(devices x pools at most 2e8): give large groups' data to their site instead", np, p->nd);
+        dp_err_set(err, DP_EINPUT,
+                   "dataset.parts: %zu pools of data over %zu devices are past the planner's size "
+                   "(devices x pools at most 2e8): give large groups' data to their site instead",
+                   np, p->nd);
         dpl_free(p);
         return NULL;
     }
@@ -258,22 +260,22 @@ int dpl_plan_make(dplace *p, const int64_t *demand, const int *skip, dpl_plan *o
     for (size_t k = 0; k < p->np; k++)
         p->pools[k].used = 0;
     size_t owner_cap = 0;
-#define TAKE(dev, t)                                                                                          \
-    do {                                                                                                       \
-        size_t before = tmp.n;                                                                                 \
-        if (add_take(&tmp, (t)))                                                                               \
-            goto done;                                                                                         \
-        if (tmp.n > before) {                                                                                  \
-            if (tmp.n > owner_cap) {                                                                           \
-                size_t c = owner_cap ? 2 * owner_cap : 64;                                                     \
-                size_t *no = dp_realloc(owner, c * sizeof *no);                                                   \
-                if (!no)                                                                                       \
-                    goto done;                                                                                 \
-                owner = no, owner_cap = c;                                                                     \
-            }                                                                                                  \
-            owner[tmp.n - 1] = (dev);                                                                          \
-            cnt[dev]++;                                                                                        \
-        }                                                                                                      \
+#define TAKE(dev, t)                                                                                         \
+    do {                                                                                                     \
+        size_t before = tmp.n;                                                                               \
+        if (add_take(&tmp, (t)))                                                                             \
+            goto done;                                                                                       \
+        if (tmp.n > before) {                                                                                \
+            if (tmp.n > owner_cap) {                                                                         \
+                size_t c = owner_cap ? 2 * owner_cap : 64;                                                   \
+                size_t *no = dp_realloc(owner, c * sizeof *no);                                              \
+                if (!no)                                                                                     \
+                    goto done;                                                                               \
+                owner = no, owner_cap = c;                                                                   \
+            }                                                                                                \
+            owner[tmp.n - 1] = (dev);                                                                        \
+            cnt[dev]++;                                                                                      \
+        }                                                                                                    \
     } while (0)
     for (size_t d = 0; d < nd; d++)
         need[d] = skip && skip[d] ? 0 : demand[d];

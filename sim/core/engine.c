@@ -137,8 +137,8 @@ struct sim_engine {
     void *block; /* allocation holding the heap, aligned */
     hent *heap;  /* heap[1..4] start a cache line */
     size_t n, cap;
-    hent *run;          /* the current bucket, sorted: run[r_pos, r_n) pending */
-    uint32_t *run_cnt;  /* the counting sort's counts (RUN_BINS x RUN_MAX), then each entry's bin (RUN_MAX) */
+    hent *run;         /* the current bucket, sorted: run[r_pos, r_n) pending */
+    uint32_t *run_cnt; /* the counting sort's counts (RUN_BINS x RUN_MAX), then each entry's bin (RUN_MAX) */
     size_t r_pos, r_n;
     list *bk; /* buckets [0, nbk); in use: [cur, K) */
     size_t nbk, K, cur;
@@ -769,7 +769,9 @@ static int rebuild(sim_engine *e)
         for (uint32_t i = 0, cn = chunk_fill(&old, c); i < cn; i++) {
             hent x = c->v[i];
             double q = bucket_pos(e, x.t);
-            list *l = !(q >= 0) ? &e->bk[0] : q < (double)K ? &e->bk[(size_t)q] : &e->top; /* NaN: the earliest, as place() */
+            list *l = !(q >= 0)       ? &e->bk[0]
+                      : q < (double)K ? &e->bk[(size_t)q]
+                                      : &e->top; /* NaN: the earliest, as place() */
             /* cannot fail: the reserve covers every partly filled chunk */
             (void)list_append(e, l, x);
         }

@@ -139,7 +139,12 @@ static eg_node *add(eg_group *g, sim_engine *e, double origin, void *ctx, dp_err
         dp_err_set(err, DP_ENOMEM, "engine group: out of memory");
         return NULL;
     }
-    *x = (eg_node){.g = g, .e = e, .ctx = ctx, .idx = g->n, .rank = g->n ? g->n : SIZE_MAX, .pos = g->hn,
+    *x = (eg_node){.g = g,
+                   .e = e,
+                   .ctx = ctx,
+                   .idx = g->n,
+                   .rank = g->n ? g->n : SIZE_MAX,
+                   .pos = g->hn,
                    .key = INFINITY};
     g->nodes[g->n++] = x;
     g->heap[g->hn++] = x;
@@ -264,7 +269,7 @@ int eg_step(eg_group *g, size_t *who, int *stopped)
     eg_node *x = g->heap[0];
     g->now = x->key;
     g->cur = x->idx;
-    x->dirty = 1; /* its own sim_at while it runs: rekeyed once, below */
+    x->dirty = 1;             /* its own sim_at while it runs: rekeyed once, below */
     int ran = sim_step(x->e); /* 0: its error is sticky (eg_error) */
     *who = x->idx;
     *stopped = sim_take_stop(x->e) | g->stop;

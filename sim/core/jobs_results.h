@@ -58,13 +58,13 @@ typedef struct jobs_result {
     size_t n_devices, n_jobs, n_allocs, n_tta, n_stats;
     job_out *jobs;
     job_alloc *allocs;
-    job_tta *tta;     /* by job, then target */
-    job_stat *stats;  /* by job, run, then as recorded */
-    double makespan_s;            /* last end (from t = 0) */
+    job_tta *tta;      /* by job, then target */
+    job_stat *stats;   /* by job, run, then as recorded */
+    double makespan_s; /* last end (from t = 0) */
     double mean_jct_s, p50_jct_s, p95_jct_s, p99_jct_s, max_jct_s;
-    double util_alloc;            /* device-seconds held / (devices x makespan) */
-    double util_busy;             /* device-seconds computing / (devices x makespan) */
-    double jain;                  /* Jain's index of alone / jct over the jobs */
+    double util_alloc; /* device-seconds held / (devices x makespan) */
+    double util_busy;  /* device-seconds computing / (devices x makespan) */
+    double jain;       /* Jain's index of alone / jct over the jobs */
     double mean_rho, max_rho;
     uint64_t events;
 } jobs_result;

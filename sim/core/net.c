@@ -102,8 +102,7 @@ double link_now(net *n, link *l)
     size_t c = eg_current(n->g), i = (size_t)(l - n->links);
     if (link_dom(n, i) != c) {
         if (l->n_active) /* busy since a time in the other domain's frame */
-            l->busy_since =
-                (eg_origin(n->g, link_dom(n, i)) + l->busy_since) - eg_origin(n->g, c);
+            l->busy_since = (eg_origin(n->g, link_dom(n, i)) + l->busy_since) - eg_origin(n->g, c);
         n->ldom[i] = (uint32_t)c;
     }
     return eg_now_in(n->g, c);
@@ -428,7 +427,8 @@ static int dead_for_good(const net *n, int l)
     const link *k = &n->links[l];
     const trace *tr = link_trace(n, l);
     return k->cap == 0 && !link_down(n, (size_t)l) && !k->hold &&
-           (tr ? trace_max_after(tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0 : link_nominal(n, (size_t)l) == 0);
+           (tr ? trace_max_after(tr, n->g ? eg_now(n->g) : sim_now(n->e)) <= 0
+               : link_nominal(n, (size_t)l) == 0);
 }
 
 int net_stuck_for_good(const net *n, char *buf, size_t cap)
@@ -475,8 +475,7 @@ double net_link_busy_s(const net *n, int l)
     } else if (k->n_active) { /* in the current domain's frame */
         size_t c = eg_current(n->g);
         size_t kd = link_dom(n, (size_t)l);
-        double since = kd == c ? k->busy_since
-                               : (eg_origin(n->g, kd) + k->busy_since) - eg_origin(n->g, c);
+        double since = kd == c ? k->busy_since : (eg_origin(n->g, kd) + k->busy_since) - eg_origin(n->g, c);
         open = eg_now_in(n->g, c) - since;
     }
     double run = k->busy_s + open;
@@ -619,10 +618,11 @@ int net_link_same(const net *n, int a, int b)
     const link *x = &n->links[a], *y = &n->links[b];
     const link_aside *xa = link_aside_of(n, a), *ya = link_aside_of(n, b);
     int same = same_d(x->cap, y->cap) && same_d(link_nominal(n, (size_t)a), link_nominal(n, (size_t)b)) &&
-               link_down(n, (size_t)a) == link_down(n, (size_t)b) && !x->n_active &&
-               !y->n_active && !link_trace(n, a) && !link_trace(n, b) && same_d(x->bytes, y->bytes) &&
-               same_d(x->busy_s, y->busy_s) && same_d(x->peak, y->peak) && same_d(x->bytes_tot, y->bytes_tot) &&
-               same_d(x->busy_tot, y->busy_tot) && same_d(xa->bytes, ya->bytes) && same_d(xa->busy, ya->busy) &&
+               link_down(n, (size_t)a) == link_down(n, (size_t)b) && !x->n_active && !y->n_active &&
+               !link_trace(n, a) && !link_trace(n, b) && same_d(x->bytes, y->bytes) &&
+               same_d(x->busy_s, y->busy_s) && same_d(x->peak, y->peak) &&
+               same_d(x->bytes_tot, y->bytes_tot) && same_d(x->busy_tot, y->busy_tot) &&
+               same_d(xa->bytes, ya->bytes) && same_d(xa->busy, ya->busy) &&
                same_d(xa->bytes_tot, ya->bytes_tot) && same_d(xa->busy_tot, ya->busy_tot);
     if (same && n->adelta_ok)
         same = same_d(n->adelta[2 * (size_t)a], n->adelta[2 * (size_t)b]) &&
@@ -682,4 +682,3 @@ void net_link_account(net *n, int link_i, double bytes, double busy_s, double ra
     if (l->cap > 0 && l->cap - R > l->peak * l->cap)
         l->peak = (l->cap - R) / l->cap;
 }
-

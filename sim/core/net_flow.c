@@ -91,7 +91,7 @@ static int activate(net *n, flow *f)
         return -1;
     f->state = FLOW_ACTIVE;
     f->rate = 0;
-    f->tl = flow_now(n, f); /* its bytes are as of now */
+    f->tl = flow_now(n, f);              /* its bytes are as of now */
     f->finish_t = flow_finish(f, f->tl); /* now if it has none, whatever the fill gives it */
     f->apos = (uint32_t)n->n_active;
     n->active[n->n_active++] = f->index;

@@ -114,10 +114,10 @@ typedef struct flow {
     uint32_t gen;
     /* small enums and flags as bytes (192 bytes in all, one per flow:
      * 10^5-10^6 of them) */
-    uint8_t state;  /* FLOW_FREE, FLOW_PENDING, FLOW_ACTIVE */
-    uint8_t np;     /* links on its path, at most NET_MAX_PATH */
+    uint8_t state; /* FLOW_FREE, FLOW_PENDING, FLOW_ACTIVE */
+    uint8_t np;    /* links on its path, at most NET_MAX_PATH */
     uint8_t frozen;
-    uint8_t sset;   /* star fast path (net_star.c): STAR_OFF, STAR_NEW, STAR_C, STAR_U */
+    uint8_t sset; /* star fast path (net_star.c): STAR_OFF, STAR_NEW, STAR_C, STAR_U */
     union {
         uint32_t next_free; /* the free list's next, while free */
         uint32_t apos;      /* position in n->active, while active */
@@ -125,7 +125,7 @@ typedef struct flow {
     int path[NET_MAX_PATH];
     double bytes, remaining, rate, cap, finish_t;
     double tl; /* when `remaining` was last brought up to date (general path) */
-    double w; /* its weight under NET_SHARE_RTT: 1 / max(RTT, NET_RTT_MIN); 1 under max-min */
+    double w;  /* its weight under NET_SHARE_RTT: 1 / max(RTT, NET_RTT_MIN); 1 under max-min */
     net_done_fn done;
     void *ctx;
     uint64_t seq;
@@ -173,7 +173,7 @@ typedef struct star_hub {
      * (see sh_top): the entries of a bulk placement (sh_bulk_end), and
      * entries that come in order (net_star.c, sh_push) */
     sh_run run[4][SH_RUNS];
-    int top_run[4];          /* where sh_top found the top: a run, or -1 (the heap) */
+    int top_run[4]; /* where sh_top found the top: a run, or -1 (the heap) */
     /* sh_top's last answer per heap, kept until the heap or a flow in it
      * changes (sh_stale): a recomputation asks every hub's heaps, and
      * most of them (the other NIC direction) did not change */
@@ -277,14 +277,14 @@ struct net {
     int sh_bulk;     /* a bulk placement is on: pushes append to runs */
     sh_ent *run_tmp; /* radix sort scratch (sh_bulk_end) */
     size_t cap_run_tmp;
-    int oom; /* memory ran out computing shares or ends: every flow stalled for good */
-    net_sharing sharing; /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
-    int aside;           /* net_link_account_aside was called */
+    int oom;              /* memory ran out computing shares or ends: every flow stalled for good */
+    net_sharing sharing;  /* NET_SHARE_MAXMIN or NET_SHARE_RTT (net_set_sharing) */
+    int aside;            /* net_link_account_aside was called */
     link_aside *aside_st; /* per link [0, n_aside), from its first call */
     size_t n_aside, cap_aside;
-    double *adelta;      /* per link: the aside bytes and busy seconds of the last epoch folded */
+    double *adelta; /* per link: the aside bytes and busy seconds of the last epoch folded */
     size_t cap_adelta;
-    int adelta_ok;       /* adelta holds the last fold's */
+    int adelta_ok; /* adelta holds the last fold's */
     /* clock domains (net_set_group): NULL, or the group whose engines the
      * flows' events go to; doms[d] per engine index (root: 0) */
     eg_group *g;
@@ -294,7 +294,6 @@ struct net {
 };
 
 #define NO_FLOW UINT32_MAX
-
 
 /* A finished flow and its seq, kept beside it so that sorting 10^6 flows
  * ending at one instant does not chase 10^6 pointers per comparison. */

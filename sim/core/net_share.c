@@ -536,4 +536,3 @@ void stall_all(net *n)
     n->done_ev = 0;
     n->full = 1; /* the frozen flags are not a finished fill: never reuse them */
 }
-

@@ -22,10 +22,11 @@
  *    rises).
  * (Heaps of (key, stamp, flow) with lazy deletion, each with a few sorted runs beside it: what a bulk
  * placement fills at once, and entries that come in order, appended without a sift; below.)  A completion
- * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log F) per flow touched, where the general path runs progressive filling
- * over every flow at every event, O(F).  Anything that breaks the structure (a flow on two
- * hubs, a link newly shared, a hub made unlimited) materialises every flow's remaining bytes and hands back
- * to progressive filling (star_leave); a later full reshare enters again when the structure holds.
+ * pops the smallest keys, an activation inserts, a change moves only the flows whose side of L changed: O(log
+ * F) per flow touched, where the general path runs progressive filling over every flow at every event, O(F).
+ * Anything that breaks the structure (a flow on two hubs, a link newly shared, a hub made unlimited)
+ * materialises every flow's remaining bytes and hands back to progressive filling (star_leave); a later full
+ * reshare enters again when the structure holds.
  *
  * Invariants while n->star:
  *  - every ACTIVE flow is in C or U, or is STAR_NEW: on n->pend with

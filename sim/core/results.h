@@ -97,7 +97,7 @@ typedef struct res_eval {
 } res_eval;
 
 typedef struct res_run {
-    char policy[32];    /* "ddp", "deepspeed", "cadp" */
+    char policy[32]; /* "ddp", "deepspeed", "cadp" */
     /* how plots show the policy ("C-ADP", "#2ca02c"), stored with the run so
      * any binary draws it as the one that ran it ("" = not known) */
     char policy_label[48], policy_color[16];

@@ -82,7 +82,7 @@ struct world {
     int *route_links;
     size_t n_route_links;
     /* the dynamic world */
-    int track; /* failures possible: transfers tracked */
+    int track;             /* failures possible: transfers tracked */
     world_flow_fn flow_fn; /* world_on_flow (transfers tracked for it too) */
     void *flow_ctx;
     wdev *dev; /* per device */
@@ -370,8 +370,10 @@ world *world_new(const scn_scenario *s, uint64_t seed, dp_err *err)
             char nm[160];
             snprintf(nm, sizeof nm, "server.%s.nic", s->sites[v->site]);
             w->rs_up[k] = w->rs_down[k] = -1;
-            if ((isfinite(v->nic_up_Bps) && (w->rs_up[k] = add(w, v->nic_up_Bps, NULL, nm, ".up", err)) < 0) ||
-                (isfinite(v->nic_down_Bps) && (w->rs_down[k] = add(w, v->nic_down_Bps, NULL, nm, ".down", err)) < 0))
+            if ((isfinite(v->nic_up_Bps) &&
+                 (w->rs_up[k] = add(w, v->nic_up_Bps, NULL, nm, ".up", err)) < 0) ||
+                (isfinite(v->nic_down_Bps) &&
+                 (w->rs_down[k] = add(w, v->nic_down_Bps, NULL, nm, ".down", err)) < 0))
                 goto fail;
         }
     }
@@ -646,8 +648,8 @@ static xf *xf_alloc(world *w)
 
 /* A flow tracked by its ends (from, to: nodes, -1 for none), so cut() can
  * find it. */
-static uint64_t tracked_start(world *w, int from, int to, const int *links, size_t nl, double bytes, double delay_s,
-                              double cap, net_done_fn done, void *ctx)
+static uint64_t tracked_start(world *w, int from, int to, const int *links, size_t nl, double bytes,
+                              double delay_s, double cap, net_done_fn done, void *ctx)
 {
     xf *x = xf_alloc(w);
     if (!x)
@@ -663,11 +665,13 @@ static uint64_t tracked_start(world *w, int from, int to, const int *links, size
         int dev, dir;
         if (from > 0 && (size_t)from <= w->nd)
             x->sdev = from - 1;
-        else if (from < 0 && nl && (world_link_owner(w, links[0], &dev, &dir), dev >= 0) && (dir == 0 || dir == 2))
+        else if (from < 0 && nl && (world_link_owner(w, links[0], &dev, &dir), dev >= 0) &&
+                 (dir == 0 || dir == 2))
             x->sdev = dev;
         if (to > 0 && (size_t)to <= w->nd)
             x->rdev = to - 1;
-        else if (to < 0 && nl && (world_link_owner(w, links[nl - 1], &dev, &dir), dev >= 0) && (dir == 1 || dir == 3))
+        else if (to < 0 && nl && (world_link_owner(w, links[nl - 1], &dev, &dir), dev >= 0) &&
+                 (dir == 1 || dir == 3))
             x->rdev = dev;
         if (x->sdev >= 0 || x->rdev >= 0)
             w->flow_fn(w->flow_ctx, x->sdev, x->rdev, 1);
@@ -889,7 +893,8 @@ void world_link_owner(const world *w, int link, int *dev, int *dir)
             *dir = link == w->rs_down[k];
             return;
         }
-    if (w->view) { /* a job's view: its devices' links by its own indices (no other device's is on its paths) */
+    if (w->view) { /* a job's view: its devices' links by its own indices (no other device's is on its paths)
+                    */
         for (size_t d = 0; d < w->nd; d++) {
             const int l[4] = {w->r[d].up, w->r[d].down, w->r[d].pup, w->r[d].pdown};
             for (int k = 0; k < 4; k++)

@@ -118,8 +118,8 @@ double world_dev_down_since(const world *w, size_t d); /* its last failure */
  * 1 if its state changed.  Only for devices with no availability process
  * of their own, in worlds with failures (else nothing happens). */
 int world_dev_set(world *w, size_t d, int up, double next_s);
-int world_failures(const world *w);                    /* failures so far */
-double world_cut_bytes(const world *w);                /* bytes cut flows had sent */
+int world_failures(const world *w);     /* failures so far */
+double world_cut_bytes(const world *w); /* bytes cut flows had sent */
 /* Cancel one transfer (no callback); *sent_bytes (may be NULL) gets what
  * it delivered.  0, or DP_EINPUT for an unknown or finished one. */
 int world_cancel(world *w, uint64_t id, double *sent_bytes);

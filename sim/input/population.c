@@ -412,7 +412,8 @@ static int group_copy(scn_group *dst, const scn_group *src, const char *name)
         copy_trace(&dst->speed_trace, src->speed_trace) ||
         copy_trace(&dst->link.up_trace, src->link.up_trace) ||
         copy_trace(&dst->link.down_trace, src->link.down_trace) ||
-        copy_trace(&dst->avail.trace, src->avail.trace) || copy_trace(&dst->energy.plug_trace, src->energy.plug_trace) ||
+        copy_trace(&dst->avail.trace, src->avail.trace) ||
+        copy_trace(&dst->energy.plug_trace, src->energy.plug_trace) ||
         copy_array(&dst->link.outages.start_s, src->link.outages.start_s, src->link.outages.n) ||
         copy_array(&dst->link.outages.end_s, src->link.outages.end_s, src->link.outages.n))
         return DP_ENOMEM;

@@ -69,8 +69,8 @@ static int expand_one(yt_doc *doc, yt_node *m, const char *path, const char *lab
         return 0;
     const yt_node *v = m->items[at];
     if (v->kind != YT_SCALAR || !v->text[0])
-        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: %s.preset: must be a %s preset's name (dpsim presets)", file,
-                          v->line, v->column, label, what);
+        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: %s.preset: must be a %s preset's name (dpsim presets)",
+                          file, v->line, v->column, label, what);
     const yt_node *p = yt_get(sect, v->text);
     if (!p || p->kind != YT_MAP) {
         const char *names[256];
@@ -79,9 +79,10 @@ static int expand_one(yt_doc *doc, yt_node *m, const char *path, const char *lab
             names[i] = sect->keys[i]->text;
         const char *near = yt_nearest(v->text, names, n);
         char ev[128];
-        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: %s.preset: unknown %s preset%s%s%s (got '%s'; dpsim presets lists them)",
-                          file, v->line, v->column, label, what, near ? ", did you mean '" : "", near ? near : "",
-                          near ? "'?" : "", dp_esc(ev, sizeof ev, v->text));
+        return dp_err_set(err, DP_EINPUT,
+                          "%s:%d:%d: %s.preset: unknown %s preset%s%s%s (got '%s'; dpsim presets lists them)",
+                          file, v->line, v->column, label, what, near ? ", did you mean '" : "",
+                          near ? near : "", near ? "'?" : "", dp_esc(ev, sizeof ev, v->text));
     }
     map_drop(m, at);
     /* "devices[0] (dc): a100-80gb: kind gpu, memory 80GB, ...; own: efficiency" */

@@ -77,15 +77,15 @@ typedef enum {
     SCN_CHARGE_TRACE = 3      /* plugged in while plug_trace is 1 */
 } scn_charge_kind;
 typedef struct scn_energy {
-    int on;                                  /* `power:` given */
+    int on; /* `power:` given */
     double compute_w, transmit_w, receive_w, idle_w;
-    int battery;                             /* `battery:` given */
-    double capacity_j;                       /* capacity x voltage, joules */
-    double charge, cutoff, resume;           /* initial, leave below, come back at */
-    int charging;                            /* scn_charge_kind */
-    double charge_w;                         /* power into the battery while plugged in */
-    double every_s, p;                       /* Bernoulli: plugged in with probability p, every every_s */
-    trace *plug_trace;                       /* TRACE: 1 plugged in, 0 not (owned) */
+    int battery;                   /* `battery:` given */
+    double capacity_j;             /* capacity x voltage, joules */
+    double charge, cutoff, resume; /* initial, leave below, come back at */
+    int charging;                  /* scn_charge_kind */
+    double charge_w;               /* power into the battery while plugged in */
+    double every_s, p;             /* Bernoulli: plugged in with probability p, every every_s */
+    trace *plug_trace;             /* TRACE: 1 plugged in, 0 not (owned) */
 } scn_energy;
 
 /* Availability of each device of a group: either a seeded on/off process
@@ -129,12 +129,12 @@ typedef struct scn_group {
     int line, column; /* where the group starts, for messages */
     /* The dynamic world (docs in scenarios/README.md; all optional). */
     scn_stragglers stragglers;
-    scn_avail avail; /* the group's own, else the top-level `availability:` */
+    scn_avail avail;   /* the group's own, else the top-level `availability:` */
     scn_energy energy; /* `power:` and `battery:` (zeroed: none) */
-    int item;        /* the `devices:` list item it came from (0-based) */
-    int pop;         /* 1 + index into scn_scenario.pops when a population made it, else 0 */
-    int pooled;      /* its name lives in its population's `names` block and it owns nothing
-                        else (scn_free passes it by) */
+    int item;          /* the `devices:` list item it came from (0-based) */
+    int pop;           /* 1 + index into scn_scenario.pops when a population made it, else 0 */
+    int pooled;        /* its name lives in its population's `names` block and it owns nothing
+                          else (scn_free passes it by) */
 } scn_group;
 
 /* Many device groups made by one `devices:` item (scenarios/README.md,
@@ -190,9 +190,9 @@ typedef struct scn_part {
 } scn_part;
 typedef struct scn_store {
     int site;
-    double read_Bps;    /* INFINITY: unlimited */
-    double latency_s;   /* one way, between the storage and the site's network */
-    double fails_at_s;  /* INFINITY: never; else the storage is gone from then on */
+    double read_Bps;   /* INFINITY: unlimited */
+    double latency_s;  /* one way, between the storage and the site's network */
+    double fails_at_s; /* INFINITY: never; else the storage is gone from then on */
 } scn_store;
 typedef struct scn_cache {
     int site;
@@ -236,7 +236,7 @@ typedef struct scn_scenario {
         int unit;
     } ov_units[SCN_OV_UNITS_MAX];
     size_t n_ov_units;
-    size_t n_files;     /* the trace files read, each name once, in the order read */
+    size_t n_files; /* the trace files read, each name once, in the order read */
     scn_file *files;
 
     struct {
@@ -276,7 +276,7 @@ typedef struct scn_scenario {
         int site;
         double nic_up_Bps, nic_down_Bps; /* INFINITY = unlimited */
         double aggregate_Bps;            /* INFINITY = instant */
-    } *servers;
+    } * servers;
 
     struct {
         double tcp_window_bytes; /* 0 = no window cap (default) */

@@ -23,7 +23,8 @@ static int holder(cv *c, const yt_node *n, const char *kp, int sites_only, int *
     const scn_scenario *s = c->s;
     char g[80];
     if (!n || n->kind != YT_SCALAR || !n->text[0])
-        return scni_fail(c, n, kp, "expected `server`, a site or a device group (got %s)", scni_got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "expected `server`, a site or a device group (got %s)",
+                         scni_got(n, g, sizeof g));
     if (strcmp(n->text, "server") == 0) {
         *at = SCN_AT_SERVER, *idx = -1, *ng = 0;
         return 0;
@@ -77,7 +78,8 @@ static int part_samples(cv *c, const yt_node *v, const char *kp, int64_t *count,
         *count = (int64_t)x;
         return 0;
     }
-    return scni_fail(c, v, kp, "expected a whole number of samples (at least 1) or a percentage like 40%% (got %s)",
+    return scni_fail(c, v, kp,
+                     "expected a whole number of samples (at least 1) or a percentage like 40%% (got %s)",
                      scni_got(v, g, sizeof g));
 }
 
@@ -87,7 +89,8 @@ static int conv_parts(cv *c, const yt_node *l, scn_data *dd)
     char g[80], kp[300];
     int64_t D = s->dataset.samples;
     if (l->kind != YT_SEQ || l->n == 0)
-        return scni_fail(c, l, "dataset.parts", "expected a list of {at, samples} (got %s)", scni_got(l, g, sizeof g));
+        return scni_fail(c, l, "dataset.parts", "expected a list of {at, samples} (got %s)",
+                         scni_got(l, g, sizeof g));
     if (!(dd->parts = dp_calloc(l->n, sizeof *dd->parts)))
         return scni_oom(c);
     double *pct = dp_calloc(l->n, sizeof *pct);
@@ -121,9 +124,11 @@ static int conv_parts(cv *c, const yt_node *l, scn_data *dd)
             continue;
         snprintf(kk, sizeof kk, "%s.replicas", kp);
         if (rl->kind != YT_SEQ)
-            r = scni_fail(c, rl, kk, "expected a list of sites or `server` (got %s)", scni_got(rl, g, sizeof g));
+            r = scni_fail(c, rl, kk, "expected a list of sites or `server` (got %s)",
+                          scni_got(rl, g, sizeof g));
         else if (p->at == SCN_AT_GROUP)
-            r = scni_fail(c, rl, kk, "a part held on devices has no replicas (give the part to a site) (got %s)",
+            r = scni_fail(c, rl, kk,
+                          "a part held on devices has no replicas (give the part to a site) (got %s)",
                           scni_got(rl, g, sizeof g));
         else if (!(p->replicas = dp_calloc(rl->n ? rl->n : 1, sizeof *p->replicas)))
             r = scni_oom(c);
@@ -148,10 +153,11 @@ static int conv_parts(cv *c, const yt_node *l, scn_data *dd)
          * sample each to the parts given as percentages, in order */
         double want = (double)(D - counts);
         if (counts > D || fabs(psum / 100.0 * (double)D - want) >= 0.5)
-            r = scni_fail(c, l, "dataset.parts",
-                          "the parts must add up to the dataset's %lld samples (got %lld samples and %.10g%%: %.10g "
-                          "samples)",
-                          (long long)D, (long long)counts, psum, (double)counts + psum / 100.0 * (double)D);
+            r = scni_fail(
+                c, l, "dataset.parts",
+                "the parts must add up to the dataset's %lld samples (got %lld samples and %.10g%%: %.10g "
+                "samples)",
+                (long long)D, (long long)counts, psum, (double)counts + psum / 100.0 * (double)D);
         int64_t given = counts;
         for (size_t i = 0; !r && i < l->n; i++)
             if (pct[i] > 0)
@@ -189,7 +195,8 @@ static int conv_sitelist(cv *c, const yt_node *l, const char *path, int is_cache
     static const char *const creq[] = {"site", "capacity", NULL};
     char g[80], kp[300], kk[320];
     if (l->kind != YT_SEQ)
-        return scni_fail(c, l, path, "expected a list of per-site entries (got %s)", scni_got(l, g, sizeof g));
+        return scni_fail(c, l, path, "expected a list of per-site entries (got %s)",
+                         scni_got(l, g, sizeof g));
     for (size_t i = 0; i < l->n; i++) {
         const yt_node *it = l->items[i], *v[4], *k[4];
         int r, site = -1;
@@ -200,21 +207,28 @@ static int conv_sitelist(cv *c, const yt_node *l, const char *path, int is_cache
         if ((r = site_key(c, v[0], kk, &site)) < 0)
             return r;
         if (is_cache ? dd->cache[site].site >= 0 : dd->store[site].site >= 0)
-            return scni_fail(c, v[0], kk, "a second entry for this site (got %s)", scni_got(v[0], g, sizeof g));
+            return scni_fail(c, v[0], kk, "a second entry for this site (got %s)",
+                             scni_got(v[0], g, sizeof g));
         if (is_cache) {
             scn_cache *x = &dd->cache[site];
             x->site = site;
-            if ((r = scni_pos_at(c, it, v[1], kp, "capacity", SCN_UNIT_BYTES, 1, 0, 1, 1e18, &x->capacity_bytes)) < 0 ||
-                (r = scni_enum_at(c, it, v[2], kp, "policy", scn_cache_policy_names, SCN_CACHE_LRU, &x->policy)) < 0 ||
-                (r = scni_pos_at(c, it, v[3], kp, "read", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300, &x->read_Bps)) < 0)
+            if ((r = scni_pos_at(c, it, v[1], kp, "capacity", SCN_UNIT_BYTES, 1, 0, 1, 1e18,
+                                 &x->capacity_bytes)) < 0 ||
+                (r = scni_enum_at(c, it, v[2], kp, "policy", scn_cache_policy_names, SCN_CACHE_LRU,
+                                  &x->policy)) < 0 ||
+                (r = scni_pos_at(c, it, v[3], kp, "read", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                                 &x->read_Bps)) < 0)
                 return r;
             dd->any_cache |= x->capacity_bytes > 0;
         } else {
             scn_store *x = &dd->store[site];
             x->site = site;
-            if ((r = scni_pos_at(c, it, v[1], kp, "read", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300, &x->read_Bps)) < 0 ||
-                (r = scni_pos_at(c, it, v[2], kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e9, &x->latency_s)) < 0 ||
-                (r = scni_pos_at(c, it, v[3], kp, "fails_at", SCN_UNIT_TIME, 0, INFINITY, 1, 1e15, &x->fails_at_s)) < 0)
+            if ((r = scni_pos_at(c, it, v[1], kp, "read", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300,
+                                 &x->read_Bps)) < 0 ||
+                (r = scni_pos_at(c, it, v[2], kp, "latency", SCN_UNIT_TIME, 0, 0, 1, 1e9, &x->latency_s)) <
+                    0 ||
+                (r = scni_pos_at(c, it, v[3], kp, "fails_at", SCN_UNIT_TIME, 0, INFINITY, 1, 1e15,
+                                 &x->fails_at_s)) < 0)
                 return r;
             dd->any_failure |= isfinite(x->fails_at_s);
         }
@@ -283,7 +297,8 @@ void scni_print_data(const scn_scenario *s, FILE *out)
         fprintf(out, "%s %lld at %s%s", i ? "," : "", (long long)p->samples, at,
                 p->at == SCN_AT_GROUP ? " (its devices)" : "");
         for (size_t r = 0; r < p->n_replicas; r++)
-            fprintf(out, "%s%s", r ? ", " : " (replicas: ", p->replicas[r] < 0 ? "server" : s->sites[p->replicas[r]]);
+            fprintf(out, "%s%s",
+                    r ? ", " : " (replicas: ", p->replicas[r] < 0 ? "server" : s->sites[p->replicas[r]]);
         if (p->n_replicas)
             fprintf(out, ")");
     }
@@ -300,7 +315,8 @@ void scni_print_data(const scn_scenario *s, FILE *out)
         }
         if (c->site >= 0) {
             fprintf(out, "cache    %s: %.0f bytes (%lld samples), %s\n", s->sites[k], c->capacity_bytes,
-                    (long long)floor(c->capacity_bytes / s->dataset.sample_bytes), scn_cache_policy_names[c->policy]);
+                    (long long)floor(c->capacity_bytes / s->dataset.sample_bytes),
+                    scn_cache_policy_names[c->policy]);
         }
     }
 }

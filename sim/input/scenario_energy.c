@@ -22,7 +22,8 @@ typedef struct eunit {
 static const eunit watts[] = {{"W", 1}, {"mW", 1e-3}, {"kW", 1e3}, {NULL, 0}};
 /* capacity: charge (needs a voltage) or energy */
 static const eunit charges[] = {{"mAh", 3.6}, {"Ah", 3600}, {NULL, 0}}; /* coulombs */
-static const eunit energies[] = {{"Wh", 3600}, {"mWh", 3.6}, {"kWh", 3.6e6}, {"J", 1}, {"kJ", 1e3}, {NULL, 0}};
+static const eunit energies[] = {{"Wh", 3600}, {"mWh", 3.6}, {"kWh", 3.6e6},
+                                 {"J", 1},     {"kJ", 1e3},  {NULL, 0}};
 static const eunit volts[] = {{"V", 1}, {"mV", 1e-3}, {NULL, 0}};
 static const eunit fractions[] = {{"%", 0.01}, {"", 1}, {NULL, 0}};
 
@@ -62,7 +63,8 @@ static int eq_get(cv *c, const yt_node *m, const char *path, const char *key, co
     if (p == 0)
         return scni_fail(c, n, kp, "unknown unit: give %s (got %s)", units, scni_got(n, g, sizeof g));
     if (positive ? !(*out > 0) : !(*out >= 0))
-        return scni_fail(c, n, kp, "must be %s (got %s)", positive ? "> 0" : ">= 0", scni_got(n, g, sizeof g));
+        return scni_fail(c, n, kp, "must be %s (got %s)", positive ? "> 0" : ">= 0",
+                         scni_got(n, g, sizeof g));
     if (*out > max)
         return scni_fail(c, n, kp, "must be at most %g (got %s)", max, scni_got(n, g, sizeof g));
     return 1;
@@ -89,7 +91,8 @@ static int get_power(cv *c, const yt_node *n, const char *path, scn_energy *e)
         any += r;
     }
     if (!any)
-        return scni_fail(c, n, kp, "give at least one of compute, transmit, receive, idle (got an empty mapping)");
+        return scni_fail(c, n, kp,
+                         "give at least one of compute, transmit, receive, idle (got an empty mapping)");
     e->on = 1;
     return 1;
 }
@@ -113,14 +116,16 @@ static int get_charging(cv *c, const yt_node *n, const char *path, scn_energy *e
                          has_every ? "every" : "probability");
     const yt_node *tn = yt_get(n, "trace");
     if (!yt_is_null(tn) && has_every)
-        return scni_fail(c, tn, kp, "a charger follows a trace or a Bernoulli process, not both (got trace and every)");
+        return scni_fail(c, tn, kp,
+                         "a charger follows a trace or a Bernoulli process, not both (got trace and every)");
     if (!yt_is_null(tn)) {
         if ((r = scni_get_trace(c, tn, kp, "trace", 0, &e->plug_trace)) < 0)
             return r;
         e->charging = SCN_CHARGE_TRACE;
         for (size_t k = 0; k < e->plug_trace->n; k++)
             if (e->plug_trace->value[k] != 0 && e->plug_trace->value[k] != 1)
-                return scni_fail(c, tn, kp, "a charging trace holds 1 (plugged in) or 0 only (got %g at t = %g s)",
+                return scni_fail(c, tn, kp,
+                                 "a charging trace holds 1 (plugged in) or 0 only (got %g at t = %g s)",
                                  e->plug_trace->value[k], e->plug_trace->t_s[k]);
     }
     if (has_every) {
@@ -154,8 +159,8 @@ static int get_battery(cv *c, const yt_node *n, const char *path, scn_energy *e)
     if ((r = eq_get(c, n, kp, "voltage", volts, "V or mV", 1, 1e4, &volt)) < 0)
         return r;
     if (is_charge) {
-        if ((r = eq_get(c, n, kp, "capacity", charges, "mAh or Ah with a voltage, or Wh, mWh, kWh, J, kJ", 1, 1e12,
-                        &cap)) < 0)
+        if ((r = eq_get(c, n, kp, "capacity", charges, "mAh or Ah with a voltage, or Wh, mWh, kWh, J, kJ", 1,
+                        1e12, &cap)) < 0)
             return r;
         if (!volt)
             return scni_fail(c, cn, kp, "a capacity in mAh or Ah needs a voltage (got %s and no voltage)",
@@ -167,14 +172,15 @@ static int get_battery(cv *c, const yt_node *n, const char *path, scn_energy *e)
             return r;
         e->capacity_j = cap;
     }
-    if ((r = get_frac(c, n, kp, "charge", 1, &e->charge)) < 0 || (r = get_frac(c, n, kp, "cutoff", 0, &e->cutoff)) < 0)
+    if ((r = get_frac(c, n, kp, "charge", 1, &e->charge)) < 0 ||
+        (r = get_frac(c, n, kp, "cutoff", 0, &e->cutoff)) < 0)
         return r;
     if (!(e->charge > e->cutoff)) {
         char ck[340];
         scni_join(ck, sizeof ck, kp, "charge");
         const yt_node *qn = yt_get(n, "charge");
-        return scni_fail(c, qn ? qn : n, ck, "a device starts above its cutoff (%g%%) (got %s)", e->cutoff * 100,
-                         qn ? scni_got(qn, g, sizeof g) : "100%");
+        return scni_fail(c, qn ? qn : n, ck, "a device starts above its cutoff (%g%%) (got %s)",
+                         e->cutoff * 100, qn ? scni_got(qn, g, sizeof g) : "100%");
     }
     const yt_node *ch = yt_get(n, "charging");
     if (!yt_is_null(ch) && (r = get_charging(c, ch, kp, e)) < 0)
@@ -199,8 +205,9 @@ int scni_get_energy(cv *c, const yt_node *power, const yt_node *battery, const c
                          "a battery needs the device's power figures: add power: { compute, transmit, idle } "
                          "(got a battery and no power)");
     if (own_avail)
-        return scni_fail(c, avail_key, kp,
-                         "a battery drives the device's availability: give a battery or availability, not both "
-                         "(got both)");
+        return scni_fail(
+            c, avail_key, kp,
+            "a battery drives the device's availability: give a battery or availability, not both "
+            "(got both)");
     return get_battery(c, battery, path, &g->energy);
 }

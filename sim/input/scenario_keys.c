@@ -195,8 +195,10 @@ int scni_scalar_at(cv *c, const yt_node *m, const yt_node *n, const char *path, 
  * SCN_UNITLESS_MAX of them, and how many in all. */
 static void note_unitless(cv *c, const yt_node *n, const char *path, const char *key, scn_unit u)
 {
-    static const char *const base[] = {[SCN_UNIT_TIME] = "s", [SCN_UNIT_BANDWIDTH] = "bit/s",
-                                       [SCN_UNIT_BYTES] = "B", [SCN_UNIT_RATE] = "B/s"};
+    static const char *const base[] = {[SCN_UNIT_TIME] = "s",
+                                       [SCN_UNIT_BANDWIDTH] = "bit/s",
+                                       [SCN_UNIT_BYTES] = "B",
+                                       [SCN_UNIT_RATE] = "B/s"};
     scn_scenario *s = c->s;
     s->n_unitless_all++;
     if (s->n_unitless >= SCN_UNITLESS_MAX)
@@ -304,8 +306,8 @@ int scni_q_at(cv *c, const yt_node *m, const yt_node *v, const char *path, const
      * named for its unit (sample_bytes, bytes_per_param, *_s) says it */
     size_t kl = strlen(key);
     int named = strstr(key, "bytes") || (kl > 2 && !strcmp(key + kl - 2, "_s"));
-    if ((u == SCN_UNIT_TIME || u == SCN_UNIT_BANDWIDTH || u == SCN_UNIT_RATE || u == SCN_UNIT_BYTES) && !named &&
-        units_number_len(n->text) == strlen(n->text))
+    if ((u == SCN_UNIT_TIME || u == SCN_UNIT_BANDWIDTH || u == SCN_UNIT_RATE || u == SCN_UNIT_BYTES) &&
+        !named && units_number_len(n->text) == strlen(n->text))
         note_unitless(c, n, path, key, u);
     return 1;
 }

@@ -56,7 +56,8 @@ static int conv_model(cv *c, const yt_node *root)
 
 static int conv_dataset_training(cv *c, const yt_node *root)
 {
-    static const char *const dkeys[] = {"name", "samples", "sample_bytes", "parts", "storage", "caches", NULL};
+    static const char *const dkeys[] = {"name",   "samples", "sample_bytes", "parts", "storage",
+                                        "caches", NULL};
     static const char *const dreq[] = {"samples", "sample_bytes", NULL};
     static const char *const tkeys[] = {"epochs", "seed", NULL};
     static const char *const treq[] = {"epochs", NULL};
@@ -883,10 +884,10 @@ static int conv_jobs(cv *c, const yt_node *root)
 
 int scni_convert(cv *c, const yt_node *root)
 {
-    static const char *const keys[] = {"name",    "description", "model",        "dataset", "training",
-                                       "server",  "network",     "interconnect", "sites",   "wan",
-                                       "devices", "policies",    "availability", "learning", "compression", "servers",
-                                       "jobs", "scheduler", NULL};
+    static const char *const keys[] = {"name",    "description", "model",        "dataset",  "training",
+                                       "server",  "network",     "interconnect", "sites",    "wan",
+                                       "devices", "policies",    "availability", "learning", "compression",
+                                       "servers", "jobs",        "scheduler",    NULL};
     static const char *const req[] = {"model", "dataset", "training", "devices", NULL};
     int r;
     if ((r = scni_check_map(c, root, "", keys, req)) < 0)
@@ -902,9 +903,8 @@ int scni_convert(cv *c, const yt_node *root)
         (c->s->availability.data_persists = 1,
          r = scni_get_avail(c, yt_get(root, "availability"), "", &c->s->availability)) < 0 ||
         (r = conv_devices(c, root)) < 0 || (r = scni_conv_data(c, yt_get(root, "dataset"))) < 0 ||
-        (r = conv_policies(c, root)) < 0 ||
-        (r = conv_learning(c, root)) < 0 || (r = conv_compression(c, root)) < 0 ||
-        (r = conv_jobs(c, root)) < 0)
+        (r = conv_policies(c, root)) < 0 || (r = conv_learning(c, root)) < 0 ||
+        (r = conv_compression(c, root)) < 0 || (r = conv_jobs(c, root)) < 0)
         return r;
     return 0;
 }

@@ -22,9 +22,11 @@ int scni_conv_servers(cv *c, const yt_node *list)
     if (yt_is_null(list))
         return 0;
     if (list->kind != YT_SEQ)
-        return scni_fail(c, list, "servers", "a list of regional servers (got %s)", scni_got(list, g, sizeof g));
+        return scni_fail(c, list, "servers", "a list of regional servers (got %s)",
+                         scni_got(list, g, sizeof g));
     if (!s->n_sites)
-        return scni_fail(c, list, "servers", "regional servers sit in sites: give sites first (got no sites)");
+        return scni_fail(c, list, "servers",
+                         "regional servers sit in sites: give sites first (got no sites)");
     if (list->n > SCN_MAX_SITES)
         return scni_fail(c, list, "servers", "at most one server per site, %d sites at most (got %zu)",
                          SCN_MAX_SITES, list->n);
@@ -37,7 +39,8 @@ int scni_conv_servers(cv *c, const yt_node *list)
         snprintf(nk, sizeof nk, "%s.nic", kp);
         struct scn_rserver *v = &s->servers[i];
         v->nic_up_Bps = v->nic_down_Bps = v->aggregate_Bps = INFINITY;
-        if ((r = scni_check_map(c, it, kp, keys, req)) < 0 || (r = scni_get_scalar(c, it, kp, "site", 1, &n)) < 0)
+        if ((r = scni_check_map(c, it, kp, keys, req)) < 0 ||
+            (r = scni_get_scalar(c, it, kp, "site", 1, &n)) < 0)
             return r;
         char sk[80];
         snprintf(sk, sizeof sk, "%s.site", kp);
@@ -45,16 +48,18 @@ int scni_conv_servers(cv *c, const yt_node *list)
             return scni_unknown_site(c, n, sk);
         for (size_t j = 0; j < i; j++)
             if (s->servers[j].site == v->site)
-                return scni_fail(c, n, sk, "one regional server per site: servers[%zu] is in %s already (got %s)", j,
+                return scni_fail(c, n, sk,
+                                 "one regional server per site: servers[%zu] is in %s already (got %s)", j,
                                  s->sites[v->site], n->text);
         const yt_node *nic = yt_get(it, "nic");
-        if (!yt_is_null(nic) &&
-            ((r = scni_check_map(c, nic, nk, nickeys, NULL)) < 0 ||
-             (r = scni_get_pos(c, nic, nk, "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300, &v->nic_up_Bps)) < 0 ||
-             (r = scni_get_pos(c, nic, nk, "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0, 1e300, &v->nic_down_Bps)) < 0))
+        if (!yt_is_null(nic) && ((r = scni_check_map(c, nic, nk, nickeys, NULL)) < 0 ||
+                                 (r = scni_get_pos(c, nic, nk, "up", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0,
+                                                   1e300, &v->nic_up_Bps)) < 0 ||
+                                 (r = scni_get_pos(c, nic, nk, "down", SCN_UNIT_BANDWIDTH, 0, INFINITY, 0,
+                                                   1e300, &v->nic_down_Bps)) < 0))
             return r;
-        if ((r = scni_get_pos(c, it, kp, "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300, &v->aggregate_Bps)) <
-            0)
+        if ((r = scni_get_pos(c, it, kp, "aggregate_rate", SCN_UNIT_RATE, 0, INFINITY, 0, 1e300,
+                              &v->aggregate_Bps)) < 0)
             return r;
         s->n_servers = i + 1;
     }

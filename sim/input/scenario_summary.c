@@ -378,9 +378,10 @@ void scn_print_summary(const scn_scenario *s, int all, FILE *out)
             fprintf(out, "               power compute %g W, transmit %g W, receive %g W, idle %g W\n",
                     pw->compute_w, pw->transmit_w, pw->receive_w, pw->idle_w);
         if (pw->battery) {
-            static const char *const chg[] = {"no charger", "charger", "Bernoulli charger", "charger on a trace"};
-            fprintf(out, "               battery %.4g Wh, charge %g%%, cutoff %g%%, %s\n", pw->capacity_j / 3600,
-                    pw->charge * 100, pw->cutoff * 100, chg[pw->charging]);
+            static const char *const chg[] = {"no charger", "charger", "Bernoulli charger",
+                                              "charger on a trace"};
+            fprintf(out, "               battery %.4g Wh, charge %g%%, cutoff %g%%, %s\n",
+                    pw->capacity_j / 3600, pw->charge * 100, pw->cutoff * 100, chg[pw->charging]);
         }
     }
     if (rest) {

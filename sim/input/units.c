@@ -30,11 +30,27 @@ typedef struct unit_def {
 /* Bandwidth: text in bits/s, base bytes/s.  Byte rates are accepted too
  * (a bandwidth of `12.5MB/s` is unambiguous). */
 static const unit_def bw_units[] = {
-    {"bps", 1.0 / 8},   {"Kbps", 1e3 / 8}, {"kbps", 1e3 / 8}, {"Mbps", 1e6 / 8},    {"Gbps", 1e9 / 8},
-    {"Tbps", 1e12 / 8}, {"B/s", 1},        {"KB/s", 1e3},     {"kB/s", 1e3},        {"MB/s", 1e6},
-    {"GB/s", 1e9},      {"TB/s", 1e12},    {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+    {"bps", 1.0 / 8},
+    {"Kbps", 1e3 / 8},
+    {"kbps", 1e3 / 8},
+    {"Mbps", 1e6 / 8},
+    {"Gbps", 1e9 / 8},
+    {"Tbps", 1e12 / 8},
+    {"B/s", 1},
+    {"KB/s", 1e3},
+    {"kB/s", 1e3},
+    {"MB/s", 1e6},
+    {"GB/s", 1e9},
+    {"TB/s", 1e12},
+    {"KiB/s", 1024.0},
+    {"MiB/s", 1048576.0},
+    {"GiB/s", 1073741824.0},
     /* the same bit rates spelt out, as people write them ("10 Mbit/s") */
-    {"bit/s", 1.0 / 8}, {"Kbit/s", 1e3 / 8}, {"kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},
+    {"bit/s", 1.0 / 8},
+    {"Kbit/s", 1e3 / 8},
+    {"kbit/s", 1e3 / 8},
+    {"Mbit/s", 1e6 / 8},
+    {"Gbit/s", 1e9 / 8},
     {"Tbit/s", 1e12 / 8},
 };
 static const unit_def byte_units[] = {

@@ -27,14 +27,14 @@ typedef struct job_spec {
     char name[64];
     double arrival_s;
     const policy_def *policy;
-    int want;           /* devices */
-    size_t *pinned;     /* static: its devices (world indices, ascending), want of them; else NULL */
-    double weight;      /* default 1 */
+    int want;             /* devices */
+    size_t *pinned;       /* static: its devices (world indices, ascending), want of them; else NULL */
+    double weight;        /* default 1 */
     int min_dev, max_dev; /* `min_devices`, `max_devices` (0: not stated; jobs_range) */
-    eff_params *eff;    /* `efficiency` (NULL: none, statistical efficiency 1) */
-    scn_scenario *scn;  /* its scenario over the whole world (shared between jobs of equal settings) */
-    int line, column;   /* where it is written (messages) */
-    int dline, dcol;    /* where its device count is written */
+    eff_params *eff;      /* `efficiency` (NULL: none, statistical efficiency 1) */
+    scn_scenario *scn;    /* its scenario over the whole world (shared between jobs of equal settings) */
+    int line, column;     /* where it is written (messages) */
+    int dline, dcol;      /* where its device count is written */
 } job_spec;
 
 typedef struct jobs_spec {
@@ -45,9 +45,9 @@ typedef struct jobs_spec {
     sched_opts opts;
     double arrival_scale; /* scheduler.arrival_scale: every arrival time times this (default 1) */
     size_t n_scn;
-    scn_scenario **scns; /* the distinct job scenarios (owned) */
-    char **keys;         /* each one's settings, "KEY=VALUE\n"... */
-    char *trace;         /* the job trace read (its path), NULL: jobs from the YAML list */
+    scn_scenario **scns;          /* the distinct job scenarios (owned) */
+    char **keys;                  /* each one's settings, "KEY=VALUE\n"... */
+    char *trace;                  /* the job trace read (its path), NULL: jobs from the YAML list */
     const scn_override *world_ov; /* jobs_load_ov's, during the load only */
     size_t n_world_ov;
 } jobs_spec;
@@ -73,11 +73,11 @@ void jobs_free(jobs_spec *js);
 /* The Pollux workload applications (`name,time,application,num_replicas,
  * batch_size`) and the dpsim model each stands for. */
 typedef struct jobs_app {
-    const char *app;    /* as in the trace */
-    const char *model;  /* `model.preset` of presets.yaml */
-    int epochs;         /* training.epochs given to it */
+    const char *app;   /* as in the trace */
+    const char *model; /* `model.preset` of presets.yaml */
+    int epochs;        /* training.epochs given to it */
     const char *note;
-    int init_batch;     /* Pollux's initial batch: the reference batch M0 of its trace */
+    int init_batch; /* Pollux's initial batch: the reference batch M0 of its trace */
 } jobs_app;
 size_t jobs_app_count(void);
 const jobs_app *jobs_app_at(size_t i);
@@ -92,7 +92,6 @@ const char *jobs_app_trace(size_t i, size_t *len);
  * NULL with err (DP_ERUN: a job failed or the world stalled, DP_EINPUT: a
  * job's policy refuses its devices). */
 jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, dp_err *err);
-
 
 /* The time of job j alone on devices[0..n) of the world (the estimate the
  * schedulers read): a single-job run of its policy.  NAN with err. */

@@ -67,8 +67,8 @@ void jobs_print(const jobs_result *r, int all, FILE *out)
             (unsigned long long)r->seed);
     /* dev: devices asked for; held: how many it held at once (a range when
      * an elastic scheduler, pollux, changed its count) */
-    fprintf(out, "%-16s %-10s %4s %7s %10s %10s %10s %10s %10s %10s %7s %4s %12s\n", "job", "policy", "dev", "held",
-            "arrival_s", "start_s", "end_s", "jct_s", "queue_s", "alone_s", "rho", "pre", "bytes");
+    fprintf(out, "%-16s %-10s %4s %7s %10s %10s %10s %10s %10s %10s %7s %4s %12s\n", "job", "policy", "dev",
+            "held", "arrival_s", "start_s", "end_s", "jct_s", "queue_s", "alone_s", "rho", "pre", "bytes");
     size_t show = all || r->n_jobs <= 50 ? r->n_jobs : 20;
     for (size_t i = 0; i < show; i++) {
         const job_out *o = &r->jobs[i];
@@ -79,18 +79,19 @@ void jobs_print(const jobs_result *r, int all, FILE *out)
             snprintf(held, sizeof held, "%d", hi);
         else
             snprintf(held, sizeof held, "%d-%d", lo, hi);
-        fprintf(out, "%-16s %-10s %4d %7s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %7.3f %4d %12.4g\n", o->name,
-                o->policy, o->devices, held, o->arrival_s, o->start_s, o->end_s, o->jct_s, o->queue_s, o->alone_s, o->rho,
-                o->preemptions, o->bytes);
+        fprintf(out, "%-16s %-10s %4d %7s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %7.3f %4d %12.4g\n",
+                o->name, o->policy, o->devices, held, o->arrival_s, o->start_s, o->end_s, o->jct_s,
+                o->queue_s, o->alone_s, o->rho, o->preemptions, o->bytes);
     }
     if (show < r->n_jobs)
         fprintf(out, "... %zu more jobs (--all lists every one)\n", r->n_jobs - show);
     print_learning(r, show, out);
-    fprintf(out,
-            "makespan %.3f s; JCT mean %.3f s, median %.3f s, p95 %.3f s, p99 %.3f s, max %.3f s\n"
-            "utilisation: devices held %.1f%%, computing %.1f%%; rho mean %.3f, max %.3f; Jain's index %.4f\n",
-            r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s, 100 * r->util_alloc,
-            100 * r->util_busy, r->mean_rho, r->max_rho, r->jain);
+    fprintf(
+        out,
+        "makespan %.3f s; JCT mean %.3f s, median %.3f s, p95 %.3f s, p99 %.3f s, max %.3f s\n"
+        "utilisation: devices held %.1f%%, computing %.1f%%; rho mean %.3f, max %.3f; Jain's index %.4f\n",
+        r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s,
+        100 * r->util_alloc, 100 * r->util_busy, r->mean_rho, r->max_rho, r->jain);
 }
 
 void jobs_json_doc_begin(json_buf *j, const char *scenario)

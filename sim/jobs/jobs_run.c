@@ -28,24 +28,24 @@ typedef struct jrun jrun;
 typedef struct jstate {
     jrun *R;
     size_t i;
-    int state;        /* JS_* */
-    size_t *dev;      /* the devices it holds (n_dev of them) */
+    int state;   /* JS_* */
+    size_t *dev; /* the devices it holds (n_dev of them) */
     int n_dev;
     double held_since;
-    double attained;  /* device-seconds held before held_since */
-    int epochs_done;  /* completed and kept (its checkpoint) */
-    double progress;  /* with `efficiency`: steps of M0 those epochs made (epoch_progress) */
-    double run_batch; /* the global batch of its current run */
-    int runs;         /* times started */
-    int resizes;      /* re-sized after failures since its last completed epoch (on_device) */
+    double attained;   /* device-seconds held before held_since */
+    int epochs_done;   /* completed and kept (its checkpoint) */
+    double progress;   /* with `efficiency`: steps of M0 those epochs made (epoch_progress) */
+    double run_batch;  /* the global batch of its current run */
+    int runs;          /* times started */
+    int resizes;       /* re-sized after failures since its last completed epoch (on_device) */
     int resize_epochs; /* its epochs done at the last such re-size */
-    pjob *job;        /* NULL while not running (or during a restart's load) */
+    pjob *job;         /* NULL while not running (or during a restart's load) */
     scn_scenario *sub;
     uint64_t start_ev;
-    double *snap;     /* link bytes of its devices when its run started */
+    double *snap; /* link bytes of its devices when its run started */
     double alone_s;
-    pjob_learn learn;   /* learning: its checkpoint across runs (jobrt.h) */
-    size_t n_tta;       /* learning: its targets, when each was first reached (absolute) */
+    pjob_learn learn; /* learning: its checkpoint across runs (jobrt.h) */
+    size_t n_tta;     /* learning: its targets, when each was first reached (absolute) */
     double *tta_target, *tta_abs;
     job_out out;
     /* elastic schedulers (sched.h allocate): the counts it may run on, its
@@ -85,14 +85,14 @@ struct jrun {
         size_t first;
         int n;
         double t;
-    } *ac;
+    } * ac;
     size_t n_ac;
     /* stopped runs and their scenarios, freed with the engine (their
      * stale events may still be queued: jobrt.h) */
     struct grave {
         pjob *job;
         scn_scenario *sub;
-    } *graves;
+    } * graves;
     size_t n_graves;
 };
 
@@ -194,7 +194,6 @@ static int epochs_to_goal(const job_spec *js, double p, int done, double M)
     return n;
 }
 
-
 static double alone_on(jrun *R, size_t i, int n, dp_err *err)
 {
     const job_spec *j = &R->js->jobs[i];
@@ -273,9 +272,8 @@ static int sampled(const jstate *j, int k, int want)
  * on.  The time is a single-job run at the sampled counts; between two of
  * them, k1 < k < k2, it is linear in 1/k (exact for a + b / k: compute
  * split over k devices, a part that does not shrink, as a ring's
- * 2 (k - 1) / k x model / bandwidth), so 64 counts cost about 8 runs.  A policy that refuses a count other than its `devices`
- * only rules that count out (NAN), and the counts between it and the next
- * sampled one. */
+ * 2 (k - 1) / k x model / bandwidth), so 64 counts cost about 8 runs.  A policy that refuses a count other
+ * than its `devices` only rules that count out (NAN), and the counts between it and the next sampled one. */
 static int elastic_estimates(jrun *R, jstate *j, dp_err *err)
 {
     const job_spec *js = &R->js->jobs[j->i];
@@ -367,7 +365,8 @@ static void keep_stats(jrun *R, jstate *j, const res_run *r)
             R->cap_stats = nc;
         }
         res_stat st = r->stats[k];
-        if ((st.scope == RES_SCOPE_DEVICE || st.scope == RES_SCOPE_DEVICE_EPOCH) && st.a >= 0 && st.a < j->n_dev)
+        if ((st.scope == RES_SCOPE_DEVICE || st.scope == RES_SCOPE_DEVICE_EPOCH) && st.a >= 0 &&
+            st.a < j->n_dev)
             st.a = (int64_t)j->dev[st.a];
         R->stats[R->n_stats++] = (job_stat){j->i, j->runs - 1, st};
     }
@@ -432,7 +431,7 @@ static void stop_run(jrun *R, jstate *j, int finished)
         res_run_free(r);
         pjob_stop(j->job);
         eg_leave(R->g, prev);
-        eg_retire(R->g, j->dom); /* its stale events never run */
+        eg_retire(R->g, j->dom);       /* its stale events never run */
         net_dom_retired(R->n, j->dom); /* but the shares its cut flows changed are recomputed */
     }
     if (j->start_ev)
@@ -475,8 +474,9 @@ static void start_run(jrun *R, jstate *j)
         return;
     }
     j->run_batch = global_batch(j->sub, NULL, j->sub->n_devices);
-    j->sub->training.epochs = to_progress(R->js, js) ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
-                                      : js->scn->training.epochs - j->epochs_done;
+    j->sub->training.epochs = to_progress(R->js, js)
+                                  ? epochs_to_goal(js, j->progress, j->epochs_done, j->run_batch)
+                                  : js->scn->training.epochs - j->epochs_done;
     for (int k = 0; k < j->n_dev; k++)
         j->snap[k] = dev_link_bytes(R, j->dev[k]);
     j->began = j->origin = sim_now(R->e);
@@ -542,8 +542,8 @@ static void on_device(void *ctx, size_t d, int up)
         j->resize_epochs = j->epochs_done;
         if (++j->resizes > RESIZES_MAX) {
             char what[160];
-            snprintf(what, sizeof what, "%d re-sizes after failures since epoch %d by t = %.6g s", RESIZES_MAX,
-                     j->epochs_done, sim_now(R->e));
+            snprintf(what, sizeof what, "%d re-sizes after failures since epoch %d by t = %.6g s",
+                     RESIZES_MAX, j->epochs_done, sim_now(R->e));
             fail(R, DP_ERUN,
                  "job %s: no progress: %s; devices fail faster than the job gets through an epoch",
                  R->js->jobs[j->i].name, what);
@@ -630,7 +630,8 @@ static void elastic_view(jrun *R, jstate *j, sched_job *v, double now)
     v->resumes = j->runs > 0 && R->js->opts.restart_s > 0;
     v->alone_k = j->alone_k;
     v->batch_k = j->batch_k;
-    if (js->eff) { /* the noise scale at its progress now (epoch_progress; epochs done x samples / M0 when it trains for epochs) */
+    if (js->eff) { /* the noise scale at its progress now (epoch_progress; epochs done x samples / M0 when it
+                      trains for epochs) */
         int k = j->job ? pjob_epochs_done(j->job) : 0;
         v->ref_batch = eff_params_m0(js->eff);
         double p = to_progress(R->js, js) ? progress_after(js, j->progress, j->epochs_done, k, j->run_batch)
@@ -650,8 +651,10 @@ static int counts_ok(jrun *R, const sched_job *v, size_t m, const int *count)
 {
     size_t sum = 0;
     for (size_t k = 0; k < m; k++) {
-        if (count[k] && (count[k] < v[k].min_dev || count[k] > v[k].max_dev || !isfinite(v[k].alone_k[count[k]])))
-            return fail(R, DP_ERUN, "scheduler %s gave a job a device count outside its range%s", R->sd->name, "");
+        if (count[k] &&
+            (count[k] < v[k].min_dev || count[k] > v[k].max_dev || !isfinite(v[k].alone_k[count[k]])))
+            return fail(R, DP_ERUN, "scheduler %s gave a job a device count outside its range%s", R->sd->name,
+                        "");
         sum += (size_t)count[k];
     }
     size_t up = 0;
@@ -682,20 +685,22 @@ static void decide(jrun *R)
         const job_spec *js = &S->jobs[i];
         int ep = js->scn->training.epochs;
         int done_ep = j->epochs_done + (j->job ? pjob_epochs_done(j->job) : 0);
-        v[m] = (sched_job){.id = i,
-                           .arrival_s = js->arrival_s,
-                           .want = js->want,
-                           .running = j->state == JS_RUNNING,
-                           .weight = js->weight,
-                           .attained_s = j->attained + (j->state == JS_RUNNING ? j->n_dev * (now - j->held_since) : 0),
-                           .alone_s = j->alone_s,
-                           .remaining_s = to_progress(S, js) ? j->alone_s * fmax(0, 1 - progress_after(js, j->progress, j->epochs_done,
-                                                                                          done_ep - j->epochs_done,
-                                                                                          j->run_batch) /
-                                                                                goal_progress(js))
-                                                  : j->alone_s * (double)(ep - done_ep) / ep,
-                           .epochs = ep,
-                           .epochs_done = done_ep};
+        v[m] = (sched_job){
+            .id = i,
+            .arrival_s = js->arrival_s,
+            .want = js->want,
+            .running = j->state == JS_RUNNING,
+            .weight = js->weight,
+            .attained_s = j->attained + (j->state == JS_RUNNING ? j->n_dev * (now - j->held_since) : 0),
+            .alone_s = j->alone_s,
+            .remaining_s =
+                to_progress(S, js)
+                    ? j->alone_s * fmax(0, 1 - progress_after(js, j->progress, j->epochs_done,
+                                                              done_ep - j->epochs_done, j->run_batch) /
+                                                   goal_progress(js))
+                    : j->alone_s * (double)(ep - done_ep) / ep,
+            .epochs = ep,
+            .epochs_done = done_ep};
         if (R->sd->allocate)
             elastic_view(R, j, &v[m], now);
         who[m++] = i;
@@ -840,7 +845,8 @@ static void summarise(jrun *R, jobs_result *res)
         snprintf(o->name, sizeof o->name, "%s", js->name);
         snprintf(o->policy, sizeof o->policy, "%s", policy_name(js->policy));
         o->devices = js->want;
-        o->epochs = to_progress(R->js, js) ? j->epochs_done : js->scn->training.epochs; /* to a progress: those it took */
+        o->epochs = to_progress(R->js, js) ? j->epochs_done
+                                           : js->scn->training.epochs; /* to a progress: those it took */
         o->arrival_s = js->arrival_s;
         o->jct_s = o->end_s - o->arrival_s;
         o->queue_s = o->start_s - o->arrival_s;
@@ -962,9 +968,10 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
          * a run of its own only when they are not its epochs) */
         const job_spec *jp = &js->jobs[i];
         double M = global_batch(jp->scn, jp->pinned, (size_t)jp->want);
-        if (!isfinite(j->alone_s = to_progress(js, jp) && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
-                                       ? jobs_alone_s(js, i, R.seed, err)
-                                       : alone_on(&R, i, jp->want, err)))
+        if (!isfinite(j->alone_s =
+                          to_progress(js, jp) && epochs_to_goal(jp, 0, 0, M) != jp->scn->training.epochs
+                              ? jobs_alone_s(js, i, R.seed, err)
+                              : alone_on(&R, i, jp->want, err)))
             goto out;
         if (R.sd->allocate && elastic_estimates(&R, j, err))
             goto out;
@@ -983,7 +990,7 @@ jobs_result *jobs_run(const jobs_spec *js, const sched_def *sd, uint64_t seed, d
         size_t who = 0;
         int stopped = 0, ran = eg_step(R.g, &who, &stopped);
         if (ran && who > 0 && !stopped)
-            continue; /* a job's event that asked nothing */
+            continue;         /* a job's event that asked nothing */
         if (ran && who > 0) { /* it ended, failed or reached an epoch boundary: that in its domain */
             jstate *j = eg_ctx(R.g, who);
             if (j->job && j->dom == who && pjob_boundary_due(j->job)) {

@@ -115,8 +115,8 @@ static int unknown_sched(const scn_scenario *s, const yt_node *n, const char *pa
     sched_names(have, sizeof have, ", ");
     const char *near = yt_nearest(n->text, names, k);
     if (near)
-        return scn_read_fail(s, n, path, err, "unknown scheduler, did you mean '%s'? (have: %s) (got %s)", near,
-                             have, scn_read_got(n, g, sizeof g));
+        return scn_read_fail(s, n, path, err, "unknown scheduler, did you mean '%s'? (have: %s) (got %s)",
+                             near, have, scn_read_got(n, g, sizeof g));
     return scn_read_fail(s, n, path, err, "unknown scheduler (have: %s) (got %s)", have,
                          scn_read_got(n, g, sizeof g));
 }
@@ -136,14 +136,14 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
         int64_t dummy;
         (void)dummy;
         if (scn_read_keys(s, n, "scheduler", keys, err) < 0 ||
-            scn_read_quantity(s, n, "scheduler", "interval", SCN_UNIT_TIME, 0, 1, INFINITY, &js->opts.interval_s,
-                              err) < 0 ||
-            scn_read_quantity(s, n, "scheduler", "restart", SCN_UNIT_TIME, 0, 1, INFINITY, &js->opts.restart_s,
-                              err) < 0 ||
+            scn_read_quantity(s, n, "scheduler", "interval", SCN_UNIT_TIME, 0, 1, INFINITY,
+                              &js->opts.interval_s, err) < 0 ||
+            scn_read_quantity(s, n, "scheduler", "restart", SCN_UNIT_TIME, 0, 1, INFINITY,
+                              &js->opts.restart_s, err) < 0 ||
             scn_read_quantity(s, n, "scheduler", "threshold", SCN_UNIT_TIME, 3600, 1, INFINITY,
                               &js->opts.threshold_s, err) < 0 ||
-            scn_read_quantity(s, n, "scheduler", "arrival_scale", SCN_UNIT_NUMBER, 1, 0, 1e9, &js->arrival_scale,
-                              err) < 0)
+            scn_read_quantity(s, n, "scheduler", "arrival_scale", SCN_UNIT_NUMBER, 1, 0, 1e9,
+                              &js->arrival_scale, err) < 0)
             return DP_EINPUT;
         const yt_node *tt = yt_get(n, "train_to");
         if (tt && (tt->kind != YT_SCALAR || (strcmp(tt->text, "epochs") && strcmp(tt->text, "progress")))) {
@@ -154,8 +154,9 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
         js->opts.to_progress = tt && !strcmp(tt->text, "progress");
         const yt_node *p = yt_get(n, "policy");
         if (p && (p->kind != YT_SCALAR || policy_lookup(p->text, "", def_policy, err)))
-            return p->kind != YT_SCALAR ? scn_read_fail(s, p, "scheduler.policy", err, "expected a policy name")
-                                        : scn_read_fail(s, p, "scheduler.policy", err, "%s", err->msg);
+            return p->kind != YT_SCALAR
+                       ? scn_read_fail(s, p, "scheduler.policy", err, "expected a policy name")
+                       : scn_read_fail(s, p, "scheduler.policy", err, "%s", err->msg);
         name = yt_get(n, "name");
         if (!name)
             return 0;
@@ -171,7 +172,8 @@ static int read_scheduler(jobs_spec *js, const policy_def **def_policy, dp_err *
 
 /* min_devices <= devices <= max_devices <= the world's devices (each
  * stated one; an unstated one is jobs_range's default). */
-static int read_range(const scn_scenario *s, const yt_node *m, const char *path, const job_spec *j, dp_err *err)
+static int read_range(const scn_scenario *s, const yt_node *m, const char *path, const job_spec *j,
+                      dp_err *err)
 {
     const yt_node *lo = yt_get(m, "min_devices"), *hi = yt_get(m, "max_devices");
     char lp[64], hp[64];
@@ -203,7 +205,8 @@ static int read_efficiency(const scn_scenario *s, const yt_node *m, const char *
         return 0;
     snprintf(path, sizeof path, "%s.efficiency", job);
     if (m->kind != YT_MAP)
-        return scn_read_fail(s, m, path, err, "expected a mapping (reference_batch, noise_scale or noise_trace) (got %s)",
+        return scn_read_fail(s, m, path, err,
+                             "expected a mapping (reference_batch, noise_scale or noise_trace) (got %s)",
                              scn_read_got(m, g, sizeof g));
     if (scn_read_keys(s, m, path, keys, err) < 0)
         return DP_EINPUT;
@@ -211,11 +214,13 @@ static int read_efficiency(const scn_scenario *s, const yt_node *m, const char *
     if (r < 0)
         return DP_EINPUT;
     if (r == 0)
-        return scn_read_fail(s, m, path, err, "reference_batch is required (M0, the batch the noise scale is measured at)");
+        return scn_read_fail(s, m, path, err,
+                             "reference_batch is required (M0, the batch the noise scale is measured at)");
     const yt_node *ns = yt_get(m, "noise_scale"), *nt = yt_get(m, "noise_trace");
     if (!ns == !nt)
-        return scn_read_fail(s, nt ? nt : m, path, err,
-                             "give exactly one of noise_scale (a number or one per epoch) and noise_trace (a Pollux CSV)");
+        return scn_read_fail(
+            s, nt ? nt : m, path, err,
+            "give exactly one of noise_scale (a number or one per epoch) and noise_trace (a Pollux CSV)");
     if (!(j->eff = eff_params_new(M0, 0)))
         return dp_err_set(err, DP_ENOMEM, "out of memory");
     if (nt) {
@@ -236,7 +241,8 @@ static int read_efficiency(const scn_scenario *s, const yt_node *m, const char *
     size_t n = ns->kind == YT_SEQ ? ns->n : 1;
     double B[256];
     if (ns->kind == YT_MAP || n == 0 || n > 256)
-        return scn_read_fail(s, ns, path, err, "noise_scale: expected a number >= 0 or a list of 1 to 256 (got %s)",
+        return scn_read_fail(s, ns, path, err,
+                             "noise_scale: expected a number >= 0 or a list of 1 to 256 (got %s)",
                              scn_read_got(ns, g, sizeof g));
     for (size_t k = 0; k < n; k++) {
         const yt_node *x = ns->kind == YT_SEQ ? ns->items[k] : ns;
@@ -287,8 +293,8 @@ static int flat_list(const scn_scenario *s, draft *d, const yt_node *v, const ch
     return draft_add(d, key, text) ? dp_err_set(err, DP_ENOMEM, "out of memory") : 0;
 }
 
-static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const char *prefix, const char *path,
-                       dp_err *err)
+static int flatten_set(const scn_scenario *s, draft *d, const yt_node *m, const char *prefix,
+                       const char *path, dp_err *err)
 {
     for (size_t i = 0; i < m->n; i++) {
         char key[256];
@@ -332,12 +338,14 @@ static int read_settings(const scn_scenario *s, const yt_node *m, const char *pa
 static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_spec *j, draft *d,
                          const policy_def *def_policy, dp_err *err)
 {
-    static const char *const keys[] = {"name",        "arrival",     "policy",     "devices", "groups",   "weight",
-                                       "min_devices", "max_devices", "efficiency", "set",     "learning", NULL};
+    static const char *const keys[] = {"name",       "arrival", "policy",      "devices",
+                                       "groups",     "weight",  "min_devices", "max_devices",
+                                       "efficiency", "set",     "learning",    NULL};
     char path[48], g[80];
     snprintf(path, sizeof path, "jobs[%zu]", i);
     if (m->kind != YT_MAP)
-        return scn_read_fail(s, m, path, err, "expected a mapping (name, arrival, policy, devices, ...) (got %s)",
+        return scn_read_fail(s, m, path, err,
+                             "expected a mapping (name, arrival, policy, devices, ...) (got %s)",
                              scn_read_got(m, g, sizeof g));
     if (scn_read_keys(s, m, path, keys, err) < 0)
         return DP_EINPUT;
@@ -367,12 +375,14 @@ static int read_yaml_job(const scn_scenario *s, const yt_node *m, size_t i, job_
     if (p) {
         dp_err e = {0};
         if (p->kind != YT_SCALAR || policy_lookup(p->text, "", &j->policy, &e))
-            return scn_read_fail(s, p, path, err, "policy: %s", p->kind != YT_SCALAR ? "expected a name" : e.msg + 2);
+            return scn_read_fail(s, p, path, err, "policy: %s",
+                                 p->kind != YT_SCALAR ? "expected a name" : e.msg + 2);
     }
     const yt_node *gr = yt_get(m, "groups");
     if (gr) {
         if (gr->kind != YT_SEQ || gr->n == 0 || gr->n > 64)
-            return scn_read_fail(s, gr, path, err, "groups: expected a list of 1 to 64 device group names (got %s)",
+            return scn_read_fail(s, gr, path, err,
+                                 "groups: expected a list of 1 to 64 device group names (got %s)",
                                  scn_read_got(gr, g, sizeof g));
         for (size_t k = 0; k < gr->n; k++) {
             const yt_node *x = gr->items[k];
@@ -440,10 +450,12 @@ typedef struct tracer {
 
 static int tfail(const tracer *t, int col, const char *fmt, const char *got)
 {
-    return dp_err_set(t->err, DP_EINPUT, "%s:%d:%d: jobs trace: %s (got %s)", t->file, t->line, col, fmt, got);
+    return dp_err_set(t->err, DP_EINPUT, "%s:%d:%d: jobs trace: %s (got %s)", t->file, t->line, col, fmt,
+                      got);
 }
 
-static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_policy, draft **drafts, dp_err *err)
+static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_policy, draft **drafts,
+                      dp_err *err)
 {
     const scn_scenario *s = js->world;
     char path[4096];
@@ -471,12 +483,14 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
             continue;
         size_t nc = split(buf, cell, col, 16);
         if (pollux < 0) { /* the header names the shape */
-            if (nc == 5 && !strcmp(cell[0], "name") && !strcmp(cell[1], "time") && !strcmp(cell[2], "application") &&
-                !strcmp(cell[3], "num_replicas") && !strcmp(cell[4], "batch_size"))
+            if (nc == 5 && !strcmp(cell[0], "name") && !strcmp(cell[1], "time") &&
+                !strcmp(cell[2], "application") && !strcmp(cell[3], "num_replicas") &&
+                !strcmp(cell[4], "batch_size"))
                 pollux = 1;
             else if ((nc == 6 || nc == 7) && !strcmp(cell[0], "name") && !strcmp(cell[1], "arrival") &&
-                     !strcmp(cell[2], "application") && !strcmp(cell[3], "epochs") && !strcmp(cell[4], "devices") &&
-                     !strcmp(cell[5], "batch") && (nc == 6 || !strcmp(cell[6], "policy")))
+                     !strcmp(cell[2], "application") && !strcmp(cell[3], "epochs") &&
+                     !strcmp(cell[4], "devices") && !strcmp(cell[5], "batch") &&
+                     (nc == 6 || !strcmp(cell[6], "policy")))
                 pollux = 0;
             else
                 rc = tfail(&t, 1,
@@ -544,7 +558,8 @@ static int read_trace(jobs_spec *js, const yt_node *n, const policy_def *def_pol
         }
         long reps = strtol(cell[pollux ? 3 : 4], &end, 10);
         if (*end || reps < 1 || reps > 1000000) {
-            rc = tfail(&t, col[pollux ? 3 : 4], "devices: expected a whole number >= 1", cell[pollux ? 3 : 4]);
+            rc =
+                tfail(&t, col[pollux ? 3 : 4], "devices: expected a whole number >= 1", cell[pollux ? 3 : 4]);
             break;
         }
         long batch = strtol(cell[pollux ? 4 : 5], &end, 10);
@@ -645,8 +660,9 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
     char dir[4096];
     const char *slash = s->path ? strrchr(s->path, '/') : NULL;
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - s->path) : 1, slash ? s->path : ".");
-    scn_scenario *js_s = scn_load_string_files(s->path, s->text, strlen(s->text), s->path[0] == '<' ? NULL : dir,
-                                               s->files, s->n_files, ov, nw + d->n_set, err);
+    scn_scenario *js_s =
+        scn_load_string_files(s->path, s->text, strlen(s->text), s->path[0] == '<' ? NULL : dir, s->files,
+                              s->n_files, ov, nw + d->n_set, err);
     for (size_t k = 0; k < d->n_set; k++)
         d->set[k][strlen(d->set[k])] = '='; /* restore */
     dp_free(ov);
@@ -659,14 +675,14 @@ static int load_job_scenario(jobs_spec *js, size_t i, draft *d, dp_err *err)
         return dp_err_prefix(err, "%s:%d:%d: jobs[%zu] (%s)", s->path, j->line, j->column, i, j->name);
     }
     const char *no = js_s->n_devices != s->n_devices ? "change the world's devices"
-                     : sets_availability(d)            ? "change the world's device failures (availability)"
-                     : learning_efficiency(js_s)       ? "use learning.efficiency yet"
-                                                       : not_for_jobs(js_s);
+                     : sets_availability(d)          ? "change the world's device failures (availability)"
+                     : learning_efficiency(js_s)     ? "use learning.efficiency yet"
+                                                     : not_for_jobs(js_s);
     if (no) {
         scn_free(js_s);
         dp_free(key);
-        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu] (%s): a job may not %s", js->trace ? js->trace : s->path,
-                          j->line, j->column, i, j->name, no);
+        return dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu] (%s): a job may not %s",
+                          js->trace ? js->trace : s->path, j->line, j->column, i, j->name, no);
     }
     scn_scenario **ns = dp_realloc(js->scns, (js->n_scn + 1) * sizeof *ns);
     char **nk = ns ? dp_realloc(js->keys, (js->n_scn + 1) * sizeof *nk) : NULL;
@@ -703,11 +719,11 @@ static int pin(jobs_spec *js, size_t i, const draft *d, int *owner, dp_err *err)
         for (size_t q = 0; q < d->n_groups; q++)
             if (s->devices[k].group == d->pinned_groups[q]) {
                 if (owner[k] >= 0)
-                    return dp_err_set(err, DP_EINPUT,
-                                      "%s:%d:%d: jobs[%zu].groups: device %s is claimed by job %s too; a static "
-                                      "partition's claims may not overlap",
-                                      s->path, d->gline[q], d->gcol[q], i, s->devices[k].name,
-                                      js->jobs[owner[k]].name);
+                    return dp_err_set(
+                        err, DP_EINPUT,
+                        "%s:%d:%d: jobs[%zu].groups: device %s is claimed by job %s too; a static "
+                        "partition's claims may not overlap",
+                        s->path, d->gline[q], d->gcol[q], i, s->devices[k].name, js->jobs[owner[k]].name);
                 owner[k] = (int)i;
                 j->pinned[n++] = k;
             }
@@ -781,8 +797,8 @@ jobs_spec *jobs_load_ov(const scn_scenario *s, const scn_override *ov, size_t n_
             rc = pin(js, i, d, owner, err);
         else if ((size_t)j->want > s->n_devices)
             rc = dp_err_set(err, DP_EINPUT, "%s:%d:%d: jobs[%zu] (%s): devices: %d, but the world has %zu",
-                            js->trace ? js->trace : s->path,
-                            j->dline, j->dcol, i, j->name, j->want, s->n_devices);
+                            js->trace ? js->trace : s->path, j->dline, j->dcol, i, j->name, j->want,
+                            s->n_devices);
     }
     for (size_t i = 0; !rc && i < js->n; i++) {
         js->jobs[i].arrival_s *= js->arrival_scale; /* the arrival rate divided by it */

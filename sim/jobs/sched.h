@@ -34,21 +34,22 @@
 
 /* What a scheduler sees of one job at a decision. */
 typedef struct sched_job {
-    size_t id;           /* position in the scenario's job list (ties break on it) */
-    double arrival_s;    /* when it arrived */
-    int want;            /* devices it asks for */
-    int running;         /* holds devices now */
-    double weight;       /* its `weight` (default 1) */
-    double attained_s;   /* device-seconds it has held so far (restarts included) */
-    double alone_s;      /* the simulator's estimate of its time alone (jobs.h) */
-    double remaining_s;  /* alone_s x epochs left / epochs */
+    size_t id;          /* position in the scenario's job list (ties break on it) */
+    double arrival_s;   /* when it arrived */
+    int want;           /* devices it asks for */
+    int running;        /* holds devices now */
+    double weight;      /* its `weight` (default 1) */
+    double attained_s;  /* device-seconds it has held so far (restarts included) */
+    double alone_s;     /* the simulator's estimate of its time alone (jobs.h) */
+    double remaining_s; /* alone_s x epochs left / epochs */
     int epochs, epochs_done;
     /* elastic schedulers (allocate): */
-    int min_dev, max_dev;  /* the counts it may run on (want..want unless it states them) */
-    int held;              /* devices it holds now (0 when waiting) */
-    int resumes;           /* it ran before: any start costs `restart` (its checkpoint's load) */
-    double in_epoch_s;     /* running: seconds into its current epoch (the work a stop loses; an estimate) */
-    const double *alone_k; /* [k]: its time alone on k devices, k in min_dev..max_dev (NAN: cannot run on k) */
+    int min_dev, max_dev; /* the counts it may run on (want..want unless it states them) */
+    int held;             /* devices it holds now (0 when waiting) */
+    int resumes;          /* it ran before: any start costs `restart` (its checkpoint's load) */
+    double in_epoch_s;    /* running: seconds into its current epoch (the work a stop loses; an estimate) */
+    const double
+        *alone_k; /* [k]: its time alone on k devices, k in min_dev..max_dev (NAN: cannot run on k) */
     const double *batch_k; /* [k]: its global batch on k devices (samples per step) */
     double ref_batch;      /* M0 of its `efficiency` (0: none: statistical efficiency 1) */
     double noise_scale;    /* B, the gradient noise scale now (its epoch's, or its trace's at its progress) */

@@ -7,7 +7,8 @@
 
 static int cmp(const sched_job *a, const sched_job *b, const sched_ctx *c)
 {
-    int qa = a->attained_s / a->weight >= c->opts->threshold_s, qb = b->attained_s / b->weight >= c->opts->threshold_s;
+    int qa = a->attained_s / a->weight >= c->opts->threshold_s,
+        qb = b->attained_s / b->weight >= c->opts->threshold_s;
     if (qa != qb)
         return qa - qb;
     return sched_by_arrival(a, b);

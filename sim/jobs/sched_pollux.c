@@ -97,7 +97,8 @@ static void allocate(const sched_ctx *c, const sched_job *jobs, size_t m, int *c
 {
     int N = (int)c->n_devices;
     size_t *ord = dp_malloc((m + 1) * sizeof *ord), *srv = dp_malloc((m + 1) * sizeof *srv);
-    int *fair = dp_malloc((m + 1) * sizeof *fair), *pick = dp_malloc((m + 1) * (size_t)(N + 1) * sizeof *pick);
+    int *fair = dp_malloc((m + 1) * sizeof *fair),
+        *pick = dp_malloc((m + 1) * (size_t)(N + 1) * sizeof *pick);
     double *best = dp_malloc(2 * (size_t)(N + 1) * sizeof *best);
     for (size_t k = 0; k < m; k++)
         count[k] = 0;

@@ -8,7 +8,8 @@
 
 extern const sched_def sched_static, sched_fifo, sched_srf, sched_las, sched_themis, sched_pollux;
 
-static const sched_def *const builtin[] = {&sched_static, &sched_fifo, &sched_srf, &sched_las, &sched_themis, &sched_pollux};
+static const sched_def *const builtin[] = {&sched_static, &sched_fifo,   &sched_srf,
+                                           &sched_las,    &sched_themis, &sched_pollux};
 #define N_SCHED (sizeof builtin / sizeof builtin[0])
 
 size_t sched_count(void)

@@ -100,7 +100,8 @@ int eff_params_load_pollux(eff_params *p, const char *path, int curve, dp_err *e
 /* The same from a trace's text in memory (len bytes, not NUL-terminated;
  * name stands for the file in messages): the applications' traces built
  * into the binary (sim/jobs/jobs_apps.c). */
-int eff_params_parse_pollux(eff_params *p, const char *name, const char *text, size_t len, int curve, dp_err *err);
+int eff_params_parse_pollux(eff_params *p, const char *name, const char *text, size_t len, int curve,
+                            dp_err *err);
 int eff_params_set_curve(eff_params *p, const double *progress, const double *metric, size_t n);
 void eff_params_set_discounts(eff_params *p, double a, double kappa, int use_rho);
 double eff_params_m0(const eff_params *p);

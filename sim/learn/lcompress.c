@@ -12,7 +12,8 @@ size_t lc_kept(double k, size_t n)
     return m > n ? n : m;
 }
 
-static _Thread_local const double *by_mag; /* qsort has no context argument; runs of a sweep share no state across threads */
+static _Thread_local const double
+    *by_mag; /* qsort has no context argument; runs of a sweep share no state across threads */
 
 static int cmp_mag(const void *a, const void *b)
 {

@@ -45,10 +45,10 @@ void lrn_cfg_describe(const lrn_cfg *c, char *buf, size_t len)
         snprintf(model, sizeof model, "mlp (hidden %zu)", c->hidden);
     else
         snprintf(model, sizeof model, "softmax");
-    snprintf(buf, len, "%s (%zu train / %zu test, %zu x %zu classes), %s, partition %s, %s%s%s%s", c->data->name,
-             c->data->n_train, c->data->n_test, c->data->dim, c->data->classes, model, part, lr,
-             c->staleness == LRN_STALE_DIVIDE ? ", async lr / staleness" : "", c->n_targets ? ", targets " : "",
-             tg);
+    snprintf(buf, len, "%s (%zu train / %zu test, %zu x %zu classes), %s, partition %s, %s%s%s%s",
+             c->data->name, c->data->n_train, c->data->n_test, c->data->dim, c->data->classes, model, part,
+             lr, c->staleness == LRN_STALE_DIVIDE ? ", async lr / staleness" : "",
+             c->n_targets ? ", targets " : "", tg);
 }
 
 /* The scenario file's directory, against which a relative data path is
@@ -119,8 +119,8 @@ static int read_targets(const scn_scenario *s, const yt_node *m, lrn_cfg *c, dp_
                                  one->kind == YT_SCALAR ? one->text : "a mapping or list");
         for (size_t j = 0; j < k; j++)
             if (c->targets[j] >= x)
-                return scn_read_fail(s, one, "learning.targets", err,
-                                     "targets must increase (%g after %g)", x, c->targets[j]);
+                return scn_read_fail(s, one, "learning.targets", err, "targets must increase (%g after %g)",
+                                     x, c->targets[j]);
         c->targets[k] = x;
     }
     c->n_targets = n;
@@ -133,10 +133,10 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
     const yt_node *m = scn_learning(s);
     if (!m)
         return 0;
-    static const char *const keys[] = {"data",      "test_fraction", "model",   "hidden",         "partition",
-                                       "labels_per_device", "alpha",  "seed",    "lr",             "staleness",
-                                       "evaluate",  "targets",       "stop_at_target", "samples", "features",
-                                       "efficiency", NULL};
+    static const char *const keys[] = {
+        "data",           "test_fraction", "model",    "hidden",     "partition", "labels_per_device",
+        "alpha",          "seed",          "lr",       "staleness",  "evaluate",  "targets",
+        "stop_at_target", "samples",       "features", "efficiency", NULL};
     if (scn_read_keys(s, m, "learning", keys, err) < 0)
         return DP_EINPUT;
     /* `efficiency`: the statistical-efficiency model's (efficiency.h),
@@ -243,8 +243,9 @@ int lrn_cfg_read(const scn_scenario *s, lrn_cfg **out, dp_err *err)
         goto bad;
     }
     if ((size_t)s->n_devices > c->data->n_train) {
-        scn_read_fail(s, m, "learning", err, "%zu devices but only %zu training samples in %s: each needs one",
-                      (size_t)s->n_devices, c->data->n_train, c->data->name);
+        scn_read_fail(s, m, "learning", err,
+                      "%zu devices but only %zu training samples in %s: each needs one", (size_t)s->n_devices,
+                      c->data->n_train, c->data->name);
         goto bad;
     }
     *out = c;

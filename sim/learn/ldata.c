@@ -222,8 +222,8 @@ static ldata *parse_csv(const char *what, const char *text, size_t len, double f
         p = eol + 1;
     }
     if (rows < 2 || cols < 2) {
-        dp_err_set(err, DP_EINPUT, "%s: expected at least 2 rows of features then a label (got %zu x %zu)", what,
-                   rows, cols);
+        dp_err_set(err, DP_EINPUT, "%s: expected at least 2 rows of features then a label (got %zu x %zu)",
+                   what, rows, cols);
         return NULL;
     }
     size_t n_test = (size_t)ceil(frac * (double)rows);
@@ -268,8 +268,9 @@ static ldata *parse_csv(const char *what, const char *text, size_t len, double f
                         xmax = fabs(v);
                 } else {
                     if (v != floor(v) || v < 0 || v > 65535) {
-                        dp_err_set(err, DP_EINPUT, "%s:%zu: the label (last column) must be a class 0..65535 (got %g)",
-                                   what, line, v);
+                        dp_err_set(err, DP_EINPUT,
+                                   "%s:%zu: the label (last column) must be a class 0..65535 (got %g)", what,
+                                   line, v);
                         goto out;
                     }
                     y[r] = (int)v;
@@ -319,7 +320,8 @@ static uint32_t be32(const unsigned char *p)
 
 /* One IDX file: images (magic 0x803, n x rows x cols bytes) or labels
  * (0x801, n bytes).  Tries NAME then NAME.gz in dir. */
-static unsigned char *read_idx(const char *dir, const char *name, int images, size_t *n, size_t *dim, dp_err *err)
+static unsigned char *read_idx(const char *dir, const char *name, int images, size_t *n, size_t *dim,
+                               dp_err *err)
 {
     char path[4096];
     struct stat st;
@@ -341,8 +343,8 @@ static unsigned char *read_idx(const char *dir, const char *name, int images, si
     *n = be32(u + 4);
     *dim = images ? (size_t)be32(u + 8) * be32(u + 12) : 1;
     if (*n == 0 || *dim == 0 || *dim > 1000000 || (len - head) / *dim < *n) {
-        dp_err_set(err, DP_EINPUT, "%s: the header announces %zu x %zu values, the file holds %zu bytes", path, *n,
-                   *dim, len - head);
+        dp_err_set(err, DP_EINPUT, "%s: the header announces %zu x %zu values, the file holds %zu bytes",
+                   path, *n, *dim, len - head);
         dp_free(buf);
         return NULL;
     }
@@ -460,10 +462,11 @@ ldata *ldata_load(const char *source, const char *base_dir, double test_fraction
     } else if (strcmp(source, "fashion-mnist") == 0) {
         struct stat st;
         if (stat(LDATA_FASHION_DIR, &st) != 0) {
-            dp_err_set(err, DP_EINPUT,
-                       "Fashion-MNIST is not installed (no %s): apt-get install dataset-fashion-mnist, or give "
-                       "the directory holding its four IDX files as learning.data",
-                       LDATA_FASHION_DIR);
+            dp_err_set(
+                err, DP_EINPUT,
+                "Fashion-MNIST is not installed (no %s): apt-get install dataset-fashion-mnist, or give "
+                "the directory holding its four IDX files as learning.data",
+                LDATA_FASHION_DIR);
             return NULL;
         }
         d = load_idx_dir(LDATA_FASHION_DIR, err);
@@ -475,8 +478,10 @@ ldata *ldata_load(const char *source, const char *base_dir, double test_fraction
             snprintf(path, sizeof path, "%s", source);
         struct stat st;
         if (stat(path, &st) != 0) {
-            dp_err_set(err, DP_EINPUT, "learning data %s: %s (expected digits, fashion-mnist, a CSV file or a "
-                       "directory of IDX files)", path, strerror(errno));
+            dp_err_set(err, DP_EINPUT,
+                       "learning data %s: %s (expected digits, fashion-mnist, a CSV file or a "
+                       "directory of IDX files)",
+                       path, strerror(errno));
             return NULL;
         }
         if (S_ISDIR(st.st_mode)) {

@@ -51,7 +51,7 @@ struct learner {
     lrn_eval *ev;
     size_t n_ev, cap_ev;
     uint64_t ev_version; /* the global model's version at the last evaluation */
-    double next_t; /* next time-based evaluation (INFINITY: none) */
+    double next_t;       /* next time-based evaluation (INFINITY: none) */
     double consumed;
     double *tta;
     size_t reached;
@@ -76,7 +76,7 @@ struct learner {
     size_t *prow, n_prow, cap_prow;
     struct pbatch {
         size_t at, k, next; /* rows prow[at .. at + k); the device's next batch (0: none) */
-    } *pb;
+    } * pb;
     size_t n_pb, cap_pb;
     size_t *phead, *ptail; /* per device: first and last batch (0: none) */
     size_t pdev;           /* devices with batches pending */
@@ -106,9 +106,9 @@ static unsigned long order_seed(uint64_t seed, size_t d, uint64_t pass)
  * seeded words j, j + 1 and j + 397 alone; the same numbers, in the same
  * order, as gsl_rng_set then gsl_ran_shuffle (gsl_rng_uniform_int's
  * scaling and rejection included; tests/test_learn.c compares them). */
-#define MT_M        397
-#define PASS_DRAWS  200 /* draws this way at most (< 624 - 397); then GSL's own */
-#define PASS_SHORT  64  /* rows in a pass taken this way */
+#define MT_M       397
+#define PASS_DRAWS 200 /* draws this way at most (< 624 - 397); then GSL's own */
+#define PASS_SHORT 64  /* rows in a pass taken this way */
 
 static uint32_t mt_temper(uint32_t k)
 {
@@ -204,7 +204,8 @@ static int eval_at(learner *L, double t, int epoch)
     } else {
         int rc = lm_pack(&L->m, L->global);
         rc = rc ? rc
-                : lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc, &e->test_loss) ||
+                : lm_eval(&L->m, L->global, L->D->x_test, L->D->y_test, L->D->n_test, &e->test_acc,
+                          &e->test_loss) ||
                       lm_eval(&L->m, L->global, L->D->x_train, L->D->y_train, nt, &acc, &tl);
         lm_unpack(&L->m);
         if (rc)
@@ -413,8 +414,9 @@ learner *lrn_new(const lrn_cfg *c, const scn_scenario *s, size_t n, uint64_t see
     L->cum = dp_calloc(n, sizeof *L->cum);
     L->tta = dp_malloc((c->n_targets ? c->n_targets : 1) * sizeof *L->tta);
     L->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!L->global || !L->scratch || !L->w || !L->g || !L->cnt || !L->since || !L->since_g || !L->read_ver || !L->snap || !L->snap_w ||
-        !L->part || !L->perm || !L->off || !L->pos || !L->pass || !L->cum || !L->tta || !L->rng) {
+    if (!L->global || !L->scratch || !L->w || !L->g || !L->cnt || !L->since || !L->since_g || !L->read_ver ||
+        !L->snap || !L->snap_w || !L->part || !L->perm || !L->off || !L->pos || !L->pass || !L->cum ||
+        !L->tta || !L->rng) {
         lrn_free(L);
         dp_err_set(err, DP_ENOMEM, "out of memory for the learner");
         return NULL;
@@ -561,8 +563,8 @@ static int batch_room(learner *L, size_t k)
 /* Keep device d's batch of k rows (L->bidx) for the sync. */
 static int defer(learner *L, size_t d, size_t k)
 {
-    if (!L->phead && (!(L->phead = dp_calloc(L->n, sizeof *L->phead)) ||
-                      !(L->ptail = dp_calloc(L->n, sizeof *L->ptail))))
+    if (!L->phead &&
+        (!(L->phead = dp_calloc(L->n, sizeof *L->phead)) || !(L->ptail = dp_calloc(L->n, sizeof *L->ptail))))
         return DP_ENOMEM;
     if (dp_grow((void **)&L->prow, &L->cap_prow, L->n_prow + k, sizeof *L->prow, 256) ||
         dp_grow((void **)&L->pb, &L->cap_pb, L->n_pb + 1, sizeof *L->pb, 256))
@@ -594,7 +596,8 @@ static int take(learner *L, size_t d, double *g)
     const ldata *D = L->D;
     for (size_t b = L->phead[d], first = 1; b; b = L->pb[b - 1].next, first = 0) {
         const struct pbatch *p = &L->pb[b - 1];
-        if (isnan(lm_grad_sum(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k, first ? g : L->gtmp)))
+        if (isnan(lm_grad_sum(&L->m, L->global, D->x_train, D->y_train, L->prow + p->at, p->k,
+                              first ? g : L->gtmp)))
             return DP_ENOMEM;
         if (!first)
             for (size_t j = 0; j < L->P; j++)
@@ -676,7 +679,8 @@ int lrn_step(learner *L, double t, int epoch, size_t d, double samples)
 /* ---- statistics for policies (learner.h) -------------------------------- */
 
 static size_t member(const size_t *members, size_t i);
-static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale, int model);
+static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale,
+                               int model);
 static const double *sent(learner *L, size_t d, const double *x, double scale, int model);
 
 int lrn_probe(learner *L, size_t d, int at_global, size_t k, double *g, double *loss)
@@ -746,7 +750,8 @@ int lrn_set_lr_scale(learner *L, size_t d, double f)
     return 0;
 }
 
-int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights)
+int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m,
+                         const double *weights)
 {
     int rc = flush(L, t, epoch, 0);
     if (rc || (rc = settle(L)))
@@ -820,7 +825,8 @@ int lrn_set_compress(learner *L, const lc_cfg *c)
  * gradient) scaled by 1/scale, coded with c: x itself without compression,
  * else the transform of it (learner.h), in L->co, valid until the next
  * call.  NULL when out of memory. */
-static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale, int model)
+static const double *sent_with(learner *L, const lc_cfg *c, size_t d, const double *x, double scale,
+                               int model)
 {
     size_t P = L->P;
     if (c->method == LC_NONE)
@@ -1098,7 +1104,8 @@ int lrn_average_begin(learner *L, double t, int epoch, const size_t *members, si
         if (!w || !L->snap[d])
             return DP_ENOMEM;
         memcpy(L->snap[d], w, L->P * sizeof(double));
-        if (L->comp.method != LC_NONE) { /* what arrives, beside the exact snapshot the steps since start from */
+        if (L->comp.method !=
+            LC_NONE) { /* what arrives, beside the exact snapshot the steps since start from */
             if (!L->csnap[d] && !(L->csnap[d] = dp_malloc(L->P * sizeof(double))))
                 return DP_ENOMEM;
             const double *x = L->since[d] > 0 ? sent(L, d, w, 1, 1) : w;
@@ -1214,7 +1221,8 @@ int lrn_restore(learner *L, double t, int epoch)
     return 0;
 }
 
-int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t, const double *tta)
+int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t,
+               const double *tta)
 {
     if (w) {
         memcpy(L->global, w, L->P * sizeof *w);

@@ -91,7 +91,8 @@ int lrn_set_lr_scale(learner *L, size_t d, double f);
 /* A model average among members[0..m) with the given weights (summing to
  * anything > 0) instead of the samples since the last average: into the
  * global model and back into every member's (LOCAL). */
-int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m, const double *weights);
+int lrn_average_weighted(learner *L, double t, int epoch, const size_t *members, size_t m,
+                         const double *weights);
 
 /* ---- groups that push to the global model asynchronously (FedGSync) ----
  * A model average among members[0..m) weighted by the samples each
@@ -141,7 +142,8 @@ int lrn_restore(learner *L, double t, int epoch);
  * it, and keeps the targets reached before (tta: n_targets absolute
  * times, NAN not reached; NULL none).  Before the first update.  0 or a
  * negative DP_E*. */
-int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t, const double *tta);
+int lrn_resume(learner *L, double t, int epoch, const double *w, double consumed, double next_t,
+               const double *tta);
 /* The time-based evaluations due up to t, and no other (a job's run
  * stopped by its scheduler: the model in flight is not its checkpoint). */
 int lrn_flush(learner *L, double t, int epoch);

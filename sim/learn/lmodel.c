@@ -21,7 +21,8 @@ int lm_init(lmodel *m, lm_kind kind, size_t dim, size_t classes, size_t hidden, 
     m->dim = dim;
     m->classes = classes;
     m->hidden = kind == LM_MLP ? hidden : 0;
-    m->n_params = kind == LM_MLP ? hidden * dim + hidden + classes * hidden + classes : classes * dim + classes;
+    m->n_params =
+        kind == LM_MLP ? hidden * dim + hidden + classes * hidden + classes : classes * dim + classes;
     if (kind == LM_MLP && hidden == 0)
         return dp_err_set(err, DP_EINPUT, "an MLP needs a hidden width >= 1");
     return 0;
@@ -134,8 +135,8 @@ void lm_unpack(lmodel *m)
 
 /* Sums t[v] (v < vb, a constant where inlined, so t stays in registers)
  * of x times the vectors v0.. of every packed row, from 0.0, in order. */
-static inline __attribute__((always_inline)) void packed_dots(const double *x, const double *wt, size_t d, size_t KV,
-                                                              size_t v0, size_t vb, lm_v2 *out)
+static inline __attribute__((always_inline)) void packed_dots(const double *x, const double *wt, size_t d,
+                                                              size_t KV, size_t v0, size_t vb, lm_v2 *out)
 {
     lm_v2 t[LM_VB];
 #pragma GCC unroll 8
@@ -158,7 +159,8 @@ static inline __attribute__((always_inline)) void packed_dots(const double *x, c
 
 /* softmax_logits on packed weights: classes two a vector, up to LM_VB
  * vectors' sums at once, each from 0.0 over the features in order. */
-static void packed_logits(const lmodel *m, const double *b, const double *X, const size_t *idx, size_t n, double *z)
+static void packed_logits(const lmodel *m, const double *b, const double *X, const size_t *idx, size_t n,
+                          double *z)
 {
     size_t d = m->dim, K = m->classes, KV = (K + 1) / 2;
     const double *wt = m->wt;
@@ -169,14 +171,30 @@ static void packed_logits(const lmodel *m, const double *b, const double *X, con
             size_t vb = KV - v0 < LM_VB ? KV - v0 : LM_VB;
             lm_v2 t[LM_VB];
             switch (vb) {
-            case 1: packed_dots(x, wt, d, KV, v0, 1, t); break;
-            case 2: packed_dots(x, wt, d, KV, v0, 2, t); break;
-            case 3: packed_dots(x, wt, d, KV, v0, 3, t); break;
-            case 4: packed_dots(x, wt, d, KV, v0, 4, t); break;
-            case 5: packed_dots(x, wt, d, KV, v0, 5, t); break;
-            case 6: packed_dots(x, wt, d, KV, v0, 6, t); break;
-            case 7: packed_dots(x, wt, d, KV, v0, 7, t); break;
-            default: packed_dots(x, wt, d, KV, v0, 8, t); break;
+            case 1:
+                packed_dots(x, wt, d, KV, v0, 1, t);
+                break;
+            case 2:
+                packed_dots(x, wt, d, KV, v0, 2, t);
+                break;
+            case 3:
+                packed_dots(x, wt, d, KV, v0, 3, t);
+                break;
+            case 4:
+                packed_dots(x, wt, d, KV, v0, 4, t);
+                break;
+            case 5:
+                packed_dots(x, wt, d, KV, v0, 5, t);
+                break;
+            case 6:
+                packed_dots(x, wt, d, KV, v0, 6, t);
+                break;
+            case 7:
+                packed_dots(x, wt, d, KV, v0, 7, t);
+                break;
+            default:
+                packed_dots(x, wt, d, KV, v0, 8, t);
+                break;
             }
             for (size_t v = 0; v < vb; v++)
                 for (size_t l = 0; l < 2 && 2 * (v0 + v) + l < K; l++) {
@@ -237,15 +255,15 @@ static void forward(lmodel *m, const double *w, size_t n)
     const double *W1 = w, *b1 = w + H * d, *W2 = b1 + H, *b2 = W2 + K * H;
     for (size_t i = 0; i < n; i++)
         memcpy(m->h + i * H, b1, H * sizeof *b1);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)d, 1.0, m->xb, (int)d, W1, (int)d, 1.0,
-                m->h, (int)H);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)d, 1.0, m->xb, (int)d, W1,
+                (int)d, 1.0, m->h, (int)H);
     for (size_t i = 0; i < n * H; i++)
         if (m->h[i] < 0)
             m->h[i] = 0;
     for (size_t i = 0; i < n; i++)
         memcpy(m->z + i * K, b2, K * sizeof *b2);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)H, 1.0, m->h, (int)H, W2, (int)H, 1.0,
-                m->z, (int)K);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)H, 1.0, m->h, (int)H, W2,
+                (int)H, 1.0, m->z, (int)K);
 }
 
 /* lm_grad_sum for softmax regression (g zeroed, scratch reserved): the
@@ -312,26 +330,26 @@ double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, co
     const double *W2 = w + H * d + H;
     double *gW1 = g, *gb1 = g + H * d, *gW2 = gb1 + H, *gb2 = gW2 + K * H;
     double *dh = m->h + n * H; /* second half of the hidden scratch */
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)H, (int)n, 1.0, m->z, (int)K, m->h, (int)H,
-                0.0, gW2, (int)H);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)H, (int)n, 1.0, m->z, (int)K, m->h,
+                (int)H, 0.0, gW2, (int)H);
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < K; k++)
             gb2[k] += m->z[i * K + k];
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)H, (int)K, 1.0, m->z, (int)K, W2, (int)H,
-                0.0, dh, (int)H);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)H, (int)K, 1.0, m->z, (int)K, W2,
+                (int)H, 0.0, dh, (int)H);
     for (size_t i = 0; i < n * H; i++)
         if (m->h[i] <= 0)
             dh[i] = 0;
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)H, (int)d, (int)n, 1.0, dh, (int)H, m->xb, (int)d,
-                0.0, gW1, (int)d);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)H, (int)d, (int)n, 1.0, dh, (int)H, m->xb,
+                (int)d, 0.0, gW1, (int)d);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < H; j++)
             gb1[j] += dh[i * H + j];
     return loss;
 }
 
-int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n, double c,
-                double *acc, double *tmp)
+int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
+                double c, double *acc, double *tmp)
 {
     size_t d = m->dim, K = m->classes;
     if (m->kind != LM_SOFTMAX) {

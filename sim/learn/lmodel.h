@@ -22,9 +22,9 @@ typedef enum { LM_SOFTMAX = 0, LM_MLP = 1 } lm_kind;
 typedef struct lmodel {
     lm_kind kind;
     size_t dim, classes, hidden, n_params;
-    size_t cap;        /* rows the scratch holds */
-    double *xb, *z, *h; /* cap x dim, cap x classes, cap x hidden */
-    double *wt;         /* softmax: the packed weights (lm_pack), dim x classes rounded up to even */
+    size_t cap;           /* rows the scratch holds */
+    double *xb, *z, *h;   /* cap x dim, cap x classes, cap x hidden */
+    double *wt;           /* softmax: the packed weights (lm_pack), dim x classes rounded up to even */
     const double *packed; /* the weights wt holds (NULL: none) */
 } lmodel;
 
@@ -43,8 +43,8 @@ double lm_grad_sum(lmodel *m, const double *w, const double *X, const int *y, co
  * bits as calling it then adding (c = 1: the sum itself), without the
  * gradient's own array for one row of softmax regression.  tmp: n_params
  * of scratch.  0 or DP_ENOMEM. */
-int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n, double c,
-                double *acc, double *tmp);
+int lm_grad_add(lmodel *m, const double *w, const double *X, const int *y, const size_t *idx, size_t n,
+                double c, double *acc, double *tmp);
 /* Softmax regression: the logits on weights w that follow, until
  * lm_unpack, read w transposed (two classes a vector), which the caller
  * must not change meanwhile: many rows at one model (an evaluation, a sync

@@ -332,7 +332,8 @@ static void averaged(prt *rt, void *ctx)
     if (!prt_work_left(rt)) { /* the pool is empty: the epoch ends with this average */
         if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
             (cl_emit(rt, &st->cs) ||
-             prt_stat(rt, "adacoopt.tau_mean", RES_SCOPE_RUN, 0, 0, (double)st->tau_sum / (double)st->rounds) ||
+             prt_stat(rt, "adacoopt.tau_mean", RES_SCOPE_RUN, 0, 0,
+                      (double)st->tau_sum / (double)st->rounds) ||
              prt_stat(rt, "adacoopt.tau_last", RES_SCOPE_RUN, 0, 0, st->tau)))
             return;
         if (prt_end_epoch(rt) <= 0)
@@ -488,7 +489,8 @@ static const popt aco_table[] = {
     {"budget", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(aco_opts, budget), 120, 0, 1e12, NULL,
      "tau x s, the samples per client of a round (the code's ts = 120)"},
     {"round_time", NULL, POPT_QUANTITY, SCN_UNIT_TIME, offsetof(aco_opts, round_time), 0, -1, 1e15, NULL,
-     "time a round's tau steps may take: caps each batch at round_time / tau x its measured speed (0 = no caps)"},
+     "time a round's tau steps may take: caps each batch at round_time / tau x its measured speed (0 = no "
+     "caps)"},
     {"holding", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(aco_opts, holding), 0, -1, 0.999999, NULL,
      "moving-average holding parameter of the estimates (the code: 0, no smoothing)"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
@@ -498,8 +500,9 @@ const policy_def policy_adacoopt = {
     .name = "adacoopt",
     .label = "AdaCoOpt",
     .color = "#bcbd22",
-    .summary = "AdaCoOpt: rounds of tau local steps and a data-weighted average; tau and the batches chosen each "
-               "round by a convergence bound estimated online (needs learning:)",
+    .summary =
+        "AdaCoOpt: rounds of tau local steps and a data-weighted average; tau and the batches chosen each "
+        "round by a convergence bound estimated online (needs learning:)",
     .opts = aco_table,
     .opts_size = sizeof(aco_opts),
     .check = aco_check,

@@ -73,7 +73,7 @@ typedef struct aps_state {
     struct aps_bucket {
         int64_t clock;
         size_t count, prev, next; /* indices + 1, 0 = none */
-    } *bk;
+    } * bk;
     size_t bk_head, bk_free, w_head, w_tail;
     int64_t n_clocks, min_clock; /* n_clocks: the minimum when nobody is counted */
     cl_stats cs;

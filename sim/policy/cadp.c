@@ -51,14 +51,15 @@ typedef struct cadp_dev {
     unsigned char uploading; /* its upload is in flight */
     unsigned char busy;      /* computing a batch of inflight samples */
     unsigned char has_data;  /* holds its planned data */
-    unsigned char part; /* a participant (given samples at the start; one whose samples a failed storage lost stays one) */
+    unsigned char part; /* a participant (given samples at the start; one whose samples a failed storage lost
+                           stays one) */
 } cadp_dev;
 
 _Static_assert(sizeof(cadp_dev) <= 24, "a C-ADP device record: one per device");
 
 /* A device's failure state (worlds with failures only). */
 typedef struct cadp_fl {
-    int64_t own;      /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
+    int64_t own; /* samples it holds itself (dataset.parts on its group): out of reach while it is down */
     int64_t incoming; /* extra samples whose data is on its way */
     double c0;        /* its compute seconds at the start of the epoch */
     int inflight;
@@ -67,7 +68,7 @@ typedef struct cadp_fl {
 
 typedef struct cadp_state {
     cadp_dev *dev;
-    cadp_fl *fl; /* per device, with failures only (fail_on) */
+    cadp_fl *fl;     /* per device, with failures only (fail_on) */
     size_t parts;    /* participants */
     size_t uploaded; /* uploads done this epoch */
     size_t downloaded;
@@ -507,7 +508,8 @@ static void cadp_on_device(prt *rt, const void *opts, size_t d, int up)
         if (cd->uploaded)
             return; /* its model of this epoch arrived: nothing to redo */
         int64_t u = prt_left(rt)[d] + FL(rt, cd)->inflight + FL(rt, cd)->incoming;
-        if (FL(rt, cd)->own > 0) { /* its own samples are out of reach (trained first: those not yet trained) */
+        if (FL(rt, cd)->own >
+            0) { /* its own samples are out of reach (trained first: those not yet trained) */
             int64_t gone = FL(rt, cd)->own - (prt_share(rt)[d] - u);
             gone = gone < 0 ? 0 : gone > u ? u : gone;
             u -= gone;
@@ -686,8 +688,8 @@ static int cadp_start(prt *rt, const void *opts)
         if (st->alloc)
             st->alloc[d] = alloc[d];
         prt_share(rt)[d] = alloc[d];
-        st->dev[d] = (cadp_dev){.rt = rt, .d = (uint32_t)d, .batch = s->groups[s->devices[d].group].batch,
-                                .part = alloc[d] > 0};
+        st->dev[d] = (cadp_dev){
+            .rt = rt, .d = (uint32_t)d, .batch = s->groups[s->devices[d].group].batch, .part = alloc[d] > 0};
         if (st->fail_on)
             st->fl[d].own = prt_data_local(rt, d);
         if (st->fail_on && alloc[d] > 0) { /* a participant from the start */
@@ -756,7 +758,7 @@ static const popt cadp_table[] = {
      "the planner may leave devices with slow links out entirely"},
     {"locality", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(cadp_opts, locality), 0, 0, 0, NULL,
      POPT_OPTIONAL "with dataset.parts, the split pays for the bytes that move, from where they move: each "
-     "device's send time from the reads the run's placement makes, its own samples free"},
+                   "device's send time from the reads the run's placement makes, its own samples free"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 

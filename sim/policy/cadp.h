@@ -18,7 +18,7 @@ typedef struct cadp_opts {
     int solver;       /* cadp_solver; default exact */
     int rounding;     /* cadp_rounding; default batch */
     int exclude_slow; /* default 1: may leave slow-link devices out */
-    int locality;     /* default 0: with dataset.parts, the send term pays for moved bytes (cadp_locality.c) */
+    int locality; /* default 0: with dataset.parts, the send term pays for moved bytes (cadp_locality.c) */
 } cadp_opts;
 
 /* ---- the allocation problem from a scenario ---------------------------- */
@@ -108,8 +108,8 @@ int cadp_plan(const scn_scenario *s, const cadp_opts *o, const char *method, con
  * by a fixed point over linear send terms; *out's send_s and objective_s
  * are the true ones.  0 or an error (*out untouched). */
 int cadp_locality_plan(const scn_scenario *s, const cadp_opts *o, const char *method,
-                       const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
-                       size_t *classes, dp_err *err);
+                       const struct slv_params *prm, int paper_model, cadp_inputs *in,
+                       struct slv_result **out, size_t *classes, dp_err *err);
 int cadp_plan_built(const scn_scenario *s, const cadp_opts *o, const char *method,
                     const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
                     size_t *classes, int *solves, dp_err *err);

@@ -128,8 +128,8 @@ static slv_result *local_candidate(const scn_scenario *s, const cadp_opts *o, co
 }
 
 int cadp_locality_plan(const scn_scenario *s, const cadp_opts *o, const char *method,
-                       const struct slv_params *prm, int paper_model, cadp_inputs *in, struct slv_result **out,
-                       size_t *classes, dp_err *err)
+                       const struct slv_params *prm, int paper_model, cadp_inputs *in,
+                       struct slv_result **out, size_t *classes, dp_err *err)
 {
     size_t n = in->n;
     int64_t *own = dp_calloc(n ? n : 1, sizeof *own), *last = dp_calloc(n ? n : 1, sizeof *last);

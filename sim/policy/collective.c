@@ -34,7 +34,7 @@
  * last ring_fill); whether two edges of different latencies share a link;
  * a per-link scratch of latencies (NAN between uses). */
 typedef struct coll_cache {
-    size_t *ring_off; /* edge i's links: rt->ring_links[ring_off[i], ring_off[i + 1]) */
+    size_t *ring_off;  /* edge i's links: rt->ring_links[ring_off[i], ring_off[i + 1]) */
     double *ring_plat; /* edge i's path latency (world_path's) */
     int routes_ok;     /* ring_routes made them */
     /* link classes (below): 0 not tried, 1 on (the full ring held for
@@ -42,8 +42,8 @@ typedef struct coll_cache {
     int lk;
     struct coll *lk_c;
     unsigned *ring_k;
-    int ring_unequal;     /* -1: none; else a shared link whose edges' latencies differ */
-    double *lk_lat;       /* per network link */
+    int ring_unequal; /* -1: none; else a shared link whose edges' latencies differ */
+    double *lk_lat;   /* per network link */
     size_t lk_cap;
     /* the full ring's slowest edge time (lat + chunk / rate) for the last
      * chunk sizes, valid while the ring cache's capacities are w_caps:
@@ -152,8 +152,8 @@ typedef struct ctedge {
     int link[NET_MAX_PATH];
     int tl[NET_MAX_PATH]; /* index into closed.tl, or -1 */
     double cap[NET_MAX_PATH];
-    double lat, wcap;     /* path latency, TCP window cap */
-    double busy;          /* accumulated: seconds its flows were active */
+    double lat, wcap;          /* path latency, TCP window cap */
+    double busy;               /* accumulated: seconds its flows were active */
     double util[NET_MAX_PATH]; /* accumulated: the highest rate / capacity per link */
 } ctedge;
 
@@ -630,8 +630,8 @@ static int lk_edges(coll *c);
 /* Traced edge E's flow of the round started at t, at a takeback now: its
  * links get what it carried by now; what it has left starts as a flow
  * (*pending counts it).  0, or DP_ENOMEM (the run failed). */
-static int closed_takeback_traced(coll *c, closed *k, ctedge *E, double t, double now, const int *links, size_t nl,
-                                  int *pending)
+static int closed_takeback_traced(coll *c, closed *k, ctedge *E, double t, double now, const int *links,
+                                  size_t nl, int *pending)
 {
     prt *rt = c->rt;
     net *n = world_net(rt->w);
@@ -723,7 +723,6 @@ static void closed_takeback(void *ctx)
  * it (above): 1 if so, 0 to run them as flows. */
 static int lk_start(coll *c);
 
-
 /* Edge i's finite links, held by the caller, as a traced edge: their
  * capacities, and the traced ones' schedules as at the hold.  0, or -1
  * out of memory. */
@@ -760,7 +759,8 @@ static int cte_add(coll *c, closed *k, size_t i, const int *links, size_t nl, do
 static int closed_start(coll *c)
 {
     prt *rt = c->rt;
-    if (!closed_allowed() || rt->may_fail || rt->energy || c->broken || c->round >= c->rounds) /* energy: each flow's interval counts */
+    if (!closed_allowed() || rt->may_fail || rt->energy || c->broken ||
+        c->round >= c->rounds) /* energy: each flow's interval counts */
         return 0;
     int lk = lk_start(c);
     if (lk >= 0)
@@ -833,7 +833,8 @@ static int closed_start(coll *c)
     double t = t0;
     for (int r = c->round; r < c->rounds && isfinite(t); r++)
         t = closed_step(c, k, t, 0);
-    if (!isfinite(t) || !(k->ev = sim_at(rt->e, t, closed_end, c))) { /* a traced edge that never ends: flows */
+    if (!isfinite(t) ||
+        !(k->ev = sim_at(rt->e, t, closed_end, c))) { /* a traced edge that never ends: flows */
         closed_release(c, c->m, 0);
         closed_free(c);
         return 0;
@@ -1004,7 +1005,8 @@ static int lk_try(coll *c)
         return 0;
     for (size_t d = 1; d < rt->n; d++) {
         size_t r = rt->sym_rep[d];
-        if (r == d) { /* a representative's edge in, whose figures its receiving link gets, like its own out */
+        if (r ==
+            d) { /* a representative's edge in, whose figures its receiving link gets, like its own out */
             if (d + 1 < rt->n && rt->sym_rep[d + 1] == d && !lk_edges_alike(rt, d, d - 1))
                 return 0;
             continue;
@@ -1065,15 +1067,18 @@ static int lk_start(coll *c)
     for (size_t u = 0; u < nr; u++) { /* a follower's edge is its representative's */
         size_t i = reps[u];
         double lat = cc->ring_plat[i];
-        double rate = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
+        double rate =
+            edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
         slowest = fmax(slowest, lat + (c->chunk > 0 ? c->chunk / rate : 0));
     }
     double t0 = sim_now(rt->e), horizon = t0 + (double)(c->rounds - c->round + 1) * slowest;
     double eps = 8 * DBL_EPSILON * horizon;
-    for (size_t u = 0; u < nr; u++) { /* first appearances in edge order: a representative precedes its class */
+    for (size_t u = 0; u < nr;
+         u++) { /* first appearances in edge order: a representative precedes its class */
         size_t i = reps[u];
         double lat = cc->ring_plat[i];
-        double rate = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
+        double rate =
+            edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], lat);
         double x = c->chunk > 0 ? c->chunk / rate : 0;
         if (lat + x < slowest - eps)
             continue;
@@ -1148,7 +1153,8 @@ static int lk_edges(coll *c)
         return DP_ENOMEM;
     for (size_t i = 0; i < c->m; i++) {
         k->lat[i] = cc->ring_plat[i];
-        k->rate[i] = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i], k->lat[i]);
+        k->rate[i] = edge_rate_now(c, rt->ring_links + cc->ring_off[i], cc->ring_off[i + 1] - cc->ring_off[i],
+                                   k->lat[i]);
         k->x[i] = c->chunk > 0 ? c->chunk / k->rate[i] : 0;
     }
     k->lk = 0; /* from here, as without the mode */
@@ -1609,9 +1615,22 @@ static void note_approximate(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {
-        rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, NULL, NULL, rt->n, NULL, 0, NULL, NULL, 0,
-        NULL, NULL, 0};
+    coll c = {rt,
+              bytes / (double)rt->n,
+              rounds_of(k, rt->n),
+              0,
+              0,
+              NULL,
+              NULL,
+              rt->n,
+              NULL,
+              0,
+              NULL,
+              NULL,
+              0,
+              NULL,
+              NULL,
+              0};
     return analytic_s(&c);
 }
 
@@ -1664,8 +1683,22 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt,  bytes / (double)rt->n, rounds_of(k, rt->n), 0, 0, fn, ctx, rt->n, NULL, 0, NULL, NULL, 0,
-                NULL, NULL, 0};
+    *c = (coll){rt,
+                bytes / (double)rt->n,
+                rounds_of(k, rt->n),
+                0,
+                0,
+                fn,
+                ctx,
+                rt->n,
+                NULL,
+                0,
+                NULL,
+                NULL,
+                0,
+                NULL,
+                NULL,
+                0};
     return start(rt, c, mode);
 }
 
@@ -1685,8 +1718,9 @@ int coll_start_among(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, con
     }
     if (m)
         memcpy(mem, members, m * sizeof *mem);
-    *c =
-        (coll){rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL, NULL, 0};
+    *c = (coll){
+        rt, m ? bytes / (double)m : 0, rounds_of(k, m), 0, 0, fn, ctx, m, mem, 0, NULL, NULL, 0, NULL, NULL,
+        0};
     return start(rt, c, mode);
 }
 

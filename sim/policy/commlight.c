@@ -268,7 +268,8 @@ void cl_ps_free(cl_ps *ps)
 
 void cl_ps_send(prt *rt, size_t d, net_done_fn on_push, void *ctx)
 {
-    cl_upload(rt, d, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_push, ctx); /* the gradient, as compressed */
+    cl_upload(rt, d, prt_wire_bytes(rt, prt_scn(rt)->model.model_bytes), on_push,
+              ctx); /* the gradient, as compressed */
 }
 
 static void ps_serve(prt *rt, cl_ps *ps)

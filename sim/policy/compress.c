@@ -24,7 +24,8 @@ int prt_compress_read(const scn_scenario *s, lc_cfg *c, dp_err *err)
         (hb = scn_read_int(s, m, "compression", "bits", 8, 1, 32, &bits, err)) < 0 ||
         scn_read_bool(s, m, "compression", "delta", 0, &c->delta, err) < 0 ||
         scn_read_bool(s, m, "compression", "error_feedback", 1, &c->error_feedback, err) < 0 ||
-        scn_read_quantity(s, m, "compression", "index_bytes", SCN_UNIT_NUMBER, 4, 0, 64, &c->index_bytes, err) < 0)
+        scn_read_quantity(s, m, "compression", "index_bytes", SCN_UNIT_NUMBER, 4, 0, 64, &c->index_bytes,
+                          err) < 0)
         return DP_EINPUT;
     c->bits = (int)bits;
     if (hk && c->method != LC_TOPK)

@@ -29,8 +29,9 @@ static const popt ddp_table[] = {
      "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
     {"collective_progress", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ddp_opts, progress), 0, 0, 0,
      popt_progress_names,
-     POPT_OPTIONAL "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
-                   "own send and its incoming chunk have ended (MPI's ring)"},
+     POPT_OPTIONAL
+     "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
+     "own send and its incoming chunk have ended (MPI's ring)"},
     POPT_SYNC_FAILURE_ROWS(ddp_opts, fail),
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };

@@ -294,8 +294,9 @@ static const popt ds_table[] = {
      "flows: ring rounds as network flows; analytic: closed form (sees the ring's own link sharing)"},
     {"collective_progress", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(ds_opts, progress), 0, 0, 0,
      popt_progress_names,
-     POPT_OPTIONAL "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
-                   "own send and its incoming chunk have ended (MPI's ring)"},
+     POPT_OPTIONAL
+     "barrier: a ring round waits for all its flows; pipelined: a member sends on as soon as its "
+     "own send and its incoming chunk have ended (MPI's ring)"},
     {"bucket", "bucket_bytes", POPT_QUANTITY, SCN_UNIT_BYTES, offsetof(ds_opts, bucket_bytes), 25.0 * 1048576,
      0, 1e15, NULL, "gradient bucket size with overlap_comm (stages 1-2)"},
     {"backward_fraction", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(ds_opts, backward_fraction),

@@ -51,14 +51,14 @@ typedef struct ep_opts {
 typedef struct ep_dev {
     prt *rt;
     size_t d;
-    int b0;          /* scenario batch */
-    int n;           /* samples of the iteration in flight */
-    int64_t clock;   /* pushes applied this epoch */
-    int64_t pulled;  /* server version it computes on */
-    int active;      /* in the epoch (an iteration in flight, or waiting) */
-    int waiting;     /* held back by the staleness bound */
+    int b0;         /* scenario batch */
+    int n;          /* samples of the iteration in flight */
+    int64_t clock;  /* pushes applied this epoch */
+    int64_t pulled; /* server version it computes on */
+    int active;     /* in the epoch (an iteration in flight, or waiting) */
+    int waiting;    /* held back by the staleness bound */
     int flagged;
-    double *win;     /* window of seconds per sample (ring) */
+    double *win; /* window of seconds per sample (ring) */
     int wn, wpos;
     double mean, sd;
     int64_t flagged_iters;
@@ -320,8 +320,9 @@ const policy_def policy_ep4ddl = {
     .name = "ep4ddl",
     .label = "EP4DDL",
     .color = "#8c564b",
-    .summary = "EP4DDL: parameter server; stragglers flagged by a sliding window of their speed run smaller batches "
-               "under a bounded staleness with slack",
+    .summary =
+        "EP4DDL: parameter server; stragglers flagged by a sliding window of their speed run smaller batches "
+        "under a bounded staleness with slack",
     .opts = ep_table,
     .opts_size = sizeof(ep_opts),
     .start = ep_start,

@@ -49,10 +49,10 @@
 typedef enum { FA_RANDOM = 0, FA_ENERGY = 1, FA_EAFL = 2 } fa_select;
 
 typedef struct fa_opts {
-    int clients; /* per round; 0 = every device */
-    int steps;   /* local batches per round */
-    int rounds;  /* completed rounds per epoch */
-    int select;  /* fa_select */
+    int clients;     /* per round; 0 = every device */
+    int steps;       /* local batches per round */
+    int rounds;      /* completed rounds per epoch */
+    int select;      /* fa_select */
     int min_clients; /* models a round needs; 0 = every client it selected */
     double weight;   /* eafl: w, Oort's utility against the battery level */
     double deadline; /* eafl: Oort's preferred round duration T (0: none) */
@@ -76,7 +76,7 @@ typedef struct fa_state {
     fa_opts o;
     fa_dev *dev;
     size_t *parts, n_parts;
-    size_t *pick; /* the round's selection */
+    size_t *pick;               /* the round's selection */
     double *util, *soc, *score; /* eafl: per candidate (index into pick) */
     size_t n_pick, n_in, arrived;
     int64_t rounds, tried, failed, in_epoch, first_drop_round;
@@ -151,7 +151,8 @@ static void select_clients(prt *rt, fa_state *st)
             j = i + (size_t)(splitmix(&st->rng) % (uint64_t)(m - i));
         } else if (st->o.select == FA_EAFL) {
             for (size_t q = i + 1; q < m; q++)
-                if (st->score[q] > st->score[j] || (st->score[q] == st->score[j] && st->pick[q] < st->pick[j]))
+                if (st->score[q] > st->score[j] ||
+                    (st->score[q] == st->score[j] && st->pick[q] < st->pick[j]))
                     j = q;
             double x = st->score[i];
             st->score[i] = st->score[j];
@@ -416,7 +417,8 @@ static const popt fa_table[] = {
     {"weight", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(fa_opts, weight), 0.5, -1, 1, NULL,
      "eafl: w, the weight of Oort's (normalised) utility against the battery level, 0..1"},
     {"deadline", NULL, POPT_QUANTITY, SCN_UNIT_TIME, offsetof(fa_opts, deadline), 0, -1, 1e12, NULL,
-     "eafl: Oort's preferred round T; a longer predicted round t scales the utility by (T/t)^penalty (0 = none)"},
+     "eafl: Oort's preferred round T; a longer predicted round t scales the utility by (T/t)^penalty (0 = "
+     "none)"},
     {"penalty", NULL, POPT_QUANTITY, SCN_UNIT_NUMBER, offsetof(fa_opts, penalty), 2, -1, 1e3, NULL,
      "eafl: Oort's straggler penalty alpha"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
@@ -426,7 +428,8 @@ const policy_def policy_fedavg = {
     .name = "fedavg",
     .label = "FedAvg",
     .color = "#e31a1c",
-    .summary = "federated averaging: K clients per round (random, energy-aware or EAFL), local steps, server average",
+    .summary = "federated averaging: K clients per round (random, energy-aware or EAFL), local steps, server "
+               "average",
     .opts = fa_table,
     .opts_size = sizeof(fa_opts),
     .start = fa_start,

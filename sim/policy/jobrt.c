@@ -149,7 +149,8 @@ int pjob_epochs_done(const pjob *j)
 res_run *pjob_results(pjob *j)
 {
     res_run *r = prt_results(j->rt);
-    if (j->pl && j->rt->learn) { /* where the next run's evaluations go on, and the targets reached (global) */
+    if (j->pl &&
+        j->rt->learn) { /* where the next run's evaluations go on, and the targets reached (global) */
         j->pl->next_t = j->origin + lrn_next_eval(j->rt->learn);
         for (size_t k = 0; k < j->pl->n_targets; k++)
             j->pl->tta[k] = j->origin + lrn_tta(j->rt->learn, k);

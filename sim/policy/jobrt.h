@@ -29,14 +29,14 @@ struct learner;
  * from `epochs`; every epoch's end writes the checkpoint; a run's end
  * writes the next time-based evaluation and the targets reached. */
 typedef struct pjob_learn {
-    double *w;        /* n_params (NULL until an epoch ended) */
+    double *w; /* n_params (NULL until an epoch ended) */
     size_t n_params;
-    double consumed;  /* training samples consumed as of w */
-    double next_t;    /* the next time-based evaluation when the last run ended */
-    double *tta;      /* n_targets: when each target was first reached (absolute; NAN: not yet) */
+    double consumed; /* training samples consumed as of w */
+    double next_t;   /* the next time-based evaluation when the last run ended */
+    double *tta;     /* n_targets: when each target was first reached (absolute; NAN: not yet) */
     size_t n_targets;
-    int epochs;       /* epochs completed before the run to start (the driver sets it) */
-    int started;      /* runs started */
+    int epochs;  /* epochs completed before the run to start (the driver sets it) */
+    int started; /* runs started */
 } pjob_learn;
 /* The learner's model and samples now into the checkpoint (an epoch's
  * end, learn_stream.c).  0 or DP_ENOMEM. */

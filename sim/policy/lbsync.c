@@ -907,9 +907,10 @@ int lb_start(prt *rt, const lb_opts *o, const lb_method *m)
     st->room = dp_calloc(n, sizeof *st->room);
     st->best = dp_calloc(n, sizeof *st->best);
     st->capd = dp_calloc(n, sizeof *st->capd);
-    if (!st->rate || !st->room || !st->best || !st->capd || !st->x || !st->b || !st->cap || !st->cap0 || !st->cur || !st->t || !st->t_end || !st->ep_t ||
-        !st->ep_wait || !st->ep_samples || !st->ep_last_samples || !st->ep_min || !st->ep_max ||
-        !st->ep_last_t || !st->held || !st->need || !st->xfer || !st->order) {
+    if (!st->rate || !st->room || !st->best || !st->capd || !st->x || !st->b || !st->cap || !st->cap0 ||
+        !st->cur || !st->t || !st->t_end || !st->ep_t || !st->ep_wait || !st->ep_samples ||
+        !st->ep_last_samples || !st->ep_min || !st->ep_max || !st->ep_last_t || !st->held || !st->need ||
+        !st->xfer || !st->order) {
         lb_destroy(st);
         return dp_err_set(prt_err(rt), DP_ENOMEM, "out of memory for %zu devices", n);
     }

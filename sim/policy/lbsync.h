@@ -113,8 +113,9 @@ typedef struct lb_opts {
          0,                                                                                                  \
          0,                                                                                                  \
          NULL,                                                                                               \
-         POPT_OPTIONAL "with data: shard, the split pays for moving the samples a device does not hold "    \
-         "(from its nearest holder): it minimises moving time + iterations left x iteration time"},         \
+         POPT_OPTIONAL                                                                                       \
+         "with data: shard, the split pays for moving the samples a device does not hold "                   \
+         "(from its nearest holder): it minimises moving time + iterations left x iteration time"},          \
         POPT_SYNC_FAILURE_ROWS(lb_opts, fail)
 
 typedef struct lb lb;

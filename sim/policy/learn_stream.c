@@ -234,7 +234,8 @@ long prt_learn_merge(prt *rt, size_t d, const size_t *members, size_t m, double 
         s = lrn_merge(rt->learn, now_abs(rt), lep(rt), d, alpha, delta_bits > 0 ? &c : NULL);
         learn_oom(rt, (int)(s < 0 ? s : 0));
     }
-    if (rt->eff_tap) /* the statistical-efficiency model counts it as the group's average into the global model */
+    if (rt->eff_tap) /* the statistical-efficiency model counts it as the group's average into the global
+                        model */
         learn_oom(rt, eff_tap_average(rt->eff_tap, now_abs(rt), rt->epoch, members, m, 1));
     return s < 0 ? 0 : s;
 }

@@ -52,13 +52,13 @@ typedef struct loc_dev {
     int waiting; /* arrivals before its next epoch starts (model, re-read, fetches) */
     int part;    /* a participant (a share at the start; one lost to a failed storage stays one) */
     /* device failures only */
-    int in_epoch;  /* one of the epoch's uploads the server waits for */
-    int uploaded;  /* its upload of this epoch arrived */
-    int in_wait;   /* its next epoch waits for `waiting` arrivals */
-    int fetching;  /* re-planned samples' fetch on its way */
-    int64_t own;   /* samples it holds itself (its slice of dataset.parts) */
-    int64_t recv;  /* samples it received and keeps */
-    double c0;     /* its compute seconds at its epoch's start */
+    int in_epoch; /* one of the epoch's uploads the server waits for */
+    int uploaded; /* its upload of this epoch arrived */
+    int in_wait;  /* its next epoch waits for `waiting` arrivals */
+    int fetching; /* re-planned samples' fetch on its way */
+    int64_t own;  /* samples it holds itself (its slice of dataset.parts) */
+    int64_t recv; /* samples it received and keeps */
+    double c0;    /* its compute seconds at its epoch's start */
 } loc_dev;
 
 typedef struct loc_state {
@@ -305,7 +305,9 @@ static void aggregate(prt *rt)
 {
     loc_state *st = prt_state(rt);
     const scn_scenario *s = prt_scn(rt);
-    double agg = isfinite(s->server.aggregate_Bps) ? (double)st->parts * s->model.model_bytes / s->server.aggregate_Bps : 0;
+    double agg = isfinite(s->server.aggregate_Bps)
+                     ? (double)st->parts * s->model.model_bytes / s->server.aggregate_Bps
+                     : 0;
     if (prt_at(rt, prt_now(rt) + agg, aggregated, NULL))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
@@ -348,7 +350,7 @@ static void loc_on_device(prt *rt, const void *opts, size_t d, int up)
     prt_share(rt)[d] = 0;
     prt_left(rt)[d] = 0;
     if (!v->in_epoch || v->uploaded)
-        return; /* nothing the server waits for */
+        return;      /* nothing the server waits for */
     v->in_epoch = 0; /* its work since the epoch's start is lost */
     st->parts--;
     prt_add_lost_s(rt, prt_compute_s(rt, d) - v->c0);
@@ -362,8 +364,8 @@ static void loc_on_device(prt *rt, const void *opts, size_t d, int up)
             st->stranded = 1;
             return;
         }
-    prt_fail(rt, DP_ERUN, "locality: every participant is down for good at t = %.6g s (epoch %d)", prt_now(rt),
-             prt_epoch(rt));
+    prt_fail(rt, DP_ERUN, "locality: every participant is down for good at t = %.6g s (epoch %d)",
+             prt_now(rt), prt_epoch(rt));
 }
 
 static void on_ready(prt *rt, void *ctx)
@@ -490,7 +492,8 @@ static int loc_check(const policy_def *p, const scn_scenario *s, const void *opt
 
 static const popt loc_table[] = {
     {"balance", NULL, POPT_ENUM, SCN_UNIT_NUMBER, offsetof(loc_opts, balance), 0, 0, 0, balance_names,
-     "speed: shares that end every device's epoch (compute and model exchange) together, its own samples used "
+     "speed: shares that end every device's epoch (compute and model exchange) together, its own samples "
+     "used "
      "first; local: each device its own samples"},
     {"reread", NULL, POPT_BOOL, SCN_UNIT_NUMBER, offsetof(loc_opts, reread), 0, 0, 0, NULL,
      "devices keep no copy: every later epoch reads its share again, through its site's cache (not with "

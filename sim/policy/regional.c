@@ -84,18 +84,18 @@ typedef struct rg_dev {
 
 struct rg_group {
     prt *rt;
-    int node;         /* its server's world node */
-    double rate;      /* its aggregate rate */
+    int node;    /* its server's world node */
+    double rate; /* its aggregate rate */
     size_t *members, n;
-    size_t arrived;   /* models at its server this round */
-    int64_t rounds;   /* its own rounds (async) */
-    int has_global;   /* async: a global model arrived since its last average */
-    int pushing;      /* async: its model on the way to or at the main server */
-    int idle;         /* async: finished its round with no work left this epoch */
-    int with_global;  /* async: this average includes the global model (as its timing counts it) */
-    double share;     /* async, learning: its samples / every participant's (its merge weight) */
-    size_t n_in;      /* members in the round under way (n without failures) */
-    int reported;     /* failures: its model (or that it has none) is on the way to the main server */
+    size_t arrived;  /* models at its server this round */
+    int64_t rounds;  /* its own rounds (async) */
+    int has_global;  /* async: a global model arrived since its last average */
+    int pushing;     /* async: its model on the way to or at the main server */
+    int idle;        /* async: finished its round with no work left this epoch */
+    int with_global; /* async: this average includes the global model (as its timing counts it) */
+    double share;    /* async, learning: its samples / every participant's (its merge weight) */
+    size_t n_in;     /* members in the round under way (n without failures) */
+    int reported;    /* failures: its model (or that it has none) is on the way to the main server */
 };
 
 typedef struct rg_state {
@@ -212,7 +212,8 @@ static int round_end(prt *rt, rg_state *st)
     if (prt_work_left(rt))
         return 1;
     if (prt_epoch(rt) >= prt_scn(rt)->training.epochs &&
-        (cl_emit(rt, &st->cs) || prt_stat(rt, "regional.wan_rounds", RES_SCOPE_RUN, 0, 0, (double)st->wan_rounds) ||
+        (cl_emit(rt, &st->cs) ||
+         prt_stat(rt, "regional.wan_rounds", RES_SCOPE_RUN, 0, 0, (double)st->wan_rounds) ||
          (st->fail_on && prt_stat(rt, "samples_skipped", RES_SCOPE_RUN, 0, 0, (double)st->skipped))))
         return 0;
     return prt_end_epoch(rt) > 0;
@@ -263,7 +264,8 @@ static void at_global(prt *rt, rg_state *st)
 {
     if (++st->at_global < st->n_grp)
         return;
-    double M = prt_scn(rt)->model.model_bytes, models = st->fail_on ? (double)st->wan_models : (double)st->n_grp;
+    double M = prt_scn(rt)->model.model_bytes,
+           models = st->fail_on ? (double)st->wan_models : (double)st->n_grp;
     if (prt_at(rt, prt_now(rt) + avg_s(prt_scn(rt)->server.aggregate_Bps, models, M), wan_averaged, NULL))
         prt_fail(rt, DP_ENOMEM, "out of memory");
 }
@@ -573,10 +575,11 @@ static int rg_check(const policy_def *p, const scn_scenario *s, const void *opts
     (void)p;
     const rg_opts *o = opts;
     if (o->wan == RG_ASYNC && scn_has_failures(s))
-        return dp_err_set(err, DP_EINPUT,
-                          "%s: policies.regional.wan: async does not model device failures yet: use wan: sync in a "
-                          "world with failures (got async)",
-                          s->path ? s->path : "scenario");
+        return dp_err_set(
+            err, DP_EINPUT,
+            "%s: policies.regional.wan: async does not model device failures yet: use wan: sync in a "
+            "world with failures (got async)",
+            s->path ? s->path : "scenario");
     return 0;
 }
 

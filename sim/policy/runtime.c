@@ -220,10 +220,10 @@ prt *prt_new_on(const scn_scenario *s, const char *policy, uint64_t seed, world 
     tl->dev_fn = dp_calloc(n, sizeof *tl->dev_fn);
     tl->dev_ctx = dp_calloc(n, sizeof *tl->dev_ctx);
     tl->seg_t0 = dp_calloc(n, sizeof *tl->seg_t0);
-    if (!rt->share || !rt->left || !rt->ready_s || !rt->data_ready_s || !rt->pending || !rt->act || !rt->act_since ||
-        !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins || !rt->coll_bytes ||
-        !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes || !rt->coll_dev ||
-        !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
+    if (!rt->share || !rt->left || !rt->ready_s || !rt->data_ready_s || !rt->pending || !rt->act ||
+        !rt->act_since || !rt->act_time || !rt->busy_compute || !rt->batches || !rt->bins ||
+        !rt->coll_bytes || !rt->coll_busy_s || !rt->coll_recv_s || !rt->part_done || !rt->server_bytes ||
+        !rt->coll_dev || !tl->cslots || !tl->xctx || !tl->dev_fn || !tl->dev_ctx || !tl->seg_t0) {
         dp_err_set(err, DP_ENOMEM, "out of memory for %zu devices", n);
         goto fail;
     }
@@ -445,7 +445,7 @@ res_run *prt_results(prt *rt)
 {
     res_run *r = rt->r;
     double T = abs_now(rt), now = sim_now(rt->e);
-    sym_end(rt); /* every device's own records from here on */
+    sym_end(rt);                       /* every device's own records from here on */
     for (size_t d = 0; d < rt->n; d++) /* close every open interval at T */
         set_act_at(rt, d, rt->act[d], now);
     if (rt->tot) { /* fold, then the totals become the records read below */

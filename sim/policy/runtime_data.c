@@ -76,13 +76,13 @@ struct rt_data {
     dplace *pl;
     dpl_plan plan; /* the first distribution's: what each device reads */
     int have_plan;
-    dcache **cache;   /* per site, NULL where none */
-    int *dpend;       /* per device: data flows of its distribution outstanding */
-    int *fpend;       /* per device: re-read flows outstanding */
-    int *kind;        /* per device: its distribution's xfer_arrived kind (1 first, 2 resent) */
-    int64_t *held;    /* per device: samples its distribution gives it, less those lost */
-    uint64_t *gen;    /* per device: a flow of an older distribution is ignored */
-    prt_fn *ffn;      /* per device: what runs when a re-read is complete */
+    dcache **cache; /* per site, NULL where none */
+    int *dpend;     /* per device: data flows of its distribution outstanding */
+    int *fpend;     /* per device: re-read flows outstanding */
+    int *kind;      /* per device: its distribution's xfer_arrived kind (1 first, 2 resent) */
+    int64_t *held;  /* per device: samples its distribution gives it, less those lost */
+    uint64_t *gen;  /* per device: a flow of an older distribution is ignored */
+    prt_fn *ffn;    /* per device: what runs when a re-read is complete */
     void **fctx;
     dflow *flows;
     dfetch *fetches;
@@ -116,8 +116,8 @@ int data_open(prt *rt, dp_err *err)
         !(x->fpend = dp_calloc(n, sizeof *x->fpend)) || !(x->kind = dp_calloc(n, sizeof *x->kind)) ||
         !(x->held = dp_calloc(n, sizeof *x->held)) || !(x->gen = dp_calloc(n, sizeof *x->gen)) ||
         !(x->ffn = dp_calloc(n, sizeof *x->ffn)) || !(x->fctx = dp_calloc(n, sizeof *x->fctx)) ||
-        !(x->given = dp_calloc(n, sizeof *x->given)) ||
-        !(x->cache = dp_calloc(ns + 1, sizeof *x->cache)) || !(x->fev = dp_calloc(ns + 1, sizeof *x->fev)))
+        !(x->given = dp_calloc(n, sizeof *x->given)) || !(x->cache = dp_calloc(ns + 1, sizeof *x->cache)) ||
+        !(x->fev = dp_calloc(ns + 1, sizeof *x->fev)))
         return dp_err_set(err, DP_ENOMEM, "out of memory for the data's places");
     if (!(x->pl = dpl_new(s, err)))
         return err->code ? err->code : DP_ENOMEM;
@@ -127,7 +127,8 @@ int data_open(prt *rt, dp_err *err)
         if (c->site >= 0 && cap > 0 && !(x->cache[k] = dcache_new(cap, c->policy)))
             return dp_err_set(err, DP_ENOMEM, "out of memory for a cache");
         x->fev[k] = (site_ev){rt, (int)k};
-        if (isfinite(s->data->store[k].fails_at_s) && !sim_at(rt->e, s->data->store[k].fails_at_s, on_store_fail, &x->fev[k]))
+        if (isfinite(s->data->store[k].fails_at_s) &&
+            !sim_at(rt->e, s->data->store[k].fails_at_s, on_store_fail, &x->fev[k]))
             return dp_err_set(err, DP_ENOMEM, "out of memory");
     }
     return 0;
@@ -320,7 +321,8 @@ static int place_caches(prt *rt)
             continue;
         for (size_t i = x->plan.off[d]; i < x->plan.off[d + 1]; i++) {
             const dpl_take *t = &x->plan.takes[i];
-            if (t->holder != (int)d + 1 && dcache_pattern_add(x->cache[s], t->first, t->n, miss_cost(rt, t->holder, d)))
+            if (t->holder != (int)d + 1 &&
+                dcache_pattern_add(x->cache[s], t->first, t->n, miss_cost(rt, t->holder, d)))
                 return DP_ENOMEM;
         }
     }
@@ -352,7 +354,8 @@ static int cache_hit(prt *rt, size_t d, int s, const dpl_take *t, int64_t hit, i
     return 0;
 }
 
-int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx, int initial)
+int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx,
+                    int initial)
 {
     struct rt_data *x = rt->data;
     timeline *tl = TL(rt);

@@ -37,14 +37,14 @@ typedef struct en_dev {
     double j[RES_ACT_COUNT]; /* joules drawn in each activity */
     double t;                /* absolute time the records are brought up to */
     int up;
-    double charge_j;  /* battery: energy now */
-    double cutoff_j;  /* leaves at this */
-    uint64_t ev;      /* battery: the pending empty / charged / plug-in check */
-    int plugged;      /* charging */
-    int drops;        /* times it left at its cutoff */
+    double charge_j; /* battery: energy now */
+    double cutoff_j; /* leaves at this */
+    uint64_t ev;     /* battery: the pending empty / charged / plug-in check */
+    int plugged;     /* charging */
+    int drops;       /* times it left at its cutoff */
     double first_drop_s;
-    gsl_rng *rng;     /* Bernoulli charger */
-    int tx, rx;       /* transfers it sends, receives now (world_on_flow) */
+    gsl_rng *rng; /* Bernoulli charger */
+    int tx, rx;   /* transfers it sends, receives now (world_on_flow) */
 } en_dev;
 
 struct prt_energy {
@@ -347,8 +347,8 @@ int energy_results(prt *rt, res_run *r)
     prt_energy *en = rt->energy;
     if (!en)
         return 0;
-    static const char *const names[RES_ACT_COUNT] = {"energy.receive_j", "energy.receive_j", "energy.compute_j",
-                                                     "energy.transmit_j", "energy.idle_j"};
+    static const char *const names[RES_ACT_COUNT] = {
+        "energy.receive_j", "energy.receive_j", "energy.compute_j", "energy.transmit_j", "energy.idle_j"};
     double by[RES_ACT_COUNT] = {0}, total = 0, first = -1;
     int drops = 0, dropped = 0;
     for (size_t d = 0; d < en->n; d++) {
@@ -365,8 +365,10 @@ int energy_results(prt *rt, res_run *r)
             return DP_ENOMEM;
         if (!v->cfg->battery)
             continue;
-        if (res_add_stat(r, "battery.soc", RES_SCOPE_DEVICE, (int64_t)d, 0, v->charge_j / v->cfg->capacity_j) ||
-            (v->drops && res_add_stat(r, "battery.first_drop_s", RES_SCOPE_DEVICE, (int64_t)d, 0, v->first_drop_s)))
+        if (res_add_stat(r, "battery.soc", RES_SCOPE_DEVICE, (int64_t)d, 0,
+                         v->charge_j / v->cfg->capacity_j) ||
+            (v->drops &&
+             res_add_stat(r, "battery.first_drop_s", RES_SCOPE_DEVICE, (int64_t)d, 0, v->first_drop_s)))
             return DP_ENOMEM;
         drops += v->drops;
         dropped += v->drops > 0;
@@ -382,10 +384,9 @@ int energy_results(prt *rt, res_run *r)
         if (res_add_stat(r, names[a], RES_SCOPE_RUN, 0, 0, x))
             return DP_ENOMEM;
     }
-    if (en->any_battery &&
-        (res_add_stat(r, "battery.drops", RES_SCOPE_RUN, 0, 0, drops) ||
-         res_add_stat(r, "battery.devices_dropped", RES_SCOPE_RUN, 0, 0, dropped) ||
-         res_add_stat(r, "battery.first_drop_s", RES_SCOPE_RUN, 0, 0, first)))
+    if (en->any_battery && (res_add_stat(r, "battery.drops", RES_SCOPE_RUN, 0, 0, drops) ||
+                            res_add_stat(r, "battery.devices_dropped", RES_SCOPE_RUN, 0, 0, dropped) ||
+                            res_add_stat(r, "battery.first_drop_s", RES_SCOPE_RUN, 0, 0, first)))
         return DP_ENOMEM;
     return 0;
 }

@@ -53,11 +53,11 @@ typedef struct ffj {
     size_t n, n_prev, cap;
     int32_t *dv; /* J_ACT's devices as tokens (jrec_act), likewise: dv[nd, nd_prev) the previous epoch's */
     size_t nd, nd_prev, dcap;
-    jent open_prev;   /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
-    int open;         /* v[n - 1] is a J_ACT still growing, compared when closed */
-    int cd_open;      /* v[cd_at] is a J_CDONE still growing (its k), compared when closed */
+    jent open_prev; /* the previous epoch's entry at v[n - 1] while v[n - 1] is an open J_ACT */
+    int open;       /* v[n - 1] is a J_ACT still growing, compared when closed */
+    int cd_open;    /* v[cd_at] is a J_CDONE still growing (its k), compared when closed */
     size_t cd_at;
-    jent cd_prev; /* the previous epoch's entry at v[cd_at] while open */
+    jent cd_prev;     /* the previous epoch's entry at v[cd_at] while open */
     int32_t last_d;   /* the open J_ACT's last device */
     int32_t tok_prev; /* the previous epoch's token at dv[nd - 1] while that token may still grow */
     int tok_open;     /* dv[nd - 1] is the open J_ACT's last token, compared when final */
@@ -140,7 +140,8 @@ void ff_init(prt *rt)
         f->net_ep = dp_calloc(2 * f->n_links + 1, sizeof *f->net_ep);
         f->net_prev = dp_calloc(2 * f->n_links + 1, sizeof *f->net_prev);
     }
-    if (!f || !tot || (replay && (!f->net_ep || !f->net_prev || !ep))) { /* not periodic then: simulated as before */
+    if (!f || !tot ||
+        (replay && (!f->net_ep || !f->net_prev || !ep))) { /* not periodic then: simulated as before */
         if (f) {
             dp_free(f->net_ep);
             dp_free(f->net_prev);
@@ -279,7 +280,8 @@ void jrec(prt *rt, jent e)
     if (!f || !f->on || jfold(f, &e))
         return;
     jclose(f);
-    if (f->cd_open && !(e.kind == J_ACT && f->cd_at + 1 == f->n)) /* a J_ACT right after it may grow with it */
+    if (f->cd_open &&
+        !(e.kind == J_ACT && f->cd_at + 1 == f->n)) /* a J_ACT right after it may grow with it */
         jcd_close(f);
     if (!jroom(f, (void **)&f->v, &f->cap, f->n, sizeof *f->v))
         return;
@@ -389,14 +391,14 @@ static size_t state_now(prt *rt)
     size_t off = 0, n = rt->n, pend = sim_pending(rt->e);
     int ints[4] = {TL(rt)->computing != 0, rt->coll_active, rt->analytic_approx, 0};
     if (f->replay && (put(&f->tmp, &f->tmp_cap, &off, rt->share, n * sizeof *rt->share) ||
-        put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
-        put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
-        put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
-        put(&f->tmp, &f->tmp_cap, &off, rt->part_done, n * sizeof *rt->part_done) ||
-        put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
-        put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
-        put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
-        put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen)))
+                      put(&f->tmp, &f->tmp_cap, &off, rt->left, n * sizeof *rt->left) ||
+                      put(&f->tmp, &f->tmp_cap, &off, rt->act, n * sizeof *rt->act) ||
+                      put(&f->tmp, &f->tmp_cap, &off, rt->coll_dev, n * sizeof *rt->coll_dev) ||
+                      put(&f->tmp, &f->tmp_cap, &off, rt->part_done, n * sizeof *rt->part_done) ||
+                      put(&f->tmp, &f->tmp_cap, &off, rt->pending, n * sizeof *rt->pending) ||
+                      put(&f->tmp, &f->tmp_cap, &off, ints, sizeof ints) ||
+                      put(&f->tmp, &f->tmp_cap, &off, &pend, sizeof pend) ||
+                      put(&f->tmp, &f->tmp_cap, &off, &rt->gen, sizeof rt->gen)))
         return (size_t)-1;
     for (;;) {
         size_t room = f->tmp_cap - off;
@@ -858,7 +860,8 @@ static int ff_boundary(prt *rt)
     f->tok_open = 0;
     f->n_ends = 0;
     f->match = 1;
-    f->on = !f->dead && !rt->shared && journal_read(rt->epoch, rt->s->training.epochs); /* shared: no replay */
+    f->on =
+        !f->dead && !rt->shared && journal_read(rt->epoch, rt->s->training.epochs); /* shared: no replay */
     f->ev0 = ev;
     return 0;
 }

@@ -22,10 +22,11 @@ struct prt {
     int64_t *left;   /* samples left in the current epoch, per device */
     int epoch;       /* current epoch, 1-based */
     double *ready_s; /* when data and model had arrived */
-    double *data_ready_s; /* when it held its full data share (the results' device records, made at the end) */
-    int *pending;    /* outstanding initial transfers per device */
-    double tsend_s;  /* when the last device held its data */
-    int finished;    /* the policy declared the end */
+    double
+        *data_ready_s; /* when it held its full data share (the results' device records, made at the end) */
+    int *pending;      /* outstanding initial transfers per device */
+    double tsend_s;    /* when the last device held its data */
+    int finished;      /* the policy declared the end */
     /* learning (scenario `learning:`; learn_stream.c), NULL without */
     struct lrn_cfg *learn_cfg;
     struct learner *learn;
@@ -85,8 +86,8 @@ struct prt {
     int ring_ok;
     struct coll_cache *cc; /* collective.c's own (edge offsets, shared-link counts); freed by coll_free_all */
     int coll_pipelined;    /* collectives started from now on progress rank by rank (coll_set_progress) */
-    int may_fail;      /* scn_has_failures: devices can go down (else every one is always up) */
-    double *part_done; /* per device: fraction of a batch done in pieces */
+    int may_fail;          /* scn_has_failures: devices can go down (else every one is always up) */
+    double *part_done;     /* per device: fraction of a batch done in pieces */
     void *policy_state;
     void *plan; /* pdef->plan_new's job, finished (policy.c frees it) */
     /* the dynamic world */
@@ -112,13 +113,13 @@ struct prt {
      * runtime_data.c), NULL when the dataset is at the server */
     struct rt_data *data;
     struct prt_energy *energy; /* devices' power and batteries (runtime_energy.c), NULL without */
-    double between_servers;    /* bytes between two servers (regional), counted once (prt_add_between_servers) */
+    double between_servers; /* bytes between two servers (regional), counted once (prt_add_between_servers) */
     /* exact symmetry (runtime_sym.c): NULL while off.  sym_rep[d] is the
      * device whose records d follows (d itself: a representative, or a
      * device alone); a follower's own records are stale until sym_flush. */
     size_t *sym_rep;
-    uint32_t *sym_k;    /* per representative: the devices it stands for, itself included */
-    size_t *sym_reps;   /* the representatives and the devices alone, in device order */
+    uint32_t *sym_k;  /* per representative: the devices it stands for, itself included */
+    size_t *sym_reps; /* the representatives and the devices alone, in device order */
     size_t n_sym_reps;
     int sym_tried;       /* prt_sym_begin looked once */
     uint64_t sym_events; /* the events one event of a representative stood for, beyond its own */
@@ -397,7 +398,8 @@ void xfer_done(void *ctx, uint64_t id);
 /* runtime_data.c: data where it lives */
 int data_open(prt *rt, dp_err *err);
 void data_close(prt *rt);
-int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx, int initial);
+int data_distribute(prt *rt, const double *data_bytes, const int *skip, prt_fn per_dev, void **ctx,
+                    int initial);
 void data_device_down(prt *rt, size_t d);
 void data_device_up(prt *rt, size_t d);
 void data_stats(prt *rt);
@@ -414,7 +416,8 @@ void ff_free(prt *rt);
 int prt_learn_open(prt *rt, uint64_t seed, dp_err *err);
 void prt_learn_close(prt *rt);
 int prt_compress_open(prt *rt, dp_err *err); /* compress.c: rt->comp from `compression:` */
-lc_cfg prt_delta_coder(const prt *rt, int bits); /* compress.c: the coder of prt_delta_wire_bytes (bits > 0) */
+lc_cfg prt_delta_coder(const prt *rt,
+                       int bits); /* compress.c: the coder of prt_delta_wire_bytes (bits > 0) */
 void prt_learn_batch(prt *rt, size_t d, double t, double samples);
 void prt_learn_lost(prt *rt, size_t d, double t);
 /* d came back: it holds the server's model (every policy sends it one). */

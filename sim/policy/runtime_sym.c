@@ -55,19 +55,22 @@ static int same_records(const prt *rt, size_t r, size_t d)
            same_bits(rt->act_time + d * RES_ACT_COUNT, rt->act_time + r * RES_ACT_COUNT,
                      RES_ACT_COUNT * sizeof(double)) &&
            same_bits(&rt->busy_compute[d], &rt->busy_compute[r], sizeof(double)) &&
-           rt->batches[d] == rt->batches[r] && same_bits(&rt->coll_bytes[d], &rt->coll_bytes[r], sizeof(double)) &&
+           rt->batches[d] == rt->batches[r] &&
+           same_bits(&rt->coll_bytes[d], &rt->coll_bytes[r], sizeof(double)) &&
            same_bits(&rt->coll_busy_s[d], &rt->coll_busy_s[r], sizeof(double)) &&
            same_bits(&rt->coll_recv_s[d], &rt->coll_recv_s[r], sizeof(double)) &&
            same_bits(&rt->server_bytes[d], &rt->server_bytes[r], sizeof(double)) &&
            same_bits(&rt->part_done[d], &rt->part_done[r], sizeof(double)) && rt->left[d] == rt->left[r] &&
-           rt->share[d] == rt->share[r] && rt->coll_dev[d] == rt->coll_dev[r] && rt->pending[d] == rt->pending[r];
+           rt->share[d] == rt->share[r] && rt->coll_dev[d] == rt->coll_dev[r] &&
+           rt->pending[d] == rt->pending[r];
 }
 
 static void copy_records(prt *rt, size_t r, size_t d)
 {
     rt->act[d] = rt->act[r];
     rt->act_since[d] = rt->act_since[r];
-    memcpy(rt->act_time + d * RES_ACT_COUNT, rt->act_time + r * RES_ACT_COUNT, RES_ACT_COUNT * sizeof(double));
+    memcpy(rt->act_time + d * RES_ACT_COUNT, rt->act_time + r * RES_ACT_COUNT,
+           RES_ACT_COUNT * sizeof(double));
     rt->busy_compute[d] = rt->busy_compute[r];
     rt->batches[d] = rt->batches[r];
     rt->coll_bytes[d] = rt->coll_bytes[r];

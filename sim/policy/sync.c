@@ -290,9 +290,8 @@ static void group_start(prt *rt, void *ctx)
      * no failures, the devices that move as one are one; a follower's
      * micro-steps are its representative's */
     size_t n_reps = 0;
-    const size_t *reps = !h && !st->fail_on && st->m == prt_n(rt) && prt_sym_begin(rt)
-                             ? prt_sym_reps(rt, &n_reps)
-                             : NULL;
+    const size_t *reps =
+        !h && !st->fail_on && st->m == prt_n(rt) && prt_sym_begin(rt) ? prt_sym_reps(rt, &n_reps) : NULL;
     size_t nd = reps ? n_reps : prt_n(rt);
     for (size_t i = 0; i < nd; i++) {
         size_t d = reps ? reps[i] : i;

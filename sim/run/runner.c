@@ -94,8 +94,8 @@ int runner_parse_policies(const char *list, const policy_def **out, size_t cap, 
  * with the policy and scenario when the simulation failed). *sim_failed:
  * 1 when the simulation itself failed (not the store). */
 static int run_one(const scn_scenario *s, const policy_def *pk, size_t k, size_t n, uint64_t seed, store *st,
-                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id, int *sim_failed,
-                   dp_err *err)
+                   const char *const *overrides, size_t n_overrides, res_run **out, int64_t *id,
+                   int *sim_failed, dp_err *err)
 {
     *sim_failed = 0;
     char started[32];
@@ -136,7 +136,8 @@ int runner_run_each(const scn_scenario *s, const policy_def *const *pk, size_t n
     }
     for (size_t k = 0; k < n; k++) {
         int sim_failed;
-        int rc = run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        int rc =
+            run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
         if (!rc)
             continue;
         /* a simulation that failed is this policy's problem; an interrupt,
@@ -160,7 +161,8 @@ int runner_run(const scn_scenario *s, const policy_def *const *pk, size_t n, uin
     }
     for (size_t k = 0; k < n; k++) {
         int sim_failed;
-        int rc = run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
+        int rc =
+            run_one(s, pk[k], k, n, seed, st, overrides, n_overrides, &out[k], &ids[k], &sim_failed, err);
         if (rc)
             return rc;
     }

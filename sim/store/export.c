@@ -34,7 +34,7 @@ static const struct {
     {"run_values", "run_id, seq"},
     {"calibrations", "id"},
     {"run_files", "run_id, rowid"}, /* names, paths and hashes; the contents (blobs) stay in the database */
-    {"jobs_runs", "id"},             /* many jobs in one world (dpsim jobs) */
+    {"jobs_runs", "id"},            /* many jobs in one world (dpsim jobs) */
     {"jobs", "jobs_run_id, idx"},
     {"job_allocs", "jobs_run_id, rowid"},
     {"job_tta", "jobs_run_id, job, seq"},

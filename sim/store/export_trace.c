@@ -81,7 +81,7 @@ struct store_trace {
     int64_t run;
     int first, full;
     size_t n_dev;
-    int *pid; /* per device: 2 + the index of its group's first device */
+    int *pid;                  /* per device: 2 + the index of its group's first device */
     const unsigned char *keep; /* per device: write it (NULL: every device) */
     size_t n_keep;
 };
@@ -116,13 +116,18 @@ static int write_head(store_trace *t, dp_err *err)
     int64_t run = t->run;
     const char *path = t->path;
     int rc = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT s.name, r.policy, r.seed, r.version, r.status, "
-                           STORE_SQL_JSON_OF("r.options_json", "object") ","
-                           " r.timeline_res_s, r.ttotal_s, " STORE_SQL_JSON_OF("r.overrides_json", "array") ","
-                           " (SELECT count(*) FROM run_devices WHERE run_id = r.id)"
-                           " FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = ?1",
-                           -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT s.name, r.policy, r.seed, r.version, r.status, " STORE_SQL_JSON_OF(
+                "r.options_json",
+                "object") ","
+                          " r.timeline_res_s, r.ttotal_s, " STORE_SQL_JSON_OF(
+                              "r.overrides_json",
+                              "array") ","
+                                       " (SELECT count(*) FROM run_devices WHERE run_id = r.id)"
+                                       " FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = "
+                                       "?1",
+            -1, &q, NULL) != SQLITE_OK)
         return q_fail(st, path, err);
     sqlite3_bind_int64(q, 1, run);
     if (sqlite3_step(q) != SQLITE_ROW) {
@@ -222,8 +227,8 @@ static int write_head(store_trace *t, dp_err *err)
     return rc == SQLITE_DONE ? 0 : q_fail(st, path, err);
 }
 
-store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, const unsigned char *keep,
-                               size_t n_keep, dp_err *err)
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full,
+                               const unsigned char *keep, size_t n_keep, dp_err *err)
 {
     store_trace *t = dp_calloc(1, sizeof *t);
     size_t n = strlen(path) + 8;

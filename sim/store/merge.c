@@ -284,9 +284,9 @@ static int merge_blobs(merger *m)
     return e;
 }
 
-static const char *const child_tables[] = {"run_devices", "run_epochs", "run_flops", "run_segments",
-                                           "run_stats",   "run_files",  "run_evals", "run_tta",
-                                           "run_values"};
+static const char *const child_tables[] = {"run_devices",  "run_epochs", "run_flops",
+                                           "run_segments", "run_stats",  "run_files",
+                                           "run_evals",    "run_tta",    "run_values"};
 #define N_CHILD (sizeof child_tables / sizeof child_tables[0])
 
 static int step_done(merger *m, sqlite3_stmt *s, const char *what)
@@ -473,19 +473,21 @@ static int merge_jobs(merger *m, const idmap *scn, const idmap *swp, store_merge
         c_sch = col_index(runs.sel, "scheduler"), c_seed = col_index(runs.sel, "seed");
         c_ver = col_index(runs.sel, "version"), c_start = col_index(runs.sel, "started_at");
         if (c_id < 0 || c_scn < 0 || c_sch < 0 || c_seed < 0 || c_ver < 0 || c_start < 0)
-            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs_runs lacks a column merge matches on", m->in_path);
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs_runs lacks a column merge matches on",
+                           m->in_path);
     }
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(runs.sel)) == SQLITE_ROW) {
         int64_t old = sqlite3_column_int64(runs.sel, c_id), nid = 0, nv[2] = {0, 0};
         int hv[2] = {1, c_swp >= 0 && sqlite3_column_type(runs.sel, c_swp) != SQLITE_NULL};
         if (hv[1] && idmap_get(swp, sqlite3_column_int64(runs.sel, c_swp), &nv[1])) {
-            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing sweep", m->in_path, old);
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing sweep",
+                           m->in_path, old);
             break;
         }
         if (idmap_get(scn, sqlite3_column_int64(runs.sel, c_scn), &nv[0])) {
-            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing scenario", m->in_path,
-                           old);
+            e = dp_err_set(m->err, DP_ERUN, "merge %s: jobs run %" PRId64 " names a missing scenario",
+                           m->in_path, old);
             break;
         }
         sqlite3_reset(find);

@@ -602,10 +602,11 @@ int store_sweep_runs_get(store *st, int64_t sweep_id, const char *metric, store_
                  " AND e.seq = (SELECT max(seq) FROM run_evals WHERE run_id = r.id)"
                  " WHERE r.sweep_id = ?1 AND r.status = 'ok' ORDER BY r.id");
     } else if (!col) {
-        return dp_err_set(err, DP_EINPUT,
-                          "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization;"
-                          " with learning: final_acc, tta@X for a target X in (0, 1])",
-                          metric ? metric : "");
+        return dp_err_set(
+            err, DP_EINPUT,
+            "unknown metric '%.100s' (known: ttotal_s, tsend_s, ttraining_s, tflops, utilization;"
+            " with learning: final_acc, tta@X for a target X in (0, 1])",
+            metric ? metric : "");
     } else {
         snprintf(sql, sizeof sql,
                  "SELECT policy, point_json, %s FROM runs WHERE sweep_id = ?1 AND status = 'ok'"

@@ -344,7 +344,8 @@ static const migration migrations[] = {
      " job INTEGER NOT NULL, seq INTEGER NOT NULL, target REAL NOT NULL, tta_s REAL,"
      " PRIMARY KEY(jobs_run_id, job, seq));"
      "CREATE TABLE job_stats(jobs_run_id INTEGER NOT NULL REFERENCES jobs_runs(id) ON DELETE CASCADE,"
-     " job INTEGER NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT NULL,"
+     " job INTEGER NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, scope TEXT NOT "
+     "NULL,"
      " a INTEGER, b INTEGER, value REAL, PRIMARY KEY(jobs_run_id, seq));"},
 };
 

@@ -174,8 +174,8 @@ int store_export_trace(store *st, int64_t run_id, const char *path, const unsign
  * segments (unless full), the FLOPS counter and the epoch ends, and renames
  * the file into place.  end and abort free t. */
 typedef struct store_trace store_trace;
-store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full, const unsigned char *keep,
-                               size_t n_keep, dp_err *err);
+store_trace *store_trace_begin(store *st, int64_t run_id, const char *path, int full,
+                               const unsigned char *keep, size_t n_keep, dp_err *err);
 void store_trace_segment(store_trace *t, size_t device, const char *act, double t0_s, double t1_s);
 int store_trace_end(store_trace *t, dp_err *err);
 void store_trace_abort(store_trace *t);
@@ -193,8 +193,9 @@ int store_point_done(store *st, int64_t sweep_id, const char *point_json, const 
 /* The same, with what a summary needs: *ttotal_s (may be NULL) the stored
  * Ttotal of an ok point (NaN otherwise), msg (may be NULL) the error of a
  * failed one. */
-int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy, uint64_t seed,
-                        const char *version, int *done, double *ttotal_s, char *msg, size_t msg_cap, dp_err *err);
+int store_point_outcome(store *st, int64_t sweep_id, const char *point_json, const char *policy,
+                        uint64_t seed, const char *version, int *done, double *ttotal_s, char *msg,
+                        size_t msg_cap, dp_err *err);
 /* Hold one read transaction over many reads (one snapshot, one lock
  * instead of one per query); store_read_end ends it. */
 int store_read_begin(store *st, dp_err *err);
@@ -388,9 +389,9 @@ int store_get_run_dir(store *st, int64_t run_id, char **dir, dp_err *err);
 
 typedef struct store_merge_stats {
     size_t scenarios_added, sweeps_added;
-    size_t runs_added;    /* copied with their child rows */
-    size_t runs_skipped;  /* present in OUT already */
-    size_t runs_replaced; /* a failed sweep run in OUT replaced by an ok one */
+    size_t runs_added;                         /* copied with their child rows */
+    size_t runs_skipped;                       /* present in OUT already */
+    size_t runs_replaced;                      /* a failed sweep run in OUT replaced by an ok one */
     size_t jobs_runs_added, jobs_runs_skipped; /* `dpsim jobs` runs, with their jobs and allocations */
 } store_merge_stats;
 

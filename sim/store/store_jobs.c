@@ -31,52 +31,69 @@ int store_put_jobs_point(store *st, const scn_scenario *s, const jobs_result *r,
     now_iso(at, sizeof at);
     int e = store_write_begin(st, "a jobs run", s, &scn, err);
     if (!e)
-        e = store_sql_write(st, "storing the jobs run", err,
-                            "INSERT INTO jobs_runs(scenario_id, scheduler, seed, version, started_at, invocation,"
-                            " devices, n_jobs, makespan_s, jct_mean_s, jct_p50_s, jct_p95_s, jct_p99_s, jct_max_s,"
-                            " util_held, util_compute, rho_mean, rho_max, jain, events)"
-                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-                            " ?18, ?19, ?20)",
-                            "itittti" "i" "ddddddddddd" "i", scn, r->scheduler, (int64_t)r->seed, DPSIM_VERSION, at,
-                            st->invocation[0] ? st->invocation : NULL, (int64_t)r->n_devices, (int64_t)r->n_jobs,
-                            r->makespan_s, r->mean_jct_s, r->p50_jct_s, r->p95_jct_s, r->p99_jct_s, r->max_jct_s,
-                            r->util_alloc, r->util_busy, r->mean_rho, r->max_rho, r->jain, (int64_t)r->events);
+        e = store_sql_write(
+            st, "storing the jobs run", err,
+            "INSERT INTO jobs_runs(scenario_id, scheduler, seed, version, started_at, invocation,"
+            " devices, n_jobs, makespan_s, jct_mean_s, jct_p50_s, jct_p95_s, jct_p99_s, jct_max_s,"
+            " util_held, util_compute, rho_mean, rho_max, jain, events)"
+            " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+            " ?18, ?19, ?20)",
+            "itittti"
+            "i"
+            "ddddddddddd"
+            "i",
+            scn, r->scheduler, (int64_t)r->seed, DPSIM_VERSION, at, st->invocation[0] ? st->invocation : NULL,
+            (int64_t)r->n_devices, (int64_t)r->n_jobs, r->makespan_s, r->mean_jct_s, r->p50_jct_s,
+            r->p95_jct_s, r->p99_jct_s, r->max_jct_s, r->util_alloc, r->util_busy, r->mean_rho, r->max_rho,
+            r->jain, (int64_t)r->events);
     int64_t run = e ? 0 : sqlite3_last_insert_rowid(st->db);
     if (!e && sweep_id)
         e = store_sql_write(st, "storing the jobs run's sweep point", err,
-                            "UPDATE jobs_runs SET sweep_id = ?1, point_json = ?2 WHERE id = ?3", "iti", sweep_id,
-                            point_json, run);
+                            "UPDATE jobs_runs SET sweep_id = ?1, point_json = ?2 WHERE id = ?3", "iti",
+                            sweep_id, point_json, run);
     for (size_t i = 0; !e && i < r->n_jobs; i++) {
         const job_out *o = &r->jobs[i];
-        e = store_sql_write(st, "storing a job", err,
-                            "INSERT INTO jobs(jobs_run_id, idx, name, policy, devices, epochs, arrival_s, start_s,"
-                            " end_s, jct_s, queue_s, wait_s, alone_s, rho, device_s, compute_s, bytes, tsend_s,"
-                            " tflops, preemptions, final_acc) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-                            " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-                            "iittii" "ddddddddddddd" "i" "d", run, (int64_t)i, o->name, o->policy,
-                            (int64_t)o->devices, (int64_t)o->epochs, o->arrival_s, o->start_s, o->end_s, o->jct_s,
-                            o->queue_s, o->wait_s, o->alone_s, o->rho, o->device_s, o->compute_s, o->bytes,
-                            o->tsend_s, o->tflops, (int64_t)o->preemptions, o->final_acc);
+        e = store_sql_write(
+            st, "storing a job", err,
+            "INSERT INTO jobs(jobs_run_id, idx, name, policy, devices, epochs, arrival_s, start_s,"
+            " end_s, jct_s, queue_s, wait_s, alone_s, rho, device_s, compute_s, bytes, tsend_s,"
+            " tflops, preemptions, final_acc) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+            " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+            "iittii"
+            "ddddddddddddd"
+            "i"
+            "d",
+            run, (int64_t)i, o->name, o->policy, (int64_t)o->devices, (int64_t)o->epochs, o->arrival_s,
+            o->start_s, o->end_s, o->jct_s, o->queue_s, o->wait_s, o->alone_s, o->rho, o->device_s,
+            o->compute_s, o->bytes, o->tsend_s, o->tflops, (int64_t)o->preemptions, o->final_acc);
     }
     for (size_t k = 0, seq = 0; !e && k < r->n_tta; k++) { /* seq: the target's place in the job's list */
         seq = k && r->tta[k - 1].job == r->tta[k].job ? seq + 1 : 0;
         const job_tta *t = &r->tta[k];
-        e = store_sql_write(st, "storing a job's time to accuracy", err,
-                            "INSERT INTO job_tta(jobs_run_id, job, seq, target, tta_s) VALUES(?1, ?2, ?3, ?4, ?5)",
-                            "iii" "dd", run, (int64_t)t->job, (int64_t)seq, t->target, t->tta_s);
+        e = store_sql_write(
+            st, "storing a job's time to accuracy", err,
+            "INSERT INTO job_tta(jobs_run_id, job, seq, target, tta_s) VALUES(?1, ?2, ?3, ?4, ?5)",
+            "iii"
+            "dd",
+            run, (int64_t)t->job, (int64_t)seq, t->target, t->tta_s);
     }
     for (size_t k = 0; !e && k < r->n_stats; k++) {
         const job_stat *x = &r->stats[k];
         e = store_sql_write(st, "storing a job's statistics", err,
                             "INSERT INTO job_stats(jobs_run_id, job, run, seq, name, scope, a, b, value)"
                             " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                            "iiiitt" "ii" "d", run, (int64_t)x->job, (int64_t)x->run, (int64_t)k, x->s.name,
-                            res_scope_name(x->s.scope), x->s.a, x->s.b, isfinite(x->s.value) ? x->s.value : NAN);
+                            "iiiitt"
+                            "ii"
+                            "d",
+                            run, (int64_t)x->job, (int64_t)x->run, (int64_t)k, x->s.name,
+                            res_scope_name(x->s.scope), x->s.a, x->s.b,
+                            isfinite(x->s.value) ? x->s.value : NAN);
     }
     sqlite3_stmt *q = NULL;
     if (!e)
-        e = store_sql_prepare(st, "INSERT INTO job_allocs(jobs_run_id, job, device, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)",
-                              &q, "storing the jobs' devices", err);
+        e = store_sql_prepare(
+            st, "INSERT INTO job_allocs(jobs_run_id, job, device, t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5)", &q,
+            "storing the jobs' devices", err);
     for (size_t i = 0; !e && i < r->n_allocs; i++) {
         const job_alloc *a = &r->allocs[i];
         sqlite3_bind_int64(q, 1, run);
@@ -206,11 +223,12 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
 {
     *out = NULL;
     sqlite3_stmt *q;
-    int row, e = store_sql_first(st, &q, &row, "reading a jobs run", err,
-                                 "SELECT scheduler, seed, devices, n_jobs, makespan_s, jct_mean_s, jct_p95_s, jain,"
-                                 " jct_p50_s, jct_p99_s, jct_max_s, util_held, util_compute, rho_mean, rho_max, events"
-                                 " FROM jobs_runs WHERE id = ?1",
-                                 "i", id);
+    int row, e = store_sql_first(
+                 st, &q, &row, "reading a jobs run", err,
+                 "SELECT scheduler, seed, devices, n_jobs, makespan_s, jct_mean_s, jct_p95_s, jain,"
+                 " jct_p50_s, jct_p99_s, jct_max_s, util_held, util_compute, rho_mean, rho_max, events"
+                 " FROM jobs_runs WHERE id = ?1",
+                 "i", id);
     if (e)
         return e;
     if (!row)
@@ -239,15 +257,18 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
     sqlite3_finalize(q);
     if (!r || !r->jobs) {
         jobs_result_free(r);
-        return dp_err_set(err, r ? DP_ERUN : DP_ENOMEM, "%s: jobs run %lld unreadable", st->path, (long long)id);
+        return dp_err_set(err, r ? DP_ERUN : DP_ENOMEM, "%s: jobs run %lld unreadable", st->path,
+                          (long long)id);
     }
-    e = store_sql_rows(st,
-                       "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho, epochs,"
-                       " queue_s, wait_s, device_s, compute_s, bytes, tsend_s, tflops, preemptions, final_acc FROM jobs"
-                       " WHERE jobs_run_id = ?1 ORDER BY idx",
-                       "jobs", id, NULL, r, job_row, NULL, err);
+    e = store_sql_rows(
+        st,
+        "SELECT name, policy, devices, arrival_s, start_s, end_s, jct_s, alone_s, rho, epochs,"
+        " queue_s, wait_s, device_s, compute_s, bytes, tsend_s, tflops, preemptions, final_acc FROM jobs"
+        " WHERE jobs_run_id = ?1 ORDER BY idx",
+        "jobs", id, NULL, r, job_row, NULL, err);
     if (!e)
-        e = store_sql_rows(st, "SELECT job, target, tta_s FROM job_tta WHERE jobs_run_id = ?1 ORDER BY job, seq",
+        e = store_sql_rows(st,
+                           "SELECT job, target, tta_s FROM job_tta WHERE jobs_run_id = ?1 ORDER BY job, seq",
                            "jobs' times to accuracy", id, NULL, r, tta_row, NULL, err);
     if (!e)
         e = store_sql_rows(st,
@@ -255,8 +276,9 @@ int store_jobs_get(store *st, int64_t id, jobs_result **out, dp_err *err)
                            " ORDER BY seq",
                            "jobs' statistics", id, NULL, r, stat_row, NULL, err);
     if (!e)
-        e = store_sql_rows(st, "SELECT job, device, t0_s, t1_s FROM job_allocs WHERE jobs_run_id = ?1 ORDER BY rowid",
-                           "job devices", id, NULL, r, alloc_row, NULL, err);
+        e = store_sql_rows(
+            st, "SELECT job, device, t0_s, t1_s FROM job_allocs WHERE jobs_run_id = ?1 ORDER BY rowid",
+            "job devices", id, NULL, r, alloc_row, NULL, err);
     if (e) {
         jobs_result_free(r);
         return e;
@@ -293,8 +315,8 @@ static int list_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx,
     return 0;
 }
 
-int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, store_jobs_row **rows, size_t *n,
-                    dp_err *err)
+int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, store_jobs_row **rows,
+                    size_t *n, dp_err *err)
 {
     list_ctx c = {NULL};
     *rows = NULL;
@@ -316,14 +338,15 @@ int store_jobs_list(store *st, const char *scenario, int64_t last, int64_t id, s
     return 0;
 }
 
-int store_jobs_point_done(store *st, int64_t sweep_id, const char *point_json, const char *scheduler, uint64_t seed,
-                          const char *version, int *done, dp_err *err)
+int store_jobs_point_done(store *st, int64_t sweep_id, const char *point_json, const char *scheduler,
+                          uint64_t seed, const char *version, int *done, dp_err *err)
 {
     sqlite3_stmt *q;
-    int row, e = store_sql_first(st, &q, &row, "looking up a jobs sweep point", err,
-                                 "SELECT 1 FROM jobs_runs WHERE sweep_id = ?1 AND point_json = ?2 AND scheduler = ?3"
-                                 " AND seed = ?4 AND version = ?5 LIMIT 1",
-                                 "ittit", sweep_id, point_json, scheduler, (int64_t)seed, version);
+    int row, e = store_sql_first(
+                 st, &q, &row, "looking up a jobs sweep point", err,
+                 "SELECT 1 FROM jobs_runs WHERE sweep_id = ?1 AND point_json = ?2 AND scheduler = ?3"
+                 " AND seed = ?4 AND version = ?5 LIMIT 1",
+                 "ittit", sweep_id, point_json, scheduler, (int64_t)seed, version);
     if (e)
         return e;
     *done = row;
@@ -355,8 +378,8 @@ static int point_row(store *st, sqlite3_stmt *s, int64_t id, size_t i, void *ctx
     return 0;
 }
 
-int store_jobs_sweep_get(store *st, int64_t sweep_id, int64_t *sweep_id_out, store_jobs_point **rows, size_t *n,
-                         dp_err *err)
+int store_jobs_sweep_get(store *st, int64_t sweep_id, int64_t *sweep_id_out, store_jobs_point **rows,
+                         size_t *n, dp_err *err)
 {
     point_ctx c = {NULL};
     *rows = NULL;
@@ -374,10 +397,11 @@ int store_jobs_sweep_get(store *st, int64_t sweep_id, int64_t *sweep_id_out, sto
             return 0;
     }
     *sweep_id_out = sweep_id;
-    int e = store_sql_rows(st,
-                           "SELECT point_json, scheduler, seed, makespan_s, jct_mean_s, jct_p95_s, jain FROM jobs_runs"
-                           " WHERE sweep_id = ?1 ORDER BY point_json, scheduler, seed",
-                           "jobs sweep runs", sweep_id, NULL, &c, point_row, n, err);
+    int e = store_sql_rows(
+        st,
+        "SELECT point_json, scheduler, seed, makespan_s, jct_mean_s, jct_p95_s, jain FROM jobs_runs"
+        " WHERE sweep_id = ?1 ORDER BY point_json, scheduler, seed",
+        "jobs sweep runs", sweep_id, NULL, &c, point_row, n, err);
     if (e) {
         dp_free(c.rows);
         *n = 0;

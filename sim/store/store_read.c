@@ -56,12 +56,15 @@ static int corrupt(const store *st, int64_t run_id, const char *what, dp_err *er
 static int read_run_row(store *st, int64_t run_id, res_run *r, dp_err *err)
 {
     sqlite3_stmt *s;
-    int row, e = store_sql_first(st, &s, &row, "reading the run", err,
-                                 "SELECT policy, " STORE_SQL_JSON_OF("options_json", "object") ","
-                                 " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
-                                 " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s,"
-                                 " policy_label, policy_color FROM runs WHERE id = ?1",
-                                 "i", run_id);
+    int row, e = store_sql_first(
+                 st, &s, &row, "reading the run", err,
+                 "SELECT policy, " STORE_SQL_JSON_OF(
+                     "options_json",
+                     "object") ","
+                               " seed, wall_s, tsend_s, ttraining_s, ttotal_s, tflops,"
+                               " utilization, samples_processed, bytes_total, events, bin_s, timeline_res_s,"
+                               " policy_label, policy_color FROM runs WHERE id = ?1",
+                 "i", run_id);
     if (e)
         return e;
     if (row && sqlite3_column_type(s, 1) == SQLITE_NULL) {
@@ -587,7 +590,8 @@ int store_runs_list(store *st, const store_runs_filter *f, store_run_rows *out, 
         " CASE WHEN r.sweep_id IS NULL THEN CASE WHEN json_valid(r.overrides_json)"
         "  THEN (SELECT group_concat(value, ' ') FROM json_each(r.overrides_json)) ELSE r.overrides_json END"
         "  ELSE CASE WHEN json_valid(r.point_json)"
-        "  THEN (SELECT group_concat(key || '=' || value, ' ') FROM json_each(r.point_json)) ELSE r.point_json END"
+        "  THEN (SELECT group_concat(key || '=' || value, ' ') FROM json_each(r.point_json)) ELSE "
+        "r.point_json END"
         " END,"
         " r.tsend_s, r.ttraining_s, r.ttotal_s, r.tflops"
         " FROM runs r JOIN scenarios s ON s.id = r.scenario_id"

@@ -247,13 +247,15 @@ static int insert_children(store *st, int64_t run_id, const res_run *r, long fai
                               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                               &sta, "storing statistics", err);
     if (!e && r->n_evals)
-        e = store_sql_prepare(st,
-                              "INSERT INTO run_evals(run_id, seq, source, t_s, epochs, samples, epoch, test_acc,"
-                              " test_loss, train_loss) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                              &ev, "storing evaluations", err);
+        e = store_sql_prepare(
+            st,
+            "INSERT INTO run_evals(run_id, seq, source, t_s, epochs, samples, epoch, test_acc,"
+            " test_loss, train_loss) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            &ev, "storing evaluations", err);
     if (!e && r->n_tta)
-        e = store_sql_prepare(st, "INSERT INTO run_tta(run_id, seq, source, target, t_s) VALUES(?1, ?2, ?3, ?4, ?5)",
-                              &tt, "storing times to accuracy", err);
+        e = store_sql_prepare(
+            st, "INSERT INTO run_tta(run_id, seq, source, target, t_s) VALUES(?1, ?2, ?3, ?4, ?5)", &tt,
+            "storing times to accuracy", err);
 
     for (size_t i = 0; !e && i < r->n_devices; i++) {
         const res_device *d = &r->devices[i];

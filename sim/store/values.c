@@ -21,7 +21,7 @@
  * VALUE) per point key; malformed JSON (a
  * database from elsewhere) gives no rows rather than an error. */
 #define POINT_PAIRS                                                                                          \
-    "SELECT key, CAST(value AS TEXT) AS text FROM json_each(CASE WHEN json_valid(?2)"                         \
+    "SELECT key, CAST(value AS TEXT) AS text FROM json_each(CASE WHEN json_valid(?2)"                        \
     " AND json_type(?2) = 'object' THEN ?2 ELSE '{}' END) WHERE type IN ('text', 'integer', 'real')"
 static const char pairs_sql[] =
     "SELECT NULL, value FROM json_each(CASE WHEN json_valid(?1) AND json_type(?1) = 'array'"
@@ -60,8 +60,8 @@ static int put_one(store *st, values_ctx *v, int64_t run_id, int64_t seq, const 
     return rc == SQLITE_DONE ? 0 : store_sql_fail(st, rc, "storing a run's values", err);
 }
 
-static int put_values(store *st, values_ctx *v, int64_t run_id, const scn_scenario *s, const char *overrides_json,
-                      const char *point_json, dp_err *err)
+static int put_values(store *st, values_ctx *v, int64_t run_id, const scn_scenario *s,
+                      const char *overrides_json, const char *point_json, dp_err *err)
 {
     sqlite3_reset(v->pairs);
     store_bind_opt_text(v->pairs, 1, overrides_json);
@@ -120,9 +120,8 @@ int store_values_fill(store *st, dp_err *err)
     sqlite3_stmt *runs = NULL;
     int e = ctx_open(st, &v, err);
     if (!e)
-        e = store_sql_prepare(st,
-                              "SELECT id, overrides_json, point_json FROM runs ORDER BY id",
-                              &runs, "filling run_values", err);
+        e = store_sql_prepare(st, "SELECT id, overrides_json, point_json FROM runs ORDER BY id", &runs,
+                              "filling run_values", err);
     int rc = SQLITE_DONE;
     while (!e && (rc = sqlite3_step(runs)) == SQLITE_ROW) {
         const unsigned char *ov = sqlite3_column_text(runs, 1), *pt = sqlite3_column_text(runs, 2);

@@ -632,8 +632,8 @@ int sweep_grid_check(const sweep_grid *g, const sweep_source *src, const scn_sce
             if (!strncmp(m, pre, strlen(pre)))
                 m += strlen(pre);
             if (x->n > 1)
-                return dp_err_set(err, DP_EINPUT, "--vary %s=%s: every value fails; '%s': %s", x->key, x->spec,
-                                  x->values[first], m);
+                return dp_err_set(err, DP_EINPUT, "--vary %s=%s: every value fails; '%s': %s", x->key,
+                                  x->spec, x->values[first], m);
             return dp_err_set(err, DP_EINPUT, "--vary %s=%s: %s", x->key, x->spec, m);
         }
     }

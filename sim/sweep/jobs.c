@@ -54,8 +54,8 @@ static int sched_axis(const sweep_grid *g)
  * scheduler.  NULL with err. */
 /* Point p's world (ov[0..*n_ov): its overrides, which every job's
  * scenario gets too: jobs_load_ov) and scheduler. */
-static scn_scenario *point_load(const jplan *P, size_t p, const sched_def **sd, scn_override *ov, size_t *n_ov,
-                                dp_err *err)
+static scn_scenario *point_load(const jplan *P, size_t p, const sched_def **sd, scn_override *ov,
+                                size_t *n_ov, dp_err *err)
 {
     const sweep_grid *g = P->c->grid;
     size_t n = 0;
@@ -84,10 +84,12 @@ static int check_axes(jplan *P, const scn_scenario *base, const jobs_spec *bj, d
                 const sched_def *sd = sched_find(v);
                 sched_names(have, sizeof have, ", ");
                 if (!sd)
-                    return dp_err_set(err, DP_EINPUT, "--vary %s=%s: value '%s': unknown scheduler (have: %s)", k,
+                    return dp_err_set(err, DP_EINPUT,
+                                      "--vary %s=%s: value '%s': unknown scheduler (have: %s)", k,
                                       sweep_grid_spec(g, a), v, have);
                 if (sd->pinned != (bj->jobs[0].pinned != NULL))
-                    return dp_err_set(err, DP_EINPUT, "--vary %s=%s: value '%s': %s", k, sweep_grid_spec(g, a), v,
+                    return dp_err_set(err, DP_EINPUT, "--vary %s=%s: value '%s': %s", k,
+                                      sweep_grid_spec(g, a), v,
                                       sd->pinned ? "static needs every job's groups: (these jobs give counts)"
                                                  : "these jobs name groups: only static runs them");
                 continue;
@@ -99,7 +101,8 @@ static int check_axes(jplan *P, const scn_scenario *base, const jobs_spec *bj, d
             jobs_free(js);
             scn_free(s);
             if (!js)
-                return dp_err_set(err, DP_EINPUT, "--vary %s=%s: value '%s': %s", k, sweep_grid_spec(g, a), v, e.msg);
+                return dp_err_set(err, DP_EINPUT, "--vary %s=%s: value '%s': %s", k, sweep_grid_spec(g, a), v,
+                                  e.msg);
         }
     (void)base;
     return 0;
@@ -122,8 +125,8 @@ static int run_task(const jplan *P, store *st, const jtask *t, dp_err *err)
         rc = dp_err_set(err, DP_ENOMEM, "out of memory");
     } else if (!r) {
         char *label = sweep_point_label(P->c->grid, t->point);
-        fprintf(stderr, "dpsim sweep: point %s, seed %llu: %s\n", label ? label : "?", (unsigned long long)t->seed,
-                e.msg);
+        fprintf(stderr, "dpsim sweep: point %s, seed %llu: %s\n", label ? label : "?",
+                (unsigned long long)t->seed, e.msg);
         dp_free(label);
         rc = 1;
     } else {
@@ -208,9 +211,9 @@ static int summary(const jplan *P, store *st, FILE *out, size_t *n_rows, dp_err 
         fprintf(out, "%-40s %-10s %6s %12s %12s %12s %7s\n", "point", "scheduler", "seed", "makespan_s",
                 "jct_mean_s", "jct_p95_s", "jain");
         for (size_t i = 0; i < n; i++)
-            fprintf(out, "%-40s %-10s %6llu %12.3f %12.3f %12.3f %7.4f\n", rows[i].point_json, rows[i].scheduler,
-                    (unsigned long long)rows[i].seed, rows[i].makespan_s, rows[i].jct_mean_s, rows[i].jct_p95_s,
-                    rows[i].jain);
+            fprintf(out, "%-40s %-10s %6llu %12.3f %12.3f %12.3f %7.4f\n", rows[i].point_json,
+                    rows[i].scheduler, (unsigned long long)rows[i].seed, rows[i].makespan_s,
+                    rows[i].jct_mean_s, rows[i].jct_p95_s, rows[i].jain);
     }
     dp_free(rows);
     return e;
@@ -277,7 +280,9 @@ int sweep_jobs_run(const sweep_cfg *c, sweep_stats *stats, dp_err *err)
         e = err->code ? err->code : DP_ERUN;
     for (size_t i = 0; !e && i < P.n_task; i++) { /* what is really stored now */
         const jtask *t = &P.task[i];
-        const sched_def *sd = P.sched_axis >= 0 ? sched_find(sweep_point_value(c->grid, t->point, (size_t)P.sched_axis)) : P.def;
+        const sched_def *sd = P.sched_axis >= 0
+                                  ? sched_find(sweep_point_value(c->grid, t->point, (size_t)P.sched_axis))
+                                  : P.def;
         char *json = sweep_point_json(c->grid, t->point);
         int done = 0;
         e = json ? store_jobs_point_done(st, P.sweep_id, json, sd->name, t->seed, DPSIM_VERSION, &done, err)

@@ -188,9 +188,11 @@ static int print_summary(const plan *p, const outcome *o, const sweep_stats *st,
     /* one table printer (table.h): the minimum widths are the layout the
      * summary always had, wider only for longer names */
     static const dp_col cols[] = {
-        {"policy", 'l', 10, 0},        {"ok", 'r', 6, 1},          {"failed", 'r', 6, 1},
-        {"missing", 'r', 7, 1},        {"Ttotal min (s)", 'r', 14, 1}, {"median (s)", 'r', 14, 1},
-        {"max (s)", 'r', 14, 1},       {"fastest", 'r', 9, 1},     {"lowest Ttotal at", 'l', 0, 2},
+        {"policy", 'l', 10, 0},          {"ok", 'r', 6, 1},
+        {"failed", 'r', 6, 1},           {"missing", 'r', 7, 1},
+        {"Ttotal min (s)", 'r', 14, 1},  {"median (s)", 'r', 14, 1},
+        {"max (s)", 'r', 14, 1},         {"fastest", 'r', 9, 1},
+        {"lowest Ttotal at", 'l', 0, 2},
     };
     dp_table *tb = dp_table_new(cols, sizeof cols / sizeof *cols, NULL);
     for (size_t pi = 0; pi < p->n_pk; pi++) {

@@ -81,8 +81,8 @@ int sweep_shard_slurm(const char *id, const char *count, const char *min, const 
  * sweep's options as parsed (never argv's text).  --print-sbatch, --mpi,
  * --quiet, --jobs, --db and --shard are left out: the script sets them. */
 typedef struct sweep_sbatch_spec {
-    const char *scenario_abs; /* SCENARIO made absolute, so tasks find it from any directory */
-    const sweep_grid *grid;   /* its axes become --vary KEY=SPEC */
+    const char *scenario_abs;          /* SCENARIO made absolute, so tasks find it from any directory */
+    const sweep_grid *grid;            /* its axes become --vary KEY=SPEC */
     const policy_def *const *policies; /* --policy's list; n_policies 0: the default (all) */
     size_t n_policies;
     unsigned seeds; /* --seeds (1: left out) */

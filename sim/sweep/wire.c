@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define WIRE_MAGIC   0x64707377697265ULL /* "dpswire" */
-#define WIRE_VERSION 2 /* 2: learning results (evaluations, times to accuracy) */
+#define WIRE_VERSION 2                   /* 2: learning results (evaluations, times to accuracy) */
 
 typedef struct wbuf {
     uint8_t *b;

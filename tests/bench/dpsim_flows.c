@@ -30,8 +30,8 @@ static double cpu_s(void)
 }
 
 static sim_engine *eng;
-static uint64_t *ids;  /* flow i's id */
-static double *ends;   /* flow i's end (--ends) */
+static uint64_t *ids; /* flow i's id */
+static double *ends;  /* flow i's end (--ends) */
 static size_t n_flows;
 
 static void done(void *ctx, uint64_t id)
@@ -39,7 +39,8 @@ static void done(void *ctx, uint64_t id)
     ++*(size_t *)ctx;
     if (!ends)
         return;
-    for (size_t lo = 0, hi = n_flows; lo < hi;) { /* ids grow with i: no flow has ended when the last starts */
+    for (size_t lo = 0, hi = n_flows;
+         lo < hi;) { /* ids grow with i: no flow has ended when the last starts */
         size_t mid = lo + (hi - lo) / 2;
         if (ids[mid] < id) {
             lo = mid + 1;

@@ -11,14 +11,14 @@
 
 #include <stdint.h>
 
-#define RTT_MAX_N 64
+#define RTT_MAX_N  64
 #define RTT_WINDOW 4194304.0
 
 typedef struct rtt_world {
     int n;
-    double nic_Bps, nic_lat;        /* shared by every flow */
-    double wan_Bps, wan_lat;        /* shared by the odd devices' flows */
-    double acc_Bps[RTT_MAX_N];      /* each device's own link */
+    double nic_Bps, nic_lat;   /* shared by every flow */
+    double wan_Bps, wan_lat;   /* shared by the odd devices' flows */
+    double acc_Bps[RTT_MAX_N]; /* each device's own link */
     double acc_lat[RTT_MAX_N];
     double bytes[RTT_MAX_N];
 } rtt_world;

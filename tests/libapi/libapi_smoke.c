@@ -19,7 +19,7 @@ static int failures;
 #define CHECK(cond, ...)                                                                                     \
     do {                                                                                                     \
         if (!(cond)) {                                                                                       \
-            fprintf(stderr, "libapi_smoke: %s:%d: ", __FILE__, __LINE__);                                  \
+            fprintf(stderr, "libapi_smoke: %s:%d: ", __FILE__, __LINE__);                                    \
             fprintf(stderr, __VA_ARGS__);                                                                    \
             fprintf(stderr, "\n");                                                                           \
             failures++;                                                                                      \
@@ -93,19 +93,20 @@ static void check_structs(const dpsim_scenario *s)
 
 static void check_errors(void)
 {
-    static const char bad[] = "name: bad\n"
-                              "model: {params: 1000, flops_per_sample: 1e6}\n"
-                              "dataset: {samples: 100, sample_bytes: 1KB}\n"
-                              "training: {epochz: 1}\n"
-                              "devices: [{name: g, batch: 8, batch_time: 10ms, link: {up: 1Gbps, down: 1Gbps}}]\n";
+    static const char bad[] =
+        "name: bad\n"
+        "model: {params: 1000, flops_per_sample: 1e6}\n"
+        "dataset: {samples: 100, sample_bytes: 1KB}\n"
+        "training: {epochz: 1}\n"
+        "devices: [{name: g, batch: 8, batch_time: 10ms, link: {up: 1Gbps, down: 1Gbps}}]\n";
     dpsim_scenario *s = NULL;
     dpsim_error e;
     int rc = dpsim_scenario_load_string("bad.yaml", bad, sizeof bad - 1, NULL, NULL, 0, &s, &e);
     CHECK(rc == DPSIM_EINPUT && !s, "a bad scenario is DPSIM_EINPUT (got %d)", rc);
     CHECK(strcmp(e.file, "bad.yaml") == 0 && e.line == 4 && e.column > 1, "position: %s:%d:%d (%s)", e.file,
           e.line, e.column, e.message);
-    CHECK(strcmp(e.key, "training.epochz") == 0 && strstr(e.message, "did you mean 'epochs'"), "key: '%s' (%s)",
-          e.key, e.message);
+    CHECK(strcmp(e.key, "training.epochz") == 0 && strstr(e.message, "did you mean 'epochs'"),
+          "key: '%s' (%s)", e.key, e.message);
     rc = dpsim_scenario_load_file("/nonexistent/x.yaml", NULL, 0, &s, &e);
     CHECK(rc == DPSIM_EINPUT && e.message[0], "a missing file: %d %s", rc, e.message);
     const char *set[] = {"devices.nosuch.count=2"};
