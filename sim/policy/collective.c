@@ -1615,22 +1615,7 @@ static void note_approximate(const coll *c)
 
 double coll_analytic_s(prt *rt, coll_kind k, double bytes)
 {
-    coll c = {rt,
-              bytes / (double)rt->n,
-              rounds_of(k, rt->n),
-              0,
-              0,
-              NULL,
-              NULL,
-              rt->n,
-              NULL,
-              0,
-              NULL,
-              NULL,
-              0,
-              NULL,
-              NULL,
-              0};
+    coll c = {.rt = rt, .chunk = bytes / (double)rt->n, .rounds = rounds_of(k, rt->n), .m = rt->n};
     return analytic_s(&c);
 }
 
@@ -1683,22 +1668,12 @@ int coll_start(prt *rt, coll_kind k, double bytes, prt_coll_mode mode, prt_fn fn
     coll *c = dp_malloc(sizeof *c);
     if (!c)
         return prt_fail(rt, DP_ENOMEM, "out of memory starting a collective");
-    *c = (coll){rt,
-                bytes / (double)rt->n,
-                rounds_of(k, rt->n),
-                0,
-                0,
-                fn,
-                ctx,
-                rt->n,
-                NULL,
-                0,
-                NULL,
-                NULL,
-                0,
-                NULL,
-                NULL,
-                0};
+    *c = (coll){.rt = rt,
+                .chunk = bytes / (double)rt->n,
+                .rounds = rounds_of(k, rt->n),
+                .fn = fn,
+                .ctx = ctx,
+                .m = rt->n};
     return start(rt, c, mode);
 }
 
