@@ -2,7 +2,8 @@
  * run(k, s), a policy's run of scenario s (seed 1), the test stopped with
  * the runtime's message if it fails; expect_same_run(a, b), two runs equal
  * bit for bit in their figures, devices and FLOPS bins; ALT, a world of
- * sites whose rings share a WAN link.  Include it after
+ * sites whose rings share a WAN link; early_free, a test policy's free
+ * hook with nothing to free.  Include it after
  * test_common.h. */
 #ifndef DP_POLICY_HELPERS_H
 #define DP_POLICY_HELPERS_H
@@ -11,6 +12,13 @@
 
 #include "policy/policy.h"
 #include "results.h"
+
+/* A test policy's free hook with nothing to free. */
+static inline void early_free(prt *rt, const void *opts)
+{
+    (void)rt;
+    (void)opts;
+}
 
 static inline res_run *run(const policy_def *k, const scn_scenario *s)
 {

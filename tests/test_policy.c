@@ -760,12 +760,6 @@ static int early_start(prt *rt, const void *opts)
     return prt_distribute(rt, bytes, NULL, early_batch, ctx);
 }
 
-static void early_free(prt *rt, const void *opts)
-{
-    (void)rt;
-    (void)opts;
-}
-
 static const policy_def policy_early = {
     .name = "early",
     .label = "early",

@@ -23,13 +23,6 @@
 
 TEST_SUITE_NO_LEAKS(rings);
 
-/* A policy's free hook with nothing to free. */
-static void early_free(prt *rt, const void *opts)
-{
-    (void)rt;
-    (void)opts;
-}
-
 /* ---- ring rounds in closed form against round-by-round flows -------------
  * collective.c runs a ring's rounds as one event when each of its links
  * carries only one ring flow and nothing else (docs/MODEL.md section 2).

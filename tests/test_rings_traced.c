@@ -28,12 +28,6 @@ static void expect_near(double got, double want, const char *what)
     cr_expect(fabs(got - want) <= TR_REL * fmax(1.0, fabs(want)), "%s = %.17g, want %.17g", what, got, want);
 }
 
-static void early_free(prt *rt, const void *opts)
-{
-    (void)rt;
-    (void)opts;
-}
-
 /* Two devices: a (80 Mbit/s both ways, 1 ms) and b (80 Mbit/s up, 2 ms),
  * whose down link follows tests/data/trace-ring.csv: 2e6 B/s, 6e6 from
  * 1 s, 1e6 from 1.5 s, 4e6 from 5 s, 8e6 from 6 s.  The ring a -> b crosses
